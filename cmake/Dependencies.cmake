@@ -1,0 +1,158 @@
+# Finds every dependency and prints one line each: found (version) or missing (and what that
+# disables). Results are exported as imported targets and ENGINE_HAVE_* variables.
+include(CheckLanguage)
+
+function(engine_report name found version consequence)
+  if(found)
+    message(STATUS "dependency ${name}: found (${version})")
+  else()
+    message(STATUS "dependency ${name}: missing (${consequence})")
+  endif()
+endfunction()
+
+# Reads `#define NAME value` from a header; empty when the header or the macro is absent.
+function(engine_header_define out header macro)
+  set(value "")
+  if(EXISTS "${header}")
+    file(STRINGS "${header}" line REGEX "^#define[ \t]+${macro}[ \t]+")
+    string(REGEX REPLACE "^#define[ \t]+${macro}[ \t]+" "" value "${line}")
+    string(STRIP "${value}" value)
+    string(REPLACE "\"" "" value "${value}")
+  endif()
+  set(${out} "${value}" PARENT_SCOPE)
+endfunction()
+
+# --- CUDA toolkit -------------------------------------------------------------------------
+set(ENGINE_HAVE_CUDA OFF)
+if(NOT ENGINE_CUDA STREQUAL "OFF")
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    enable_language(CUDA)
+    # CMake 3.25 does not know that nvcc 12+ takes -std=c++20; tell it.
+    set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    find_package(CUDAToolkit REQUIRED)
+    set(ENGINE_HAVE_CUDA ON)
+  elseif(ENGINE_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "ENGINE_CUDA=ON but no CUDA compiler (nvcc) was found; "
+                        "put nvcc on PATH or configure with -DENGINE_CUDA=OFF")
+  endif()
+endif()
+if(ENGINE_HAVE_CUDA)
+  engine_report("CUDA Toolkit" ON "${CUDAToolkit_VERSION}, archs ${CMAKE_CUDA_ARCHITECTURES}" "")
+elseif(ENGINE_CUDA STREQUAL "OFF")
+  engine_report("CUDA Toolkit" OFF "" "disabled by ENGINE_CUDA=OFF: CPU backend only")
+else()
+  engine_report("CUDA Toolkit" OFF "" "no nvcc: CPU backend only, CUDA kernels run only under the SIMT emulator")
+endif()
+
+# CUDA's headers are also used without nvcc: the SIMT emulator compiles kernels with g++
+# and takes dim3, __half and __nv_bfloat16 from them.
+find_path(ENGINE_CUDA_INCLUDE_DIR cuda_bf16.h
+  HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include ENV CUDA_HOME PATH_SUFFIXES include)
+if(ENGINE_CUDA_INCLUDE_DIR)
+  set(ENGINE_HAVE_CUDA_HEADERS ON)
+else()
+  set(ENGINE_HAVE_CUDA_HEADERS OFF)
+endif()
+engine_report("CUDA headers for the SIMT emulator" ${ENGINE_HAVE_CUDA_HEADERS} "${ENGINE_CUDA_INCLUDE_DIR}"
+  "the SIMT emulator tests are not built")
+
+# --- NCCL, cuDNN, cuBLAS (only meaningful with CUDA) ---------------------------------------
+set(ENGINE_HAVE_NCCL OFF)
+set(ENGINE_HAVE_CUDNN OFF)
+if(ENGINE_HAVE_CUDA)
+  find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} ENV NCCL_HOME PATH_SUFFIXES include)
+  find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} ENV NCCL_HOME PATH_SUFFIXES lib lib64)
+  if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
+    set(ENGINE_HAVE_NCCL ON)
+    engine_header_define(nccl_major "${NCCL_INCLUDE_DIR}/nccl.h" NCCL_MAJOR)
+    engine_header_define(nccl_minor "${NCCL_INCLUDE_DIR}/nccl.h" NCCL_MINOR)
+    engine_header_define(nccl_patch "${NCCL_INCLUDE_DIR}/nccl.h" NCCL_PATCH)
+    add_library(engine::nccl UNKNOWN IMPORTED)
+    set_target_properties(engine::nccl PROPERTIES IMPORTED_LOCATION "${NCCL_LIBRARY}"
+      INTERFACE_INCLUDE_DIRECTORIES "${NCCL_INCLUDE_DIR}")
+  endif()
+  engine_report("NCCL" ${ENGINE_HAVE_NCCL} "${nccl_major}.${nccl_minor}.${nccl_patch}"
+    "disables NcclTransport and NcclCommunicator")
+
+  find_path(CUDNN_INCLUDE_DIR cudnn_version.h HINTS ${CUDAToolkit_INCLUDE_DIRS} ENV CUDNN_HOME PATH_SUFFIXES include)
+  find_library(CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR} ENV CUDNN_HOME PATH_SUFFIXES lib lib64)
+  if(CUDNN_INCLUDE_DIR AND CUDNN_LIBRARY)
+    set(ENGINE_HAVE_CUDNN ON)
+    engine_header_define(cudnn_major "${CUDNN_INCLUDE_DIR}/cudnn_version.h" CUDNN_MAJOR)
+    engine_header_define(cudnn_minor "${CUDNN_INCLUDE_DIR}/cudnn_version.h" CUDNN_MINOR)
+    engine_header_define(cudnn_patch "${CUDNN_INCLUDE_DIR}/cudnn_version.h" CUDNN_PATCHLEVEL)
+    add_library(engine::cudnn UNKNOWN IMPORTED)
+    set_target_properties(engine::cudnn PROPERTIES IMPORTED_LOCATION "${CUDNN_LIBRARY}"
+      INTERFACE_INCLUDE_DIRECTORIES "${CUDNN_INCLUDE_DIR}")
+  endif()
+  engine_report("cuDNN" ${ENGINE_HAVE_CUDNN} "${cudnn_major}.${cudnn_minor}.${cudnn_patch}"
+    "disables --conv-impl cudnn and the cuDNN benchmark baselines")
+  engine_report("cuBLAS" ON "${CUDAToolkit_VERSION}" "")
+else()
+  engine_report("NCCL" OFF "" "needs CUDA: disables NcclTransport and NcclCommunicator")
+  engine_report("cuDNN" OFF "" "needs CUDA: disables --conv-impl cudnn and cuDNN baselines")
+  engine_report("cuBLAS" OFF "" "needs CUDA: disables the cuBLAS baselines")
+endif()
+
+# --- MPI ----------------------------------------------------------------------------------
+find_package(MPI QUIET COMPONENTS C)
+engine_report("MPI" "${MPI_C_FOUND}" "MPI ${MPI_C_VERSION}"
+  "multi-process runs, MpiTransport and the distributed tests are disabled")
+set(ENGINE_HAVE_MPI ${MPI_C_FOUND})
+find_program(ENGINE_MPIEXEC NAMES mpirun mpiexec)
+
+# --- OpenMP, OpenBLAS ----------------------------------------------------------------------
+find_package(OpenMP QUIET COMPONENTS CXX)
+engine_report("OpenMP" "${OpenMP_CXX_FOUND}" "${OpenMP_CXX_VERSION}" "CPU ops run on one thread")
+
+find_path(OPENBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES openblas-pthread openblas
+  PATHS /usr/include/x86_64-linux-gnu /usr/include/aarch64-linux-gnu)
+find_library(OPENBLAS_LIBRARY NAMES openblas)
+set(ENGINE_HAVE_OPENBLAS OFF)
+if(OPENBLAS_INCLUDE_DIR AND OPENBLAS_LIBRARY)
+  set(ENGINE_HAVE_OPENBLAS ON)
+  find_file(OPENBLAS_CONFIG openblas_config.h HINTS ${OPENBLAS_INCLUDE_DIR})
+  engine_header_define(openblas_version "${OPENBLAS_CONFIG}" OPENBLAS_VERSION)
+  string(REGEX MATCH "[0-9.]+" openblas_version "${openblas_version}")
+  add_library(engine::openblas UNKNOWN IMPORTED)
+  set_target_properties(engine::openblas PROPERTIES IMPORTED_LOCATION "${OPENBLAS_LIBRARY}"
+    INTERFACE_INCLUDE_DIRECTORIES "${OPENBLAS_INCLUDE_DIR}")
+endif()
+engine_report("OpenBLAS" ${ENGINE_HAVE_OPENBLAS} "${openblas_version}"
+  "CPU GEMM/convolution fall back to the built-in blocked GEMM")
+
+# --- Image decoders ------------------------------------------------------------------------
+find_path(TURBOJPEG_INCLUDE_DIR turbojpeg.h)
+find_library(TURBOJPEG_LIBRARY turbojpeg)
+set(ENGINE_HAVE_TURBOJPEG OFF)
+if(TURBOJPEG_INCLUDE_DIR AND TURBOJPEG_LIBRARY)
+  set(ENGINE_HAVE_TURBOJPEG ON)
+  find_package(PkgConfig QUIET)
+  if(PkgConfig_FOUND)
+    pkg_check_modules(TURBOJPEG_PC QUIET libturbojpeg)
+  endif()
+  add_library(engine::turbojpeg UNKNOWN IMPORTED)
+  set_target_properties(engine::turbojpeg PROPERTIES IMPORTED_LOCATION "${TURBOJPEG_LIBRARY}"
+    INTERFACE_INCLUDE_DIRECTORIES "${TURBOJPEG_INCLUDE_DIR}")
+endif()
+engine_report("libjpeg-turbo" ${ENGINE_HAVE_TURBOJPEG} "${TURBOJPEG_PC_VERSION}"
+  "JPEG decoding falls back to stb_image (slower, no DCT downscaling)")
+
+find_path(STB_INCLUDE_DIR stb_image.h PATH_SUFFIXES stb)
+set(ENGINE_HAVE_STB OFF)
+if(STB_INCLUDE_DIR)
+  set(ENGINE_HAVE_STB ON)
+  file(STRINGS "${STB_INCLUDE_DIR}/stb_image.h" stb_line REGEX "stb_image - v[0-9.]+" LIMIT_COUNT 1)
+  string(REGEX MATCH "v[0-9.]+" stb_version "${stb_line}")
+  add_library(engine::stb INTERFACE IMPORTED)
+  set_target_properties(engine::stb PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${STB_INCLUDE_DIR}")
+endif()
+engine_report("stb_image" ${ENGINE_HAVE_STB} "${stb_version}" "PNG/BMP/PPM decoding is disabled")
+
+# --- GoogleTest ----------------------------------------------------------------------------
+find_package(GTest QUIET)
+engine_report("GoogleTest" "${GTest_FOUND}" "${GTest_VERSION}" "no tests are built")

@@ -1,0 +1,41 @@
+#include "kernels/cpu/activation.h"
+
+#include "kernels/cpu/parallel.h"
+
+namespace engine::cpu {
+
+void relu_forward(DType dtype, const void* x, void* y, int64_t n) {
+  dispatch_dtype(dtype, [&]<typename T>() {
+    const T* in = static_cast<const T*>(x);
+    T* out = static_cast<T*>(y);
+    parallel_for(n, [&](int64_t i) {
+      const float v = to_float(in[i]);
+      out[i] = from_float<T>(v < 0.f ? 0.f : v);
+    });
+  });
+}
+
+void relu_backward(DType dtype, const void* y, const void* dy, void* dx, int64_t n) {
+  dispatch_dtype(dtype, [&]<typename T>() {
+    const T* out = static_cast<const T*>(y);
+    const T* grad_out = static_cast<const T*>(dy);
+    T* grad_in = static_cast<T*>(dx);
+    parallel_for(n, [&](int64_t i) {
+      grad_in[i] = to_float(out[i]) > 0.f ? grad_out[i] : from_float<T>(0.f);
+    });
+  });
+}
+
+void add_relu_forward(DType dtype, const void* a, const void* b, void* y, int64_t n) {
+  dispatch_dtype(dtype, [&]<typename T>() {
+    const T* lhs = static_cast<const T*>(a);
+    const T* rhs = static_cast<const T*>(b);
+    T* out = static_cast<T*>(y);
+    parallel_for(n, [&](int64_t i) {
+      const float v = to_float(lhs[i]) + to_float(rhs[i]);
+      out[i] = from_float<T>(v < 0.f ? 0.f : v);
+    });
+  });
+}
+
+}  // namespace engine::cpu

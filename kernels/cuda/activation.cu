@@ -1,0 +1,2 @@
+// Compiles the activation kernels and their entry points (see activation.cuh).
+#include "kernels/cuda/activation.cuh"

@@ -1,0 +1,114 @@
+#include "kernels/cuda/cuda_runtime.h"
+
+#include <cuda_runtime_api.h>
+
+#include "kernels/cuda/check_cuda.h"
+
+namespace engine::cuda_runtime {
+
+DeviceQuery query_devices() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status == cudaErrorStubLibrary || status == cudaErrorInsufficientDriver ||
+      status == cudaErrorNoDevice) {
+    cudaGetLastError();  // clear the sticky error so later calls do not report it
+    return {0, std::string("cudaGetDeviceCount returned ") + cudaGetErrorName(status) + " (" +
+                   cudaGetErrorString(status) + ")"};
+  }
+  CHECK_CUDA(status);
+  return {count, count == 0 ? "cudaGetDeviceCount found no device" : ""};
+}
+
+void set_device(int device) {
+  CHECK_CUDA(cudaSetDevice(device));
+}
+
+void* device_malloc(size_t bytes, int device) {
+  CHECK_CUDA(cudaSetDevice(device));
+  void* ptr = nullptr;
+  const cudaError_t status = cudaMalloc(&ptr, bytes);
+  if (status == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    throw OutOfMemoryError(rank_prefix() + "CUDA out of memory on cuda:" + std::to_string(device) +
+                           " allocating " + std::to_string(bytes) + " bytes");
+  }
+  CHECK_CUDA(status);
+  return ptr;
+}
+
+void device_free(void* ptr, int device) {
+  CHECK_CUDA(cudaSetDevice(device));
+  CHECK_CUDA(cudaFree(ptr));
+}
+
+void* pinned_host_malloc(size_t bytes) {
+  void* ptr = nullptr;
+  const cudaError_t status = cudaHostAlloc(&ptr, bytes, cudaHostAllocPortable);
+  if (status == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    throw OutOfMemoryError(rank_prefix() + "out of pinned host memory allocating " +
+                           std::to_string(bytes) + " bytes");
+  }
+  CHECK_CUDA(status);
+  return ptr;
+}
+
+void pinned_host_free(void* ptr) {
+  CHECK_CUDA(cudaFreeHost(ptr));
+}
+
+void memcpy_async(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
+  CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream));
+}
+
+cudaStream_t stream_create(int device) {
+  CHECK_CUDA(cudaSetDevice(device));
+  cudaStream_t stream = nullptr;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  return stream;
+}
+
+void stream_destroy(cudaStream_t stream) {
+  CHECK_CUDA(cudaStreamDestroy(stream));
+}
+void stream_synchronize(cudaStream_t stream) {
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+}
+void stream_wait_event(cudaStream_t stream, cudaEvent_t event) {
+  CHECK_CUDA(cudaStreamWaitEvent(stream, event, 0));
+}
+
+cudaEvent_t event_create(int device, bool timing) {
+  CHECK_CUDA(cudaSetDevice(device));
+  cudaEvent_t event = nullptr;
+  CHECK_CUDA(cudaEventCreateWithFlags(&event, timing ? cudaEventDefault : cudaEventDisableTiming));
+  return event;
+}
+
+void event_destroy(cudaEvent_t event) {
+  CHECK_CUDA(cudaEventDestroy(event));
+}
+void event_record(cudaEvent_t event, cudaStream_t stream) {
+  CHECK_CUDA(cudaEventRecord(event, stream));
+}
+void event_synchronize(cudaEvent_t event) {
+  CHECK_CUDA(cudaEventSynchronize(event));
+}
+
+bool event_query(cudaEvent_t event) {
+  const cudaError_t status = cudaEventQuery(event);
+  if (status == cudaErrorNotReady) {
+    cudaGetLastError();
+    return false;
+  }
+  CHECK_CUDA(status);
+  return true;
+}
+
+float event_elapsed_ms(cudaEvent_t start, cudaEvent_t end) {
+  float ms = 0.f;
+  CHECK_CUDA(cudaEventElapsedTime(&ms, start, end));
+  return ms;
+}
+
+}  // namespace engine::cuda_runtime

@@ -1,0 +1,48 @@
+// The thin layer over the CUDA runtime that the rest of the engine calls (plain C++, no CUDA
+// headers needed). kernels/cuda/cuda_runtime.cpp implements it with cudart;
+// kernels/cuda_absent.cpp implements it for builds without CUDA (no devices, and a clear
+// error if anything asks for one).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+struct CUstream_st;
+struct CUevent_st;
+using cudaStream_t = CUstream_st*;
+using cudaEvent_t = CUevent_st*;
+
+namespace engine::cuda_runtime {
+
+struct DeviceQuery {
+  int device_count = 0;
+  std::string why_none;  // set when device_count == 0
+};
+
+// Asks cudaGetDeviceCount. "No driver", "insufficient driver" and "no device" (34, 35, 100)
+// give 0 devices and the reason; any other failure throws engine::Error.
+DeviceQuery query_devices();
+
+void set_device(int device);
+// Throws engine::OutOfMemoryError when the device is out of memory.
+void* device_malloc(size_t bytes, int device);
+void device_free(void* ptr, int device);
+void* pinned_host_malloc(size_t bytes);
+void pinned_host_free(void* ptr);
+
+// Copies between any host/device pointers (unified addressing), ordered on stream.
+void memcpy_async(void* dst, const void* src, size_t bytes, cudaStream_t stream);
+
+cudaStream_t stream_create(int device);
+void stream_destroy(cudaStream_t stream);
+void stream_synchronize(cudaStream_t stream);
+void stream_wait_event(cudaStream_t stream, cudaEvent_t event);
+
+cudaEvent_t event_create(int device, bool timing);
+void event_destroy(cudaEvent_t event);
+void event_record(cudaEvent_t event, cudaStream_t stream);
+void event_synchronize(cudaEvent_t event);
+bool event_query(cudaEvent_t event);
+float event_elapsed_ms(cudaEvent_t start, cudaEvent_t end);
+
+}  // namespace engine::cuda_runtime

@@ -1,0 +1,44 @@
+// The one way launchers start a kernel: launch(kernel, grid, block, smem_bytes, stream, args...).
+//
+// Under nvcc this is a real <<<...>>> launch followed by an error check. Under the SIMT
+// emulator (tests/simt/simt.h, included before any kernel header) the same call runs the
+// kernel on the CPU, one block at a time, each CUDA thread a fiber. Launchers never use
+// <<<...>>> themselves, so every kernel can be checked in CI without a GPU.
+//
+// Kernels that need dynamic shared memory declare it with DYNAMIC_SHARED_MEMORY(T, name),
+// which is `extern __shared__` on the GPU and a per-block, NaN-filled buffer under emulation.
+//
+// A kernels/cuda/<family>.cuh defines non-inline entry points, so it is included by exactly
+// one translation unit per binary: its .cu in the library, or one emulator test.
+#pragma once
+
+#if defined(__CUDACC__)
+
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/check_cuda.h"
+
+#define DYNAMIC_SHARED_MEMORY(T, name)                                  \
+  extern __shared__ __align__(16) unsigned char engine_dynamic_smem_[]; \
+  T* name = reinterpret_cast<T*>(engine_dynamic_smem_)
+
+namespace engine::cuda {
+
+template <typename... Params, typename... Args>
+void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem_bytes,
+            cudaStream_t stream, Args&&... args) {
+  kernel<<<grid, block, smem_bytes, stream>>>(static_cast<Params>(args)...);
+  CHECK_CUDA(cudaGetLastError());
+}
+
+}  // namespace engine::cuda
+
+#elif defined(SIMT_EMULATOR)
+
+namespace engine::cuda {
+using simt::launch;
+}  // namespace engine::cuda
+
+#else
+#error "kernels/cuda/*.cuh compile with nvcc, or with g++ after tests/simt/simt.h (SIMT emulator)"
+#endif

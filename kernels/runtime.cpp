@@ -1,0 +1,49 @@
+#include "kernels/runtime.h"
+
+#include <cstdio>
+#include <mutex>
+
+#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/error.h"
+
+namespace engine {
+
+namespace {
+const cuda_runtime::DeviceQuery& device_query() {
+  static const cuda_runtime::DeviceQuery query = [] {
+    cuda_runtime::DeviceQuery result = cuda_runtime::query_devices();
+    if (result.device_count == 0) {
+      std::fprintf(stderr, "%sno usable CUDA device (%s): using the CPU backend\n",
+                   rank_prefix().c_str(), result.why_none.c_str());
+    }
+    return result;
+  }();
+  return query;
+}
+}  // namespace
+
+int cuda_device_count() {
+  return device_query().device_count;
+}
+std::string cuda_unavailable_reason() {
+  return device_query().why_none;
+}
+
+Device resolve_device(std::string_view request, int local_rank) {
+  const int count = cuda_device_count();
+  if (request == "auto") return count > 0 ? Device::cuda(local_rank % count) : Device::cpu();
+  Device device = request == "cuda" ? Device::cuda(local_rank) : parse_device(request);
+  if (device.is_cpu()) return device;
+  if (count == 0) {
+    fail("--device " + std::string(request) + " asks for CUDA, but " + cuda_unavailable_reason() +
+         "; use --device cpu or auto");
+  }
+  if (device.index >= count) {
+    fail("--device " + std::string(request) + " resolves to " + device.str() + ", but only " +
+         std::to_string(count) + " CUDA device(s) are visible" +
+         (request == "cuda" ? " (more ranks on this host than GPUs?)" : ""));
+  }
+  return device;
+}
+
+}  // namespace engine

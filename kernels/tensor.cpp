@@ -1,0 +1,113 @@
+#include "kernels/tensor.h"
+
+#include <cstring>
+
+#include "kernels/ops.h"
+#include "kernels/stream.h"
+
+namespace engine {
+
+int64_t shape_numel(const Shape& shape) {
+  int64_t numel = 1;
+  for (const int64_t extent : shape)
+    numel *= extent;
+  return numel;
+}
+
+std::string shape_str(const Shape& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) text += ", ";
+    text += std::to_string(shape[i]);
+  }
+  return text + "]";
+}
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device, HostMemory host_memory) {
+  for (const int64_t extent : shape) {
+    if (extent < 0) fail("Tensor::empty: negative extent in shape " + shape_str(shape));
+  }
+  Tensor t;
+  t.shape_ = shape;
+  t.dtype_ = dtype;
+  t.device_ = device;
+  t.storage_ = allocate_storage(t.nbytes(), device, host_memory);
+  t.data_ = t.storage_.get();
+  t.defined_ = true;
+  return t;
+}
+
+Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device, Stream& stream) {
+  Tensor t = empty(shape, dtype, device);
+  fill(t, 0.f, stream);
+  return t;
+}
+
+Tensor Tensor::from_floats(const Shape& shape, const std::vector<float>& values, DType dtype) {
+  if (static_cast<int64_t>(values.size()) != shape_numel(shape)) {
+    fail("Tensor::from_floats: " + std::to_string(values.size()) + " values for shape " +
+         shape_str(shape));
+  }
+  Tensor t = empty(shape, dtype);
+  dispatch_dtype(dtype, [&]<typename T>() {
+    T* out = t.data<T>();
+    for (size_t i = 0; i < values.size(); ++i)
+      out[i] = from_float<T>(values[i]);
+  });
+  return t;
+}
+
+int64_t Tensor::size(int64_t axis) const {
+  if (axis < 0) axis += dim();
+  if (axis < 0 || axis >= dim()) {
+    fail("Tensor::size: axis out of range for " + describe());
+  }
+  return shape_[axis];
+}
+
+Tensor Tensor::reshape(const Shape& shape) const {
+  if (shape_numel(shape) != numel()) {
+    fail("Tensor::reshape: " + describe() + " cannot take shape " + shape_str(shape));
+  }
+  Tensor t = *this;
+  t.shape_ = shape;
+  return t;
+}
+
+Tensor Tensor::to(Device device, Stream& stream) const {
+  Tensor t = empty(shape_, dtype_, device);
+  copy(*this, t, stream);
+  return t;
+}
+
+Tensor Tensor::clone(Stream& stream) const {
+  return to(device_, stream);
+}
+
+std::vector<float> Tensor::to_floats(Stream& stream) const {
+  Tensor host = *this;
+  if (device_.is_cuda()) {
+    host = to(Device::cpu(), stream);
+    stream.synchronize();
+  }
+  std::vector<float> values(static_cast<size_t>(numel()));
+  dispatch_dtype(dtype_, [&]<typename T>() {
+    const T* in = host.data<T>();
+    for (size_t i = 0; i < values.size(); ++i)
+      values[i] = to_float(in[i]);
+  });
+  return values;
+}
+
+std::string Tensor::describe() const {
+  if (!defined_) return "undefined tensor";
+  return std::string(dtype_name(dtype_)) + shape_str(shape_) + " on " + device_.str();
+}
+
+void Tensor::check_element_type(DType requested) const {
+  if (requested != dtype_) {
+    fail("Tensor::data<" + std::string(dtype_name(requested)) + ">() on " + describe());
+  }
+}
+
+}  // namespace engine

@@ -1,0 +1,121 @@
+// The CPU element-wise ops against naive references, through the op API.
+#include <gtest/gtest.h>
+
+#include "elementwise_cases.h"
+#include "kernels/ops.h"
+
+namespace engine {
+namespace {
+
+using testing::case_name;
+using testing::kDTypes;
+using testing::kElementwiseSizes;
+using testing::make_inputs;
+using testing::round_to;
+using testing::same_values;
+
+TEST(ElementwiseCpu, ReluForwardMatchesReference) {
+  Stream stream;
+  for (DType dtype : kDTypes) {
+    for (int64_t n : kElementwiseSizes) {
+      SCOPED_TRACE(case_name(dtype, n));
+      const std::vector<float> x = make_inputs(n, 1, dtype);
+      Tensor tx = Tensor::from_floats({n}, x, dtype);
+      Tensor ty = Tensor::empty({n}, dtype);
+      relu_forward(tx, ty, stream);
+      std::vector<float> expected(x.size());
+      for (size_t i = 0; i < x.size(); ++i)
+        expected[i] = testing::reference_relu(x[i]);
+      EXPECT_TRUE(same_values(expected, ty.to_floats(stream)));
+      relu_forward(tx, tx, stream);  // in place
+      EXPECT_TRUE(same_values(expected, tx.to_floats(stream)));
+    }
+  }
+}
+
+TEST(ElementwiseCpu, ReluBackwardMasksByOutput) {
+  Stream stream;
+  for (DType dtype : kDTypes) {
+    for (int64_t n : kElementwiseSizes) {
+      SCOPED_TRACE(case_name(dtype, n));
+      std::vector<float> y = make_inputs(n, 2, dtype);
+      for (float& v : y)
+        v = testing::reference_relu(v);
+      const std::vector<float> dy = make_inputs(n, 3, dtype);
+      Tensor ty = Tensor::from_floats({n}, y, dtype);
+      Tensor tdy = Tensor::from_floats({n}, dy, dtype);
+      Tensor tdx = Tensor::empty({n}, dtype);
+      relu_backward(ty, tdy, tdx, stream);
+      std::vector<float> expected(y.size());
+      for (size_t i = 0; i < y.size(); ++i)
+        expected[i] = testing::reference_relu_backward(y[i], dy[i]);
+      EXPECT_TRUE(same_values(expected, tdx.to_floats(stream)));
+    }
+  }
+}
+
+TEST(ElementwiseCpu, AddReluRoundsOnce) {
+  Stream stream;
+  for (DType dtype : kDTypes) {
+    for (int64_t n : kElementwiseSizes) {
+      SCOPED_TRACE(case_name(dtype, n));
+      const std::vector<float> a = make_inputs(n, 4, dtype);
+      const std::vector<float> b = make_inputs(n, 5, dtype);
+      Tensor ta = Tensor::from_floats({n}, a, dtype);
+      Tensor tb = Tensor::from_floats({n}, b, dtype);
+      Tensor ty = Tensor::empty({n}, dtype);
+      add_relu_forward(ta, tb, ty, stream);
+      std::vector<float> expected(a.size());
+      for (size_t i = 0; i < a.size(); ++i) {
+        expected[i] = round_to(dtype, testing::reference_add_relu(a[i], b[i]));
+      }
+      EXPECT_TRUE(same_values(expected, ty.to_floats(stream)));
+    }
+  }
+}
+
+TEST(ElementwiseCpu, FillAndCastRoundToNearestEven) {
+  Stream stream;
+  for (int64_t n : kElementwiseSizes) {
+    SCOPED_TRACE(n);
+    Tensor t = Tensor::empty({n}, DType::bf16);
+    fill(t, 1.00390625f, stream);  // exactly halfway between two bf16 values: ties to even (1.0)
+    EXPECT_TRUE(same_values(std::vector<float>(n, 1.f), t.to_floats(stream)));
+
+    const std::vector<float> x = make_inputs(n, 6, DType::f32);
+    Tensor f32 = Tensor::from_floats({n}, x, DType::f32);
+    Tensor b16 = Tensor::empty({n}, DType::bf16);
+    cast(f32, b16, stream);
+    std::vector<float> expected(x.size());
+    for (size_t i = 0; i < x.size(); ++i)
+      expected[i] = round_to(DType::bf16, x[i]);
+    EXPECT_TRUE(same_values(expected, b16.to_floats(stream)));
+    Tensor back = Tensor::empty({n}, DType::f32);
+    cast(b16, back, stream);  // bf16 -> f32 is exact
+    EXPECT_TRUE(same_values(expected, back.to_floats(stream)));
+  }
+}
+
+TEST(ElementwiseCpu, ArgumentErrorsNameTheTensor) {
+  Stream stream;
+  Tensor x = Tensor::empty({4, 3}, DType::f32);
+  Tensor wrong_dtype = Tensor::empty({4, 3}, DType::bf16);
+  Tensor wrong_size = Tensor::empty({5, 3}, DType::f32);
+  try {
+    relu_forward(x, wrong_dtype, stream);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("relu_forward: y is bf16[4, 3] on cpu"),
+              std::string::npos)
+        << error.what();
+  }
+  EXPECT_THROW(relu_backward(x, wrong_size, x, stream), Error);
+  EXPECT_THROW(add_relu_forward(x, x, wrong_size, stream), Error);
+  Tensor undefined;
+  EXPECT_THROW(fill(undefined, 0.f, stream), Error);
+  EXPECT_THROW(copy(x, wrong_dtype, stream), Error);
+  EXPECT_THROW(cast(x, wrong_size, stream), Error);
+}
+
+}  // namespace
+}  // namespace engine
