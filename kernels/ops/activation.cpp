@@ -1,6 +1,6 @@
 #include "kernels/cpu/activation.h"
 
-#include "kernels/ops.h"
+#include "kernels/ops/activation.h"
 #include "kernels/ops/checks.h"
 #if ENGINE_HAVE_CUDA
 #include "kernels/cuda/activation.h"

@@ -4,8 +4,8 @@
 
 #include "kernels/cuda/cuda_runtime.h"
 #include "kernels/error.h"
-#include "kernels/ops.h"
 #include "kernels/ops/checks.h"
+#include "kernels/ops/copy.h"
 #if ENGINE_HAVE_CUDA
 #include "kernels/cuda/copy.h"
 #endif
