@@ -6,4 +6,5 @@
 #pragma once
 
 #include "kernels/ops/activation.h"
+#include "kernels/ops/conv.h"
 #include "kernels/ops/copy.h"

@@ -1,0 +1,232 @@
+#include "kernels/cpu/batchnorm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/cpu/parallel.h"
+
+namespace engine::cpu {
+namespace {
+
+// Rows per partial statistic. Fixed (not per thread) so that results do not depend on the
+// number of OpenMP threads.
+constexpr int64_t kChunkRows = 256;
+
+int64_t chunk_count(int64_t rows) {
+  return std::max<int64_t>(1, (rows + kChunkRows - 1) / kChunkRows);
+}
+
+// Calls body(row) for every row, in parallel when the matrix is large.
+template <typename Body>
+void for_each_row(int64_t rows, int64_t channels, Body&& body) {
+#pragma omp parallel for schedule(static) if (rows * channels >= kParallelThreshold)
+  for (int64_t r = 0; r < rows; ++r)
+    body(r);
+}
+
+// Calls body(chunk, first_row, end_row) for every chunk of kChunkRows rows, in parallel.
+template <typename Body>
+void for_each_chunk(int64_t rows, int64_t channels, Body&& body) {
+  const int64_t chunks = chunk_count(rows);
+#pragma omp parallel for schedule(static) if (rows * channels >= kParallelThreshold)
+  for (int64_t k = 0; k < chunks; ++k)
+    body(k, k * kChunkRows, std::min(rows, (k + 1) * kChunkRows));
+}
+
+// Chan et al.: merges the (count, mean, m2) of a second set into the first.
+void chan_merge(double& count, double& mean, double& m2, double count_b, double mean_b,
+                double m2_b) {
+  if (count_b == 0) return;
+  const double total = count + count_b;
+  const double delta = mean_b - mean;
+  mean += delta * (count_b / total);
+  m2 += m2_b + delta * delta * (count * count_b / total);
+  count = total;
+}
+
+// The affine map of one channel: y = (x - mean) * scale + shift. Subtracting the mean first
+// keeps full precision when |mean| >> std (x * scale - mean * scale would cancel).
+struct ChannelAffine {
+  float mean, scale, shift;
+};
+
+template <typename T>
+void apply_affine(const T* x, const std::vector<ChannelAffine>& affine, const T* residual,
+                  bool relu, T* y, int64_t rows, int64_t channels) {
+  for_each_row(rows, channels, [&](int64_t r) {
+    const int64_t row = r * channels;
+    for (int64_t c = 0; c < channels; ++c) {
+      const ChannelAffine& a = affine[c];
+      float v = (to_float(x[row + c]) - a.mean) * a.scale + a.shift;
+      if (residual) v += to_float(residual[row + c]);
+      if (relu) v = v < 0.f ? 0.f : v;
+      y[row + c] = from_float<T>(v);
+    }
+  });
+}
+
+float weight_at(const float* weight, int64_t c) {
+  return weight ? weight[c] : 1.f;
+}
+float bias_at(const float* bias, int64_t c) {
+  return bias ? bias[c] : 0.f;
+}
+
+}  // namespace
+
+void batchnorm_stats(DType dtype, const void* x, int64_t rows, int64_t channels, float* stats) {
+  dispatch_dtype(dtype, [&]<typename T>() {
+    const T* in = static_cast<const T*>(x);
+    const int64_t chunks = chunk_count(rows);
+    // Per chunk and channel: mean and m2, from sums of x - (the chunk's first row), which is
+    // within a few standard deviations of the mean, so s2 - s1^2/n does not cancel.
+    std::vector<double> chunk_mean(chunks * channels), chunk_m2(chunks * channels);
+    for_each_chunk(rows, channels, [&](int64_t k, int64_t begin, int64_t end) {
+      std::vector<double> shift(channels), s1(channels, 0.0), s2(channels, 0.0);
+      for (int64_t c = 0; c < channels; ++c)
+        shift[c] = to_float(in[begin * channels + c]);
+      for (int64_t r = begin; r < end; ++r) {
+        for (int64_t c = 0; c < channels; ++c) {
+          const double d = to_float(in[r * channels + c]) - shift[c];
+          s1[c] += d;
+          s2[c] += d * d;
+        }
+      }
+      const double n = static_cast<double>(end - begin);
+      for (int64_t c = 0; c < channels; ++c) {
+        chunk_mean[k * channels + c] = shift[c] + s1[c] / n;
+        chunk_m2[k * channels + c] = std::max(0.0, s2[c] - s1[c] * s1[c] / n);
+      }
+    });
+    for (int64_t c = 0; c < channels; ++c) {
+      double count = 0, mean = 0, m2 = 0;
+      for (int64_t k = 0; k < chunks; ++k) {
+        const double n = static_cast<double>(std::min(rows, (k + 1) * kChunkRows) - k * kChunkRows);
+        chan_merge(count, mean, m2, n, chunk_mean[k * channels + c], chunk_m2[k * channels + c]);
+      }
+      stats[c] = static_cast<float>(mean);
+      stats[channels + c] = static_cast<float>(m2);
+    }
+    stats[2 * channels] = static_cast<float>(rows);
+  });
+}
+
+void batchnorm_finalize(const float* stats, int64_t parts, int64_t channels, float momentum,
+                        float eps, float* running_mean, float* running_var, float* batch_stats) {
+  const int64_t stride = 2 * channels + 1;
+  double count = 0;
+  for (int64_t c = 0; c < channels; ++c) {
+    double mean = 0, m2 = 0;
+    count = 0;
+    for (int64_t p = 0; p < parts; ++p) {
+      const float* part = stats + p * stride;
+      chan_merge(count, mean, m2, part[2 * channels], part[c], part[channels + c]);
+    }
+    const double var = m2 / count;
+    batch_stats[c] = static_cast<float>(mean);
+    batch_stats[channels + c] = static_cast<float>(1.0 / std::sqrt(var + eps));
+    if (running_mean) {
+      running_mean[c] = momentum * static_cast<float>(mean) + (1.f - momentum) * running_mean[c];
+    }
+    if (running_var) {
+      const float unbiased = static_cast<float>(var * count / (count - 1));
+      running_var[c] = momentum * unbiased + (1.f - momentum) * running_var[c];
+    }
+  }
+  batch_stats[2 * channels] = static_cast<float>(count);
+}
+
+void batchnorm_normalize(DType dtype, const void* x, const float* batch_stats, const float* weight,
+                         const float* bias, const void* residual, bool relu, void* y, int64_t rows,
+                         int64_t channels) {
+  std::vector<ChannelAffine> affine(channels);
+  for (int64_t c = 0; c < channels; ++c) {
+    affine[c] = {batch_stats[c], batch_stats[channels + c] * weight_at(weight, c),
+                 bias_at(bias, c)};
+  }
+  dispatch_dtype(dtype, [&]<typename T>() {
+    apply_affine(static_cast<const T*>(x), affine, static_cast<const T*>(residual), relu,
+                 static_cast<T*>(y), rows, channels);
+  });
+}
+
+void batchnorm_eval_forward(DType dtype, const void* x, const float* running_mean,
+                            const float* running_var, const float* weight, const float* bias,
+                            float eps, const void* residual, bool relu, void* y, int64_t rows,
+                            int64_t channels) {
+  std::vector<ChannelAffine> affine(channels);
+  for (int64_t c = 0; c < channels; ++c) {
+    const float invstd = 1.f / std::sqrt(running_var[c] + eps);
+    affine[c] = {running_mean[c], invstd * weight_at(weight, c), bias_at(bias, c)};
+  }
+  dispatch_dtype(dtype, [&]<typename T>() {
+    apply_affine(static_cast<const T*>(x), affine, static_cast<const T*>(residual), relu,
+                 static_cast<T*>(y), rows, channels);
+  });
+}
+
+void batchnorm_backward_reduce(DType dtype, const void* dy, const void* x,
+                               const float* batch_stats, float* grad_sums, int64_t rows,
+                               int64_t channels) {
+  dispatch_dtype(dtype, [&]<typename T>() {
+    const T* grad = static_cast<const T*>(dy);
+    const T* in = static_cast<const T*>(x);
+    const int64_t chunks = chunk_count(rows);
+    std::vector<double> sum_dy(chunks * channels), sum_dy_xmu(chunks * channels);
+    for_each_chunk(rows, channels, [&](int64_t k, int64_t begin, int64_t end) {
+      double* s_dy = sum_dy.data() + k * channels;
+      double* s_dy_xmu = sum_dy_xmu.data() + k * channels;
+      std::fill(s_dy, s_dy + channels, 0.0);
+      std::fill(s_dy_xmu, s_dy_xmu + channels, 0.0);
+      for (int64_t r = begin; r < end; ++r) {
+        for (int64_t c = 0; c < channels; ++c) {
+          const double g = to_float(grad[r * channels + c]);
+          s_dy[c] += g;
+          s_dy_xmu[c] += g * (to_float(in[r * channels + c]) - batch_stats[c]);
+        }
+      }
+    });
+    for (int64_t c = 0; c < channels; ++c) {
+      double total_dy = 0, total_dy_xmu = 0;
+      for (int64_t k = 0; k < chunks; ++k) {
+        total_dy += sum_dy[k * channels + c];
+        total_dy_xmu += sum_dy_xmu[k * channels + c];
+      }
+      grad_sums[c] = static_cast<float>(total_dy);
+      grad_sums[channels + c] = static_cast<float>(total_dy_xmu * batch_stats[channels + c]);
+    }
+  });
+}
+
+void batchnorm_backward_elementwise(DType dtype, const void* dy, const void* x,
+                                    const float* batch_stats, const float* weight,
+                                    const float* grad_sums, void* dx, int64_t rows,
+                                    int64_t channels) {
+  struct Coefficients {
+    float mean, invstd, scale, mean_dy, mean_dy_xhat;
+  };
+  const float count = batch_stats[2 * channels];
+  std::vector<Coefficients> coef(channels);
+  for (int64_t c = 0; c < channels; ++c) {
+    const float invstd = batch_stats[channels + c];
+    coef[c] = {batch_stats[c], invstd, invstd * weight_at(weight, c), grad_sums[c] / count,
+               grad_sums[channels + c] / count};
+  }
+  dispatch_dtype(dtype, [&]<typename T>() {
+    const T* grad = static_cast<const T*>(dy);
+    const T* in = static_cast<const T*>(x);
+    T* out = static_cast<T*>(dx);
+    for_each_row(rows, channels, [&](int64_t r) {
+      const int64_t row = r * channels;
+      for (int64_t c = 0; c < channels; ++c) {
+        const Coefficients& k = coef[c];
+        const float xhat = (to_float(in[row + c]) - k.mean) * k.invstd;
+        out[row + c] =
+            from_float<T>(k.scale * (to_float(grad[row + c]) - k.mean_dy - xhat * k.mean_dy_xhat));
+      }
+    });
+  });
+}
+
+}  // namespace engine::cpu

@@ -1,0 +1,76 @@
+#include "kernels/cpu/im2col.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/parallel.h"
+
+namespace engine::cpu {
+
+void im2col(const Conv2dShape& shape, const float* x, int64_t first_row, int64_t end_row,
+            float* col) {
+  const int64_t out_h = shape.out_h(), out_w = shape.out_w();
+  const int64_t channels = shape.in_channels, row_length = shape.gemm_k();
+  const size_t channel_bytes = static_cast<size_t>(channels) * sizeof(float);
+#pragma omp parallel for schedule(static) if ((end_row - first_row) * row_length >= \
+                                              kParallelThreshold)
+  for (int64_t m = first_row; m < end_row; ++m) {
+    const int64_t n = m / (out_h * out_w);
+    const int64_t p = (m / out_w) % out_h;
+    const int64_t q = m % out_w;
+    float* dst = col + (m - first_row) * row_length;
+    for (int64_t r = 0; r < shape.kernel_h; ++r) {
+      const int64_t h = p * shape.stride_h - shape.pad_h + r * shape.dilation_h;
+      for (int64_t s = 0; s < shape.kernel_w; ++s, dst += channels) {
+        const int64_t w = q * shape.stride_w - shape.pad_w + s * shape.dilation_w;
+        if (h < 0 || h >= shape.in_h || w < 0 || w >= shape.in_w) {
+          std::memset(dst, 0, channel_bytes);
+        } else {
+          std::memcpy(dst, x + ((n * shape.in_h + h) * shape.in_w + w) * channels, channel_bytes);
+        }
+      }
+    }
+  }
+}
+
+namespace {
+// The output coordinate whose tap `tap` reads input coordinate `in`, or -1.
+int64_t reading_output(int64_t in, int64_t tap, int64_t stride, int64_t pad, int64_t dilation,
+                       int64_t out_extent) {
+  const int64_t offset = in + pad - tap * dilation;
+  if (offset < 0 || offset % stride != 0) return -1;
+  const int64_t out = offset / stride;
+  return out < out_extent ? out : -1;
+}
+}  // namespace
+
+void col2im(const Conv2dShape& shape, const float* col, int64_t first_image, int64_t end_image,
+            float* dx) {
+  const int64_t out_h = shape.out_h(), out_w = shape.out_w();
+  const int64_t channels = shape.in_channels, row_length = shape.gemm_k();
+  const int64_t pixels = (end_image - first_image) * shape.in_h * shape.in_w;
+  const float* col_base = col;  // row 0 of col is output pixel (first_image, 0, 0)
+#pragma omp parallel for schedule(static) if (pixels * channels >= kParallelThreshold)
+  for (int64_t pixel = 0; pixel < pixels; ++pixel) {
+    const int64_t local_image = pixel / (shape.in_h * shape.in_w);
+    const int64_t h = (pixel / shape.in_w) % shape.in_h;
+    const int64_t w = pixel % shape.in_w;
+    float* out = dx + (first_image * shape.in_h * shape.in_w + pixel) * channels;
+    std::fill(out, out + channels, 0.f);
+    for (int64_t r = 0; r < shape.kernel_h; ++r) {
+      const int64_t p = reading_output(h, r, shape.stride_h, shape.pad_h, shape.dilation_h, out_h);
+      if (p < 0) continue;
+      for (int64_t s = 0; s < shape.kernel_w; ++s) {
+        const int64_t q =
+            reading_output(w, s, shape.stride_w, shape.pad_w, shape.dilation_w, out_w);
+        if (q < 0) continue;
+        const int64_t row = (local_image * out_h + p) * out_w + q;
+        const float* src = col_base + row * row_length + (r * shape.kernel_w + s) * channels;
+        for (int64_t c = 0; c < channels; ++c)
+          out[c] += src[c];
+      }
+    }
+  }
+}
+
+}  // namespace engine::cpu

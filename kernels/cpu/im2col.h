@@ -1,0 +1,23 @@
+// NHWC im2col and its adjoint, over a range of output rows (output pixels). Row m of the
+// column matrix holds, for every filter tap (r, s), the in_channels values the tap reads —
+// the same order as a KRSC filter row, so the GEMM needs no reordering.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/conv_shape.h"
+
+namespace engine::cpu {
+
+// col[(m - first_row) * gemm_k + (r * kernel_w + s) * in_channels + c] for m in
+// [first_row, end_row); taps outside the image (padding) are 0.
+void im2col(const Conv2dShape& shape, const float* x, int64_t first_row, int64_t end_row,
+            float* col);
+
+// The adjoint for whole images [first_image, end_image): dx[n, h, w, c] = sum over the
+// (p, q, r, s) that read (h, w) of col[...]; overwrites those images of dx. Gathers per
+// input pixel, so the images can be processed in parallel without write races.
+void col2im(const Conv2dShape& shape, const float* col, int64_t first_image, int64_t end_image,
+            float* dx);
+
+}  // namespace engine::cpu

@@ -1,0 +1,71 @@
+#include "kernels/cpu/sgemm.h"
+
+#include <algorithm>
+#include <vector>
+
+#if ENGINE_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+namespace engine::cpu {
+
+namespace {
+
+// The fallback: op(A) and op(B) packed into contiguous row-major panels, then an i-k-j loop
+// over 64-row blocks that the compiler vectorizes along j.
+[[maybe_unused]] void sgemm_blocked(bool transpose_a, bool transpose_b, int64_t m, int64_t n,
+                                    int64_t k, float alpha, const float* a, int64_t lda,
+                                    const float* b, int64_t ldb, float beta, float* c,
+                                    int64_t ldc) {
+  std::vector<float> packed_b(static_cast<size_t>(k * n));
+  for (int64_t kk = 0; kk < k; ++kk) {
+    for (int64_t j = 0; j < n; ++j) {
+      packed_b[kk * n + j] = transpose_b ? b[j * ldb + kk] : b[kk * ldb + j];
+    }
+  }
+  constexpr int64_t kRowBlock = 64;
+#pragma omp parallel for schedule(dynamic)
+  for (int64_t row_block = 0; row_block < m; row_block += kRowBlock) {
+    std::vector<float> accumulator(static_cast<size_t>(n));
+    const int64_t row_end = std::min(m, row_block + kRowBlock);
+    for (int64_t i = row_block; i < row_end; ++i) {
+      std::fill(accumulator.begin(), accumulator.end(), 0.f);
+      for (int64_t kk = 0; kk < k; ++kk) {
+        const float a_ik = transpose_a ? a[kk * lda + i] : a[i * lda + kk];
+        const float* b_row = packed_b.data() + kk * n;
+        for (int64_t j = 0; j < n; ++j)
+          accumulator[j] += a_ik * b_row[j];
+      }
+      float* c_row = c + i * ldc;
+      for (int64_t j = 0; j < n; ++j) {
+        c_row[j] = alpha * accumulator[j] + (beta == 0.f ? 0.f : beta * c_row[j]);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void sgemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
+           const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+           int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    // C = beta * C; BLAS does the same, but keep it explicit (beta == 0 must clear NaNs).
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j)
+        c[i * ldc + j] = beta == 0.f ? 0.f : beta * c[i * ldc + j];
+    }
+    return;
+  }
+#if ENGINE_HAVE_OPENBLAS
+  cblas_sgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans,
+              transpose_b ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
+              static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
+              c, static_cast<int>(ldc));
+#else
+  sgemm_blocked(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+#endif
+}
+
+}  // namespace engine::cpu

@@ -1,0 +1,27 @@
+// CUDA entry points of conv2d (defined in conv.cuh, compiled by conv.cu): implicit GEMM on
+// NHWC/KRSC tensors, fp32 SIMT for f32 tensors and bf16 tensor cores (fp32 accumulate) for
+// bf16 tensors. Pointers are device pointers; bias/dbias are fp32.
+#pragma once
+
+#include <cstddef>
+
+#include "kernels/conv_shape.h"
+#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/dtype.h"
+
+namespace engine::cuda {
+
+// Device workspace conv2d_backward_filter needs (fp32 split-K partials and bias partials).
+size_t conv2d_backward_filter_workspace_bytes(const Conv2dShape& shape);
+
+void conv2d_forward(const Conv2dShape& shape, DType dtype, const void* x, const void* w,
+                    const float* bias, void* y, cudaStream_t stream);
+void conv2d_backward_data(const Conv2dShape& shape, DType dtype, const void* dy, const void* w,
+                          void* dx, cudaStream_t stream);
+// dw is fp32 (master weights) or dtype; accumulate adds to dw (and dbias) instead of
+// overwriting. workspace: conv2d_backward_filter_workspace_bytes(shape) bytes.
+void conv2d_backward_filter(const Conv2dShape& shape, DType dtype, const void* x, const void* dy,
+                            DType dw_dtype, void* dw, float* dbias, bool accumulate,
+                            void* workspace, cudaStream_t stream);
+
+}  // namespace engine::cuda

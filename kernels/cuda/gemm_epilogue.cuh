@@ -1,0 +1,113 @@
+// Where GEMM results go: straight into the output (with bias and accumulation), or, for
+// split-K, into per-split fp32 partials that splitk_reduce_kernel sums in a fixed order so
+// results are deterministic. Also the column sums used for bias gradients.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cuda/device_types.cuh"
+#include "kernels/cuda/launch.h"
+
+namespace engine::cuda {
+
+// out[m * ld + n] = acc (+ bias[n]) (+ out[m * ld + n] when accumulating).
+template <typename TOut>
+struct StoreToMatrix {
+  TOut* out;
+  int64_t ld;
+  const float* bias;  // may be null
+  bool accumulate;
+  __device__ __forceinline__ void operator()(int /*split*/, int64_t m, int64_t n, float acc) const {
+    if (bias != nullptr) acc += bias[n];
+    TOut* target = out + m * ld + n;
+    if (accumulate) acc += to_f32(*target);
+    *target = from_f32<TOut>(acc);
+  }
+};
+
+// partials[(split * rows + m) * cols + n] = acc
+struct StoreSplitPartial {
+  float* partials;
+  int64_t rows;
+  int64_t cols;
+  __device__ __forceinline__ void operator()(int split, int64_t m, int64_t n, float acc) const {
+    partials[(split * rows + m) * cols + n] = acc;
+  }
+};
+
+// out[i] = sum over splits of partials[split * count + i] (+ out[i] when accumulating).
+template <typename TOut>
+__global__ void splitk_reduce_kernel(int splits, int64_t count, const float* partials, TOut* out,
+                                     bool accumulate) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += stride) {
+    float sum = accumulate ? to_f32(out[i]) : 0.f;
+    for (int split = 0; split < splits; ++split)
+      sum += partials[split * count + i];
+    out[i] = from_f32<TOut>(sum);
+  }
+}
+
+// Column sums of a rows x cols matrix, in two deterministic steps: blocks of 32 columns x
+// 8 row-lanes sum a slice of rows each into partials[slice * cols + col], then
+// column_sum_finalize_kernel adds the slices in order.
+constexpr int kColumnSumWidth = 32;
+constexpr int kColumnSumLanes = 8;
+
+template <typename T>
+__global__ void column_sum_kernel(int64_t rows, int64_t cols, int64_t rows_per_slice,
+                                  const T* matrix, float* partials) {
+  __shared__ float lane_sums[kColumnSumLanes][kColumnSumWidth + 1];
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * kColumnSumWidth + threadIdx.x;
+  const int64_t first_row = static_cast<int64_t>(blockIdx.y) * rows_per_slice;
+  const int64_t end_row = first_row + rows_per_slice < rows ? first_row + rows_per_slice : rows;
+  float sum = 0.f;
+  if (col < cols) {
+    for (int64_t row = first_row + threadIdx.y; row < end_row; row += kColumnSumLanes) {
+      sum += to_f32(matrix[row * cols + col]);
+    }
+  }
+  lane_sums[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y == 0 && col < cols) {
+    float total = 0.f;
+    for (int lane = 0; lane < kColumnSumLanes; ++lane)
+      total += lane_sums[lane][threadIdx.x];
+    partials[blockIdx.y * cols + col] = total;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Launchers
+
+template <typename TOut>
+void splitk_reduce_launch(int splits, int64_t count, const float* partials, TOut* out,
+                          bool accumulate, cudaStream_t stream) {
+  if (count == 0) return;
+  constexpr int kThreads = 256;
+  const int64_t blocks = (count + kThreads - 1) / kThreads;
+  launch(splitk_reduce_kernel<TOut>, dim3(static_cast<unsigned>(blocks < 4096 ? blocks : 4096)),
+         dim3(kThreads), 0, stream, splits, count, partials, out, accumulate);
+}
+
+// Row slices for column_sum_launch; the partials need slices * cols floats.
+inline int column_sum_slices(int64_t rows, int max_slices = 64) {
+  const int64_t slices = (rows + 1023) / 1024;
+  return static_cast<int>(slices < 1 ? 1 : (slices > max_slices ? max_slices : slices));
+}
+
+// sums[col] (+)= sum over rows of matrix[row * cols + col]; partials: slices * cols floats.
+template <typename T>
+void column_sum_launch(int64_t rows, int64_t cols, const T* matrix, int slices, float* partials,
+                       float* sums, bool accumulate, cudaStream_t stream) {
+  if (cols == 0) return;
+  const int64_t rows_per_slice = (rows + slices - 1) / slices;
+  const dim3 grid(static_cast<unsigned>((cols + kColumnSumWidth - 1) / kColumnSumWidth),
+                  static_cast<unsigned>(slices));
+  launch(column_sum_kernel<T>, grid, dim3(kColumnSumWidth, kColumnSumLanes), 0, stream, rows, cols,
+         rows_per_slice < 1 ? int64_t{1} : rows_per_slice, matrix, partials);
+  splitk_reduce_launch(slices, cols, partials, sums, accumulate, stream);
+}
+
+}  // namespace engine::cuda

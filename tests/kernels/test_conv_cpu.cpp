@@ -1,0 +1,206 @@
+// conv2d and linear on the CPU against the naive double-precision reference, over every
+// case of conv_cases() in f32 and bf16, plus finite-difference checks of the gradients and
+// the argument errors.
+#include <gtest/gtest.h>
+
+#include "conv_reference.h"
+#include "kernels/ops.h"
+
+namespace engine {
+namespace {
+
+using testing::conv_cases;
+using testing::random_values;
+using testing::relative_error;
+
+// fp32: accumulation error grows like sqrt(K) * 2^-24; K <= 4608 here.
+constexpr double kF32Tolerance = 1e-5;
+// bf16 outputs: one rounding (2^-9 relative to the element, so at most that of the maximum)
+// after exact products of bf16 inputs accumulated in fp32.
+constexpr double kBf16Tolerance = 1.0 / 256;
+
+double tolerance(DType dtype) {
+  return dtype == DType::f32 ? kF32Tolerance : kBf16Tolerance;
+}
+
+struct ConvTensors {
+  ConvTensors(const Conv2dShape& shape, DType dtype)
+      : x_values(random_values(shape_numel(shape.input_shape()), 1, dtype == DType::bf16)),
+        w_values(random_values(shape_numel(shape.filter_shape()), 2, dtype == DType::bf16)),
+        dy_values(random_values(shape_numel(shape.output_shape()), 3, dtype == DType::bf16)),
+        bias_values(random_values(shape.out_channels, 4)),
+        x(Tensor::from_floats(shape.input_shape(), x_values, dtype)),
+        w(Tensor::from_floats(shape.filter_shape(), w_values, dtype)),
+        dy(Tensor::from_floats(shape.output_shape(), dy_values, dtype)),
+        bias(Tensor::from_floats({shape.out_channels}, bias_values)) {}
+  std::vector<float> x_values, w_values, dy_values, bias_values;
+  Tensor x, w, dy, bias;
+};
+
+TEST(ConvCpu, ForwardMatchesNaiveReference) {
+  Stream stream;
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    for (const auto& [name, shape] : conv_cases()) {
+      SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + std::string(dtype_name(dtype)));
+      ConvTensors t(shape, dtype);
+      Tensor y = Tensor::empty(shape.output_shape(), dtype);
+      conv2d_forward(shape, t.x, t.w, &t.bias, y, stream);
+      const auto expected =
+          testing::reference_conv_forward(shape, t.x_values, t.w_values, &t.bias_values);
+      EXPECT_LE(relative_error(y.to_floats(stream), expected), tolerance(dtype));
+    }
+  }
+}
+
+TEST(ConvCpu, BackwardDataMatchesNaiveReference) {
+  Stream stream;
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    for (const auto& [name, shape] : conv_cases()) {
+      SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + std::string(dtype_name(dtype)));
+      ConvTensors t(shape, dtype);
+      Tensor dx = Tensor::empty(shape.input_shape(), dtype);
+      fill(dx, NAN, stream);  // overwritten, never read
+      conv2d_backward_data(shape, t.dy, t.w, dx, stream);
+      const auto expected = testing::reference_conv_backward_data(shape, t.dy_values, t.w_values);
+      EXPECT_LE(relative_error(dx.to_floats(stream), expected), tolerance(dtype));
+    }
+  }
+}
+
+TEST(ConvCpu, BackwardFilterAndBiasMatchNaiveReference) {
+  Stream stream;
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    for (const auto& [name, shape] : conv_cases()) {
+      SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + std::string(dtype_name(dtype)));
+      ConvTensors t(shape, dtype);
+      Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);  // fp32 master gradient
+      Tensor dbias = Tensor::empty({shape.out_channels}, DType::f32);
+      conv2d_backward_filter(shape, t.x, t.dy, dw, &dbias, false, stream);
+      const auto expected = testing::reference_conv_backward_filter(shape, t.x_values, t.dy_values);
+      EXPECT_LE(relative_error(dw.to_floats(stream), expected), kF32Tolerance);
+      EXPECT_LE(
+          relative_error(dbias.to_floats(stream), testing::reference_bias_grad(shape, t.dy_values)),
+          kF32Tolerance);
+    }
+  }
+}
+
+TEST(ConvCpu, BackwardFilterAccumulatesAndRoundsToBf16) {
+  Stream stream;
+  const Conv2dShape shape = testing::conv_shape(2, 6, 6, 5, 7, 3, 3, 1, 1);
+  ConvTensors t(shape, DType::bf16);
+  auto expected = testing::reference_conv_backward_filter(shape, t.x_values, t.dy_values);
+  auto expected_bias = testing::reference_bias_grad(shape, t.dy_values);
+  Tensor dw = Tensor::empty(shape.filter_shape(), DType::bf16);
+  Tensor dbias = Tensor::empty({shape.out_channels}, DType::f32);
+  conv2d_backward_filter(shape, t.x, t.dy, dw, &dbias, false, stream);
+  conv2d_backward_filter(shape, t.x, t.dy, dw, &dbias, true, stream);  // second micro-batch
+  for (double& v : expected)
+    v *= 2;
+  for (double& v : expected_bias)
+    v *= 2;
+  EXPECT_LE(relative_error(dw.to_floats(stream), expected), 2 * kBf16Tolerance);
+  EXPECT_LE(relative_error(dbias.to_floats(stream), expected_bias), kF32Tolerance);
+}
+
+// Centered finite differences of L = sum(y * g) with respect to a few x and w elements. The
+// convolution is linear in each argument, so the difference is exact up to fp32 rounding.
+TEST(ConvCpu, GradientsMatchFiniteDifferences) {
+  Stream stream;
+  const Conv2dShape shape = testing::conv_shape(2, 5, 6, 3, 4, 3, 3, 2, 1);
+  ConvTensors t(shape, DType::f32);
+  auto loss = [&](const Tensor& x, const Tensor& w) {
+    Tensor y = Tensor::empty(shape.output_shape(), DType::f32);
+    conv2d_forward(shape, x, w, nullptr, y, stream);
+    double sum = 0;
+    for (int64_t i = 0; i < y.numel(); ++i)
+      sum += double(y.data<float>()[i]) * t.dy_values[i];
+    return sum;
+  };
+  Tensor dx = Tensor::empty(shape.input_shape(), DType::f32);
+  Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);
+  conv2d_backward_data(shape, t.dy, t.w, dx, stream);
+  conv2d_backward_filter(shape, t.x, t.dy, dw, nullptr, false, stream);
+  const float h = 1e-2f;
+  for (int64_t i = 0; i < t.x.numel(); i += 17) {
+    Tensor plus = t.x.clone(stream), minus = t.x.clone(stream);
+    plus.data<float>()[i] += h;
+    minus.data<float>()[i] -= h;
+    const double numeric = (loss(plus, t.w) - loss(minus, t.w)) / (2 * h);
+    EXPECT_NEAR(dx.data<float>()[i], numeric, 1e-3 * std::max(1.0, std::abs(numeric)))
+        << "x[" << i << "]";
+  }
+  for (int64_t i = 0; i < t.w.numel(); i += 7) {
+    Tensor plus = t.w.clone(stream), minus = t.w.clone(stream);
+    plus.data<float>()[i] += h;
+    minus.data<float>()[i] -= h;
+    const double numeric = (loss(t.x, plus) - loss(t.x, minus)) / (2 * h);
+    EXPECT_NEAR(dw.data<float>()[i], numeric, 1e-3 * std::max(1.0, std::abs(numeric)))
+        << "w[" << i << "]";
+  }
+}
+
+TEST(LinearCpu, MatchesReferenceGemm) {
+  Stream stream;
+  const int64_t rows = 5, in = 37, out = 10;
+  const auto x = random_values(rows * in, 5), w = random_values(out * in, 6),
+             b = random_values(out, 7);
+  const auto dy = random_values(rows * out, 8);
+  Tensor tx = Tensor::from_floats({rows, in}, x), tw = Tensor::from_floats({out, in}, w);
+  Tensor tb = Tensor::from_floats({out}, b), tdy = Tensor::from_floats({rows, out}, dy);
+  Tensor y = Tensor::empty({rows, out}, DType::f32), dx = Tensor::empty({rows, in}, DType::f32);
+  Tensor dw = Tensor::empty({out, in}, DType::f32), db = Tensor::empty({out}, DType::f32);
+  linear_forward(tx, tw, &tb, y, stream);
+  linear_backward_data(tdy, tw, dx, stream);
+  linear_backward_weight(tx, tdy, dw, &db, false, stream);
+  std::vector<double> y_ref(rows * out), dx_ref(rows * in, 0.0), dw_ref(out * in, 0.0),
+      db_ref(out, 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < out; ++o) {
+      double sum = b[o];
+      for (int64_t i = 0; i < in; ++i) {
+        sum += double(x[r * in + i]) * w[o * in + i];
+        dx_ref[r * in + i] += double(dy[r * out + o]) * w[o * in + i];
+        dw_ref[o * in + i] += double(dy[r * out + o]) * x[r * in + i];
+      }
+      y_ref[r * out + o] = sum;
+      db_ref[o] += dy[r * out + o];
+    }
+  EXPECT_LE(relative_error(y.to_floats(stream), y_ref), kF32Tolerance);
+  EXPECT_LE(relative_error(dx.to_floats(stream), dx_ref), kF32Tolerance);
+  EXPECT_LE(relative_error(dw.to_floats(stream), dw_ref), kF32Tolerance);
+  EXPECT_LE(relative_error(db.to_floats(stream), db_ref), kF32Tolerance);
+}
+
+TEST(ConvCpu, ArgumentErrorsNameTheTensorAndShape) {
+  Stream stream;
+  const Conv2dShape shape = testing::conv_shape(1, 4, 4, 3, 8, 3, 3, 1, 1);
+  Tensor x = Tensor::empty(shape.input_shape(), DType::f32);
+  Tensor w = Tensor::empty({8, 3, 3, 4}, DType::f32);  // wrong in_channels
+  Tensor y = Tensor::empty(shape.output_shape(), DType::f32);
+  try {
+    conv2d_forward(shape, x, w, nullptr, y, stream);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what())
+                  .find("conv2d_forward: w is f32[8, 3, 3, 4] on cpu, expected f32[8, 3, 3, 3]"),
+              std::string::npos)
+        << error.what();
+  }
+  Tensor w_ok = Tensor::empty(shape.filter_shape(), DType::f32);
+  Tensor bf16_y = Tensor::empty(shape.output_shape(), DType::bf16);
+  EXPECT_THROW(conv2d_forward(shape, x, w_ok, nullptr, bf16_y, stream), Error);
+  Tensor wrong_bias = Tensor::empty({7}, DType::f32);
+  EXPECT_THROW(conv2d_forward(shape, x, w_ok, &wrong_bias, y, stream), Error);
+  Conv2dShape empty_output = shape;
+  empty_output.pad_h = 0;
+  empty_output.in_h = 2;
+  EXPECT_THROW(conv2d_forward(empty_output, x, w_ok, nullptr, y, stream), Error);
+  Tensor dw_bf16_for_f32 = Tensor::empty(shape.filter_shape(), DType::bf16);
+  Tensor dy = Tensor::empty(shape.output_shape(), DType::f32);
+  EXPECT_THROW(conv2d_backward_filter(shape, x, dy, dw_bf16_for_f32, nullptr, false, stream),
+               Error);
+}
+
+}  // namespace
+}  // namespace engine
