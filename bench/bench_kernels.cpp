@@ -1,0 +1,273 @@
+// bench_kernels: our conv2d passes per ResNet layer shape against a baseline timed in the
+// same run — PyTorch 1.13 on the CPU (tools/bench_torch_kernels.py), cuDNN/cuBLAS on a GPU —
+// plus element-wise bandwidth against device memcpy on a GPU.
+//
+//   bench_kernels [--device cpu|cuda] [--arch resnet18|resnet50] [--batch N] [--dtype f32|bf16]
+//                 [--min-seconds S] [--filter TEXT] [--no-baseline] [--json]
+#include <omp.h>
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "bench/bench_report.h"
+#include "bench/resnet_layers.h"
+#include "bench/timing.h"
+#include "bench/torch_baseline.h"
+#include "kernels/ops.h"
+#include "kernels/runtime.h"
+#if ENGINE_BENCH_GPU_BASELINES
+#include "bench/gpu_baselines.h"
+#endif
+
+namespace engine::bench {
+namespace {
+
+struct Options {
+  std::string device = "auto";
+  std::string arch;   // default: resnet18 on the CPU, resnet50 on a GPU
+  int64_t batch = 0;  // default: 8 on the CPU, 128 on a GPU
+  std::string dtype = "both";
+  double min_seconds = 0.3;
+  std::string filter;
+  bool baseline = true;
+  bool json = false;
+};
+
+[[noreturn]] void usage_error(const std::string& message) {
+  fail("bench_kernels: " + message +
+       "\nusage: bench_kernels [--device cpu|cuda] [--arch resnet18|resnet50] [--batch N] "
+       "[--dtype f32|bf16|both] [--min-seconds S] [--filter TEXT] [--no-baseline] [--json]");
+}
+
+Options parse(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage_error(flag + " needs a value");
+      return argv[++i];
+    };
+    try {
+      if (flag == "--device")
+        options.device = value();
+      else if (flag == "--arch")
+        options.arch = value();
+      else if (flag == "--batch")
+        options.batch = std::stoll(value());
+      else if (flag == "--dtype")
+        options.dtype = value();
+      else if (flag == "--min-seconds")
+        options.min_seconds = std::stod(value());
+      else if (flag == "--filter")
+        options.filter = value();
+      else if (flag == "--no-baseline")
+        options.baseline = false;
+      else if (flag == "--json")
+        options.json = true;
+      else
+        usage_error("unknown flag " + flag);
+    } catch (const std::invalid_argument&) {
+      usage_error("bad number for " + flag);
+    }
+  }
+  return options;
+}
+
+double conv_gflops(const Conv2dShape& s, double time_us) {
+  return 2.0 * s.gemm_m() * s.out_channels * s.gemm_k() / (time_us * 1e3);
+}
+
+struct PassTimes {
+  double forward_us, backward_data_us, backward_filter_us;
+};
+
+PassTimes time_native_conv(const Conv2dShape& s, DType dtype, Stream& stream,
+                           const TimingOptions& timing) {
+  const Device device = stream.device();
+  Tensor x = Tensor::zeros(s.input_shape(), dtype, device, stream);
+  Tensor w = Tensor::zeros(s.filter_shape(), dtype, device, stream);
+  Tensor y = Tensor::zeros(s.output_shape(), dtype, device, stream);
+  Tensor dw = Tensor::zeros(s.filter_shape(), DType::f32, device, stream);
+  fill(x, 0.5f, stream);
+  fill(w, 0.25f, stream);
+  auto sync = [&] { stream.synchronize(); };
+  PassTimes times{};
+  times.forward_us =
+      median_time_us([&] { conv2d_forward(s, x, w, nullptr, y, stream); }, sync, timing);
+  times.backward_data_us =
+      median_time_us([&] { conv2d_backward_data(s, y, w, x, stream); }, sync, timing);
+  times.backward_filter_us = median_time_us(
+      [&] { conv2d_backward_filter(s, x, y, dw, nullptr, false, stream); }, sync, timing);
+  return times;
+}
+
+void add_pass_rows(std::vector<Row>& rows, const ConvLayer& layer, const std::string& suffix,
+                   const PassTimes& ours, const std::string& baseline_name,
+                   const std::optional<PassTimes>& baseline, const std::string& note) {
+  const char* passes[] = {"fwd", "bwd_data", "bwd_filter"};
+  const double our_times[] = {ours.forward_us, ours.backward_data_us, ours.backward_filter_us};
+  for (int p = 0; p < 3; ++p) {
+    Row row{"kernels", "native", layer.name + " " + passes[p] + suffix, our_times[p]};
+    row.gflops = conv_gflops(layer.shape, our_times[p]);
+    row.baseline = baseline_name;
+    if (baseline) {
+      const double base[] = {baseline->forward_us, baseline->backward_data_us,
+                             baseline->backward_filter_us};
+      row.baseline_time_us = base[p];
+    }
+    row.note = note;
+    rows.push_back(row);
+  }
+}
+
+// fwd+bwd over the whole network: each layer's three passes weighted by its count.
+Row network_total(const std::string& name, const std::vector<ConvLayer>& layers,
+                  const std::vector<Row>& rows, const std::string& baseline) {
+  Row total{"kernels", "native", name, 0};
+  total.baseline = baseline;
+  double base = 0;
+  bool complete = true;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    for (int p = 0; p < 3; ++p) {
+      const Row& row = rows[rows.size() - 3 * layers.size() + 3 * i + p];
+      total.time_us += layers[i].count * row.time_us;
+      if (row.baseline_time_us)
+        base += layers[i].count * *row.baseline_time_us;
+      else
+        complete = false;
+    }
+  }
+  if (complete && !baseline.empty()) total.baseline_time_us = base;
+  return total;
+}
+
+std::vector<ConvLayer> selected_layers(const Options& options, const std::string& arch,
+                                       int64_t batch) {
+  std::vector<ConvLayer> layers;
+  for (ConvLayer& layer : resnet_conv_layers(arch, batch)) {
+    if (options.filter.empty() || layer.name.find(options.filter) != std::string::npos) {
+      layer.name = arch + " " + layer.name;
+      layers.push_back(layer);
+    }
+  }
+  return layers;
+}
+
+std::vector<Row> run_cpu(const Options& options) {
+  const std::string arch = options.arch.empty() ? "resnet18" : options.arch;
+  const int64_t batch = options.batch > 0 ? options.batch : 8;
+  const std::vector<ConvLayer> layers = selected_layers(options, arch, batch);
+  const TimingOptions timing{options.min_seconds, 3};
+  const int threads = omp_get_max_threads();
+  std::fprintf(stderr, "CPU: %d threads, %s batch %lld, fp32; baseline: PyTorch (same threads)\n",
+               threads, arch.c_str(), static_cast<long long>(batch));
+  TorchBaseline torch;
+  if (options.baseline) {
+    torch = run_torch_conv_baseline(layers, threads, options.min_seconds);
+  } else {
+    torch.unavailable_reason = "--no-baseline";
+  }
+  std::vector<Row> rows;
+  Stream stream;
+  for (const ConvLayer& layer : layers) {
+    const PassTimes ours = time_native_conv(layer.shape, DType::f32, stream, timing);
+    std::optional<PassTimes> base;
+    const auto f = torch.time_us.find({layer.name, "fwd"});
+    const auto d = torch.time_us.find({layer.name, "bwd_data"});
+    const auto w = torch.time_us.find({layer.name, "bwd_filter"});
+    if (f != torch.time_us.end() && d != torch.time_us.end() && w != torch.time_us.end()) {
+      base = PassTimes{f->second, d->second, w->second};
+    }
+    add_pass_rows(rows, layer, "", ours, "torch", base, base ? "" : torch.unavailable_reason);
+  }
+  rows.push_back(network_total(arch + " all conv layers fwd+bwd (x count)", layers, rows, "torch"));
+  return rows;
+}
+
+#if ENGINE_HAVE_CUDA
+std::vector<Row> run_gpu(const Options& options, Device device) {
+  const std::string arch = options.arch.empty() ? "resnet50" : options.arch;
+  const int64_t batch = options.batch > 0 ? options.batch : 128;
+  const std::vector<ConvLayer> layers = selected_layers(options, arch, batch);
+  const TimingOptions timing{options.min_seconds, 5};
+  Stream stream(device);
+  std::vector<Row> rows;
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    if (options.dtype != "both" && parse_dtype(options.dtype) != dtype) continue;
+    const std::string suffix = std::string(" ") + std::string(dtype_name(dtype));
+    for (const ConvLayer& layer : layers) {
+      const PassTimes ours = time_native_conv(layer.shape, dtype, stream, timing);
+      std::optional<PassTimes> base;
+      std::string note;
+#if ENGINE_BENCH_GPU_BASELINES
+      if (options.baseline) {
+        const ConvPassTimes cudnn = time_cudnn_conv(layer.shape, dtype, stream, timing);
+        base = PassTimes{cudnn.forward_us, cudnn.backward_data_us, cudnn.backward_filter_us};
+      }
+#else
+      note = "built without cuDNN";
+#endif
+      add_pass_rows(rows, layer, suffix, ours, "cudnn", base, note);
+    }
+    rows.push_back(network_total(arch + " all conv layers fwd+bwd" + suffix + " (x count)", layers,
+                                 rows, "cudnn"));
+  }
+  // Element-wise kernels against the GPU's own copy bandwidth (bytes read + written).
+  const int64_t elements = int64_t{64} << 20;
+  Tensor a = Tensor::zeros({elements}, DType::f32, device, stream);
+  Tensor b = Tensor::zeros({elements}, DType::f32, device, stream);
+  Tensor out = Tensor::empty({elements}, DType::f32, device);
+  const double copy_us = time_device_memcpy(elements * 4, stream, timing);
+  auto sync = [&] { stream.synchronize(); };
+  const double relu_us = median_time_us([&] { relu_forward(a, out, stream); }, sync, timing);
+  const double add_relu_us =
+      median_time_us([&] { add_relu_forward(a, b, out, stream); }, sync, timing);
+  Row copy{"kernels", "memcpy", "d2d copy 256 MiB", copy_us};
+  copy.gbps = 2.0 * elements * 4 / (copy_us * 1e3);
+  Row relu{"kernels", "native", "relu fwd f32 256 MiB", relu_us};
+  relu.gbps = 2.0 * elements * 4 / (relu_us * 1e3);
+  relu.baseline = "memcpy";
+  relu.baseline_time_us = copy_us;
+  Row add_relu{"kernels", "native", "add+relu fwd f32 3x256 MiB", add_relu_us};
+  add_relu.gbps = 3.0 * elements * 4 / (add_relu_us * 1e3);
+  add_relu.baseline = "memcpy";
+  add_relu.baseline_time_us = copy_us * 1.5;  // same bytes at copy bandwidth
+  rows.insert(rows.end(), {copy, relu, add_relu});
+  return rows;
+}
+#endif
+
+int run(int argc, char** argv) {
+  const Options options = parse(argc, argv);
+  const Device device = resolve_device(options.device);
+  std::vector<Row> rows;
+  if (device.is_cpu()) {
+    rows = run_cpu(options);
+  } else {
+#if ENGINE_HAVE_CUDA
+    rows = run_gpu(options, device);
+#endif
+  }
+  if (options.json) {
+    for (const Row& row : rows)
+      std::printf("%s\n", to_json(row).c_str());
+  } else {
+    print_table(rows);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace engine::bench
+
+int main(int argc, char** argv) {
+  try {
+    return engine::bench::run(argc, argv);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "%s\n", error.what());
+    return 1;
+  }
+}

@@ -1,0 +1,75 @@
+#include "bench/bench_report.h"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace engine::bench {
+
+namespace {
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string number(double value) {
+  std::ostringstream text;
+  text.precision(6);
+  text << value;
+  return text.str();
+}
+}  // namespace
+
+std::string to_json(const Row& row) {
+  std::string json = "{\"bench\":" + json_string(row.bench) + ",\"impl\":" + json_string(row.impl) +
+                     ",\"case\":" + json_string(row.case_name) +
+                     ",\"time_us\":" + number(row.time_us);
+  if (row.bytes) json += ",\"bytes\":" + std::to_string(*row.bytes);
+  if (row.gflops) json += ",\"gflops\":" + number(*row.gflops);
+  if (row.gbps) json += ",\"gbps\":" + number(*row.gbps);
+  if (!row.baseline.empty()) {
+    json += ",\"baseline\":" + json_string(row.baseline);
+    if (row.baseline_time_us) json += ",\"baseline_time_us\":" + number(*row.baseline_time_us);
+    if (auto r = row.ratio()) json += ",\"ratio\":" + number(*r);
+  }
+  if (!row.note.empty()) json += ",\"note\":" + json_string(row.note);
+  return json + "}";
+}
+
+void print_table(const std::vector<Row>& rows) {
+  std::printf("%-44s %-8s %12s %10s %10s %-8s %12s %7s\n", "case", "impl", "time_us", "GFLOP/s",
+              "GB/s", "baseline", "base_us", "ratio");
+  for (const Row& row : rows) {
+    auto optional_number = [](const std::optional<double>& value, const char* format) {
+      char text[32] = "-";
+      if (value) std::snprintf(text, sizeof(text), format, *value);
+      return std::string(text);
+    };
+    std::printf("%-44s %-8s %12.1f %10s %10s %-8s %12s %7s%s%s\n", row.case_name.c_str(),
+                row.impl.c_str(), row.time_us, optional_number(row.gflops, "%.1f").c_str(),
+                optional_number(row.gbps, "%.1f").c_str(),
+                row.baseline.empty() ? "-" : row.baseline.c_str(),
+                optional_number(row.baseline_time_us, "%.1f").c_str(),
+                optional_number(row.ratio(), "%.2f").c_str(), row.note.empty() ? "" : "  ",
+                row.note.c_str());
+  }
+}
+
+std::optional<double> geometric_mean_ratio(const std::vector<Row>& rows) {
+  double log_sum = 0;
+  int count = 0;
+  for (const Row& row : rows) {
+    if (auto r = row.ratio()) {
+      log_sum += std::log(*r);
+      ++count;
+    }
+  }
+  if (count == 0) return std::nullopt;
+  return std::exp(log_sum / count);
+}
+
+}  // namespace engine::bench

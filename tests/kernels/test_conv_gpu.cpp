@@ -1,0 +1,73 @@
+// conv2d and linear on a CUDA device against the CPU backend, through the op API, over the
+// ResNet-50 layer table (f32: fp32 SIMT engine; bf16: tensor cores). Skipped, with the reason,
+// without a usable CUDA device.
+#include <gtest/gtest.h>
+
+#include "conv_reference.h"
+#include "kernels/ops.h"
+#include "kernels/runtime.h"
+
+namespace engine {
+namespace {
+
+using testing::conv_cases;
+using testing::random_values;
+
+double relative_difference(const std::vector<float>& actual, const std::vector<float>& expected) {
+  return testing::relative_error(actual, std::vector<double>(expected.begin(), expected.end()));
+}
+
+class ConvGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cuda_device_count() == 0) {
+      GTEST_SKIP() << "no usable CUDA device: " << cuda_unavailable_reason();
+    }
+  }
+};
+
+TEST_F(ConvGpu, AllPassesMatchCpu) {
+  const Device gpu = Device::cuda(0);
+  Stream host;
+  Stream stream(gpu);
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    const double tolerance = dtype == DType::f32 ? 1e-5 : 1.0 / 128;
+    for (const auto& [name, shape] : conv_cases()) {
+      SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + std::string(dtype_name(dtype)));
+      const bool exact = dtype == DType::bf16;
+      Tensor x = Tensor::from_floats(
+          shape.input_shape(), random_values(shape_numel(shape.input_shape()), 1, exact), dtype);
+      Tensor w = Tensor::from_floats(
+          shape.filter_shape(), random_values(shape_numel(shape.filter_shape()), 2, exact), dtype);
+      Tensor dy = Tensor::from_floats(
+          shape.output_shape(), random_values(shape_numel(shape.output_shape()), 3, exact), dtype);
+      Tensor bias = Tensor::from_floats({shape.out_channels}, random_values(shape.out_channels, 4));
+      Tensor gx = x.to(gpu, stream), gw = w.to(gpu, stream), gdy = dy.to(gpu, stream);
+      Tensor gbias = bias.to(gpu, stream);
+
+      Tensor y = Tensor::empty(shape.output_shape(), dtype),
+             gy = Tensor::empty(shape.output_shape(), dtype, gpu);
+      conv2d_forward(shape, x, w, &bias, y, host);
+      conv2d_forward(shape, gx, gw, &gbias, gy, stream);
+      EXPECT_LE(relative_difference(gy.to_floats(stream), y.to_floats(host)), tolerance);
+
+      Tensor dx = Tensor::empty(shape.input_shape(), dtype),
+             gdx = Tensor::empty(shape.input_shape(), dtype, gpu);
+      conv2d_backward_data(shape, dy, w, dx, host);
+      conv2d_backward_data(shape, gdy, gw, gdx, stream);
+      EXPECT_LE(relative_difference(gdx.to_floats(stream), dx.to_floats(host)), tolerance);
+
+      Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32),
+             gdw = Tensor::empty(shape.filter_shape(), DType::f32, gpu);
+      Tensor db = Tensor::empty({shape.out_channels}, DType::f32),
+             gdb = Tensor::empty({shape.out_channels}, DType::f32, gpu);
+      conv2d_backward_filter(shape, x, dy, dw, &db, false, host);
+      conv2d_backward_filter(shape, gx, gdy, gdw, &gdb, false, stream);
+      EXPECT_LE(relative_difference(gdw.to_floats(stream), dw.to_floats(host)), 1e-5);
+      EXPECT_LE(relative_difference(gdb.to_floats(stream), db.to_floats(host)), 1e-5);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace engine

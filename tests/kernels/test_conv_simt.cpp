@@ -1,0 +1,175 @@
+// The CUDA conv2d kernels (implicit GEMM: fp32 SIMT for f32, WMMA tensor cores for bf16)
+// through their launchers under the SIMT emulator, against the CPU twins. The shapes are
+// small but cross every tile edge: M, N and K not multiples of the tiles, several tiles in
+// each direction, forced split-K, padding, stride, dilation and the pointwise fast path.
+#include "simt/simt.h"
+// The kernels under test, compiled here by g++ for the emulator.
+#include "kernels/cuda/conv.cuh"
+
+#include <gtest/gtest.h>
+
+#include "conv_reference.h"
+#include "elementwise_cases.h"
+#include "kernels/cpu/conv.h"
+
+namespace engine {
+namespace {
+
+using testing::conv_shape;
+using testing::decode;
+using testing::encode;
+using testing::random_values;
+
+// fp32 engines differ from the CPU only in summation order.
+constexpr double kF32Tolerance = 1e-5;
+// bf16 outputs may round to neighbouring values: one bf16 ulp of the largest element.
+constexpr double kBf16Tolerance = 1.0 / 128;
+
+double relative_difference(const std::vector<float>& actual, const std::vector<float>& expected) {
+  std::vector<double> wide(expected.begin(), expected.end());
+  return testing::relative_error(actual, wide);
+}
+
+struct SimtCase {
+  const char* name;
+  Conv2dShape shape;
+};
+
+std::vector<SimtCase> simt_cases() {
+  return {
+      {"3x3 s1 p1, M over two tiles", conv_shape(2, 5, 7, 3, 5, 3, 3, 1, 1)},
+      {"3x3 s2 p1 odd", conv_shape(1, 7, 6, 5, 3, 3, 3, 2, 1)},
+      {"3x3 dilation 2", conv_shape(1, 9, 9, 3, 4, 3, 3, 1, 2, 2)},
+      {"7x7 s2 p3 stem", conv_shape(1, 12, 12, 3, 16, 7, 7, 2, 3)},
+      {"pointwise, N over two tiles", conv_shape(2, 5, 5, 19, 70, 1, 1, 1, 0)},
+      {"1x1 s2 downsample", conv_shape(1, 6, 6, 8, 9, 1, 1, 2, 0)},
+      {"3x3 long K", conv_shape(1, 4, 4, 40, 8, 3, 3, 1, 1)},
+  };
+}
+
+// Host buffers standing in for device memory, in the dtype of the test.
+struct Operands {
+  Operands(const Conv2dShape& shape, DType dtype)
+      : dtype(dtype),
+        x(encode(dtype, random_values(shape_numel(shape.input_shape()), 1, true))),
+        w(encode(dtype, random_values(shape_numel(shape.filter_shape()), 2, true))),
+        dy(encode(dtype, random_values(shape_numel(shape.output_shape()), 3, true))),
+        bias(random_values(shape.out_channels, 4)) {}
+  DType dtype;
+  std::vector<std::byte> x, w, dy;
+  std::vector<float> bias;
+};
+
+template <typename Fn>
+void with_device_type(DType dtype, Fn&& fn) {
+  if (dtype == DType::f32) {
+    fn.template operator()<float>();
+  } else {
+    fn.template operator()<__nv_bfloat16>();
+  }
+}
+
+double tolerance(DType dtype) {
+  return dtype == DType::f32 ? kF32Tolerance : kBf16Tolerance;
+}
+
+TEST(ConvSimt, ForwardMatchesCpu) {
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    for (const auto& [name, shape] : simt_cases()) {
+      SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + std::string(dtype_name(dtype)));
+      Operands in(shape, dtype);
+      const int64_t outputs = shape_numel(shape.output_shape());
+      std::vector<std::byte> expected(outputs * dtype_size(dtype)), actual(expected.size());
+      cpu::conv2d_forward(shape, dtype, in.x.data(), in.w.data(), in.bias.data(), expected.data());
+      with_device_type(dtype, [&]<typename T>() {
+        cuda::conv2d_forward_launch(shape, reinterpret_cast<const T*>(in.x.data()),
+                                    reinterpret_cast<const T*>(in.w.data()), in.bias.data(),
+                                    reinterpret_cast<T*>(actual.data()), nullptr);
+      });
+      EXPECT_LE(relative_difference(decode(dtype, actual.data(), outputs),
+                                    decode(dtype, expected.data(), outputs)),
+                tolerance(dtype));
+    }
+  }
+}
+
+TEST(ConvSimt, BackwardDataMatchesCpu) {
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    for (const auto& [name, shape] : simt_cases()) {
+      SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + std::string(dtype_name(dtype)));
+      Operands in(shape, dtype);
+      const int64_t inputs = shape_numel(shape.input_shape());
+      std::vector<std::byte> expected(inputs * dtype_size(dtype)), actual(expected.size());
+      cpu::conv2d_backward_data(shape, dtype, in.dy.data(), in.w.data(), expected.data());
+      with_device_type(dtype, [&]<typename T>() {
+        cuda::conv2d_backward_data_launch(shape, reinterpret_cast<const T*>(in.dy.data()),
+                                          reinterpret_cast<const T*>(in.w.data()),
+                                          reinterpret_cast<T*>(actual.data()), nullptr);
+      });
+      EXPECT_LE(relative_difference(decode(dtype, actual.data(), inputs),
+                                    decode(dtype, expected.data(), inputs)),
+                tolerance(dtype));
+    }
+  }
+}
+
+TEST(ConvSimt, BackwardFilterMatchesCpuWithAndWithoutSplitK) {
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    for (const auto& [name, shape] : simt_cases()) {
+      for (int splits : {1, 3}) {
+        SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + std::string(dtype_name(dtype)) +
+                     " splits=" + std::to_string(splits));
+        Operands in(shape, dtype);
+        const int64_t filters = shape_numel(shape.filter_shape());
+        // Accumulate onto non-zero gradients: the second micro-batch of a step.
+        const std::vector<float> previous = random_values(filters, 5);
+        const std::vector<float> previous_bias = random_values(shape.out_channels, 6);
+        std::vector<float> expected = previous, expected_bias = previous_bias;
+        cpu::conv2d_backward_filter(shape, dtype, in.x.data(), in.dy.data(), DType::f32,
+                                    expected.data(), expected_bias.data(), true);
+        std::vector<float> actual = previous, actual_bias = previous_bias;
+        std::vector<float> workspace(cuda::filter_grad_workspace_bytes(shape, splits) / 4, NAN);
+        with_device_type(dtype, [&]<typename T>() {
+          cuda::conv2d_backward_filter_launch(shape, reinterpret_cast<const T*>(in.x.data()),
+                                              reinterpret_cast<const T*>(in.dy.data()),
+                                              actual.data(), actual_bias.data(), true,
+                                              workspace.data(), nullptr, cuda::ConvLaunch{splits});
+        });
+        EXPECT_LE(relative_difference(actual, expected), kF32Tolerance);
+        EXPECT_LE(relative_difference(actual_bias, expected_bias), kF32Tolerance);
+      }
+    }
+  }
+}
+
+TEST(ConvSimt, EntryPointsWriteBf16FilterGradients) {
+  const Conv2dShape shape = conv_shape(2, 5, 7, 3, 5, 3, 3, 1, 1);
+  Operands in(shape, DType::bf16);
+  const int64_t filters = shape_numel(shape.filter_shape());
+  std::vector<std::byte> expected(filters * 2), actual(filters * 2);
+  cpu::conv2d_backward_filter(shape, DType::bf16, in.x.data(), in.dy.data(), DType::bf16,
+                              expected.data(), nullptr, false);
+  std::vector<float> workspace(cuda::conv2d_backward_filter_workspace_bytes(shape) / 4);
+  cuda::conv2d_backward_filter(shape, DType::bf16, in.x.data(), in.dy.data(), DType::bf16,
+                               actual.data(), nullptr, false, workspace.data(), nullptr);
+  EXPECT_LE(relative_difference(decode(DType::bf16, actual.data(), filters),
+                                decode(DType::bf16, expected.data(), filters)),
+            kBf16Tolerance);
+}
+
+TEST(ConvSimt, SplitKChoiceFillsTheGpuWithoutThinSplits) {
+  // Few output tiles and a long reduction: split until ~264 blocks, never below 256 of K.
+  EXPECT_EQ(cuda::choose_split_k(64, 576, 100352, 64, 64), 30);
+  EXPECT_EQ(cuda::choose_split_k(64, 576, 1000, 64, 64), 3);
+  EXPECT_EQ(cuda::choose_split_k(64, 64, 100, 64, 64), 1);              // short K
+  EXPECT_EQ(cuda::choose_split_k(4096, 4096, 100000, 64, 64), 1);       // enough tiles
+  EXPECT_EQ(cuda::choose_split_k(1, 1, int64_t{1} << 30, 64, 64), 32);  // capped
+  for (int splits = 1; splits <= 7; ++splits) {
+    const int64_t per_split = cuda::k_per_split(1000, splits, 16);
+    EXPECT_EQ(per_split % 16, 0);
+    EXPECT_GE(per_split * splits, 1000);
+  }
+}
+
+}  // namespace
+}  // namespace engine

@@ -1,0 +1,66 @@
+#!/usr/bin/python3
+"""PyTorch CPU baseline for bench/bench_kernels: times the same convolution passes.
+
+Reads cases from stdin, one per line (tab-separated):
+    name  batch  in_h  in_w  in_channels  out_channels  kernel_h  kernel_w  stride  pad
+and prints one line per case and pass (tab-separated):
+    name  pass  time_us      with pass in {fwd, bwd_data, bwd_filter}
+Timing: one warm-up, then repeats until --min-seconds have passed (at least --min-reps);
+the median is printed. Uses Debian's python3-torch (1.13) with --threads intra-op threads,
+in PyTorch's default (NCHW contiguous) layout, fp32.
+"""
+import argparse
+import statistics
+import sys
+import time
+
+import torch
+
+
+def median_time_us(fn, min_seconds, min_reps):
+    fn()
+    times = []
+    start = time.perf_counter()
+    while len(times) < min_reps or time.perf_counter() - start < min_seconds:
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e6)
+    return statistics.median(times)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--min-seconds", type=float, default=0.3)
+    parser.add_argument("--min-reps", type=int, default=3)
+    args = parser.parse_args()
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        fields = line.rstrip("\n").split("\t")
+        name = fields[0]
+        n, h, w, c, k, r, s, stride, pad = (int(v) for v in fields[1:])
+        x = torch.randn(n, c, h, w)
+        weight = torch.randn(k, c, r, s)
+        y = torch.nn.functional.conv2d(x, weight, stride=stride, padding=pad)
+        dy = torch.randn_like(y)
+        conv_args = ([stride, stride], [pad, pad], [1, 1], False, [0, 0], 1)
+
+        def forward():
+            torch.nn.functional.conv2d(x, weight, stride=stride, padding=pad)
+
+        def backward(mask):
+            return lambda: torch.ops.aten.convolution_backward(dy, x, weight, None, *conv_args, mask)
+
+        with torch.no_grad():
+            for pass_name, fn in (("fwd", forward), ("bwd_data", backward([True, False, False])),
+                                  ("bwd_filter", backward([False, True, False]))):
+                print(f"{name}\t{pass_name}\t{median_time_us(fn, args.min_seconds, args.min_reps):.1f}",
+                      flush=True)
+
+
+if __name__ == "__main__":
+    main()
