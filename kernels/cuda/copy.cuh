@@ -1,8 +1,6 @@
 // fill and the f32 <-> bf16 cast, as element-wise maps.
 #pragma once
 
-#include <cstring>
-
 #include "kernels/cuda/copy.h"
 #include "kernels/cuda/elementwise.cuh"
 
@@ -42,11 +40,9 @@ void fill(DType dtype, void* dst, int64_t n, float value, cudaStream_t stream) {
   if (dtype == DType::f32) {
     fill_launch(static_cast<float*>(dst), n, value, stream);
   } else {
-    __nv_bfloat16 rounded;
-    const uint16_t bits = bf16::from_float(value);
-    static_assert(sizeof(rounded) == sizeof(bits));
-    std::memcpy(&rounded, &bits, sizeof(bits));
-    fill_launch(static_cast<__nv_bfloat16*>(dst), n, rounded, stream);
+    __nv_bfloat16_raw bits;
+    bits.x = bf16::from_float(value);
+    fill_launch(static_cast<__nv_bfloat16*>(dst), n, __nv_bfloat16(bits), stream);
   }
 }
 

@@ -1,0 +1,122 @@
+// simt::launch's library half: validation, shared memory, the loop over blocks, messages.
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <stdexcept>
+#include <string>
+
+#include "simt/builtins.h"
+#include "simt/format.h"
+#include "simt/runtime.h"
+#include "simt/scheduler.h"
+#include "simt/self_image.h"
+
+namespace simt::detail {
+namespace {
+
+constexpr std::size_t kMaxDynamicSharedBytes = 227 * 1024;  // sm_90's per-block limit
+
+// Concurrent launches from several host threads would share the scheduler, the built-in
+// variables and the static __shared__ variables: they take turns.
+std::mutex g_launch_mutex;
+// Set while this OS thread runs a launch: a kernel calling simt::launch would deadlock.
+thread_local bool t_launching = false;
+
+std::string kernel_name(const KernelLaunch& launch) {
+  return function_name(reinterpret_cast<const void*>(launch.kernel));
+}
+
+void validate(const KernelLaunch& launch) {
+  const dim3 b = launch.block, g = launch.grid;
+  const auto reject = [&](const std::string& why) {
+    throw std::invalid_argument("simt::launch of " + kernel_name(launch) + ": " + why);
+  };
+  const unsigned long long threads = 1ull * b.x * b.y * b.z;
+  if (threads == 0 || threads > 1024) {
+    reject(
+        format("block (%u,%u,%u) has %llu threads; CUDA allows 1 to 1024", b.x, b.y, b.z, threads));
+  }
+  if (b.x > 1024 || b.y > 1024 || b.z > 64) {
+    reject(format("block (%u,%u,%u) exceeds CUDA's limits of (1024,1024,64)", b.x, b.y, b.z));
+  }
+  if (g.x == 0 || g.y == 0 || g.z == 0) {
+    reject(format("grid (%u,%u,%u) has a zero dimension", g.x, g.y, g.z));
+  }
+  if (g.x > 0x7fffffffu || g.y > 65535 || g.z > 65535) {
+    reject(format("grid (%u,%u,%u) exceeds CUDA's limits of (2^31-1,65535,65535)", g.x, g.y, g.z));
+  }
+  if (launch.dynamic_smem_bytes > kMaxDynamicSharedBytes) {
+    reject(format("%zu bytes of dynamic shared memory exceed the %zu a block can have",
+                  launch.dynamic_smem_bytes, kMaxDynamicSharedBytes));
+  }
+}
+
+// Exactly the requested size on the heap, so AddressSanitizer reports accesses past its end.
+class DynamicSharedMemory {
+ public:
+  static constexpr std::align_val_t kAlignment{128};
+  explicit DynamicSharedMemory(std::size_t bytes)
+      : bytes_(bytes), data_(::operator new(bytes, kAlignment)) {}
+  ~DynamicSharedMemory() { ::operator delete(data_, kAlignment); }
+  DynamicSharedMemory(const DynamicSharedMemory&) = delete;
+  DynamicSharedMemory& operator=(const DynamicSharedMemory&) = delete;
+
+  void* data() const { return data_; }
+  void fill_nan() { std::memset(data_, 0xFF, bytes_); }
+
+ private:
+  std::size_t bytes_;
+  void* data_;
+};
+
+class LaunchScope {
+ public:
+  explicit LaunchScope(Scheduler& scheduler) : scheduler_(scheduler) { t_launching = true; }
+  ~LaunchScope() {
+    scheduler_.end_launch();
+    t_launching = false;
+  }
+  LaunchScope(const LaunchScope&) = delete;
+  LaunchScope& operator=(const LaunchScope&) = delete;
+
+ private:
+  Scheduler& scheduler_;
+};
+
+}  // namespace
+
+void run_launch(const KernelLaunch& launch) {
+  if (t_launching) {
+    throw std::logic_error("simt::launch of " + kernel_name(launch) +
+                           " from inside a kernel: dynamic parallelism is not emulated");
+  }
+  validate(launch);
+  const std::lock_guard lock(g_launch_mutex);
+  DynamicSharedMemory dynamic_smem(launch.dynamic_smem_bytes);
+  const std::vector<MemoryRange>& static_smem = static_shared_ranges();
+  Scheduler& scheduler = Scheduler::instance();
+  gridDim = launch.grid;
+  blockDim = launch.block;
+  scheduler.begin_launch(launch, dynamic_smem.data());
+  const LaunchScope scope(scheduler);
+  const dim3 g = launch.grid;
+  for (unsigned z = 0; z < g.z; ++z) {
+    for (unsigned y = 0; y < g.y; ++y) {
+      for (unsigned x = 0; x < g.x; ++x) {
+        blockIdx = uint3{x, y, z};
+        for (const MemoryRange& r : static_smem)
+          std::memset(r.begin, 0xFF, r.size);
+        dynamic_smem.fill_nan();
+        const std::string failure = scheduler.run_block();
+        if (!failure.empty()) {
+          throw std::runtime_error(
+              format("simt: kernel %s, block (%u,%u,%u) of grid (%u,%u,%u): %s",
+                     kernel_name(launch).c_str(), x, y, z, g.x, g.y, g.z, failure.c_str()));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace simt::detail

@@ -1,0 +1,75 @@
+// The boundary between the emulator's headers, compiled into every test, and its library
+// (scheduler, fibers, barriers). Kernels never use this directly: they use the CUDA names that
+// simt.h defines on top of it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <vector_types.h>
+
+namespace simt::detail {
+
+// One kernel launch with its types erased: `invoke(closure)` runs the kernel body for the CUDA
+// thread whose fiber is running.
+struct KernelLaunch {
+  void (*kernel)() = nullptr;  // only to name the kernel in messages
+  void (*invoke)(const void* closure) = nullptr;
+  const void* closure = nullptr;
+  dim3 grid;
+  dim3 block;
+  std::size_t dynamic_smem_bytes = 0;
+};
+
+// Runs every block of `launch` and returns when all threads have returned. Throws
+// std::invalid_argument for a configuration CUDA would reject, std::runtime_error when a
+// thread throws or the block deadlocks, std::logic_error when called from inside a kernel.
+void run_launch(const KernelLaunch& launch);
+
+// __syncthreads and its reducing variants; returns the reduction (0 for kNone).
+enum class BlockReduce : std::uint8_t { kNone, kCount, kAnd, kOr };
+int sync_block(BlockReduce reduce, int predicate);
+
+// Warp-collective operations. Each participating lane fills a request on its own stack; the
+// last lane to arrive computes every participant's result.
+enum class WarpOp : std::uint8_t {
+  kSync,
+  kShflIdx,
+  kShflUp,
+  kShflDown,
+  kShflXor,
+  kBallot,
+  kAny,
+  kAll,
+  kReduceAdd,
+  kReduceMinSigned,
+  kReduceMaxSigned,
+  kReduceMinUnsigned,
+  kReduceMaxUnsigned,
+  kReduceAnd,
+  kReduceOr,
+  kReduceXor,
+  kMatchAny,
+  kMatchAll,
+};
+
+struct WarpRequest {
+  WarpOp op = WarpOp::kSync;
+  unsigned mask = 0;
+  int lane_arg = 0;   // srcLane, delta or laneMask of a shuffle
+  int width = 32;     // shuffle segment width
+  unsigned size = 0;  // bytes of `value` in use
+  alignas(16) unsigned char value[16] = {};
+  alignas(16) unsigned char result[16] = {};
+};
+void sync_warp(WarpRequest& request);
+
+unsigned lane_id();
+unsigned warp_alive_mask();  // lanes of the caller's warp that exist and have not returned
+// 32 pointers per warp through which warp-collective code (WMMA) exchanges operands; a lane
+// may write only its own slot, and only other lanes read it after a warp barrier.
+void** warp_scratch();
+void* dynamic_shared_memory();
+void thread_fence();
+
+}  // namespace simt::detail

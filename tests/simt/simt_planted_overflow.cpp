@@ -1,0 +1,18 @@
+// The planted bug for AddressSanitizer: a kernel writes one element past its dynamic shared
+// memory. CI passes when ASan reports it.
+#include <cstdio>
+
+#include "simt/simt.h"
+
+__global__ void overflow_kernel(unsigned n) {
+  DYNAMIC_SHARED_MEMORY(float, values);
+  values[threadIdx.x] = 1.0f;  // threads 0..n: thread n writes past the end
+  (void)n;
+}
+
+int main() {
+  const unsigned n = 64;
+  simt::launch(overflow_kernel, dim3(1), dim3(n + 1), n * sizeof(float), nullptr, n);
+  std::printf("no AddressSanitizer report: the overflow went unnoticed\n");
+  return 0;
+}

@@ -1,0 +1,17 @@
+// The planted bug for ThreadSanitizer: block_sum_kernel without the __syncthreads between
+// its two stages. CI passes when TSan prints "ThreadSanitizer: data race" (the correct kernel
+// runs in simt_test_tsan without a report). Not a GoogleTest: TSan's report is the result.
+#include <cstdio>
+#include <vector>
+
+#include "simt/block_sum_kernel.h"
+#include "simt/simt.h"
+
+int main() {
+  const unsigned n = 256;
+  std::vector<int> in(n, 1);
+  unsigned long long total = 0;
+  simt::launch(block_sum_kernel<true>, dim3(1), dim3(n), 0, nullptr, in.data(), n, &total);
+  std::printf("sum without the barrier: %lld (expected %u)\n", static_cast<long long>(total), n);
+  return 0;
+}
