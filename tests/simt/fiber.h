@@ -4,7 +4,8 @@
 // system call); elsewhere, or with -fcf-protection (CET shadow stacks cannot follow a stack
 // switch; CMakeLists.txt compiles the library without it), or with SIMT_FORCE_UCONTEXT, it is
 // ucontext's swapcontext, which also saves the signal mask with a system call on every switch.
-// All library sources must agree on the choice (it changes Fiber's layout). Every switch is annotated for ASan
+// All library sources must agree on the choice (it changes Fiber's layout). Every switch is
+// annotated for ASan
 // (__sanitizer_start/finish_switch_fiber) and TSan (__tsan_switch_to_fiber with the no-sync
 // flag: switching orders no memory, only barriers do).
 #pragma once
