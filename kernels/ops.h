@@ -6,5 +6,9 @@
 #pragma once
 
 #include "kernels/ops/activation.h"
+#include "kernels/ops/batchnorm.h"
 #include "kernels/ops/conv.h"
 #include "kernels/ops/copy.h"
+#include "kernels/ops/loss.h"
+#include "kernels/ops/optim.h"
+#include "kernels/ops/pool.h"

@@ -20,7 +20,8 @@ int64_t chunk_count(int64_t rows) {
 // Calls body(row) for every row, in parallel when the matrix is large.
 template <typename Body>
 void for_each_row(int64_t rows, int64_t channels, Body&& body) {
-#pragma omp parallel for schedule(static) if (rows * channels >= kParallelThreshold)
+  [[maybe_unused]] const bool parallel = rows * channels >= kParallelThreshold;
+#pragma omp parallel for schedule(static) if (parallel)
   for (int64_t r = 0; r < rows; ++r)
     body(r);
 }
@@ -29,7 +30,8 @@ void for_each_row(int64_t rows, int64_t channels, Body&& body) {
 template <typename Body>
 void for_each_chunk(int64_t rows, int64_t channels, Body&& body) {
   const int64_t chunks = chunk_count(rows);
-#pragma omp parallel for schedule(static) if (rows * channels >= kParallelThreshold)
+  [[maybe_unused]] const bool parallel = rows * channels >= kParallelThreshold;
+#pragma omp parallel for schedule(static) if (parallel)
   for (int64_t k = 0; k < chunks; ++k)
     body(k, k * kChunkRows, std::min(rows, (k + 1) * kChunkRows));
 }
@@ -166,9 +168,8 @@ void batchnorm_eval_forward(DType dtype, const void* x, const float* running_mea
   });
 }
 
-void batchnorm_backward_reduce(DType dtype, const void* dy, const void* x,
-                               const float* batch_stats, float* grad_sums, int64_t rows,
-                               int64_t channels) {
+void batchnorm_backward_reduce(DType dtype, const void* dy, const void* x, const float* batch_stats,
+                               float* grad_sums, int64_t rows, int64_t channels) {
   dispatch_dtype(dtype, [&]<typename T>() {
     const T* grad = static_cast<const T*>(dy);
     const T* in = static_cast<const T*>(x);

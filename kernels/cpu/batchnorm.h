@@ -26,9 +26,8 @@ void batchnorm_eval_forward(DType dtype, const void* x, const float* running_mea
                             float eps, const void* residual, bool relu, void* y, int64_t rows,
                             int64_t channels);
 
-void batchnorm_backward_reduce(DType dtype, const void* dy, const void* x,
-                               const float* batch_stats, float* grad_sums, int64_t rows,
-                               int64_t channels);
+void batchnorm_backward_reduce(DType dtype, const void* dy, const void* x, const float* batch_stats,
+                               float* grad_sums, int64_t rows, int64_t channels);
 
 // weight: or null.
 void batchnorm_backward_elementwise(DType dtype, const void* dy, const void* x,

@@ -27,9 +27,9 @@ void batchnorm_eval_forward(DType dtype, const void* x, const float* running_mea
                             const float* running_var, const float* weight, const float* bias,
                             float eps, const void* residual, bool relu, void* y, int64_t rows,
                             int64_t channels, cudaStream_t stream);
-void batchnorm_backward_reduce(DType dtype, const void* dy, const void* x,
-                               const float* batch_stats, float* grad_sums, int64_t rows,
-                               int64_t channels, float* workspace, cudaStream_t stream);
+void batchnorm_backward_reduce(DType dtype, const void* dy, const void* x, const float* batch_stats,
+                               float* grad_sums, int64_t rows, int64_t channels, float* workspace,
+                               cudaStream_t stream);
 void batchnorm_backward_elementwise(DType dtype, const void* dy, const void* x,
                                     const float* batch_stats, const float* weight,
                                     const float* grad_sums, void* dx, int64_t rows,

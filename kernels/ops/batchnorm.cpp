@@ -32,8 +32,8 @@ void require_f32(std::string_view op, std::string_view name, const Tensor& t, in
                  Device device) {
   ops::require_defined(op, name, t);
   if (t.dtype() != DType::f32 || t.numel() != numel || t.device() != device) {
-    fail(std::string(op) + ": " + std::string(name) + " is " + t.describe() + ", expected f32 with " +
-         std::to_string(numel) + " elements on " + device.str());
+    fail(std::string(op) + ": " + std::string(name) + " is " + t.describe() +
+         ", expected f32 with " + std::to_string(numel) + " elements on " + device.str());
   }
 }
 
@@ -64,8 +64,8 @@ float* require_workspace(std::string_view op, Tensor& workspace, Rows shape, Dev
   ops::require_defined(op, "workspace", workspace);
   if (workspace.dtype() != DType::f32 || workspace.numel() < needed ||
       workspace.device() != device) {
-    fail(std::string(op) + ": workspace is " + workspace.describe() + ", expected f32 with at least " +
-         std::to_string(needed) + " elements on " + device.str() +
+    fail(std::string(op) + ": workspace is " + workspace.describe() +
+         ", expected f32 with at least " + std::to_string(needed) + " elements on " + device.str() +
          " (batchnorm_workspace_numel)");
   }
   return workspace.data<float>();
@@ -75,13 +75,11 @@ float* require_workspace(std::string_view op, Tensor& workspace, Rows shape, Dev
 }  // namespace
 
 int64_t batchnorm_workspace_numel(const Tensor& x) {
-  const Rows shape = require_activation("batchnorm_workspace_numel", "x", x);
-  if (x.device().is_cpu()) return 0;
+  [[maybe_unused]] const Rows shape = require_activation("batchnorm_workspace_numel", "x", x);
 #if ENGINE_HAVE_CUDA
-  return cuda::batchnorm_workspace_numel(shape.rows, shape.channels);
-#else
-  return 0;
+  if (x.device().is_cuda()) return cuda::batchnorm_workspace_numel(shape.rows, shape.channels);
 #endif
+  return 0;
 }
 
 void batchnorm_stats(const Tensor& x, Tensor& stats, Tensor& workspace, Stream& stream) {
@@ -159,10 +157,9 @@ void batchnorm_normalize(const Tensor& x, const Tensor& batch_stats, const Tenso
   }
 }
 
-void batchnorm_eval_forward(const Tensor& x, const Tensor& running_mean,
-                            const Tensor& running_var, const Tensor& weight, const Tensor& bias,
-                            float eps, Tensor& y, Stream& stream,
-                            const BatchNormEpilogue& epilogue) {
+void batchnorm_eval_forward(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                            const Tensor& weight, const Tensor& bias, float eps, Tensor& y,
+                            Stream& stream, const BatchNormEpilogue& epilogue) {
   constexpr std::string_view op = "batchnorm_eval_forward";
   const Rows shape = require_activation(op, "x", x);
   ops::require_like(op, "x", x, "y", y);
@@ -230,10 +227,9 @@ void batchnorm_backward_elementwise(const Tensor& dy, const Tensor& x, const Ten
                                         dx.raw_data(), shape.rows, shape.channels);
   } else {
 #if ENGINE_HAVE_CUDA
-    cuda::batchnorm_backward_elementwise(x.dtype(), dy.raw_data(), x.raw_data(),
-                                         batch_stats.data<float>(), w, grad_sums.data<float>(),
-                                         dx.raw_data(), shape.rows, shape.channels,
-                                         stream.native());
+    cuda::batchnorm_backward_elementwise(
+        x.dtype(), dy.raw_data(), x.raw_data(), batch_stats.data<float>(), w,
+        grad_sums.data<float>(), dx.raw_data(), shape.rows, shape.channels, stream.native());
 #endif
   }
 }

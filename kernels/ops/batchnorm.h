@@ -59,10 +59,9 @@ void batchnorm_normalize(const Tensor& x, const Tensor& batch_stats, const Tenso
 
 // Evaluation: the same transform with the running statistics,
 // y = act((x - running_mean) / sqrt(running_var + eps) * weight + bias [+ residual]).
-void batchnorm_eval_forward(const Tensor& x, const Tensor& running_mean,
-                            const Tensor& running_var, const Tensor& weight, const Tensor& bias,
-                            float eps, Tensor& y, Stream& stream,
-                            const BatchNormEpilogue& epilogue = {});
+void batchnorm_eval_forward(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                            const Tensor& weight, const Tensor& bias, float eps, Tensor& y,
+                            Stream& stream, const BatchNormEpilogue& epilogue = {});
 
 // grad_sums = (sum over rows of dy, sum of dy * xhat) with xhat = (x - mean) * invstd, for
 // this process's rows. dy is the gradient at the BN output (after any ReLU backward).

@@ -1,0 +1,106 @@
+#include "kernels/cpu/loss.h"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/cpu/parallel.h"
+
+namespace engine::cpu {
+namespace {
+
+// The class index a label holds, or -1 when it is not an integer in [0, k).
+int64_t class_index(float label, int64_t k) {
+  if (!(label >= 0.f && label < static_cast<float>(k))) return -1;
+  const auto index = static_cast<int64_t>(label);
+  return static_cast<float>(index) == label ? index : -1;
+}
+
+// Row statistics of the softmax: max and sum of exp(z - max).
+template <typename T>
+void softmax_stats(const T* row, int64_t k, float& max, float& sum) {
+  max = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < k; ++j)
+    max = std::fmax(max, to_float(row[j]));
+  sum = 0.f;
+  for (int64_t j = 0; j < k; ++j)
+    sum += std::exp(to_float(row[j]) - max);
+  // NaN anywhere in the row makes the sum NaN (fmax skips it for the max).
+}
+
+}  // namespace
+
+void cross_entropy_forward(DType dtype, const void* logits, const float* labels, int64_t n,
+                           int64_t k, float label_smoothing, float* sample_loss, float* loss) {
+  dispatch_dtype(dtype, [&]<typename T>() {
+    const T* z = static_cast<const T*>(logits);
+    parallel_for(n, [&](int64_t i) {
+      const T* row = z + i * k;
+      const int64_t label = class_index(labels[i], k);
+      if (label < 0) {
+        sample_loss[i] = std::numeric_limits<float>::quiet_NaN();
+        return;
+      }
+      float max = 0.f, sum = 0.f, sum_z = 0.f;
+      softmax_stats(row, k, max, sum);
+      for (int64_t j = 0; j < k; ++j)
+        sum_z += to_float(row[j]);
+      // -sum_j q_j (z_j - lse) = lse - sum_j q_j z_j, since the q_j sum to 1.
+      const float lse = max + std::log(sum);
+      sample_loss[i] = lse - (1.f - label_smoothing) * to_float(row[label]) -
+                       label_smoothing / static_cast<float>(k) * sum_z;
+    });
+  });
+  double total = 0;
+  for (int64_t i = 0; i < n; ++i)
+    total += sample_loss[i];
+  loss[0] = static_cast<float>(total / static_cast<double>(n));
+}
+
+void cross_entropy_backward(DType dtype, const void* logits, const float* labels, int64_t n,
+                            int64_t k, float label_smoothing, float grad_loss, void* dlogits) {
+  const float scale = grad_loss / static_cast<float>(n);
+  const float smooth = label_smoothing / static_cast<float>(k);
+  dispatch_dtype(dtype, [&]<typename T>() {
+    const T* z = static_cast<const T*>(logits);
+    T* dz = static_cast<T*>(dlogits);
+    parallel_for(n, [&](int64_t i) {
+      const T* row = z + i * k;
+      T* grad = dz + i * k;
+      const int64_t label = class_index(labels[i], k);
+      float max = 0.f, sum = 0.f;
+      softmax_stats(row, k, max, sum);
+      if (label < 0) sum = std::numeric_limits<float>::quiet_NaN();
+      for (int64_t j = 0; j < k; ++j) {
+        const float target = smooth + (j == label ? 1.f - label_smoothing : 0.f);
+        grad[j] = from_float<T>((std::exp(to_float(row[j]) - max) / sum - target) * scale);
+      }
+    });
+  });
+}
+
+void topk_correct(DType dtype, const void* logits, const float* labels, int64_t n, int64_t k,
+                  float* correct) {
+  int64_t top1 = 0, top5 = 0;
+  dispatch_dtype(dtype, [&]<typename T>() {
+    const T* z = static_cast<const T*>(logits);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t label = class_index(labels[i], k);
+      if (label < 0) continue;
+      const T* row = z + i * k;
+      const float target = to_float(row[label]);
+      // The label's rank: classes ahead of it (greater, or equal with a lower index).
+      int64_t ahead = 0;
+      for (int64_t j = 0; j < k; ++j) {
+        const float v = to_float(row[j]);
+        ahead += (v > target || (v == target && j < label)) ? 1 : 0;
+      }
+      top1 += ahead < 1 ? 1 : 0;
+      top5 += ahead < 5 ? 1 : 0;
+    }
+  });
+  correct[0] = static_cast<float>(top1);
+  correct[1] = static_cast<float>(top5);
+}
+
+}  // namespace engine::cpu

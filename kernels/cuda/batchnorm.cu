@@ -1,0 +1,2 @@
+// Compiles the batchnorm kernels and their entry points (see batchnorm.cuh).
+#include "kernels/cuda/batchnorm.cuh"

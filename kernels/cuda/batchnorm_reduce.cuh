@@ -1,0 +1,277 @@
+// The reduction phases of batchnorm: per-channel statistics, their finalization, and the
+// backward sums. Each reduction is two kernels: the first writes one partial result per
+// (channel, slice of rows) to a workspace, the second merges the partials of a channel in a
+// fixed order. Results are deterministic and no atomics are involved.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/cuda/channel_tile.cuh"
+#include "kernels/error.h"
+
+namespace engine::cuda {
+
+// Chan et al.: merges the (count, mean, m2) of a second set into the first.
+__device__ __forceinline__ void chan_merge(float& count, float& mean, float& m2, float count_b,
+                                           float mean_b, float m2_b) {
+  if (count_b == 0.f) return;
+  const float total = count + count_b;
+  const float delta = mean_b - mean;
+  mean += delta * (count_b / total);
+  m2 += m2_b + delta * delta * (count * (count_b / total));
+  count = total;
+}
+
+// One partial (mean, m2) per channel over the rows slice blockIdx.y of gridDim.y. Sums of
+// x - shift, with shift = the slice's first row: a value of the same channel, so within a few
+// standard deviations of the mean, and s2 - s1^2/n does not cancel even when |mean| >> std.
+// Dynamic shared memory: 2 * blockDim.x * blockDim.y * kVec floats.
+template <typename T, int kVec>
+__global__ void batchnorm_stats_partial_kernel(const T* x, int64_t rows, int64_t channels,
+                                               float* part_mean, float* part_m2,
+                                               float* part_count) {
+  DYNAMIC_SHARED_MEMORY(float, shared);
+  const int64_t c0 = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kVec;
+  const bool active = c0 < channels;
+  const int64_t begin = rows * blockIdx.y / gridDim.y;
+  const int64_t end = rows * (blockIdx.y + 1) / gridDim.y;
+  float shift[kVec], s1[kVec], s2[kVec];
+#pragma unroll
+  for (int k = 0; k < kVec; ++k)
+    s1[k] = s2[k] = shift[k] = 0.f;
+  if (active) {
+    load_channels<kVec>(x + begin * channels + c0, shift);
+    for (int64_t r = begin + threadIdx.y; r < end; r += blockDim.y) {
+      float v[kVec];
+      load_channels<kVec>(x + r * channels + c0, v);
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        const float d = v[k] - shift[k];
+        s1[k] += d;
+        s2[k] += d * d;
+      }
+    }
+  }
+  // Every row lane shares the shift, so the block's partial is the plain sum over lanes.
+  const int width = blockDim.x * kVec;
+  float* shared_s1 = shared;
+  float* shared_s2 = shared + blockDim.y * width;
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) {
+    shared_s1[threadIdx.y * width + threadIdx.x * kVec + k] = s1[k];
+    shared_s2[threadIdx.y * width + threadIdx.x * kVec + k] = s2[k];
+  }
+  __syncthreads();
+  if (threadIdx.y != 0 || !active) return;
+  for (unsigned lane = 1; lane < blockDim.y; ++lane) {
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      s1[k] += shared_s1[lane * width + threadIdx.x * kVec + k];
+      s2[k] += shared_s2[lane * width + threadIdx.x * kVec + k];
+    }
+  }
+  const float n = static_cast<float>(end - begin);
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) {
+    const int64_t at = blockIdx.y * channels + c0 + k;
+    part_mean[at] = shift[k] + s1[k] / n;
+    part_m2[at] = fmaxf(s2[k] - s1[k] * (s1[k] / n), 0.f);
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) part_count[blockIdx.y] = n;
+}
+
+// stats = (mean[C], m2[C], count) merged from the partials in order. The means are merged
+// as offsets from the first partial's mean: each update of a running mean near 1e3 would
+// round to an ulp of 1e3, and hundreds of them add up; offsets of the size of a standard
+// deviation round far below that, and adding the reference back rounds once.
+__global__ void batchnorm_stats_merge_kernel(const float* part_mean, const float* part_m2,
+                                             const float* part_count, int64_t parts,
+                                             int64_t channels, float* stats) {
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < channels;
+       c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float reference = part_mean[c];
+    float count = 0.f, offset = 0.f, m2 = 0.f;
+    for (int64_t p = 0; p < parts; ++p) {
+      chan_merge(count, offset, m2, part_count[p], part_mean[p * channels + c] - reference,
+                 part_m2[p * channels + c]);
+    }
+    const float mean = reference + offset;
+    stats[c] = mean;
+    stats[channels + c] = m2;
+    if (c == 0) stats[2 * channels] = count;
+  }
+}
+
+// Merges `parts` stats blocks (one per rank under SyncBN), writes (mean, invstd, count) and
+// updates the running statistics as torch.nn.BatchNorm2d (unbiased variance).
+__global__ void batchnorm_finalize_kernel(const float* stats, int64_t parts, int64_t channels,
+                                          float momentum, float eps, float* running_mean,
+                                          float* running_var, float* batch_stats) {
+  const int64_t stride = 2 * channels + 1;
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < channels;
+       c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    // Offsets from the first part's mean, as in batchnorm_stats_merge_kernel.
+    const float reference = stats[c];
+    float count = 0.f, offset = 0.f, m2 = 0.f;
+    for (int64_t p = 0; p < parts; ++p) {
+      const float* part = stats + p * stride;
+      chan_merge(count, offset, m2, part[2 * channels], part[c] - reference, part[channels + c]);
+    }
+    const float mean = reference + offset;
+    const float var = m2 / count;
+    batch_stats[c] = mean;
+    batch_stats[channels + c] = 1.f / sqrtf(var + eps);
+    if (c == 0) batch_stats[2 * channels] = count;
+    if (running_mean) running_mean[c] = momentum * mean + (1.f - momentum) * running_mean[c];
+    if (running_var) {
+      const float unbiased = var * count / (count - 1.f);
+      running_var[c] = momentum * unbiased + (1.f - momentum) * running_var[c];
+    }
+  }
+}
+
+// Partial (sum dy, sum dy * (x - mean)) per channel over the rows slice blockIdx.y.
+// Dynamic shared memory: 2 * blockDim.x * blockDim.y * kVec floats.
+template <typename T, int kVec>
+__global__ void batchnorm_backward_partial_kernel(const T* dy, const T* x, int64_t rows,
+                                                  int64_t channels, const float* batch_stats,
+                                                  float* part_dy, float* part_dy_xmu) {
+  DYNAMIC_SHARED_MEMORY(float, shared);
+  const int64_t c0 = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kVec;
+  const bool active = c0 < channels;
+  const int64_t begin = rows * blockIdx.y / gridDim.y;
+  const int64_t end = rows * (blockIdx.y + 1) / gridDim.y;
+  float mean[kVec], s_dy[kVec], s_dy_xmu[kVec];
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) {
+    s_dy[k] = s_dy_xmu[k] = 0.f;
+    mean[k] = active ? batch_stats[c0 + k] : 0.f;
+  }
+  if (active) {
+    for (int64_t r = begin + threadIdx.y; r < end; r += blockDim.y) {
+      float g[kVec], v[kVec];
+      load_channels<kVec>(dy + r * channels + c0, g);
+      load_channels<kVec>(x + r * channels + c0, v);
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        s_dy[k] += g[k];
+        s_dy_xmu[k] += g[k] * (v[k] - mean[k]);
+      }
+    }
+  }
+  const int width = blockDim.x * kVec;
+  float* shared_dy = shared;
+  float* shared_dy_xmu = shared + blockDim.y * width;
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) {
+    shared_dy[threadIdx.y * width + threadIdx.x * kVec + k] = s_dy[k];
+    shared_dy_xmu[threadIdx.y * width + threadIdx.x * kVec + k] = s_dy_xmu[k];
+  }
+  __syncthreads();
+  if (threadIdx.y != 0 || !active) return;
+  for (unsigned lane = 1; lane < blockDim.y; ++lane) {
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      s_dy[k] += shared_dy[lane * width + threadIdx.x * kVec + k];
+      s_dy_xmu[k] += shared_dy_xmu[lane * width + threadIdx.x * kVec + k];
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) {
+    part_dy[blockIdx.y * channels + c0 + k] = s_dy[k];
+    part_dy_xmu[blockIdx.y * channels + c0 + k] = s_dy_xmu[k];
+  }
+}
+
+// grad_sums = (sum_dy[C], invstd * sum dy * (x - mean) [C]) summed over the partials in order.
+__global__ void batchnorm_backward_merge_kernel(const float* part_dy, const float* part_dy_xmu,
+                                                int64_t parts, int64_t channels,
+                                                const float* batch_stats, float* grad_sums) {
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < channels;
+       c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float sum_dy = 0.f, sum_dy_xmu = 0.f;
+    for (int64_t p = 0; p < parts; ++p) {
+      sum_dy += part_dy[p * channels + c];
+      sum_dy_xmu += part_dy_xmu[p * channels + c];
+    }
+    grad_sums[c] = sum_dy;
+    grad_sums[channels + c] = sum_dy_xmu * batch_stats[channels + c];
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Launchers
+
+// Threads of the per-channel kernels (merge, finalize): one thread per channel.
+constexpr int kChannelThreads = 256;
+
+inline dim3 per_channel_grid(int64_t channels) {
+  return dim3(static_cast<unsigned>(
+      std::clamp<int64_t>((channels + kChannelThreads - 1) / kChannelThreads, 1, 1024)));
+}
+
+inline int64_t batchnorm_workspace_numel(int64_t rows, int64_t channels,
+                                         const ChannelReduceLaunch& shape) {
+  return channel_reduce_partials(rows, shape) * (2 * channels + 1);
+}
+
+// The partial kernels' block: one channel tile per block column, one slice per block row.
+template <int kVec>
+ChannelTileGrid channel_reduce_grid(int64_t rows, int64_t channels,
+                                    const ChannelReduceLaunch& shape, size_t* smem_bytes) {
+  ChannelTileGrid layout = channel_tile_block(channels / kVec, shape.threads);
+  layout.grid.y = static_cast<unsigned>(channel_reduce_partials(rows, shape));
+  *smem_bytes = 2 * sizeof(float) * kVec * layout.block.x * layout.block.y;
+  ENGINE_REQUIRE(*smem_bytes <= 48 * 1024,
+                 "batchnorm: too many threads per block for the "
+                 "shared-memory reduction (at most 48 KiB)");
+  return layout;
+}
+
+// workspace: batchnorm_workspace_numel(rows, channels, shape) floats.
+template <typename T>
+void batchnorm_stats_launch(const T* x, int64_t rows, int64_t channels, float* stats,
+                            float* workspace, cudaStream_t stream,
+                            const ChannelReduceLaunch& shape = {}) {
+  const int64_t parts = channel_reduce_partials(rows, shape);
+  float* part_mean = workspace;
+  float* part_m2 = workspace + parts * channels;
+  float* part_count = workspace + 2 * parts * channels;
+  dispatch_channel_vector<T>(channel_vector_width<T>(channels, x), [&]<int kVec>() {
+    size_t smem = 0;
+    const ChannelTileGrid layout = channel_reduce_grid<kVec>(rows, channels, shape, &smem);
+    launch(batchnorm_stats_partial_kernel<T, kVec>, layout.grid, layout.block, smem, stream, x,
+           rows, channels, part_mean, part_m2, part_count);
+  });
+  launch(batchnorm_stats_merge_kernel, per_channel_grid(channels), dim3(kChannelThreads), 0, stream,
+         part_mean, part_m2, part_count, parts, channels, stats);
+}
+
+inline void batchnorm_finalize_launch(const float* stats, int64_t parts, int64_t channels,
+                                      float momentum, float eps, float* running_mean,
+                                      float* running_var, float* batch_stats, cudaStream_t stream) {
+  launch(batchnorm_finalize_kernel, per_channel_grid(channels), dim3(kChannelThreads), 0, stream,
+         stats, parts, channels, momentum, eps, running_mean, running_var, batch_stats);
+}
+
+// workspace: batchnorm_workspace_numel(rows, channels, shape) floats.
+template <typename T>
+void batchnorm_backward_reduce_launch(const T* dy, const T* x, const float* batch_stats,
+                                      float* grad_sums, int64_t rows, int64_t channels,
+                                      float* workspace, cudaStream_t stream,
+                                      const ChannelReduceLaunch& shape = {}) {
+  const int64_t parts = channel_reduce_partials(rows, shape);
+  float* part_dy = workspace;
+  float* part_dy_xmu = workspace + parts * channels;
+  dispatch_channel_vector<T>(channel_vector_width<T>(channels, dy, x), [&]<int kVec>() {
+    size_t smem = 0;
+    const ChannelTileGrid layout = channel_reduce_grid<kVec>(rows, channels, shape, &smem);
+    launch(batchnorm_backward_partial_kernel<T, kVec>, layout.grid, layout.block, smem, stream, dy,
+           x, rows, channels, batch_stats, part_dy, part_dy_xmu);
+  });
+  launch(batchnorm_backward_merge_kernel, per_channel_grid(channels), dim3(kChannelThreads), 0,
+         stream, part_dy, part_dy_xmu, parts, channels, batch_stats, grad_sums);
+}
+
+}  // namespace engine::cuda

@@ -1,0 +1,2 @@
+// Compiles the loss kernels and their entry points (see loss.cuh).
+#include "kernels/cuda/loss.cuh"

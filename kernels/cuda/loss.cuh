@@ -1,0 +1,220 @@
+// Softmax cross-entropy forward/backward and top-k correct counts. One warp per row of
+// logits (K = 1000 classes: 32 lanes stride over the row, coalesced), with an online softmax
+// (running max and rescaled sum) so the forward reads each logit once; warp results are
+// combined with butterfly shuffles, which leave every lane with the same value.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/cuda/device_types.cuh"
+#include "kernels/cuda/launch.h"
+#include "kernels/cuda/loss.h"
+
+namespace engine::cuda {
+
+// Rows per block (one warp each) and the grid cap; rows beyond it are strided over. Tests
+// lower max_blocks to exercise that loop with small inputs.
+struct RowLaunch {
+  int warps_per_block = 8;
+  int max_blocks = 1024;
+};
+
+constexpr unsigned kFullWarp = 0xffffffffu;
+constexpr int kMeanThreads = 256;
+
+// The class index a label holds, or -1 when it is not an integer in [0, k).
+__device__ __forceinline__ int64_t label_class(float label, int64_t k) {
+  if (!(label >= 0.f && label < static_cast<float>(k))) return -1;
+  const auto index = static_cast<int64_t>(label);
+  return static_cast<float>(index) == label ? index : -1;
+}
+
+// Adds v to a running (max, sum of exp(z - max)). -inf contributes nothing; NaN poisons the
+// sum, so it propagates to the loss.
+__device__ __forceinline__ void softmax_add(float& max, float& sum, float v) {
+  if (v > max) {
+    sum = sum * expf(max - v) + 1.f;
+    max = v;
+  } else if (v != -INFINITY) {
+    sum += expf(v - max);
+  }
+}
+
+__device__ __forceinline__ void softmax_merge(float& max, float& sum, float other_max,
+                                              float other_sum) {
+  const float top = fmaxf(max, other_max);
+  const float mine = max == -INFINITY ? 0.f : sum * expf(max - top);
+  const float theirs = other_max == -INFINITY ? 0.f : other_sum * expf(other_max - top);
+  max = top;
+  sum = mine + theirs;
+}
+
+// The softmax statistics of one row, on every lane of the warp.
+template <typename T>
+__device__ __forceinline__ void row_softmax(const T* z, int64_t k, float& max, float& sum) {
+  max = -INFINITY;
+  sum = 0.f;
+  for (int64_t j = threadIdx.x; j < k; j += 32)
+    softmax_add(max, sum, to_f32(z[j]));
+  for (int offset = 16; offset > 0; offset /= 2) {
+    const float other_max = __shfl_xor_sync(kFullWarp, max, offset);
+    const float other_sum = __shfl_xor_sync(kFullWarp, sum, offset);
+    softmax_merge(max, sum, other_max, other_sum);
+  }
+}
+
+// Block (32, warps): warp threadIdx.y of block b takes rows b * warps + y, then strides.
+template <typename T>
+__global__ void cross_entropy_forward_kernel(const T* logits, const float* labels, int64_t n,
+                                             int64_t k, float label_smoothing, float* sample_loss) {
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y; row < n;
+       row += static_cast<int64_t>(gridDim.x) * blockDim.y) {
+    const T* z = logits + row * k;
+    float max, sum;
+    row_softmax(z, k, max, sum);
+    float sum_z = 0.f;
+    for (int64_t j = threadIdx.x; j < k; j += 32)
+      sum_z += to_f32(z[j]);
+    for (int offset = 16; offset > 0; offset /= 2)
+      sum_z += __shfl_xor_sync(kFullWarp, sum_z, offset);
+    if (threadIdx.x == 0) {
+      const int64_t label = label_class(labels[row], k);
+      // -sum_j q_j (z_j - lse) = lse - sum_j q_j z_j, since the q_j sum to 1.
+      sample_loss[row] = label < 0 ? NAN
+                                   : max + logf(sum) - (1.f - label_smoothing) * to_f32(z[label]) -
+                                         label_smoothing / static_cast<float>(k) * sum_z;
+    }
+  }
+}
+
+// One block of kMeanThreads: out[0] = mean of values, by a fixed-shape tree (deterministic).
+__global__ void loss_mean_kernel(const float* values, int64_t n, float* out) {
+  __shared__ float partial[kMeanThreads];
+  float sum = 0.f;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+    sum += values[i];
+  partial[threadIdx.x] = sum;
+  __syncthreads();
+  for (unsigned width = blockDim.x / 2; width > 0; width /= 2) {
+    if (threadIdx.x < width) partial[threadIdx.x] += partial[threadIdx.x + width];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[0] = partial[0] / static_cast<float>(n);
+}
+
+// dz = (softmax(z) - q) * scale; every lane finishes reading the row (the shuffles in
+// row_softmax) before any lane writes, so dlogits may alias logits.
+template <typename T>
+__global__ void cross_entropy_backward_kernel(const T* logits, const float* labels, int64_t n,
+                                              int64_t k, float label_smoothing, float scale,
+                                              T* dlogits) {
+  const float smooth = label_smoothing / static_cast<float>(k);
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y; row < n;
+       row += static_cast<int64_t>(gridDim.x) * blockDim.y) {
+    const T* z = logits + row * k;
+    float max, sum;
+    row_softmax(z, k, max, sum);
+    const int64_t label = label_class(labels[row], k);
+    if (label < 0) sum = NAN;
+    T* dz = dlogits + row * k;
+    for (int64_t j = threadIdx.x; j < k; j += 32) {
+      const float target = smooth + (j == label ? 1.f - label_smoothing : 0.f);
+      dz[j] = from_f32<T>((expf(to_f32(z[j]) - max) / sum - target) * scale);
+    }
+  }
+}
+
+__global__ void loss_zero_kernel(float* values, int n) {
+  if (static_cast<int>(threadIdx.x) < n) values[threadIdx.x] = 0.f;
+}
+
+// The label's rank = classes ahead of it (greater, or equal with a lower index). Counts are
+// added with float atomics on integers below 2^24: exact, so the order does not matter.
+template <typename T>
+__global__ void topk_correct_kernel(const T* logits, const float* labels, int64_t n, int64_t k,
+                                    float* correct) {
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y; row < n;
+       row += static_cast<int64_t>(gridDim.x) * blockDim.y) {
+    const int64_t label = label_class(labels[row], k);
+    if (label < 0) continue;  // the same for the whole warp
+    const T* z = logits + row * k;
+    const float target = to_f32(z[label]);
+    int ahead = 0;
+    for (int64_t j = threadIdx.x; j < k; j += 32) {
+      const float v = to_f32(z[j]);
+      ahead += (v > target || (v == target && j < label)) ? 1 : 0;
+    }
+    for (int offset = 16; offset > 0; offset /= 2)
+      ahead += __shfl_xor_sync(kFullWarp, ahead, offset);
+    if (threadIdx.x == 0) {
+      if (ahead < 1) atomicAdd(&correct[0], 1.f);
+      if (ahead < 5) atomicAdd(&correct[1], 1.f);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Launchers
+
+inline dim3 row_grid(int64_t n, const RowLaunch& shape) {
+  const int64_t blocks = (n + shape.warps_per_block - 1) / shape.warps_per_block;
+  return dim3(static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, shape.max_blocks)));
+}
+
+template <typename T>
+void cross_entropy_forward_launch(const T* logits, const float* labels, int64_t n, int64_t k,
+                                  float label_smoothing, float* sample_loss, float* loss,
+                                  cudaStream_t stream, const RowLaunch& shape = {}) {
+  launch(cross_entropy_forward_kernel<T>, row_grid(n, shape), dim3(32, shape.warps_per_block), 0,
+         stream, logits, labels, n, k, label_smoothing, sample_loss);
+  launch(loss_mean_kernel, dim3(1), dim3(kMeanThreads), 0, stream, sample_loss, n, loss);
+}
+
+template <typename T>
+void cross_entropy_backward_launch(const T* logits, const float* labels, int64_t n, int64_t k,
+                                   float label_smoothing, float grad_loss, T* dlogits,
+                                   cudaStream_t stream, const RowLaunch& shape = {}) {
+  launch(cross_entropy_backward_kernel<T>, row_grid(n, shape), dim3(32, shape.warps_per_block), 0,
+         stream, logits, labels, n, k, label_smoothing, grad_loss / static_cast<float>(n), dlogits);
+}
+
+template <typename T>
+void topk_correct_launch(const T* logits, const float* labels, int64_t n, int64_t k, float* correct,
+                         cudaStream_t stream, const RowLaunch& shape = {}) {
+  launch(loss_zero_kernel, dim3(1), dim3(32), 0, stream, correct, 2);
+  launch(topk_correct_kernel<T>, row_grid(n, shape), dim3(32, shape.warps_per_block), 0, stream,
+         logits, labels, n, k, correct);
+}
+
+// ---------------------------------------------------------------------------------------
+// Entry points (declared in loss.h)
+
+void cross_entropy_forward(DType dtype, const void* logits, const float* labels, int64_t n,
+                           int64_t k, float label_smoothing, float* sample_loss, float* loss,
+                           cudaStream_t stream) {
+  dispatch_device_dtype(dtype, [&]<typename T>() {
+    cross_entropy_forward_launch(static_cast<const T*>(logits), labels, n, k, label_smoothing,
+                                 sample_loss, loss, stream);
+  });
+}
+
+void cross_entropy_backward(DType dtype, const void* logits, const float* labels, int64_t n,
+                            int64_t k, float label_smoothing, float grad_loss, void* dlogits,
+                            cudaStream_t stream) {
+  dispatch_device_dtype(dtype, [&]<typename T>() {
+    cross_entropy_backward_launch(static_cast<const T*>(logits), labels, n, k, label_smoothing,
+                                  grad_loss, static_cast<T*>(dlogits), stream);
+  });
+}
+
+void topk_correct(DType dtype, const void* logits, const float* labels, int64_t n, int64_t k,
+                  float* correct, cudaStream_t stream) {
+  dispatch_device_dtype(dtype, [&]<typename T>() {
+    topk_correct_launch(static_cast<const T*>(logits), labels, n, k, correct, stream);
+  });
+}
+
+}  // namespace engine::cuda

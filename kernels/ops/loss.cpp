@@ -1,0 +1,111 @@
+#include "kernels/ops/loss.h"
+
+#include <cmath>
+#include <string>
+
+#include "kernels/cpu/loss.h"
+#include "kernels/ops/checks.h"
+#if ENGINE_HAVE_CUDA
+#include "kernels/cuda/loss.h"
+#endif
+
+namespace engine {
+namespace {
+
+struct Classes {
+  int64_t n = 0;
+  int64_t k = 0;
+};
+
+// logits [N, K] (N, K >= 1) and labels f32[N] on the same device.
+Classes require_logits(std::string_view op, const Tensor& logits, const Tensor& labels,
+                       const Stream& stream) {
+  ops::require_defined(op, "logits", logits);
+  if (logits.dim() != 2 || logits.numel() == 0) {
+    fail(std::string(op) + ": logits is " + logits.describe() + ", expected a non-empty [N, K]");
+  }
+  const Classes shape{logits.size(0), logits.size(1)};
+  ops::require_defined(op, "labels", labels);
+  if (labels.dtype() != DType::f32 || labels.numel() != shape.n ||
+      labels.device() != logits.device()) {
+    fail(std::string(op) + ": labels is " + labels.describe() + ", expected f32[" +
+         std::to_string(shape.n) + "] (class indices) on " + logits.device().str());
+  }
+  ops::require_on_stream(op, "logits", logits, stream);
+  return shape;
+}
+
+void require_smoothing(std::string_view op, float label_smoothing) {
+  if (!(label_smoothing >= 0.f && label_smoothing <= 1.f)) {
+    fail(std::string(op) + ": label_smoothing must be in [0, 1], got " +
+         std::to_string(label_smoothing));
+  }
+}
+
+void require_f32_vector(std::string_view op, std::string_view name, const Tensor& t, int64_t numel,
+                        Device device) {
+  ops::require_defined(op, name, t);
+  if (t.dtype() != DType::f32 || t.numel() != numel || t.device() != device) {
+    fail(std::string(op) + ": " + std::string(name) + " is " + t.describe() + ", expected f32[" +
+         std::to_string(numel) + "] on " + device.str());
+  }
+}
+
+}  // namespace
+
+void cross_entropy_forward(const Tensor& logits, const Tensor& labels, float label_smoothing,
+                           Tensor& sample_loss, Tensor& loss, Stream& stream) {
+  constexpr std::string_view op = "cross_entropy_forward";
+  const Classes shape = require_logits(op, logits, labels, stream);
+  require_smoothing(op, label_smoothing);
+  require_f32_vector(op, "sample_loss", sample_loss, shape.n, logits.device());
+  require_f32_vector(op, "loss", loss, 1, logits.device());
+  if (logits.device().is_cpu()) {
+    cpu::cross_entropy_forward(logits.dtype(), logits.raw_data(), labels.data<float>(), shape.n,
+                               shape.k, label_smoothing, sample_loss.data<float>(),
+                               loss.data<float>());
+  } else {
+#if ENGINE_HAVE_CUDA
+    cuda::cross_entropy_forward(logits.dtype(), logits.raw_data(), labels.data<float>(), shape.n,
+                                shape.k, label_smoothing, sample_loss.data<float>(),
+                                loss.data<float>(), stream.native());
+#endif
+  }
+}
+
+void cross_entropy_backward(const Tensor& logits, const Tensor& labels, float label_smoothing,
+                            float grad_loss, Tensor& dlogits, Stream& stream) {
+  constexpr std::string_view op = "cross_entropy_backward";
+  const Classes shape = require_logits(op, logits, labels, stream);
+  require_smoothing(op, label_smoothing);
+  ops::require_like(op, "logits", logits, "dlogits", dlogits);
+  ENGINE_REQUIRE(std::isfinite(grad_loss),
+                 std::string(op) + ": grad_loss must be finite, got " + std::to_string(grad_loss));
+  if (logits.device().is_cpu()) {
+    cpu::cross_entropy_backward(logits.dtype(), logits.raw_data(), labels.data<float>(), shape.n,
+                                shape.k, label_smoothing, grad_loss, dlogits.raw_data());
+  } else {
+#if ENGINE_HAVE_CUDA
+    cuda::cross_entropy_backward(logits.dtype(), logits.raw_data(), labels.data<float>(), shape.n,
+                                 shape.k, label_smoothing, grad_loss, dlogits.raw_data(),
+                                 stream.native());
+#endif
+  }
+}
+
+void topk_correct(const Tensor& logits, const Tensor& labels, Tensor& correct, Stream& stream) {
+  constexpr std::string_view op = "topk_correct";
+  const Classes shape = require_logits(op, logits, labels, stream);
+  require_f32_vector(op, "correct", correct, 2, logits.device());
+  if (logits.device().is_cpu()) {
+    cpu::topk_correct(logits.dtype(), logits.raw_data(), labels.data<float>(), shape.n, shape.k,
+                      correct.data<float>());
+  } else {
+#if ENGINE_HAVE_CUDA
+    cuda::topk_correct(logits.dtype(), logits.raw_data(), labels.data<float>(), shape.n, shape.k,
+                       correct.data<float>(), stream.native());
+#endif
+  }
+}
+
+}  // namespace engine

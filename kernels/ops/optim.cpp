@@ -1,0 +1,58 @@
+#include "kernels/ops/optim.h"
+
+#include <cmath>
+#include <string>
+
+#include "kernels/cpu/optim.h"
+#include "kernels/ops/checks.h"
+#if ENGINE_HAVE_CUDA
+#include "kernels/cuda/optim.h"
+#endif
+
+namespace engine {
+namespace {
+
+void require_options(std::string_view op, const SgdOptions& o) {
+  const auto bad = [&](const std::string& what) { fail(std::string(op) + ": " + what); };
+  if (!(o.lr >= 0.f) || !std::isfinite(o.lr)) bad("lr must be >= 0, got " + std::to_string(o.lr));
+  if (!(o.momentum >= 0.f)) bad("momentum must be >= 0, got " + std::to_string(o.momentum));
+  if (!(o.weight_decay >= 0.f)) {
+    bad("weight_decay must be >= 0, got " + std::to_string(o.weight_decay));
+  }
+  if (!std::isfinite(o.grad_scale)) bad("grad_scale must be finite");
+  if (o.nesterov && (o.momentum <= 0.f || o.dampening != 0.f)) {
+    bad("nesterov momentum requires a momentum and zero dampening (as torch.optim.SGD)");
+  }
+}
+
+}  // namespace
+
+void sgd_step(const SgdOptions& options, Tensor& params, const Tensor& grads,
+              Tensor& momentum_buffer, bool first_step, Stream& stream) {
+  constexpr std::string_view op = "sgd_step";
+  require_options(op, options);
+  ops::require_defined(op, "params", params);
+  if (params.dtype() != DType::f32) {
+    fail(std::string(op) + ": params is " + params.describe() + ", expected f32 (master weights)");
+  }
+  ops::require_like(op, "params", params, "grads", grads);
+  float* buffer = nullptr;
+  if (options.momentum != 0.f) {
+    ops::require_like(op, "params", params, "momentum_buffer", momentum_buffer);
+    buffer = momentum_buffer.data<float>();
+  }
+  ops::require_on_stream(op, "params", params, stream);
+  if (params.device().is_cpu()) {
+    cpu::sgd_step(params.data<float>(), grads.data<float>(), buffer, params.numel(), options.lr,
+                  options.momentum, options.dampening, options.weight_decay, options.nesterov,
+                  options.grad_scale, first_step);
+  } else {
+#if ENGINE_HAVE_CUDA
+    cuda::sgd_step(params.data<float>(), grads.data<float>(), buffer, params.numel(), options.lr,
+                   options.momentum, options.dampening, options.weight_decay, options.nesterov,
+                   options.grad_scale, first_step, stream.native());
+#endif
+  }
+}
+
+}  // namespace engine

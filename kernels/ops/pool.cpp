@@ -1,0 +1,143 @@
+#include "kernels/ops/pool.h"
+
+#include <string>
+
+#include "kernels/cpu/pool.h"
+#include "kernels/ops/checks.h"
+#if ENGINE_HAVE_CUDA
+#include "kernels/cuda/pool.h"
+#endif
+
+namespace engine {
+namespace {
+
+void require_nhwc(std::string_view op, std::string_view name, const Tensor& t) {
+  ops::require_defined(op, name, t);
+  if (t.dim() != 4 || t.numel() == 0) {
+    fail(std::string(op) + ": " + std::string(name) + " is " + t.describe() +
+         ", expected a non-empty [N, H, W, C] tensor");
+  }
+}
+
+// t has exactly `shape` (and, when dtype is given, that dtype) on `device`.
+void require_shape(std::string_view op, std::string_view name, const Tensor& t, const Shape& shape,
+                   DType dtype, Device device) {
+  ops::require_defined(op, name, t);
+  if (t.shape() != shape || t.dtype() != dtype || t.device() != device) {
+    fail(std::string(op) + ": " + std::string(name) + " is " + t.describe() + ", expected " +
+         std::string(dtype_name(dtype)) + shape_str(shape) + " on " + device.str());
+  }
+}
+
+void require_params(std::string_view op, const MaxPool2dParams& p, const Tensor& x) {
+  if (p.kernel < 1 || p.stride < 1 || p.padding < 0 || 2 * p.padding > p.kernel) {
+    fail(std::string(op) + ": kernel " + std::to_string(p.kernel) + ", stride " +
+         std::to_string(p.stride) + ", padding " + std::to_string(p.padding) +
+         " is not a valid max pooling (kernel, stride >= 1; 0 <= 2 * padding <= kernel)");
+  }
+  if (p.output_size(x.size(1)) < 1 || p.output_size(x.size(2)) < 1) {
+    fail(std::string(op) + ": the " + std::to_string(p.kernel) + "x" + std::to_string(p.kernel) +
+         " window does not fit " + x.describe());
+  }
+  if (x.size(1) * x.size(2) >= (int64_t{1} << 24)) {
+    fail(std::string(op) + ": " + x.describe() +
+         " has 2^24 or more pixels per image; argmax indices would not be exact in f32");
+  }
+}
+
+// [N, H, W, C] and the pooled [N, OH, OW, C].
+Shape pooled_shape(const MaxPool2dParams& p, const Tensor& x) {
+  return {x.size(0), p.output_size(x.size(1)), p.output_size(x.size(2)), x.size(3)};
+}
+
+// y of global average pooling: [N, C] or [N, 1, 1, C].
+void require_pooled_vector(std::string_view op, std::string_view name, const Tensor& t,
+                           const Tensor& x) {
+  const Shape flat = {x.size(0), x.size(3)};
+  const Shape keepdim = {x.size(0), 1, 1, x.size(3)};
+  ops::require_defined(op, name, t);
+  if ((t.shape() != flat && t.shape() != keepdim) || t.dtype() != x.dtype() ||
+      t.device() != x.device()) {
+    fail(std::string(op) + ": " + std::string(name) + " is " + t.describe() + ", expected " +
+         std::string(dtype_name(x.dtype())) + shape_str(flat) + " or " + shape_str(keepdim) +
+         " on " + x.device().str());
+  }
+}
+
+}  // namespace
+
+void maxpool2d_forward(const MaxPool2dParams& params, const Tensor& x, Tensor& y, Tensor& argmax,
+                       Stream& stream) {
+  constexpr std::string_view op = "maxpool2d_forward";
+  require_nhwc(op, "x", x);
+  require_params(op, params, x);
+  const Shape out = pooled_shape(params, x);
+  require_shape(op, "y", y, out, x.dtype(), x.device());
+  require_shape(op, "argmax", argmax, out, DType::f32, x.device());
+  ops::require_on_stream(op, "x", x, stream);
+  const int64_t n = x.size(0), h = x.size(1), w = x.size(2), c = x.size(3);
+  if (x.device().is_cpu()) {
+    cpu::maxpool2d_forward(x.dtype(), x.raw_data(), y.raw_data(), argmax.data<float>(), n, h, w, c,
+                           params.kernel, params.stride, params.padding);
+  } else {
+#if ENGINE_HAVE_CUDA
+    cuda::maxpool2d_forward(x.dtype(), x.raw_data(), y.raw_data(), argmax.data<float>(), n, h, w, c,
+                            params.kernel, params.stride, params.padding, stream.native());
+#endif
+  }
+}
+
+void maxpool2d_backward(const MaxPool2dParams& params, const Tensor& dy, const Tensor& argmax,
+                        Tensor& dx, Stream& stream) {
+  constexpr std::string_view op = "maxpool2d_backward";
+  require_nhwc(op, "dx", dx);
+  require_params(op, params, dx);
+  const Shape out = pooled_shape(params, dx);
+  require_shape(op, "dy", dy, out, dx.dtype(), dx.device());
+  require_shape(op, "argmax", argmax, out, DType::f32, dx.device());
+  ops::require_on_stream(op, "dx", dx, stream);
+  const int64_t n = dx.size(0), h = dx.size(1), w = dx.size(2), c = dx.size(3);
+  if (dx.device().is_cpu()) {
+    cpu::maxpool2d_backward(dx.dtype(), dy.raw_data(), argmax.data<float>(), dx.raw_data(), n, h, w,
+                            c, params.kernel, params.stride, params.padding);
+  } else {
+#if ENGINE_HAVE_CUDA
+    cuda::maxpool2d_backward(dx.dtype(), dy.raw_data(), argmax.data<float>(), dx.raw_data(), n, h,
+                             w, c, params.kernel, params.stride, params.padding, stream.native());
+#endif
+  }
+}
+
+void global_avgpool_forward(const Tensor& x, Tensor& y, Stream& stream) {
+  constexpr std::string_view op = "global_avgpool_forward";
+  require_nhwc(op, "x", x);
+  require_pooled_vector(op, "y", y, x);
+  ops::require_on_stream(op, "x", x, stream);
+  const int64_t n = x.size(0), spatial = x.size(1) * x.size(2), c = x.size(3);
+  if (x.device().is_cpu()) {
+    cpu::global_avgpool_forward(x.dtype(), x.raw_data(), y.raw_data(), n, spatial, c);
+  } else {
+#if ENGINE_HAVE_CUDA
+    cuda::global_avgpool_forward(x.dtype(), x.raw_data(), y.raw_data(), n, spatial, c,
+                                 stream.native());
+#endif
+  }
+}
+
+void global_avgpool_backward(const Tensor& dy, Tensor& dx, Stream& stream) {
+  constexpr std::string_view op = "global_avgpool_backward";
+  require_nhwc(op, "dx", dx);
+  require_pooled_vector(op, "dy", dy, dx);
+  ops::require_on_stream(op, "dx", dx, stream);
+  const int64_t n = dx.size(0), spatial = dx.size(1) * dx.size(2), c = dx.size(3);
+  if (dx.device().is_cpu()) {
+    cpu::global_avgpool_backward(dx.dtype(), dy.raw_data(), dx.raw_data(), n, spatial, c);
+  } else {
+#if ENGINE_HAVE_CUDA
+    cuda::global_avgpool_backward(dx.dtype(), dy.raw_data(), dx.raw_data(), n, spatial, c,
+                                  stream.native());
+#endif
+  }
+}
+
+}  // namespace engine

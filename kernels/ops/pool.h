@@ -1,0 +1,41 @@
+// Pooling (implemented in kernels/ops/pool.cpp): max pooling with argmax (the ResNet stem's
+// 3x3 / stride 2 / padding 1) and global average pooling. NHWC activations, f32 or bf16.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/stream.h"
+#include "kernels/tensor.h"
+
+namespace engine {
+
+// torch.nn.MaxPool2d(kernel, stride, padding) with dilation 1 and ceil_mode=False: padding
+// never wins (it is -inf), so 2 * padding <= kernel as PyTorch requires.
+struct MaxPool2dParams {
+  int kernel = 3;
+  int stride = 2;
+  int padding = 1;
+  // floor((in + 2 * padding - kernel) / stride) + 1, or 0 when the window does not fit.
+  int64_t output_size(int64_t in) const {
+    const int64_t span = in + 2 * padding - kernel;
+    return span < 0 ? 0 : span / stride + 1;
+  }
+};
+
+// x [N, H, W, C] -> y [N, OH, OW, C]; argmax (f32, the shape of y) receives the flat index
+// h * W + w of the chosen input within its image and channel, as PyTorch's indices, stored as
+// an exactly representable float (H * W < 2^24). Ties go to the first position in row-major
+// window order; NaN propagates (the last NaN of a window wins it, as in PyTorch).
+void maxpool2d_forward(const MaxPool2dParams& params, const Tensor& x, Tensor& y, Tensor& argmax,
+                       Stream& stream);
+// dx [N, H, W, C] = the sum of dy over the outputs whose argmax is that input (windows
+// overlap when stride < kernel). Computed by gathering, so no atomics and no zero-fill.
+void maxpool2d_backward(const MaxPool2dParams& params, const Tensor& dy, const Tensor& argmax,
+                        Tensor& dx, Stream& stream);
+
+// x [N, H, W, C] -> y [N, C] (or [N, 1, 1, C]): the mean over H * W, accumulated in fp32.
+void global_avgpool_forward(const Tensor& x, Tensor& y, Stream& stream);
+// dx [N, H, W, C] = dy [N, C] / (H * W) broadcast over H and W.
+void global_avgpool_backward(const Tensor& dy, Tensor& dx, Stream& stream);
+
+}  // namespace engine

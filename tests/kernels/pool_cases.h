@@ -1,0 +1,131 @@
+// Shared cases for the pooling ops: shapes, window parameters and naive references, used by
+// the CPU, SIMT and GPU suites.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace engine::testing {
+
+struct PoolShape {
+  int64_t n, h, w, c;
+  int64_t numel() const { return n * h * w * c; }
+  // Appends piece by piece: GCC 12 warns (-Wrestrict, falsely) on "[" + std::to_string(..).
+  std::string str() const {
+    std::string text = "[";
+    text += std::to_string(n);
+    text += ", ";
+    text += std::to_string(h);
+    text += ", ";
+    text += std::to_string(w);
+    text += ", ";
+    text += std::to_string(c);
+    return text + "]";
+  }
+};
+
+// Odd and even sizes, windows clipped by the border, C not a multiple of 8 or 16, batch 1.
+inline const std::vector<PoolShape> kPoolShapes = {
+    {1, 1, 1, 1},  {1, 2, 2, 3},   {2, 5, 5, 7},   {1, 7, 6, 17},
+    {3, 8, 8, 16}, {2, 9, 11, 64}, {1, 14, 14, 8}, {2, 4, 3, 33},
+};
+
+struct Window {
+  int kernel, stride, padding;
+  std::string str() const {
+    std::string text = "k";
+    text += std::to_string(kernel);
+    text += "s";
+    text += std::to_string(stride);
+    text += "p";
+    return text + std::to_string(padding);
+  }
+};
+// The ResNet stem's 3x3/2/1 first; then non-overlapping, stride 1, and a wide window.
+inline const std::vector<Window> kWindows = {{3, 2, 1}, {2, 2, 0}, {3, 1, 1}, {5, 2, 2}};
+
+// Output size, 0 when the window does not fit (PyTorch refuses those shapes).
+inline int64_t pooled(int64_t in, const Window& win) {
+  const int64_t span = in + 2 * win.padding - win.kernel;
+  return span < 0 ? 0 : span / win.stride + 1;
+}
+
+// Naive max pooling: the first strictly greater value wins, NaN wins (as PyTorch); the index
+// starts at the window's first valid position.
+struct ReferenceMaxPool {
+  std::vector<float> y, argmax;
+};
+inline ReferenceMaxPool reference_maxpool(const std::vector<float>& x, const PoolShape& s,
+                                          const Window& win) {
+  const int64_t oh_n = pooled(s.h, win), ow_n = pooled(s.w, win);
+  ReferenceMaxPool out{std::vector<float>(s.n * oh_n * ow_n * s.c),
+                       std::vector<float>(s.n * oh_n * ow_n * s.c)};
+  for (int64_t b = 0; b < s.n; ++b)
+    for (int64_t oh = 0; oh < oh_n; ++oh)
+      for (int64_t ow = 0; ow < ow_n; ++ow)
+        for (int64_t c = 0; c < s.c; ++c) {
+          float best = -std::numeric_limits<float>::infinity();
+          int64_t index = -1;
+          for (int64_t kh = 0; kh < win.kernel; ++kh)
+            for (int64_t kw = 0; kw < win.kernel; ++kw) {
+              const int64_t ih = oh * win.stride - win.padding + kh;
+              const int64_t iw = ow * win.stride - win.padding + kw;
+              if (ih < 0 || ih >= s.h || iw < 0 || iw >= s.w) continue;
+              const float v = x[((b * s.h + ih) * s.w + iw) * s.c + c];
+              if (index < 0) index = ih * s.w + iw;
+              if (v > best || std::isnan(v)) {
+                best = v;
+                index = ih * s.w + iw;
+              }
+            }
+          const int64_t at = ((b * oh_n + oh) * ow_n + ow) * s.c + c;
+          out.y[at] = best;
+          out.argmax[at] = static_cast<float>(index);
+        }
+  return out;
+}
+
+// dx by scattering dy to the argmax of every output, in double.
+inline std::vector<double> reference_maxpool_backward(const std::vector<float>& dy,
+                                                      const std::vector<float>& argmax,
+                                                      const PoolShape& s, const Window& win) {
+  const int64_t per_image = pooled(s.h, win) * pooled(s.w, win);
+  std::vector<double> dx(s.numel(), 0.0);
+  for (size_t i = 0; i < dy.size(); ++i) {
+    const int64_t c = static_cast<int64_t>(i) % s.c;
+    const int64_t b = static_cast<int64_t>(i) / s.c / per_image;
+    const auto position = static_cast<int64_t>(argmax[i]);
+    dx[(b * s.h * s.w + position) * s.c + c] += dy[i];
+  }
+  return dx;
+}
+
+inline std::vector<double> reference_avgpool(const std::vector<float>& x, const PoolShape& s) {
+  std::vector<double> y(s.n * s.c, 0.0);
+  for (int64_t b = 0; b < s.n; ++b)
+    for (int64_t p = 0; p < s.h * s.w; ++p)
+      for (int64_t c = 0; c < s.c; ++c)
+        y[b * s.c + c] += x[(b * s.h * s.w + p) * s.c + c] / static_cast<double>(s.h * s.w);
+  return y;
+}
+
+// Distinct values at least `gap` apart in a scrambled order: no ties, so max pooling has no
+// kink within gap / 2 of any input.
+inline std::vector<float> distinct_values(int64_t n, float gap, uint32_t seed) {
+  std::vector<float> values(static_cast<size_t>(n));
+  uint64_t state = seed;
+  for (int64_t i = 0; i < n; ++i)
+    values[i] = static_cast<float>(i) * gap;
+  for (int64_t i = n - 1; i > 0; --i) {  // Fisher-Yates with a fixed LCG
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    std::swap(values[i], values[(state >> 33) % static_cast<uint64_t>(i + 1)]);
+  }
+  for (float& v : values)
+    v -= static_cast<float>(n) * gap / 2;
+  return values;
+}
+
+}  // namespace engine::testing

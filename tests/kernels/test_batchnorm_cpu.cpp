@@ -1,0 +1,390 @@
+// The CPU batchnorm phases through the op API against naive double-precision references:
+// statistics (also for mean 1e3, std 1), finalize and running statistics as PyTorch, the
+// SyncBN merge of per-rank statistics, normalize with its fused epilogues, evaluation, and
+// the backward against centered finite differences.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "batchnorm_cases.h"
+#include "kernels/ops.h"
+
+namespace engine {
+namespace {
+
+using testing::all_close;
+using testing::all_close_scaled;
+using testing::BnShape;
+using testing::kBf16Ulp;
+using testing::kBnShapes;
+using testing::normal_values;
+using testing::to_double;
+
+const DType kDTypes[] = {DType::f32, DType::bf16};
+constexpr float kEps = 1e-5f;
+constexpr float kMomentum = 0.1f;
+
+Tensor f32_tensor(const std::vector<float>& values) {
+  return Tensor::from_floats({static_cast<int64_t>(values.size())}, values, DType::f32);
+}
+
+Tensor activation(const BnShape& s, const std::vector<float>& values, DType dtype) {
+  return Tensor::from_floats({s.n, s.h, s.w, s.c}, values, dtype);
+}
+
+// batchnorm_stats of x through the op API.
+std::vector<float> stats_of(const Tensor& x, Stream& stream) {
+  const int64_t channels = x.size(x.dim() - 1);
+  Tensor stats = Tensor::empty({batchnorm_stats_numel(channels)}, DType::f32);
+  Tensor workspace = Tensor::empty({batchnorm_workspace_numel(x)}, DType::f32);
+  batchnorm_stats(x, stats, workspace, stream);
+  return stats.to_floats(stream);
+}
+
+std::vector<float> slice(const std::vector<float>& v, int64_t begin, int64_t count) {
+  return {v.begin() + begin, v.begin() + begin + count};
+}
+
+TEST(BatchNormCpu, StatsAndFinalizeMatchReference) {
+  Stream stream;
+  for (DType dtype : kDTypes) {
+    for (const BnShape& s : kBnShapes) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str());
+      const std::vector<float> x = normal_values(s.numel(), 1, dtype, 0.5, 2.0);
+      const testing::ReferenceStats ref = testing::reference_stats(x, s.rows(), s.c);
+      const std::vector<float> stats = stats_of(activation(s, x, dtype), stream);
+      // Mean to fp32 rounding of the data's scale; m2 relative (inputs are exact in both).
+      EXPECT_TRUE(all_close(ref.mean, slice(stats, 0, s.c), 1e-6, 2.0));
+      std::vector<double> ref_m2(ref.var);
+      for (double& v : ref_m2)
+        v *= static_cast<double>(s.rows());
+      EXPECT_TRUE(all_close(ref_m2, slice(stats, s.c, s.c), 1e-5));
+      EXPECT_EQ(stats[2 * s.c], static_cast<float>(s.rows()));
+
+      const std::vector<float> rm0 = normal_values(s.c, 2, DType::f32);
+      std::vector<float> rv0 = normal_values(s.c, 3, DType::f32);
+      for (float& v : rv0)
+        v = std::abs(v) + 0.5f;
+      Tensor running_mean = f32_tensor(rm0), running_var = f32_tensor(rv0);
+      Tensor batch_stats = Tensor::empty({batchnorm_stats_numel(s.c)}, DType::f32);
+      batchnorm_finalize(f32_tensor(stats), running_mean, running_var, kMomentum, kEps, batch_stats,
+                         stream);
+      const std::vector<float> out = batch_stats.to_floats(stream);
+      std::vector<double> invstd(s.c), expect_rm(s.c), expect_rv(s.c);
+      const double n = static_cast<double>(s.rows());
+      for (int64_t c = 0; c < s.c; ++c) {
+        invstd[c] = 1.0 / std::sqrt(ref.var[c] + kEps);
+        // torch.nn.BatchNorm2d: running = (1 - momentum) * running + momentum * batch, with
+        // the unbiased variance.
+        expect_rm[c] = (1 - kMomentum) * rm0[c] + kMomentum * ref.mean[c];
+        expect_rv[c] = (1 - kMomentum) * rv0[c] + kMomentum * ref.var[c] * n / (n - 1);
+      }
+      EXPECT_TRUE(all_close(ref.mean, slice(out, 0, s.c), 1e-6, 2.0));
+      EXPECT_TRUE(all_close(invstd, slice(out, s.c, s.c), 1e-5));
+      EXPECT_EQ(out[2 * s.c], static_cast<float>(s.rows()));
+      EXPECT_TRUE(all_close(expect_rm, running_mean.to_floats(stream), 1e-6, 1.0));
+      EXPECT_TRUE(all_close(expect_rv, running_var.to_floats(stream), 1e-5));
+    }
+  }
+}
+
+TEST(BatchNormCpu, StatsStayAccurateForLargeMean) {
+  // Mean 1e3, std 1: a fp32 sum/sum-of-squares formula loses the variance completely here.
+  Stream stream;
+  const BnShape s{8, 32, 32, 3};
+  for (DType dtype : kDTypes) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const std::vector<float> x = normal_values(s.numel(), 4, dtype, 1e3, 1.0);
+    const testing::ReferenceStats ref = testing::reference_stats(x, s.rows(), s.c);
+    const std::vector<float> stats = stats_of(activation(s, x, dtype), stream);
+    EXPECT_TRUE(all_close(ref.mean, slice(stats, 0, s.c), 1e-7, 1e3));
+    std::vector<double> ref_m2(ref.var);
+    for (double& v : ref_m2)
+      v *= static_cast<double>(s.rows());
+    EXPECT_TRUE(all_close(ref_m2, slice(stats, s.c, s.c), 1e-5));
+
+    // The input is hard enough: the naive fp32 formula is far off on the same data.
+    float sum = 0.f, sum_sq = 0.f;
+    for (int64_t r = 0; r < s.rows(); ++r) {
+      sum += x[r * s.c];
+      sum_sq += x[r * s.c] * x[r * s.c];
+    }
+    const float n = static_cast<float>(s.rows());
+    const double naive_var = sum_sq / n - (sum / n) * (sum / n);
+    EXPECT_GT(std::abs(naive_var - ref.var[0]), 0.01 * ref.var[0]);
+  }
+}
+
+TEST(BatchNormCpu, FinalizeMergesPerRankStatsLikeOneBatch) {
+  // SyncBN: stats of three unequal slices of the rows, gathered as [3, 2C+1], finalize to
+  // the statistics of the whole batch. One slice has a single row (m2 = 0).
+  Stream stream;
+  const int64_t channels = 6;
+  const int64_t slice_rows[] = {37, 1, 90};
+  const int64_t rows = 37 + 1 + 90;
+  const std::vector<float> x = normal_values(rows * channels, 5, DType::f32, 3.0, 0.5);
+  std::vector<float> gathered;
+  int64_t begin = 0;
+  for (int64_t part_rows : slice_rows) {
+    Tensor part = Tensor::from_floats({part_rows, channels},
+                                      slice(x, begin * channels, part_rows * channels));
+    const std::vector<float> stats = stats_of(part, stream);
+    gathered.insert(gathered.end(), stats.begin(), stats.end());
+    begin += part_rows;
+  }
+  const int64_t k = 3;
+  Tensor all_stats = Tensor::from_floats({k, batchnorm_stats_numel(channels)}, gathered);
+  Tensor merged = Tensor::empty({batchnorm_stats_numel(channels)}, DType::f32);
+  Tensor no_running;
+  batchnorm_finalize(all_stats, no_running, no_running, kMomentum, kEps, merged, stream);
+  const std::vector<float> out = merged.to_floats(stream);
+  const testing::ReferenceStats ref = testing::reference_stats(x, rows, channels);
+  std::vector<double> invstd(channels);
+  for (int64_t c = 0; c < channels; ++c)
+    invstd[c] = 1.0 / std::sqrt(ref.var[c] + kEps);
+  EXPECT_TRUE(all_close(ref.mean, slice(out, 0, channels), 1e-6, 3.0));
+  EXPECT_TRUE(all_close(invstd, slice(out, channels, channels), 1e-5));
+  EXPECT_EQ(out[2 * channels], static_cast<float>(rows));
+}
+
+struct Affine {
+  std::vector<float> weight, bias;
+};
+Affine make_affine(int64_t channels, uint32_t seed) {
+  return {normal_values(channels, seed, DType::f32, 1.0, 0.5),
+          normal_values(channels, seed + 1, DType::f32, 0.0, 0.5)};
+}
+
+TEST(BatchNormCpu, NormalizeWithEpiloguesMatchesReference) {
+  Stream stream;
+  for (DType dtype : kDTypes) {
+    for (const BnShape& s : kBnShapes) {
+      for (int variant = 0; variant < 4; ++variant) {
+        // 0: plain, 1: ReLU, 2: residual + ReLU, 3: no affine, residual without ReLU, in place.
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str() + " variant " +
+                     std::to_string(variant));
+        const std::vector<float> x = normal_values(s.numel(), 6, dtype, -1.0, 3.0);
+        const std::vector<float> res = normal_values(s.numel(), 7, dtype);
+        Affine affine = make_affine(s.c, 8);
+        if (variant == 3) affine = {std::vector<float>(s.c, 1.f), std::vector<float>(s.c, 0.f)};
+        Tensor tx = activation(s, x, dtype);
+        Tensor stats = f32_tensor(stats_of(tx, stream));
+        Tensor batch_stats = Tensor::empty({batchnorm_stats_numel(s.c)}, DType::f32);
+        Tensor none;
+        batchnorm_finalize(stats, none, none, kMomentum, kEps, batch_stats, stream);
+
+        BatchNormEpilogue epilogue;
+        epilogue.relu = variant == 1 || variant == 2;
+        if (variant >= 2) epilogue.residual = activation(s, res, dtype);
+        Tensor w = variant == 3 ? Tensor() : f32_tensor(affine.weight);
+        Tensor b = variant == 3 ? Tensor() : f32_tensor(affine.bias);
+        Tensor y = variant == 3 ? tx : Tensor::empty(tx.shape(), dtype);
+        batchnorm_normalize(tx, batch_stats, w, b, y, stream, epilogue);
+
+        const testing::ReferenceStats ref = testing::reference_stats(x, s.rows(), s.c);
+        const std::vector<double> expected =
+            testing::reference_bn_apply(to_double(x), ref.mean, ref.var, kEps, affine.weight,
+                                        affine.bias, variant >= 2 ? &res : nullptr, epilogue.relu);
+        EXPECT_TRUE(
+            all_close(expected, y.to_floats(stream), dtype == DType::f32 ? 1e-5 : kBf16Ulp));
+      }
+    }
+  }
+}
+
+TEST(BatchNormCpu, EvalForwardUsesRunningStats) {
+  Stream stream;
+  for (DType dtype : kDTypes) {
+    for (const BnShape& s : kBnShapes) {
+      for (bool fused : {false, true}) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str() + (fused ? " add+relu" : ""));
+        const std::vector<float> x = normal_values(s.numel(), 9, dtype, 2.0, 1.5);
+        const std::vector<float> res = normal_values(s.numel(), 10, dtype);
+        const std::vector<float> rm = normal_values(s.c, 11, DType::f32, 2.0, 0.5);
+        std::vector<float> rv = normal_values(s.c, 12, DType::f32);
+        for (float& v : rv)
+          v = v * v + 0.1f;
+        const Affine affine = make_affine(s.c, 13);
+        BatchNormEpilogue epilogue;
+        epilogue.relu = fused;
+        if (fused) epilogue.residual = activation(s, res, dtype);
+        Tensor y = Tensor::empty({s.n, s.h, s.w, s.c}, dtype);
+        batchnorm_eval_forward(activation(s, x, dtype), f32_tensor(rm), f32_tensor(rv),
+                               f32_tensor(affine.weight), f32_tensor(affine.bias), kEps, y, stream,
+                               epilogue);
+        const std::vector<double> expected =
+            testing::reference_bn_apply(to_double(x), to_double(rm), to_double(rv), kEps,
+                                        affine.weight, affine.bias, fused ? &res : nullptr, fused);
+        EXPECT_TRUE(
+            all_close(expected, y.to_floats(stream), dtype == DType::f32 ? 1e-5 : kBf16Ulp));
+      }
+    }
+  }
+}
+
+// Runs stats -> finalize -> backward_reduce -> backward_elementwise on the CPU.
+struct BackwardResult {
+  std::vector<float> dx, grad_sums;
+};
+BackwardResult run_backward(const BnShape& s, DType dtype, const std::vector<float>& x,
+                            const std::vector<float>& dy, const std::vector<float>& weight,
+                            Stream& stream) {
+  Tensor tx = activation(s, x, dtype);
+  Tensor tdy = activation(s, dy, dtype);
+  Tensor batch_stats = Tensor::empty({batchnorm_stats_numel(s.c)}, DType::f32);
+  Tensor none;
+  batchnorm_finalize(f32_tensor(stats_of(tx, stream)), none, none, kMomentum, kEps, batch_stats,
+                     stream);
+  Tensor grad_sums = Tensor::empty({2 * s.c}, DType::f32);
+  Tensor workspace = Tensor::empty({batchnorm_workspace_numel(tx)}, DType::f32);
+  batchnorm_backward_reduce(tdy, tx, batch_stats, grad_sums, workspace, stream);
+  Tensor dx = Tensor::empty(tx.shape(), dtype);
+  batchnorm_backward_elementwise(tdy, tx, batch_stats, f32_tensor(weight), grad_sums, dx, stream);
+  return {dx.to_floats(stream), grad_sums.to_floats(stream)};
+}
+
+// Per element: |w| * invstd * RMS(dy) of its channel, the size of the terms whose difference
+// is dx (with few rows they nearly cancel: with two rows dx is almost 0).
+std::vector<double> term_scales(const BnShape& s, const std::vector<float>& x,
+                                const std::vector<float>& dy, const std::vector<float>& weight) {
+  const testing::ReferenceStats ref = testing::reference_stats(x, s.rows(), s.c);
+  std::vector<double> dy_sq(s.c, 0.0);
+  for (size_t i = 0; i < dy.size(); ++i)
+    dy_sq[i % s.c] += static_cast<double>(dy[i]) * dy[i] / static_cast<double>(s.rows());
+  std::vector<double> scales(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const size_t c = i % static_cast<size_t>(s.c);
+    scales[i] = std::abs(weight[c]) / std::sqrt(ref.var[c] + kEps) * std::sqrt(dy_sq[c]);
+  }
+  return scales;
+}
+
+TEST(BatchNormCpu, BackwardMatchesFiniteDifferences) {
+  // L = sum(dy * BN_train(x; w, b)) in double; centered differences for x, w and b.
+  Stream stream;
+  for (const BnShape& s : kBnShapes) {
+    if (s.numel() > 400) continue;
+    SCOPED_TRACE(s.str());
+    const std::vector<float> x = normal_values(s.numel(), 14, DType::f32, 0.3, 1.2);
+    const std::vector<float> dy = normal_values(s.numel(), 15, DType::f32);
+    const Affine affine = make_affine(s.c, 16);
+    const BackwardResult got = run_backward(s, DType::f32, x, dy, affine.weight, stream);
+
+    auto loss = [&](const std::vector<double>& in, const Affine& a) {
+      const std::vector<double> y = testing::reference_bn_train(in, s.c, kEps, a.weight, a.bias);
+      double total = 0;
+      for (size_t i = 0; i < y.size(); ++i)
+        total += dy[i] * y[i];
+      return total;
+    };
+    const double h = 1e-3;
+    std::vector<double> xd = to_double(x), fd_dx(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double saved = xd[i];
+      xd[i] = saved + h;
+      const double up = loss(xd, affine);
+      xd[i] = saved - h;
+      const double down = loss(xd, affine);
+      xd[i] = saved;
+      fd_dx[i] = (up - down) / (2 * h);
+    }
+    std::vector<double> fd_dw(s.c), fd_db(s.c);
+    for (int64_t c = 0; c < s.c; ++c) {
+      Affine a = affine;
+      a.weight[c] = affine.weight[c] + static_cast<float>(h);
+      const double w_up = loss(xd, a);
+      a.weight[c] = affine.weight[c] - static_cast<float>(h);
+      fd_dw[c] = (w_up - loss(xd, a)) / (2 * h);
+      a = affine;
+      a.bias[c] = affine.bias[c] + static_cast<float>(h);
+      const double b_up = loss(xd, a);
+      a.bias[c] = affine.bias[c] - static_cast<float>(h);
+      fd_db[c] = (b_up - loss(xd, a)) / (2 * h);
+    }
+    // Finite differences in double are good to ~1e-7 here; the rest is fp32.
+    EXPECT_TRUE(all_close_scaled(fd_dx, got.dx, 1e-5, term_scales(s, x, dy, affine.weight)));
+    EXPECT_TRUE(all_close(fd_db, slice(got.grad_sums, 0, s.c), 1e-4));
+    EXPECT_TRUE(all_close(fd_dw, slice(got.grad_sums, s.c, s.c), 1e-4));
+  }
+}
+
+TEST(BatchNormCpu, BackwardMatchesReferenceForEveryShape) {
+  Stream stream;
+  for (DType dtype : kDTypes) {
+    for (const BnShape& s : kBnShapes) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str());
+      const std::vector<float> x = normal_values(s.numel(), 17, dtype, 0.5, 2.0);
+      const std::vector<float> dy = normal_values(s.numel(), 18, dtype);
+      const Affine affine = make_affine(s.c, 19);
+      const BackwardResult got = run_backward(s, dtype, x, dy, affine.weight, stream);
+      const testing::ReferenceBnGrads ref =
+          testing::reference_bn_backward(x, dy, s.c, kEps, affine.weight);
+      EXPECT_TRUE(all_close_scaled(ref.dx, got.dx, dtype == DType::f32 ? 1e-5 : kBf16Ulp,
+                                   term_scales(s, x, dy, affine.weight)));
+      EXPECT_TRUE(all_close(ref.dbias, slice(got.grad_sums, 0, s.c), 1e-5));
+      EXPECT_TRUE(all_close(ref.dweight, slice(got.grad_sums, s.c, s.c), 1e-5));
+    }
+  }
+}
+
+TEST(BatchNormCpu, BackwardStaysAccurateForLargeMean) {
+  // Mean 1e3, std 1: x - mean is formed before any product, so only the fp32 rounding of the
+  // mean (half an ulp of 1e3, 3e-5 of a standard deviation) reaches the gradients.
+  Stream stream;
+  const BnShape s{8, 16, 16, 3};
+  for (DType dtype : kDTypes) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const std::vector<float> x = normal_values(s.numel(), 20, dtype, 1e3, 1.0);
+    const std::vector<float> dy = normal_values(s.numel(), 21, dtype);
+    const Affine affine = make_affine(s.c, 22);
+    const BackwardResult got = run_backward(s, dtype, x, dy, affine.weight, stream);
+    const testing::ReferenceBnGrads ref =
+        testing::reference_bn_backward(x, dy, s.c, kEps, affine.weight);
+    // Error budget: 3e-5 (mean) * |sum dy| (~sqrt(rows) = 45) against |sum dy xhat| (~45).
+    const std::vector<double> scales = term_scales(s, x, dy, affine.weight);
+    EXPECT_TRUE(all_close_scaled(ref.dx, got.dx, dtype == DType::f32 ? 1e-4 : kBf16Ulp, scales));
+    EXPECT_TRUE(all_close(ref.dbias, slice(got.grad_sums, 0, s.c), 1e-5));
+    EXPECT_TRUE(all_close(ref.dweight, slice(got.grad_sums, s.c, s.c), 3e-4));
+  }
+}
+
+TEST(BatchNormCpu, ArgumentErrorsNameTheTensor) {
+  Stream stream;
+  Tensor x = Tensor::empty({2, 3, 3, 4}, DType::f32);
+  Tensor workspace = Tensor::empty({0}, DType::f32);
+  Tensor short_stats = Tensor::empty({8}, DType::f32);
+  try {
+    batchnorm_stats(x, short_stats, workspace, stream);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("batchnorm_stats: stats is f32[8] on cpu"),
+              std::string::npos)
+        << error.what();
+  }
+  Tensor batch_stats = Tensor::empty({9}, DType::f32);
+  Tensor y = Tensor::empty({2, 3, 3, 4}, DType::f32);
+  Tensor bf16_weight = Tensor::empty({4}, DType::bf16);
+  Tensor none;
+  try {
+    batchnorm_normalize(x, batch_stats, bf16_weight, none, y, stream);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("batchnorm_normalize: weight is bf16[4]"),
+              std::string::npos)
+        << error.what();
+  }
+  BatchNormEpilogue bad_residual;
+  bad_residual.residual = Tensor::empty({2, 3, 3, 5}, DType::f32);
+  EXPECT_THROW(batchnorm_normalize(x, batch_stats, none, none, y, stream, bad_residual), Error);
+  Tensor stats3 = Tensor::empty({10}, DType::f32);  // not a multiple of 2C+1 = 9
+  EXPECT_THROW(batchnorm_finalize(stats3, none, none, 0.1f, kEps, batch_stats, stream), Error);
+  EXPECT_THROW(batchnorm_finalize(batch_stats, none, none, 1.5f, kEps, batch_stats, stream), Error);
+  Tensor grad_sums = Tensor::empty({9}, DType::f32);
+  EXPECT_THROW(batchnorm_backward_reduce(x, x, batch_stats, grad_sums, workspace, stream), Error);
+  Tensor flat = Tensor::empty({5}, DType::f32);
+  EXPECT_THROW(batchnorm_workspace_numel(flat), Error);
+}
+
+}  // namespace
+}  // namespace engine

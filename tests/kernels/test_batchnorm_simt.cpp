@@ -1,0 +1,254 @@
+// The CUDA batchnorm kernels through their launchers under the SIMT emulator, against the
+// CPU twins: every phase, f32 and bf16, the 16-byte vector path (C a multiple of the width)
+// and the scalar path (odd C, or pointers one element off), the default grid and small grids
+// that force several partials per channel, several channel tiles and the row-stride loop.
+#include "simt/simt.h"
+// The kernels under test, compiled here by g++ for the emulator.
+#include "kernels/cuda/batchnorm.cuh"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "batchnorm_cases.h"
+#include "kernels/cpu/batchnorm.h"
+#include "simt_buffer.h"
+
+namespace engine {
+namespace {
+
+using testing::all_close;
+using testing::BnShape;
+using testing::kBf16Ulp;
+using testing::normal_values;
+using testing::SimtBuffer;
+using testing::with_device_type;
+
+const DType kDTypes[] = {DType::f32, DType::bf16};
+constexpr float kEps = 1e-5f;
+
+struct LaunchShapes {
+  cuda::ChannelReduceLaunch reduce;
+  cuda::ChannelTileLaunch tile;
+  std::string str() const {
+    return "threads " + std::to_string(reduce.threads) +
+           " partials<=" + std::to_string(reduce.max_partials);
+  }
+};
+// The defaults, then 64-thread blocks with at most 3 partials of >= 2 rows and 2 row blocks.
+const LaunchShapes kLaunchShapes[] = {{{}, {}}, {{64, 3, 2}, {64, 2}}};
+
+std::vector<float> slice(const std::vector<float>& v, int64_t begin, int64_t count) {
+  return {v.begin() + begin, v.begin() + begin + count};
+}
+
+// Per-channel f32 stats, in layout [mean, m2 or invstd, count]: means to fp32 rounding of the
+// data's scale, the rest relative.
+void expect_stats_close(const std::vector<float>& expected, const std::vector<float>& actual,
+                        int64_t channels, double mean_scale) {
+  EXPECT_TRUE(
+      all_close(slice(expected, 0, channels), slice(actual, 0, channels), 1e-6, mean_scale));
+  EXPECT_TRUE(all_close(slice(expected, channels, channels + 1),
+                        slice(actual, channels, channels + 1), 1e-5));
+}
+
+// Runs one whole training step of the batchnorm phases on the emulator and on the CPU.
+void check_training_step(const BnShape& s, DType dtype, const LaunchShapes& launch, int offset,
+                         double mean, double std) {
+  const int64_t rows = s.rows(), c = s.c;
+  const std::vector<float> x = normal_values(s.numel(), 1, dtype, mean, std);
+  const std::vector<float> dy = normal_values(s.numel(), 2, dtype);
+  const std::vector<float> res = normal_values(s.numel(), 3, dtype);
+  const std::vector<float> weight = normal_values(c, 4, DType::f32, 1.0, 0.5);
+  const std::vector<float> bias = normal_values(c, 5, DType::f32);
+  SimtBuffer dx_in(dtype, x, offset), ddy(dtype, dy, offset), dres(dtype, res, offset);
+  SimtBuffer dw(DType::f32, weight), db(DType::f32, bias);
+  const double rel = dtype == DType::f32 ? 1e-5 : kBf16Ulp;
+
+  // Statistics.
+  SimtBuffer workspace = SimtBuffer::f32(cuda::batchnorm_workspace_numel(rows, c, launch.reduce));
+  SimtBuffer stats = SimtBuffer::f32(2 * c + 1);
+  std::vector<float> cpu_stats(2 * c + 1);
+  cpu::batchnorm_stats(dtype, dx_in.data(), rows, c, cpu_stats.data());
+  with_device_type(dtype, [&]<typename T>() {
+    cuda::batchnorm_stats_launch(dx_in.as<T>(), rows, c, stats.floats(), workspace.floats(),
+                                 nullptr, launch.reduce);
+  });
+  expect_stats_close(cpu_stats, stats.values(), c, std::abs(mean) + std);
+
+  // Finalize, merging two copies of the stats (SyncBN with two equal ranks: same mean and
+  // variance, twice the count) and updating running statistics.
+  std::vector<float> two = cpu_stats;
+  two.insert(two.end(), cpu_stats.begin(), cpu_stats.end());
+  SimtBuffer parts(DType::f32, two);
+  const std::vector<float> rm0 = normal_values(c, 6, DType::f32);
+  const std::vector<float> rv0(c, 1.5f);
+  SimtBuffer rm(DType::f32, rm0), rv(DType::f32, rv0), batch_stats = SimtBuffer::f32(2 * c + 1);
+  std::vector<float> cpu_rm = rm0, cpu_rv = rv0, cpu_batch(2 * c + 1);
+  cpu::batchnorm_finalize(two.data(), 2, c, 0.1f, kEps, cpu_rm.data(), cpu_rv.data(),
+                          cpu_batch.data());
+  cuda::batchnorm_finalize_launch(parts.floats(), 2, c, 0.1f, kEps, rm.floats(), rv.floats(),
+                                  batch_stats.floats(), nullptr);
+  expect_stats_close(cpu_batch, batch_stats.values(), c, std::abs(mean) + std);
+  EXPECT_TRUE(all_close(cpu_rm, rm.values(), 1e-6, std::abs(mean) + std));
+  EXPECT_TRUE(all_close(cpu_rv, rv.values(), 1e-5));
+
+  // Normalize: plain, ReLU, residual + ReLU (in place over the residual), no affine.
+  for (int variant = 0; variant < 4; ++variant) {
+    SCOPED_TRACE("normalize variant " + std::to_string(variant));
+    const bool relu = variant == 1 || variant == 2;
+    const bool with_res = variant == 2;
+    const float* w = variant == 3 ? nullptr : dw.floats();
+    const float* b = variant == 3 ? nullptr : db.floats();
+    SimtBuffer out(dtype, std::vector<float>(s.numel(), 7.f), offset);
+    SimtBuffer res_inout(dtype, res, offset);
+    std::vector<float> expected_values(s.numel());
+    SimtBuffer expected(dtype, expected_values);
+    cpu::batchnorm_normalize(dtype, dx_in.data(), batch_stats.floats(), w, b,
+                             with_res ? dres.data() : nullptr, relu, expected.data(), rows, c);
+    with_device_type(dtype, [&]<typename T>() {
+      T* y = with_res ? res_inout.as<T>() : out.as<T>();
+      cuda::batchnorm_normalize_launch(dx_in.as<T>(), batch_stats.floats(), w, b,
+                                       with_res ? res_inout.as<T>() : nullptr, relu, y, rows, c,
+                                       nullptr, launch.tile);
+    });
+    EXPECT_TRUE(all_close(expected.values(), (with_res ? res_inout : out).values(), rel));
+  }
+
+  // Evaluation with the updated running statistics, fused residual + ReLU.
+  {
+    SimtBuffer out(dtype, std::vector<float>(s.numel(), 7.f), offset);
+    SimtBuffer expected(dtype, std::vector<float>(s.numel()));
+    cpu::batchnorm_eval_forward(dtype, dx_in.data(), rm.floats(), rv.floats(), dw.floats(),
+                                db.floats(), kEps, dres.data(), true, expected.data(), rows, c);
+    with_device_type(dtype, [&]<typename T>() {
+      cuda::batchnorm_eval_forward_launch(dx_in.as<T>(), rm.floats(), rv.floats(), dw.floats(),
+                                          db.floats(), kEps, dres.as<T>(), true, out.as<T>(), rows,
+                                          c, nullptr, launch.tile);
+    });
+    EXPECT_TRUE(all_close(expected.values(), out.values(), rel)) << "eval";
+  }
+
+  // Backward: the sums, then dx (in place over dy).
+  SimtBuffer grad_sums = SimtBuffer::f32(2 * c);
+  std::vector<float> cpu_sums(2 * c);
+  cpu::batchnorm_backward_reduce(dtype, ddy.data(), dx_in.data(), batch_stats.floats(),
+                                 cpu_sums.data(), rows, c);
+  with_device_type(dtype, [&]<typename T>() {
+    cuda::batchnorm_backward_reduce_launch(ddy.as<T>(), dx_in.as<T>(), batch_stats.floats(),
+                                           grad_sums.floats(), rows, c, workspace.floats(), nullptr,
+                                           launch.reduce);
+  });
+  // Sums of rows * |dy| terms: relative to the RMS of the sums.
+  EXPECT_TRUE(all_close(cpu_sums, grad_sums.values(), 1e-5)) << "grad_sums";
+
+  SimtBuffer expected_dx(dtype, std::vector<float>(s.numel()));
+  cpu::batchnorm_backward_elementwise(dtype, ddy.data(), dx_in.data(), batch_stats.floats(),
+                                      dw.floats(), grad_sums.floats(), expected_dx.data(), rows, c);
+  with_device_type(dtype, [&]<typename T>() {
+    cuda::batchnorm_backward_elementwise_launch(ddy.as<T>(), dx_in.as<T>(), batch_stats.floats(),
+                                                dw.floats(), grad_sums.floats(), ddy.as<T>(), rows,
+                                                c, nullptr, launch.tile);
+  });
+  EXPECT_TRUE(all_close(expected_dx.values(), ddy.values(), rel)) << "dx";
+}
+
+TEST(BatchNormSimt, TrainingStepMatchesCpu) {
+  for (DType dtype : kDTypes) {
+    // The CPU suite's table: the scalar path (odd C), the vector path for both widths (C a
+    // multiple of 8), many channel tiles (C = 2048), 286 rows (several partials).
+    for (const BnShape& s : testing::kBnShapes) {
+      for (const LaunchShapes& launch : kLaunchShapes) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str() + " " + launch.str());
+        check_training_step(s, dtype, launch, 0, 0.5, 2.0);
+      }
+    }
+  }
+}
+
+TEST(BatchNormSimt, MisalignedPointersUseTheScalarPath) {
+  // C = 64 would take the vector path; one element off it cannot.
+  for (DType dtype : kDTypes) {
+    SCOPED_TRACE(dtype_name(dtype));
+    check_training_step({2, 2, 3, 64}, dtype, kLaunchShapes[1], 1, 0.5, 2.0);
+  }
+}
+
+TEST(BatchNormSimt, LargeMeanStatsMatchReference) {
+  // Mean 1e3, std 1, 2048 rows over 32 partials: each partial's shift keeps it exact.
+  const BnShape s{2, 32, 32, 3};
+  for (DType dtype : kDTypes) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const std::vector<float> x = normal_values(s.numel(), 7, dtype, 1e3, 1.0);
+    SimtBuffer dx_in(dtype, x);
+    SimtBuffer workspace = SimtBuffer::f32(cuda::batchnorm_workspace_numel(s.rows(), s.c, {}));
+    SimtBuffer stats = SimtBuffer::f32(2 * s.c + 1);
+    with_device_type(dtype, [&]<typename T>() {
+      cuda::batchnorm_stats_launch(dx_in.as<T>(), s.rows(), s.c, stats.floats(), workspace.floats(),
+                                   nullptr);
+    });
+    const testing::ReferenceStats ref = testing::reference_stats(x, s.rows(), s.c);
+    const std::vector<float> got = stats.values();
+    std::vector<double> m2(ref.var);
+    for (double& v : m2)
+      v *= static_cast<double>(s.rows());
+    EXPECT_TRUE(all_close(ref.mean, slice(got, 0, s.c), 1e-7, 1e3));
+    EXPECT_TRUE(all_close(m2, slice(got, s.c, s.c), 1e-5));
+    EXPECT_EQ(got[2 * s.c], static_cast<float>(s.rows()));
+  }
+}
+
+TEST(BatchNormSimt, EntryPointsDispatchOnDtype) {
+  // The DType entry points the op API calls on a GPU, with the default workspace size.
+  const BnShape s{2, 3, 3, 16};
+  for (DType dtype : kDTypes) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const std::vector<float> x = normal_values(s.numel(), 8, dtype);
+    SimtBuffer dx_in(dtype, x);
+    SimtBuffer workspace = SimtBuffer::f32(cuda::batchnorm_workspace_numel(s.rows(), s.c));
+    SimtBuffer stats = SimtBuffer::f32(2 * s.c + 1), batch = SimtBuffer::f32(2 * s.c + 1);
+    cuda::batchnorm_stats(dtype, dx_in.data(), s.rows(), s.c, stats.floats(), workspace.floats(),
+                          nullptr);
+    cuda::batchnorm_finalize(stats.floats(), 1, s.c, 0.1f, kEps, nullptr, nullptr, batch.floats(),
+                             nullptr);
+    std::vector<float> cpu_stats(2 * s.c + 1), cpu_batch(2 * s.c + 1);
+    cpu::batchnorm_stats(dtype, dx_in.data(), s.rows(), s.c, cpu_stats.data());
+    cpu::batchnorm_finalize(cpu_stats.data(), 1, s.c, 0.1f, kEps, nullptr, nullptr,
+                            cpu_batch.data());
+    expect_stats_close(cpu_batch, batch.values(), s.c, 1.0);
+
+    SimtBuffer y(dtype, std::vector<float>(s.numel(), 7.f)), expected(dtype, y.values());
+    cuda::batchnorm_normalize(dtype, dx_in.data(), batch.floats(), nullptr, nullptr, nullptr, true,
+                              y.data(), s.rows(), s.c, nullptr);
+    cpu::batchnorm_normalize(dtype, dx_in.data(), batch.floats(), nullptr, nullptr, nullptr, true,
+                             expected.data(), s.rows(), s.c);
+    EXPECT_TRUE(all_close(expected.values(), y.values(), dtype == DType::f32 ? 1e-5 : kBf16Ulp));
+
+    SimtBuffer sums = SimtBuffer::f32(2 * s.c), dx = SimtBuffer(dtype, x);
+    cuda::batchnorm_backward_reduce(dtype, dx_in.data(), dx_in.data(), batch.floats(),
+                                    sums.floats(), s.rows(), s.c, workspace.floats(), nullptr);
+    cuda::batchnorm_backward_elementwise(dtype, dx_in.data(), dx_in.data(), batch.floats(), nullptr,
+                                         sums.floats(), dx.data(), s.rows(), s.c, nullptr);
+    std::vector<float> cpu_sums(2 * s.c);
+    cpu::batchnorm_backward_reduce(dtype, dx_in.data(), dx_in.data(), batch.floats(),
+                                   cpu_sums.data(), s.rows(), s.c);
+    EXPECT_TRUE(all_close(cpu_sums, sums.values(), 1e-5));
+    SimtBuffer cpu_dx(dtype, x);
+    cpu::batchnorm_backward_elementwise(dtype, dx_in.data(), dx_in.data(), batch.floats(), nullptr,
+                                        sums.floats(), cpu_dx.data(), s.rows(), s.c);
+    EXPECT_TRUE(all_close(cpu_dx.values(), dx.values(), dtype == DType::f32 ? 1e-5 : kBf16Ulp));
+
+    SimtBuffer eval_y(dtype, y.values()), eval_expected(dtype, y.values());
+    const std::vector<float> ones(s.c, 1.f);
+    SimtBuffer rm(DType::f32, slice(cpu_batch, 0, s.c)), rv(DType::f32, ones);
+    cuda::batchnorm_eval_forward(dtype, dx_in.data(), rm.floats(), rv.floats(), nullptr, nullptr,
+                                 kEps, nullptr, false, eval_y.data(), s.rows(), s.c, nullptr);
+    cpu::batchnorm_eval_forward(dtype, dx_in.data(), rm.floats(), rv.floats(), nullptr, nullptr,
+                                kEps, nullptr, false, eval_expected.data(), s.rows(), s.c);
+    EXPECT_TRUE(
+        all_close(eval_expected.values(), eval_y.values(), dtype == DType::f32 ? 1e-5 : kBf16Ulp));
+  }
+}
+
+}  // namespace
+}  // namespace engine

@@ -1,0 +1,205 @@
+// The CPU loss ops through the op API against naive double-precision references: softmax
+// cross-entropy with and without label smoothing (also for logits large enough to overflow
+// exp without the max shift), its backward against centered finite differences, invalid
+// labels, and top-1/top-5 counts with ties.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "close_values.h"
+#include "kernels/ops.h"
+#include "loss_cases.h"
+
+namespace engine {
+namespace {
+
+using testing::all_close;
+using testing::kBf16Ulp;
+using testing::kLossShapes;
+using testing::LossShape;
+
+const DType kDTypes[] = {DType::f32, DType::bf16};
+const float kSmoothings[] = {0.f, 0.1f};
+
+struct ForwardResult {
+  std::vector<float> sample_loss;
+  float loss;
+};
+ForwardResult run_forward(const LossShape& s, const std::vector<float>& logits,
+                          const std::vector<float>& labels, float smoothing, DType dtype,
+                          Stream& stream) {
+  Tensor sample_loss = Tensor::empty({s.n}, DType::f32);
+  Tensor loss = Tensor::empty({1}, DType::f32);
+  cross_entropy_forward(Tensor::from_floats({s.n, s.k}, logits, dtype),
+                        Tensor::from_floats({s.n}, labels), smoothing, sample_loss, loss, stream);
+  return {sample_loss.to_floats(stream), loss.to_floats(stream)[0]};
+}
+
+TEST(LossCpu, CrossEntropyForwardMatchesReference) {
+  Stream stream;
+  for (DType dtype : kDTypes) {
+    for (float smoothing : kSmoothings) {
+      for (const LossShape& s : kLossShapes) {
+        for (double offset : {0.0, 200.0}) {
+          // offset 200: exp(z) overflows fp32 unless the max is subtracted first.
+          SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str() + " smoothing " +
+                       std::to_string(smoothing) + " offset " + std::to_string(offset));
+          const std::vector<float> z = testing::normal_values(s.n * s.k, 1, dtype, offset, 3.0);
+          const std::vector<float> labels = testing::make_labels(s.n, s.k, 2);
+          const std::vector<double> ref =
+              testing::reference_cross_entropy(z, labels, s.k, smoothing);
+          const ForwardResult got = run_forward(s, z, labels, smoothing, dtype, stream);
+          // The inputs are exact in both; fp32 log-sum-exp is good to a few ulps of the
+          // largest logit (the scale).
+          const double scale = std::max(1.0, offset + 10.0);
+          EXPECT_TRUE(all_close(ref, got.sample_loss, 1e-6, scale));
+          EXPECT_TRUE(all_close(std::vector<double>{testing::mean_of(ref)},
+                                std::vector<float>{got.loss}, 1e-6, scale));
+        }
+      }
+    }
+  }
+}
+
+TEST(LossCpu, CrossEntropyBackwardMatchesFiniteDifferences) {
+  // L = grad_loss * mean cross-entropy, in double; centered differences for every logit.
+  Stream stream;
+  const float grad_loss = 0.75f;
+  for (float smoothing : kSmoothings) {
+    for (const LossShape& s : kLossShapes) {
+      if (s.n * s.k > 2000) continue;
+      SCOPED_TRACE(s.str() + " smoothing " + std::to_string(smoothing));
+      std::vector<float> z = testing::normal_values(s.n * s.k, 3, DType::f32, 0.0, 2.0);
+      const std::vector<float> labels = testing::make_labels(s.n, s.k, 4);
+      Tensor dz = Tensor::empty({s.n, s.k}, DType::f32);
+      cross_entropy_backward(Tensor::from_floats({s.n, s.k}, z), Tensor::from_floats({s.n}, labels),
+                             smoothing, grad_loss, dz, stream);
+      std::vector<double> fd(z.size());
+      for (size_t i = 0; i < z.size(); ++i) {
+        const float saved = z[i];
+        const float up = saved + 1e-2f, down = saved - 1e-2f;
+        z[i] = up;
+        const double l_up =
+            testing::mean_of(testing::reference_cross_entropy(z, labels, s.k, smoothing));
+        z[i] = down;
+        const double l_down =
+            testing::mean_of(testing::reference_cross_entropy(z, labels, s.k, smoothing));
+        z[i] = saved;
+        fd[i] = grad_loss * (l_up - l_down) / (static_cast<double>(up) - down);
+      }
+      // Entries are (p - q) / n with |p - q| <= 1: the scale is 1 / n. The O(h^2) error of
+      // the differences is below 1e-5 of it.
+      EXPECT_TRUE(all_close(fd, dz.to_floats(stream), 1e-4, grad_loss / static_cast<double>(s.n)));
+    }
+  }
+}
+
+TEST(LossCpu, CrossEntropyBackwardMatchesReferenceInPlace) {
+  Stream stream;
+  for (DType dtype : kDTypes) {
+    for (float smoothing : kSmoothings) {
+      for (const LossShape& s : kLossShapes) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str());
+        const std::vector<float> z = testing::normal_values(s.n * s.k, 5, dtype, 50.0, 4.0);
+        const std::vector<float> labels = testing::make_labels(s.n, s.k, 6);
+        Tensor tz = Tensor::from_floats({s.n, s.k}, z, dtype);
+        cross_entropy_backward(tz, Tensor::from_floats({s.n}, labels), smoothing, 2.f, tz, stream);
+        const std::vector<double> ref =
+            testing::reference_cross_entropy_grad(z, labels, s.k, smoothing, 2.0);
+        EXPECT_TRUE(all_close(ref, tz.to_floats(stream), dtype == DType::f32 ? 1e-5 : kBf16Ulp,
+                              2.0 / static_cast<double>(s.n)));
+      }
+    }
+  }
+}
+
+TEST(LossCpu, InvalidLabelsGiveNaNAndNeverCount) {
+  Stream stream;
+  const LossShape s{4, 5};
+  const std::vector<float> z = testing::normal_values(s.n * s.k, 7, DType::f32);
+  const std::vector<float> labels = {2.f, -1.f, 5.f, 1.5f};  // one valid, three not
+  const ForwardResult got = run_forward(s, z, labels, 0.f, DType::f32, stream);
+  EXPECT_FALSE(std::isnan(got.sample_loss[0]));
+  for (int i = 1; i < 4; ++i)
+    EXPECT_TRUE(std::isnan(got.sample_loss[i])) << i;
+  EXPECT_TRUE(std::isnan(got.loss));
+  Tensor dz = Tensor::empty({s.n, s.k}, DType::f32);
+  cross_entropy_backward(Tensor::from_floats({s.n, s.k}, z), Tensor::from_floats({s.n}, labels),
+                         0.f, 1.f, dz, stream);
+  const std::vector<float> grad = dz.to_floats(stream);
+  for (int64_t j = 0; j < s.k; ++j) {
+    EXPECT_FALSE(std::isnan(grad[j]));
+    EXPECT_TRUE(std::isnan(grad[s.k + j]));
+  }
+  Tensor correct = Tensor::empty({2}, DType::f32);
+  // Make the valid sample a top-1 hit: only it can count.
+  std::vector<float> winner = z;
+  winner[2] = 100.f;
+  topk_correct(Tensor::from_floats({s.n, s.k}, winner), Tensor::from_floats({s.n}, labels), correct,
+               stream);
+  EXPECT_EQ(correct.to_floats(stream), (std::vector<float>{1.f, 1.f}));
+}
+
+TEST(LossCpu, TopkCountsMatchSortReference) {
+  Stream stream;
+  for (DType dtype : kDTypes) {
+    for (const LossShape& s : kLossShapes) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str());
+      // Coarse values (multiples of 0.5 in [-2, 2]) make ties with the label common.
+      std::vector<float> z = testing::normal_values(s.n * s.k, 8, DType::f32);
+      for (float& v : z)
+        v = std::round(std::clamp(v, -2.f, 2.f) * 2.f) / 2.f;
+      const std::vector<float> labels = testing::make_labels(s.n, s.k, 9);
+      Tensor correct = Tensor::empty({2}, DType::f32);
+      topk_correct(Tensor::from_floats({s.n, s.k}, z, dtype), Tensor::from_floats({s.n}, labels),
+                   correct, stream);
+      EXPECT_EQ(testing::reference_topk(z, labels, s.k), correct.to_floats(stream));
+    }
+  }
+}
+
+TEST(LossCpu, TopkRanksAtTheBoundaries) {
+  // One row per rank 0..6 of the label among 10 distinct logits: top-1 hits 1, top-5 hits 5.
+  Stream stream;
+  const int64_t n = 7, k = 10;
+  std::vector<float> z(n * k), labels(n);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < k; ++j)
+      z[i * k + j] = static_cast<float>((j * 7 + i) % k);  // a permutation of 0..9 per row
+    // The label is the class holding the value 9 - i, which has exactly i classes above it.
+    for (int64_t j = 0; j < k; ++j)
+      if (z[i * k + j] == static_cast<float>(9 - i)) labels[i] = static_cast<float>(j);
+  }
+  Tensor correct = Tensor::empty({2}, DType::f32);
+  topk_correct(Tensor::from_floats({n, k}, z), Tensor::from_floats({n}, labels), correct, stream);
+  EXPECT_EQ(correct.to_floats(stream), (std::vector<float>{1.f, 5.f}));
+}
+
+TEST(LossCpu, ArgumentErrorsNameTheTensor) {
+  Stream stream;
+  Tensor logits = Tensor::empty({4, 10}, DType::f32);
+  Tensor labels = Tensor::empty({4}, DType::f32);
+  Tensor bf16_labels = Tensor::empty({4}, DType::bf16);
+  Tensor sample_loss = Tensor::empty({4}, DType::f32);
+  Tensor loss = Tensor::empty({1}, DType::f32);
+  try {
+    cross_entropy_forward(logits, bf16_labels, 0.f, sample_loss, loss, stream);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("cross_entropy_forward: labels is bf16[4] on cpu"),
+              std::string::npos)
+        << error.what();
+  }
+  Tensor long_loss = Tensor::empty({2}, DType::f32);
+  EXPECT_THROW(cross_entropy_forward(logits, labels, 0.f, sample_loss, long_loss, stream), Error);
+  EXPECT_THROW(cross_entropy_forward(logits, labels, 1.5f, sample_loss, loss, stream), Error);
+  Tensor wrong_grad = Tensor::empty({4, 10}, DType::bf16);
+  EXPECT_THROW(cross_entropy_backward(logits, labels, 0.f, 1.f, wrong_grad, stream), Error);
+  Tensor flat = Tensor::empty({40}, DType::f32);
+  Tensor correct = Tensor::empty({2}, DType::f32);
+  EXPECT_THROW(topk_correct(flat, labels, correct, stream), Error);
+}
+
+}  // namespace
+}  // namespace engine

@@ -1,0 +1,140 @@
+// The CUDA loss kernels through their launchers under the SIMT emulator, against the CPU
+// twins: cross-entropy forward (per-sample and mean) and backward with and without label
+// smoothing, invalid labels, top-1/top-5 counts with ties; default grids and a 2-block grid
+// that makes warps stride over rows.
+#include "simt/simt.h"
+// The kernels under test, compiled here by g++ for the emulator.
+#include "kernels/cuda/loss.cuh"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "close_values.h"
+#include "kernels/cpu/loss.h"
+#include "loss_cases.h"
+#include "simt_buffer.h"
+
+namespace engine {
+namespace {
+
+using testing::all_close;
+using testing::kBf16Ulp;
+using testing::LossShape;
+using testing::SimtBuffer;
+using testing::with_device_type;
+
+const DType kDTypes[] = {DType::f32, DType::bf16};
+const cuda::RowLaunch kGrids[] = {{8, 1024}, {2, 2}};
+
+TEST(LossSimt, CrossEntropyMatchesCpu) {
+  for (DType dtype : kDTypes) {
+    for (const LossShape& s : testing::kLossShapes) {
+      for (float smoothing : {0.f, 0.1f}) {
+        for (const cuda::RowLaunch& grid : kGrids) {
+          SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str() + " smoothing " +
+                       std::to_string(smoothing) + " blocks<=" + std::to_string(grid.max_blocks));
+          const std::vector<float> z = testing::normal_values(s.n * s.k, 1, dtype, 100.0, 3.0);
+          std::vector<float> labels = testing::make_labels(s.n, s.k, 2);
+          if (s.n > 2) labels[1] = static_cast<float>(s.k);  // out of range: NaN row
+          SimtBuffer logits(dtype, z), dlabels(DType::f32, labels);
+          SimtBuffer sample = SimtBuffer::f32(s.n), loss = SimtBuffer::f32(1);
+          std::vector<float> cpu_sample(s.n), cpu_loss(1);
+          cpu::cross_entropy_forward(dtype, logits.data(), labels.data(), s.n, s.k, smoothing,
+                                     cpu_sample.data(), cpu_loss.data());
+          with_device_type(dtype, [&]<typename T>() {
+            cuda::cross_entropy_forward_launch(logits.as<T>(), dlabels.floats(), s.n, s.k,
+                                               smoothing, sample.floats(), loss.floats(), nullptr,
+                                               grid);
+          });
+          // fp32 log-sum-exp of logits near 100: a few ulps of 100.
+          EXPECT_TRUE(all_close(cpu_sample, sample.values(), 1e-6, 100.0));
+          EXPECT_TRUE(all_close(cpu_loss, loss.values(), 1e-6, 100.0));
+
+          SimtBuffer dz(dtype, std::vector<float>(s.n * s.k, 7.f));
+          SimtBuffer cpu_dz(dtype, std::vector<float>(s.n * s.k));
+          cpu::cross_entropy_backward(dtype, logits.data(), labels.data(), s.n, s.k, smoothing,
+                                      1.5f, cpu_dz.data());
+          with_device_type(dtype, [&]<typename T>() {
+            cuda::cross_entropy_backward_launch(logits.as<T>(), dlabels.floats(), s.n, s.k,
+                                                smoothing, 1.5f, dz.as<T>(), nullptr, grid);
+          });
+          // Entries (p - q) * 1.5 / n: relative to 1.5 / n.
+          EXPECT_TRUE(all_close(cpu_dz.values(), dz.values(), dtype == DType::f32 ? 1e-5 : kBf16Ulp,
+                                1.5 / s.n));
+        }
+      }
+    }
+  }
+}
+
+TEST(LossSimt, BackwardInPlaceMatchesCpu) {
+  const LossShape s{4, 70};
+  const std::vector<float> z = testing::normal_values(s.n * s.k, 3, DType::f32);
+  const std::vector<float> labels = testing::make_labels(s.n, s.k, 4);
+  SimtBuffer inout(DType::f32, z), dlabels(DType::f32, labels);
+  std::vector<float> expected(z.size());
+  cpu::cross_entropy_backward(DType::f32, z.data(), labels.data(), s.n, s.k, 0.1f, 1.f,
+                              expected.data());
+  cuda::cross_entropy_backward(DType::f32, inout.data(), dlabels.floats(), s.n, s.k, 0.1f, 1.f,
+                               inout.data(), nullptr);
+  EXPECT_TRUE(all_close(expected, inout.values(), 1e-5, 1.0 / s.n));
+}
+
+TEST(LossSimt, TopkMatchesCpu) {
+  for (DType dtype : kDTypes) {
+    for (const LossShape& s : testing::kLossShapes) {
+      for (const cuda::RowLaunch& grid : kGrids) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str());
+        // Multiples of 0.5: many ties with the label.
+        std::vector<float> z = testing::normal_values(s.n * s.k, 5, DType::f32);
+        for (float& v : z)
+          v = std::round(v * 2.f) / 2.f;
+        std::vector<float> labels = testing::make_labels(s.n, s.k, 6);
+        if (s.n > 2) labels[2] = -1.f;  // never counts
+        SimtBuffer logits(dtype, z), dlabels(DType::f32, labels);
+        SimtBuffer correct(DType::f32, {7.f, 7.f});
+        std::vector<float> expected(2);
+        cpu::topk_correct(dtype, logits.data(), labels.data(), s.n, s.k, expected.data());
+        with_device_type(dtype, [&]<typename T>() {
+          cuda::topk_correct_launch(logits.as<T>(), dlabels.floats(), s.n, s.k, correct.floats(),
+                                    nullptr, grid);
+        });
+        EXPECT_EQ(expected, correct.values());
+      }
+    }
+  }
+}
+
+TEST(LossSimt, EntryPointsDispatchOnDtype) {
+  const LossShape s{6, 40};
+  for (DType dtype : kDTypes) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const std::vector<float> z = testing::normal_values(s.n * s.k, 7, dtype);
+    const std::vector<float> labels = testing::make_labels(s.n, s.k, 8);
+    SimtBuffer logits(dtype, z), dlabels(DType::f32, labels);
+    SimtBuffer sample = SimtBuffer::f32(s.n), loss = SimtBuffer::f32(1);
+    std::vector<float> cpu_sample(s.n), cpu_loss(1);
+    cuda::cross_entropy_forward(dtype, logits.data(), dlabels.floats(), s.n, s.k, 0.f,
+                                sample.floats(), loss.floats(), nullptr);
+    cpu::cross_entropy_forward(dtype, logits.data(), labels.data(), s.n, s.k, 0.f,
+                               cpu_sample.data(), cpu_loss.data());
+    EXPECT_TRUE(all_close(cpu_loss, loss.values(), 1e-6, 1.0));
+    SimtBuffer dz(dtype, z), cpu_dz(dtype, z);
+    cuda::cross_entropy_backward(dtype, logits.data(), dlabels.floats(), s.n, s.k, 0.f, 1.f,
+                                 dz.data(), nullptr);
+    cpu::cross_entropy_backward(dtype, logits.data(), labels.data(), s.n, s.k, 0.f, 1.f,
+                                cpu_dz.data());
+    EXPECT_TRUE(
+        all_close(cpu_dz.values(), dz.values(), dtype == DType::f32 ? 1e-5 : kBf16Ulp, 1.0 / s.n));
+    SimtBuffer correct = SimtBuffer::f32(2);
+    std::vector<float> cpu_correct(2);
+    cuda::topk_correct(dtype, logits.data(), dlabels.floats(), s.n, s.k, correct.floats(), nullptr);
+    cpu::topk_correct(dtype, logits.data(), labels.data(), s.n, s.k, cpu_correct.data());
+    EXPECT_EQ(cpu_correct, correct.values());
+  }
+}
+
+}  // namespace
+}  // namespace engine

@@ -1,0 +1,225 @@
+// The CPU pooling ops through the op API against naive references: max pooling values and
+// argmax exactly (ties, NaN, clipped windows), its backward against centered finite
+// differences, global average pooling forward and backward (also by finite differences).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "close_values.h"
+#include "kernels/ops.h"
+#include "pool_cases.h"
+
+namespace engine {
+namespace {
+
+using testing::all_close;
+using testing::kBf16Ulp;
+using testing::kPoolShapes;
+using testing::kWindows;
+using testing::PoolShape;
+using testing::Window;
+
+const DType kDTypes[] = {DType::f32, DType::bf16};
+
+MaxPool2dParams params_of(const Window& win) {
+  return {win.kernel, win.stride, win.padding};
+}
+
+Shape pooled_shape(const PoolShape& s, const Window& win) {
+  return {s.n, testing::pooled(s.h, win), testing::pooled(s.w, win), s.c};
+}
+
+bool fits(const PoolShape& s, const Window& win) {
+  return testing::pooled(s.h, win) >= 1 && testing::pooled(s.w, win) >= 1;
+}
+
+// Exact equality (NaN equal to NaN): max pooling copies values and positions.
+::testing::AssertionResult same(const std::vector<float>& expected,
+                                const std::vector<float>& actual) {
+  return all_close(expected, actual, 0.0, 0.0);
+}
+
+struct MaxPoolResult {
+  std::vector<float> y, argmax;
+};
+MaxPoolResult run_maxpool(const PoolShape& s, const Window& win, const std::vector<float>& x,
+                          DType dtype, Stream& stream) {
+  Tensor tx = Tensor::from_floats({s.n, s.h, s.w, s.c}, x, dtype);
+  Tensor y = Tensor::empty(pooled_shape(s, win), dtype);
+  Tensor argmax = Tensor::empty(pooled_shape(s, win), DType::f32);
+  maxpool2d_forward(params_of(win), tx, y, argmax, stream);
+  return {y.to_floats(stream), argmax.to_floats(stream)};
+}
+
+TEST(PoolCpu, MaxPoolForwardMatchesReference) {
+  Stream stream;
+  for (DType dtype : kDTypes) {
+    for (const Window& win : kWindows) {
+      for (const PoolShape& s : kPoolShapes) {
+        if (!fits(s, win)) continue;
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str() + " " + win.str());
+        // bf16 rounding of normal values makes ties common: they must resolve the same way.
+        std::vector<float> x = testing::normal_values(s.numel(), 1, dtype);
+        if (s.numel() > 40) x[37] = NAN;  // NaN wins its windows
+        const testing::ReferenceMaxPool ref = testing::reference_maxpool(x, s, win);
+        const MaxPoolResult got = run_maxpool(s, win, x, dtype, stream);
+        EXPECT_TRUE(same(ref.y, got.y));
+        EXPECT_TRUE(same(ref.argmax, got.argmax));
+      }
+    }
+  }
+}
+
+TEST(PoolCpu, MaxPoolTiesAndInfinitiesPickTheFirstPosition) {
+  Stream stream;
+  const PoolShape s{1, 5, 5, 3};
+  for (float value : {1.f, -INFINITY}) {
+    SCOPED_TRACE(value);
+    const std::vector<float> x(s.numel(), value);
+    const testing::ReferenceMaxPool ref = testing::reference_maxpool(x, s, kWindows[0]);
+    const MaxPoolResult got = run_maxpool(s, kWindows[0], x, DType::f32, stream);
+    EXPECT_TRUE(same(ref.y, got.y));
+    EXPECT_TRUE(same(ref.argmax, got.argmax));
+    EXPECT_EQ(got.argmax[0], 0.f);          // window rows -1..1, cols -1..1: first valid (0, 0)
+    EXPECT_EQ(got.argmax[1 * 3], 1.f);      // output (0, 1): cols 1..3, first valid (0, 1)
+    EXPECT_EQ(got.argmax[3 * 3 * 1], 5.f);  // output (1, 0): rows 1..3, first valid (1, 0)
+  }
+}
+
+TEST(PoolCpu, MaxPoolBackwardMatchesFiniteDifferences) {
+  // L = sum(dy * maxpool(x)). Inputs are distinct and 0.25 apart, so x +- h with h = 0.05
+  // stays clear of every kink and the differences are exact up to rounding.
+  Stream stream;
+  for (const Window& win : kWindows) {
+    for (const PoolShape& s : kPoolShapes) {
+      if (!fits(s, win) || s.numel() > 2000) continue;
+      SCOPED_TRACE(s.str() + " " + win.str());
+      std::vector<float> x = testing::distinct_values(s.numel(), 0.25f, 2);
+      const Shape out = pooled_shape(s, win);
+      const std::vector<float> dy = testing::normal_values(shape_numel(out), 3, DType::f32);
+      const MaxPoolResult fwd = run_maxpool(s, win, x, DType::f32, stream);
+      Tensor dx = Tensor::empty({s.n, s.h, s.w, s.c}, DType::f32);
+      maxpool2d_backward(params_of(win), Tensor::from_floats(out, dy),
+                         Tensor::from_floats(out, fwd.argmax), dx, stream);
+      const std::vector<float> got = dx.to_floats(stream);
+
+      auto loss = [&](const std::vector<float>& in) {
+        const std::vector<float> y = testing::reference_maxpool(in, s, win).y;
+        double total = 0;
+        for (size_t i = 0; i < y.size(); ++i)
+          total += static_cast<double>(dy[i]) * y[i];
+        return total;
+      };
+      std::vector<double> fd(x.size());
+      for (size_t i = 0; i < x.size(); ++i) {
+        const float saved = x[i];
+        const float up = saved + 0.05f, down = saved - 0.05f;
+        x[i] = up;
+        const double l_up = loss(x);
+        x[i] = down;
+        fd[i] = (l_up - loss(x)) / (static_cast<double>(up) - down);
+        x[i] = saved;
+      }
+      // Each dx is a sum of at most (ceil(k / s))^2 values of dy in fp32.
+      EXPECT_TRUE(all_close(fd, got, 1e-6, 1.0));
+    }
+  }
+}
+
+TEST(PoolCpu, MaxPoolBackwardMatchesScatterReference) {
+  Stream stream;
+  for (DType dtype : kDTypes) {
+    for (const Window& win : kWindows) {
+      for (const PoolShape& s : kPoolShapes) {
+        if (!fits(s, win)) continue;
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str() + " " + win.str());
+        const std::vector<float> x = testing::normal_values(s.numel(), 4, dtype);
+        const Shape out = pooled_shape(s, win);
+        const std::vector<float> dy = testing::normal_values(shape_numel(out), 5, dtype);
+        const MaxPoolResult fwd = run_maxpool(s, win, x, dtype, stream);
+        Tensor dx = Tensor::empty({s.n, s.h, s.w, s.c}, dtype);
+        maxpool2d_backward(params_of(win), Tensor::from_floats(out, dy, dtype),
+                           Tensor::from_floats(out, fwd.argmax), dx, stream);
+        const std::vector<double> ref = testing::reference_maxpool_backward(dy, fwd.argmax, s, win);
+        EXPECT_TRUE(all_close(ref, dx.to_floats(stream), dtype == DType::f32 ? 1e-6 : kBf16Ulp));
+      }
+    }
+  }
+}
+
+TEST(PoolCpu, GlobalAvgPoolForwardBackward) {
+  Stream stream;
+  for (DType dtype : kDTypes) {
+    for (const PoolShape& s : kPoolShapes) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str());
+      const std::vector<float> x = testing::normal_values(s.numel(), 6, dtype, 0.5, 2.0);
+      Tensor y = Tensor::empty({s.n, s.c}, dtype);
+      global_avgpool_forward(Tensor::from_floats({s.n, s.h, s.w, s.c}, x, dtype), y, stream);
+      // fp32 sums of up to 196 values: rel 1e-6 of the result's magnitude.
+      EXPECT_TRUE(all_close(testing::reference_avgpool(x, s), y.to_floats(stream),
+                            dtype == DType::f32 ? 1e-6 : kBf16Ulp));
+
+      const std::vector<float> dy = testing::normal_values(s.n * s.c, 7, dtype);
+      Tensor dx = Tensor::empty({s.n, s.h, s.w, s.c}, dtype);
+      global_avgpool_backward(Tensor::from_floats({s.n, 1, 1, s.c}, dy, dtype), dx, stream);
+      const std::vector<float> got = dx.to_floats(stream);
+      std::vector<double> broadcast(s.numel());
+      for (int64_t i = 0; i < s.numel(); ++i) {
+        broadcast[i] = dy[i / (s.h * s.w * s.c) * s.c + i % s.c] / static_cast<double>(s.h * s.w);
+      }
+      EXPECT_TRUE(all_close(broadcast, got, dtype == DType::f32 ? 1e-6 : kBf16Ulp));
+      // Centered differences of L = sum(dy * avgpool(x)) in double (small shapes: each costs
+      // a whole forward).
+      if (s.numel() > 2000) continue;
+      auto loss = [&](const std::vector<float>& in) {
+        const std::vector<double> pooled = testing::reference_avgpool(in, s);
+        double total = 0;
+        for (size_t i = 0; i < pooled.size(); ++i)
+          total += dy[i] * pooled[i];
+        return total;
+      };
+      std::vector<float> xd = x;
+      std::vector<double> fd(s.numel());
+      for (int64_t i = 0; i < s.numel(); ++i) {
+        const float saved = xd[i], up = saved + 0.125f, down = saved - 0.125f;
+        xd[i] = up;
+        const double l_up = loss(xd);
+        xd[i] = down;
+        fd[i] = (l_up - loss(xd)) / (static_cast<double>(up) - down);
+        xd[i] = saved;
+      }
+      EXPECT_TRUE(all_close(fd, got, dtype == DType::f32 ? 1e-6 : kBf16Ulp));
+    }
+  }
+}
+
+TEST(PoolCpu, ArgumentErrorsNameTheTensor) {
+  Stream stream;
+  Tensor x = Tensor::empty({2, 8, 8, 3}, DType::f32);
+  Tensor y = Tensor::empty({2, 4, 4, 3}, DType::f32);
+  Tensor wrong_y = Tensor::empty({2, 3, 3, 3}, DType::f32);
+  Tensor argmax = Tensor::empty({2, 4, 4, 3}, DType::f32);
+  Tensor bf16_argmax = Tensor::empty({2, 4, 4, 3}, DType::bf16);
+  try {
+    maxpool2d_forward({}, x, wrong_y, argmax, stream);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("maxpool2d_forward: y is f32[2, 3, 3, 3] on cpu"),
+              std::string::npos)
+        << error.what();
+  }
+  EXPECT_THROW(maxpool2d_forward({}, x, y, bf16_argmax, stream), Error);
+  EXPECT_THROW(maxpool2d_forward({3, 2, 2}, x, y, argmax, stream), Error);  // padding > k / 2
+  // A 2x2 window without padding does not fit a 1-pixel-high image (no output row).
+  Tensor thin = Tensor::empty({1, 1, 4, 3}, DType::f32);
+  Tensor thin_y = Tensor::empty({1, 1, 2, 3}, DType::f32);
+  EXPECT_THROW(maxpool2d_forward({2, 2, 0}, thin, thin_y, thin_y, stream), Error);
+  Tensor flat = Tensor::empty({8, 3}, DType::f32);
+  EXPECT_THROW(global_avgpool_forward(flat, y, stream), Error);
+  Tensor pooled = Tensor::empty({2, 4}, DType::f32);
+  EXPECT_THROW(global_avgpool_forward(x, pooled, stream), Error);
+}
+
+}  // namespace
+}  // namespace engine

@@ -1,0 +1,138 @@
+// The CUDA pooling kernels through their launchers under the SIMT emulator, against the CPU
+// twins: max pooling (values and argmax bit for bit, ties and NaN), its gathering backward,
+// and global average pooling (vector and scalar channel paths), with default and small grids.
+#include "simt/simt.h"
+// The kernels under test, compiled here by g++ for the emulator.
+#include "kernels/cuda/pool.cuh"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "close_values.h"
+#include "kernels/cpu/pool.h"
+#include "pool_cases.h"
+#include "simt_buffer.h"
+
+namespace engine {
+namespace {
+
+using testing::all_close;
+using testing::kBf16Ulp;
+using testing::PoolShape;
+using testing::SimtBuffer;
+using testing::Window;
+using testing::with_device_type;
+
+const DType kDTypes[] = {DType::f32, DType::bf16};
+const cuda::ElementwiseLaunch kGrids[] = {{256, 2048}, {64, 2}};
+
+TEST(PoolSimt, MaxPoolForwardBackwardMatchCpu) {
+  for (DType dtype : kDTypes) {
+    for (const Window& win : testing::kWindows) {
+      for (const PoolShape& s : testing::kPoolShapes) {
+        const int64_t oh = testing::pooled(s.h, win), ow = testing::pooled(s.w, win);
+        if (oh < 1 || ow < 1) continue;
+        for (const cuda::ElementwiseLaunch& grid : kGrids) {
+          SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str() + " " + win.str() +
+                       " max_blocks " + std::to_string(grid.max_blocks));
+          const int64_t out_numel = s.n * oh * ow * s.c;
+          std::vector<float> x = testing::normal_values(s.numel(), 1, dtype);
+          x[s.numel() / 2] = NAN;
+          const std::vector<float> dy = testing::normal_values(out_numel, 2, dtype);
+          SimtBuffer dx_in(dtype, x), y(dtype, std::vector<float>(out_numel, 7.f));
+          SimtBuffer argmax = SimtBuffer::f32(out_numel);
+          SimtBuffer cpu_y(dtype, std::vector<float>(out_numel));
+          std::vector<float> cpu_argmax(out_numel);
+          cpu::maxpool2d_forward(dtype, dx_in.data(), cpu_y.data(), cpu_argmax.data(), s.n, s.h,
+                                 s.w, s.c, win.kernel, win.stride, win.padding);
+          const cuda::PoolWindow g =
+              cuda::pool_window(s.n, s.h, s.w, s.c, win.kernel, win.stride, win.padding);
+          with_device_type(dtype, [&]<typename T>() {
+            cuda::maxpool2d_forward_launch(dx_in.as<T>(), y.as<T>(), argmax.floats(), g, nullptr,
+                                           grid);
+          });
+          EXPECT_TRUE(all_close(cpu_y.values(), y.values(), 0.0, 0.0));
+          EXPECT_TRUE(all_close(cpu_argmax, argmax.values(), 0.0, 0.0));
+
+          // The same gather order on both sides: bit for bit.
+          SimtBuffer ddy(dtype, dy), dx(dtype, std::vector<float>(s.numel(), 7.f));
+          SimtBuffer cpu_dx(dtype, std::vector<float>(s.numel()));
+          cpu::maxpool2d_backward(dtype, ddy.data(), cpu_argmax.data(), cpu_dx.data(), s.n, s.h,
+                                  s.w, s.c, win.kernel, win.stride, win.padding);
+          with_device_type(dtype, [&]<typename T>() {
+            cuda::maxpool2d_backward_launch(ddy.as<T>(), argmax.floats(), dx.as<T>(), g, nullptr,
+                                            grid);
+          });
+          EXPECT_TRUE(all_close(cpu_dx.values(), dx.values(), 0.0, 0.0));
+        }
+      }
+    }
+  }
+}
+
+TEST(PoolSimt, GlobalAvgPoolMatchesCpu) {
+  for (DType dtype : kDTypes) {
+    for (const PoolShape& s : testing::kPoolShapes) {
+      for (int offset : {0, 1}) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str() + " offset " +
+                     std::to_string(offset));
+        const int64_t spatial = s.h * s.w;
+        const std::vector<float> x = testing::normal_values(s.numel(), 3, dtype, 0.5, 2.0);
+        SimtBuffer dx_in(dtype, x, offset), y(dtype, std::vector<float>(s.n * s.c, 7.f), offset);
+        SimtBuffer cpu_y(dtype, std::vector<float>(s.n * s.c));
+        cpu::global_avgpool_forward(dtype, dx_in.data(), cpu_y.data(), s.n, spatial, s.c);
+        // 32 threads: several row lanes per channel lane for the in-block reduction.
+        with_device_type(dtype, [&]<typename T>() {
+          cuda::global_avgpool_forward_launch(dx_in.as<T>(), y.as<T>(), s.n, spatial, s.c, nullptr,
+                                              32);
+        });
+        EXPECT_TRUE(all_close(cpu_y.values(), y.values(), dtype == DType::f32 ? 1e-6 : kBf16Ulp));
+
+        const std::vector<float> dy = testing::normal_values(s.n * s.c, 4, dtype);
+        SimtBuffer ddy(dtype, dy, offset), dx(dtype, std::vector<float>(s.numel(), 7.f), offset);
+        SimtBuffer cpu_dx(dtype, std::vector<float>(s.numel()));
+        cpu::global_avgpool_backward(dtype, ddy.data(), cpu_dx.data(), s.n, spatial, s.c);
+        with_device_type(dtype, [&]<typename T>() {
+          cuda::global_avgpool_backward_launch(ddy.as<T>(), dx.as<T>(), s.n, spatial, s.c, nullptr,
+                                               {64, 2});
+        });
+        EXPECT_TRUE(all_close(cpu_dx.values(), dx.values(), 0.0, 0.0));
+      }
+    }
+  }
+}
+
+TEST(PoolSimt, EntryPointsDispatchOnDtype) {
+  const PoolShape s{2, 8, 8, 16};
+  for (DType dtype : kDTypes) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const std::vector<float> x = testing::normal_values(s.numel(), 5, dtype);
+    const int64_t out_numel = s.n * 4 * 4 * s.c;
+    SimtBuffer dx_in(dtype, x), y(dtype, std::vector<float>(out_numel)), cpu_y(dtype, y.values());
+    SimtBuffer argmax = SimtBuffer::f32(out_numel), cpu_argmax = SimtBuffer::f32(out_numel);
+    cuda::maxpool2d_forward(dtype, dx_in.data(), y.data(), argmax.floats(), s.n, s.h, s.w, s.c, 3,
+                            2, 1, nullptr);
+    cpu::maxpool2d_forward(dtype, dx_in.data(), cpu_y.data(), cpu_argmax.floats(), s.n, s.h, s.w,
+                           s.c, 3, 2, 1);
+    EXPECT_TRUE(all_close(cpu_y.values(), y.values(), 0.0, 0.0));
+    EXPECT_TRUE(all_close(cpu_argmax.values(), argmax.values(), 0.0, 0.0));
+    SimtBuffer dx(dtype, x), cpu_dx(dtype, x);
+    cuda::maxpool2d_backward(dtype, y.data(), argmax.floats(), dx.data(), s.n, s.h, s.w, s.c, 3, 2,
+                             1, nullptr);
+    cpu::maxpool2d_backward(dtype, y.data(), argmax.floats(), cpu_dx.data(), s.n, s.h, s.w, s.c, 3,
+                            2, 1);
+    EXPECT_TRUE(all_close(cpu_dx.values(), dx.values(), 0.0, 0.0));
+
+    SimtBuffer avg(dtype, std::vector<float>(s.n * s.c)), cpu_avg(dtype, avg.values());
+    cuda::global_avgpool_forward(dtype, dx_in.data(), avg.data(), s.n, 64, s.c, nullptr);
+    cpu::global_avgpool_forward(dtype, dx_in.data(), cpu_avg.data(), s.n, 64, s.c);
+    EXPECT_TRUE(all_close(cpu_avg.values(), avg.values(), dtype == DType::f32 ? 1e-6 : kBf16Ulp));
+    cuda::global_avgpool_backward(dtype, avg.data(), dx.data(), s.n, 64, s.c, nullptr);
+    cpu::global_avgpool_backward(dtype, avg.data(), cpu_dx.data(), s.n, 64, s.c);
+    EXPECT_TRUE(all_close(cpu_dx.values(), dx.values(), 0.0, 0.0));
+  }
+}
+
+}  // namespace
+}  // namespace engine
