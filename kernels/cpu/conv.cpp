@@ -42,29 +42,70 @@ void bias_gradient(int64_t rows, int64_t channels, const float* dy, float* dbias
   }
 }
 
+// y = conv(x, w) in fp32: one GEMM for pointwise convolutions, else im2col over chunks of
+// whole images, each followed by a GEMM into the chunk's output rows.
+void forward_fp32(const Conv2dShape& shape, const float* x, const float* w, float* y) {
+  const int64_t m = shape.gemm_m(), k = shape.gemm_k(), channels_out = shape.out_channels;
+  if (shape.is_pointwise()) {
+    sgemm(false, true, m, channels_out, k, 1.f, x, k, w, k, 0.f, y, channels_out);
+    return;
+  }
+  const int64_t rows_per_image = shape.out_h() * shape.out_w();
+  const int64_t chunk_images = images_per_chunk(shape);
+  std::vector<float> col(static_cast<size_t>(chunk_images * rows_per_image * k));
+  for (int64_t image = 0; image < shape.batch; image += chunk_images) {
+    const int64_t first = image * rows_per_image;
+    const int64_t end = std::min(shape.batch, image + chunk_images) * rows_per_image;
+    im2col(shape, x, first, end, col.data());
+    sgemm(false, true, end - first, channels_out, k, 1.f, col.data(), k, w, k, 0.f,
+          y + first * channels_out, channels_out);
+  }
+}
+
+// For stride 1, the input gradient is itself a convolution: of dy with the filters flipped
+// in space and with in/out channels swapped, padded by (kernel - 1) * dilation - pad. That
+// reuses the forward path and avoids col2im's column matrix, kernel_h * kernel_w times the
+// size of dx.
+bool backward_data_is_a_convolution(const Conv2dShape& shape) {
+  return shape.stride_h == 1 && shape.stride_w == 1 &&
+         shape.pad_h <= (shape.kernel_h - 1) * shape.dilation_h &&
+         shape.pad_w <= (shape.kernel_w - 1) * shape.dilation_w;
+}
+
+Conv2dShape backward_data_as_convolution(const Conv2dShape& shape) {
+  Conv2dShape flipped = shape;
+  flipped.in_h = shape.out_h();
+  flipped.in_w = shape.out_w();
+  flipped.in_channels = shape.out_channels;
+  flipped.out_channels = shape.in_channels;
+  flipped.pad_h = (shape.kernel_h - 1) * shape.dilation_h - shape.pad_h;
+  flipped.pad_w = (shape.kernel_w - 1) * shape.dilation_w - shape.pad_w;
+  return flipped;
+}
+
+// w'[c][r'][s'][k] = w[k][R-1-r'][S-1-s'][c]
+std::vector<float> flip_filters(const Conv2dShape& shape, const float* w) {
+  const int64_t R = shape.kernel_h, S = shape.kernel_w, C = shape.in_channels;
+  const int64_t K = shape.out_channels;
+  std::vector<float> flipped(static_cast<size_t>(K * R * S * C));
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t s = 0; s < S; ++s)
+        for (int64_t c = 0; c < C; ++c)
+          flipped[((c * R + (R - 1 - r)) * S + (S - 1 - s)) * K + k] =
+              w[((k * R + r) * S + s) * C + c];
+  return flipped;
+}
+
 }  // namespace
 
 void conv2d_forward(const Conv2dShape& shape, DType dtype, const void* x, const void* w,
                     const float* bias, void* y) {
-  const int64_t m = shape.gemm_m(), k = shape.gemm_k(), channels_out = shape.out_channels;
+  const int64_t m = shape.gemm_m(), channels_out = shape.out_channels;
   const Fp32Input input(dtype, x, shape.batch * shape.in_h * shape.in_w * shape.in_channels);
-  const Fp32Input filter(dtype, w, channels_out * k);
+  const Fp32Input filter(dtype, w, channels_out * shape.gemm_k());
   Fp32Output output(dtype, y, m * channels_out, false);
-  if (shape.is_pointwise()) {
-    sgemm(false, true, m, channels_out, k, 1.f, input.data(), k, filter.data(), k, 0.f,
-          output.data(), channels_out);
-  } else {
-    const int64_t rows_per_image = shape.out_h() * shape.out_w();
-    const int64_t chunk_images = images_per_chunk(shape);
-    std::vector<float> col(static_cast<size_t>(chunk_images * rows_per_image * k));
-    for (int64_t image = 0; image < shape.batch; image += chunk_images) {
-      const int64_t first = image * rows_per_image;
-      const int64_t end = std::min(shape.batch, image + chunk_images) * rows_per_image;
-      im2col(shape, input.data(), first, end, col.data());
-      sgemm(false, true, end - first, channels_out, k, 1.f, col.data(), k, filter.data(), k, 0.f,
-            output.data() + first * channels_out, channels_out);
-    }
-  }
+  forward_fp32(shape, input.data(), filter.data(), output.data());
   if (bias != nullptr) add_bias(m, channels_out, bias, output.data());
   output.commit();
 }
@@ -78,6 +119,10 @@ void conv2d_backward_data(const Conv2dShape& shape, DType dtype, const void* dy,
   if (shape.is_pointwise()) {
     sgemm(false, false, m, k, channels_out, 1.f, grad_out.data(), channels_out, filter.data(), k,
           0.f, grad_in.data(), k);
+  } else if (backward_data_is_a_convolution(shape)) {
+    const std::vector<float> flipped = flip_filters(shape, filter.data());
+    forward_fp32(backward_data_as_convolution(shape), grad_out.data(), flipped.data(),
+                 grad_in.data());
   } else {
     const int64_t rows_per_image = shape.out_h() * shape.out_w();
     const int64_t chunk_images = images_per_chunk(shape);
