@@ -42,24 +42,32 @@ void bias_gradient(int64_t rows, int64_t channels, const float* dy, float* dbias
   }
 }
 
-// y = conv(x, w) in fp32: one GEMM for pointwise convolutions, else im2col over chunks of
-// whole images, each followed by a GEMM into the chunk's output rows.
+// Calls fn(first_row, end_row, col) over chunks of whole images, col holding im2col(x) for
+// output rows [first_row, end_row).
+template <typename Fn>
+void for_each_column_chunk(const Conv2dShape& shape, const float* x, Fn&& fn) {
+  const int64_t rows_per_image = shape.out_h() * shape.out_w();
+  const int64_t chunk_images = images_per_chunk(shape);
+  std::vector<float> col(static_cast<size_t>(chunk_images * rows_per_image * shape.gemm_k()));
+  for (int64_t image = 0; image < shape.batch; image += chunk_images) {
+    const int64_t first = image * rows_per_image;
+    const int64_t end = std::min(shape.batch, image + chunk_images) * rows_per_image;
+    im2col(shape, x, first, end, col.data());
+    fn(first, end, col.data());
+  }
+}
+
+// y = conv(x, w) in fp32: one GEMM for pointwise convolutions, else one GEMM per column chunk.
 void forward_fp32(const Conv2dShape& shape, const float* x, const float* w, float* y) {
   const int64_t m = shape.gemm_m(), k = shape.gemm_k(), channels_out = shape.out_channels;
   if (shape.is_pointwise()) {
     sgemm(false, true, m, channels_out, k, 1.f, x, k, w, k, 0.f, y, channels_out);
     return;
   }
-  const int64_t rows_per_image = shape.out_h() * shape.out_w();
-  const int64_t chunk_images = images_per_chunk(shape);
-  std::vector<float> col(static_cast<size_t>(chunk_images * rows_per_image * k));
-  for (int64_t image = 0; image < shape.batch; image += chunk_images) {
-    const int64_t first = image * rows_per_image;
-    const int64_t end = std::min(shape.batch, image + chunk_images) * rows_per_image;
-    im2col(shape, x, first, end, col.data());
-    sgemm(false, true, end - first, channels_out, k, 1.f, col.data(), k, w, k, 0.f,
+  for_each_column_chunk(shape, x, [&](int64_t first, int64_t end, const float* col) {
+    sgemm(false, true, end - first, channels_out, k, 1.f, col, k, w, k, 0.f,
           y + first * channels_out, channels_out);
-  }
+  });
 }
 
 // For stride 1, the input gradient is itself a convolution: of dy with the filters flipped
@@ -149,16 +157,10 @@ void conv2d_backward_filter(const Conv2dShape& shape, DType dtype, const void* x
     sgemm(true, false, channels_out, k, m, 1.f, grad_out.data(), channels_out, input.data(), k,
           first_beta, grad_filter.data(), k);
   } else {
-    const int64_t rows_per_image = shape.out_h() * shape.out_w();
-    const int64_t chunk_images = images_per_chunk(shape);
-    std::vector<float> col(static_cast<size_t>(chunk_images * rows_per_image * k));
-    for (int64_t image = 0; image < shape.batch; image += chunk_images) {
-      const int64_t first = image * rows_per_image;
-      const int64_t end = std::min(shape.batch, image + chunk_images) * rows_per_image;
-      im2col(shape, input.data(), first, end, col.data());
+    for_each_column_chunk(shape, input.data(), [&](int64_t first, int64_t end, const float* col) {
       sgemm(true, false, channels_out, k, end - first, 1.f, grad_out.data() + first * channels_out,
-            channels_out, col.data(), k, image == 0 ? first_beta : 1.f, grad_filter.data(), k);
-    }
+            channels_out, col, k, first == 0 ? first_beta : 1.f, grad_filter.data(), k);
+    });
   }
   grad_filter.commit();
   if (dbias != nullptr) bias_gradient(m, channels_out, grad_out.data(), dbias, accumulate);
