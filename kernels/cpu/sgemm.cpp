@@ -1,5 +1,7 @@
 #include "kernels/cpu/sgemm.h"
 
+#include "kernels/cpu/sgemm_avx512.h"
+
 #include <algorithm>
 #include <vector>
 
@@ -81,6 +83,11 @@ void sgemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, 
       for (int64_t j = 0; j < n; ++j)
         c[i * ldc + j] = beta == 0.f ? 0.f : beta * c[i * ldc + j];
     }
+    return;
+  }
+  if (alpha == 1.f && cpu_has_avx512()) {
+    sgemm_avx512(m, n, k, a, transpose_a ? 1 : lda, transpose_a ? lda : 1, b, transpose_b ? 1 : ldb,
+                 transpose_b ? ldb : 1, beta, c, ldc);
     return;
   }
 #if ENGINE_HAVE_OPENBLAS

@@ -1,5 +1,6 @@
 // Single-precision GEMM on the CPU, row-major:
 //   C[m x n] = alpha * op(A) * op(B) + beta * C,  op(A) is m x k, op(B) is k x n.
+// The engine's AVX-512 kernel (sgemm_avx512.h) when the CPU has it and alpha is 1; else
 // OpenBLAS when the build found it; otherwise a cache-blocked OpenMP loop nest.
 #pragma once
 

@@ -1,0 +1,169 @@
+#include "kernels/cpu/sgemm_avx512.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <memory>
+#include <new>
+#include <vector>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace engine::cpu {
+
+namespace {
+
+constexpr int kTileRows = 12;    // MR: rows of C per register tile
+constexpr int kTileCols = 32;    // NR: two zmm registers of C per row
+constexpr int64_t kDepth = 384;  // KC: K per pass, so a B panel slice stays in L1/L2
+
+struct AlignedDelete {
+  void operator()(float* p) const { ::operator delete[](p, std::align_val_t{64}); }
+};
+using AlignedBuffer = std::unique_ptr<float[], AlignedDelete>;
+AlignedBuffer aligned_floats(int64_t count) {
+  return AlignedBuffer(
+      new (std::align_val_t{64}) float[static_cast<size_t>(std::max<int64_t>(count, 1))]);
+}
+
+// B as panels of kTileCols columns: panel j holds rows p = 0..k-1 of 32 consecutive floats,
+// zero beyond n.
+void pack_b(int64_t n, int64_t k, const float* b, int64_t b_k_stride, int64_t b_col_stride,
+            float* packed) {
+  const int64_t panels = (n + kTileCols - 1) / kTileCols;
+  bool nested = false;
+#if defined(_OPENMP)
+  nested = omp_in_parallel();
+#endif
+#pragma omp parallel for schedule(static) if (panels > 1 && !nested)
+  for (int64_t panel = 0; panel < panels; ++panel) {
+    float* out = packed + panel * k * kTileCols;
+    const int64_t j0 = panel * kTileCols;
+    const int64_t cols = std::min<int64_t>(kTileCols, n - j0);
+    for (int64_t p = 0; p < k; ++p) {
+      const float* row = b + p * b_k_stride + j0 * b_col_stride;
+      for (int64_t j = 0; j < cols; ++j)
+        out[p * kTileCols + j] = row[j * b_col_stride];
+      for (int64_t j = cols; j < kTileCols; ++j)
+        out[p * kTileCols + j] = 0.f;
+    }
+  }
+}
+
+// One 12 x 32 tile of C over a depth slice: c (+)= a_tile * b_panel. Rows beyond `rows` and
+// columns outside the masks are computed on zero padding but never stored.
+__attribute__((target("avx512f"))) void tile_kernel(int64_t depth, const float* a,
+                                                    int64_t a_row_stride, int64_t a_k_stride,
+                                                    const float* b_panel, float* c, int64_t ldc,
+                                                    float beta, int rows, __mmask16 mask_low,
+                                                    __mmask16 mask_high) {
+  __m512 acc[kTileRows][2];
+  for (int i = 0; i < kTileRows; ++i)
+    acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < depth; ++p) {
+    const __m512 b_low = _mm512_load_ps(b_panel + p * kTileCols);
+    const __m512 b_high = _mm512_load_ps(b_panel + p * kTileCols + 16);
+    const float* a_column = a + p * a_k_stride;
+#pragma GCC unroll 12
+    for (int i = 0; i < kTileRows; ++i) {
+      const __m512 a_value = _mm512_set1_ps(a_column[i * a_row_stride]);
+      acc[i][0] = _mm512_fmadd_ps(a_value, b_low, acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(a_value, b_high, acc[i][1]);
+    }
+  }
+  const __m512 beta_vector = _mm512_set1_ps(beta);
+  for (int i = 0; i < rows; ++i) {
+    float* row = c + i * ldc;
+    __m512 low = acc[i][0], high = acc[i][1];
+    if (beta != 0.f) {
+      low = _mm512_fmadd_ps(beta_vector, _mm512_maskz_loadu_ps(mask_low, row), low);
+      high = _mm512_fmadd_ps(beta_vector, _mm512_maskz_loadu_ps(mask_high, row + 16), high);
+    }
+    _mm512_mask_storeu_ps(row, mask_low, low);
+    _mm512_mask_storeu_ps(row + 16, mask_high, high);
+  }
+}
+
+__mmask16 column_mask(int64_t cols) {
+  if (cols >= 16) return 0xFFFF;
+  return cols <= 0 ? 0 : static_cast<__mmask16>((1u << cols) - 1);
+}
+
+// Rows [row_begin, row_end) x panels [panel_begin, panel_end) of C.
+void compute_block(int64_t row_begin, int64_t row_end, int64_t panel_begin, int64_t panel_end,
+                   int64_t n, int64_t k, const float* a, int64_t a_row_stride, int64_t a_k_stride,
+                   const float* packed_b, float beta, float* c, int64_t ldc) {
+  // A tail of fewer than 12 rows is copied into a zero-padded tile so the kernel can always
+  // read 12 rows.
+  AlignedBuffer tail;
+  for (int64_t panel = panel_begin; panel < panel_end; ++panel) {
+    const int64_t j0 = panel * kTileCols;
+    const __mmask16 mask_low = column_mask(n - j0), mask_high = column_mask(n - j0 - 16);
+    const float* b_panel = packed_b + panel * k * kTileCols;
+    for (int64_t i0 = row_begin; i0 < row_end; i0 += kTileRows) {
+      const int rows = static_cast<int>(std::min<int64_t>(kTileRows, row_end - i0));
+      const float* a_tile = a + i0 * a_row_stride;
+      int64_t row_stride = a_row_stride, k_stride = a_k_stride;
+      if (rows < kTileRows) {
+        if (!tail) tail = aligned_floats(kTileRows * k);
+        std::fill(tail.get(), tail.get() + kTileRows * k, 0.f);
+        for (int r = 0; r < rows; ++r) {
+          for (int64_t p = 0; p < k; ++p)
+            tail[r * k + p] = a_tile[r * a_row_stride + p * a_k_stride];
+        }
+        a_tile = tail.get();
+        row_stride = k;
+        k_stride = 1;
+      }
+      for (int64_t p0 = 0; p0 < k; p0 += kDepth) {
+        tile_kernel(std::min(kDepth, k - p0), a_tile + p0 * k_stride, row_stride, k_stride,
+                    b_panel + p0 * kTileCols, c + i0 * ldc + j0, ldc, p0 == 0 ? beta : 1.f, rows,
+                    mask_low, mask_high);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool cpu_has_avx512() {
+  static const bool has = __builtin_cpu_supports("avx512f");
+  return has;
+}
+
+void sgemm_avx512(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row_stride,
+                  int64_t a_k_stride, const float* b, int64_t b_k_stride, int64_t b_col_stride,
+                  float beta, float* c, int64_t ldc) {
+  const int64_t panels = (n + kTileCols - 1) / kTileCols;
+  AlignedBuffer packed_b = aligned_floats(panels * k * kTileCols);
+  pack_b(n, k, b, b_k_stride, b_col_stride, packed_b.get());
+  int threads = 1;
+#if defined(_OPENMP)
+  if (!omp_in_parallel() && m * n * k >= (int64_t{1} << 18)) threads = omp_get_max_threads();
+#endif
+  // Split rows when there are enough 12-row tiles for every thread, else split panels.
+  const int64_t row_tiles = (m + kTileRows - 1) / kTileRows;
+  const bool split_rows = row_tiles >= 4 * threads || row_tiles >= panels;
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+  for (int t = 0; t < threads; ++t) {
+    if (split_rows) {
+      const int64_t per_thread = (row_tiles + threads - 1) / threads * kTileRows;
+      const int64_t begin = t * per_thread, end = std::min(m, begin + per_thread);
+      if (begin < end) {
+        compute_block(begin, end, 0, panels, n, k, a, a_row_stride, a_k_stride, packed_b.get(),
+                      beta, c, ldc);
+      }
+    } else {
+      const int64_t per_thread = (panels + threads - 1) / threads;
+      const int64_t begin = t * per_thread, end = std::min(panels, begin + per_thread);
+      if (begin < end) {
+        compute_block(0, m, begin, end, n, k, a, a_row_stride, a_k_stride, packed_b.get(), beta, c,
+                      ldc);
+      }
+    }
+  }
+}
+
+}  // namespace engine::cpu
