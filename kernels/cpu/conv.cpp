@@ -93,15 +93,25 @@ Conv2dShape backward_data_as_convolution(const Conv2dShape& shape) {
 
 // w'[c][r'][s'][k] = w[k][R-1-r'][S-1-s'][c]
 std::vector<float> flip_filters(const Conv2dShape& shape, const float* w) {
-  const int64_t R = shape.kernel_h, S = shape.kernel_w, C = shape.in_channels;
+  const int64_t taps = shape.kernel_h * shape.kernel_w, C = shape.in_channels;
   const int64_t K = shape.out_channels;
-  std::vector<float> flipped(static_cast<size_t>(K * R * S * C));
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t r = 0; r < R; ++r)
-      for (int64_t s = 0; s < S; ++s)
-        for (int64_t c = 0; c < C; ++c)
-          flipped[((c * R + (R - 1 - r)) * S + (S - 1 - s)) * K + k] =
-              w[((k * R + r) * S + s) * C + c];
+  std::vector<float> flipped(static_cast<size_t>(K * taps * C));
+  // Per tap, a K x C -> C x K transpose (tap t moves to taps - 1 - t: flipping both spatial
+  // axes reverses the tap order), in 16 x 16 blocks so reads and writes both stay in cache.
+  constexpr int64_t kBlock = 16;
+  const int64_t channel_blocks = (C + kBlock - 1) / kBlock;
+  parallel_for(taps * channel_blocks, [&](int64_t job) {
+    const int64_t tap = job / channel_blocks, c0 = (job % channel_blocks) * kBlock;
+    const int64_t c1 = std::min(C, c0 + kBlock);
+    for (int64_t k0 = 0; k0 < K; k0 += kBlock) {
+      const int64_t k1 = std::min(K, k0 + kBlock);
+      for (int64_t c = c0; c < c1; ++c) {
+        float* out = flipped.data() + (c * taps + (taps - 1 - tap)) * K;
+        for (int64_t k = k0; k < k1; ++k)
+          out[k] = w[(k * taps + tap) * C + c];
+      }
+    }
+  });
   return flipped;
 }
 
@@ -157,9 +167,21 @@ void conv2d_backward_filter(const Conv2dShape& shape, DType dtype, const void* x
     sgemm(true, false, channels_out, k, m, 1.f, grad_out.data(), channels_out, input.data(), k,
           first_beta, grad_filter.data(), k);
   } else {
+    // dW^T [taps*C x K] = col^T * dY: the long side (taps * C) becomes the GEMM's M and the
+    // small dY chunk is what gets packed, instead of the column matrix (taps * C / K times
+    // larger). One transpose into dW at the end.
+    std::vector<float> transposed(static_cast<size_t>(k * channels_out));
     for_each_column_chunk(shape, input.data(), [&](int64_t first, int64_t end, const float* col) {
-      sgemm(true, false, channels_out, k, end - first, 1.f, grad_out.data() + first * channels_out,
-            channels_out, col, k, first == 0 ? first_beta : 1.f, grad_filter.data(), k);
+      sgemm(true, false, k, channels_out, end - first, 1.f, col, k,
+            grad_out.data() + first * channels_out, channels_out, first == 0 ? 0.f : 1.f,
+            transposed.data(), channels_out);
+    });
+    float* out = grad_filter.data();
+    parallel_for(channels_out, [&](int64_t kout) {
+      for (int64_t tap_channel = 0; tap_channel < k; ++tap_channel) {
+        const float value = transposed[tap_channel * channels_out + kout];
+        out[kout * k + tap_channel] = value + first_beta * out[kout * k + tap_channel];
+      }
     });
   }
   grad_filter.commit();
