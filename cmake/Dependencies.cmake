@@ -140,7 +140,23 @@ if(TURBOJPEG_INCLUDE_DIR AND TURBOJPEG_LIBRARY)
     INTERFACE_INCLUDE_DIRECTORIES "${TURBOJPEG_INCLUDE_DIR}")
 endif()
 engine_report("libjpeg-turbo" ${ENGINE_HAVE_TURBOJPEG} "${TURBOJPEG_PC_VERSION}"
-  "JPEG decoding falls back to stb_image (slower, no DCT downscaling)")
+  "the data/ tests are not built (they write their JPEGs through TurboJPEG)")
+
+# libjpeg-turbo's libjpeg API: data/ decodes JPEG regions with it (jpeg_skip_scanlines and
+# jpeg_crop_scanline exist in libjpeg-turbo only, so its version macro is required).
+find_path(LIBJPEG_INCLUDE_DIR jpeglib.h)
+find_library(LIBJPEG_LIBRARY jpeg)
+find_file(LIBJPEG_CONFIG jconfig.h HINTS ${LIBJPEG_INCLUDE_DIR} PATH_SUFFIXES x86_64-linux-gnu aarch64-linux-gnu)
+engine_header_define(libjpeg_turbo_version "${LIBJPEG_CONFIG}" LIBJPEG_TURBO_VERSION)
+set(ENGINE_HAVE_LIBJPEG OFF)
+if(LIBJPEG_INCLUDE_DIR AND LIBJPEG_LIBRARY AND libjpeg_turbo_version)
+  set(ENGINE_HAVE_LIBJPEG ON)
+  add_library(engine::jpeg UNKNOWN IMPORTED)
+  set_target_properties(engine::jpeg PROPERTIES IMPORTED_LOCATION "${LIBJPEG_LIBRARY}"
+    INTERFACE_INCLUDE_DIRECTORIES "${LIBJPEG_INCLUDE_DIR}")
+endif()
+engine_report("libjpeg API of libjpeg-turbo" ${ENGINE_HAVE_LIBJPEG} "${libjpeg_turbo_version}"
+  "data/ decodes JPEG with stb_image (slower, no region or DCT-scaled decoding)")
 
 find_path(STB_INCLUDE_DIR stb_image.h PATH_SUFFIXES stb)
 set(ENGINE_HAVE_STB OFF)
@@ -151,7 +167,38 @@ if(STB_INCLUDE_DIR)
   add_library(engine::stb INTERFACE IMPORTED)
   set_target_properties(engine::stb PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${STB_INCLUDE_DIR}")
 endif()
-engine_report("stb_image" ${ENGINE_HAVE_STB} "${stb_version}" "PNG/BMP/PPM decoding is disabled")
+engine_report("stb_image" ${ENGINE_HAVE_STB} "${stb_version}" "data/ is not built (it decodes PNG, BMP, PPM with it)")
+
+find_path(TIFF_INCLUDE_DIR tiffio.h PATH_SUFFIXES x86_64-linux-gnu aarch64-linux-gnu)
+find_library(TIFF_LIBRARY tiff)
+set(ENGINE_HAVE_TIFF OFF)
+# tiffvers.h names its version from 4.5 on, the first with per-handle error handlers (needed).
+engine_header_define(tiff_version "${TIFF_INCLUDE_DIR}/tiffvers.h" TIFFLIB_MAJOR_VERSION)
+engine_header_define(tiff_minor "${TIFF_INCLUDE_DIR}/tiffvers.h" TIFFLIB_MINOR_VERSION)
+engine_header_define(tiff_micro "${TIFF_INCLUDE_DIR}/tiffvers.h" TIFFLIB_MICRO_VERSION)
+if(TIFF_INCLUDE_DIR AND TIFF_LIBRARY AND tiff_version)
+  set(ENGINE_HAVE_TIFF ON)
+  add_library(engine::tiff UNKNOWN IMPORTED)
+  set_target_properties(engine::tiff PROPERTIES IMPORTED_LOCATION "${TIFF_LIBRARY}"
+    INTERFACE_INCLUDE_DIRECTORIES "${TIFF_INCLUDE_DIR}")
+endif()
+engine_report("libtiff" ${ENGINE_HAVE_TIFF} "${tiff_version}.${tiff_minor}.${tiff_micro}"
+  "TIFF images are skipped with a warning (needs libtiff >= 4.5)")
+
+find_path(WEBP_INCLUDE_DIR webp/decode.h)
+find_library(WEBP_LIBRARY webp)
+set(ENGINE_HAVE_WEBP OFF)
+if(WEBP_INCLUDE_DIR AND WEBP_LIBRARY)
+  set(ENGINE_HAVE_WEBP ON)
+  find_package(PkgConfig QUIET)
+  if(PkgConfig_FOUND)
+    pkg_check_modules(WEBP_PC QUIET libwebp)
+  endif()
+  add_library(engine::webp UNKNOWN IMPORTED)
+  set_target_properties(engine::webp PROPERTIES IMPORTED_LOCATION "${WEBP_LIBRARY}"
+    INTERFACE_INCLUDE_DIRECTORIES "${WEBP_INCLUDE_DIR}")
+endif()
+engine_report("libwebp" ${ENGINE_HAVE_WEBP} "${WEBP_PC_VERSION}" "WebP images are skipped with a warning")
 
 # --- GoogleTest ----------------------------------------------------------------------------
 find_package(GTest QUIET)

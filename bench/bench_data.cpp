@@ -1,0 +1,281 @@
+// bench_data: images/s of the training input pipeline (read + decode + RandomResizedCrop +
+// flip + ToTensor/Normalize into NHWC batches) by worker count, beside torchvision's
+// ImageFolder + DataLoader with the same transforms, batch size and workers, timed by
+// tools/bench_torchvision_loader.py in the same run. Also a single-thread full-size decode
+// figure, to compare with libjpeg-turbo's published ~700-850 ImageNet images/s per core.
+//
+//   /usr/bin/python3 tools/make_synthetic_jpegs.py --out /tmp/synthetic-jpegs
+//   build/bench/bench_data --data /tmp/synthetic-jpegs [--workers 1,2] [--json]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "data/decode.h"
+#include "data/file_io.h"
+#include "data/image_folder.h"
+#include "data/loader.h"
+#include "data/sampler.h"
+#include "kernels/error.h"
+
+namespace engine::data {
+namespace {
+
+struct Options {
+  std::string data;
+  std::vector<int> workers = {1, 2};
+  int batch_size = 64;
+  int batches = 12;  // timed
+  int warmup = 2;    // untimed, first
+  int size = 224;
+  int repeat = 3;  // best of, ours and torchvision interleaved: the machine may be shared
+  DType dtype = DType::f32;
+  bool json = false;
+  bool baseline = true;
+  std::string python = "/usr/bin/python3";
+  std::string script = std::string(ENGINE_SOURCE_DIR) + "/tools/bench_torchvision_loader.py";
+};
+
+struct Row {
+  std::string impl;
+  std::string case_name;
+  int workers = 0;
+  double images_per_s = 0;
+  std::optional<double> baseline_images_per_s;  // torchvision, same case
+};
+
+const char* kUsage =
+    "usage: bench_data --data DIR [--workers 1,2] [--batch-size 64] [--batches 12] [--warmup 2]\n"
+    "                  [--size 224] [--dtype f32|bf16] [--repeat 3] [--no-baseline]\n"
+    "                  [--python PATH] [--json]\n"
+    "DIR is an ImageFolder root (<class>/<image>), e.g. from\n"
+    "  /usr/bin/python3 tools/make_synthetic_jpegs.py --out DIR\n";
+
+std::vector<int> parse_list(const std::string& text) {
+  std::vector<int> values;
+  std::stringstream stream(text);
+  for (std::string item; std::getline(stream, item, ',');) {
+    const int value = std::atoi(item.c_str());
+    if (value <= 0) fail("bench_data: --workers takes positive integers, got '" + text + "'");
+    values.push_back(value);
+  }
+  return values;
+}
+
+int parse_int(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  const long value = std::strtol(text.c_str(), &end, 10);
+  if (end == text.c_str() || *end != '\0')
+    fail("bench_data: " + flag + " takes an integer, got '" + text + "'");
+  return static_cast<int>(value);
+}
+
+Options parse_options(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) fail("bench_data: " + flag + " needs a value\n" + kUsage);
+      return argv[++i];
+    };
+    if (flag == "--data") {
+      options.data = value();
+    } else if (flag == "--workers") {
+      options.workers = parse_list(value());
+    } else if (flag == "--batch-size") {
+      options.batch_size = parse_int(flag, value());
+    } else if (flag == "--batches") {
+      options.batches = parse_int(flag, value());
+    } else if (flag == "--warmup") {
+      options.warmup = parse_int(flag, value());
+    } else if (flag == "--size") {
+      options.size = parse_int(flag, value());
+    } else if (flag == "--repeat") {
+      options.repeat = parse_int(flag, value());
+    } else if (flag == "--dtype") {
+      options.dtype = parse_dtype(value());
+    } else if (flag == "--python") {
+      options.python = value();
+    } else if (flag == "--no-baseline") {
+      options.baseline = false;
+    } else if (flag == "--json") {
+      options.json = true;
+    } else {
+      fail("bench_data: unknown flag " + flag + "\n" + kUsage);
+    }
+  }
+  if (options.data.empty()) fail(std::string("bench_data: --data is required\n") + kUsage);
+  if (options.batch_size <= 0 || options.batches <= 0 || options.warmup < 0 || options.size <= 0 ||
+      options.repeat <= 0) {
+    fail(
+        "bench_data: --batch-size, --batches, --size and --repeat must be positive, --warmup >= 0");
+  }
+  return options;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Our loader: `warmup` batches untimed (thread start, first allocations), then `batches` timed.
+double loader_images_per_s(const ImageFolder& folder, const Options& options, int workers) {
+  LoaderConfig config;
+  config.batch_size = options.batch_size;
+  config.workers = workers;
+  config.dtype = options.dtype;
+  config.transform.output_size = options.size;
+  Loader loader(folder, config);
+  DistributedSampler sampler(static_cast<int64_t>(folder.size()), 1, 0, /*shuffle=*/true);
+  loader.start_epoch(0, sampler.indices());
+  for (int b = 0; b < options.warmup; ++b)
+    loader.next();
+  const auto start = std::chrono::steady_clock::now();
+  int64_t images = 0;
+  for (int b = 0; b < options.batches; ++b)
+    images += loader.next()->images.size(0);
+  return static_cast<double>(images) / seconds_since(start);
+}
+
+// One thread, full-size decode only (no transform): the libjpeg-turbo anchor.
+double decode_images_per_s(const ImageFolder& folder, int count) {
+  std::vector<uint8_t> bytes;
+  RgbImage image;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < count; ++i) {
+    read_file(folder.path(static_cast<size_t>(i) % folder.size()), bytes);
+    decode_image(bytes, read_image_header(bytes, {}), 8, image);
+  }
+  return count / seconds_since(start);
+}
+
+std::optional<double> torchvision_images_per_s(const Options& options, int workers) {
+  const std::string command =
+      options.python + " " + options.script + " --data '" + options.data + "' --workers " +
+      std::to_string(workers) + " --batch-size " + std::to_string(options.batch_size) +
+      " --batches " + std::to_string(options.batches) + " --warmup " +
+      std::to_string(options.warmup) + " --size " + std::to_string(options.size);
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return std::nullopt;
+  std::string output;
+  char buffer[512];
+  while (std::fgets(buffer, sizeof(buffer), pipe) != nullptr)
+    output += buffer;
+  const int status = pclose(pipe);
+  const size_t key = output.find("\"images_per_s\": ");
+  if (status != 0 || key == std::string::npos) {
+    std::fprintf(stderr, "bench_data: torchvision baseline failed (%s)\n", command.c_str());
+    return std::nullopt;
+  }
+  return std::strtod(output.c_str() + key + 16, nullptr);
+}
+
+std::string cpu_model() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "unknown CPU";
+}
+
+int cores_used(int workers) {
+  return std::min(workers, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+}
+
+void print_json(const Row& row) {
+  const double time_us = 1e6 / row.images_per_s;  // per image
+  std::printf(
+      "{\"bench\": \"data\", \"impl\": \"%s\", \"case\": \"%s\", \"workers\": %d, "
+      "\"time_us\": %.2f, \"images_per_s\": %.2f, \"images_per_s_per_core\": %.2f",
+      row.impl.c_str(), row.case_name.c_str(), row.workers, time_us, row.images_per_s,
+      row.images_per_s / cores_used(row.workers));
+  if (row.baseline_images_per_s) {
+    std::printf(", \"baseline\": \"torch\", \"baseline_images_per_s\": %.2f, \"ratio\": %.3f",
+                *row.baseline_images_per_s, row.images_per_s / *row.baseline_images_per_s);
+  }
+  std::printf("}\n");
+}
+
+void print_table(const std::vector<Row>& rows) {
+  std::printf("%-8s %-36s %7s %12s %14s %14s %7s\n", "impl", "case", "workers", "images/s",
+              "images/s/core", "torchvision/s", "ratio");
+  for (const Row& row : rows) {
+    std::printf("%-8s %-36s %7d %12.1f %14.1f", row.impl.c_str(), row.case_name.c_str(),
+                row.workers, row.images_per_s, row.images_per_s / cores_used(row.workers));
+    if (row.baseline_images_per_s) {
+      std::printf(" %14.1f %6.2fx\n", *row.baseline_images_per_s,
+                  row.images_per_s / *row.baseline_images_per_s);
+    } else {
+      std::printf(" %14s %7s\n", "-", "-");
+    }
+  }
+}
+
+int run(int argc, char** argv) {
+  const Options options = parse_options(argc, argv);
+  const ImageFolder folder = ImageFolder::scan(options.data);
+  const size_t needed = static_cast<size_t>(options.batches + options.warmup) * options.batch_size;
+  if (folder.size() < needed) {
+    fail("bench_data: " + options.data + " has " + std::to_string(folder.size()) +
+         " images; --batches + --warmup need " + std::to_string(needed));
+  }
+  if (!options.json) {
+    std::printf("bench_data on %s (%u hardware threads); %zu images in %zu classes under %s\n",
+                cpu_model().c_str(), std::thread::hardware_concurrency(), folder.size(),
+                folder.classes().size(), options.data.c_str());
+    std::printf(
+        "pipeline: read + decode + RandomResizedCrop(%d) + flip + normalize -> NHWC %s, "
+        "batch %d, %d timed batches after %d warm-up, best of %d runs (torchvision's too)\n\n",
+        options.size, std::string(dtype_name(options.dtype)).c_str(), options.batch_size,
+        options.batches, options.warmup, options.repeat);
+  }
+  std::vector<Row> rows;
+  const std::string case_name = "rrc" + std::to_string(options.size) + "+flip+normalize " +
+                                std::string(dtype_name(options.dtype));
+  decode_images_per_s(folder, std::min<int>(64, static_cast<int>(folder.size())));  // page cache
+  const int decode_count = static_cast<int>(std::min<size_t>(folder.size(), 400));
+  double decode_best = 0;
+  for (int attempt = 0; attempt < options.repeat; ++attempt) {
+    decode_best = std::max(decode_best, decode_images_per_s(folder, decode_count));
+  }
+  rows.push_back({"native", "decode full size (anchor)", 1, decode_best, std::nullopt});
+  for (const int workers : options.workers) {
+    Row row{"native", case_name, workers, 0.0, {}};
+    for (int attempt = 0; attempt < options.repeat; ++attempt) {
+      row.images_per_s = std::max(row.images_per_s, loader_images_per_s(folder, options, workers));
+      if (!options.baseline) continue;
+      const std::optional<double> torch = torchvision_images_per_s(options, workers);
+      if (torch && (!row.baseline_images_per_s || *torch > *row.baseline_images_per_s)) {
+        row.baseline_images_per_s = torch;
+      }
+    }
+    rows.push_back(row);
+    if (row.baseline_images_per_s) {
+      rows.push_back({"torch", case_name, workers, *row.baseline_images_per_s, std::nullopt});
+    }
+  }
+  if (options.json) {
+    for (const Row& row : rows)
+      print_json(row);
+  } else {
+    print_table(rows);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace engine::data
+
+int main(int argc, char** argv) {
+  try {
+    return engine::data::run(argc, argv);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "%s\n", error.what());
+    return 1;
+  }
+}

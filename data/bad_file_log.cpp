@@ -1,0 +1,17 @@
+#include "data/bad_file_log.h"
+
+#include "data/warnings.h"
+
+namespace engine::data {
+
+void BadFileLog::record(const std::string& path, const std::string& reason) {
+  ++count_;
+  bool first_time = false;
+  {
+    std::lock_guard lock(mutex_);
+    first_time = warned_.insert(path).second;
+  }
+  if (first_time) warn("skipping " + path + ": " + reason);
+}
+
+}  // namespace engine::data

@@ -1,0 +1,125 @@
+// The prefetching loader: `workers` threads turn batches of dataset indices (from a sampler)
+// into normalized NHWC batches ahead of the trainer, at most `prefetch_batches` ahead; next()
+// hands them out in order. On a CUDA device the batches are built in pinned host memory and
+// copied on the loader's own stream; the batch's `ready` event tells the compute stream when.
+//
+// Determinism: sample i of epoch e is augmented with SampleRandom(seed, e, i), so batches are
+// identical whatever the number of workers, and an epoch resumed at batch k continues exactly
+// as the uninterrupted one would have.
+//
+// Bad files never stop training: each is skipped with one warning (path and reason; once per
+// path per process) and counted. Its batch is delivered one sample short, so every rank still
+// sees the same number of batches.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "data/bad_file_log.h"
+#include "data/decode.h"
+#include "data/image_folder.h"
+#include "data/sampler.h"
+#include "data/transform.h"
+#include "kernels/device.h"
+#include "kernels/stream.h"
+#include "kernels/tensor.h"
+
+namespace engine::data {
+
+class SampleProcessor;
+
+// min(hardware threads, 8), as the design's --workers default.
+int default_worker_count();
+
+struct LoaderConfig {
+  int batch_size = 64;  // per rank
+  bool drop_last = false;
+  int workers = default_worker_count();
+  int prefetch_batches = 0;  // 0: 2 * workers
+  TransformConfig transform;
+  DecodeLimits limits;
+  DType dtype = DType::f32;
+  Device device = Device::cpu();
+  uint64_t seed = 0;
+};
+
+struct Batch {
+  int64_t batch_index = 0;       // position in the epoch
+  Tensor images;                 // [n, size, size, 3] on the configured device
+  std::vector<int32_t> labels;   // n class indices
+  std::vector<int64_t> indices;  // n dataset indices
+  int64_t skipped = 0;           // files of this batch that could not be used
+  // CUDA: recorded after the copy; the compute stream waits on it before reading `images`.
+  // Keep `images` alive until that work has finished: the caching allocator does not track
+  // streams (kernels/caching_allocator.h), as with PyTorch's record_stream. Null on the CPU.
+  std::shared_ptr<Event> ready;
+};
+
+struct EpochSummary {
+  int64_t epoch = 0;
+  int64_t batches = 0;
+  int64_t samples = 0;
+  int64_t skipped = 0;
+};
+
+class Loader {
+ public:
+  // `dataset` must outlive the loader.
+  Loader(const ImageFolder& dataset, LoaderConfig config);
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  // Starts an epoch over this rank's `indices` (DistributedSampler / EvaluationSampler),
+  // skipping the first `first_batch` batches (resume). Waits for unfinished work of the
+  // previous epoch.
+  void start_epoch(int64_t epoch, std::vector<int64_t> indices, int64_t first_batch = 0);
+  // The next batch in order, or nullopt at the end of the epoch. Rethrows a worker's
+  // engine::Error (anything other than a bad file).
+  std::optional<Batch> next();
+
+  int64_t batches_in_epoch() const;
+  // Batches consumed so far this epoch, the first_batch of a resumed epoch included: the
+  // sampler position a checkpoint stores.
+  int64_t position() const;
+  EpochSummary summary() const;
+  const LoaderConfig& config() const { return config_; }
+
+ private:
+  struct Ready {
+    Batch batch;
+    std::exception_ptr error;
+  };
+  void worker_loop();
+  Batch build_batch(int64_t batch_index, int64_t epoch, std::span<const int64_t> indices,
+                    SampleProcessor& processor, std::vector<uint8_t>& file_bytes);
+  void copy_to_device(Batch& batch);
+
+  const ImageFolder& dataset_;
+  LoaderConfig config_;
+  BadFileLog bad_files_;
+  std::optional<Stream> copy_stream_;
+  std::vector<std::pair<Tensor, std::shared_ptr<Event>>> copies_in_flight_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable work_available_;
+  std::condition_variable batch_ready_;
+  std::unique_ptr<BatchSampler> batches_;
+  int64_t epoch_ = 0;
+  int64_t next_to_claim_ = 0;
+  int64_t next_to_deliver_ = 0;
+  int64_t in_flight_ = 0;
+  bool stopping_ = false;
+  std::map<int64_t, Ready> ready_;
+  EpochSummary summary_;
+  std::vector<std::jthread> workers_;
+};
+
+}  // namespace engine::data

@@ -1,0 +1,211 @@
+// The loader: batches independent of the worker count, equal to the single-sample pipeline,
+// resumable mid-epoch, bad files skipped with one warning and counted; the CUDA path when a
+// GPU is present.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include "data/file_io.h"
+#include "data/loader.h"
+#include "data/sample_processor.h"
+#include "data/warnings.h"
+#include "kernels/runtime.h"
+#include "tests/data/test_images.h"
+
+namespace engine::data {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Collected {
+  std::vector<std::vector<float>> images;  // per batch
+  std::vector<std::vector<int32_t>> labels;
+  std::vector<std::vector<int64_t>> indices;
+  EpochSummary summary;
+};
+
+// 3 classes, 18 good images in five formats and sizes, and 2 bad files.
+class LoaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* classes[] = {"ant", "bee", "cat"};
+    for (int c = 0; c < 3; ++c) {
+      const fs::path dir = root_.path() / classes[c];
+      for (int i = 0; i < 6; ++i) {
+        const RgbImage picture = testing::make_test_picture(40 + 13 * i, 90 - 7 * i, c * 6 + i);
+        const std::string stem = dir / ("img" + std::to_string(i));
+        switch (i % 5) {
+          case 0:
+            testing::write_file(stem + ".jpg", testing::encode_jpeg(picture));
+            break;
+          case 1:
+            testing::write_file(stem + ".png", testing::encode_png(picture));
+            break;
+          case 2:
+            testing::write_file(stem + ".bmp", testing::encode_bmp(picture));
+            break;
+          case 3:
+            testing::write_file(stem + ".webp", testing::encode_webp(picture, false));
+            break;
+          default:
+            testing::write_file(stem + ".tif", testing::encode_tiff(picture, stem + ".tif"));
+        }
+      }
+    }
+    testing::write_file(root_.path() / "bee" / "empty.jpg", {});
+    testing::write_file(root_.path() / "cat" / "text.png", {'n', 'o', 'p', 'e'});
+    dataset_.emplace(ImageFolder::scan(root_.path().string()));
+    config_.batch_size = 4;
+    config_.transform.output_size = 24;
+    config_.seed = 11;
+    previous_sink_ =
+        set_warning_sink([this](const std::string& line) { warnings_.push_back(line); });
+  }
+  void TearDown() override { set_warning_sink(previous_sink_); }
+
+  std::vector<int64_t> epoch_indices(int64_t epoch) const {
+    DistributedSampler sampler(static_cast<int64_t>(dataset_->size()), 1, 0, true, config_.seed);
+    sampler.set_epoch(epoch);
+    return sampler.indices();
+  }
+
+  Collected run_epoch(Loader& loader, int64_t epoch, int64_t first_batch = 0) const {
+    loader.start_epoch(epoch, epoch_indices(epoch), first_batch);
+    Collected out;
+    Stream stream;
+    while (std::optional<Batch> batch = loader.next()) {
+      EXPECT_EQ(batch->images.dim(), 4);
+      EXPECT_EQ(batch->images.size(0), static_cast<int64_t>(batch->labels.size()));
+      out.images.push_back(batch->images.to_floats(stream));
+      out.labels.push_back(batch->labels);
+      out.indices.push_back(batch->indices);
+    }
+    out.summary = loader.summary();
+    return out;
+  }
+
+  testing::TempDir root_;
+  std::optional<ImageFolder> dataset_;
+  LoaderConfig config_;
+  std::vector<std::string> warnings_;
+  WarningSink previous_sink_;
+};
+
+TEST_F(LoaderTest, BatchesDoNotDependOnTheWorkerCount) {
+  config_.workers = 1;
+  Loader one(*dataset_, config_);
+  config_.workers = 3;
+  config_.prefetch_batches = 1;
+  Loader three(*dataset_, config_);
+  for (int64_t epoch : {0, 1}) {
+    const Collected a = run_epoch(one, epoch);
+    const Collected b = run_epoch(three, epoch);
+    ASSERT_EQ(a.images.size(), 5u) << "20 files in batches of 4";
+    EXPECT_EQ(a.images, b.images);
+    EXPECT_EQ(a.labels, b.labels);
+    EXPECT_EQ(a.indices, b.indices);
+  }
+}
+
+TEST_F(LoaderTest, EverySampleEqualsTheSinglePipelineWithItsOwnRandomStream) {
+  config_.workers = 2;
+  Loader loader(*dataset_, config_);
+  const Collected epoch0 = run_epoch(loader, 0);
+  SampleProcessor processor(config_.transform, config_.limits);
+  const size_t values = static_cast<size_t>(processor.values_per_sample());
+  std::vector<float> expected(values);
+  std::vector<uint8_t> bytes;
+  for (size_t b = 0; b < epoch0.indices.size(); ++b) {
+    for (size_t s = 0; s < epoch0.indices[b].size(); ++s) {
+      const int64_t index = epoch0.indices[b][s];
+      EXPECT_EQ(epoch0.labels[b][s], dataset_->label(static_cast<size_t>(index)));
+      read_file(dataset_->path(static_cast<size_t>(index)), bytes);
+      SampleRandom random(config_.seed, 0, static_cast<uint64_t>(index));
+      processor.process(bytes, random, DType::f32, expected.data());
+      ASSERT_EQ(std::memcmp(&epoch0.images[b][s * values], expected.data(), values * 4), 0)
+          << "batch " << b << " sample " << s;
+    }
+  }
+  const Collected epoch1 = run_epoch(loader, 1);
+  EXPECT_NE(epoch0.images, epoch1.images) << "a new epoch reshuffles and re-augments";
+}
+
+TEST_F(LoaderTest, BadFilesAreSkippedWithOneWarningEachAndCounted) {
+  Loader loader(*dataset_, config_);
+  for (int64_t epoch : {0, 1}) {
+    const Collected collected = run_epoch(loader, epoch);
+    EXPECT_EQ(collected.summary.samples, 18);
+    EXPECT_EQ(collected.summary.skipped, 2);
+    EXPECT_EQ(collected.summary.batches, 5);
+  }
+  ASSERT_EQ(warnings_.size(), 2u) << "once per file, not once per epoch";
+  std::sort(warnings_.begin(), warnings_.end());
+  EXPECT_NE(warnings_[0].find("bee/empty.jpg: empty file"), std::string::npos) << warnings_[0];
+  EXPECT_NE(warnings_[1].find("cat/text.png: not a recognised image format"), std::string::npos)
+      << warnings_[1];
+}
+
+TEST_F(LoaderTest, ResumesMidEpochExactlyWhereItStopped) {
+  config_.workers = 2;
+  Loader loader(*dataset_, config_);
+  const Collected full = run_epoch(loader, 3);
+  loader.start_epoch(3, epoch_indices(3), 0);
+  ASSERT_TRUE(loader.next().has_value());
+  ASSERT_TRUE(loader.next().has_value());
+  EXPECT_EQ(loader.position(), 2) << "the sampler position a checkpoint stores";
+  Loader resumed(*dataset_, config_);
+  const Collected tail = run_epoch(resumed, 3, /*first_batch=*/2);
+  ASSERT_EQ(tail.images.size(), full.images.size() - 2);
+  for (size_t b = 0; b < tail.images.size(); ++b) {
+    EXPECT_EQ(tail.images[b], full.images[b + 2]);
+    EXPECT_EQ(tail.indices[b], full.indices[b + 2]);
+  }
+  EXPECT_THROW(resumed.start_epoch(3, epoch_indices(3), 6), Error);
+}
+
+TEST_F(LoaderTest, Bf16BatchesAreTheF32BatchesRounded) {
+  Loader f32_loader(*dataset_, config_);
+  config_.dtype = DType::bf16;
+  Loader bf16_loader(*dataset_, config_);
+  const Collected f32 = run_epoch(f32_loader, 0);
+  const Collected bf16_batches = run_epoch(bf16_loader, 0);
+  ASSERT_EQ(f32.images.size(), bf16_batches.images.size());
+  for (size_t b = 0; b < f32.images.size(); ++b) {
+    ASSERT_EQ(f32.images[b].size(), bf16_batches.images[b].size());
+    for (size_t i = 0; i < f32.images[b].size(); ++i) {
+      ASSERT_EQ(static_cast<float>(bf16(f32.images[b][i])), bf16_batches.images[b][i]);
+    }
+  }
+}
+
+TEST_F(LoaderTest, MisuseIsAClearError) {
+  Loader loader(*dataset_, config_);
+  EXPECT_THROW(loader.next(), Error);
+  config_.workers = 0;
+  EXPECT_THROW(Loader(*dataset_, config_), Error);
+}
+
+TEST_F(LoaderTest, CudaBatchesArriveOnTheDeviceAfterTheirEvent) {
+  config_.device = Device::cuda(0);
+  if (cuda_device_count() == 0) {
+    EXPECT_THROW(Loader(*dataset_, config_), Error) << "a CUDA loader needs a CUDA device";
+    GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  }
+  Loader gpu(*dataset_, config_);
+  config_.device = Device::cpu();
+  Loader cpu(*dataset_, config_);
+  gpu.start_epoch(0, epoch_indices(0));
+  const Collected expected = run_epoch(cpu, 0);
+  Stream compute(Device::cuda(0));
+  for (size_t b = 0; std::optional<Batch> batch = gpu.next(); ++b) {
+    ASSERT_TRUE(batch->images.device().is_cuda());
+    ASSERT_NE(batch->ready, nullptr);
+    compute.wait(*batch->ready);
+    EXPECT_EQ(batch->images.to_floats(compute), expected.images[b]);
+  }
+}
+
+}  // namespace
+}  // namespace engine::data
