@@ -33,7 +33,7 @@ AlignedBuffer aligned_floats(int64_t count) {
 void pack_b(int64_t n, int64_t k, const float* b, int64_t b_k_stride, int64_t b_col_stride,
             float* packed) {
   const int64_t panels = (n + kTileCols - 1) / kTileCols;
-  bool nested = false;
+  [[maybe_unused]] bool nested = false;
 #if defined(_OPENMP)
   nested = omp_in_parallel();
 #endif

@@ -1,0 +1,59 @@
+#include "collectives/bootstrap.h"
+
+#include "collectives/check_mpi.h"
+#include "kernels/error.h"
+#include "kernels/runtime.h"
+
+namespace engine {
+
+WorldInfo query_world(MPI_Comm comm) {
+  WorldInfo world;
+  CHECK_MPI(MPI_Comm_rank(comm, &world.rank));
+  CHECK_MPI(MPI_Comm_size(comm, &world.size));
+  MPI_Comm node = MPI_COMM_NULL;
+  CHECK_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, world.rank, MPI_INFO_NULL, &node));
+  CHECK_MPI(MPI_Comm_rank(node, &world.local_rank));
+  CHECK_MPI(MPI_Comm_size(node, &world.local_size));
+  CHECK_MPI(MPI_Comm_free(&node));
+  return world;
+}
+
+MpiSession::MpiSession(int* argc, char*** argv) {
+  int initialized = 0;
+  CHECK_MPI(MPI_Initialized(&initialized));
+  if (!initialized) {
+    int provided = MPI_THREAD_SINGLE;
+    CHECK_MPI(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
+    owns_mpi_ = true;
+    if (provided < MPI_THREAD_MULTIPLE) {
+      MPI_Finalize();
+      owns_mpi_ = false;
+      fail("MPI provides thread level " + std::to_string(provided) +
+           ", but the communicators need MPI_THREAD_MULTIPLE (" +
+           std::to_string(MPI_THREAD_MULTIPLE) + "); use an MPI built with thread support");
+    }
+  }
+  CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  world_ = query_world(MPI_COMM_WORLD);
+  // A world of one prints no "[rank 0]" prefix.
+  set_process_rank(world_.size > 1 ? world_.rank : -1);
+}
+
+MpiSession::~MpiSession() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (owns_mpi_ && !finalized) MPI_Finalize();
+}
+
+Device MpiSession::device(std::string_view request) const {
+  const Device device = resolve_device(request, world_.local_rank);
+  if (device.is_cuda() && (request == "cuda" || request == "auto") &&
+      world_.local_size > cuda_device_count()) {
+    fail("this host runs " + std::to_string(world_.local_size) + " ranks but has " +
+         std::to_string(cuda_device_count()) +
+         " CUDA device(s); start at most one rank per GPU on each host");
+  }
+  return device;
+}
+
+}  // namespace engine

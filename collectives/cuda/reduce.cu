@@ -1,0 +1,2 @@
+// Compiles the collectives' reduction kernels and their entry point (see reduce.cuh).
+#include "collectives/cuda/reduce.cuh"

@@ -1,0 +1,39 @@
+// MpiCommunicator: MPI's own collectives (MPI_Allreduce, MPI_Bcast, ...) on CPU tensors, on
+// a duplicate of the given communicator. It is the baseline our ring is measured against
+// and a dependable fallback. bf16 reduces through user-defined MPI ops that accumulate in
+// fp32; avg is a sum divided once by the world size. Blocking library calls cannot poll a
+// deadline, so a watchdog thread ends the job when one overruns the timeout.
+#pragma once
+
+#include <mpi.h>
+
+#include "collectives/communicator.h"
+#include "collectives/host_executor.h"
+#include "collectives/watchdog.h"
+
+namespace engine {
+
+class MpiCommunicator : public Communicator {
+ public:
+  MpiCommunicator(MPI_Comm comm, CommInfo info, CommOptions options);
+  ~MpiCommunicator() override;
+
+  bool supports(Device device) const override { return device.is_cpu(); }
+
+ protected:
+  Work execute(const CollectiveRequest& request, const OpContext& context, Stream& stream,
+               bool blocking) override;
+
+ private:
+  void run(const CollectiveRequest& request);
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  Watchdog watchdog_;
+  HostExecutor executor_;  // last: its jobs use the members above
+};
+
+// The MPI datatype and op that reduce `dtype` with `op` (avg: the sum; divide afterwards).
+MPI_Datatype mpi_datatype(DType dtype);
+MPI_Op mpi_reduce_op(DType dtype, ReduceOp op);
+
+}  // namespace engine

@@ -1,0 +1,33 @@
+#include "collectives/nccl_comm.h"
+
+#include "collectives/check_mpi.h"
+#include "collectives/check_nccl.h"
+#include "kernels/cuda/cuda_runtime.h"
+#include "kernels/error.h"
+
+namespace engine {
+
+NcclComm::NcclComm(MPI_Comm comm, Device device) : device_(device) {
+  ENGINE_REQUIRE(device.is_cuda(), "NcclComm needs a CUDA device, not " + device.str());
+  CHECK_MPI(MPI_Comm_rank(comm, &rank_));
+  CHECK_MPI(MPI_Comm_size(comm, &size_));
+  ncclUniqueId id{};
+  if (rank_ == 0) CHECK_NCCL(ncclGetUniqueId(&id));
+  CHECK_MPI(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, comm));
+  cuda_runtime::set_device(device.index);
+  CHECK_NCCL(ncclCommInitRank(&comm_, size_, id, rank_));
+}
+
+NcclComm::~NcclComm() {
+  if (comm_ != nullptr && !aborted_.load()) ncclCommDestroy(comm_);
+}
+
+void NcclComm::abort() {
+  if (comm_ != nullptr && !aborted_.exchange(true)) ncclCommAbort(comm_);
+}
+
+ncclDataType_t nccl_datatype(DType dtype) {
+  return dtype == DType::f32 ? ncclFloat32 : ncclBfloat16;
+}
+
+}  // namespace engine

@@ -1,0 +1,95 @@
+#include "collectives/ring_communicator.h"
+
+#include "collectives/stream_work.h"
+#include "kernels/error.h"
+
+namespace engine {
+
+RingCommunicator::RingCommunicator(std::unique_ptr<Transport> transport, CommInfo info,
+                                   CommOptions options)
+    : Communicator(std::move(info), std::move(options)),
+      transport_(std::move(transport)),
+      algorithms_(*transport_, transport_device()),
+      executor_(name()) {
+  ENGINE_REQUIRE(transport_->rank() == rank() && transport_->world() == size(),
+                 "RingCommunicator: transport rank/world differ from the communicator's");
+  if (transport_->stream() != nullptr) {
+    watchdog_ = std::make_unique<Watchdog>([this] { transport_->abort(); });
+  }
+}
+
+RingCommunicator::~RingCommunicator() = default;
+
+Device RingCommunicator::transport_device() const {
+  Stream* stream = transport_->stream();
+  return stream != nullptr ? stream->device() : Device::cpu();
+}
+
+bool RingCommunicator::supports(Device device) const {
+  return device.kind == transport_->memory() && (device.is_cpu() || device == transport_device());
+}
+
+Work RingCommunicator::execute(const CollectiveRequest& request, const OpContext& context,
+                               Stream& stream, bool blocking) {
+  if (transport_->stream() == nullptr) {
+    if (blocking) {
+      executor_.run([&] { run(request, context); });
+      return {};
+    }
+    return executor_.submit([this, request, context] { run(request, context); });
+  }
+  // Device transport: queue on the communication stream after the caller's work.
+  Stream& comm = *transport_->stream();
+  order_after(comm, stream);
+  executor_.run([&] { run(request, context); });
+  auto state = std::make_shared<StreamWorkState>(comm, context);
+  watchdog_->watch(context, [event = state->event()] { return event->done(); });
+  if (blocking) {
+    // A barrier is about the host: it returns once every rank has entered it. Other blocking
+    // collectives order the caller's stream after them, like any CUDA op.
+    if (request.kind == CollectiveKind::barrier) {
+      state->wait();
+    } else {
+      state->wait(stream);
+    }
+  }
+  return Work(state);
+}
+
+void RingCommunicator::run(const CollectiveRequest& request, const OpContext& context) {
+  transport_->begin(context);
+  const Tensor& reference = request.reference();
+  const DType dtype = reference.dtype();
+  // The request's tensors are handles; the collective writes through the output's.
+  void* output = const_cast<void*>(request.output.defined() ? request.output.raw_data() : nullptr);
+  const void* input = request.input.defined() ? request.input.raw_data() : nullptr;
+  switch (request.kind) {
+    case CollectiveKind::all_reduce:
+      algorithms_.all_reduce(output, reference.numel(), dtype, request.op);
+      break;
+    case CollectiveKind::broadcast:
+      algorithms_.broadcast(output, reference.numel(), dtype, request.root);
+      break;
+    case CollectiveKind::reduce:
+      algorithms_.reduce(output, reference.numel(), dtype, request.op, request.root);
+      break;
+    case CollectiveKind::all_gather:
+      algorithms_.all_gather(input, output, request.input.numel(), dtype);
+      break;
+    case CollectiveKind::reduce_scatter:
+      algorithms_.reduce_scatter(input, output, request.output.numel(), dtype, request.op);
+      break;
+    case CollectiveKind::gather:
+      algorithms_.gather(input, output, request.input.numel(), dtype, request.root);
+      break;
+    case CollectiveKind::scatter:
+      algorithms_.scatter(input, output, request.output.numel(), dtype, request.root);
+      break;
+    case CollectiveKind::barrier:
+      algorithms_.barrier();
+      break;
+  }
+  transport_->finish();
+}
+
+}  // namespace engine

@@ -1,0 +1,41 @@
+// RingCommunicator: our collectives (ring_algorithms.h) over a Transport. Host transports
+// (shm, mpi) run each collective on the caller's thread, or on the communicator's worker
+// thread for *_async calls, one at a time in issue order. Device transports (nccl) queue
+// everything on the transport's stream, ordered after the caller's stream.
+#pragma once
+
+#include <memory>
+
+#include "collectives/communicator.h"
+#include "collectives/host_executor.h"
+#include "collectives/ring_algorithms.h"
+#include "collectives/transport.h"
+#include "collectives/watchdog.h"
+
+namespace engine {
+
+class RingCommunicator : public Communicator {
+ public:
+  // info.rank/size must match the transport's.
+  RingCommunicator(std::unique_ptr<Transport> transport, CommInfo info, CommOptions options);
+  ~RingCommunicator() override;
+
+  bool supports(Device device) const override;
+  Transport& transport() { return *transport_; }
+
+ protected:
+  Work execute(const CollectiveRequest& request, const OpContext& context, Stream& stream,
+               bool blocking) override;
+
+ private:
+  void run(const CollectiveRequest& request, const OpContext& context);
+  Device transport_device() const;
+
+  // Declared in this order so the executor (whose jobs use the rest) goes first.
+  std::unique_ptr<Transport> transport_;
+  RingAlgorithms algorithms_;
+  std::unique_ptr<Watchdog> watchdog_;  // device transports only
+  HostExecutor executor_;
+};
+
+}  // namespace engine

@@ -1,0 +1,70 @@
+#include "collectives/timeout.h"
+
+#include <mpi.h>
+#include <sched.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+namespace engine {
+
+std::string timeout_message(const OpContext& context, int peer, std::string_view waiting_for,
+                            double waited_seconds, std::string_view note) {
+  char waited[32];
+  std::snprintf(waited, sizeof(waited), "%.1f", waited_seconds);
+  std::string message = rank_prefix();
+  message.append(context.op).append(" #").append(std::to_string(context.sequence));
+  message.append(" (").append(context.impl).append(", ");
+  message.append(std::to_string(context.bytes)).append(" bytes) timed out after ");
+  message.append(waited).append(" s: rank ").append(std::to_string(context.rank));
+  if (peer >= 0) {
+    message.append(" waited for ")
+        .append(waiting_for)
+        .append(" rank ")
+        .append(std::to_string(peer));
+    message.append(", which never answered");
+  } else {
+    message.append(" waited for ").append(waiting_for);
+    message.append(" (the library does not say which rank never answered)");
+  }
+  if (!note.empty()) message.append("; ").append(note);
+  return message;
+}
+
+void abort_job(const std::string& message, int exit_code) {
+  std::fprintf(stderr, "%s; aborting the job\n", message.c_str());
+  std::fflush(stderr);
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, exit_code);
+  std::_Exit(exit_code);
+}
+
+void handle_timeout(const OpContext& context, int peer, std::string_view waiting_for,
+                    double waited_seconds, std::string_view note) {
+  std::string message = timeout_message(context, peer, waiting_for, waited_seconds, note);
+  if (context.on_timeout == TimeoutAction::throw_error) throw CollectiveTimeout(message);
+  abort_job(message, kCollectiveTimeoutExitCode);
+}
+
+void Backoff::pause() {
+  ++iteration_;
+  if (iteration_ <= spin_iterations_) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  } else if (iteration_ <= spin_iterations_ + 200) {
+    sched_yield();
+  } else {
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+int spin_iterations_for(int ranks_on_host) {
+  const unsigned cores = std::thread::hardware_concurrency();
+  return (cores != 0 && static_cast<unsigned>(ranks_on_host) > cores) ? 0 : 2000;
+}
+
+}  // namespace engine

@@ -1,0 +1,119 @@
+// Inputs and expected results shared by the collectives suites, nccl-tests style: every
+// rank builds its input from (seed, rank, index), so each rank computes locally what a
+// collective must produce. Inputs are small integers, exact in bf16 and in every partial
+// sum of up to 8 ranks, so results do not depend on the order of reduction and can be
+// compared bit for bit.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "collectives/reduce_op.h"
+#include "kernels/dtype.h"
+
+namespace engine::testing {
+
+// An integer in [-8, 8] from (seed, rank, index).
+inline float input_value(uint32_t seed, int rank, int64_t index) {
+  uint64_t h = seed * 0x9E3779B97F4A7C15ull ^
+               (static_cast<uint64_t>(rank) + 1) * 0xC2B2AE3D27D4EB4Full ^
+               static_cast<uint64_t>(index) * 0x165667B19E3779F9ull;
+  h ^= h >> 29;
+  h *= 0xBF58476D1CE4E5B9ull;
+  h ^= h >> 32;
+  return static_cast<float>(static_cast<int>(h % 17) - 8);
+}
+
+inline std::vector<float> inputs(uint32_t seed, int rank, int64_t count, int64_t first = 0) {
+  std::vector<float> values(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i)
+    values[i] = input_value(seed, rank, first + i);
+  return values;
+}
+
+inline float round_to(DType dtype, float value) {
+  return dtype == DType::bf16 ? static_cast<float>(bf16(value)) : value;
+}
+
+// op over ranks 0..world-1 of input_value(seed, rank, index), as stored in dtype.
+inline float expected_reduction(ReduceOp op, DType dtype, uint32_t seed, int world, int64_t index) {
+  float result = input_value(seed, 0, index);
+  for (int rank = 1; rank < world; ++rank) {
+    const float value = input_value(seed, rank, index);
+    result = op == ReduceOp::max   ? std::max(result, value)
+             : op == ReduceOp::min ? std::min(result, value)
+                                   : result + value;
+  }
+  if (op == ReduceOp::avg) result = result / static_cast<float>(world);
+  return round_to(dtype, result);
+}
+
+inline std::vector<float> expected_reductions(ReduceOp op, DType dtype, uint32_t seed, int world,
+                                              int64_t count, int64_t first = 0) {
+  std::vector<float> values(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i)
+    values[i] = expected_reduction(op, dtype, seed, world, first + i);
+  return values;
+}
+
+// Values stored as dtype in host bytes, and back.
+inline std::vector<std::byte> encode(DType dtype, const std::vector<float>& values) {
+  std::vector<std::byte> bytes(values.size() * dtype_size(dtype));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (dtype == DType::f32) {
+      std::memcpy(bytes.data() + 4 * i, &values[i], 4);
+    } else {
+      const uint16_t bits = bf16::from_float(values[i]);
+      std::memcpy(bytes.data() + 2 * i, &bits, 2);
+    }
+  }
+  return bytes;
+}
+
+inline std::vector<float> decode(DType dtype, const void* data, int64_t count) {
+  const auto* bytes = static_cast<const std::byte*>(data);
+  std::vector<float> values(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    if (dtype == DType::f32) {
+      std::memcpy(&values[i], bytes + 4 * i, 4);
+    } else {
+      uint16_t bits = 0;
+      std::memcpy(&bits, bytes + 2 * i, 2);
+      values[i] = static_cast<float>(bf16::from_bits(bits));
+    }
+  }
+  return values;
+}
+
+// How many elements differ (bitwise, NaN == NaN), and a description of the first one.
+struct Mismatch {
+  int64_t count = 0;
+  std::string first;
+};
+inline Mismatch compare(const std::vector<float>& expected, const std::vector<float>& actual) {
+  Mismatch mismatch;
+  if (expected.size() != actual.size()) {
+    mismatch.count = -1;
+    mismatch.first =
+        "sizes differ: " + std::to_string(expected.size()) + " vs " + std::to_string(actual.size());
+    return mismatch;
+  }
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const bool both_nan = expected[i] != expected[i] && actual[i] != actual[i];
+    if (both_nan || std::memcmp(&expected[i], &actual[i], sizeof(float)) == 0) continue;
+    if (mismatch.count++ == 0) {
+      mismatch.first = "element " + std::to_string(i) + ": expected " +
+                       std::to_string(expected[i]) + ", got " + std::to_string(actual[i]);
+    }
+  }
+  return mismatch;
+}
+
+inline const char* dtype_label(DType dtype) {
+  return dtype == DType::f32 ? "f32" : "bf16";
+}
+
+}  // namespace engine::testing

@@ -1,0 +1,327 @@
+// Every collective of every communicator this machine can run, under mpirun with 1-4 ranks
+// (and as a plain process: a world of one), against results each rank computes locally:
+// all reduce ops, f32 and bf16, sizes 0, 1, world-1, primes, 1 MiB + 3 elements and (once
+// per communicator) 64 MiB; async collectives overlapping with compute, many in flight at
+// once, bit-identical results on every rank, and argument errors that leave the
+// communicator usable. CUDA communicators run the same cases on GPUs and are skipped, with
+// the reason, where there are none.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "collective_cases.h"
+#include "collectives/comm_factory.h"
+#include "mpi_main.h"
+
+namespace engine {
+namespace {
+
+using testing::compare;
+using testing::expected_reductions;
+using testing::inputs;
+using testing::session;
+
+const DType kDTypes[] = {DType::f32, DType::bf16};
+const ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min};
+
+// One communicator per implementation for the whole run (creating one is collective).
+std::map<std::string, std::unique_ptr<Communicator>>& communicators() {
+  static std::map<std::string, std::unique_ptr<Communicator>> cache;
+  return cache;
+}
+class ReleaseCommunicators : public ::testing::Environment {
+ public:
+  void TearDown() override { communicators().clear(); }
+};
+
+class Collectives : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    const std::string why = communicator_unavailable_reason(GetParam(), *session());
+    if (!why.empty()) GTEST_SKIP() << why;
+    auto& comm = communicators()[GetParam()];
+    if (!comm) {
+      CommOptions options;
+      options.timeout = std::chrono::seconds(60);  // a hang ends the job, never the CI
+      comm = make_communicator(GetParam(), *session(), options);
+    }
+    comm_ = comm.get();
+    device_ =
+        GetParam().find("nccl") != std::string::npos ? session()->device("cuda") : Device::cpu();
+    stream_ = std::make_unique<Stream>(device_);
+    rank_ = comm_->rank();
+    world_ = comm_->size();
+  }
+
+  Tensor tensor(const std::vector<float>& values, DType dtype) {
+    return Tensor::from_floats({static_cast<int64_t>(values.size())}, values, dtype)
+        .to(device_, *stream_);
+  }
+  std::vector<float> values(const Tensor& tensor) { return tensor.to_floats(*stream_); }
+  void expect_values(const std::vector<float>& expected, const Tensor& actual,
+                     const std::string& what) {
+    const testing::Mismatch mismatch = compare(expected, values(actual));
+    EXPECT_EQ(mismatch.count, 0) << what << ": " << mismatch.first;
+  }
+  std::string label(const char* op, DType dtype, int64_t count, ReduceOp reduce = ReduceOp::sum,
+                    int root = 0) const {
+    return std::string(op) + " " + testing::dtype_label(dtype) + " count " + std::to_string(count) +
+           " " + std::string(reduce_op_name(reduce)) + " root " + std::to_string(root) +
+           " on rank " + std::to_string(rank_) + "/" + std::to_string(world_);
+  }
+  std::vector<int64_t> counts() const { return {0, 1, world_ - 1, 7, 13, 1021, 65537}; }
+  std::vector<float> gathered(uint32_t seed, int64_t block) const {
+    std::vector<float> all;
+    for (int r = 0; r < world_; ++r) {
+      const auto part = inputs(seed, r, block);
+      all.insert(all.end(), part.begin(), part.end());
+    }
+    return all;
+  }
+
+  Communicator* comm_ = nullptr;
+  Device device_;
+  std::unique_ptr<Stream> stream_;
+  int rank_ = 0;
+  int world_ = 1;
+};
+
+TEST_P(Collectives, AllReduceEveryOpDtypeAndSize) {
+  uint32_t seed = 1;
+  std::vector<int64_t> sizes = counts();
+  sizes.push_back((int64_t{1} << 20) + 3);
+  for (DType dtype : kDTypes) {
+    for (int64_t count : sizes) {
+      for (ReduceOp op : kOps) {
+        ++seed;
+        Tensor data = tensor(inputs(seed, rank_, count), dtype);
+        comm_->all_reduce(data, op, *stream_);
+        expect_values(expected_reductions(op, dtype, seed, world_, count), data,
+                      label("all_reduce", dtype, count, op));
+      }
+    }
+  }
+}
+
+TEST_P(Collectives, AllReduce64MiB) {
+  const int64_t count = int64_t{16} << 20;  // 64 MiB of f32
+  std::vector<float> mine(count), expected(count);
+  for (int64_t i = 0; i < count; ++i) {
+    const float base = static_cast<float>(i % 7) - 3.f;
+    mine[i] = base + static_cast<float>(rank_);
+    expected[i] = base * world_ + static_cast<float>(world_ * (world_ - 1) / 2);
+  }
+  Tensor data = tensor(mine, DType::f32);
+  comm_->all_reduce(data, ReduceOp::sum, *stream_);
+  expect_values(expected, data, label("all_reduce", DType::f32, count));
+}
+
+TEST_P(Collectives, ReduceScatterAndAllGather) {
+  uint32_t seed = 1000;
+  for (DType dtype : kDTypes) {
+    for (int64_t block : counts()) {
+      for (ReduceOp op : kOps) {
+        ++seed;
+        const Tensor input = tensor(inputs(seed, rank_, world_ * block), dtype);
+        Tensor output = tensor(std::vector<float>(block, -99.f), dtype);
+        comm_->reduce_scatter(input, output, op, *stream_);
+        expect_values(expected_reductions(op, dtype, seed, world_, block, rank_ * block), output,
+                      label("reduce_scatter", dtype, block, op));
+      }
+      const Tensor own = tensor(inputs(seed, rank_, block), dtype);
+      Tensor all = tensor(std::vector<float>(world_ * block, -99.f), dtype);
+      comm_->all_gather(own, all, *stream_);
+      expect_values(gathered(seed, block), all, label("all_gather", dtype, block));
+    }
+  }
+}
+
+TEST_P(Collectives, BroadcastReduceGatherScatterFromEveryKindOfRoot) {
+  uint32_t seed = 2000;
+  for (DType dtype : kDTypes) {
+    for (int64_t count : counts()) {
+      for (int root : {0, world_ - 1, world_ / 2}) {
+        ++seed;
+        Tensor data = tensor(inputs(seed, rank_, count), dtype);
+        comm_->broadcast(data, root, *stream_);
+        expect_values(inputs(seed, root, count), data,
+                      label("broadcast", dtype, count, ReduceOp::sum, root));
+
+        const ReduceOp op = kOps[seed % 4];
+        Tensor reduced = tensor(inputs(seed, rank_, count), dtype);
+        comm_->reduce(reduced, root, op, *stream_);
+        expect_values(rank_ == root ? expected_reductions(op, dtype, seed, world_, count)
+                                    : inputs(seed, rank_, count),
+                      reduced, label("reduce", dtype, count, op, root));
+
+        const Tensor own = tensor(inputs(seed, rank_, count), dtype);
+        Tensor at_root =
+            rank_ == root ? tensor(std::vector<float>(world_ * count, -99.f), dtype) : Tensor();
+        comm_->gather(own, at_root, root, *stream_);
+        if (rank_ == root)
+          expect_values(gathered(seed, count), at_root,
+                        label("gather", dtype, count, ReduceOp::sum, root));
+
+        const Tensor from_root =
+            rank_ == root ? tensor(gathered(seed + 7, count), dtype) : Tensor();
+        Tensor mine = tensor(std::vector<float>(count, -99.f), dtype);
+        comm_->scatter(from_root, mine, root, *stream_);
+        expect_values(inputs(seed + 7, rank_, count), mine,
+                      label("scatter", dtype, count, ReduceOp::sum, root));
+      }
+    }
+  }
+}
+
+TEST_P(Collectives, BarrierWaitsForTheSlowestRank) {
+  if (world_ == 1) GTEST_SKIP() << "a world of one has nobody to wait for";
+  comm_->barrier();
+  const auto start = std::chrono::steady_clock::now();
+  if (rank_ == 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  comm_->barrier();
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GE(waited, 0.25) << "rank " << rank_ << " left the barrier before rank 0 entered it";
+}
+
+TEST_P(Collectives, AsyncAllReduceOverlapsWithComputeOnTheCaller) {
+  const int64_t count = (int64_t{1} << 20) + 3;
+  Tensor data = tensor(inputs(77, rank_, count), DType::f32);
+  Work work = comm_->all_reduce_async(data, ReduceOp::sum, *stream_);
+  // The caller keeps computing while the collective runs elsewhere, polling test().
+  std::vector<double> scratch(1 << 16, 1.0);
+  double accumulated = 0;
+  int64_t rounds = 0;
+  while (!work.test()) {
+    for (double& v : scratch)
+      accumulated += (v *= 1.0000001);
+    ++rounds;
+  }
+  work.wait();
+  EXPECT_GT(accumulated, 0);
+  expect_values(expected_reductions(ReduceOp::sum, DType::f32, 77, world_, count), data,
+                label("all_reduce_async", DType::f32, count) + " after " + std::to_string(rounds) +
+                    " rounds of compute");
+}
+
+TEST_P(Collectives, ManyCollectivesInFlightAtOnceOnDifferentBuffers) {
+  struct InFlight {
+    Tensor tensor;
+    std::vector<float> expected;
+    std::string what;
+    Work work;
+  };
+  std::vector<InFlight> flights;
+  uint32_t seed = 3000;
+  for (int k = 0; k < 16; ++k) {
+    ++seed;
+    const int64_t count = counts()[k % counts().size()] + k;
+    const ReduceOp op = kOps[k % 4];
+    const DType dtype = kDTypes[(k / 4) % 2];
+    InFlight flight{tensor(inputs(seed, rank_, count), dtype),
+                    expected_reductions(op, dtype, seed, world_, count),
+                    label("all_reduce_async", dtype, count, op), Work()};
+    flight.work = comm_->all_reduce_async(flight.tensor, op, *stream_);
+    flights.push_back(std::move(flight));
+  }
+  // Other collectives queue behind them, and a blocking one after those must still see
+  // every earlier collective finished in order.
+  const int64_t block = 1021;
+  const Tensor own = tensor(inputs(++seed, rank_, block), DType::f32);
+  Tensor all = tensor(std::vector<float>(world_ * block, -1.f), DType::f32);
+  Work gather_work = comm_->all_gather_async(own, all, *stream_);
+  Tensor shared = tensor(inputs(seed, rank_, 4099), DType::bf16);
+  Work broadcast_work = comm_->broadcast_async(shared, world_ - 1, *stream_);
+  Work barrier_work = comm_->barrier_async();
+  Tensor last = tensor(inputs(seed + 1, rank_, 999), DType::f32);
+  comm_->all_reduce(last, ReduceOp::max, *stream_);
+  expect_values(expected_reductions(ReduceOp::max, DType::f32, seed + 1, world_, 999), last,
+                "blocking after async");
+
+  barrier_work.wait();
+  broadcast_work.wait();
+  gather_work.wait();
+  expect_values(inputs(seed, world_ - 1, 4099), shared, "broadcast_async");
+  expect_values(gathered(seed, block), all, "all_gather_async");
+  for (auto it = flights.rbegin(); it != flights.rend(); ++it) {
+    it->work.wait();
+    EXPECT_TRUE(it->work.test());
+    expect_values(it->expected, it->tensor, it->what);
+  }
+}
+
+TEST_P(Collectives, ResultsAreBitIdenticalOnEveryRankForInexactInputs) {
+  for (int64_t count : {int64_t{5}, int64_t{100003}}) {
+    std::vector<float> mine(count);
+    for (int64_t i = 0; i < count; ++i)
+      mine[i] = 1.f / (1.f + rank_ + 0.37f * i);
+    Tensor data = tensor(mine, DType::f32);
+    comm_->all_reduce(data, ReduceOp::sum, *stream_);
+    std::vector<float> result = values(data), from_rank0 = result;
+    MPI_Bcast(from_rank0.data(), static_cast<int>(count), MPI_FLOAT, 0, session()->comm());
+    EXPECT_EQ(compare(from_rank0, result).count, 0) << "rank " << rank_ << " differs from rank 0";
+    double expected = 0;
+    for (int r = 0; r < world_; ++r)
+      expected += 1.0 / (1.0 + r + 0.37 * 3);
+    EXPECT_NEAR(result[3], expected, 1e-5 * world_);
+  }
+}
+
+TEST_P(Collectives, ArgumentErrorsNameTheProblemAndLeaveTheCommunicatorUsable) {
+  const Tensor input = tensor(std::vector<float>(4, 1.f), DType::f32);
+  Tensor wrong = tensor(std::vector<float>(4 * world_ + 1, 0.f), DType::f32);
+  try {
+    comm_->all_gather(input, wrong, *stream_);
+    ADD_FAILURE() << "all_gather with a wrong output size did not throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("all_gather on rank " + std::to_string(rank_)),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(comm_->broadcast(wrong, world_, *stream_), Error);  // root out of range
+  Tensor data = tensor(inputs(5, rank_, 33), DType::f32);
+  comm_->all_reduce(data, ReduceOp::sum, *stream_);
+  expect_values(expected_reductions(ReduceOp::sum, DType::f32, 5, world_, 33), data,
+                "after errors");
+}
+
+INSTANTIATE_TEST_SUITE_P(Communicators, Collectives,
+                         ::testing::Values("ring-shm", "ring-mpi", "mpi", "ring-nccl", "nccl"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+TEST(Bootstrap, WorldMatchesMpiAndLocalRanksNumberThisHost) {
+  int size = 0, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const WorldInfo& world = session()->world();
+  EXPECT_EQ(world.size, size);
+  EXPECT_EQ(world.rank, rank);
+  // CI runs every rank on one host.
+  EXPECT_EQ(world.local_size, size);
+  EXPECT_EQ(world.local_rank, rank);
+  EXPECT_EQ(process_rank(), size > 1 ? rank : -1);
+}
+
+TEST(Bootstrap, UnknownCommunicatorSaysWhichExist) {
+  try {
+    make_communicator("ring-carrier-pigeon", *session());
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ring-shm, ring-mpi"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace engine
+
+int main(int argc, char** argv) {
+  ::testing::AddGlobalTestEnvironment(new engine::ReleaseCommunicators);
+  return engine::testing::run_all_tests_on_every_rank(argc, argv);
+}

@@ -1,0 +1,102 @@
+// The CPU combining step: every op on f32 and bf16 against a naive fp64 reference rounded
+// once, avg's division, NaN propagation of max/min, and in-place use (dst aliasing a).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "collective_cases.h"
+#include "collectives/cpu/reduce.h"
+#include "kernels/error.h"
+
+namespace engine {
+namespace {
+
+using testing::compare;
+using testing::decode;
+using testing::encode;
+using testing::round_to;
+
+std::vector<float> random_values(int64_t n, uint32_t seed, DType dtype) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-100.f, 100.f);
+  std::vector<float> values(n);
+  for (float& v : values)
+    v = round_to(dtype, uniform(rng));
+  return values;
+}
+
+float reference(ReduceOp op, float a, float b, int divisor) {
+  if (std::isnan(a) || std::isnan(b)) {
+    if (op == ReduceOp::max || op == ReduceOp::min) return std::isnan(a) ? a : b;
+  }
+  float value = op == ReduceOp::max ? std::max(a, b) : op == ReduceOp::min ? std::min(a, b) : a + b;
+  return divisor == 1 ? value : value / static_cast<float>(divisor);
+}
+
+TEST(CpuReduce, EveryOpAndDtypeMatchesTheReference) {
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min}) {
+      for (int divisor : {1, 3}) {
+        for (int64_t n : {0, 1, 7, 64, 1001}) {
+          SCOPED_TRACE(std::string(testing::dtype_label(dtype)) + " " +
+                       std::string(reduce_op_name(op)) + " divisor " + std::to_string(divisor) +
+                       " n " + std::to_string(n));
+          const auto a = random_values(n, 1, dtype), b = random_values(n, 2, dtype);
+          std::vector<float> expected(n);
+          for (int64_t i = 0; i < n; ++i)
+            expected[i] = round_to(dtype, reference(op, a[i], b[i], divisor));
+          auto bytes_a = encode(dtype, a), bytes_b = encode(dtype, b);
+          std::vector<std::byte> out(bytes_a.size());
+          cpu::reduce({dtype, op, divisor}, out.data(), bytes_a.data(), bytes_b.data(), n);
+          const auto mismatch = compare(expected, decode(dtype, out.data(), n));
+          EXPECT_EQ(mismatch.count, 0) << mismatch.first;
+          // In place, as the ring uses it: dst == a.
+          cpu::reduce({dtype, op, divisor}, bytes_a.data(), bytes_a.data(), bytes_b.data(), n);
+          EXPECT_EQ(compare(expected, decode(dtype, bytes_a.data(), n)).count, 0);
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuReduce, MaxAndMinPropagateNaNFromEitherSide) {
+  const std::vector<float> a = {NAN, 1.f, NAN}, b = {2.f, NAN, NAN};
+  for (ReduceOp op : {ReduceOp::max, ReduceOp::min}) {
+    std::vector<float> out(3);
+    cpu::reduce({DType::f32, op, 1}, out.data(), a.data(), b.data(), 3);
+    for (float v : out)
+      EXPECT_TRUE(std::isnan(v)) << reduce_op_name(op);
+  }
+}
+
+TEST(CpuReduce, Bf16SumRoundsOnceFromFp32) {
+  // 1 + 2^-8 is not a bf16; the fp32 sum is rounded once, to nearest even (down to 1).
+  const auto a = encode(DType::bf16, {1.f, 1.f}),
+             b = encode(DType::bf16, {0.00390625f, 0.01171875f});
+  std::vector<std::byte> out(a.size());
+  cpu::reduce({DType::bf16, ReduceOp::sum, 1}, out.data(), a.data(), b.data(), 2);
+  const auto values = decode(DType::bf16, out.data(), 2);
+  EXPECT_EQ(values[0], 1.f);
+  EXPECT_EQ(values[1], 1.015625f);  // 1.01171875 rounds up to the next bf16
+}
+
+TEST(CpuReduce, DivideRoundsOnce) {
+  auto data = encode(DType::bf16, {3.f, -7.f, 0.f});
+  cpu::divide(DType::bf16, data.data(), 3, 3);
+  const auto values = decode(DType::bf16, data.data(), 3);
+  EXPECT_EQ(values[0], 1.f);
+  EXPECT_EQ(values[1], round_to(DType::bf16, -7.f / 3.f));
+  EXPECT_EQ(values[2], 0.f);
+}
+
+TEST(ReduceOpNames, RoundTripAndRejectUnknown) {
+  for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min}) {
+    EXPECT_EQ(parse_reduce_op(reduce_op_name(op)), op);
+  }
+  EXPECT_THROW(parse_reduce_op("prod"), Error);
+}
+
+}  // namespace
+}  // namespace engine
