@@ -100,7 +100,9 @@ std::vector<float> flip_filters(const Conv2dShape& shape, const float* w) {
   // axes reverses the tap order), in 16 x 16 blocks so reads and writes both stay in cache.
   constexpr int64_t kBlock = 16;
   const int64_t channel_blocks = (C + kBlock - 1) / kBlock;
-  parallel_for(taps * channel_blocks, [&](int64_t job) {
+  // A few hundred jobs of 16 x K elements each: parallel whatever parallel_for's threshold.
+#pragma omp parallel for schedule(static)
+  for (int64_t job = 0; job < taps * channel_blocks; ++job) {
     const int64_t tap = job / channel_blocks, c0 = (job % channel_blocks) * kBlock;
     const int64_t c1 = std::min(C, c0 + kBlock);
     for (int64_t k0 = 0; k0 < K; k0 += kBlock) {
@@ -111,8 +113,15 @@ std::vector<float> flip_filters(const Conv2dShape& shape, const float* w) {
           out[k] = w[(k * taps + tap) * C + c];
       }
     }
-  });
+  }
   return flipped;
+}
+
+// Which orientation the filter-gradient GEMM takes. Measured on ResNet-18's layers (AVX-512
+// kernel, 2 threads): with few output channels and many taps * C, dW^T = col^T dY ran
+// 1.1-1.5x faster; with 256+ output channels dW = dY^T col ran up to 2x faster.
+bool filter_gradient_transposed(const Conv2dShape& shape) {
+  return shape.out_channels <= 128 && shape.gemm_k() >= 2 * shape.out_channels;
 }
 
 }  // namespace
@@ -166,7 +175,7 @@ void conv2d_backward_filter(const Conv2dShape& shape, DType dtype, const void* x
   if (shape.is_pointwise()) {
     sgemm(true, false, channels_out, k, m, 1.f, grad_out.data(), channels_out, input.data(), k,
           first_beta, grad_filter.data(), k);
-  } else {
+  } else if (filter_gradient_transposed(shape)) {
     // dW^T [taps*C x K] = col^T * dY: the long side (taps * C) becomes the GEMM's M and the
     // small dY chunk is what gets packed, instead of the column matrix (taps * C / K times
     // larger). One transpose into dW at the end.
@@ -182,6 +191,11 @@ void conv2d_backward_filter(const Conv2dShape& shape, DType dtype, const void* x
         const float value = transposed[tap_channel * channels_out + kout];
         out[kout * k + tap_channel] = value + first_beta * out[kout * k + tap_channel];
       }
+    });
+  } else {
+    for_each_column_chunk(shape, input.data(), [&](int64_t first, int64_t end, const float* col) {
+      sgemm(true, false, channels_out, k, end - first, 1.f, grad_out.data() + first * channels_out,
+            channels_out, col, k, first == 0 ? first_beta : 1.f, grad_filter.data(), k);
     });
   }
   grad_filter.commit();

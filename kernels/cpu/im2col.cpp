@@ -23,10 +23,17 @@ void im2col(const Conv2dShape& shape, const float* x, int64_t first_row, int64_t
       const int64_t h = p * shape.stride_h - shape.pad_h + r * shape.dilation_h;
       for (int64_t s = 0; s < shape.kernel_w; ++s, dst += channels) {
         const int64_t w = q * shape.stride_w - shape.pad_w + s * shape.dilation_w;
-        if (h < 0 || h >= shape.in_h || w < 0 || w >= shape.in_w) {
+        const bool padding = h < 0 || h >= shape.in_h || w < 0 || w >= shape.in_w;
+        const float* src =
+            padding ? nullptr : x + ((n * shape.in_h + h) * shape.in_w + w) * channels;
+        if (channels < 16) {
+          // A few channels (the RGB stem): a plain loop beats a memcpy call per tap.
+          for (int64_t c = 0; c < channels; ++c)
+            dst[c] = padding ? 0.f : src[c];
+        } else if (padding) {
           std::memset(dst, 0, channel_bytes);
         } else {
-          std::memcpy(dst, x + ((n * shape.in_h + h) * shape.in_w + w) * channels, channel_bytes);
+          std::memcpy(dst, src, channel_bytes);
         }
       }
     }
