@@ -13,6 +13,7 @@
 
 #include "collectives/reduce_op.h"
 #include "kernels/dtype.h"
+#include "tests/dtype_bytes.h"
 
 namespace engine::testing {
 
@@ -56,35 +57,6 @@ inline std::vector<float> expected_reductions(ReduceOp op, DType dtype, uint32_t
   std::vector<float> values(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i)
     values[i] = expected_reduction(op, dtype, seed, world, first + i);
-  return values;
-}
-
-// Values stored as dtype in host bytes, and back.
-inline std::vector<std::byte> encode(DType dtype, const std::vector<float>& values) {
-  std::vector<std::byte> bytes(values.size() * dtype_size(dtype));
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (dtype == DType::f32) {
-      std::memcpy(bytes.data() + 4 * i, &values[i], 4);
-    } else {
-      const uint16_t bits = bf16::from_float(values[i]);
-      std::memcpy(bytes.data() + 2 * i, &bits, 2);
-    }
-  }
-  return bytes;
-}
-
-inline std::vector<float> decode(DType dtype, const void* data, int64_t count) {
-  const auto* bytes = static_cast<const std::byte*>(data);
-  std::vector<float> values(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) {
-    if (dtype == DType::f32) {
-      std::memcpy(&values[i], bytes + 4 * i, 4);
-    } else {
-      uint16_t bits = 0;
-      std::memcpy(&bits, bytes + 2 * i, 2);
-      values[i] = static_cast<float>(bf16::from_bits(bits));
-    }
-  }
   return values;
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/dtype.h"
+#include "tests/dtype_bytes.h"
 
 namespace engine::testing {
 
@@ -37,34 +38,6 @@ inline std::vector<float> make_inputs(int64_t n, uint32_t seed, DType dtype) {
 
 inline float round_to(DType dtype, float value) {
   return dtype == DType::bf16 ? static_cast<float>(bf16(value)) : value;
-}
-
-// Host bytes of values stored as dtype, and back.
-inline std::vector<std::byte> encode(DType dtype, const std::vector<float>& values) {
-  std::vector<std::byte> bytes(values.size() * dtype_size(dtype));
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (dtype == DType::f32) {
-      std::memcpy(bytes.data() + 4 * i, &values[i], 4);
-    } else {
-      const uint16_t bits = bf16::from_float(values[i]);
-      std::memcpy(bytes.data() + 2 * i, &bits, 2);
-    }
-  }
-  return bytes;
-}
-
-inline std::vector<float> decode(DType dtype, const std::byte* bytes, int64_t n) {
-  std::vector<float> values(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    if (dtype == DType::f32) {
-      std::memcpy(&values[i], bytes + 4 * i, 4);
-    } else {
-      uint16_t bits = 0;
-      std::memcpy(&bits, bytes + 2 * i, 2);
-      values[i] = static_cast<float>(bf16::from_bits(bits));
-    }
-  }
-  return values;
 }
 
 // Exact equality, NaN equal to NaN: these ops round once from the same fp32 value, so every

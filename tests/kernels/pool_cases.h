@@ -8,23 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "kernels/tensor.h"
+
 namespace engine::testing {
 
 struct PoolShape {
   int64_t n, h, w, c;
   int64_t numel() const { return n * h * w * c; }
-  // Appends piece by piece: GCC 12 warns (-Wrestrict, falsely) on "[" + std::to_string(..).
-  std::string str() const {
-    std::string text = "[";
-    text += std::to_string(n);
-    text += ", ";
-    text += std::to_string(h);
-    text += ", ";
-    text += std::to_string(w);
-    text += ", ";
-    text += std::to_string(c);
-    return text + "]";
-  }
+  std::string str() const { return shape_str({n, h, w, c}); }
 };
 
 // Odd and even sizes, windows clipped by the border, C not a multiple of 8 or 16, batch 1.

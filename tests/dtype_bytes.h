@@ -1,0 +1,42 @@
+// Host bytes of float values stored as a tensor dtype (f32, or bf16 rounded to nearest even),
+// and back: how the test suites build "device" buffers for the emulator and the collectives.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "kernels/dtype.h"
+
+namespace engine::testing {
+
+inline std::vector<std::byte> encode(DType dtype, const std::vector<float>& values) {
+  std::vector<std::byte> bytes(values.size() * dtype_size(dtype));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (dtype == DType::f32) {
+      std::memcpy(bytes.data() + 4 * i, &values[i], 4);
+    } else {
+      const uint16_t bits = bf16::from_float(values[i]);
+      std::memcpy(bytes.data() + 2 * i, &bits, 2);
+    }
+  }
+  return bytes;
+}
+
+inline std::vector<float> decode(DType dtype, const void* data, int64_t count) {
+  const auto* bytes = static_cast<const std::byte*>(data);
+  std::vector<float> values(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    if (dtype == DType::f32) {
+      std::memcpy(&values[i], bytes + 4 * i, 4);
+    } else {
+      uint16_t bits = 0;
+      std::memcpy(&bits, bytes + 2 * i, 2);
+      values[i] = static_cast<float>(bf16::from_bits(bits));
+    }
+  }
+  return values;
+}
+
+}  // namespace engine::testing
