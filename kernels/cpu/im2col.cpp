@@ -19,21 +19,27 @@ void im2col(const Conv2dShape& shape, const float* x, int64_t first_row, int64_t
     const int64_t p = (m / out_w) % out_h;
     const int64_t q = m % out_w;
     float* dst = col + (m - first_row) * row_length;
+    const int64_t w_first = q * shape.stride_w - shape.pad_w;
+    // With dilation 1 the taps of a filter row read kernel_w neighbouring pixels: one copy
+    // of kernel_w * channels floats when they are all inside the image.
+    const bool row_contiguous =
+        shape.dilation_w == 1 && w_first >= 0 && w_first + shape.kernel_w <= shape.in_w;
     for (int64_t r = 0; r < shape.kernel_h; ++r) {
       const int64_t h = p * shape.stride_h - shape.pad_h + r * shape.dilation_h;
+      const bool row_inside = h >= 0 && h < shape.in_h;
+      if (row_inside && row_contiguous) {
+        std::memcpy(dst, x + ((n * shape.in_h + h) * shape.in_w + w_first) * channels,
+                    channel_bytes * shape.kernel_w);
+        dst += channels * shape.kernel_w;
+        continue;
+      }
       for (int64_t s = 0; s < shape.kernel_w; ++s, dst += channels) {
-        const int64_t w = q * shape.stride_w - shape.pad_w + s * shape.dilation_w;
-        const bool padding = h < 0 || h >= shape.in_h || w < 0 || w >= shape.in_w;
-        const float* src =
-            padding ? nullptr : x + ((n * shape.in_h + h) * shape.in_w + w) * channels;
-        if (channels < 16) {
-          // A few channels (the RGB stem): a plain loop beats a memcpy call per tap.
-          for (int64_t c = 0; c < channels; ++c)
-            dst[c] = padding ? 0.f : src[c];
-        } else if (padding) {
+        const int64_t w = w_first + s * shape.dilation_w;
+        const bool padding = !row_inside || w < 0 || w >= shape.in_w;
+        if (padding) {
           std::memset(dst, 0, channel_bytes);
         } else {
-          std::memcpy(dst, src, channel_bytes);
+          std::memcpy(dst, x + ((n * shape.in_h + h) * shape.in_w + w) * channels, channel_bytes);
         }
       }
     }
