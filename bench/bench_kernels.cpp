@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bench/bench_report.h"
+#include "bench/memory_bound_ops.h"
 #include "bench/resnet_layers.h"
 #include "bench/timing.h"
 #include "bench/torch_baseline.h"
@@ -184,6 +185,11 @@ std::vector<Row> run_cpu(const Options& options) {
     add_pass_rows(rows, layer, "", ours, "torch", base, base ? "" : torch.unavailable_reason);
   }
   rows.push_back(network_total(arch + " all conv layers fwd+bwd (x count)", layers, rows, "torch"));
+  if (options.filter.empty()) {
+    const std::vector<Row> memory_bound =
+        run_memory_bound_ops(batch, stream, timing, options.baseline, threads);
+    rows.insert(rows.end(), memory_bound.begin(), memory_bound.end());
+  }
   return rows;
 }
 
@@ -214,6 +220,10 @@ std::vector<Row> run_gpu(const Options& options, Device device) {
     }
     rows.push_back(network_total(arch + " all conv layers fwd+bwd" + suffix + " (x count)", layers,
                                  rows, "cudnn"));
+  }
+  if (options.filter.empty()) {
+    const std::vector<Row> memory_bound = run_memory_bound_ops(batch, stream, timing, true, 0);
+    rows.insert(rows.end(), memory_bound.begin(), memory_bound.end());
   }
   // Element-wise kernels against the GPU's own copy bandwidth (bytes read + written).
   const int64_t elements = int64_t{64} << 20;

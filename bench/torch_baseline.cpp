@@ -10,9 +10,24 @@ namespace engine::bench {
 
 TorchBaseline run_torch_conv_baseline(const std::vector<ConvLayer>& layers, int threads,
                                       double min_seconds) {
+  std::vector<std::string> cases;
+  for (const ConvLayer& layer : layers) {
+    const Conv2dShape& s = layer.shape;
+    std::ostringstream line;
+    line << layer.name << '\t' << s.batch << '\t' << s.in_h << '\t' << s.in_w << '\t'
+         << s.in_channels << '\t' << s.out_channels << '\t' << s.kernel_h << '\t' << s.kernel_w
+         << '\t' << s.stride_h << '\t' << s.pad_h;
+    cases.push_back(line.str());
+  }
+  return run_torch_baseline("bench_torch_kernels.py", cases, threads, min_seconds);
+}
+
+TorchBaseline run_torch_baseline(const std::string& script_name,
+                                 const std::vector<std::string>& cases, int threads,
+                                 double min_seconds) {
   TorchBaseline result;
   const std::string python = "/usr/bin/python3";  // Debian's, which has python3-torch
-  const std::string script = std::string(ENGINE_SOURCE_DIR) + "/tools/bench_torch_kernels.py";
+  const std::string script = std::string(ENGINE_SOURCE_DIR) + "/tools/" + script_name;
   if (access(python.c_str(), X_OK) != 0 || access(script.c_str(), R_OK) != 0) {
     result.unavailable_reason = "no " + python + " or " + script;
     return result;
@@ -25,13 +40,9 @@ TorchBaseline run_torch_conv_baseline(const std::vector<ConvLayer>& layers, int 
   }
   close(fd);
   {
-    std::ofstream cases(input_path);
-    for (const ConvLayer& layer : layers) {
-      const Conv2dShape& s = layer.shape;
-      cases << layer.name << '\t' << s.batch << '\t' << s.in_h << '\t' << s.in_w << '\t'
-            << s.in_channels << '\t' << s.out_channels << '\t' << s.kernel_h << '\t' << s.kernel_w
-            << '\t' << s.stride_h << '\t' << s.pad_h << '\n';
-    }
+    std::ofstream input(input_path);
+    for (const std::string& line : cases)
+      input << line << '\n';
   }
   const std::string command = python + " " + script + " --threads " + std::to_string(threads) +
                               " --min-seconds " + std::to_string(min_seconds) + " < " + input_path +

@@ -16,6 +16,12 @@ struct TorchBaseline {
   std::string unavailable_reason;                                 // "" when it ran
 };
 
+// Runs tools/<script> with `cases` (tab-separated lines) on stdin; the script prints
+// "case<TAB>pass<TAB>time_us" lines.
+TorchBaseline run_torch_baseline(const std::string& script, const std::vector<std::string>& cases,
+                                 int threads, double min_seconds);
+
+// tools/bench_torch_kernels.py over the layers' fwd / bwd_data / bwd_filter passes.
 TorchBaseline run_torch_conv_baseline(const std::vector<ConvLayer>& layers, int threads,
                                       double min_seconds);
 

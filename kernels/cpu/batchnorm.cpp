@@ -204,15 +204,16 @@ void batchnorm_backward_elementwise(DType dtype, const void* dy, const void* x,
                                     const float* batch_stats, const float* weight,
                                     const float* grad_sums, void* dx, int64_t rows,
                                     int64_t channels) {
-  struct Coefficients {
-    float mean, invstd, scale, mean_dy, mean_dy_xhat;
-  };
+  // Per-channel coefficients as separate arrays, so the inner loop over channels vectorizes.
   const float count = batch_stats[2 * channels];
-  std::vector<Coefficients> coef(channels);
+  std::vector<float> mean(channels), invstd(channels), scale(channels), mean_dy(channels),
+      mean_dy_xhat(channels);
   for (int64_t c = 0; c < channels; ++c) {
-    const float invstd = batch_stats[channels + c];
-    coef[c] = {batch_stats[c], invstd, invstd * weight_at(weight, c), grad_sums[c] / count,
-               grad_sums[channels + c] / count};
+    mean[c] = batch_stats[c];
+    invstd[c] = batch_stats[channels + c];
+    scale[c] = invstd[c] * weight_at(weight, c);
+    mean_dy[c] = grad_sums[c] / count;
+    mean_dy_xhat[c] = grad_sums[channels + c] / count;
   }
   dispatch_dtype(dtype, [&]<typename T>() {
     const T* grad = static_cast<const T*>(dy);
@@ -221,10 +222,9 @@ void batchnorm_backward_elementwise(DType dtype, const void* dy, const void* x,
     for_each_row(rows, channels, [&](int64_t r) {
       const int64_t row = r * channels;
       for (int64_t c = 0; c < channels; ++c) {
-        const Coefficients& k = coef[c];
-        const float xhat = (to_float(in[row + c]) - k.mean) * k.invstd;
-        out[row + c] =
-            from_float<T>(k.scale * (to_float(grad[row + c]) - k.mean_dy - xhat * k.mean_dy_xhat));
+        const float xhat = (to_float(in[row + c]) - mean[c]) * invstd[c];
+        out[row + c] = from_float<T>(
+            scale[c] * (to_float(grad[row + c]) - mean_dy[c] - xhat * mean_dy_xhat[c]));
       }
     });
   });
