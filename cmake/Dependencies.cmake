@@ -22,6 +22,13 @@ function(engine_header_define out header macro)
   set(${out} "${value}" PARENT_SCOPE)
 endfunction()
 
+# engine::<name>: an imported library at `library` with headers in `include_dir`.
+function(engine_import_library name library include_dir)
+  add_library(engine::${name} UNKNOWN IMPORTED)
+  set_target_properties(engine::${name} PROPERTIES IMPORTED_LOCATION "${library}"
+    INTERFACE_INCLUDE_DIRECTORIES "${include_dir}")
+endfunction()
+
 # --- CUDA toolkit -------------------------------------------------------------------------
 set(ENGINE_HAVE_CUDA OFF)
 if(NOT ENGINE_CUDA STREQUAL "OFF")
@@ -71,9 +78,7 @@ if(ENGINE_HAVE_CUDA)
     engine_header_define(nccl_major "${NCCL_INCLUDE_DIR}/nccl.h" NCCL_MAJOR)
     engine_header_define(nccl_minor "${NCCL_INCLUDE_DIR}/nccl.h" NCCL_MINOR)
     engine_header_define(nccl_patch "${NCCL_INCLUDE_DIR}/nccl.h" NCCL_PATCH)
-    add_library(engine::nccl UNKNOWN IMPORTED)
-    set_target_properties(engine::nccl PROPERTIES IMPORTED_LOCATION "${NCCL_LIBRARY}"
-      INTERFACE_INCLUDE_DIRECTORIES "${NCCL_INCLUDE_DIR}")
+    engine_import_library(nccl "${NCCL_LIBRARY}" "${NCCL_INCLUDE_DIR}")
   endif()
   engine_report("NCCL" ${ENGINE_HAVE_NCCL} "${nccl_major}.${nccl_minor}.${nccl_patch}"
     "disables NcclTransport and NcclCommunicator")
@@ -85,9 +90,7 @@ if(ENGINE_HAVE_CUDA)
     engine_header_define(cudnn_major "${CUDNN_INCLUDE_DIR}/cudnn_version.h" CUDNN_MAJOR)
     engine_header_define(cudnn_minor "${CUDNN_INCLUDE_DIR}/cudnn_version.h" CUDNN_MINOR)
     engine_header_define(cudnn_patch "${CUDNN_INCLUDE_DIR}/cudnn_version.h" CUDNN_PATCHLEVEL)
-    add_library(engine::cudnn UNKNOWN IMPORTED)
-    set_target_properties(engine::cudnn PROPERTIES IMPORTED_LOCATION "${CUDNN_LIBRARY}"
-      INTERFACE_INCLUDE_DIRECTORIES "${CUDNN_INCLUDE_DIR}")
+    engine_import_library(cudnn "${CUDNN_LIBRARY}" "${CUDNN_INCLUDE_DIR}")
   endif()
   engine_report("cuDNN" ${ENGINE_HAVE_CUDNN} "${cudnn_major}.${cudnn_minor}.${cudnn_patch}"
     "disables --conv-impl cudnn and the cuDNN benchmark baselines")
@@ -118,9 +121,7 @@ if(OPENBLAS_INCLUDE_DIR AND OPENBLAS_LIBRARY)
   find_file(OPENBLAS_CONFIG openblas_config.h HINTS ${OPENBLAS_INCLUDE_DIR})
   engine_header_define(openblas_version "${OPENBLAS_CONFIG}" OPENBLAS_VERSION)
   string(REGEX MATCH "[0-9.]+" openblas_version "${openblas_version}")
-  add_library(engine::openblas UNKNOWN IMPORTED)
-  set_target_properties(engine::openblas PROPERTIES IMPORTED_LOCATION "${OPENBLAS_LIBRARY}"
-    INTERFACE_INCLUDE_DIRECTORIES "${OPENBLAS_INCLUDE_DIR}")
+  engine_import_library(openblas "${OPENBLAS_LIBRARY}" "${OPENBLAS_INCLUDE_DIR}")
 endif()
 engine_report("OpenBLAS" ${ENGINE_HAVE_OPENBLAS} "${openblas_version}"
   "CPU GEMM/convolution fall back to the built-in blocked GEMM")
@@ -135,9 +136,7 @@ if(TURBOJPEG_INCLUDE_DIR AND TURBOJPEG_LIBRARY)
   if(PkgConfig_FOUND)
     pkg_check_modules(TURBOJPEG_PC QUIET libturbojpeg)
   endif()
-  add_library(engine::turbojpeg UNKNOWN IMPORTED)
-  set_target_properties(engine::turbojpeg PROPERTIES IMPORTED_LOCATION "${TURBOJPEG_LIBRARY}"
-    INTERFACE_INCLUDE_DIRECTORIES "${TURBOJPEG_INCLUDE_DIR}")
+  engine_import_library(turbojpeg "${TURBOJPEG_LIBRARY}" "${TURBOJPEG_INCLUDE_DIR}")
 endif()
 engine_report("libjpeg-turbo" ${ENGINE_HAVE_TURBOJPEG} "${TURBOJPEG_PC_VERSION}"
   "the data/ tests are not built (they write their JPEGs through TurboJPEG)")
@@ -151,9 +150,7 @@ engine_header_define(libjpeg_turbo_version "${LIBJPEG_CONFIG}" LIBJPEG_TURBO_VER
 set(ENGINE_HAVE_LIBJPEG OFF)
 if(LIBJPEG_INCLUDE_DIR AND LIBJPEG_LIBRARY AND libjpeg_turbo_version)
   set(ENGINE_HAVE_LIBJPEG ON)
-  add_library(engine::jpeg UNKNOWN IMPORTED)
-  set_target_properties(engine::jpeg PROPERTIES IMPORTED_LOCATION "${LIBJPEG_LIBRARY}"
-    INTERFACE_INCLUDE_DIRECTORIES "${LIBJPEG_INCLUDE_DIR}")
+  engine_import_library(jpeg "${LIBJPEG_LIBRARY}" "${LIBJPEG_INCLUDE_DIR}")
 endif()
 engine_report("libjpeg API of libjpeg-turbo" ${ENGINE_HAVE_LIBJPEG} "${libjpeg_turbo_version}"
   "data/ decodes JPEG with stb_image (slower, no region or DCT-scaled decoding)")
@@ -178,9 +175,7 @@ engine_header_define(tiff_minor "${TIFF_INCLUDE_DIR}/tiffvers.h" TIFFLIB_MINOR_V
 engine_header_define(tiff_micro "${TIFF_INCLUDE_DIR}/tiffvers.h" TIFFLIB_MICRO_VERSION)
 if(TIFF_INCLUDE_DIR AND TIFF_LIBRARY AND tiff_version)
   set(ENGINE_HAVE_TIFF ON)
-  add_library(engine::tiff UNKNOWN IMPORTED)
-  set_target_properties(engine::tiff PROPERTIES IMPORTED_LOCATION "${TIFF_LIBRARY}"
-    INTERFACE_INCLUDE_DIRECTORIES "${TIFF_INCLUDE_DIR}")
+  engine_import_library(tiff "${TIFF_LIBRARY}" "${TIFF_INCLUDE_DIR}")
 endif()
 engine_report("libtiff" ${ENGINE_HAVE_TIFF} "${tiff_version}.${tiff_minor}.${tiff_micro}"
   "TIFF images are skipped with a warning (needs libtiff >= 4.5)")
@@ -194,9 +189,7 @@ if(WEBP_INCLUDE_DIR AND WEBP_LIBRARY)
   if(PkgConfig_FOUND)
     pkg_check_modules(WEBP_PC QUIET libwebp)
   endif()
-  add_library(engine::webp UNKNOWN IMPORTED)
-  set_target_properties(engine::webp PROPERTIES IMPORTED_LOCATION "${WEBP_LIBRARY}"
-    INTERFACE_INCLUDE_DIRECTORIES "${WEBP_INCLUDE_DIR}")
+  engine_import_library(webp "${WEBP_LIBRARY}" "${WEBP_INCLUDE_DIR}")
 endif()
 engine_report("libwebp" ${ENGINE_HAVE_WEBP} "${WEBP_PC_VERSION}" "WebP images are skipped with a warning")
 
