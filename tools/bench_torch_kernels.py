@@ -10,25 +10,11 @@ the median is printed. Uses Debian's python3-torch (1.13) with --threads intra-o
 in PyTorch's default (NCHW contiguous) layout, fp32.
 """
 import argparse
-import statistics
 import sys
-import time
 
 import torch
 
-
-def median_time_us(fn, min_seconds, min_reps):
-    # Three warm-up calls: oneDNN creates and caches its primitive for a new shape on the
-    # first call, and the first timed case otherwise varied from 4.5 to 19 ms between runs.
-    for _ in range(3):
-        fn()
-    times = []
-    start = time.perf_counter()
-    while len(times) < min_reps or time.perf_counter() - start < min_seconds:
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e6)
-    return statistics.median(times)
+from torch_timing import median_time_us
 
 
 def main():

@@ -9,23 +9,11 @@ running-stat update); bn_backward is aten::native_batch_norm_backward for input,
 bias gradients.
 """
 import argparse
-import statistics
 import sys
-import time
 
 import torch
 
-
-def median_time_us(fn, min_seconds, min_reps):
-    for _ in range(3):
-        fn()
-    times = []
-    start = time.perf_counter()
-    while len(times) < min_reps or time.perf_counter() - start < min_seconds:
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e6)
-    return statistics.median(times)
+from torch_timing import median_time_us
 
 
 def make_op(op, n, h, w, c):
