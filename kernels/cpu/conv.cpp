@@ -57,15 +57,22 @@ void for_each_column_chunk(const Conv2dShape& shape, const float* x, Fn&& fn) {
   }
 }
 
+// How a GEMM reads the filters: as stored, KRSC (one row of taps * C per output channel), or
+// as the [taps * C x K] matrix that the flipped filters of the input gradient are built as.
+enum class FilterRows { kPerOutputChannel, kPerTapAndChannel };
+
 // y = conv(x, w) in fp32: one GEMM for pointwise convolutions, else one GEMM per column chunk.
-void forward_fp32(const Conv2dShape& shape, const float* x, const float* w, float* y) {
+void forward_fp32(const Conv2dShape& shape, const float* x, const float* w, float* y,
+                  FilterRows rows = FilterRows::kPerOutputChannel) {
   const int64_t m = shape.gemm_m(), k = shape.gemm_k(), channels_out = shape.out_channels;
+  const bool transposed = rows == FilterRows::kPerOutputChannel;
+  const int64_t ldw = transposed ? k : channels_out;
   if (shape.is_pointwise()) {
-    sgemm(false, true, m, channels_out, k, 1.f, x, k, w, k, 0.f, y, channels_out);
+    sgemm(false, transposed, m, channels_out, k, 1.f, x, k, w, ldw, 0.f, y, channels_out);
     return;
   }
   for_each_column_chunk(shape, x, [&](int64_t first, int64_t end, const float* col) {
-    sgemm(false, true, end - first, channels_out, k, 1.f, col, k, w, k, 0.f,
+    sgemm(false, transposed, end - first, channels_out, k, 1.f, col, k, w, ldw, 0.f,
           y + first * channels_out, channels_out);
   });
 }
@@ -91,28 +98,17 @@ Conv2dShape backward_data_as_convolution(const Conv2dShape& shape) {
   return flipped;
 }
 
-// w'[c][r'][s'][k] = w[k][R-1-r'][S-1-s'][c]
+// The flipped filters as a [taps * K x C] GEMM operand: row (t, k) is w[k][R-1-r][S-1-s][:],
+// where t = (r, s). Every row is a contiguous copy; building w'[c][r'][s'][k] in KRSC order
+// instead took a transpose, which with its transposed GEMM pack cost 0.5-1 ms more on layer4.
 std::vector<float> flip_filters(const Conv2dShape& shape, const float* w) {
   const int64_t taps = shape.kernel_h * shape.kernel_w, C = shape.in_channels;
   const int64_t K = shape.out_channels;
-  std::vector<float> flipped(static_cast<size_t>(K * taps * C));
-  // Per tap, a K x C -> C x K transpose (tap t moves to taps - 1 - t: flipping both spatial
-  // axes reverses the tap order), in 16 x 16 blocks so reads and writes both stay in cache.
-  constexpr int64_t kBlock = 16;
-  const int64_t channel_blocks = (C + kBlock - 1) / kBlock;
-  // A few hundred jobs of 16 x K elements each: parallel whatever parallel_for's threshold.
-#pragma omp parallel for schedule(static)
-  for (int64_t job = 0; job < taps * channel_blocks; ++job) {
-    const int64_t tap = job / channel_blocks, c0 = (job % channel_blocks) * kBlock;
-    const int64_t c1 = std::min(C, c0 + kBlock);
-    for (int64_t k0 = 0; k0 < K; k0 += kBlock) {
-      const int64_t k1 = std::min(K, k0 + kBlock);
-      for (int64_t c = c0; c < c1; ++c) {
-        float* out = flipped.data() + (c * taps + (taps - 1 - tap)) * K;
-        for (int64_t k = k0; k < k1; ++k)
-          out[k] = w[(k * taps + tap) * C + c];
-      }
-    }
+  std::vector<float> flipped(static_cast<size_t>(taps * K * C));
+#pragma omp parallel for schedule(static) if (taps * K * C >= kParallelThreshold)
+  for (int64_t row = 0; row < taps * K; ++row) {
+    const int64_t tap = row / K, k = row % K;
+    std::copy_n(w + (k * taps + (taps - 1 - tap)) * C, C, flipped.data() + row * C);
   }
   return flipped;
 }
@@ -149,7 +145,7 @@ void conv2d_backward_data(const Conv2dShape& shape, DType dtype, const void* dy,
   } else if (backward_data_is_a_convolution(shape)) {
     const std::vector<float> flipped = flip_filters(shape, filter.data());
     forward_fp32(backward_data_as_convolution(shape), grad_out.data(), flipped.data(),
-                 grad_in.data());
+                 grad_in.data(), FilterRows::kPerTapAndChannel);
   } else {
     const int64_t rows_per_image = shape.out_h() * shape.out_w();
     const int64_t chunk_images = images_per_chunk(shape);

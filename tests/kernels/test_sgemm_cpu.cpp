@@ -78,6 +78,9 @@ TEST(SgemmCpu, BetaAndAlpha) {
 TEST(SgemmCpu, LargeEnoughToRunOnAllThreads) {
   expect_matches_naive(false, true, 600, 64, 576, 1.f, 0.f);   // split over rows
   expect_matches_naive(true, false, 64, 576, 1000, 1.f, 1.f);  // split over column panels
+  // Several 240-row blocks per thread, the last with a short tile; three 267-deep K passes.
+  expect_matches_naive(false, true, 1015, 70, 800, 1.f, 0.5f);
+  expect_matches_naive(true, false, 1015, 70, 800, 1.f, 0.f);
 }
 
 }  // namespace
