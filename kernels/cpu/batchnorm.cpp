@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
+#include "kernels/cpu/batchnorm_avx512.h"
 #include "kernels/cpu/parallel.h"
 
 namespace engine::cpu {
@@ -24,6 +26,17 @@ void for_each_row(int64_t rows, int64_t channels, Body&& body) {
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t r = 0; r < rows; ++r)
     body(r);
+}
+
+// Calls body(first_row, end_row) for blocks of rows, in parallel when the matrix is large.
+template <typename Body>
+void for_each_row_block(int64_t rows, int64_t channels, Body&& body) {
+  constexpr int64_t kBlockRows = 64;
+  const int64_t blocks = (rows + kBlockRows - 1) / kBlockRows;
+  [[maybe_unused]] const bool parallel = rows * channels >= kParallelThreshold;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t b = 0; b < blocks; ++b)
+    body(b * kBlockRows, std::min(rows, (b + 1) * kBlockRows));
 }
 
 // Calls body(chunk, first_row, end_row) for every chunk of kChunkRows rows, in parallel.
@@ -58,6 +71,15 @@ struct ChannelAffine {
 template <typename T>
 void apply_affine(const T* x, const ChannelAffine& affine, const T* residual, bool relu, T* y,
                   int64_t rows, int64_t channels) {
+  if (std::is_same_v<T, float> && batchnorm_avx512_applies(channels)) {
+    for_each_row_block(rows, channels, [&](int64_t begin, int64_t end) {
+      batchnorm_affine_avx512(reinterpret_cast<const float*>(x), affine.mean.data(),
+                              affine.scale.data(), affine.shift.data(),
+                              reinterpret_cast<const float*>(residual), relu,
+                              reinterpret_cast<float*>(y), begin, end, channels);
+    });
+    return;
+  }
   for_each_row(rows, channels, [&](int64_t r) {
     const int64_t row = r * channels;
     for (int64_t c = 0; c < channels; ++c) {
@@ -82,18 +104,25 @@ void batchnorm_stats(DType dtype, const void* x, int64_t rows, int64_t channels,
   dispatch_dtype(dtype, [&]<typename T>() {
     const T* in = static_cast<const T*>(x);
     const int64_t chunks = chunk_count(rows);
+    const bool avx512 = std::is_same_v<T, float> && batchnorm_avx512_applies(channels);
     // Per chunk and channel: mean and m2, from sums of x - (the chunk's first row), which is
     // within a few standard deviations of the mean, so s2 - s1^2/n does not cancel.
     std::vector<double> chunk_mean(chunks * channels), chunk_m2(chunks * channels);
     for_each_chunk(rows, channels, [&](int64_t k, int64_t begin, int64_t end) {
-      std::vector<double> shift(channels), s1(channels, 0.0), s2(channels, 0.0);
+      std::vector<float> shift(channels);
+      std::vector<double> s1(channels, 0.0), s2(channels, 0.0);
       for (int64_t c = 0; c < channels; ++c)
         shift[c] = to_float(in[begin * channels + c]);
-      for (int64_t r = begin; r < end; ++r) {
-        for (int64_t c = 0; c < channels; ++c) {
-          const double d = to_float(in[r * channels + c]) - shift[c];
-          s1[c] += d;
-          s2[c] += d * d;
+      if (avx512) {
+        batchnorm_shifted_sums_avx512(reinterpret_cast<const float*>(in), begin, end, channels,
+                                      shift.data(), s1.data(), s2.data());
+      } else {
+        for (int64_t r = begin; r < end; ++r) {
+          for (int64_t c = 0; c < channels; ++c) {
+            const double d = static_cast<double>(to_float(in[r * channels + c])) - shift[c];
+            s1[c] += d;
+            s2[c] += d * d;
+          }
         }
       }
       const double n = static_cast<double>(end - begin);
@@ -177,12 +206,19 @@ void batchnorm_backward_reduce(DType dtype, const void* dy, const void* x, const
     const T* grad = static_cast<const T*>(dy);
     const T* in = static_cast<const T*>(x);
     const int64_t chunks = chunk_count(rows);
+    const bool avx512 = std::is_same_v<T, float> && batchnorm_avx512_applies(channels);
     std::vector<double> sum_dy(chunks * channels), sum_dy_xmu(chunks * channels);
     for_each_chunk(rows, channels, [&](int64_t k, int64_t begin, int64_t end) {
       double* s_dy = sum_dy.data() + k * channels;
       double* s_dy_xmu = sum_dy_xmu.data() + k * channels;
       std::fill(s_dy, s_dy + channels, 0.0);
       std::fill(s_dy_xmu, s_dy_xmu + channels, 0.0);
+      if (avx512) {
+        batchnorm_backward_sums_avx512(reinterpret_cast<const float*>(grad),
+                                       reinterpret_cast<const float*>(in), batch_stats, begin, end,
+                                       channels, s_dy, s_dy_xmu);
+        return;
+      }
       // fp32 sums over blocks of 64 rows (vectorized), folded into the chunk's fp64 sums.
       constexpr int64_t kBlockRows = 64;
       std::vector<float> block_dy(channels), block_dy_xmu(channels);
@@ -233,6 +269,15 @@ void batchnorm_backward_elementwise(DType dtype, const void* dy, const void* x,
     const T* grad = static_cast<const T*>(dy);
     const T* in = static_cast<const T*>(x);
     T* out = static_cast<T*>(dx);
+    if (std::is_same_v<T, float> && batchnorm_avx512_applies(channels)) {
+      for_each_row_block(rows, channels, [&](int64_t begin, int64_t end) {
+        batchnorm_backward_rows_avx512(
+            reinterpret_cast<const float*>(grad), reinterpret_cast<const float*>(in), mean.data(),
+            invstd.data(), scale.data(), mean_dy.data(), mean_dy_xhat.data(),
+            reinterpret_cast<float*>(out), begin, end, channels);
+      });
+      return;
+    }
     for_each_row(rows, channels, [&](int64_t r) {
       const int64_t row = r * channels;
       for (int64_t c = 0; c < channels; ++c) {

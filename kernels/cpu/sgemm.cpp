@@ -1,5 +1,6 @@
 #include "kernels/cpu/sgemm.h"
 
+#include "kernels/cpu/isa.h"
 #include "kernels/cpu/sgemm_avx512.h"
 
 #include <algorithm>
@@ -85,7 +86,7 @@ void sgemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, 
     }
     return;
   }
-  if (alpha == 1.f && cpu_has_avx512()) {
+  if (alpha == 1.f && use_avx512()) {
     sgemm_avx512(m, n, k, a, transpose_a ? 1 : lda, transpose_a ? lda : 1, b, transpose_b ? 1 : ldb,
                  transpose_b ? ldb : 1, beta, c, ldc);
     return;

@@ -163,11 +163,6 @@ void compute_block(int64_t row_begin, int64_t row_end, int64_t panel_begin, int6
 
 }  // namespace
 
-bool cpu_has_avx512() {
-  static const bool has = __builtin_cpu_supports("avx512f");
-  return has;
-}
-
 void sgemm_avx512(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row_stride,
                   int64_t a_k_stride, const float* b, int64_t b_k_stride, int64_t b_col_stride,
                   float beta, float* c, int64_t ldc) {

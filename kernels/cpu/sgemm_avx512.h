@@ -11,12 +11,10 @@
 
 namespace engine::cpu {
 
-bool cpu_has_avx512();
-
 // C[m x n] = op(A) * op(B) + beta * C (row-major), where element (i, p) of op(A) is
 // a[i * a_row_stride + p * a_k_stride] and element (p, j) of op(B) is
 // b[p * b_k_stride + j * b_col_stride]. Parallel over OpenMP threads when not already inside a
-// parallel region. Requires cpu_has_avx512().
+// parallel region. Requires cpu_has_avx512() (kernels/cpu/isa.h).
 void sgemm_avx512(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row_stride,
                   int64_t a_k_stride, const float* b, int64_t b_k_stride, int64_t b_col_stride,
                   float beta, float* c, int64_t ldc);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "batchnorm_cases.h"
+#include "kernels/cpu/isa.h"
 #include "kernels/ops.h"
 
 namespace engine {
@@ -346,6 +347,62 @@ TEST(BatchNormCpu, BackwardStaysAccurateForLargeMean) {
     EXPECT_TRUE(all_close_scaled(ref.dx, got.dx, dtype == DType::f32 ? 1e-4 : kBf16Ulp, scales));
     EXPECT_TRUE(all_close(ref.dbias, slice(got.grad_sums, 0, s.c), 1e-5));
     EXPECT_TRUE(all_close(ref.dweight, slice(got.grad_sums, s.c, s.c), 3e-4));
+  }
+}
+
+// Restores the default choice of CPU loops when a test ends, whatever happens in it.
+struct PortableLoops {
+  explicit PortableLoops(bool on) { cpu::force_portable_kernels(on); }
+  ~PortableLoops() { cpu::force_portable_kernels(false); }
+};
+
+TEST(BatchNormCpu, VectorAndPortableLoopsBothMatchReference) {
+  // Channel counts that are multiples of 16 take the AVX-512 loops where the CPU has them;
+  // both those and the portable loops must pass on the same inputs. Rows span several
+  // 256-row chunks and 64-row blocks with ragged ends; the last shape has mean 1e3, std 1.
+  Stream stream;
+  const BnShape shapes[] = {{4, 12, 12, 64}, {3, 9, 11, 48}, {2, 7, 7, 512}, {8, 16, 16, 16}};
+  for (bool portable : {false, true}) {
+    PortableLoops loops(portable);
+    for (const BnShape& s : shapes) {
+      SCOPED_TRACE(s.str() + (portable ? " portable" : " default"));
+      const double mean = s.c == 16 ? 1e3 : 0.5;
+      const std::vector<float> x = normal_values(s.numel(), 30, DType::f32, mean, 2.0);
+      const std::vector<float> dy = normal_values(s.numel(), 31, DType::f32);
+      const std::vector<float> res = normal_values(s.numel(), 32, DType::f32);
+      const Affine affine = make_affine(s.c, 33);
+      const testing::ReferenceStats ref = testing::reference_stats(x, s.rows(), s.c);
+
+      const std::vector<float> stats = stats_of(activation(s, x, DType::f32), stream);
+      // fp32 of the data's scale (as StatsAndFinalizeMatchReference); 1e-4 std at mean 1e3.
+      EXPECT_TRUE(all_close(ref.mean, slice(stats, 0, s.c), mean > 1.0 ? 1e-7 : 1e-6, mean + 2.0));
+      std::vector<double> ref_m2(ref.var);
+      for (double& v : ref_m2)
+        v *= static_cast<double>(s.rows());
+      EXPECT_TRUE(all_close(ref_m2, slice(stats, s.c, s.c), 1e-5));
+
+      Tensor batch_stats = Tensor::empty({batchnorm_stats_numel(s.c)}, DType::f32);
+      Tensor none;
+      batchnorm_finalize(f32_tensor(stats), none, none, kMomentum, kEps, batch_stats, stream);
+      BatchNormEpilogue epilogue;
+      epilogue.relu = true;
+      epilogue.residual = activation(s, res, DType::f32);
+      Tensor y = Tensor::empty({s.n, s.h, s.w, s.c}, DType::f32);
+      batchnorm_normalize(activation(s, x, DType::f32), batch_stats, f32_tensor(affine.weight),
+                          f32_tensor(affine.bias), y, stream, epilogue);
+      EXPECT_TRUE(all_close(testing::reference_bn_apply(to_double(x), ref.mean, ref.var, kEps,
+                                                        affine.weight, affine.bias, &res, true),
+                            y.to_floats(stream), mean > 1.0 ? 1e-4 : 1e-5));
+
+      const BackwardResult got = run_backward(s, DType::f32, x, dy, affine.weight, stream);
+      const testing::ReferenceBnGrads grads =
+          testing::reference_bn_backward(x, dy, s.c, kEps, affine.weight);
+      EXPECT_TRUE(all_close_scaled(grads.dx, got.dx, mean > 1.0 ? 1e-4 : 1e-5,
+                                   term_scales(s, x, dy, affine.weight)));
+      EXPECT_TRUE(all_close(grads.dbias, slice(got.grad_sums, 0, s.c), 1e-5));
+      EXPECT_TRUE(
+          all_close(grads.dweight, slice(got.grad_sums, s.c, s.c), mean > 1.0 ? 3e-4 : 1e-5));
+    }
   }
 }
 
