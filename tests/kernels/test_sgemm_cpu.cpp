@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/cpu/isa.h"
 #include "kernels/cpu/sgemm.h"
 
 namespace engine::cpu {
@@ -81,6 +82,18 @@ TEST(SgemmCpu, LargeEnoughToRunOnAllThreads) {
   // Several 240-row blocks per thread, the last with a short tile; three 267-deep K passes.
   expect_matches_naive(false, true, 1015, 70, 800, 1.f, 0.5f);
   expect_matches_naive(true, false, 1015, 70, 800, 1.f, 0.f);
+}
+
+TEST(SgemmCpu, PortablePathOnAvx512Machines) {
+  // Where the CPU has AVX-512 the tests above run the engine's kernel; this runs the
+  // OpenBLAS (or blocked-loop) path with alpha = 1 on the same machine.
+  force_portable_kernels(true);
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true})
+      expect_matches_naive(ta, tb, 50, 70, 385, 1.f, 0.5f);
+  }
+  expect_matches_naive(false, true, 600, 64, 576, 1.f, 0.f);
+  force_portable_kernels(false);
 }
 
 }  // namespace
