@@ -1,6 +1,9 @@
-// bench_kernels: our conv2d passes per ResNet layer shape against a baseline timed in the
-// same run — PyTorch 1.13 on the CPU (tools/bench_torch_kernels.py), cuDNN/cuBLAS on a GPU —
-// plus element-wise bandwidth against device memcpy on a GPU.
+// bench_kernels: every op family of a ResNet training step against a baseline timed in the
+// same run: our conv2d passes per layer shape (PyTorch 1.13 on the CPU via
+// tools/bench_torch_kernels.py, cuDNN on a GPU), then the other ops (bench/op_rows.h: BatchNorm,
+// ReLU, add+ReLU, pooling, the fc layer, cross-entropy, top-k, SGD), plus element-wise bandwidth
+// against device memcpy on a GPU. --filter TEXT keeps the conv layers and op cases whose name
+// contains TEXT (e.g. "layer3", "fc", "sgd").
 //
 //   bench_kernels [--device cpu|cuda] [--arch resnet18|resnet50] [--batch N] [--dtype f32|bf16]
 //                 [--min-seconds S] [--filter TEXT] [--no-baseline] [--json]
@@ -10,10 +13,11 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/bench_report.h"
-#include "bench/memory_bound_ops.h"
+#include "bench/op_rows.h"
 #include "bench/resnet_layers.h"
 #include "bench/timing.h"
 #include "bench/torch_baseline.h"
@@ -149,12 +153,23 @@ std::vector<ConvLayer> selected_layers(const Options& options, const std::string
                                        int64_t batch) {
   std::vector<ConvLayer> layers;
   for (ConvLayer& layer : resnet_conv_layers(arch, batch)) {
-    if (options.filter.empty() || layer.name.find(options.filter) != std::string::npos) {
-      layer.name = arch + " " + layer.name;
+    layer.name = arch + " " + layer.name;
+    if (options.filter.empty() || layer.name.find(options.filter) != std::string::npos)
       layers.push_back(layer);
-    }
   }
   return layers;
+}
+
+OpRowOptions op_row_options(const Options& options, const std::string& arch, int64_t batch,
+                            std::vector<DType> gemm_dtypes, int threads) {
+  OpRowOptions rows;
+  rows.arch = arch;
+  rows.batch = batch;
+  rows.gemm_dtypes = std::move(gemm_dtypes);
+  rows.filter = options.filter;
+  rows.baseline = options.baseline;
+  rows.threads = threads;
+  return rows;
 }
 
 std::vector<Row> run_cpu(const Options& options) {
@@ -184,12 +199,13 @@ std::vector<Row> run_cpu(const Options& options) {
     }
     add_pass_rows(rows, layer, "", ours, "torch", base, base ? "" : torch.unavailable_reason);
   }
-  rows.push_back(network_total(arch + " all conv layers fwd+bwd (x count)", layers, rows, "torch"));
-  if (options.filter.empty()) {
-    const std::vector<Row> memory_bound =
-        run_memory_bound_ops(batch, stream, timing, options.baseline, threads);
-    rows.insert(rows.end(), memory_bound.begin(), memory_bound.end());
+  if (!layers.empty()) {
+    rows.push_back(
+        network_total(arch + " all conv layers fwd+bwd (x count)", layers, rows, "torch"));
   }
+  const std::vector<Row> ops =
+      run_op_rows(op_row_options(options, arch, batch, {DType::f32}, threads), stream, timing);
+  rows.insert(rows.end(), ops.begin(), ops.end());
   return rows;
 }
 
@@ -201,8 +217,11 @@ std::vector<Row> run_gpu(const Options& options, Device device) {
   const TimingOptions timing{options.min_seconds, 5};
   Stream stream(device);
   std::vector<Row> rows;
+  std::vector<DType> dtypes;
   for (DType dtype : {DType::f32, DType::bf16}) {
-    if (options.dtype != "both" && parse_dtype(options.dtype) != dtype) continue;
+    if (options.dtype == "both" || parse_dtype(options.dtype) == dtype) dtypes.push_back(dtype);
+  }
+  for (DType dtype : dtypes) {
     const std::string suffix = std::string(" ") + std::string(dtype_name(dtype));
     for (const ConvLayer& layer : layers) {
       const PassTimes ours = time_native_conv(layer.shape, dtype, stream, timing);
@@ -218,13 +237,14 @@ std::vector<Row> run_gpu(const Options& options, Device device) {
 #endif
       add_pass_rows(rows, layer, suffix, ours, "cudnn", base, note);
     }
-    rows.push_back(network_total(arch + " all conv layers fwd+bwd" + suffix + " (x count)", layers,
-                                 rows, "cudnn"));
+    if (!layers.empty()) {
+      rows.push_back(network_total(arch + " all conv layers fwd+bwd" + suffix + " (x count)",
+                                   layers, rows, "cudnn"));
+    }
   }
-  if (options.filter.empty()) {
-    const std::vector<Row> memory_bound = run_memory_bound_ops(batch, stream, timing, true, 0);
-    rows.insert(rows.end(), memory_bound.begin(), memory_bound.end());
-  }
+  const std::vector<Row> ops =
+      run_op_rows(op_row_options(options, arch, batch, dtypes, 0), stream, timing);
+  rows.insert(rows.end(), ops.begin(), ops.end());
   // Element-wise kernels against the GPU's own copy bandwidth (bytes read + written).
   const int64_t elements = int64_t{64} << 20;
   Tensor a = Tensor::zeros({elements}, DType::f32, device, stream);

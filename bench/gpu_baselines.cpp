@@ -9,6 +9,7 @@
 #include "kernels/cuda/check_cublas.h"
 #include "kernels/cuda/check_cuda.h"
 #include "kernels/cuda/check_cudnn.h"
+#include "kernels/ops/copy.h"
 #include "kernels/tensor.h"
 
 namespace engine::bench {
@@ -113,29 +114,52 @@ ConvPassTimes time_cudnn_conv(const Conv2dShape& s, DType dtype, Stream& stream,
   return times;
 }
 
-double time_cublas_linear(int64_t rows, int64_t in, int64_t out, DType dtype, Stream& stream,
-                          const TimingOptions& options) {
+LinearPassTimes time_cublas_linear(int64_t rows, int64_t in, int64_t out, DType dtype,
+                                   Stream& stream, const TimingOptions& options) {
   const Device device = stream.device();
   Tensor x = Tensor::zeros({rows, in}, dtype, device, stream);
   Tensor w = Tensor::zeros({out, in}, dtype, device, stream);
-  Tensor y = Tensor::zeros({rows, out}, dtype, device, stream);
+  Tensor y = Tensor::zeros({rows, out}, dtype, device, stream);  // also dy
+  Tensor dw = Tensor::zeros({out, in}, DType::f32, device, stream);
+  Tensor db = Tensor::zeros({out}, DType::f32, device, stream);
+  Tensor ones = Tensor::zeros({rows}, dtype, device, stream);
+  fill(ones, 1.f, stream);
   cublasHandle_t handle = nullptr;
   CHECK_CUBLAS(cublasCreate(&handle));
   CHECK_CUBLAS(cublasSetStream(handle, stream.native()));
-  // Row-major y = x w^T is column-major y^T = w x^T: C(out x rows) = op(A = w)^T * B(x).
   const cudaDataType_t type = dtype == DType::f32 ? CUDA_R_32F : CUDA_R_16BF;
   const cublasComputeType_t compute =
       dtype == DType::f32 ? CUBLAS_COMPUTE_32F_PEDANTIC : CUBLAS_COMPUTE_32F;
   const float one = 1.f, zero = 0.f;
-  const double time = median_time_us(
+  // cuBLAS is column-major: a row-major [r, c] matrix is its transpose, c x r with leading
+  // dimension c. So each row-major product C = A B is computed as C^T = B^T A^T.
+  auto gemm = [&](cublasOperation_t op_a, cublasOperation_t op_b, int64_t m, int64_t n, int64_t k,
+                  const Tensor& a, int64_t lda, const Tensor& b, int64_t ldb, Tensor& c,
+                  int64_t ldc) {
+    const cudaDataType_t c_type = c.dtype() == DType::f32 ? CUDA_R_32F : CUDA_R_16BF;
+    CHECK_CUBLAS(cublasGemmEx(handle, op_a, op_b, static_cast<int>(m), static_cast<int>(n),
+                              static_cast<int>(k), &one, a.raw_data(), type, static_cast<int>(lda),
+                              b.raw_data(), type, static_cast<int>(ldb), &zero, c.raw_data(),
+                              c_type, static_cast<int>(ldc), compute, CUBLAS_GEMM_DEFAULT));
+  };
+  auto sync = [&] { stream.synchronize(); };
+  LinearPassTimes times;
+  // y^T (out x rows) = w (w^T stored, transposed back) * x^T.
+  times.forward_us = median_time_us(
+      [&] { gemm(CUBLAS_OP_T, CUBLAS_OP_N, out, rows, in, w, in, x, in, y, out); }, sync, options);
+  // dx^T (in x rows) = w^T (as stored) * dy^T (as stored).
+  times.backward_data_us = median_time_us(
+      [&] { gemm(CUBLAS_OP_N, CUBLAS_OP_N, in, rows, out, w, in, y, out, x, in); }, sync, options);
+  // dw^T (in x out) = x^T (as stored) * dy (dy^T stored, transposed back); then
+  // db (out x 1) = dy^T (as stored) * ones (rows x 1).
+  times.backward_weight_us = median_time_us(
       [&] {
-        CHECK_CUBLAS(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, out, rows, in, &one,
-                                  w.raw_data(), type, in, x.raw_data(), type, in, &zero,
-                                  y.raw_data(), type, out, compute, CUBLAS_GEMM_DEFAULT));
+        gemm(CUBLAS_OP_N, CUBLAS_OP_T, in, out, rows, x, in, y, out, dw, in);
+        gemm(CUBLAS_OP_N, CUBLAS_OP_N, out, 1, rows, y, out, ones, rows, db, out);
       },
-      [&] { stream.synchronize(); }, options);
+      sync, options);
   cublasDestroy(handle);
-  return time;
+  return times;
 }
 
 double time_device_memcpy(int64_t bytes, Stream& stream, const TimingOptions& options) {

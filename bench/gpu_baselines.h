@@ -20,9 +20,22 @@ struct ConvPassTimes {
 
 ConvPassTimes time_cudnn_conv(const Conv2dShape& shape, DType dtype, Stream& stream,
                               const TimingOptions& options);
-// y[rows, out] = x[rows, in] w[out, in]^T with cublasGemmEx (fp32 compute, no TF32).
-double time_cublas_linear(int64_t rows, int64_t in, int64_t out, DType dtype, Stream& stream,
-                          const TimingOptions& options);
+struct LinearPassTimes {
+  double forward_us = 0;
+  double backward_data_us = 0;
+  double backward_weight_us = 0;  // the weight and the bias gradient
+};
+
+// A linear layer's three passes with cublasGemmEx on row-major operands, as ours:
+//   fwd         y[rows, out] = x[rows, in] w[out, in]^T   (no bias: ours adds it in the GEMM's
+//                                                          epilogue, so cuBLAS does a bit less)
+//   bwd_data    dx[rows, in] = dy[rows, out] w[out, in]
+//   bwd_weight  dw[out, in] = dy^T x, then db[out] = dy^T ones[rows] (a one-column GEMM)
+// x, w, y, dy, dx are in dtype; dw and db are f32, as our master-weight gradients. f32 runs
+// CUBLAS_COMPUTE_32F_PEDANTIC (no TF32: the arithmetic of our fp32 engine); bf16 runs on
+// tensor cores with fp32 compute (CUBLAS_COMPUTE_32F).
+LinearPassTimes time_cublas_linear(int64_t rows, int64_t in, int64_t out, DType dtype,
+                                   Stream& stream, const TimingOptions& options);
 double time_device_memcpy(int64_t bytes, Stream& stream, const TimingOptions& options);
 
 }  // namespace engine::bench

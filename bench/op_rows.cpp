@@ -1,0 +1,144 @@
+#include "bench/op_rows.h"
+
+#include <functional>
+#include <map>
+#include <utility>
+
+#include "bench/op_cases.h"
+#include "bench/op_runners.h"
+#include "bench/torch_baseline.h"
+#include "kernels/ops/copy.h"
+#if ENGINE_BENCH_GPU_BASELINES
+#include "bench/gpu_baselines.h"
+#endif
+
+namespace engine::bench {
+
+namespace {
+
+std::vector<OpCase> selected_cases(const OpRowOptions& options) {
+  std::vector<OpCase> cases;
+  for (OpCase& c : resnet_op_cases(options.arch, options.batch)) {
+    if (options.filter.empty() || c.name.find(options.filter) != std::string::npos)
+      cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+TorchBaseline torch_times(const std::vector<OpCase>& cases, const OpRowOptions& options,
+                          const TimingOptions& timing) {
+  TorchBaseline torch;
+  if (!options.baseline) {
+    torch.unavailable_reason = "--no-baseline";
+  } else if (!cases.empty()) {
+    std::vector<std::string> lines;
+    for (const OpCase& c : cases)
+      lines.push_back(torch_request_line(c));
+    torch = run_torch_baseline("bench_torch_ops.py", lines, options.threads, timing.min_seconds);
+  }
+  return torch;
+}
+
+// The same bytes at the device's copy bandwidth: a copy of bytes / 2 reads and writes them.
+double device_copy_us(double bytes, Stream& stream, const TimingOptions& timing) {
+  const int64_t elements = static_cast<int64_t>(bytes / 8);
+  Tensor src = Tensor::zeros({elements}, DType::f32, stream.device(), stream);
+  Tensor dst = Tensor::empty({elements}, DType::f32, stream.device());
+  return median_time_us([&] { copy(src, dst, stream); }, [&] { stream.synchronize(); }, timing);
+}
+
+// Each row's baseline: PyTorch's answer on the CPU (asked once, for every case, before our
+// rows are timed); on a GPU, cuBLAS for the GEMMs and a device copy of the same bytes for the
+// memory-bound ops, timed beside each row.
+class Baselines {
+ public:
+  Baselines(const std::vector<OpCase>& cases, const OpRowOptions& options, Stream& stream,
+            const TimingOptions& timing)
+      : enabled_(options.baseline),
+        gpu_(stream.device().is_cuda()),
+        stream_(stream),
+        timing_(timing) {
+    if (!gpu_) torch_ = torch_times(cases, options, timing);
+  }
+
+  void attach(const OpCase& c, DType dtype, Row& row) {
+    if (!gpu_) {
+      row.baseline = "torch";
+      const auto found = torch_.time_us.find({c.name, c.op});
+      if (found != torch_.time_us.end()) {
+        row.baseline_time_us = found->second;
+      } else {
+        row.note = torch_.unavailable_reason.empty() ? "no PyTorch time for this case"
+                                                     : torch_.unavailable_reason;
+      }
+      return;
+    }
+    row.baseline = c.is_gemm() ? "cublas" : "memcpy";
+    if (!enabled_) {
+      row.note = "--no-baseline";
+    } else if (!c.is_gemm()) {
+      row.baseline_time_us = device_copy_us(c.bytes, stream_, timing_);
+    } else {
+#if ENGINE_BENCH_GPU_BASELINES
+      row.baseline_time_us = cublas_time_us(c, dtype);
+#else
+      (void)dtype;
+      row.note = "built without cuDNN/cuBLAS";
+#endif
+    }
+  }
+
+ private:
+#if ENGINE_BENCH_GPU_BASELINES
+  // cuBLAS times the three passes of a shape at once; the fc layer's three rows share them.
+  double cublas_time_us(const OpCase& c, DType dtype) {
+    auto found = cublas_.find({c.dims, dtype});
+    if (found == cublas_.end()) {
+      const LinearPassTimes t =
+          time_cublas_linear(c.dims[0], c.dims[1], c.dims[2], dtype, stream_, timing_);
+      found = cublas_.emplace(std::make_pair(c.dims, dtype), t).first;
+    }
+    if (c.op == "linear_fwd") return found->second.forward_us;
+    if (c.op == "linear_bwd_data") return found->second.backward_data_us;
+    return found->second.backward_weight_us;
+  }
+  std::map<std::pair<std::vector<int64_t>, DType>, LinearPassTimes> cublas_;
+#endif
+  bool enabled_, gpu_;
+  Stream& stream_;
+  TimingOptions timing_;
+  TorchBaseline torch_;
+};
+
+}  // namespace
+
+std::vector<Row> run_op_rows(const OpRowOptions& options, Stream& stream,
+                             const TimingOptions& timing) {
+  const std::vector<OpCase> cases = selected_cases(options);
+  const bool gpu = stream.device().is_cuda();
+  Baselines baselines(cases, options, stream, timing);
+  std::vector<Row> rows;
+  for (const OpCase& c : cases) {
+    // On a GPU the GEMMs get a row per dtype, as the conv rows; every other op is timed in
+    // f32, and the CPU runs f32 only.
+    const bool per_dtype = gpu && c.is_gemm();
+    for (DType dtype : per_dtype ? options.gemm_dtypes : std::vector<DType>{DType::f32}) {
+      const std::string suffix = per_dtype ? " " + std::string(dtype_name(dtype)) : "";
+      const std::function<void()> op = make_native_op(c, dtype, stream);
+      Row row("kernels", "native", c.name + suffix,
+              median_time_us(
+                  op, [&] { stream.synchronize(); }, timing));
+      if (c.is_gemm()) {
+        row.gflops = c.flops / (row.time_us * 1e3);
+      } else {
+        row.gbps = c.bytes / (row.time_us * 1e3);
+        row.bytes = static_cast<int64_t>(c.bytes);
+      }
+      baselines.attach(c, dtype, row);
+      rows.push_back(row);
+    }
+  }
+  return rows;
+}
+
+}  // namespace engine::bench

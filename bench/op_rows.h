@@ -1,0 +1,31 @@
+// Rows for every op of a ResNet training step other than the convolutions (bench/op_cases.h
+// lists them), each against a baseline timed in the same run. CPU: PyTorch 1.13
+// (tools/bench_torch_ops.py) on the same threads. GPU: cuBLAS for the fc layer's GEMMs, and
+// for the memory-bound ops a device copy moving the same bytes, so that ratio is the fraction
+// of copy bandwidth reached.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bench/bench_report.h"
+#include "bench/timing.h"
+#include "kernels/dtype.h"
+#include "kernels/stream.h"
+
+namespace engine::bench {
+
+struct OpRowOptions {
+  std::string arch;  // resnet18 or resnet50
+  int64_t batch = 0;
+  std::vector<DType> gemm_dtypes;  // on a GPU, the fc layer's rows per dtype; the CPU runs f32
+  std::string filter;              // only cases whose name contains it ("" = all)
+  bool baseline = true;
+  int threads = 0;  // PyTorch's intra-op threads (the CPU baseline)
+};
+
+std::vector<Row> run_op_rows(const OpRowOptions& options, Stream& stream,
+                             const TimingOptions& timing);
+
+}  // namespace engine::bench
