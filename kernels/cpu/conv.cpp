@@ -113,11 +113,22 @@ std::vector<float> flip_filters(const Conv2dShape& shape, const float* w) {
   return flipped;
 }
 
-// Which orientation the filter-gradient GEMM takes. Measured on ResNet-18's layers (AVX-512
-// kernel, 2 threads): with few output channels and many taps * C, dW^T = col^T dY ran
-// 1.1-1.5x faster; with 256+ output channels dW = dY^T col ran up to 2x faster.
-bool filter_gradient_transposed(const Conv2dShape& shape) {
-  return shape.out_channels <= 128 && shape.gemm_k() >= 2 * shape.out_channels;
+// out[r][c] = in[c][r] (+ out[r][c] when beta is 1), in being [cols x rows]: 32 x 32 blocks, so
+// that reads and writes both stay within a few cache lines per block.
+void transpose_into(const float* in, int64_t rows, int64_t cols, float beta, float* out) {
+  constexpr int64_t kBlock = 32;
+  const int64_t row_blocks = (rows + kBlock - 1) / kBlock;
+  const int64_t col_blocks = (cols + kBlock - 1) / kBlock;
+  [[maybe_unused]] const bool parallel = rows * cols >= kParallelThreshold;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t job = 0; job < row_blocks * col_blocks; ++job) {
+    const int64_t r0 = job / col_blocks * kBlock, c0 = job % col_blocks * kBlock;
+    const int64_t r1 = std::min(rows, r0 + kBlock), c1 = std::min(cols, c0 + kBlock);
+    for (int64_t r = r0; r < r1; ++r) {
+      for (int64_t c = c0; c < c1; ++c)
+        out[r * cols + c] = in[c * rows + r] + (beta == 0.f ? 0.f : out[r * cols + c]);
+    }
+  }
 }
 
 }  // namespace
@@ -171,28 +182,18 @@ void conv2d_backward_filter(const Conv2dShape& shape, DType dtype, const void* x
   if (shape.is_pointwise()) {
     sgemm(true, false, channels_out, k, m, 1.f, grad_out.data(), channels_out, input.data(), k,
           first_beta, grad_filter.data(), k);
-  } else if (filter_gradient_transposed(shape)) {
-    // dW^T [taps*C x K] = col^T * dY: the long side (taps * C) becomes the GEMM's M and the
-    // small dY chunk is what gets packed, instead of the column matrix (taps * C / K times
-    // larger). One transpose into dW at the end.
+  } else {
+    // dW^T [taps*C x K] = col^T * dY, summed over column chunks, then one transpose into dW.
+    // The long side (taps * C) is the GEMM's M and the small dY chunk is what gets packed,
+    // rather than the column matrix. Measured with the blocked GEMM on every ResNet-18 layer
+    // (2 threads): 1.1-1.45x the other orientation, dW = dY^T * col.
     std::vector<float> transposed(static_cast<size_t>(k * channels_out));
     for_each_column_chunk(shape, input.data(), [&](int64_t first, int64_t end, const float* col) {
       sgemm(true, false, k, channels_out, end - first, 1.f, col, k,
             grad_out.data() + first * channels_out, channels_out, first == 0 ? 0.f : 1.f,
             transposed.data(), channels_out);
     });
-    float* out = grad_filter.data();
-    parallel_for(channels_out, [&](int64_t kout) {
-      for (int64_t tap_channel = 0; tap_channel < k; ++tap_channel) {
-        const float value = transposed[tap_channel * channels_out + kout];
-        out[kout * k + tap_channel] = value + first_beta * out[kout * k + tap_channel];
-      }
-    });
-  } else {
-    for_each_column_chunk(shape, input.data(), [&](int64_t first, int64_t end, const float* col) {
-      sgemm(true, false, channels_out, k, end - first, 1.f, grad_out.data() + first * channels_out,
-            channels_out, col, k, first == 0 ? first_beta : 1.f, grad_filter.data(), k);
-    });
+    transpose_into(transposed.data(), channels_out, k, first_beta, grad_filter.data());
   }
   grad_filter.commit();
   if (dbias != nullptr) bias_gradient(m, channels_out, grad_out.data(), dbias, accumulate);
