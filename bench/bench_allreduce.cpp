@@ -150,17 +150,12 @@ class Bench {
   double time_per_call(Candidate& candidate, Tensor& tensor, Stream& stream, int iterations);
   int64_t count_wrong(Candidate& candidate, int64_t count, Stream& stream);
   double memcpy_gbps(size_t bytes);
-  // After the largest size: the fastest any in-place all-reduce of it could be here.
-  void print_ceiling(size_t bytes, const std::map<std::string, double>& seconds);
   void print_row(size_t bytes, int64_t count, const std::string& impl, double seconds,
                  int64_t wrong, const std::string& baseline, double baseline_seconds);
 
   const MpiSession& session_;
   Options options_;
   double memcpy_gbps_ = 0;
-  // One memcpy of the largest buffer with every rank copying at once: what an in-place
-  // all-reduce of that buffer cannot beat once it outgrows the caches.
-  double all_ranks_copy_seconds_ = 0;
 };
 
 int Bench::iterations_for(Candidate& candidate, Tensor& tensor, Stream& stream) {
@@ -236,7 +231,6 @@ double Bench::memcpy_gbps(size_t bytes) {
   };
   const double alone = best_copy_seconds(session_.rank() == 0);
   const double together = best_copy_seconds(true);
-  all_ranks_copy_seconds_ = together;
   const double gbps = static_cast<double>(bytes) / alone / 1e9;
   const double shared_gbps = static_cast<double>(bytes) / together / 1e9;
   if (session_.rank() == 0) {
@@ -358,36 +352,7 @@ void Bench::run() {
                 found == results.end() ? "" : baseline,
                 found == results.end() ? 0 : found->second.seconds);
     }
-    if (bytes * options_.factor > options_.max_bytes) {
-      std::map<std::string, double> seconds;
-      for (const auto& [impl, result] : results)
-        seconds[impl] = result.seconds;
-      print_ceiling(size, seconds);
-    }
   }
-}
-
-void Bench::print_ceiling(size_t bytes, const std::map<std::string, double>& seconds) {
-  const auto mpi = seconds.find("mpi");
-  const auto shm = seconds.find("ring-shm");
-  if (session_.rank() != 0 || mpi == seconds.end() || shm == seconds.end()) return;
-  const double ceiling = all_ranks_copy_seconds_;
-  const double max_ratio = mpi->second / ceiling, ratio = mpi->second / shm->second;
-  if (options_.json) {
-    std::printf(
-        "{\"bench\":\"allreduce\",\"impl\":\"ceiling\",\"case\":\"%zu bytes\",\"bytes\":%zu,"
-        "\"copy_time_us\":%.3f,\"mpi_time_us\":%.3f,\"max_ratio_vs_mpi\":%.3f,"
-        "\"ring_shm_ratio_vs_mpi\":%.3f}\n",
-        bytes, bytes, ceiling * 1e6, mpi->second * 1e6, max_ratio, ratio);
-  } else {
-    std::printf(
-        "# ceiling at %zu bytes: an in-place all-reduce reads and writes each rank's whole "
-        "buffer at least once,\n#   which with all ranks copying at once takes %.1f us here. "
-        "MPI_Allreduce took %.1f us, so no\n#   implementation can be more than %.2fx faster "
-        "than MPI on this machine; ring-shm is %.2fx (%.0f%% of the way).\n",
-        bytes, ceiling * 1e6, mpi->second * 1e6, max_ratio, ratio, 100.0 * ratio / max_ratio);
-  }
-  std::fflush(stdout);
 }
 
 }  // namespace
