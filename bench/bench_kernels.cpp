@@ -6,7 +6,11 @@
 // contains TEXT (e.g. "layer3", "fc", "sgd").
 //
 //   bench_kernels [--device cpu|cuda] [--arch resnet18|resnet50] [--batch N] [--dtype f32|bf16]
-//                 [--min-seconds S] [--filter TEXT] [--no-baseline] [--json]
+//                 [--min-seconds S] [--rounds N] [--filter TEXT] [--no-baseline] [--json]
+//
+// On the CPU, --rounds (default 2) repeats the whole comparison, ours and PyTorch's, and keeps
+// each side's fastest time per case: a shared machine's slow spells last tens of seconds and
+// otherwise decide a ratio by which side they happen to hit.
 #include <omp.h>
 
 #include <cstdio>
@@ -36,6 +40,7 @@ struct Options {
   int64_t batch = 0;  // default: 8 on the CPU, 128 on a GPU
   std::string dtype = "both";
   double min_seconds = 0.3;
+  int rounds = 0;  // CPU only; default 2
   std::string filter;
   bool baseline = true;
   bool json = false;
@@ -44,7 +49,8 @@ struct Options {
 [[noreturn]] void usage_error(const std::string& message) {
   fail("bench_kernels: " + message +
        "\nusage: bench_kernels [--device cpu|cuda] [--arch resnet18|resnet50] [--batch N] "
-       "[--dtype f32|bf16|both] [--min-seconds S] [--filter TEXT] [--no-baseline] [--json]");
+       "[--dtype f32|bf16|both] [--min-seconds S] [--rounds N] [--filter TEXT] [--no-baseline] "
+       "[--json]");
 }
 
 Options parse(int argc, char** argv) {
@@ -66,6 +72,8 @@ Options parse(int argc, char** argv) {
         options.dtype = value();
       else if (flag == "--min-seconds")
         options.min_seconds = std::stod(value());
+      else if (flag == "--rounds")
+        options.rounds = std::stoi(value());
       else if (flag == "--filter")
         options.filter = value();
       else if (flag == "--no-baseline")
@@ -172,21 +180,20 @@ OpRowOptions op_row_options(const Options& options, const std::string& arch, int
   return rows;
 }
 
-std::vector<Row> run_cpu(const Options& options) {
-  const std::string arch = options.arch.empty() ? "resnet18" : options.arch;
-  const int64_t batch = options.batch > 0 ? options.batch : 8;
-  const std::vector<ConvLayer> layers = selected_layers(options, arch, batch);
+// One round on the CPU: the conv rows (three per layer) and the op rows, each with PyTorch's
+// time from a baseline run of this round.
+std::pair<std::vector<Row>, std::vector<Row>> run_cpu_round(const Options& options,
+                                                            const std::string& arch, int64_t batch,
+                                                            const std::vector<ConvLayer>& layers) {
   const TimingOptions timing{options.min_seconds, 3};
   const int threads = omp_get_max_threads();
-  std::fprintf(stderr, "CPU: %d threads, %s batch %lld, fp32; baseline: PyTorch (same threads)\n",
-               threads, arch.c_str(), static_cast<long long>(batch));
   TorchBaseline torch;
   if (options.baseline) {
     torch = run_torch_conv_baseline(layers, threads, options.min_seconds);
   } else {
     torch.unavailable_reason = "--no-baseline";
   }
-  std::vector<Row> rows;
+  std::vector<Row> conv_rows;
   Stream stream;
   for (const ConvLayer& layer : layers) {
     const PassTimes ours = time_native_conv(layer.shape, DType::f32, stream, timing);
@@ -197,14 +204,34 @@ std::vector<Row> run_cpu(const Options& options) {
     if (f != torch.time_us.end() && d != torch.time_us.end() && w != torch.time_us.end()) {
       base = PassTimes{f->second, d->second, w->second};
     }
-    add_pass_rows(rows, layer, "", ours, "torch", base, base ? "" : torch.unavailable_reason);
+    add_pass_rows(conv_rows, layer, "", ours, "torch", base, base ? "" : torch.unavailable_reason);
   }
+  std::vector<Row> op_rows =
+      run_op_rows(op_row_options(options, arch, batch, {DType::f32}, threads), stream, timing);
+  return {std::move(conv_rows), std::move(op_rows)};
+}
+
+std::vector<Row> run_cpu(const Options& options) {
+  const std::string arch = options.arch.empty() ? "resnet18" : options.arch;
+  const int64_t batch = options.batch > 0 ? options.batch : 8;
+  const int rounds = options.rounds > 0 ? options.rounds : 2;
+  const std::vector<ConvLayer> layers = selected_layers(options, arch, batch);
+  std::fprintf(stderr,
+               "CPU: %d threads, %s batch %lld, fp32; baseline: PyTorch (same threads); fastest "
+               "of %d rounds\n",
+               omp_get_max_threads(), arch.c_str(), static_cast<long long>(batch), rounds);
+  std::vector<std::vector<Row>> conv_rounds, op_rounds;
+  for (int round = 0; round < rounds; ++round) {
+    auto [conv_rows, op_rows] = run_cpu_round(options, arch, batch, layers);
+    conv_rounds.push_back(std::move(conv_rows));
+    op_rounds.push_back(std::move(op_rows));
+  }
+  std::vector<Row> rows = fastest_of_rounds(conv_rounds);
   if (!layers.empty()) {
     rows.push_back(
         network_total(arch + " all conv layers fwd+bwd (x count)", layers, rows, "torch"));
   }
-  const std::vector<Row> ops =
-      run_op_rows(op_row_options(options, arch, batch, {DType::f32}, threads), stream, timing);
+  const std::vector<Row> ops = fastest_of_rounds(op_rounds);
   rows.insert(rows.end(), ops.begin(), ops.end());
   return rows;
 }

@@ -24,6 +24,30 @@ std::string number(double value) {
 }
 }  // namespace
 
+std::vector<Row> fastest_of_rounds(const std::vector<std::vector<Row>>& rounds) {
+  if (rounds.empty()) return {};
+  std::vector<Row> best = rounds.front();
+  for (size_t r = 1; r < rounds.size(); ++r) {
+    for (size_t i = 0; i < best.size() && i < rounds[r].size(); ++i) {
+      Row& row = best[i];
+      const Row& other = rounds[r][i];
+      if (other.time_us > 0 && other.time_us < row.time_us) {
+        // Throughputs scale with 1 / time.
+        const double speedup = row.time_us / other.time_us;
+        if (row.gflops) *row.gflops *= speedup;
+        if (row.gbps) *row.gbps *= speedup;
+        row.time_us = other.time_us;
+      }
+      if (other.baseline_time_us &&
+          (!row.baseline_time_us || *other.baseline_time_us < *row.baseline_time_us)) {
+        row.baseline_time_us = other.baseline_time_us;
+        row.note = other.note;
+      }
+    }
+  }
+  return best;
+}
+
 std::string to_json(const Row& row) {
   std::string json = "{\"bench\":" + json_string(row.bench) + ",\"impl\":" + json_string(row.impl) +
                      ",\"case\":" + json_string(row.case_name) +

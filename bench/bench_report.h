@@ -38,6 +38,11 @@ struct Row {
 std::string to_json(const Row& row);
 // A fixed-width table with the columns the rows use.
 void print_table(const std::vector<Row>& rows);
+// The same rows timed in several rounds (same cases in the same order): each row keeps its
+// fastest time and its baseline's fastest time, so a slow spell of a shared machine that hits
+// one side in one round does not decide a ratio.
+std::vector<Row> fastest_of_rounds(const std::vector<std::vector<Row>>& rounds);
+
 // Geometric mean of the ratios of rows that have one (nullopt when none do).
 std::optional<double> geometric_mean_ratio(const std::vector<Row>& rows);
 
