@@ -5,8 +5,10 @@
 
 #include "kernels/cpu/fp32_buffer.h"
 #include "kernels/cpu/im2col.h"
+#include "kernels/cpu/isa.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/sgemm.h"
+#include "kernels/cpu/sgemm_avx512.h"
 
 namespace engine::cpu {
 
@@ -61,7 +63,39 @@ void for_each_column_chunk(const Conv2dShape& shape, const float* x, Fn&& fn) {
 // as the [taps * C x K] matrix that the flipped filters of the input gradient are built as.
 enum class FilterRows { kPerOutputChannel, kPerTapAndChannel };
 
-// y = conv(x, w) in fp32: one GEMM for pointwise convolutions, else one GEMM per column chunk.
+// With the AVX-512 GEMM: the filters are packed once, and each thread lowers a chunk of
+// output rows into its own column buffer (at least one 240-row GEMM block, ~256 KiB when K is
+// small) and multiplies it at once, while the buffer is still in its L2. The whole-image
+// chunks of the portable path wrote up to 7 MiB of columns to L3 and read them back.
+void forward_fused_fp32(const Conv2dShape& shape, const float* x, const float* w, float* y,
+                        bool filters_transposed) {
+  const int64_t m = shape.gemm_m(), k = shape.gemm_k(), channels_out = shape.out_channels;
+  const PackedB filters(channels_out, k, w, filters_transposed ? 1 : channels_out,
+                        filters_transposed ? k : 1);
+  constexpr int64_t kChunkFloats = int64_t{1} << 16;
+  const int64_t target_rows = std::max<int64_t>(240, kChunkFloats / k);
+  // A multiple of the thread count of equal chunks (whole 12-row tiles), so that no thread
+  // waits for another's extra chunk (7 chunks on 2 threads would idle one for 1/7).
+  int64_t chunks = (m + target_rows - 1) / target_rows;
+  const int64_t threads = max_threads();
+  chunks = (chunks + threads - 1) / threads * threads;
+  const int64_t chunk_rows = ((m + chunks - 1) / chunks + 11) / 12 * 12;
+  chunks = (m + chunk_rows - 1) / chunk_rows;
+  [[maybe_unused]] const bool parallel = chunks > 1;
+#pragma omp parallel if (parallel)
+  {
+    std::vector<float> col(static_cast<size_t>(std::min(m, chunk_rows) * k));
+#pragma omp for schedule(static)
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+      const int64_t first = chunk * chunk_rows, end = std::min(m, first + chunk_rows);
+      im2col(shape, x, first, end, col.data());
+      sgemm_avx512_packed(end - first, col.data(), k, 1, filters, 0.f, y + first * channels_out,
+                          channels_out);
+    }
+  }
+}
+
+// y = conv(x, w) in fp32: one GEMM for pointwise convolutions, else GEMMs over column chunks.
 void forward_fp32(const Conv2dShape& shape, const float* x, const float* w, float* y,
                   FilterRows rows = FilterRows::kPerOutputChannel) {
   const int64_t m = shape.gemm_m(), k = shape.gemm_k(), channels_out = shape.out_channels;
@@ -69,6 +103,10 @@ void forward_fp32(const Conv2dShape& shape, const float* x, const float* w, floa
   const int64_t ldw = transposed ? k : channels_out;
   if (shape.is_pointwise()) {
     sgemm(false, transposed, m, channels_out, k, 1.f, x, k, w, ldw, 0.f, y, channels_out);
+    return;
+  }
+  if (use_avx512()) {
+    forward_fused_fp32(shape, x, w, y, transposed);
     return;
   }
   for_each_column_chunk(shape, x, [&](int64_t first, int64_t end, const float* col) {

@@ -4,9 +4,22 @@
 
 #include <cstdint>
 
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
 namespace engine::cpu {
 
 constexpr int64_t kParallelThreshold = int64_t{1} << 15;
+
+// The threads a parallel region here would get (1 without OpenMP).
+inline int64_t max_threads() {
+#if defined(_OPENMP)
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
 
 // Calls body(i) for i in [0, n), in parallel when n is large enough.
 template <typename Body>

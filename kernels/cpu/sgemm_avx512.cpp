@@ -24,10 +24,6 @@ constexpr int64_t kMaxDepth = 384;
 // while every B panel passes over it. 120 and 480 measured no better.
 constexpr int64_t kBlockRows = 240;
 
-struct AlignedDelete {
-  void operator()(float* p) const { ::operator delete[](p, std::align_val_t{64}); }
-};
-using AlignedBuffer = std::unique_ptr<float[], AlignedDelete>;
 AlignedBuffer aligned_floats(int64_t count) {
   return AlignedBuffer(
       new (std::align_val_t{64}) float[static_cast<size_t>(std::max<int64_t>(count, 1))]);
@@ -163,12 +159,26 @@ void compute_block(int64_t row_begin, int64_t row_end, int64_t panel_begin, int6
 
 }  // namespace
 
+PackedB::PackedB(int64_t n, int64_t k, const float* b, int64_t b_k_stride, int64_t b_col_stride)
+    : n_(n), k_(k) {
+  const int64_t panels = (n + kTileCols - 1) / kTileCols;
+  data_ = aligned_floats(panels * k * kTileCols);
+  pack_b(n, k, b, b_k_stride, b_col_stride, data_.get());
+}
+
+PackedB::~PackedB() = default;
+
+void sgemm_avx512_packed(int64_t m, const float* a, int64_t a_row_stride, int64_t a_k_stride,
+                         const PackedB& b, float beta, float* c, int64_t ldc) {
+  const int64_t panels = (b.n() + kTileCols - 1) / kTileCols;
+  compute_block(0, m, 0, panels, b.n(), b.k(), a, a_row_stride, a_k_stride, b.data(), beta, c, ldc);
+}
+
 void sgemm_avx512(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row_stride,
                   int64_t a_k_stride, const float* b, int64_t b_k_stride, int64_t b_col_stride,
                   float beta, float* c, int64_t ldc) {
+  const PackedB packed_b(n, k, b, b_k_stride, b_col_stride);
   const int64_t panels = (n + kTileCols - 1) / kTileCols;
-  AlignedBuffer packed_b = aligned_floats(panels * k * kTileCols);
-  pack_b(n, k, b, b_k_stride, b_col_stride, packed_b.get());
   int threads = 1;
 #if defined(_OPENMP)
   if (!omp_in_parallel() && m * n * k >= (int64_t{1} << 18)) threads = omp_get_max_threads();
@@ -182,14 +192,14 @@ void sgemm_avx512(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row
       const int64_t per_thread = (row_tiles + threads - 1) / threads * kTileRows;
       const int64_t begin = t * per_thread, end = std::min(m, begin + per_thread);
       if (begin < end) {
-        compute_block(begin, end, 0, panels, n, k, a, a_row_stride, a_k_stride, packed_b.get(),
+        compute_block(begin, end, 0, panels, n, k, a, a_row_stride, a_k_stride, packed_b.data(),
                       beta, c, ldc);
       }
     } else {
       const int64_t per_thread = (panels + threads - 1) / threads;
       const int64_t begin = t * per_thread, end = std::min(panels, begin + per_thread);
       if (begin < end) {
-        compute_block(0, m, begin, end, n, k, a, a_row_stride, a_k_stride, packed_b.get(), beta, c,
+        compute_block(0, m, begin, end, n, k, a, a_row_stride, a_k_stride, packed_b.data(), beta, c,
                       ldc);
       }
     }

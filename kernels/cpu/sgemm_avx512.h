@@ -8,6 +8,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <new>
 
 namespace engine::cpu {
 
@@ -15,6 +17,31 @@ namespace engine::cpu {
 // a[i * a_row_stride + p * a_k_stride] and element (p, j) of op(B) is
 // b[p * b_k_stride + j * b_col_stride]. Parallel over OpenMP threads when not already inside a
 // parallel region. Requires cpu_has_avx512() (kernels/cpu/isa.h).
+// 64-byte aligned float storage.
+struct AlignedDelete {
+  void operator()(float* p) const { ::operator delete[](p, std::align_val_t{64}); }
+};
+using AlignedBuffer = std::unique_ptr<float[], AlignedDelete>;
+
+// B [k x n] packed once into the kernel's 32-column panels, for several products that share
+// it: a convolution's filters against each chunk of its column matrix.
+class PackedB {
+ public:
+  PackedB(int64_t n, int64_t k, const float* b, int64_t b_k_stride, int64_t b_col_stride);
+  ~PackedB();
+  int64_t n() const { return n_; }
+  int64_t k() const { return k_; }
+  const float* data() const { return data_.get(); }
+
+ private:
+  int64_t n_, k_;
+  AlignedBuffer data_;
+};
+
+// C[m x b.n()] = op(A) * B + beta * C on the calling thread (the caller splits the work).
+void sgemm_avx512_packed(int64_t m, const float* a, int64_t a_row_stride, int64_t a_k_stride,
+                         const PackedB& b, float beta, float* c, int64_t ldc);
+
 void sgemm_avx512(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row_stride,
                   int64_t a_k_stride, const float* b, int64_t b_k_stride, int64_t b_col_stride,
                   float beta, float* c, int64_t ldc);
