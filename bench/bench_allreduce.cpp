@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/timing.h"
 #include "collectives/bootstrap.h"
 #include "collectives/comm_factory.h"
 #include "collectives/cpu/reduce.h"
@@ -361,6 +362,7 @@ void Bench::run() {
 int main(int argc, char** argv) {
   try {
     engine::MpiSession session(&argc, &argv);
+    engine::bench::wait_for_startup_threads_to_sleep();
     engine::Bench bench(session, engine::parse(argc, argv));
     bench.run();
   } catch (const std::exception& e) {

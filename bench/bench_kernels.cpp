@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -187,24 +188,21 @@ std::pair<std::vector<Row>, std::vector<Row>> run_cpu_round(const Options& optio
                                                             const std::vector<ConvLayer>& layers) {
   const TimingOptions timing{options.min_seconds, 3};
   const int threads = omp_get_max_threads();
-  TorchBaseline torch;
-  if (options.baseline) {
-    torch = run_torch_conv_baseline(layers, threads, options.min_seconds);
-  } else {
-    torch.unavailable_reason = "--no-baseline";
-  }
+  TorchProcess torch = options.baseline
+                           ? TorchProcess("bench_torch_kernels.py", threads, options.min_seconds)
+                           : TorchProcess("--no-baseline");
   std::vector<Row> conv_rows;
   Stream stream;
   for (const ConvLayer& layer : layers) {
+    const std::map<std::string, double> base_times = torch.time_case(torch_conv_case(layer), 3);
     const PassTimes ours = time_native_conv(layer.shape, DType::f32, stream, timing);
     std::optional<PassTimes> base;
-    const auto f = torch.time_us.find({layer.name, "fwd"});
-    const auto d = torch.time_us.find({layer.name, "bwd_data"});
-    const auto w = torch.time_us.find({layer.name, "bwd_filter"});
-    if (f != torch.time_us.end() && d != torch.time_us.end() && w != torch.time_us.end()) {
-      base = PassTimes{f->second, d->second, w->second};
+    if (base_times.size() == 3) {
+      base =
+          PassTimes{base_times.at("fwd"), base_times.at("bwd_data"), base_times.at("bwd_filter")};
     }
-    add_pass_rows(conv_rows, layer, "", ours, "torch", base, base ? "" : torch.unavailable_reason);
+    add_pass_rows(conv_rows, layer, "", ours, "torch", base,
+                  base ? "" : torch.unavailable_reason());
   }
   std::vector<Row> op_rows =
       run_op_rows(op_row_options(options, arch, batch, {DType::f32}, threads), stream, timing);
@@ -300,6 +298,7 @@ std::vector<Row> run_gpu(const Options& options, Device device) {
 int run(int argc, char** argv) {
   const Options options = parse(argc, argv);
   const Device device = resolve_device(options.device);
+  wait_for_startup_threads_to_sleep();
   std::vector<Row> rows;
   if (device.is_cpu()) {
     rows = run_cpu(options);

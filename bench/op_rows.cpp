@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <utility>
 
 #include "bench/op_cases.h"
@@ -25,20 +26,6 @@ std::vector<OpCase> selected_cases(const OpRowOptions& options) {
   return cases;
 }
 
-TorchBaseline torch_times(const std::vector<OpCase>& cases, const OpRowOptions& options,
-                          const TimingOptions& timing) {
-  TorchBaseline torch;
-  if (!options.baseline) {
-    torch.unavailable_reason = "--no-baseline";
-  } else if (!cases.empty()) {
-    std::vector<std::string> lines;
-    for (const OpCase& c : cases)
-      lines.push_back(torch_request_line(c));
-    torch = run_torch_baseline("bench_torch_ops.py", lines, options.threads, timing.min_seconds);
-  }
-  return torch;
-}
-
 // The same bytes at the device's copy bandwidth: a copy of bytes / 2 reads and writes them.
 double device_copy_us(double bytes, Stream& stream, const TimingOptions& timing) {
   const int64_t elements = static_cast<int64_t>(bytes / 8);
@@ -47,9 +34,8 @@ double device_copy_us(double bytes, Stream& stream, const TimingOptions& timing)
   return median_time_us([&] { copy(src, dst, stream); }, [&] { stream.synchronize(); }, timing);
 }
 
-// Each row's baseline: PyTorch's answer on the CPU (asked once, for every case, before our
-// rows are timed); on a GPU, cuBLAS for the GEMMs and a device copy of the same bytes for the
-// memory-bound ops, timed beside each row.
+// Each row's baseline, timed right before the row: PyTorch on the CPU; on a GPU, cuBLAS for the
+// GEMMs and a device copy of the same bytes for the memory-bound ops.
 class Baselines {
  public:
   Baselines(const std::vector<OpCase>& cases, const OpRowOptions& options, Stream& stream,
@@ -57,19 +43,23 @@ class Baselines {
       : enabled_(options.baseline),
         gpu_(stream.device().is_cuda()),
         stream_(stream),
-        timing_(timing) {
-    if (!gpu_) torch_ = torch_times(cases, options, timing);
-  }
+        timing_(timing),
+        torch_(!options.baseline ? std::make_unique<TorchProcess>("--no-baseline")
+               : gpu_ || cases.empty()
+                   ? nullptr
+                   : std::make_unique<TorchProcess>("bench_torch_ops.py", options.threads,
+                                                    timing.min_seconds)) {}
 
   void attach(const OpCase& c, DType dtype, Row& row) {
     if (!gpu_) {
       row.baseline = "torch";
-      const auto found = torch_.time_us.find({c.name, c.op});
-      if (found != torch_.time_us.end()) {
+      const std::map<std::string, double> times = torch_->time_case(torch_request_line(c), 1);
+      const auto found = times.find(c.op);
+      if (found != times.end()) {
         row.baseline_time_us = found->second;
       } else {
-        row.note = torch_.unavailable_reason.empty() ? "no PyTorch time for this case"
-                                                     : torch_.unavailable_reason;
+        row.note = torch_->unavailable_reason().empty() ? "no PyTorch time for this case"
+                                                        : torch_->unavailable_reason();
       }
       return;
     }
@@ -107,7 +97,7 @@ class Baselines {
   bool enabled_, gpu_;
   Stream& stream_;
   TimingOptions timing_;
-  TorchBaseline torch_;
+  std::unique_ptr<TorchProcess> torch_;  // CPU only
 };
 
 }  // namespace
@@ -125,16 +115,17 @@ std::vector<Row> run_op_rows(const OpRowOptions& options, Stream& stream,
     for (DType dtype : per_dtype ? options.gemm_dtypes : std::vector<DType>{DType::f32}) {
       const std::string suffix = per_dtype ? " " + std::string(dtype_name(dtype)) : "";
       const std::function<void()> op = make_native_op(c, dtype, stream);
-      Row row("kernels", "native", c.name + suffix,
-              median_time_us(
-                  op, [&] { stream.synchronize(); }, timing));
+      // The baseline first: PyTorch's process is then idle, past its start-up, while ours run.
+      Row row("kernels", "native", c.name + suffix, 0);
+      baselines.attach(c, dtype, row);
+      row.time_us = median_time_us(
+          op, [&] { stream.synchronize(); }, timing);
       if (c.is_gemm()) {
         row.gflops = c.flops / (row.time_us * 1e3);
       } else {
         row.gbps = c.bytes / (row.time_us * 1e3);
         row.bytes = static_cast<int64_t>(c.bytes);
       }
-      baselines.attach(c, dtype, row);
       rows.push_back(row);
     }
   }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 #include <vector>
 
 namespace engine::bench {
@@ -30,6 +31,15 @@ double median_time_us(Fn&& fn, Sync&& sync, const TimingOptions& options = {}) {
   }
   std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
   return times[times.size() / 2];
+}
+
+// Debian's OpenBLAS (the pthread build, linked for the portable GEMM) starts its worker
+// threads when the program loads, and they spin for about 0.1 s before they sleep. On 2 cores
+// that spinning took a core from our OpenMP threads, and whatever a benchmark timed first came
+// out at multiples of the 4 ms scheduler tick (a 100 us GEMM read 16 ms). Benchmarks call this
+// before they time anything.
+inline void wait_for_startup_threads_to_sleep() {
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
 }
 
 }  // namespace engine::bench

@@ -1,28 +1,47 @@
-// Runs tools/bench_torch_kernels.py (Debian's python3 with python3-torch) beside the
-// benchmark, on the same machine and thread count, and returns its times per (case, pass).
+// A PyTorch baseline script (tools/bench_torch_kernels.py, tools/bench_torch_ops.py) kept
+// running beside the benchmark, with Debian's python3 and python3-torch, on the same machine
+// and thread count. Each case is sent just before (or after) ours is timed, so the two times
+// of a case are taken seconds apart: the development VM's slow spells last tens of seconds,
+// and timing every PyTorch case first let a spell decide a ratio by which side it hit.
 #pragma once
 
+#include <sys/types.h>
+
+#include <cstdio>
 #include <map>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include "bench/resnet_layers.h"
 
 namespace engine::bench {
 
-struct TorchBaseline {
-  std::map<std::pair<std::string, std::string>, double> time_us;  // (case, pass) -> us
-  std::string unavailable_reason;                                 // "" when it ran
+class TorchProcess {
+ public:
+  // Starts tools/<script_name> --threads T --min-seconds S. When that cannot be done,
+  // unavailable_reason() says why and every time_case() returns nothing.
+  TorchProcess(const std::string& script_name, int threads, double min_seconds);
+  // An object that never starts a process; unavailable_reason() is `reason`.
+  explicit TorchProcess(std::string reason) : reason_(std::move(reason)) {}
+  ~TorchProcess();
+  TorchProcess(const TorchProcess&) = delete;
+  TorchProcess& operator=(const TorchProcess&) = delete;
+
+  const std::string& unavailable_reason() const { return reason_; }
+
+  // Sends one tab-separated case line and reads the `results` lines the script prints for
+  // it ("case<TAB>pass<TAB>time_us"): pass -> time in us. Empty once the script has failed.
+  std::map<std::string, double> time_case(const std::string& line, int results);
+
+ private:
+  void fail(const std::string& why);
+
+  pid_t pid_ = -1;
+  FILE* to_script_ = nullptr;
+  FILE* from_script_ = nullptr;
+  std::string reason_;
 };
 
-// Runs tools/<script> with `cases` (tab-separated lines) on stdin; the script prints
-// "case<TAB>pass<TAB>time_us" lines.
-TorchBaseline run_torch_baseline(const std::string& script, const std::vector<std::string>& cases,
-                                 int threads, double min_seconds);
-
-// tools/bench_torch_kernels.py over the layers' fwd / bwd_data / bwd_filter passes.
-TorchBaseline run_torch_conv_baseline(const std::vector<ConvLayer>& layers, int threads,
-                                      double min_seconds);
+// The case line tools/bench_torch_kernels.py reads for a convolution layer.
+std::string torch_conv_case(const ConvLayer& layer);
 
 }  // namespace engine::bench

@@ -26,7 +26,7 @@ def main():
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    for line in sys.stdin:
+    for line in iter(sys.stdin.readline, ""):  # one case at a time, as it arrives
         if not line.strip():
             continue
         fields = line.rstrip("\n").split("\t")

@@ -132,7 +132,7 @@ def main():
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     with torch.no_grad():
-        for line in sys.stdin:
+        for line in iter(sys.stdin.readline, ""):  # one case at a time, as it arrives
             if not line.strip():
                 continue
             name, op, *dims = line.rstrip("\n").split("\t")
