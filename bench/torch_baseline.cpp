@@ -1,9 +1,11 @@
 #include "bench/torch_baseline.h"
 
+#include <poll.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <sstream>
 #include <vector>
@@ -57,12 +59,12 @@ TorchProcess::TorchProcess(const std::string& script_name, int threads, double m
     return;
   }
   to_script_ = fdopen(to_child[1], "w");
-  from_script_ = fdopen(from_child[0], "r");
+  from_script_ = from_child[0];
 }
 
 TorchProcess::~TorchProcess() {
   if (to_script_ != nullptr) std::fclose(to_script_);  // EOF on its stdin: the script ends
-  if (from_script_ != nullptr) std::fclose(from_script_);
+  if (from_script_ >= 0) close(from_script_);
   if (pid_ > 0) {
     int status = 0;
     waitpid(pid_, &status, 0);
@@ -87,6 +89,19 @@ void let_spinning_threads_sleep() {
 }
 }  // namespace
 
+namespace {
+// The last non-empty line of what the script printed: for a Python traceback, the error
+// itself. Table notes are one line.
+std::string last_line(const std::string& output) {
+  std::istringstream lines(output);
+  std::string line, last;
+  while (std::getline(lines, line)) {
+    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
+  }
+  return last.empty() ? "(no output)" : last;
+}
+}  // namespace
+
 std::map<std::string, double> TorchProcess::time_case(const std::string& line, int results) {
   std::map<std::string, double> times;
   if (!reason_.empty() || to_script_ == nullptr) return times;
@@ -95,17 +110,21 @@ std::map<std::string, double> TorchProcess::time_case(const std::string& line, i
   static const bool ignore_sigpipe = [] { return std::signal(SIGPIPE, SIG_IGN) != SIG_ERR; }();
   (void)ignore_sigpipe;
   if (std::fprintf(to_script_, "%s\n", line.c_str()) < 0 || std::fflush(to_script_) != 0) {
-    fail("PyTorch baseline stopped reading its cases");
+    // It has exited: what it printed last (a traceback, usually) says why.
+    std::string output;
+    while (const std::optional<std::string> text = read_line())
+      output += *text + "\n";
+    if (reason_.empty()) fail("PyTorch baseline exited: " + last_line(output));
     return times;
   }
   std::string unparsed;  // anything else the script printed (warnings, a traceback)
-  char buffer[4096];
   while (static_cast<int>(times.size()) < results) {
-    if (std::fgets(buffer, sizeof(buffer), from_script_) == nullptr) {
-      fail("PyTorch baseline exited: " + unparsed.substr(0, 300));
+    const std::optional<std::string> output = read_line();
+    if (!output) {
+      if (reason_.empty()) fail("PyTorch baseline exited: " + last_line(unparsed));
       return {};
     }
-    std::istringstream fields(buffer);
+    std::istringstream fields(*output);
     std::string name, pass, time;
     bool parsed = false;
     if (std::getline(fields, name, '\t') && std::getline(fields, pass, '\t') &&
@@ -116,10 +135,34 @@ std::map<std::string, double> TorchProcess::time_case(const std::string& line, i
       } catch (const std::exception&) {
       }
     }
-    if (!parsed) unparsed += buffer;
+    if (!parsed) unparsed += *output + "\n";
   }
   let_spinning_threads_sleep();  // PyTorch's, before ours are timed
   return times;
+}
+
+std::optional<std::string> TorchProcess::read_line() {
+  constexpr int kTimeoutMs = 10 * 60 * 1000;  // one case takes seconds; a hung script, forever
+  while (true) {
+    const size_t newline = pending_.find('\n');
+    if (newline != std::string::npos) {
+      std::string line = pending_.substr(0, newline);
+      pending_.erase(0, newline + 1);
+      return line;
+    }
+    pollfd ready{from_script_, POLLIN, 0};
+    const int polled = poll(&ready, 1, kTimeoutMs);
+    if (polled < 0 && errno == EINTR) continue;
+    if (polled == 0) {
+      fail("PyTorch baseline did not answer within 10 minutes");
+      return std::nullopt;
+    }
+    char buffer[4096];
+    const ssize_t got = polled > 0 ? read(from_script_, buffer, sizeof(buffer)) : -1;
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return std::nullopt;  // the script ended
+    pending_.append(buffer, static_cast<size_t>(got));
+  }
 }
 
 std::string torch_conv_case(const ConvLayer& layer) {

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "bench/resnet_layers.h"
@@ -29,15 +30,19 @@ class TorchProcess {
   const std::string& unavailable_reason() const { return reason_; }
 
   // Sends one tab-separated case line and reads the `results` lines the script prints for
-  // it ("case<TAB>pass<TAB>time_us"): pass -> time in us. Empty once the script has failed.
+  // it ("case<TAB>pass<TAB>time_us"): pass -> time in us. Empty once the script has failed,
+  // exited, or not answered within 10 minutes (it is then stopped and the rows say so).
   std::map<std::string, double> time_case(const std::string& line, int results);
 
  private:
   void fail(const std::string& why);
+  // The next line the script prints (without '\n'), or nothing at its end or on a timeout.
+  std::optional<std::string> read_line();
 
   pid_t pid_ = -1;
   FILE* to_script_ = nullptr;
-  FILE* from_script_ = nullptr;
+  int from_script_ = -1;
+  std::string pending_;  // read from the script, not yet returned as a line
   std::string reason_;
 };
 
