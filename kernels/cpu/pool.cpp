@@ -130,16 +130,24 @@ void global_avgpool_forward(DType dtype, const void* x, void* y, int64_t n, int6
   dispatch_dtype(dtype, [&]<typename T>() {
     const T* in = static_cast<const T*>(x);
     T* out = static_cast<T*>(y);
-    parallel_for(n, [&](int64_t image) {
-      std::vector<float> sum(c, 0.f);
+    // Per (image, block of 64 channels), so that a batch of 8 still spreads over the threads;
+    // parallel_for over images alone kept it on one thread (0.76x PyTorch).
+    constexpr int64_t kBlock = 64;
+    const int64_t blocks = (c + kBlock - 1) / kBlock;
+    [[maybe_unused]] const bool parallel = n * spatial * c >= kParallelThreshold;
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t job = 0; job < n * blocks; ++job) {
+      const int64_t image = job / blocks, c0 = job % blocks * kBlock;
+      const int64_t width = std::min(kBlock, c - c0);
+      float sum[kBlock] = {};
       for (int64_t s = 0; s < spatial; ++s) {
-        const T* row = in + (image * spatial + s) * c;
-        for (int64_t ch = 0; ch < c; ++ch)
+        const T* row = in + (image * spatial + s) * c + c0;
+        for (int64_t ch = 0; ch < width; ++ch)
           sum[ch] += to_float(row[ch]);
       }
-      for (int64_t ch = 0; ch < c; ++ch)
-        out[image * c + ch] = from_float<T>(sum[ch] / static_cast<float>(spatial));
-    });
+      for (int64_t ch = 0; ch < width; ++ch)
+        out[image * c + c0 + ch] = from_float<T>(sum[ch] / static_cast<float>(spatial));
+    }
   });
 }
 

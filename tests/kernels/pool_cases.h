@@ -18,10 +18,11 @@ struct PoolShape {
   std::string str() const { return shape_str({n, h, w, c}); }
 };
 
-// Odd and even sizes, windows clipped by the border, C not a multiple of 8 or 16, batch 1.
+// Odd and even sizes, windows clipped by the border, C not a multiple of 8 or 16, batch 1,
+// and C over 64 (the CPU loops work in blocks of 64 channels).
 inline const std::vector<PoolShape> kPoolShapes = {
-    {1, 1, 1, 1},  {1, 2, 2, 3},   {2, 5, 5, 7},   {1, 7, 6, 17},
-    {3, 8, 8, 16}, {2, 9, 11, 64}, {1, 14, 14, 8}, {2, 4, 3, 33},
+    {1, 1, 1, 1},   {1, 2, 2, 3},   {2, 5, 5, 7},  {1, 7, 6, 17},  {3, 8, 8, 16},
+    {2, 9, 11, 64}, {1, 14, 14, 8}, {2, 4, 3, 33}, {1, 6, 5, 100},
 };
 
 struct Window {
