@@ -28,13 +28,26 @@ void softmax_stats(const T* row, int64_t k, float& max, float& sum) {
   // NaN anywhere in the row makes the sum NaN (fmax skips it for the max).
 }
 
+// Rows of logits are spread over threads from this many elements on: each costs an exp, ten
+// times a copy, so far fewer than parallel_for's threshold pay for waking the threads.
+constexpr int64_t kExpParallelThreshold = int64_t{1} << 12;
+
+// Calls body(row) for every row, in parallel when there are enough exps to share.
+template <typename Body>
+void for_each_row(int64_t rows, int64_t k, Body&& body) {
+  [[maybe_unused]] const bool parallel = rows > 1 && rows * k >= kExpParallelThreshold;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t i = 0; i < rows; ++i)
+    body(i);
+}
+
 }  // namespace
 
 void cross_entropy_forward(DType dtype, const void* logits, const float* labels, int64_t n,
                            int64_t k, float label_smoothing, float* sample_loss, float* loss) {
   dispatch_dtype(dtype, [&]<typename T>() {
     const T* z = static_cast<const T*>(logits);
-    parallel_for(n, [&](int64_t i) {
+    for_each_row(n, k, [&](int64_t i) {
       const T* row = z + i * k;
       const int64_t label = class_index(labels[i], k);
       if (label < 0) {
@@ -64,18 +77,31 @@ void cross_entropy_backward(DType dtype, const void* logits, const float* labels
   dispatch_dtype(dtype, [&]<typename T>() {
     const T* z = static_cast<const T*>(logits);
     T* dz = static_cast<T*>(dlogits);
-    parallel_for(n, [&](int64_t i) {
-      const T* row = z + i * k;
-      T* grad = dz + i * k;
-      const int64_t label = class_index(labels[i], k);
-      float max = 0.f, sum = 0.f;
-      softmax_stats(row, k, max, sum);
-      if (label < 0) sum = std::numeric_limits<float>::quiet_NaN();
-      for (int64_t j = 0; j < k; ++j) {
-        const float target = smooth + (j == label ? 1.f - label_smoothing : 0.f);
-        grad[j] = from_float<T>((std::exp(to_float(row[j]) - max) / sum - target) * scale);
+    [[maybe_unused]] const bool parallel = n > 1 && n * k >= kExpParallelThreshold;
+#pragma omp parallel if (parallel)
+    {
+      // exp(z - max) of a row, kept so that each is computed once (std::exp dominates here).
+      std::vector<float> e(static_cast<size_t>(k));
+#pragma omp for schedule(static)
+      for (int64_t i = 0; i < n; ++i) {
+        const T* row = z + i * k;
+        T* grad = dz + i * k;
+        const int64_t label = class_index(labels[i], k);
+        float max = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j < k; ++j)
+          max = std::fmax(max, to_float(row[j]));
+        float sum = 0.f;
+        for (int64_t j = 0; j < k; ++j) {
+          e[j] = std::exp(to_float(row[j]) - max);
+          sum += e[j];
+        }
+        if (label < 0) sum = std::numeric_limits<float>::quiet_NaN();
+        for (int64_t j = 0; j < k; ++j) {
+          const float target = smooth + (j == label ? 1.f - label_smoothing : 0.f);
+          grad[j] = from_float<T>((e[j] / sum - target) * scale);
+        }
       }
-    });
+    }
   });
 }
 
