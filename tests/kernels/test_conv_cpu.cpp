@@ -86,17 +86,14 @@ TEST(ConvCpu, BackwardFilterAndBiasMatchNaiveReference) {
   }
 }
 
-TEST(ConvCpu, ManyColumnChunksMatchNaiveReference) {
-  // 969 output rows: the fused forward (and the stride-1 input gradient, a forward of the
-  // flipped filters) splits them into four chunks of 252 rows with a short last one, spread
-  // over the threads; the filter gradient sums two whole-image chunks.
-  Stream stream;
-  const Conv2dShape shape = testing::conv_shape(3, 17, 19, 24, 40, 3, 3, 1, 1);
+// Forward (with bias), input gradient and filter gradient of one f32 case against the naive
+// reference.
+void expect_f32_passes_match_reference(const Conv2dShape& shape, Stream& stream) {
   ConvTensors t(shape, DType::f32);
   Tensor y = Tensor::empty(shape.output_shape(), DType::f32);
-  conv2d_forward(shape, t.x, t.w, nullptr, y, stream);
-  EXPECT_LE(relative_error(y.to_floats(stream),
-                           testing::reference_conv_forward(shape, t.x_values, t.w_values, nullptr)),
+  conv2d_forward(shape, t.x, t.w, &t.bias, y, stream);
+  EXPECT_LE(relative_error(y.to_floats(stream), testing::reference_conv_forward(
+                                                    shape, t.x_values, t.w_values, &t.bias_values)),
             kF32Tolerance);
   Tensor dx = Tensor::empty(shape.input_shape(), DType::f32);
   conv2d_backward_data(shape, t.dy, t.w, dx, stream);
@@ -110,6 +107,14 @@ TEST(ConvCpu, ManyColumnChunksMatchNaiveReference) {
             kF32Tolerance);
 }
 
+TEST(ConvCpu, ManyColumnChunksMatchNaiveReference) {
+  // 969 output rows: the fused forward (and the stride-1 input gradient, a forward of the
+  // flipped filters) splits them into four chunks of 252 rows with a short last one, spread
+  // over the threads; the filter gradient sums two whole-image chunks.
+  Stream stream;
+  expect_f32_passes_match_reference(testing::conv_shape(3, 17, 19, 24, 40, 3, 3, 1, 1), stream);
+}
+
 TEST(ConvCpu, PortableLoopsMatchNaiveReference) {
   // On a CPU with AVX-512 the tests above run the fused AVX-512 paths; these are the ones a
   // CPU without it takes (whole-image column chunks, OpenBLAS or the blocked loop), in f32.
@@ -120,23 +125,7 @@ TEST(ConvCpu, PortableLoopsMatchNaiveReference) {
   Stream stream;
   for (const auto& [name, shape] : conv_cases()) {
     SCOPED_TRACE(std::string(name) + " " + shape.str());
-    ConvTensors t(shape, DType::f32);
-    Tensor y = Tensor::empty(shape.output_shape(), DType::f32);
-    conv2d_forward(shape, t.x, t.w, &t.bias, y, stream);
-    EXPECT_LE(
-        relative_error(y.to_floats(stream), testing::reference_conv_forward(
-                                                shape, t.x_values, t.w_values, &t.bias_values)),
-        kF32Tolerance);
-    Tensor dx = Tensor::empty(shape.input_shape(), DType::f32);
-    conv2d_backward_data(shape, t.dy, t.w, dx, stream);
-    EXPECT_LE(relative_error(dx.to_floats(stream),
-                             testing::reference_conv_backward_data(shape, t.dy_values, t.w_values)),
-              kF32Tolerance);
-    Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);
-    conv2d_backward_filter(shape, t.x, t.dy, dw, nullptr, false, stream);
-    EXPECT_LE(relative_error(dw.to_floats(stream), testing::reference_conv_backward_filter(
-                                                       shape, t.x_values, t.dy_values)),
-              kF32Tolerance);
+    expect_f32_passes_match_reference(shape, stream);
   }
 }
 
