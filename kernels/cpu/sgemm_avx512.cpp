@@ -213,14 +213,38 @@ void compute_block(int64_t row_begin, int64_t row_end, int64_t panel_begin, int6
 
 }  // namespace
 
+namespace {
+// Each thread's reusable storage for one PackedB at a time; it only grows.
+struct PackStorage {
+  AlignedBuffer data;
+  int64_t capacity = 0;
+  bool in_use = false;
+};
+thread_local PackStorage pack_storage;
+}  // namespace
+
 PackedB::PackedB(int64_t n, int64_t k, const float* b, int64_t b_k_stride, int64_t b_col_stride)
     : n_(n), k_(k) {
   const int64_t panels = (n + kTileCols - 1) / kTileCols;
-  data_ = aligned_floats(panels * k * kTileCols);
-  pack_b(n, k, b, b_k_stride, b_col_stride, data_.get());
+  const int64_t floats = std::max<int64_t>(panels * k * kTileCols, 1);
+  if (!pack_storage.in_use) {
+    if (pack_storage.capacity < floats) {
+      pack_storage.data = aligned_floats(floats);
+      pack_storage.capacity = floats;
+    }
+    pack_storage.in_use = true;
+    borrowed_ = true;
+    data_ = pack_storage.data.get();
+  } else {
+    owned_ = aligned_floats(floats);
+    data_ = owned_.get();
+  }
+  pack_b(n, k, b, b_k_stride, b_col_stride, data_);
 }
 
-PackedB::~PackedB() = default;
+PackedB::~PackedB() {
+  if (borrowed_) pack_storage.in_use = false;
+}
 
 void sgemm_avx512_packed(int64_t m, const float* a, int64_t a_row_stride, int64_t a_k_stride,
                          const PackedB& b, float beta, float* c, int64_t ldc) {

@@ -25,17 +25,24 @@ using AlignedBuffer = std::unique_ptr<float[], AlignedDelete>;
 
 // B [k x n] packed once into the kernel's 32-column panels, for several products that share
 // it: a convolution's filters against each chunk of its column matrix.
+// Its storage is the constructing thread's reusable buffer when that is free (a fresh
+// allocation otherwise): allocating ~10 MB per call (ResNet's layer4 filters) let glibc hand
+// the pages back to the kernel, and faulting them in again cost ~150 us per pack.
 class PackedB {
  public:
   PackedB(int64_t n, int64_t k, const float* b, int64_t b_k_stride, int64_t b_col_stride);
   ~PackedB();
+  PackedB(const PackedB&) = delete;
+  PackedB& operator=(const PackedB&) = delete;
   int64_t n() const { return n_; }
   int64_t k() const { return k_; }
-  const float* data() const { return data_.get(); }
+  const float* data() const { return data_; }
 
  private:
   int64_t n_, k_;
-  AlignedBuffer data_;
+  float* data_ = nullptr;
+  AlignedBuffer owned_;    // when the thread's reusable buffer was taken
+  bool borrowed_ = false;  // data_ is the thread's reusable buffer
 };
 
 // C[m x b.n()] = op(A) * B + beta * C on the calling thread (the caller splits the work).
