@@ -67,11 +67,9 @@ enum class FilterRows { kPerOutputChannel, kPerTapAndChannel };
 // output rows into its own column buffer (at least one 240-row GEMM block, ~256 KiB when K is
 // small) and multiplies it at once, while the buffer is still in its L2. The whole-image
 // chunks of the portable path wrote up to 7 MiB of columns to L3 and read them back.
-void forward_fused_fp32(const Conv2dShape& shape, const float* x, const float* w, float* y,
-                        bool filters_transposed) {
+void forward_fused_fp32(const Conv2dShape& shape, const float* x, const PackedB& filters,
+                        float* y) {
   const int64_t m = shape.gemm_m(), k = shape.gemm_k(), channels_out = shape.out_channels;
-  const PackedB filters(channels_out, k, w, filters_transposed ? 1 : channels_out,
-                        filters_transposed ? k : 1);
   constexpr int64_t kChunkFloats = int64_t{1} << 16;
   const int64_t target_rows = std::max<int64_t>(240, kChunkFloats / k);
   // A multiple of the thread count of equal chunks (whole 12-row tiles), so that no thread
@@ -106,7 +104,9 @@ void forward_fp32(const Conv2dShape& shape, const float* x, const float* w, floa
     return;
   }
   if (use_avx512()) {
-    forward_fused_fp32(shape, x, w, y, transposed);
+    forward_fused_fp32(
+        shape, x, PackedB(channels_out, k, w, transposed ? 1 : channels_out, transposed ? k : 1),
+        y);
     return;
   }
   for_each_column_chunk(shape, x, [&](int64_t first, int64_t end, const float* col) {
@@ -136,18 +136,29 @@ Conv2dShape backward_data_as_convolution(const Conv2dShape& shape) {
   return flipped;
 }
 
-// The flipped filters as a [taps * K x C] GEMM operand: row (t, k) is w[k][R-1-r][S-1-s][:],
-// where t = (r, s). Every row is a contiguous copy; building w'[c][r'][s'][k] in KRSC order
-// instead took a transpose, which with its transposed GEMM pack cost 0.5-1 ms more on layer4.
-std::vector<float> flip_filters(const Conv2dShape& shape, const float* w) {
+// The flipped filters as a [taps * K x C] GEMM operand, row by row: row (t, k) is
+// w[k][R-1-r][S-1-s][:], where t = (r, s). The AVX-512 path packs these rows straight into
+// the GEMM's panels; building w'[c][r'][s'][k] in KRSC order instead took a transpose, which
+// with its transposed pack cost 0.5-1 ms more on layer4.
+std::vector<const float*> flipped_filter_rows(const Conv2dShape& shape, const float* w) {
   const int64_t taps = shape.kernel_h * shape.kernel_w, C = shape.in_channels;
   const int64_t K = shape.out_channels;
-  std::vector<float> flipped(static_cast<size_t>(taps * K * C));
-#pragma omp parallel for schedule(static) if (taps * K * C >= kParallelThreshold)
+  std::vector<const float*> rows(static_cast<size_t>(taps * K));
   for (int64_t row = 0; row < taps * K; ++row) {
     const int64_t tap = row / K, k = row % K;
-    std::copy_n(w + (k * taps + (taps - 1 - tap)) * C, C, flipped.data() + row * C);
+    rows[row] = w + (k * taps + (taps - 1 - tap)) * C;
   }
+  return rows;
+}
+
+// The same matrix copied out, for the portable GEMM.
+std::vector<float> flip_filters(const Conv2dShape& shape, const float* w) {
+  const std::vector<const float*> rows = flipped_filter_rows(shape, w);
+  const int64_t C = shape.in_channels, count = static_cast<int64_t>(rows.size());
+  std::vector<float> flipped(static_cast<size_t>(count * C));
+#pragma omp parallel for schedule(static) if (count * C >= kParallelThreshold)
+  for (int64_t row = 0; row < count; ++row)
+    std::copy_n(rows[row], C, flipped.data() + row * C);
   return flipped;
 }
 
@@ -192,9 +203,16 @@ void conv2d_backward_data(const Conv2dShape& shape, DType dtype, const void* dy,
     sgemm(false, false, m, k, channels_out, 1.f, grad_out.data(), channels_out, filter.data(), k,
           0.f, grad_in.data(), k);
   } else if (backward_data_is_a_convolution(shape)) {
-    const std::vector<float> flipped = flip_filters(shape, filter.data());
-    forward_fp32(backward_data_as_convolution(shape), grad_out.data(), flipped.data(),
-                 grad_in.data(), FilterRows::kPerTapAndChannel);
+    const Conv2dShape flipped_shape = backward_data_as_convolution(shape);
+    if (use_avx512()) {
+      forward_fused_fp32(flipped_shape, grad_out.data(),
+                         PackedB(shape.in_channels, flipped_filter_rows(shape, filter.data())),
+                         grad_in.data());
+    } else {
+      const std::vector<float> flipped = flip_filters(shape, filter.data());
+      forward_fp32(flipped_shape, grad_out.data(), flipped.data(), grad_in.data(),
+                   FilterRows::kPerTapAndChannel);
+    }
   } else {
     const int64_t rows_per_image = shape.out_h() * shape.out_w();
     const int64_t chunk_images = images_per_chunk(shape);

@@ -223,10 +223,9 @@ struct PackStorage {
 thread_local PackStorage pack_storage;
 }  // namespace
 
-PackedB::PackedB(int64_t n, int64_t k, const float* b, int64_t b_k_stride, int64_t b_col_stride)
-    : n_(n), k_(k) {
-  const int64_t panels = (n + kTileCols - 1) / kTileCols;
-  const int64_t floats = std::max<int64_t>(panels * k * kTileCols, 1);
+void PackedB::take_storage() {
+  const int64_t panels = (n_ + kTileCols - 1) / kTileCols;
+  const int64_t floats = std::max<int64_t>(panels * k_ * kTileCols, 1);
   if (!pack_storage.in_use) {
     if (pack_storage.capacity < floats) {
       pack_storage.data = aligned_floats(floats);
@@ -239,7 +238,29 @@ PackedB::PackedB(int64_t n, int64_t k, const float* b, int64_t b_k_stride, int64
     owned_ = aligned_floats(floats);
     data_ = owned_.get();
   }
+}
+
+PackedB::PackedB(int64_t n, int64_t k, const float* b, int64_t b_k_stride, int64_t b_col_stride)
+    : n_(n), k_(k) {
+  take_storage();
   pack_b(n, k, b, b_k_stride, b_col_stride, data_);
+}
+
+PackedB::PackedB(int64_t n, const std::vector<const float*>& rows)
+    : n_(n), k_(static_cast<int64_t>(rows.size())) {
+  take_storage();
+  const int64_t panels = (n + kTileCols - 1) / kTileCols;
+  [[maybe_unused]] const bool parallel = k_ * n >= (int64_t{1} << 16);
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t p = 0; p < k_; ++p) {
+    for (int64_t panel = 0; panel < panels; ++panel) {
+      const int64_t j0 = panel * kTileCols;
+      const int64_t cols = std::min<int64_t>(kTileCols, n - j0);
+      float* out = data_ + (panel * k_ + p) * kTileCols;
+      std::copy_n(rows[p] + j0, cols, out);
+      std::fill(out + cols, out + kTileCols, 0.f);
+    }
+  }
 }
 
 PackedB::~PackedB() {

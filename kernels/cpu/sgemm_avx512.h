@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <new>
+#include <vector>
 
 namespace engine::cpu {
 
@@ -31,6 +32,9 @@ using AlignedBuffer = std::unique_ptr<float[], AlignedDelete>;
 class PackedB {
  public:
   PackedB(int64_t n, int64_t k, const float* b, int64_t b_k_stride, int64_t b_col_stride);
+  // B given row by row: row p is the n contiguous floats at rows[p] (k = rows.size()). For
+  // operands that are a permutation of another's rows, such as flipped conv filters.
+  PackedB(int64_t n, const std::vector<const float*>& rows);
   ~PackedB();
   PackedB(const PackedB&) = delete;
   PackedB& operator=(const PackedB&) = delete;
@@ -39,6 +43,9 @@ class PackedB {
   const float* data() const { return data_; }
 
  private:
+  // Points data_ at the thread's reusable buffer, or at a fresh one when that is taken.
+  void take_storage();
+
   int64_t n_, k_;
   float* data_ = nullptr;
   AlignedBuffer owned_;    // when the thread's reusable buffer was taken
