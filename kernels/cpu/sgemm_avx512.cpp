@@ -24,6 +24,10 @@ constexpr int64_t kMaxDepth = 384;
 // while every B panel passes over it. 120 and 480 measured no better.
 constexpr int64_t kBlockRows = 240;
 
+int64_t panel_count(int64_t n) {
+  return (n + kTileCols - 1) / kTileCols;
+}
+
 AlignedBuffer aligned_floats(int64_t count) {
   return AlignedBuffer(
       new (std::align_val_t{64}) float[static_cast<size_t>(std::max<int64_t>(count, 1))]);
@@ -84,24 +88,48 @@ __attribute__((target("avx512f"))) void transpose_16x16(const float* src, int64_
   }
 }
 
-// B as panels of kTileCols columns: panel j holds rows p = 0..k-1 of 32 consecutive floats,
-// zero beyond n.
-void pack_b(int64_t n, int64_t k, const float* b, int64_t b_k_stride, int64_t b_col_stride,
-            float* packed) {
-  const int64_t panels = (n + kTileCols - 1) / kTileCols;
+// Calls pack(panel) for every 32-column panel of B, in parallel unless already inside a
+// parallel region.
+template <typename PackPanel>
+void for_each_panel(int64_t n, PackPanel&& pack) {
+  const int64_t panels = panel_count(n);
   [[maybe_unused]] bool nested = false;
 #if defined(_OPENMP)
   nested = omp_in_parallel();
 #endif
 #pragma omp parallel for schedule(static) if (panels > 1 && !nested)
-  for (int64_t panel = 0; panel < panels; ++panel) {
-    float* out = packed + panel * k * kTileCols;
+  for (int64_t panel = 0; panel < panels; ++panel)
+    pack(panel);
+}
+
+// Panel `panel` of B (rows p = 0..k-1 of 32 consecutive floats, zero beyond n) from B's rows:
+// row p starts at row_at(p), its columns col_stride apart.
+template <typename RowAt>
+void pack_panel_rows(int64_t panel, int64_t n, int64_t k, RowAt&& row_at, int64_t col_stride,
+                     float* packed) {
+  float* out = packed + panel * k * kTileCols;
+  const int64_t j0 = panel * kTileCols;
+  const int64_t cols = std::min<int64_t>(kTileCols, n - j0);
+  for (int64_t p = 0; p < k; ++p) {
+    const float* row = row_at(p) + j0 * col_stride;
+    for (int64_t j = 0; j < cols; ++j)
+      out[p * kTileCols + j] = row[j * col_stride];
+    for (int64_t j = cols; j < kTileCols; ++j)
+      out[p * kTileCols + j] = 0.f;
+  }
+}
+
+// B as panels of kTileCols columns: panel j holds rows p = 0..k-1 of 32 consecutive floats,
+// zero beyond n.
+void pack_b(int64_t n, int64_t k, const float* b, int64_t b_k_stride, int64_t b_col_stride,
+            float* packed) {
+  for_each_panel(n, [&](int64_t panel) {
     const int64_t j0 = panel * kTileCols;
-    const int64_t cols = std::min<int64_t>(kTileCols, n - j0);
-    if (b_k_stride == 1 && cols == kTileCols) {
+    if (b_k_stride == 1 && n - j0 >= kTileCols) {
       // Columns of B are contiguous (B transposed: conv filters as [K x taps*C]). 16 x 16
       // blocks transposed in registers: 16 columns' next 16 k (a cache line each) become 16
       // panel rows. Scalar copies, even blocked, ran the layer4 filters' pack at 0.5 ms.
+      float* out = packed + panel * k * kTileCols;
       int64_t p0 = 0;
       for (; p0 + 16 <= k; p0 += 16) {
         for (int64_t half = 0; half < kTileCols; half += 16) {
@@ -113,16 +141,11 @@ void pack_b(int64_t n, int64_t k, const float* b, int64_t b_k_stride, int64_t b_
         for (int64_t j = 0; j < kTileCols; ++j)
           out[p * kTileCols + j] = b[p + (j0 + j) * b_col_stride];
       }
-      continue;
+      return;
     }
-    for (int64_t p = 0; p < k; ++p) {
-      const float* row = b + p * b_k_stride + j0 * b_col_stride;
-      for (int64_t j = 0; j < cols; ++j)
-        out[p * kTileCols + j] = row[j * b_col_stride];
-      for (int64_t j = cols; j < kTileCols; ++j)
-        out[p * kTileCols + j] = 0.f;
-    }
-  }
+    pack_panel_rows(
+        panel, n, k, [&](int64_t p) { return b + p * b_k_stride; }, b_col_stride, packed);
+  });
 }
 
 // One 12 x 32 tile of C over a depth slice: c (+)= a_tile * b_panel. Rows beyond `rows` and
@@ -211,9 +234,6 @@ void compute_block(int64_t row_begin, int64_t row_end, int64_t panel_begin, int6
   }
 }
 
-}  // namespace
-
-namespace {
 // Each thread's reusable storage for one PackedB at a time; it only grows.
 struct PackStorage {
   AlignedBuffer data;
@@ -221,11 +241,11 @@ struct PackStorage {
   bool in_use = false;
 };
 thread_local PackStorage pack_storage;
+
 }  // namespace
 
 void PackedB::take_storage() {
-  const int64_t panels = (n_ + kTileCols - 1) / kTileCols;
-  const int64_t floats = std::max<int64_t>(panels * k_ * kTileCols, 1);
+  const int64_t floats = std::max<int64_t>(panel_count(n_) * k_ * kTileCols, 1);
   if (!pack_storage.in_use) {
     if (pack_storage.capacity < floats) {
       pack_storage.data = aligned_floats(floats);
@@ -249,18 +269,10 @@ PackedB::PackedB(int64_t n, int64_t k, const float* b, int64_t b_k_stride, int64
 PackedB::PackedB(int64_t n, const std::vector<const float*>& rows)
     : n_(n), k_(static_cast<int64_t>(rows.size())) {
   take_storage();
-  const int64_t panels = (n + kTileCols - 1) / kTileCols;
-  [[maybe_unused]] const bool parallel = k_ * n >= (int64_t{1} << 16);
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t p = 0; p < k_; ++p) {
-    for (int64_t panel = 0; panel < panels; ++panel) {
-      const int64_t j0 = panel * kTileCols;
-      const int64_t cols = std::min<int64_t>(kTileCols, n - j0);
-      float* out = data_ + (panel * k_ + p) * kTileCols;
-      std::copy_n(rows[p] + j0, cols, out);
-      std::fill(out + cols, out + kTileCols, 0.f);
-    }
-  }
+  for_each_panel(n, [&](int64_t panel) {
+    pack_panel_rows(
+        panel, n, k_, [&](int64_t p) { return rows[p]; }, 1, data_);
+  });
 }
 
 PackedB::~PackedB() {
@@ -269,15 +281,15 @@ PackedB::~PackedB() {
 
 void sgemm_avx512_packed(int64_t m, const float* a, int64_t a_row_stride, int64_t a_k_stride,
                          const PackedB& b, float beta, float* c, int64_t ldc) {
-  const int64_t panels = (b.n() + kTileCols - 1) / kTileCols;
-  compute_block(0, m, 0, panels, b.n(), b.k(), a, a_row_stride, a_k_stride, b.data(), beta, c, ldc);
+  compute_block(0, m, 0, panel_count(b.n()), b.n(), b.k(), a, a_row_stride, a_k_stride, b.data(),
+                beta, c, ldc);
 }
 
 void sgemm_avx512(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row_stride,
                   int64_t a_k_stride, const float* b, int64_t b_k_stride, int64_t b_col_stride,
                   float beta, float* c, int64_t ldc) {
   const PackedB packed_b(n, k, b, b_k_stride, b_col_stride);
-  const int64_t panels = (n + kTileCols - 1) / kTileCols;
+  const int64_t panels = panel_count(n);
   int threads = 1;
 #if defined(_OPENMP)
   if (!omp_in_parallel() && m * n * k >= (int64_t{1} << 18)) threads = omp_get_max_threads();
