@@ -59,19 +59,25 @@ void for_each_column_chunk(const Conv2dShape& shape, const float* x, Fn&& fn) {
   }
 }
 
+// Rows of a column chunk that should stay in a core's L2 while it is multiplied: about
+// 256 KiB of columns, but at least one 240-row block of the AVX-512 GEMM (MC in
+// kernels/cpu/sgemm_avx512.cpp), so the B panels are not streamed for a few rows.
+int64_t l2_chunk_rows(int64_t k) {
+  return std::max<int64_t>(240, (int64_t{1} << 16) / k);
+}
+
 // How a GEMM reads the filters: as stored, KRSC (one row of taps * C per output channel), or
 // as the [taps * C x K] matrix that the flipped filters of the input gradient are built as.
 enum class FilterRows { kPerOutputChannel, kPerTapAndChannel };
 
 // With the AVX-512 GEMM: the filters are packed once, and each thread lowers a chunk of
-// output rows into its own column buffer (at least one 240-row GEMM block, ~256 KiB when K is
-// small) and multiplies it at once, while the buffer is still in its L2. The whole-image
+// output rows (l2_chunk_rows) into its own column buffer and multiplies it at once, while the
+// buffer is still in its L2. The whole-image
 // chunks of the portable path wrote up to 7 MiB of columns to L3 and read them back.
 void forward_fused_fp32(const Conv2dShape& shape, const float* x, const PackedB& filters,
                         float* y) {
   const int64_t m = shape.gemm_m(), k = shape.gemm_k(), channels_out = shape.out_channels;
-  constexpr int64_t kChunkFloats = int64_t{1} << 16;
-  const int64_t target_rows = std::max<int64_t>(240, kChunkFloats / k);
+  const int64_t target_rows = l2_chunk_rows(k);
   // A multiple of the thread count of equal chunks (whole 12-row tiles), so that no thread
   // waits for another's extra chunk (7 chunks on 2 threads would idle one for 1/7).
   int64_t chunks = (m + target_rows - 1) / target_rows;
@@ -196,7 +202,7 @@ std::vector<float> filter_gradient_per_image(const Conv2dShape& shape, const flo
                                              const float* dy) {
   const int64_t k = shape.gemm_k(), channels_out = shape.out_channels;
   const int64_t rows_per_image = shape.out_h() * shape.out_w();
-  const int64_t chunk_rows = std::max<int64_t>(240, (int64_t{1} << 16) / k);
+  const int64_t chunk_rows = l2_chunk_rows(k);
   std::vector<float> partials(static_cast<size_t>(shape.batch * k * channels_out));
 #pragma omp parallel
   {
