@@ -116,10 +116,12 @@ ImageHeader read_image_header(std::span<const uint8_t> bytes, const DecodeLimits
   return header;
 }
 
+bool decodes_scaled(ImageFormat format) {
+  return format == ImageFormat::jpeg && ENGINE_DATA_HAVE_LIBJPEG;
+}
+
 ImageHeader scaled_header(const ImageHeader& header, int scale_eighths) {
-  if (header.format != ImageFormat::jpeg || scale_eighths >= 8 || !ENGINE_DATA_HAVE_LIBJPEG) {
-    return header;
-  }
+  if (!decodes_scaled(header.format) || scale_eighths >= 8) return header;
   ImageHeader scaled = header;
   scaled.width = (header.width * scale_eighths + 7) / 8;
   scaled.height = (header.height * scale_eighths + 7) / 8;

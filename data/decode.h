@@ -50,8 +50,12 @@ ImageFormat sniff_format(std::span<const uint8_t> bytes);
 // for empty, unrecognised, corrupt-header, zero-sized or too large images.
 ImageHeader read_image_header(std::span<const uint8_t> bytes, const DecodeLimits& limits);
 
-// The size decode_image produces at `scale_eighths`/8 of full size: JPEG rounds up, as
-// libjpeg's scaled IDCT does; other formats ignore the scale and decode at full size.
+// Whether decode_image can decode this format at less than full size: JPEG through libjpeg's
+// scaled IDCT. Builds without libjpeg decode JPEG with stb_image, at full size only.
+bool decodes_scaled(ImageFormat format);
+
+// The size decode_image produces at `scale_eighths`/8 of full size: rounded up, as libjpeg's
+// scaled IDCT does, where decodes_scaled; the full size otherwise (the scale is ignored).
 ImageHeader scaled_header(const ImageHeader& header, int scale_eighths);
 
 // Decodes into `image` (reusing its buffer) at `scale_eighths`/8 (1..8) of full size.

@@ -14,10 +14,11 @@ constexpr int64_t kMaxResizedSide = int64_t{1} << 24;
 
 // The smallest of 1/8, 1/4, 1/2 (scaled IDCT sizes) that keeps the decoded region at least as
 // large as what it is resized to, so the final resize still only shrinks; 8 (full size) when
-// the region is less than twice the target.
+// the region is less than twice the target, or the format cannot be decoded scaled (the
+// crop box is scaled by the result, so it must match what decode_image will produce).
 int choose_scale_eighths(const ImageHeader& header, double region_width, double region_height,
                          int target_width, int target_height, bool enabled) {
-  if (!enabled || header.format != ImageFormat::jpeg) return 8;
+  if (!enabled || !decodes_scaled(header.format)) return 8;
   for (int eighths : {1, 2, 4}) {
     if (region_width * eighths / 8 >= target_width &&
         region_height * eighths / 8 >= target_height) {
