@@ -3,6 +3,7 @@
 #include <climits>
 #include <cstring>
 
+#include "collectives/bootstrap.h"
 #include "collectives/check_mpi.h"
 #include "collectives/cpu/reduce.h"
 #include "kernels/error.h"
@@ -11,15 +12,6 @@ namespace engine {
 namespace {
 
 constexpr int kTag = 7;
-
-int node_size(MPI_Comm comm) {
-  MPI_Comm node = MPI_COMM_NULL;
-  CHECK_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-  int size = 0;
-  CHECK_MPI(MPI_Comm_size(node, &size));
-  CHECK_MPI(MPI_Comm_free(&node));
-  return size;
-}
 
 int message_count(size_t bytes) {
   ENGINE_REQUIRE(bytes <= static_cast<size_t>(INT_MAX), "MpiTransport: message over 2 GiB");
@@ -35,8 +27,9 @@ MpiTransport::MpiTransport(MPI_Comm comm, const MpiTransportOptions& options) : 
   CHECK_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
   CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
   CHECK_MPI(MPI_Comm_size(comm_, &world_));
-  spin_iterations_ = options.spin_iterations >= 0 ? options.spin_iterations
-                                                  : spin_iterations_for(node_size(comm_));
+  spin_iterations_ = options.spin_iterations >= 0
+                         ? options.spin_iterations
+                         : spin_iterations_for(query_world(comm_).local_size);
   staging_.resize(world_);
   next_staging_index_.assign(world_, 0);
 }

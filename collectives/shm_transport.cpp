@@ -7,6 +7,7 @@
 #include <cstring>
 #include <random>
 
+#include "collectives/bootstrap.h"
 #include "collectives/check_mpi.h"
 #include "collectives/cpu/reduce.h"
 #include "kernels/error.h"
@@ -16,15 +17,6 @@ namespace {
 
 // Granularity of fused receive-combine-forward-keep passes: small enough to stay in L1.
 constexpr size_t kFusedBlockBytes = 8 << 10;
-
-int node_size(MPI_Comm comm) {
-  MPI_Comm node = MPI_COMM_NULL;
-  CHECK_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-  int size = 0;
-  CHECK_MPI(MPI_Comm_size(node, &size));
-  CHECK_MPI(MPI_Comm_free(&node));
-  return size;
-}
 
 std::string unique_segment_name() {
   static std::atomic<int> counter{0};
@@ -53,7 +45,7 @@ std::unique_ptr<ShmTransport> ShmTransport::create(MPI_Comm comm, const ShmOptio
   int rank = 0, world = 1;
   CHECK_MPI(MPI_Comm_rank(comm, &rank));
   CHECK_MPI(MPI_Comm_size(comm, &world));
-  const int on_host = node_size(comm);
+  const int on_host = query_world(comm).local_size;
   if (on_host != world) {
     fail("ShmTransport needs every rank on one host, but this host has " + std::to_string(on_host) +
          " of " + std::to_string(world) + " ranks; use ring-mpi (MpiTransport) across hosts");
