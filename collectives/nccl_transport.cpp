@@ -42,11 +42,7 @@ void NcclTransport::transfer(const Transfer& t) {
   // beside the local operand and combine with our kernel.
   void* landing = t.reduction ? in_staging_.get() : (t.dst != nullptr ? t.dst : next_out_staging());
   CHECK_NCCL(ncclGroupStart());
-  if (held_.to >= 0) {
-    CHECK_NCCL(
-        ncclSend(held_.data, held_.bytes, ncclUint8, held_.to, comm_->get(), stream_.native()));
-    held_ = {};
-  }
+  flush_send();  // grouped with the receive, so that the ring cannot deadlock
   CHECK_NCCL(ncclRecv(landing, bytes, ncclUint8, t.from, comm_->get(), stream_.native()));
   CHECK_NCCL(ncclGroupEnd());
   const void* result = landing;

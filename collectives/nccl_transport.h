@@ -30,7 +30,7 @@ class NcclTransport : public Transport {
   size_t max_message_bytes() const override { return options_.message_bytes; }
   size_t small_message_bytes() const override { return options_.small_message_bytes; }
 
-  void begin(const OpContext& context) override { context_ = context; }
+  void begin(const OpContext&) override {}
   void transfer(const Transfer& transfer) override;
   void finish() override { flush_send(); }
   Stream* stream() override { return &stream_; }
@@ -51,7 +51,6 @@ class NcclTransport : public Transport {
   std::shared_ptr<NcclComm> comm_;
   NcclTransportOptions options_;
   Stream stream_;
-  OpContext context_;
   std::shared_ptr<std::byte> in_staging_;
   std::shared_ptr<std::byte> out_staging_[2];
   int next_out_ = 0;
