@@ -38,6 +38,10 @@ struct CollectiveRequest {
   const Tensor& reference() const;
   // Bytes of the larger defined tensor (for messages and benchmarks).
   size_t bytes() const;
+  // The tensors' data as the communicators pass it on; null for an undefined tensor. The
+  // output is written through a const request: the tensors share their storage.
+  const void* input_data() const { return input.raw_data(); }
+  void* output_data() const { return const_cast<void*>(output.raw_data()); }
 };
 
 // Throws engine::Error when the tensors do not fit the collective on this rank.

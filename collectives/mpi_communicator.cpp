@@ -79,8 +79,8 @@ void MpiCommunicator::run(const CollectiveRequest& request) {
   const DType dtype = reference.dtype();
   const MPI_Datatype type = mpi_datatype(dtype);
   const MPI_Op op = mpi_reduce_op(dtype, request.op);
-  void* output = const_cast<void*>(request.output.defined() ? request.output.raw_data() : nullptr);
-  const void* input = request.input.defined() ? request.input.raw_data() : nullptr;
+  void* output = request.output_data();
+  const void* input = request.input_data();
   const int count = checked_count(reference.numel(), "a tensor");
   const bool is_root = rank() == request.root;
   switch (request.kind) {

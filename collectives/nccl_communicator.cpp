@@ -65,8 +65,8 @@ void NcclCommunicator::enqueue(const CollectiveRequest& request) {
   const Tensor& reference = request.reference();
   const DType dtype = reference.dtype();
   const ncclDataType_t type = nccl_datatype(dtype);
-  void* output = const_cast<void*>(request.output.defined() ? request.output.raw_data() : nullptr);
-  const void* input = request.input.defined() ? request.input.raw_data() : nullptr;
+  void* output = request.output_data();
+  const void* input = request.input_data();
   const size_t count = static_cast<size_t>(reference.numel());
   const int root = request.root;
   switch (request.kind) {

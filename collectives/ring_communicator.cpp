@@ -61,8 +61,8 @@ void RingCommunicator::run(const CollectiveRequest& request, const OpContext& co
   const Tensor& reference = request.reference();
   const DType dtype = reference.dtype();
   // The request's tensors are handles; the collective writes through the output's.
-  void* output = const_cast<void*>(request.output.defined() ? request.output.raw_data() : nullptr);
-  const void* input = request.input.defined() ? request.input.raw_data() : nullptr;
+  void* output = request.output_data();
+  const void* input = request.input_data();
   switch (request.kind) {
     case CollectiveKind::all_reduce:
       algorithms_.all_reduce(output, reference.numel(), dtype, request.op);
