@@ -1,5 +1,6 @@
 // Host bytes of float values stored as a tensor dtype (f32, or bf16 rounded to nearest even),
-// and back: how the test suites build "device" buffers for the emulator and the collectives.
+// and back: how the test suites build "device" buffers for the emulator and the collectives;
+// and the value a dtype stores for a float.
 #pragma once
 
 #include <cstddef>
@@ -10,6 +11,11 @@
 #include "kernels/dtype.h"
 
 namespace engine::testing {
+
+// value as the dtype stores it (bf16: rounded to nearest even).
+inline float round_to(DType dtype, float value) {
+  return dtype == DType::bf16 ? static_cast<float>(bf16(value)) : value;
+}
 
 inline std::vector<std::byte> encode(DType dtype, const std::vector<float>& values) {
   std::vector<std::byte> bytes(values.size() * dtype_size(dtype));

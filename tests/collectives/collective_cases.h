@@ -35,10 +35,6 @@ inline std::vector<float> inputs(uint32_t seed, int rank, int64_t count, int64_t
   return values;
 }
 
-inline float round_to(DType dtype, float value) {
-  return dtype == DType::bf16 ? static_cast<float>(bf16(value)) : value;
-}
-
 // op over ranks 0..world-1 of input_value(seed, rank, index), as stored in dtype.
 inline float expected_reduction(ReduceOp op, DType dtype, uint32_t seed, int world, int64_t index) {
   float result = input_value(seed, 0, index);
@@ -82,10 +78,6 @@ inline Mismatch compare(const std::vector<float>& expected, const std::vector<fl
     }
   }
   return mismatch;
-}
-
-inline const char* dtype_label(DType dtype) {
-  return dtype == DType::f32 ? "f32" : "bf16";
 }
 
 }  // namespace engine::testing

@@ -68,9 +68,10 @@ class Collectives : public ::testing::TestWithParam<std::string> {
   }
   std::string label(const char* op, DType dtype, int64_t count, ReduceOp reduce = ReduceOp::sum,
                     int root = 0) const {
-    return std::string(op) + " " + testing::dtype_label(dtype) + " count " + std::to_string(count) +
-           " " + std::string(reduce_op_name(reduce)) + " root " + std::to_string(root) +
-           " on rank " + std::to_string(rank_) + "/" + std::to_string(world_);
+    return std::string(op) + " " + std::string(dtype_name(dtype)) + " count " +
+           std::to_string(count) + " " + std::string(reduce_op_name(reduce)) + " root " +
+           std::to_string(root) + " on rank " + std::to_string(rank_) + "/" +
+           std::to_string(world_);
   }
   std::vector<int64_t> counts() const { return {0, 1, world_ - 1, 7, 13, 1021, 65537}; }
   std::vector<float> gathered(uint32_t seed, int64_t block) const {

@@ -40,9 +40,8 @@ TEST(CpuReduce, EveryOpAndDtypeMatchesTheReference) {
     for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min}) {
       for (int divisor : {1, 3}) {
         for (int64_t n : {0, 1, 7, 64, 1001}) {
-          SCOPED_TRACE(std::string(testing::dtype_label(dtype)) + " " +
-                       std::string(reduce_op_name(op)) + " divisor " + std::to_string(divisor) +
-                       " n " + std::to_string(n));
+          SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + std::string(reduce_op_name(op)) +
+                       " divisor " + std::to_string(divisor) + " n " + std::to_string(n));
           const auto a = random_values(n, 1, dtype), b = random_values(n, 2, dtype);
           std::vector<float> expected(n);
           for (int64_t i = 0; i < n; ++i)

@@ -70,10 +70,10 @@ TEST(ReduceSimt, EveryOpDtypeAndPathMatchesTheCpuTwin) {
         for (int64_t n : kSizes) {
           for (int offset : {0, 1}) {
             for (const cuda::ElementwiseLaunch& shape : kShapes) {
-              SCOPED_TRACE(std::string(testing::dtype_label(dtype)) + " " +
-                           std::string(reduce_op_name(op)) + " divisor " + std::to_string(divisor) +
-                           " n " + std::to_string(n) + " offset " + std::to_string(offset) +
-                           " blocks " + std::to_string(shape.max_blocks));
+              SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + std::string(reduce_op_name(op)) +
+                           " divisor " + std::to_string(divisor) + " n " + std::to_string(n) +
+                           " offset " + std::to_string(offset) + " blocks " +
+                           std::to_string(shape.max_blocks));
               const Reduction reduction{dtype, op, divisor};
               const auto a = values(n, 1, dtype), b = values(n, 2, dtype);
               Buffer in_a(dtype, a, offset), in_b(dtype, b, offset),

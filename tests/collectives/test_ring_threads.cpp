@@ -36,7 +36,7 @@ void check(const std::vector<float>& expected, const std::vector<float>& actual,
 std::string label(const char* op, int rank, int world, DType dtype, int64_t count,
                   ReduceOp reduce = ReduceOp::sum, int root = 0) {
   return std::string(op) + " rank " + std::to_string(rank) + "/" + std::to_string(world) + " " +
-         testing::dtype_label(dtype) + " count " + std::to_string(count) + " " +
+         std::string(dtype_name(dtype)) + " count " + std::to_string(count) + " " +
          std::string(reduce_op_name(reduce)) + " root " + std::to_string(root);
 }
 

@@ -36,10 +36,6 @@ inline std::vector<float> make_inputs(int64_t n, uint32_t seed, DType dtype) {
   return values;
 }
 
-inline float round_to(DType dtype, float value) {
-  return dtype == DType::bf16 ? static_cast<float>(bf16(value)) : value;
-}
-
 // Exact equality, NaN equal to NaN: these ops round once from the same fp32 value, so every
 // implementation must give the same bits.
 inline ::testing::AssertionResult same_values(const std::vector<float>& expected,
