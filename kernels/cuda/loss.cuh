@@ -52,18 +52,26 @@ __device__ __forceinline__ void softmax_merge(float& max, float& sum, float othe
   sum = mine + theirs;
 }
 
-// The softmax statistics of one row, on every lane of the warp.
-template <typename T>
-__device__ __forceinline__ void row_softmax(const T* z, int64_t k, float& max, float& sum) {
+// The softmax statistics of one row, on every lane of the warp; with kRowSum, also the sum of
+// the row's logits (the forward's label-smoothing term), from the same read of the row.
+template <bool kRowSum = false, typename T>
+__device__ __forceinline__ void row_softmax(const T* z, int64_t k, float& max, float& sum,
+                                            float* row_sum = nullptr) {
   max = -INFINITY;
   sum = 0.f;
-  for (int64_t j = threadIdx.x; j < k; j += 32)
-    softmax_add(max, sum, to_f32(z[j]));
+  float total = 0.f;
+  for (int64_t j = threadIdx.x; j < k; j += 32) {
+    const float v = to_f32(z[j]);
+    softmax_add(max, sum, v);
+    if constexpr (kRowSum) total += v;
+  }
   for (int offset = 16; offset > 0; offset /= 2) {
     const float other_max = __shfl_xor_sync(kFullWarp, max, offset);
     const float other_sum = __shfl_xor_sync(kFullWarp, sum, offset);
     softmax_merge(max, sum, other_max, other_sum);
+    if constexpr (kRowSum) total += __shfl_xor_sync(kFullWarp, total, offset);
   }
+  if constexpr (kRowSum) *row_sum = total;
 }
 
 // Block (32, warps): warp threadIdx.y of block b takes rows b * warps + y, then strides.
@@ -73,13 +81,8 @@ __global__ void cross_entropy_forward_kernel(const T* logits, const float* label
   for (int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y; row < n;
        row += static_cast<int64_t>(gridDim.x) * blockDim.y) {
     const T* z = logits + row * k;
-    float max, sum;
-    row_softmax(z, k, max, sum);
-    float sum_z = 0.f;
-    for (int64_t j = threadIdx.x; j < k; j += 32)
-      sum_z += to_f32(z[j]);
-    for (int offset = 16; offset > 0; offset /= 2)
-      sum_z += __shfl_xor_sync(kFullWarp, sum_z, offset);
+    float max, sum, sum_z;
+    row_softmax<true>(z, k, max, sum, &sum_z);
     if (threadIdx.x == 0) {
       const int64_t label = label_class(labels[row], k);
       // -sum_j q_j (z_j - lse) = lse - sum_j q_j z_j, since the q_j sum to 1.
