@@ -12,6 +12,9 @@
 
 namespace engine::testing {
 
+// The tensor dtypes every op and collective is tested in.
+inline const std::vector<DType> kDTypes = {DType::f32, DType::bf16};
+
 // value as the dtype stores it (bf16: rounded to nearest even).
 inline float round_to(DType dtype, float value) {
   return dtype == DType::bf16 ? static_cast<float>(bf16(value)) : value;

@@ -24,7 +24,7 @@ using testing::expected_reductions;
 using testing::inputs;
 using testing::session;
 
-const DType kDTypes[] = {DType::f32, DType::bf16};
+using testing::kDTypes;
 const ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min};
 
 // One communicator per implementation for the whole run (creating one is collective).

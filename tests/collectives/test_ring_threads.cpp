@@ -22,7 +22,7 @@ using testing::inputs;
 using testing::run_ranks;
 using testing::shm_options;
 
-const DType kDTypes[] = {DType::f32, DType::bf16};
+using testing::kDTypes;
 const ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min};
 
 // Collects mismatches from all rank threads (gtest assertions are thread-safe; this keeps

@@ -20,7 +20,6 @@ namespace engine::testing {
 // Empty, below one 16-byte vector, exact vectors, vectors plus a tail, several blocks.
 inline const std::vector<int64_t> kElementwiseSizes = {0, 1,  3,  4,   7,    8,
                                                        9, 31, 33, 255, 1000, 4099};
-inline const std::vector<DType> kDTypes = {DType::f32, DType::bf16};
 
 // Values in [-4, 4] from (seed, index), with NaN, +-inf, +-0 and exact ties sprinkled in,
 // already representable in dtype.

@@ -43,14 +43,4 @@ class SimtBuffer {
   std::vector<std::byte> storage_;  // operator new: 16-byte aligned
 };
 
-// Calls fn.template operator()<DeviceT>() for the dtype: float or __nv_bfloat16.
-template <typename Fn>
-void with_device_type(DType dtype, Fn&& fn) {
-  if (dtype == DType::f32) {
-    fn.template operator()<float>();
-  } else {
-    fn.template operator()<__nv_bfloat16>();
-  }
-}
-
 }  // namespace engine::testing

@@ -10,6 +10,7 @@
 #include "batchnorm_cases.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/ops.h"
+#include "tests/dtype_bytes.h"
 
 namespace engine {
 namespace {
@@ -22,7 +23,7 @@ using testing::kBnShapes;
 using testing::normal_values;
 using testing::to_double;
 
-const DType kDTypes[] = {DType::f32, DType::bf16};
+using testing::kDTypes;
 constexpr float kEps = 1e-5f;
 constexpr float kMomentum = 0.1f;
 

@@ -13,6 +13,7 @@
 #include "batchnorm_cases.h"
 #include "kernels/cpu/batchnorm.h"
 #include "simt_buffer.h"
+#include "tests/dtype_bytes.h"
 
 namespace engine {
 namespace {
@@ -22,9 +23,8 @@ using testing::BnShape;
 using testing::kBf16Ulp;
 using testing::normal_values;
 using testing::SimtBuffer;
-using testing::with_device_type;
 
-const DType kDTypes[] = {DType::f32, DType::bf16};
+using testing::kDTypes;
 constexpr float kEps = 1e-5f;
 
 struct LaunchShapes {
@@ -70,7 +70,7 @@ void check_training_step(const BnShape& s, DType dtype, const LaunchShapes& laun
   SimtBuffer stats = SimtBuffer::f32(2 * c + 1);
   std::vector<float> cpu_stats(2 * c + 1);
   cpu::batchnorm_stats(dtype, dx_in.data(), rows, c, cpu_stats.data());
-  with_device_type(dtype, [&]<typename T>() {
+  cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
     cuda::batchnorm_stats_launch(dx_in.as<T>(), rows, c, stats.floats(), workspace.floats(),
                                  nullptr, launch.reduce);
   });
@@ -106,7 +106,7 @@ void check_training_step(const BnShape& s, DType dtype, const LaunchShapes& laun
     SimtBuffer expected(dtype, expected_values);
     cpu::batchnorm_normalize(dtype, dx_in.data(), batch_stats.floats(), w, b,
                              with_res ? dres.data() : nullptr, relu, expected.data(), rows, c);
-    with_device_type(dtype, [&]<typename T>() {
+    cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
       T* y = with_res ? res_inout.as<T>() : out.as<T>();
       cuda::batchnorm_normalize_launch(dx_in.as<T>(), batch_stats.floats(), w, b,
                                        with_res ? res_inout.as<T>() : nullptr, relu, y, rows, c,
@@ -121,7 +121,7 @@ void check_training_step(const BnShape& s, DType dtype, const LaunchShapes& laun
     SimtBuffer expected(dtype, std::vector<float>(s.numel()));
     cpu::batchnorm_eval_forward(dtype, dx_in.data(), rm.floats(), rv.floats(), dw.floats(),
                                 db.floats(), kEps, dres.data(), true, expected.data(), rows, c);
-    with_device_type(dtype, [&]<typename T>() {
+    cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
       cuda::batchnorm_eval_forward_launch(dx_in.as<T>(), rm.floats(), rv.floats(), dw.floats(),
                                           db.floats(), kEps, dres.as<T>(), true, out.as<T>(), rows,
                                           c, nullptr, launch.tile);
@@ -134,7 +134,7 @@ void check_training_step(const BnShape& s, DType dtype, const LaunchShapes& laun
   std::vector<float> cpu_sums(2 * c);
   cpu::batchnorm_backward_reduce(dtype, ddy.data(), dx_in.data(), batch_stats.floats(),
                                  cpu_sums.data(), rows, c);
-  with_device_type(dtype, [&]<typename T>() {
+  cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
     cuda::batchnorm_backward_reduce_launch(ddy.as<T>(), dx_in.as<T>(), batch_stats.floats(),
                                            grad_sums.floats(), rows, c, workspace.floats(), nullptr,
                                            launch.reduce);
@@ -145,7 +145,7 @@ void check_training_step(const BnShape& s, DType dtype, const LaunchShapes& laun
   SimtBuffer expected_dx(dtype, std::vector<float>(s.numel()));
   cpu::batchnorm_backward_elementwise(dtype, ddy.data(), dx_in.data(), batch_stats.floats(),
                                       dw.floats(), grad_sums.floats(), expected_dx.data(), rows, c);
-  with_device_type(dtype, [&]<typename T>() {
+  cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
     cuda::batchnorm_backward_elementwise_launch(ddy.as<T>(), dx_in.as<T>(), batch_stats.floats(),
                                                 dw.floats(), grad_sums.floats(), ddy.as<T>(), rows,
                                                 c, nullptr, launch.tile);
@@ -183,7 +183,7 @@ TEST(BatchNormSimt, LargeMeanStatsMatchReference) {
     SimtBuffer dx_in(dtype, x);
     SimtBuffer workspace = SimtBuffer::f32(cuda::batchnorm_workspace_numel(s.rows(), s.c, {}));
     SimtBuffer stats = SimtBuffer::f32(2 * s.c + 1);
-    with_device_type(dtype, [&]<typename T>() {
+    cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
       cuda::batchnorm_stats_launch(dx_in.as<T>(), s.rows(), s.c, stats.floats(), workspace.floats(),
                                    nullptr);
     });

@@ -60,15 +60,6 @@ struct Operands {
   std::vector<float> bias;
 };
 
-template <typename Fn>
-void with_device_type(DType dtype, Fn&& fn) {
-  if (dtype == DType::f32) {
-    fn.template operator()<float>();
-  } else {
-    fn.template operator()<__nv_bfloat16>();
-  }
-}
-
 double tolerance(DType dtype) {
   return dtype == DType::f32 ? kF32Tolerance : kBf16Tolerance;
 }
@@ -81,7 +72,7 @@ TEST(ConvSimt, ForwardMatchesCpu) {
       const int64_t outputs = shape_numel(shape.output_shape());
       std::vector<std::byte> expected(outputs * dtype_size(dtype)), actual(expected.size());
       cpu::conv2d_forward(shape, dtype, in.x.data(), in.w.data(), in.bias.data(), expected.data());
-      with_device_type(dtype, [&]<typename T>() {
+      cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
         cuda::conv2d_forward_launch(shape, reinterpret_cast<const T*>(in.x.data()),
                                     reinterpret_cast<const T*>(in.w.data()), in.bias.data(),
                                     reinterpret_cast<T*>(actual.data()), nullptr);
@@ -101,7 +92,7 @@ TEST(ConvSimt, BackwardDataMatchesCpu) {
       const int64_t inputs = shape_numel(shape.input_shape());
       std::vector<std::byte> expected(inputs * dtype_size(dtype)), actual(expected.size());
       cpu::conv2d_backward_data(shape, dtype, in.dy.data(), in.w.data(), expected.data());
-      with_device_type(dtype, [&]<typename T>() {
+      cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
         cuda::conv2d_backward_data_launch(shape, reinterpret_cast<const T*>(in.dy.data()),
                                           reinterpret_cast<const T*>(in.w.data()),
                                           reinterpret_cast<T*>(actual.data()), nullptr);
@@ -129,7 +120,7 @@ TEST(ConvSimt, BackwardFilterMatchesCpuWithAndWithoutSplitK) {
                                     expected.data(), expected_bias.data(), true);
         std::vector<float> actual = previous, actual_bias = previous_bias;
         std::vector<float> workspace(cuda::filter_grad_workspace_bytes(shape, splits) / 4, NAN);
-        with_device_type(dtype, [&]<typename T>() {
+        cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
           cuda::conv2d_backward_filter_launch(shape, reinterpret_cast<const T*>(in.x.data()),
                                               reinterpret_cast<const T*>(in.dy.data()),
                                               actual.data(), actual_bias.data(), true,

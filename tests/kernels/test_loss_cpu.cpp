@@ -10,6 +10,7 @@
 #include "close_values.h"
 #include "kernels/ops.h"
 #include "loss_cases.h"
+#include "tests/dtype_bytes.h"
 
 namespace engine {
 namespace {
@@ -19,7 +20,7 @@ using testing::kBf16Ulp;
 using testing::kLossShapes;
 using testing::LossShape;
 
-const DType kDTypes[] = {DType::f32, DType::bf16};
+using testing::kDTypes;
 const float kSmoothings[] = {0.f, 0.1f};
 
 struct ForwardResult {

@@ -15,6 +15,7 @@
 #include "kernels/cpu/loss.h"
 #include "loss_cases.h"
 #include "simt_buffer.h"
+#include "tests/dtype_bytes.h"
 
 namespace engine {
 namespace {
@@ -23,9 +24,8 @@ using testing::all_close;
 using testing::kBf16Ulp;
 using testing::LossShape;
 using testing::SimtBuffer;
-using testing::with_device_type;
 
-const DType kDTypes[] = {DType::f32, DType::bf16};
+using testing::kDTypes;
 const cuda::RowLaunch kGrids[] = {{8, 1024}, {2, 2}};
 
 TEST(LossSimt, CrossEntropyMatchesCpu) {
@@ -43,7 +43,7 @@ TEST(LossSimt, CrossEntropyMatchesCpu) {
           std::vector<float> cpu_sample(s.n), cpu_loss(1);
           cpu::cross_entropy_forward(dtype, logits.data(), labels.data(), s.n, s.k, smoothing,
                                      cpu_sample.data(), cpu_loss.data());
-          with_device_type(dtype, [&]<typename T>() {
+          cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
             cuda::cross_entropy_forward_launch(logits.as<T>(), dlabels.floats(), s.n, s.k,
                                                smoothing, sample.floats(), loss.floats(), nullptr,
                                                grid);
@@ -56,7 +56,7 @@ TEST(LossSimt, CrossEntropyMatchesCpu) {
           SimtBuffer cpu_dz(dtype, std::vector<float>(s.n * s.k));
           cpu::cross_entropy_backward(dtype, logits.data(), labels.data(), s.n, s.k, smoothing,
                                       1.5f, cpu_dz.data());
-          with_device_type(dtype, [&]<typename T>() {
+          cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
             cuda::cross_entropy_backward_launch(logits.as<T>(), dlabels.floats(), s.n, s.k,
                                                 smoothing, 1.5f, dz.as<T>(), nullptr, grid);
           });
@@ -97,7 +97,7 @@ TEST(LossSimt, TopkMatchesCpu) {
         SimtBuffer correct(DType::f32, {7.f, 7.f});
         std::vector<float> expected(2);
         cpu::topk_correct(dtype, logits.data(), labels.data(), s.n, s.k, expected.data());
-        with_device_type(dtype, [&]<typename T>() {
+        cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
           cuda::topk_correct_launch(logits.as<T>(), dlabels.floats(), s.n, s.k, correct.floats(),
                                     nullptr, grid);
         });

@@ -9,6 +9,7 @@
 #include "close_values.h"
 #include "kernels/ops.h"
 #include "pool_cases.h"
+#include "tests/dtype_bytes.h"
 
 namespace engine {
 namespace {
@@ -20,7 +21,7 @@ using testing::kWindows;
 using testing::PoolShape;
 using testing::Window;
 
-const DType kDTypes[] = {DType::f32, DType::bf16};
+using testing::kDTypes;
 
 MaxPool2dParams params_of(const Window& win) {
   return {win.kernel, win.stride, win.padding};

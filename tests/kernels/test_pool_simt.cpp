@@ -13,6 +13,7 @@
 #include "kernels/cpu/pool.h"
 #include "pool_cases.h"
 #include "simt_buffer.h"
+#include "tests/dtype_bytes.h"
 
 namespace engine {
 namespace {
@@ -22,9 +23,8 @@ using testing::kBf16Ulp;
 using testing::PoolShape;
 using testing::SimtBuffer;
 using testing::Window;
-using testing::with_device_type;
 
-const DType kDTypes[] = {DType::f32, DType::bf16};
+using testing::kDTypes;
 const cuda::ElementwiseLaunch kGrids[] = {{256, 2048}, {64, 2}};
 
 TEST(PoolSimt, MaxPoolForwardBackwardMatchCpu) {
@@ -48,7 +48,7 @@ TEST(PoolSimt, MaxPoolForwardBackwardMatchCpu) {
                                  s.w, s.c, win.kernel, win.stride, win.padding);
           const cuda::PoolWindow g =
               cuda::pool_window(s.n, s.h, s.w, s.c, win.kernel, win.stride, win.padding);
-          with_device_type(dtype, [&]<typename T>() {
+          cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
             cuda::maxpool2d_forward_launch(dx_in.as<T>(), y.as<T>(), argmax.floats(), g, nullptr,
                                            grid);
           });
@@ -60,7 +60,7 @@ TEST(PoolSimt, MaxPoolForwardBackwardMatchCpu) {
           SimtBuffer cpu_dx(dtype, std::vector<float>(s.numel()));
           cpu::maxpool2d_backward(dtype, ddy.data(), cpu_argmax.data(), cpu_dx.data(), s.n, s.h,
                                   s.w, s.c, win.kernel, win.stride, win.padding);
-          with_device_type(dtype, [&]<typename T>() {
+          cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
             cuda::maxpool2d_backward_launch(ddy.as<T>(), argmax.floats(), dx.as<T>(), g, nullptr,
                                             grid);
           });
@@ -83,7 +83,7 @@ TEST(PoolSimt, GlobalAvgPoolMatchesCpu) {
         SimtBuffer cpu_y(dtype, std::vector<float>(s.n * s.c));
         cpu::global_avgpool_forward(dtype, dx_in.data(), cpu_y.data(), s.n, spatial, s.c);
         // 32 threads: several row lanes per channel lane for the in-block reduction.
-        with_device_type(dtype, [&]<typename T>() {
+        cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
           cuda::global_avgpool_forward_launch(dx_in.as<T>(), y.as<T>(), s.n, spatial, s.c, nullptr,
                                               32);
         });
@@ -93,7 +93,7 @@ TEST(PoolSimt, GlobalAvgPoolMatchesCpu) {
         SimtBuffer ddy(dtype, dy, offset), dx(dtype, std::vector<float>(s.numel(), 7.f), offset);
         SimtBuffer cpu_dx(dtype, std::vector<float>(s.numel()));
         cpu::global_avgpool_backward(dtype, ddy.data(), cpu_dx.data(), s.n, spatial, s.c);
-        with_device_type(dtype, [&]<typename T>() {
+        cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
           cuda::global_avgpool_backward_launch(ddy.as<T>(), dx.as<T>(), s.n, spatial, s.c, nullptr,
                                                {64, 2});
         });
