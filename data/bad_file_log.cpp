@@ -5,7 +5,6 @@
 namespace engine::data {
 
 void BadFileLog::record(const std::string& path, const std::string& reason) {
-  ++count_;
   bool first_time = false;
   {
     std::lock_guard lock(mutex_);

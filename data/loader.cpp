@@ -10,7 +10,6 @@
 #include "data/file_io.h"
 #include "data/random.h"
 #include "data/sample_processor.h"
-#include "kernels/runtime.h"
 
 namespace engine::data {
 
@@ -127,8 +126,9 @@ Batch Loader::build_batch(int64_t batch_index, int64_t epoch, std::span<const in
                           SampleProcessor& processor, std::vector<uint8_t>& file_bytes) {
   const int size = config_.transform.output_size;
   const auto count = static_cast<int64_t>(indices.size());
-  const bool pinned = config_.device.is_cuda() && cuda_device_count() > 0;
-  const HostMemory memory = pinned ? HostMemory::pinned : HostMemory::pageable;
+  // Pinned when the batch goes on to a device (the constructor made copy_stream_ for that, and
+  // fails without a usable one): the copy is then asynchronous.
+  const HostMemory memory = copy_stream_ ? HostMemory::pinned : HostMemory::pageable;
   Batch batch;
   batch.batch_index = batch_index;
   batch.images = Tensor::empty({count, size, size, 3}, config_.dtype, Device::cpu(), memory);

@@ -24,7 +24,6 @@ class SampleProcessor {
   // The 8-bit RGB pixels of the last processed sample, before normalization and flip.
   const std::vector<uint8_t>& last_pixels() const { return resized_; }
 
-  const TransformConfig& config() const { return config_; }
   int values_per_sample() const { return config_.output_size * config_.output_size * 3; }
 
  private:
