@@ -28,7 +28,6 @@ void Scheduler::begin_launch(const KernelLaunch& launch, void* dynamic_smem) {
   barrier_waiters_.reserve(thread_count_);
   for (unsigned i = 0; i < thread_count_; ++i) {
     Thread& t = threads_[i];
-    t.linear = i;
     t.index = uint3{i % block.x, i / block.x % block.y, i / (block.x * block.y)};
     t.warp = i / 32;
     t.lane = i % 32;

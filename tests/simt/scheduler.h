@@ -30,7 +30,7 @@ enum class Wait : std::uint8_t { kNone, kBlockBarrier, kWarpCollective };
 struct Thread {
   Fiber fiber;
   uint3 index{};
-  unsigned linear = 0, warp = 0, lane = 0;
+  unsigned warp = 0, lane = 0;
   bool started = false, exited = false;
   Wait wait = Wait::kNone;
   unsigned barrier_generation = 0;  // the __syncthreads it waits in
