@@ -67,16 +67,24 @@ void conv2d_backward_filter_launch(const Conv2dShape& shape, const T* x, const T
                                    cudaStream_t stream, ConvLaunch options = {}) {
   const int splits = filter_grad_splits(shape, options);
   const int64_t k_out = shape.out_channels, taps = shape.gemm_k(), pixels = shape.gemm_m();
-  const StoreSplitPartial partial{workspace, k_out, taps};
   const RowContiguousOperand<T> grad_out{dy, k_out};
-  if (shape.is_pointwise()) {
-    gemm_launch<T>(k_out, taps, pixels, grad_out, RowContiguousOperand<T>{x, taps}, partial, splits,
-                   stream);
+  auto gemm = [&](const auto& store, int split_count) {
+    if (shape.is_pointwise()) {
+      gemm_launch<T>(k_out, taps, pixels, grad_out, RowContiguousOperand<T>{x, taps}, store,
+                     split_count, stream);
+    } else {
+      gemm_launch<T>(k_out, taps, pixels, grad_out, ConvFilterGradInput<T>{x, shape}, store,
+                     split_count, stream);
+    }
+  };
+  if (splits == 1) {
+    // Without a split there is nothing to sum: store (and accumulate) straight into dw rather
+    // than through fp32 partials and a second kernel.
+    gemm(StoreToMatrix<TGrad>{dw, taps, nullptr, accumulate}, 1);
   } else {
-    gemm_launch<T>(k_out, taps, pixels, grad_out, ConvFilterGradInput<T>{x, shape}, partial, splits,
-                   stream);
+    gemm(StoreSplitPartial{workspace, k_out, taps}, splits);
+    splitk_reduce_launch(splits, k_out * taps, workspace, dw, accumulate, stream);
   }
-  splitk_reduce_launch(splits, k_out * taps, workspace, dw, accumulate, stream);
   if (dbias != nullptr) {
     column_sum_launch(pixels, k_out, dy, column_sum_slices(pixels),
                       workspace + splits * k_out * taps, dbias, accumulate, stream);
