@@ -40,18 +40,8 @@ NcclCommunicator::~NcclCommunicator() = default;
 
 Work NcclCommunicator::execute(const CollectiveRequest& request, const OpContext& context,
                                Stream& stream, bool blocking) {
-  order_after(stream_, stream);
-  enqueue(request);
-  auto state = std::make_shared<StreamWorkState>(stream_, context);
-  watchdog_.watch(context, [event = state->event()] { return event->done(); });
-  if (blocking) {
-    if (request.kind == CollectiveKind::barrier) {
-      state->wait();
-    } else {
-      state->wait(stream);
-    }
-  }
-  return Work(state);
+  return queue_on_comm_stream(stream_, stream, context, watchdog_, blocking,
+                              request.kind == CollectiveKind::barrier, [&] { enqueue(request); });
 }
 
 void NcclCommunicator::enqueue(const CollectiveRequest& request) {

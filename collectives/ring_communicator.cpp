@@ -38,22 +38,10 @@ Work RingCommunicator::execute(const CollectiveRequest& request, const OpContext
     }
     return executor_.submit([this, request, context] { run(request, context); });
   }
-  // Device transport: queue on the communication stream after the caller's work.
-  Stream& comm = *transport_->stream();
-  order_after(comm, stream);
-  executor_.run([&] { run(request, context); });
-  auto state = std::make_shared<StreamWorkState>(comm, context);
-  watchdog_->watch(context, [event = state->event()] { return event->done(); });
-  if (blocking) {
-    // A barrier is about the host: it returns once every rank has entered it. Other blocking
-    // collectives order the caller's stream after them, like any CUDA op.
-    if (request.kind == CollectiveKind::barrier) {
-      state->wait();
-    } else {
-      state->wait(stream);
-    }
-  }
-  return Work(state);
+  // Device transport: the transfers queue on its communication stream.
+  return queue_on_comm_stream(*transport_->stream(), stream, context, *watchdog_, blocking,
+                              request.kind == CollectiveKind::barrier,
+                              [&] { executor_.run([&] { run(request, context); }); });
 }
 
 void RingCommunicator::run(const CollectiveRequest& request, const OpContext& context) {
