@@ -116,13 +116,4 @@ void MpiTransport::finish() {
   }
 }
 
-void MpiTransport::copy(void* dst, const void* src, size_t bytes) {
-  std::memmove(dst, src, bytes);
-}
-
-void MpiTransport::reduce(const Reduction& reduction, void* dst, const void* a, const void* b,
-                          int64_t count) {
-  cpu::reduce(reduction, dst, a, b, count);
-}
-
 }  // namespace engine

@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "collectives/comm_options.h"
-#include "collectives/transport.h"
+#include "collectives/host_transport.h"
 
 namespace engine {
 
-class MpiTransport : public Transport {
+class MpiTransport : public HostTransport {
  public:
   // Duplicates `comm` (collective over it), so its messages never meet anyone else's.
   MpiTransport(MPI_Comm comm, const MpiTransportOptions& options);
@@ -24,7 +24,6 @@ class MpiTransport : public Transport {
   MpiTransport& operator=(const MpiTransport&) = delete;
 
   std::string_view name() const override { return "mpi"; }
-  DeviceKind memory() const override { return DeviceKind::cpu; }
   int rank() const override { return rank_; }
   int world() const override { return world_; }
   size_t max_message_bytes() const override { return options_.message_bytes; }
@@ -33,9 +32,6 @@ class MpiTransport : public Transport {
   void begin(const OpContext& context) override { context_ = context; }
   void transfer(const Transfer& transfer) override;
   void finish() override;
-  void copy(void* dst, const void* src, size_t bytes) override;
-  void reduce(const Reduction& reduction, void* dst, const void* a, const void* b,
-              int64_t count) override;
 
  private:
   struct Staging {

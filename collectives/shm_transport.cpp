@@ -138,13 +138,4 @@ void ShmTransport::transfer(const Transfer& t) {
   channels_.end_recv(t.from);
 }
 
-void ShmTransport::copy(void* dst, const void* src, size_t bytes) {
-  std::memmove(dst, src, bytes);
-}
-
-void ShmTransport::reduce(const Reduction& reduction, void* dst, const void* a, const void* b,
-                          int64_t count) {
-  cpu::reduce(reduction, dst, a, b, count);
-}
-
 }  // namespace engine

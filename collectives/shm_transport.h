@@ -10,13 +10,13 @@
 #include <memory>
 
 #include "collectives/comm_options.h"
+#include "collectives/host_transport.h"
 #include "collectives/shared_memory.h"
 #include "collectives/shm_channels.h"
-#include "collectives/transport.h"
 
 namespace engine {
 
-class ShmTransport : public Transport {
+class ShmTransport : public HostTransport {
  public:
   // Rank `rank` of `world` on a segment that every rank maps (initialized with
   // ShmChannels::initialize). `segment` is shared so threads standing in for ranks can use
@@ -32,7 +32,6 @@ class ShmTransport : public Transport {
   static ShmLayout layout_for(int world, const ShmOptions& options);
 
   std::string_view name() const override { return "shm"; }
-  DeviceKind memory() const override { return DeviceKind::cpu; }
   int rank() const override { return rank_; }
   int world() const override { return world_; }
   size_t max_message_bytes() const override { return channels_.layout().slot_bytes; }
@@ -41,9 +40,6 @@ class ShmTransport : public Transport {
   void begin(const OpContext& context) override;
   void transfer(const Transfer& transfer) override;
   void finish() override {}
-  void copy(void* dst, const void* src, size_t bytes) override;
-  void reduce(const Reduction& reduction, void* dst, const void* a, const void* b,
-              int64_t count) override;
 
  private:
   void check_size(const ShmChannels::Message& message, size_t expected, int from) const;
