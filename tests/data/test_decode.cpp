@@ -38,11 +38,8 @@ TEST(DecodeGolden, EveryFormatMatchesPilConvertRgb) {
     ASSERT_NO_THROW(decode_image(bytes, header, 8, image));
     ASSERT_EQ(image.pixels.size(), expected.size());
     const auto tolerance = kToleranceByCase.contains(name) ? kToleranceByCase.at(name) : 0;
-    int worst = 0;
-    for (size_t i = 0; i < expected.size(); ++i) {
-      worst = std::max(worst, std::abs(int{image.pixels[i]} - int{expected[i]}));
-    }
-    EXPECT_LE(worst, tolerance) << "largest difference from PIL, in 8-bit levels";
+    EXPECT_LE(testing::max_abs_difference(image.pixels, expected), tolerance)
+        << "largest difference from PIL, in 8-bit levels";
   }
 }
 

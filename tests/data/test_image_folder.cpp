@@ -22,19 +22,6 @@ void touch(const fs::path& path) {
   std::ofstream(path) << "x";
 }
 
-// Collects warnings for the duration of a test.
-class CapturedWarnings {
- public:
-  CapturedWarnings() {
-    previous_ = set_warning_sink([this](const std::string& line) { lines.push_back(line); });
-  }
-  ~CapturedWarnings() { set_warning_sink(previous_); }
-  std::vector<std::string> lines;
-
- private:
-  WarningSink previous_;
-};
-
 void expect_error(const std::string& root, const std::string& message) {
   try {
     ImageFolder::scan(root);
@@ -84,7 +71,7 @@ TEST(ImageFolder, EmptyClassKeepsItsIndexWithOneWarning) {
   touch(dir.path() / "a" / "1.jpg");
   touch(dir.path() / "b_empty" / "notes.txt");
   touch(dir.path() / "c" / "1.png");
-  CapturedWarnings warnings;
+  testing::CapturedWarnings warnings;
   const ImageFolder folder = ImageFolder::scan(dir.path().string());
   EXPECT_EQ(folder.classes(), (std::vector<std::string>{"a", "b_empty", "c"}));
   EXPECT_EQ(folder.empty_classes(), std::vector<std::string>{"b_empty"});
@@ -103,7 +90,7 @@ TEST(ImageFolder, UnusableFoldersAreClearErrors) {
   expect_error(dir.path().string(), "no class folders in");
   fs::create_directories(dir.path() / "cls");
   touch(dir.path() / "cls" / "readme.txt");
-  CapturedWarnings warnings;
+  testing::CapturedWarnings warnings;
   expect_error(dir.path().string(), "no image files in any class folder");
 }
 

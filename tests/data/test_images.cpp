@@ -219,22 +219,30 @@ void write_file(const std::filesystem::path& path, const std::vector<uint8_t>& b
   if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
-int max_abs_difference(const RgbImage& a, const RgbImage& b) {
-  if (a.width != b.width || a.height != b.height) return 256;
+int max_abs_difference(std::span<const uint8_t> a, std::span<const uint8_t> b) {
+  if (a.size() != b.size()) return 256;
   int worst = 0;
-  for (size_t i = 0; i < a.pixels.size(); ++i) {
-    worst = std::max(worst, std::abs(int{a.pixels[i]} - int{b.pixels[i]}));
-  }
+  for (size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::abs(int{a[i]} - int{b[i]}));
   return worst;
 }
 
-double mean_abs_difference(const RgbImage& a, const RgbImage& b) {
-  if (a.width != b.width || a.height != b.height || a.pixels.empty()) return 256.0;
+double mean_abs_difference(std::span<const uint8_t> a, std::span<const uint8_t> b) {
+  if (a.size() != b.size() || a.empty()) return 256.0;
   double total = 0.0;
-  for (size_t i = 0; i < a.pixels.size(); ++i) {
-    total += std::abs(int{a.pixels[i]} - int{b.pixels[i]});
-  }
-  return total / static_cast<double>(a.pixels.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    total += std::abs(int{a[i]} - int{b[i]});
+  return total / static_cast<double>(a.size());
+}
+
+int max_abs_difference(const RgbImage& a, const RgbImage& b) {
+  if (a.width != b.width || a.height != b.height) return 256;
+  return max_abs_difference(a.pixels, b.pixels);
+}
+
+double mean_abs_difference(const RgbImage& a, const RgbImage& b) {
+  if (a.width != b.width || a.height != b.height) return 256.0;
+  return mean_abs_difference(a.pixels, b.pixels);
 }
 
 TempDir::TempDir() {

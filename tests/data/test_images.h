@@ -4,10 +4,12 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "data/image.h"
+#include "data/warnings.h"
 
 namespace engine::data::testing {
 
@@ -36,9 +38,28 @@ std::vector<uint8_t> with_jpeg_dimensions(std::vector<uint8_t> jpeg, uint16_t wi
 
 void write_file(const std::filesystem::path& path, const std::vector<uint8_t>& bytes);
 
-// Largest absolute difference between two images of the same size.
+// Largest and mean absolute difference of two pixel buffers; 256 when their sizes differ (or,
+// for the mean, when they are empty).
+int max_abs_difference(std::span<const uint8_t> a, std::span<const uint8_t> b);
+double mean_abs_difference(std::span<const uint8_t> a, std::span<const uint8_t> b);
+// The same for two images; 256 when their sizes differ.
 int max_abs_difference(const RgbImage& a, const RgbImage& b);
 double mean_abs_difference(const RgbImage& a, const RgbImage& b);
+
+// Collects the warnings issued while it lives (the previous sink is restored after).
+class CapturedWarnings {
+ public:
+  CapturedWarnings() {
+    previous_ = set_warning_sink([this](const std::string& line) { lines.push_back(line); });
+  }
+  ~CapturedWarnings() { set_warning_sink(previous_); }
+  CapturedWarnings(const CapturedWarnings&) = delete;
+  CapturedWarnings& operator=(const CapturedWarnings&) = delete;
+  std::vector<std::string> lines;
+
+ private:
+  WarningSink previous_;
+};
 
 // A fresh directory under the system temp dir, removed with its contents on destruction.
 class TempDir {

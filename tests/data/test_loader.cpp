@@ -60,10 +60,9 @@ class LoaderTest : public ::testing::Test {
     config_.batch_size = 4;
     config_.transform.output_size = 24;
     config_.seed = 11;
-    previous_sink_ =
-        set_warning_sink([this](const std::string& line) { warnings_.push_back(line); });
+    warnings_.emplace();
   }
-  void TearDown() override { set_warning_sink(previous_sink_); }
+  void TearDown() override { warnings_.reset(); }
 
   std::vector<int64_t> epoch_indices(int64_t epoch) const {
     DistributedSampler sampler(static_cast<int64_t>(dataset_->size()), 1, 0, true, config_.seed);
@@ -89,8 +88,7 @@ class LoaderTest : public ::testing::Test {
   testing::TempDir root_;
   std::optional<ImageFolder> dataset_;
   LoaderConfig config_;
-  std::vector<std::string> warnings_;
-  WarningSink previous_sink_;
+  std::optional<testing::CapturedWarnings> warnings_;  // from the end of SetUp
 };
 
 TEST_F(LoaderTest, BatchesDoNotDependOnTheWorkerCount) {
@@ -140,11 +138,12 @@ TEST_F(LoaderTest, BadFilesAreSkippedWithOneWarningEachAndCounted) {
     EXPECT_EQ(collected.summary.skipped, 2);
     EXPECT_EQ(collected.summary.batches, 5);
   }
-  ASSERT_EQ(warnings_.size(), 2u) << "once per file, not once per epoch";
-  std::sort(warnings_.begin(), warnings_.end());
-  EXPECT_NE(warnings_[0].find("bee/empty.jpg: empty file"), std::string::npos) << warnings_[0];
-  EXPECT_NE(warnings_[1].find("cat/text.png: not a recognised image format"), std::string::npos)
-      << warnings_[1];
+  std::vector<std::string>& warnings = warnings_->lines;
+  ASSERT_EQ(warnings.size(), 2u) << "once per file, not once per epoch";
+  std::sort(warnings.begin(), warnings.end());
+  EXPECT_NE(warnings[0].find("bee/empty.jpg: empty file"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[1].find("cat/text.png: not a recognised image format"), std::string::npos)
+      << warnings[1];
 }
 
 TEST_F(LoaderTest, ResumesMidEpochExactlyWhereItStopped) {
