@@ -55,9 +55,29 @@ int field(const GoldenRecord& record, size_t i) {
   return std::stoi(record.fields.at(i));
 }
 
-RgbImage golden_source() {
+// The PNG all transform goldens start from, and its pixels.
+std::vector<uint8_t> golden_source_png() {
   const auto record = golden_records(transform_goldens(), "source_png").at(0);
-  return decode_image(testing::decode_base64(record.fields.at(2)));
+  return testing::decode_base64(record.fields.at(2));
+}
+
+RgbImage golden_source() {
+  return decode_image(golden_source_png());
+}
+
+// The crop of the golden source resized to out_width x out_height (the whole resized image),
+// as RandomResizedCrop's last step does.
+std::vector<uint8_t> resized_crop(const RgbImage& source, const CropBox& crop, int out_width,
+                                  int out_height) {
+  ResizeRequest request;
+  request.box_right = crop.width;
+  request.box_bottom = crop.height;
+  request.resized_width = request.window_width = out_width;
+  request.resized_height = request.window_height = out_height;
+  std::vector<uint8_t> out(static_cast<size_t>(out_width) * out_height * 3);
+  Resampler().resize(source.view().crop(crop.left, crop.top, crop.width, crop.height), request,
+                     out.data());
+  return out;
 }
 
 TEST(RandomResizedCropGolden, BoxesEqualTorchvisionForTheSameDraws) {
@@ -100,27 +120,18 @@ TEST(CenterCropGolden, OffsetsEqualTorchvisionIncludingPaddingAndHalfToEven) {
 
 TEST(ResampleGolden, ResizedCropPixelsEqualPil) {
   const RgbImage source = golden_source();
-  Resampler resampler;
   for (const GoldenRecord& r : golden_records(transform_goldens(), "resized_crop")) {
     const CropBox crop{field(r, 0), field(r, 1), field(r, 2), field(r, 3)};
     const int out_width = field(r, 4);
     const int out_height = field(r, 5);
-    ResizeRequest request;
-    request.box_right = crop.width;
-    request.box_bottom = crop.height;
-    request.resized_width = request.window_width = out_width;
-    request.resized_height = request.window_height = out_height;
-    std::vector<uint8_t> out(static_cast<size_t>(out_width) * out_height * 3);
-    resampler.resize(source.view().crop(crop.left, crop.top, crop.width, crop.height), request,
-                     out.data());
+    const std::vector<uint8_t> out = resized_crop(source, crop, out_width, out_height);
     EXPECT_EQ(testing::max_abs_difference(out, testing::decode_hex(r.fields.at(6))), 0)
         << "crop " << crop.width << "x" << crop.height << " -> " << out_width << "x" << out_height;
   }
 }
 
 TEST(ResampleGolden, ResizeThenCenterCropEqualsPilThroughTheEvalPipeline) {
-  const auto source_record = golden_records(transform_goldens(), "source_png").at(0);
-  const std::vector<uint8_t> png = testing::decode_base64(source_record.fields.at(2));
+  const std::vector<uint8_t> png = golden_source_png();
   for (const GoldenRecord& r : golden_records(transform_goldens(), "resize_center_crop")) {
     TransformConfig config;
     config.augmentation = Augmentation::eval;
@@ -138,8 +149,7 @@ TEST(ResampleGolden, ResizeThenCenterCropEqualsPilThroughTheEvalPipeline) {
 }
 
 TEST(PipelineGolden, EvalPipelineFloatsEqualTorchvisionBitForBit) {
-  const auto source_record = golden_records(transform_goldens(), "source_png").at(0);
-  const std::vector<uint8_t> png = testing::decode_base64(source_record.fields.at(2));
+  const std::vector<uint8_t> png = golden_source_png();
   const GoldenRecord r = golden_records(transform_goldens(), "eval_pipeline").at(0);
   const std::vector<float> expected = testing::decode_float_hex(r.fields.at(2));
   TransformConfig config;
@@ -164,14 +174,7 @@ TEST(PipelineGolden, CropFlipNormalizeEqualsTorchvisionBitForBit) {
   const CropBox crop{field(r, 0), field(r, 1), field(r, 2), field(r, 3)};
   const int out_width = field(r, 4);
   const int out_height = field(r, 5);
-  ResizeRequest request;
-  request.box_right = crop.width;
-  request.box_bottom = crop.height;
-  request.resized_width = request.window_width = out_width;
-  request.resized_height = request.window_height = out_height;
-  std::vector<uint8_t> pixels(static_cast<size_t>(out_width) * out_height * 3);
-  Resampler().resize(source.view().crop(crop.left, crop.top, crop.width, crop.height), request,
-                     pixels.data());
+  const std::vector<uint8_t> pixels = resized_crop(source, crop, out_width, out_height);
   const std::vector<float> expected = testing::decode_float_hex(r.fields.at(6));
   std::vector<float> out(expected.size());
   Normalizer().write(pixels.data(), out_width, out_height, /*mirror=*/true, DType::f32, out.data());
