@@ -9,47 +9,29 @@ Timing: three warm-ups, then repeats until --min-seconds have passed (at least -
 the median is printed. Uses Debian's python3-torch (1.13) with --threads intra-op threads,
 in PyTorch's default (NCHW contiguous) layout, fp32.
 """
-import argparse
-import sys
-
 import torch
 
-from torch_timing import median_time_us
+from torch_timing import serve_cases
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--threads", type=int, default=0)
-    parser.add_argument("--min-seconds", type=float, default=0.3)
-    parser.add_argument("--min-reps", type=int, default=3)
-    args = parser.parse_args()
-    if args.threads > 0:
-        torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
-    for line in iter(sys.stdin.readline, ""):  # one case at a time, as it arrives
-        if not line.strip():
-            continue
-        fields = line.rstrip("\n").split("\t")
-        name = fields[0]
-        n, h, w, c, k, r, s, stride, pad = (int(v) for v in fields[1:])
-        x = torch.randn(n, c, h, w)
-        weight = torch.randn(k, c, r, s)
-        y = torch.nn.functional.conv2d(x, weight, stride=stride, padding=pad)
-        dy = torch.randn_like(y)
-        conv_args = ([stride, stride], [pad, pad], [1, 1], False, [0, 0], 1)
+def conv_passes(fields):
+    """The case's three passes, on random NCHW tensors."""
+    n, h, w, c, k, r, s, stride, pad = (int(v) for v in fields[1:])
+    x = torch.randn(n, c, h, w)
+    weight = torch.randn(k, c, r, s)
+    y = torch.nn.functional.conv2d(x, weight, stride=stride, padding=pad)
+    dy = torch.randn_like(y)
+    conv_args = ([stride, stride], [pad, pad], [1, 1], False, [0, 0], 1)
 
-        def forward():
-            torch.nn.functional.conv2d(x, weight, stride=stride, padding=pad)
+    def forward():
+        torch.nn.functional.conv2d(x, weight, stride=stride, padding=pad)
 
-        def backward(mask):
-            return lambda: torch.ops.aten.convolution_backward(dy, x, weight, None, *conv_args, mask)
+    def backward(mask):
+        return lambda: torch.ops.aten.convolution_backward(dy, x, weight, None, *conv_args, mask)
 
-        with torch.no_grad():
-            for pass_name, fn in (("fwd", forward), ("bwd_data", backward([True, False, False])),
-                                  ("bwd_filter", backward([False, True, False]))):
-                print(f"{name}\t{pass_name}\t{median_time_us(fn, args.min_seconds, args.min_reps):.1f}",
-                      flush=True)
+    return (("fwd", forward), ("bwd_data", backward([True, False, False])),
+            ("bwd_filter", backward([False, True, False])))
 
 
 if __name__ == "__main__":
-    main()
+    serve_cases(__doc__, conv_passes)

@@ -20,13 +20,10 @@ dy.t() @ x with dy.sum(0). cross_entropy is F.cross_entropy(label_smoothing=0.1)
 backward (autograd); topk is the top-1 and top-5 correct counts as the ImageNet reference
 script computes them. sgd is one torch.optim.SGD step over a flat tensor.
 """
-import argparse
-import sys
-
 import torch
 import torch.nn.functional as F
 
-from torch_timing import median_time_us
+from torch_timing import serve_cases
 
 
 def activation_op(op, n, h, w, c):
@@ -121,25 +118,11 @@ def make_op(op, dims):
     return activation_op(op, *dims)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--threads", type=int, default=0)
-    parser.add_argument("--min-seconds", type=float, default=0.3)
-    parser.add_argument("--min-reps", type=int, default=3)
-    args = parser.parse_args()
-    if args.threads > 0:
-        torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
-    with torch.no_grad():
-        for line in iter(sys.stdin.readline, ""):  # one case at a time, as it arrives
-            if not line.strip():
-                continue
-            name, op, *dims = line.rstrip("\n").split("\t")
-            fn = make_op(op, [int(d) for d in dims])
-            print(f"{name}\t{op}\t{median_time_us(fn, args.min_seconds, args.min_reps):.1f}",
-                  flush=True)
+def op_passes(fields):
+    """The case's one timed op: fields are name, op, dims..."""
+    _, op, *dims = fields
+    return ((op, make_op(op, [int(d) for d in dims])),)
 
 
 if __name__ == "__main__":
-    main()
+    serve_cases(__doc__, op_passes)

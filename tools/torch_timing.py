@@ -1,6 +1,11 @@
-"""The timing loop shared by the PyTorch baselines that bench/bench_kernels runs."""
+"""The timing loop and the case loop shared by the PyTorch baselines that bench/bench_kernels
+runs (tools/bench_torch_kernels.py, tools/bench_torch_ops.py)."""
+import argparse
 import statistics
+import sys
 import time
+
+import torch
 
 
 def median_time_us(fn, min_seconds, min_reps):
@@ -17,3 +22,27 @@ def median_time_us(fn, min_seconds, min_reps):
         fn()
         times.append((time.perf_counter() - t0) * 1e6)
     return statistics.median(times)
+
+
+def serve_cases(description, timed_passes):
+    """Parses --threads, --min-seconds and --min-reps, then reads tab-separated case lines from
+    stdin one at a time, as they arrive (bench_kernels sends each just before it times its own),
+    and for every (pass, fn) that timed_passes(fields) returns prints "name<TAB>pass<TAB>time_us",
+    name being the line's first field."""
+    parser = argparse.ArgumentParser(description=description,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--min-seconds", type=float, default=0.3)
+    parser.add_argument("--min-reps", type=int, default=3)
+    args = parser.parse_args()
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for line in iter(sys.stdin.readline, ""):
+            if not line.strip():
+                continue
+            fields = line.rstrip("\n").split("\t")
+            for pass_name, fn in timed_passes(fields):
+                time_us = median_time_us(fn, args.min_seconds, args.min_reps)
+                print(f"{fields[0]}\t{pass_name}\t{time_us:.1f}", flush=True)
