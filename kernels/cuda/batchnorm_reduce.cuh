@@ -81,25 +81,38 @@ __global__ void batchnorm_stats_partial_kernel(const T* x, int64_t rows, int64_t
   if (blockIdx.x == 0 && threadIdx.x == 0) part_count[blockIdx.y] = n;
 }
 
-// stats = (mean[C], m2[C], count) merged from the partials in order. The means are merged
-// as offsets from the first partial's mean: each update of a running mean near 1e3 would
-// round to an ulp of 1e3, and hundreds of them add up; offsets of the size of a standard
-// deviation round far below that, and adding the reference back rounds once.
+// One channel's (count, mean, m2).
+struct ChannelStats {
+  float count, mean, m2;
+};
+
+// Merges the parts' statistics of one channel, part_at(0) .. part_at(parts - 1), in order.
+// The means are merged as offsets from the first part's mean: each update of a running mean
+// near 1e3 would round to an ulp of 1e3, and hundreds of them add up; offsets of the size of
+// a standard deviation round far below that, and adding the reference back rounds once.
+template <typename PartAt>
+__device__ __forceinline__ ChannelStats merge_in_order(int64_t parts, PartAt part_at) {
+  const float reference = part_at(0).mean;
+  float count = 0.f, offset = 0.f, m2 = 0.f;
+  for (int64_t p = 0; p < parts; ++p) {
+    const ChannelStats part = part_at(p);
+    chan_merge(count, offset, m2, part.count, part.mean - reference, part.m2);
+  }
+  return {count, reference + offset, m2};
+}
+
+// stats = (mean[C], m2[C], count) merged from the row slices' partials in order.
 __global__ void batchnorm_stats_merge_kernel(const float* part_mean, const float* part_m2,
                                              const float* part_count, int64_t parts,
                                              int64_t channels, float* stats) {
   for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < channels;
        c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const float reference = part_mean[c];
-    float count = 0.f, offset = 0.f, m2 = 0.f;
-    for (int64_t p = 0; p < parts; ++p) {
-      chan_merge(count, offset, m2, part_count[p], part_mean[p * channels + c] - reference,
-                 part_m2[p * channels + c]);
-    }
-    const float mean = reference + offset;
-    stats[c] = mean;
-    stats[channels + c] = m2;
-    if (c == 0) stats[2 * channels] = count;
+    const ChannelStats merged = merge_in_order(parts, [&](int64_t p) {
+      return ChannelStats{part_count[p], part_mean[p * channels + c], part_m2[p * channels + c]};
+    });
+    stats[c] = merged.mean;
+    stats[channels + c] = merged.m2;
+    if (c == 0) stats[2 * channels] = merged.count;
   }
 }
 
@@ -111,15 +124,12 @@ __global__ void batchnorm_finalize_kernel(const float* stats, int64_t parts, int
   const int64_t stride = 2 * channels + 1;
   for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < channels;
        c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    // Offsets from the first part's mean, as in batchnorm_stats_merge_kernel.
-    const float reference = stats[c];
-    float count = 0.f, offset = 0.f, m2 = 0.f;
-    for (int64_t p = 0; p < parts; ++p) {
+    const ChannelStats merged = merge_in_order(parts, [&](int64_t p) {
       const float* part = stats + p * stride;
-      chan_merge(count, offset, m2, part[2 * channels], part[c] - reference, part[channels + c]);
-    }
-    const float mean = reference + offset;
-    const float var = m2 / count;
+      return ChannelStats{part[2 * channels], part[c], part[channels + c]};
+    });
+    const float count = merged.count, mean = merged.mean;
+    const float var = merged.m2 / count;
     batch_stats[c] = mean;
     batch_stats[channels + c] = 1.f / sqrtf(var + eps);
     if (c == 0) batch_stats[2 * channels] = count;
