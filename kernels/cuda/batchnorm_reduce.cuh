@@ -36,7 +36,9 @@ __global__ void batchnorm_stats_partial_kernel(const T* x, int64_t rows, int64_t
   const bool active = c0 < channels;
   const int64_t begin = rows * blockIdx.y / gridDim.y;
   const int64_t end = rows * (blockIdx.y + 1) / gridDim.y;
-  float shift[kVec], s1[kVec], s2[kVec];
+  float shift[kVec], sums[2][kVec];
+  float(&s1)[kVec] = sums[0];
+  float(&s2)[kVec] = sums[1];
 #pragma unroll
   for (int k = 0; k < kVec; ++k)
     s1[k] = s2[k] = shift[k] = 0.f;
@@ -54,23 +56,8 @@ __global__ void batchnorm_stats_partial_kernel(const T* x, int64_t rows, int64_t
     }
   }
   // Every row lane shares the shift, so the block's partial is the plain sum over lanes.
-  const int width = blockDim.x * kVec;
-  float* shared_s1 = shared;
-  float* shared_s2 = shared + blockDim.y * width;
-#pragma unroll
-  for (int k = 0; k < kVec; ++k) {
-    shared_s1[threadIdx.y * width + threadIdx.x * kVec + k] = s1[k];
-    shared_s2[threadIdx.y * width + threadIdx.x * kVec + k] = s2[k];
-  }
-  __syncthreads();
+  sum_row_lanes(shared, sums);
   if (threadIdx.y != 0 || !active) return;
-  for (unsigned lane = 1; lane < blockDim.y; ++lane) {
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) {
-      s1[k] += shared_s1[lane * width + threadIdx.x * kVec + k];
-      s2[k] += shared_s2[lane * width + threadIdx.x * kVec + k];
-    }
-  }
   const float n = static_cast<float>(end - begin);
 #pragma unroll
   for (int k = 0; k < kVec; ++k) {
@@ -152,7 +139,9 @@ __global__ void batchnorm_backward_partial_kernel(const T* dy, const T* x, int64
   const bool active = c0 < channels;
   const int64_t begin = rows * blockIdx.y / gridDim.y;
   const int64_t end = rows * (blockIdx.y + 1) / gridDim.y;
-  float mean[kVec], s_dy[kVec], s_dy_xmu[kVec];
+  float mean[kVec], sums[2][kVec];
+  float(&s_dy)[kVec] = sums[0];
+  float(&s_dy_xmu)[kVec] = sums[1];
 #pragma unroll
   for (int k = 0; k < kVec; ++k) {
     s_dy[k] = s_dy_xmu[k] = 0.f;
@@ -170,23 +159,8 @@ __global__ void batchnorm_backward_partial_kernel(const T* dy, const T* x, int64
       }
     }
   }
-  const int width = blockDim.x * kVec;
-  float* shared_dy = shared;
-  float* shared_dy_xmu = shared + blockDim.y * width;
-#pragma unroll
-  for (int k = 0; k < kVec; ++k) {
-    shared_dy[threadIdx.y * width + threadIdx.x * kVec + k] = s_dy[k];
-    shared_dy_xmu[threadIdx.y * width + threadIdx.x * kVec + k] = s_dy_xmu[k];
-  }
-  __syncthreads();
+  sum_row_lanes(shared, sums);
   if (threadIdx.y != 0 || !active) return;
-  for (unsigned lane = 1; lane < blockDim.y; ++lane) {
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) {
-      s_dy[k] += shared_dy[lane * width + threadIdx.x * kVec + k];
-      s_dy_xmu[k] += shared_dy_xmu[lane * width + threadIdx.x * kVec + k];
-    }
-  }
 #pragma unroll
   for (int k = 0; k < kVec; ++k) {
     part_dy[blockIdx.y * channels + c0 + k] = s_dy[k];

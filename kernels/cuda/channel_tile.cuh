@@ -97,4 +97,30 @@ __device__ __forceinline__ void store_channels(T* target, const float (&values)[
   *reinterpret_cast<Pack<T, kVec>*>(target) = pack;
 }
 
+// Sums each thread's kSums vectors of kVec channel values over the block's row lanes
+// (threadIdx.y), in lane order, through `shared`: kSums * blockDim.x * blockDim.y * kVec
+// floats. Every thread of the block must call it (it holds a barrier); afterwards the sums of
+// the threads of row lane 0 are the block's totals (the other lanes' are unchanged).
+template <int kVec, int kSums>
+__device__ __forceinline__ void sum_row_lanes(float* shared, float (&sums)[kSums][kVec]) {
+  const int width = blockDim.x * kVec;
+  const int lane_floats = blockDim.y * width;
+#pragma unroll
+  for (int s = 0; s < kSums; ++s) {
+#pragma unroll
+    for (int k = 0; k < kVec; ++k)
+      shared[s * lane_floats + threadIdx.y * width + threadIdx.x * kVec + k] = sums[s][k];
+  }
+  __syncthreads();
+  if (threadIdx.y != 0) return;
+  for (unsigned lane = 1; lane < blockDim.y; ++lane) {
+#pragma unroll
+    for (int s = 0; s < kSums; ++s) {
+#pragma unroll
+      for (int k = 0; k < kVec; ++k)
+        sums[s][k] += shared[s * lane_floats + lane * width + threadIdx.x * kVec + k];
+    }
+  }
+}
+
 }  // namespace engine::cuda

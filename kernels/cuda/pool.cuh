@@ -85,7 +85,8 @@ __global__ void global_avgpool_forward_kernel(const T* x, T* y, int64_t spatial,
   const int64_t c0 = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kVec;
   const bool active = c0 < c;
   const T* image = x + static_cast<int64_t>(blockIdx.y) * spatial * c;
-  float sum[kVec] = {};
+  float sums[1][kVec] = {};
+  float(&sum)[kVec] = sums[0];
   if (active) {
     for (int64_t s = threadIdx.y; s < spatial; s += blockDim.y) {
       float v[kVec];
@@ -95,17 +96,8 @@ __global__ void global_avgpool_forward_kernel(const T* x, T* y, int64_t spatial,
         sum[k] += v[k];
     }
   }
-  const int width = blockDim.x * kVec;
-#pragma unroll
-  for (int k = 0; k < kVec; ++k)
-    shared[threadIdx.y * width + threadIdx.x * kVec + k] = sum[k];
-  __syncthreads();
+  sum_row_lanes(shared, sums);
   if (threadIdx.y != 0 || !active) return;
-  for (unsigned lane = 1; lane < blockDim.y; ++lane) {
-#pragma unroll
-    for (int k = 0; k < kVec; ++k)
-      sum[k] += shared[lane * width + threadIdx.x * kVec + k];
-  }
 #pragma unroll
   for (int k = 0; k < kVec; ++k)
     sum[k] /= static_cast<float>(spatial);
