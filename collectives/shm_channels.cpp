@@ -1,7 +1,6 @@
 #include "collectives/shm_channels.h"
 
 #include <linux/futex.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -18,7 +17,6 @@ namespace {
 constexpr uint64_t kMagic = 0x656e67696e65736dULL;  // "engine" "sm"
 constexpr size_t kLine = 64;
 constexpr size_t kPage = 4096;
-constexpr int kYieldIterations = 200;
 
 size_t round_up(size_t value, size_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
@@ -39,12 +37,6 @@ void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, long nanoseconds
 
 void futex_wake_all(std::atomic<uint32_t>* word) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
-}
-
-void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
 }
 
 }  // namespace
@@ -138,7 +130,7 @@ std::string ShmChannels::peer_note(int peer) const {
 }
 
 ShmSlotHeader& ShmChannels::slot_header(int from, int to, uint64_t sequence) const {
-  const int slot = static_cast<int>((sequence - 1) % layout_.slots);
+  const int slot = slot_of(sequence);
   return *reinterpret_cast<ShmSlotHeader*>(base_ + layout_.slot_header_offset(from, to, slot));
 }
 
@@ -162,17 +154,11 @@ void ShmChannels::ring_doorbell(int rank) {
 
 template <typename Ready>
 void ShmChannels::wait(Ready&& ready, int peer, std::string_view waiting_for) {
-  for (int i = 0; i < spin_iterations_; ++i) {
+  // Spin, then yield (Backoff), then sleep on the futex.
+  Backoff backoff(spin_iterations_);
+  do {
     if (ready()) return;
-    cpu_relax();
-  }
-  // Yielding lets a rank sharing this core (oversubscribed hosts) run and answer; sleeping
-  // on the futex right away would cost a wake-up per message.
-  for (int i = 0; i < kYieldIterations; ++i) {
-    if (ready()) return;
-    sched_yield();
-  }
-  if (ready()) return;
+  } while (backoff.pause_unless_sleeping());
   const Deadline deadline(context_.timeout);
   ShmRankControl& mine = control(rank_);
   while (true) {
@@ -204,7 +190,7 @@ std::byte* ShmChannels::begin_send(int to, size_t bytes) {
         to, "a free slot at");
   }
   if (bytes <= ShmLayout::kInlineBytes) return slot_header(rank_, to, sequence).inline_payload;
-  const int slot = static_cast<int>((sequence - 1) % layout_.slots);
+  const int slot = slot_of(sequence);
   return base_ + layout_.payload_offset(rank_, to, slot);
 }
 
@@ -223,7 +209,7 @@ ShmChannels::Message ShmChannels::begin_recv(int from) {
        "data from");
   const size_t bytes = header.bytes;
   if (bytes <= ShmLayout::kInlineBytes) return {header.inline_payload, bytes};
-  const int slot = static_cast<int>((sequence - 1) % layout_.slots);
+  const int slot = slot_of(sequence);
   return {base_ + layout_.payload_offset(from, rank_, slot), bytes};
 }
 

@@ -70,6 +70,8 @@ class ShmChannels {
   const ShmLayout& layout() const { return layout_; }
 
  private:
+  // The slot of message number `sequence` (from 1): messages cycle through the slots.
+  int slot_of(uint64_t sequence) const { return static_cast<int>((sequence - 1) % layout_.slots); }
   ShmSlotHeader& slot_header(int from, int to, uint64_t sequence) const;
   std::atomic<uint64_t>& consumed(int from, int to) const;
   ShmRankControl& control(int rank) const;

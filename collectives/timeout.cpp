@@ -49,17 +49,29 @@ void handle_timeout(const OpContext& context, int peer, std::string_view waiting
   abort_job(message, kCollectiveTimeoutExitCode);
 }
 
+namespace {
+// Yields after the spins and before sleeping: a rank sharing this core (oversubscribed hosts)
+// can run and answer, where sleeping at once would cost a wake-up per message.
+constexpr int kYieldIterations = 200;
+}  // namespace
+
 void Backoff::pause() {
   ++iteration_;
   if (iteration_ <= spin_iterations_) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
-  } else if (iteration_ <= spin_iterations_ + 200) {
+  } else if (iteration_ <= spin_iterations_ + kYieldIterations) {
     sched_yield();
   } else {
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
+}
+
+bool Backoff::pause_unless_sleeping() {
+  if (iteration_ >= spin_iterations_ + kYieldIterations) return false;
+  pause();
+  return true;
 }
 
 int spin_iterations_for(int ranks_on_host) {

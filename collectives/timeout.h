@@ -74,6 +74,9 @@ class Backoff {
  public:
   explicit Backoff(int spin_iterations = 2000) : spin_iterations_(spin_iterations) {}
   void pause();
+  // Spins or yields as pause() does and returns true; returns false, without pausing, once
+  // pause() would sleep: for waits that then sleep their own way (a futex).
+  bool pause_unless_sleeping();
 
  private:
   int spin_iterations_;
