@@ -18,10 +18,14 @@ HostExecutor::~HostExecutor() {
 void HostExecutor::acquire_turn() {
   std::unique_lock lock(mutex_);
   changed_.wait(lock, [&] { return queue_.empty() && !busy_; });
+  require_no_failure();
+  busy_ = true;
+}
+
+void HostExecutor::require_no_failure() const {
   if (!failure_.empty()) {
     fail(owner_ + " cannot run more collectives after an earlier one failed: " + failure_);
   }
-  busy_ = true;
 }
 
 void HostExecutor::release_turn(const std::string& failure) {
@@ -37,9 +41,7 @@ Work HostExecutor::submit(std::function<void()> job) {
   auto state = std::make_shared<HostWorkState>();
   {
     std::lock_guard lock(mutex_);
-    if (!failure_.empty()) {
-      fail(owner_ + " cannot run more collectives after an earlier one failed: " + failure_);
-    }
+    require_no_failure();
     queue_.push_back({std::move(job), state});
     if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
   }
@@ -76,10 +78,8 @@ void HostExecutor::worker_loop() {
       }
     }
     next.state->complete(error);
+    release_turn(failure);
     lock.lock();
-    busy_ = false;
-    if (!failure.empty() && failure_.empty()) failure_ = failure;
-    changed_.notify_all();
   }
 }
 

@@ -51,6 +51,8 @@ class HostExecutor {
   };
   void acquire_turn();
   void release_turn(const std::string& failure);
+  // Throws when an earlier collective failed; call with mutex_ held.
+  void require_no_failure() const;
   void worker_loop();
 
   std::string owner_;
