@@ -48,6 +48,16 @@ std::vector<float> slice(const std::vector<float>& v, int64_t begin, int64_t cou
   return {v.begin() + begin, v.begin() + begin + count};
 }
 
+// The m2 half of a stats block against the reference variance times the row count, relative
+// 1e-5 (the inputs are exact in both).
+::testing::AssertionResult m2_matches(const testing::ReferenceStats& ref,
+                                      const std::vector<float>& stats, const BnShape& s) {
+  std::vector<double> ref_m2(ref.var);
+  for (double& v : ref_m2)
+    v *= static_cast<double>(s.rows());
+  return all_close(ref_m2, slice(stats, s.c, s.c), 1e-5);
+}
+
 TEST(BatchNormCpu, StatsAndFinalizeMatchReference) {
   Stream stream;
   for (DType dtype : kDTypes) {
@@ -58,10 +68,7 @@ TEST(BatchNormCpu, StatsAndFinalizeMatchReference) {
       const std::vector<float> stats = stats_of(activation(s, x, dtype), stream);
       // Mean to fp32 rounding of the data's scale; m2 relative (inputs are exact in both).
       EXPECT_TRUE(all_close(ref.mean, slice(stats, 0, s.c), 1e-6, 2.0));
-      std::vector<double> ref_m2(ref.var);
-      for (double& v : ref_m2)
-        v *= static_cast<double>(s.rows());
-      EXPECT_TRUE(all_close(ref_m2, slice(stats, s.c, s.c), 1e-5));
+      EXPECT_TRUE(m2_matches(ref, stats, s));
       EXPECT_EQ(stats[2 * s.c], static_cast<float>(s.rows()));
 
       const std::vector<float> rm0 = normal_values(s.c, 2, DType::f32);
@@ -101,10 +108,7 @@ TEST(BatchNormCpu, StatsStayAccurateForLargeMean) {
     const testing::ReferenceStats ref = testing::reference_stats(x, s.rows(), s.c);
     const std::vector<float> stats = stats_of(activation(s, x, dtype), stream);
     EXPECT_TRUE(all_close(ref.mean, slice(stats, 0, s.c), 1e-7, 1e3));
-    std::vector<double> ref_m2(ref.var);
-    for (double& v : ref_m2)
-      v *= static_cast<double>(s.rows());
-    EXPECT_TRUE(all_close(ref_m2, slice(stats, s.c, s.c), 1e-5));
+    EXPECT_TRUE(m2_matches(ref, stats, s));
 
     // The input is hard enough: the naive fp32 formula is far off on the same data.
     float sum = 0.f, sum_sq = 0.f;
@@ -377,10 +381,7 @@ TEST(BatchNormCpu, VectorAndPortableLoopsBothMatchReference) {
       const std::vector<float> stats = stats_of(activation(s, x, DType::f32), stream);
       // fp32 of the data's scale (as StatsAndFinalizeMatchReference); 1e-4 std at mean 1e3.
       EXPECT_TRUE(all_close(ref.mean, slice(stats, 0, s.c), mean > 1.0 ? 1e-7 : 1e-6, mean + 2.0));
-      std::vector<double> ref_m2(ref.var);
-      for (double& v : ref_m2)
-        v *= static_cast<double>(s.rows());
-      EXPECT_TRUE(all_close(ref_m2, slice(stats, s.c, s.c), 1e-5));
+      EXPECT_TRUE(m2_matches(ref, stats, s));
 
       Tensor batch_stats = Tensor::empty({batchnorm_stats_numel(s.c)}, DType::f32);
       Tensor none;
