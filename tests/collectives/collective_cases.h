@@ -35,6 +35,27 @@ inline std::vector<float> inputs(uint32_t seed, int rank, int64_t count, int64_t
   return values;
 }
 
+// Every rank's inputs one after the other: what all_gather and gather produce.
+inline std::vector<float> gathered_inputs(uint32_t seed, int world, int64_t block) {
+  std::vector<float> all;
+  for (int rank = 0; rank < world; ++rank) {
+    const std::vector<float> part = inputs(seed, rank, block);
+    all.insert(all.end(), part.begin(), part.end());
+  }
+  return all;
+}
+
+inline const std::vector<ReduceOp> kReduceOps = {ReduceOp::sum, ReduceOp::avg, ReduceOp::max,
+                                                 ReduceOp::min};
+
+// "all_reduce rank 1/3 bf16 count 97 max root 0": what a failing case was.
+inline std::string case_label(const char* op, int rank, int world, DType dtype, int64_t count,
+                              ReduceOp reduce = ReduceOp::sum, int root = 0) {
+  return std::string(op) + " rank " + std::to_string(rank) + "/" + std::to_string(world) + " " +
+         std::string(dtype_name(dtype)) + " count " + std::to_string(count) + " " +
+         std::string(reduce_op_name(reduce)) + " root " + std::to_string(root);
+}
+
 // op over ranks 0..world-1 of input_value(seed, rank, index), as stored in dtype.
 inline float expected_reduction(ReduceOp op, DType dtype, uint32_t seed, int world, int64_t index) {
   float result = input_value(seed, 0, index);

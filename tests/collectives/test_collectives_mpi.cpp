@@ -25,7 +25,7 @@ using testing::inputs;
 using testing::session;
 
 using testing::kDTypes;
-const ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min};
+using testing::kReduceOps;
 
 // One communicator per implementation for the whole run (creating one is collective).
 std::map<std::string, std::unique_ptr<Communicator>>& communicators() {
@@ -68,19 +68,11 @@ class Collectives : public ::testing::TestWithParam<std::string> {
   }
   std::string label(const char* op, DType dtype, int64_t count, ReduceOp reduce = ReduceOp::sum,
                     int root = 0) const {
-    return std::string(op) + " " + std::string(dtype_name(dtype)) + " count " +
-           std::to_string(count) + " " + std::string(reduce_op_name(reduce)) + " root " +
-           std::to_string(root) + " on rank " + std::to_string(rank_) + "/" +
-           std::to_string(world_);
+    return testing::case_label(op, rank_, world_, dtype, count, reduce, root);
   }
   std::vector<int64_t> counts() const { return {0, 1, world_ - 1, 7, 13, 1021, 65537}; }
   std::vector<float> gathered(uint32_t seed, int64_t block) const {
-    std::vector<float> all;
-    for (int r = 0; r < world_; ++r) {
-      const auto part = inputs(seed, r, block);
-      all.insert(all.end(), part.begin(), part.end());
-    }
-    return all;
+    return testing::gathered_inputs(seed, world_, block);
   }
 
   Communicator* comm_ = nullptr;
@@ -96,7 +88,7 @@ TEST_P(Collectives, AllReduceEveryOpDtypeAndSize) {
   sizes.push_back((int64_t{1} << 20) + 3);
   for (DType dtype : kDTypes) {
     for (int64_t count : sizes) {
-      for (ReduceOp op : kOps) {
+      for (ReduceOp op : kReduceOps) {
         ++seed;
         Tensor data = tensor(inputs(seed, rank_, count), dtype);
         comm_->all_reduce(data, op, *stream_);
@@ -124,7 +116,7 @@ TEST_P(Collectives, ReduceScatterAndAllGather) {
   uint32_t seed = 1000;
   for (DType dtype : kDTypes) {
     for (int64_t block : counts()) {
-      for (ReduceOp op : kOps) {
+      for (ReduceOp op : kReduceOps) {
         ++seed;
         const Tensor input = tensor(inputs(seed, rank_, world_ * block), dtype);
         Tensor output = tensor(std::vector<float>(block, -99.f), dtype);
@@ -151,7 +143,7 @@ TEST_P(Collectives, BroadcastReduceGatherScatterFromEveryKindOfRoot) {
         expect_values(inputs(seed, root, count), data,
                       label("broadcast", dtype, count, ReduceOp::sum, root));
 
-        const ReduceOp op = kOps[seed % 4];
+        const ReduceOp op = kReduceOps[seed % 4];
         Tensor reduced = tensor(inputs(seed, rank_, count), dtype);
         comm_->reduce(reduced, root, op, *stream_);
         expect_values(rank_ == root ? expected_reductions(op, dtype, seed, world_, count)
@@ -221,7 +213,7 @@ TEST_P(Collectives, ManyCollectivesInFlightAtOnceOnDifferentBuffers) {
   for (int k = 0; k < 16; ++k) {
     ++seed;
     const int64_t count = counts()[k % counts().size()] + k;
-    const ReduceOp op = kOps[k % 4];
+    const ReduceOp op = kReduceOps[k % 4];
     const DType dtype = kDTypes[(k / 4) % 2];
     InFlight flight{tensor(inputs(seed, rank_, count), dtype),
                     expected_reductions(op, dtype, seed, world_, count),

@@ -23,7 +23,7 @@ using testing::run_ranks;
 using testing::shm_options;
 
 using testing::kDTypes;
-const ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min};
+using testing::kReduceOps;
 
 // Collects mismatches from all rank threads (gtest assertions are thread-safe; this keeps
 // the failure text short and labelled).
@@ -31,13 +31,6 @@ void check(const std::vector<float>& expected, const std::vector<float>& actual,
            const std::string& label) {
   const testing::Mismatch mismatch = compare(expected, actual);
   EXPECT_EQ(mismatch.count, 0) << label << ": " << mismatch.first;
-}
-
-std::string label(const char* op, int rank, int world, DType dtype, int64_t count,
-                  ReduceOp reduce = ReduceOp::sum, int root = 0) {
-  return std::string(op) + " rank " + std::to_string(rank) + "/" + std::to_string(world) + " " +
-         std::string(dtype_name(dtype)) + " count " + std::to_string(count) + " " +
-         std::string(reduce_op_name(reduce)) + " root " + std::to_string(root);
 }
 
 std::vector<int64_t> counts_for(int world) {
@@ -51,13 +44,13 @@ void run_all_collectives(int world, const ShmOptions& options) {
     uint32_t seed = 100;
     for (DType dtype : kDTypes) {
       for (int64_t count : counts_for(world)) {
-        for (ReduceOp op : kOps) {
+        for (ReduceOp op : kReduceOps) {
           ++seed;
           auto data = encode(dtype, inputs(seed, rank, count));
           ring.all_reduce(data.data(), count, dtype, op);
           check(expected_reductions(op, dtype, seed, world, count),
                 decode(dtype, data.data(), count),
-                label("all_reduce", rank, world, dtype, count, op));
+                testing::case_label("all_reduce", rank, world, dtype, count, op));
 
           // reduce_scatter: rank r's input is n blocks of `count`; block b holds elements
           // b*count .. of the global index space.
@@ -66,7 +59,7 @@ void run_all_collectives(int world, const ShmOptions& options) {
           ring.reduce_scatter(rs_in.data(), rs_out.data(), count, dtype, op);
           check(expected_reductions(op, dtype, seed, world, count, rank * count),
                 decode(dtype, rs_out.data(), count),
-                label("reduce_scatter", rank, world, dtype, count, op));
+                testing::case_label("reduce_scatter", rank, world, dtype, count, op));
 
           const int root = static_cast<int>(seed % world);
           auto reduced = encode(dtype, inputs(seed, rank, count));
@@ -74,31 +67,27 @@ void run_all_collectives(int world, const ShmOptions& options) {
           check(rank == root ? expected_reductions(op, dtype, seed, world, count)
                              : inputs(seed, rank, count),
                 decode(dtype, reduced.data(), count),
-                label("reduce", rank, world, dtype, count, op, root));
+                testing::case_label("reduce", rank, world, dtype, count, op, root));
         }
         ++seed;
         const int root = static_cast<int>(seed % world);
         auto broadcast = encode(dtype, inputs(seed, rank, count));
         ring.broadcast(broadcast.data(), count, dtype, root);
         check(inputs(seed, root, count), decode(dtype, broadcast.data(), count),
-              label("broadcast", rank, world, dtype, count, ReduceOp::sum, root));
+              testing::case_label("broadcast", rank, world, dtype, count, ReduceOp::sum, root));
 
         // all_gather and gather: block r of the output is rank r's input.
-        std::vector<float> gathered_expected;
-        for (int r = 0; r < world; ++r) {
-          const auto block = inputs(seed, r, count);
-          gathered_expected.insert(gathered_expected.end(), block.begin(), block.end());
-        }
+        const std::vector<float> gathered_expected = testing::gathered_inputs(seed, world, count);
         const auto own = encode(dtype, inputs(seed, rank, count));
         std::vector<std::byte> gathered(world * count * dtype_size(dtype));
         ring.all_gather(own.data(), gathered.data(), count, dtype);
         check(gathered_expected, decode(dtype, gathered.data(), world * count),
-              label("all_gather", rank, world, dtype, count));
+              testing::case_label("all_gather", rank, world, dtype, count));
         std::vector<std::byte> at_root(world * count * dtype_size(dtype));
         ring.gather(own.data(), at_root.data(), count, dtype, root);
         if (rank == root) {
           check(gathered_expected, decode(dtype, at_root.data(), world * count),
-                label("gather", rank, world, dtype, count, ReduceOp::sum, root));
+                testing::case_label("gather", rank, world, dtype, count, ReduceOp::sum, root));
         }
         // scatter: block r of root's input (the gathered layout) goes to rank r.
         const auto to_scatter = encode(dtype, gathered_expected);
@@ -106,7 +95,7 @@ void run_all_collectives(int world, const ShmOptions& options) {
         ring.scatter(rank == root ? to_scatter.data() : nullptr, scattered.data(), count, dtype,
                      root);
         check(inputs(seed, rank, count), decode(dtype, scattered.data(), count),
-              label("scatter", rank, world, dtype, count, ReduceOp::sum, root));
+              testing::case_label("scatter", rank, world, dtype, count, ReduceOp::sum, root));
         ring.barrier();
       }
     }
