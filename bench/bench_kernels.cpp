@@ -105,16 +105,20 @@ PassTimes time_native_conv(const Conv2dShape& s, DType dtype, Stream& stream,
   Tensor w = Tensor::zeros(s.filter_shape(), dtype, device, stream);
   Tensor y = Tensor::zeros(s.output_shape(), dtype, device, stream);
   Tensor dw = Tensor::zeros(s.filter_shape(), DType::f32, device, stream);
+  Tensor no_bias;
+  Tensor workspace =
+      Tensor::empty({conv2d_backward_filter_workspace_numel(s, device)}, DType::f32, device);
   fill(x, 0.5f, stream);
   fill(w, 0.25f, stream);
   auto sync = [&] { stream.synchronize(); };
   PassTimes times{};
   times.forward_us =
-      median_time_us([&] { conv2d_forward(s, x, w, nullptr, y, stream); }, sync, timing);
+      median_time_us([&] { conv2d_forward(s, x, w, no_bias, y, stream); }, sync, timing);
   times.backward_data_us =
       median_time_us([&] { conv2d_backward_data(s, y, w, x, stream); }, sync, timing);
   times.backward_filter_us = median_time_us(
-      [&] { conv2d_backward_filter(s, x, y, dw, nullptr, false, stream); }, sync, timing);
+      [&] { conv2d_backward_filter(s, x, y, dw, no_bias, false, workspace, stream); }, sync,
+      timing);
   return times;
 }
 

@@ -173,4 +173,38 @@ double time_device_memcpy(int64_t bytes, Stream& stream, const TimingOptions& op
       [&] { stream.synchronize(); }, options);
 }
 
+double time_cudnn_add_relu(int64_t n, Stream& stream, const TimingOptions& options) {
+  cudnnHandle_t handle = nullptr;
+  cudnnTensorDescriptor_t desc = nullptr;
+  cudnnOpTensorDescriptor_t add = nullptr;
+  cudnnActivationDescriptor_t relu = nullptr;
+  CHECK_CUDNN(cudnnCreate(&handle));
+  CHECK_CUDNN(cudnnSetStream(handle, stream.native()));
+  CHECK_CUDNN(cudnnCreateTensorDescriptor(&desc));
+  CHECK_CUDNN(cudnnSetTensor4dDescriptor(desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 1, 1,
+                                         static_cast<int>(n)));
+  CHECK_CUDNN(cudnnCreateOpTensorDescriptor(&add));
+  CHECK_CUDNN(cudnnSetOpTensorDescriptor(add, CUDNN_OP_TENSOR_ADD, CUDNN_DATA_FLOAT,
+                                         CUDNN_NOT_PROPAGATE_NAN));
+  CHECK_CUDNN(cudnnCreateActivationDescriptor(&relu));
+  CHECK_CUDNN(cudnnSetActivationDescriptor(relu, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
+  Tensor a = Tensor::zeros({n}, DType::f32, stream.device(), stream);
+  Tensor b = Tensor::zeros({n}, DType::f32, stream.device(), stream);
+  Tensor y = Tensor::empty({n}, DType::f32, stream.device());
+  const float one = 1.f, zero = 0.f;
+  const double time_us = median_time_us(
+      [&] {
+        CHECK_CUDNN(cudnnOpTensor(handle, add, &one, desc, a.raw_data(), &one, desc, b.raw_data(),
+                                  &zero, desc, y.raw_data()));
+        CHECK_CUDNN(cudnnActivationForward(handle, relu, &one, desc, y.raw_data(), &zero, desc,
+                                           y.raw_data()));
+      },
+      [&] { stream.synchronize(); }, options);
+  cudnnDestroyActivationDescriptor(relu);
+  cudnnDestroyOpTensorDescriptor(add);
+  cudnnDestroyTensorDescriptor(desc);
+  cudnnDestroy(handle);
+  return time_us;
+}
+
 }  // namespace engine::bench

@@ -1,5 +1,6 @@
 // GPU baselines for bench_kernels, timed in the same run as our kernels: cuDNN convolutions
-// (NHWC, TF32 off for fp32), cuBLAS GEMMs, and device-to-device memcpy bandwidth.
+// (NHWC, TF32 off for fp32), cuBLAS GEMMs, cuDNN's add and ReLU, and device-to-device memcpy
+// bandwidth.
 // Available when the build has CUDA and cuDNN; they need a GPU to run.
 #pragma once
 
@@ -37,5 +38,9 @@ struct LinearPassTimes {
 LinearPassTimes time_cublas_linear(int64_t rows, int64_t in, int64_t out, DType dtype,
                                    Stream& stream, const TimingOptions& options);
 double time_device_memcpy(int64_t bytes, Stream& stream, const TimingOptions& options);
+// y = relu(a + b) over n f32 elements as a library does it without fusion: cudnnOpTensor
+// (add) then cudnnActivationForward (ReLU, in place), two kernels and five passes over
+// memory where ours is one kernel and three.
+double time_cudnn_add_relu(int64_t n, Stream& stream, const TimingOptions& options);
 
 }  // namespace engine::bench

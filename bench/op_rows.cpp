@@ -35,7 +35,8 @@ double device_copy_us(double bytes, Stream& stream, const TimingOptions& timing)
 }
 
 // Each row's baseline, timed right before the row: PyTorch on the CPU; on a GPU, cuBLAS for the
-// GEMMs and a device copy of the same bytes for the memory-bound ops.
+// GEMMs, cuDNN's unfused add then ReLU for add+ReLU, and a device copy of the same bytes for
+// the other memory-bound ops.
 class Baselines {
  public:
   Baselines(const std::vector<OpCase>& cases, const OpRowOptions& options, Stream& stream,
@@ -63,9 +64,15 @@ class Baselines {
       }
       return;
     }
-    row.baseline = c.is_gemm() ? "cublas" : "memcpy";
+    row.baseline = c.is_gemm() ? "cublas" : c.op == "add_relu" ? "cudnn" : "memcpy";
     if (!enabled_) {
       row.note = "--no-baseline";
+    } else if (c.op == "add_relu") {
+#if ENGINE_BENCH_GPU_BASELINES
+      row.baseline_time_us = time_cudnn_add_relu(shape_numel(c.dims), stream_, timing_);
+#else
+      row.note = "built without cuDNN/cuBLAS";
+#endif
     } else if (!c.is_gemm()) {
       row.baseline_time_us = device_copy_us(c.bytes, stream_, timing_);
     } else {

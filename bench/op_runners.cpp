@@ -98,14 +98,18 @@ std::function<void()> linear_op(const OpCase& c, DType dtype, Stream& stream) {
   Tensor y = filled({rows, out}, dtype, 0.125f, stream);
   if (c.op == "linear_fwd") {
     Tensor bias = filled({out}, DType::f32, 0.5f, stream);
-    return [=, &stream]() mutable { linear_forward(x, w, &bias, y, stream); };
+    return [=, &stream]() mutable { linear_forward(x, w, bias, y, stream); };
   }
   if (c.op == "linear_bwd_data") {
     return [=, &stream]() mutable { linear_backward_data(y, w, x, stream); };
   }
   Tensor dw = Tensor::empty({out, in}, DType::f32, stream.device());
   Tensor dbias = Tensor::empty({out}, DType::f32, stream.device());
-  return [=, &stream]() mutable { linear_backward_weight(x, y, dw, &dbias, false, stream); };
+  Tensor workspace =
+      Tensor::empty({linear_backward_weight_workspace_numel(rows, in, out, stream.device())},
+                    DType::f32, stream.device());
+  return
+      [=, &stream]() mutable { linear_backward_weight(x, y, dw, dbias, false, workspace, stream); };
 }
 
 std::function<void()> loss_op(const OpCase& c, Stream& stream) {

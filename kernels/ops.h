@@ -1,8 +1,12 @@
 // The op API: free functions on Tensors, dispatched on the tensors' device to the CPU
-// implementation (kernels/cpu/) or the CUDA entry points (kernels/cuda/). Every op checks
-// its arguments and names the offending tensor in the error. Outputs are preallocated by the
-// caller; ops never allocate device memory in the step loop and never synchronize. CPU ops
-// run immediately on the calling thread. One header per op family, all included here.
+// implementation (kernels/cpu/) or the CUDA entry points (kernels/cuda/) through one helper,
+// ops::on_device (kernels/ops/dispatch.h). Every op checks its arguments and names the
+// offending tensor in the error (kernels/ops/checks.h). The conventions, for every family:
+// - outputs are preallocated by the caller; optional tensors are undefined when absent;
+// - ops never allocate and never synchronize: an op that needs scratch says how much with a
+//   *_workspace_numel function and takes the caller's workspace (allocate once per shape);
+// - CPU ops run immediately on the calling thread; CUDA ops are queued on the stream.
+// One header per op family, all included here.
 #pragma once
 
 #include "kernels/ops/activation.h"

@@ -20,8 +20,8 @@ void relu_backward(DType dtype, const void* y, const void* dy, void* dx, int64_t
     const T* out = static_cast<const T*>(y);
     const T* grad_out = static_cast<const T*>(dy);
     T* grad_in = static_cast<T*>(dx);
-    // A select of floats, not of T: the compiler vectorizes it as a mask (the T-typed select
-    // stayed a scalar branch, 0.3x PyTorch).
+    // A select of floats, not of T: the compiler vectorizes it as a mask, where a T-typed
+    // select stays a scalar branch.
     parallel_for(n, [&](int64_t i) {
       const float g = to_float(grad_out[i]);
       grad_in[i] = from_float<T>(to_float(out[i]) > 0.f ? g : 0.f);

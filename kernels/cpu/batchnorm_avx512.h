@@ -2,10 +2,9 @@
 // of 16 (every BatchNorm of a ResNet). The library is compiled for baseline x86-64, where the
 // portable loops (kernels/cpu/batchnorm.cpp) get 4-float SSE vectors. Here the two sums walk
 // 16 channels at a time down a block of rows with the partial sums in registers, and the
-// element-wise passes run along each row 16 floats at a time. Measured on ResNet-18's
-// activations (2 threads): backward 1.5-2x, statistics 4-5x, normalize 1.5-2x the portable
-// loops. (Walking channel groups down rows in the element-wise passes too was faster while the
-// activation fits in L3 but 1.3x slower on the 25 MiB stem output.)
+// element-wise passes run along each row 16 floats at a time: walking channel groups down the
+// rows there too would re-read rows from memory once the activation outgrows L3 (the stem's
+// 25 MiB output).
 // Callers split the rows and decide (batchnorm_avx512_applies) which loops run.
 #pragma once
 

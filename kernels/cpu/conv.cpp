@@ -187,8 +187,8 @@ void transpose_into(const float* in, int64_t rows, int64_t cols, float beta, flo
 }
 
 // The per-image filter gradient below: worth it while a 240-row column chunk stays within
-// about half of L2 (taps * C <= 640: ResNet's stem and 64-channel 3x3 layers, 1.05-1.1x in
-// same-machine A/B runs; layer2's 1152 measured 0.96x), and while every thread gets an image.
+// about half of L2 (taps * C <= 640: ResNet's stem and 64-channel 3x3 layers), and while
+// every thread gets an image. Beyond that the shared chunks of the batched path win.
 bool per_image_filter_gradient_fits(const Conv2dShape& shape) {
   return shape.gemm_k() <= 640 && shape.batch >= max_threads();
 }
@@ -295,8 +295,7 @@ void conv2d_backward_filter(const Conv2dShape& shape, DType dtype, const void* x
   } else {
     // dW^T [taps*C x K] = col^T * dY, summed over column chunks, then one transpose into dW.
     // The long side (taps * C) is the GEMM's M and the small dY chunk is what gets packed,
-    // rather than the column matrix. Measured with the blocked GEMM on every ResNet-18 layer
-    // (2 threads): 1.1-1.45x the other orientation, dW = dY^T * col.
+    // rather than the column matrix, which dW = dY^T * col would have to pack whole.
     std::vector<float> transposed(static_cast<size_t>(k * channels_out));
     for_each_column_chunk(shape, input.data(), [&](int64_t first, int64_t end, const float* col) {
       sgemm(true, false, k, channels_out, end - first, 1.f, col, k,

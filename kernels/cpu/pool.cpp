@@ -138,8 +138,8 @@ void global_avgpool_forward(DType dtype, const void* x, void* y, int64_t n, int6
   dispatch_dtype(dtype, [&]<typename T>() {
     const T* in = static_cast<const T*>(x);
     T* out = static_cast<T*>(y);
-    // Per (image, block of channels): over images alone a batch of 8 stayed on one thread
-    // (0.76x PyTorch).
+    // Per (image, block of channels): over images alone a batch smaller than the thread
+    // count would leave threads idle.
     for_each_image_channel_block(
         n, c, n * spatial * c, [&](int64_t image, int64_t c0, int64_t width) {
           float sum[kChannelBlock] = {};

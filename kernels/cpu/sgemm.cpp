@@ -55,9 +55,9 @@ namespace {
 #if ENGINE_HAVE_OPENBLAS
 namespace {
 // One OpenBLAS call on the calling thread. OpenBLAS's own pthread pool is switched off: its
-// threads and OpenMP's spinning workers oversubscribe the cores (measured here: every GEMM
-// rounded up to the 4 ms scheduler tick), so the engine splits GEMMs across OpenMP threads
-// itself and each thread calls a single-threaded OpenBLAS.
+// threads and OpenMP's spinning workers oversubscribe the cores (each GEMM then waits for a
+// scheduler tick), so the engine splits GEMMs across OpenMP threads itself and each thread
+// calls a single-threaded OpenBLAS.
 void openblas_sgemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
                     float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
                     float beta, float* c, int64_t ldc) {

@@ -18,10 +18,10 @@ namespace {
 constexpr int kTileRows = 12;  // MR: rows of C per register tile
 constexpr int kTileCols = 32;  // NR: two zmm registers of C per row
 // KC: the deepest K pass; one B panel slice (KC x 32 floats, 48 KiB) is reused from L1/L2 by
-// every row tile of a block. 256 and 512 measured no better.
+// every row tile of a block.
 constexpr int64_t kMaxDepth = 384;
 // MC: rows per block; the block's slice of A (MC x KC floats, 360 KiB) stays in the 1 MiB L2
-// while every B panel passes over it. 120 and 480 measured no better.
+// while every B panel passes over it.
 constexpr int64_t kBlockRows = 240;
 
 int64_t panel_count(int64_t n) {
@@ -189,9 +189,10 @@ __mmask16 column_mask(int64_t cols) {
 
 // Rows [row_begin, row_end) x panels [panel_begin, panel_end) of C, blocked as in GotoBLAS:
 // for each block of rows and each K pass, every B panel slice is reused by all the block's
-// row tiles while it sits in L1/L2. Streaming a whole-depth B panel per row tile (the previous
-// order) ran the deep GEMMs, ResNet's filter gradients and layer4, 1.1-1.2x slower. A stays
-// unpacked: packing it cost more than it saved when N is 64-128 (measured 0.7-0.9x).
+// row tiles while it sits in L1/L2, instead of a whole-depth B panel streaming from L3 once
+// per row tile, which is what bounds the deep GEMMs (filter gradients, layer4). A stays
+// unpacked: with N = 64-128 each row of A is used by only a few panels, too few to repay
+// a copy.
 void compute_block(int64_t row_begin, int64_t row_end, int64_t panel_begin, int64_t panel_end,
                    int64_t n, int64_t k, const float* a, int64_t a_row_stride, int64_t a_k_stride,
                    const float* packed_b, float beta, float* c, int64_t ldc) {

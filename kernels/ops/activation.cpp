@@ -1,51 +1,51 @@
 #include "kernels/cpu/activation.h"
 
+#include "kernels/cuda/activation.h"
 #include "kernels/ops/activation.h"
 #include "kernels/ops/checks.h"
-#if ENGINE_HAVE_CUDA
-#include "kernels/cuda/activation.h"
-#endif
+#include "kernels/ops/dispatch.h"
 
 namespace engine {
 
 void relu_forward(const Tensor& x, Tensor& y, Stream& stream) {
-  ops::require_like("relu_forward", "x", x, "y", y);
-  ops::require_on_stream("relu_forward", "x", x, stream);
-  if (x.device().is_cpu()) {
-    cpu::relu_forward(x.dtype(), x.raw_data(), y.raw_data(), x.numel());
-  } else {
-#if ENGINE_HAVE_CUDA
-    cuda::relu_forward(x.dtype(), x.raw_data(), y.raw_data(), x.numel(), stream.native());
-#endif
-  }
+  constexpr std::string_view op = "relu_forward";
+  ops::require_like(op, "x", x, "y", y);
+  ops::require_on_stream(op, "x", x, stream);
+  ops::on_device(
+      op, stream, [&] { cpu::relu_forward(x.dtype(), x.raw_data(), y.raw_data(), x.numel()); },
+      [&](auto cuda_stream) {
+        cuda::relu_forward(x.dtype(), x.raw_data(), y.raw_data(), x.numel(), cuda_stream);
+      });
 }
 
 void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx, Stream& stream) {
-  ops::require_like("relu_backward", "y", y, "dy", dy);
-  ops::require_like("relu_backward", "y", y, "dx", dx);
-  ops::require_on_stream("relu_backward", "y", y, stream);
-  if (y.device().is_cpu()) {
-    cpu::relu_backward(y.dtype(), y.raw_data(), dy.raw_data(), dx.raw_data(), y.numel());
-  } else {
-#if ENGINE_HAVE_CUDA
-    cuda::relu_backward(y.dtype(), y.raw_data(), dy.raw_data(), dx.raw_data(), y.numel(),
-                        stream.native());
-#endif
-  }
+  constexpr std::string_view op = "relu_backward";
+  ops::require_like(op, "y", y, "dy", dy);
+  ops::require_like(op, "y", y, "dx", dx);
+  ops::require_on_stream(op, "y", y, stream);
+  ops::on_device(
+      op, stream,
+      [&] { cpu::relu_backward(y.dtype(), y.raw_data(), dy.raw_data(), dx.raw_data(), y.numel()); },
+      [&](auto cuda_stream) {
+        cuda::relu_backward(y.dtype(), y.raw_data(), dy.raw_data(), dx.raw_data(), y.numel(),
+                            cuda_stream);
+      });
 }
 
 void add_relu_forward(const Tensor& a, const Tensor& b, Tensor& y, Stream& stream) {
-  ops::require_like("add_relu_forward", "a", a, "b", b);
-  ops::require_like("add_relu_forward", "a", a, "y", y);
-  ops::require_on_stream("add_relu_forward", "a", a, stream);
-  if (a.device().is_cpu()) {
-    cpu::add_relu_forward(a.dtype(), a.raw_data(), b.raw_data(), y.raw_data(), a.numel());
-  } else {
-#if ENGINE_HAVE_CUDA
-    cuda::add_relu_forward(a.dtype(), a.raw_data(), b.raw_data(), y.raw_data(), a.numel(),
-                           stream.native());
-#endif
-  }
+  constexpr std::string_view op = "add_relu_forward";
+  ops::require_like(op, "a", a, "b", b);
+  ops::require_like(op, "a", a, "y", y);
+  ops::require_on_stream(op, "a", a, stream);
+  ops::on_device(
+      op, stream,
+      [&] {
+        cpu::add_relu_forward(a.dtype(), a.raw_data(), b.raw_data(), y.raw_data(), a.numel());
+      },
+      [&](auto cuda_stream) {
+        cuda::add_relu_forward(a.dtype(), a.raw_data(), b.raw_data(), y.raw_data(), a.numel(),
+                               cuda_stream);
+      });
 }
 
 }  // namespace engine

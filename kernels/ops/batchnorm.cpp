@@ -3,10 +3,9 @@
 #include <string>
 
 #include "kernels/cpu/batchnorm.h"
-#include "kernels/ops/checks.h"
-#if ENGINE_HAVE_CUDA
 #include "kernels/cuda/batchnorm.h"
-#endif
+#include "kernels/ops/checks.h"
+#include "kernels/ops/dispatch.h"
 
 namespace engine {
 namespace {
@@ -27,30 +26,6 @@ Rows require_activation(std::string_view op, std::string_view name, const Tensor
   return {x.numel() / channels, channels};
 }
 
-// t is an f32 tensor of `numel` elements on `device`.
-void require_f32(std::string_view op, std::string_view name, const Tensor& t, int64_t numel,
-                 Device device) {
-  ops::require_defined(op, name, t);
-  if (t.dtype() != DType::f32 || t.numel() != numel || t.device() != device) {
-    fail(std::string(op) + ": " + std::string(name) + " is " + t.describe() +
-         ", expected f32 with " + std::to_string(numel) + " elements on " + device.str());
-  }
-}
-
-// Optional per-channel vectors (weight, bias, running stats): undefined, or f32[C].
-const float* optional_f32(std::string_view op, std::string_view name, const Tensor& t,
-                          int64_t numel, Device device) {
-  if (!t.defined()) return nullptr;
-  require_f32(op, name, t, numel, device);
-  return t.data<float>();
-}
-float* optional_f32(std::string_view op, std::string_view name, Tensor& t, int64_t numel,
-                    Device device) {
-  if (!t.defined()) return nullptr;
-  require_f32(op, name, t, numel, device);
-  return t.data<float>();
-}
-
 const void* optional_residual(std::string_view op, const BatchNormEpilogue& epilogue,
                               const Tensor& x) {
   if (!epilogue.residual.defined()) return nullptr;
@@ -58,46 +33,35 @@ const void* optional_residual(std::string_view op, const BatchNormEpilogue& epil
   return epilogue.residual.raw_data();
 }
 
-#if ENGINE_HAVE_CUDA
-float* require_workspace(std::string_view op, Tensor& workspace, Rows shape, Device device) {
-  const int64_t needed = cuda::batchnorm_workspace_numel(shape.rows, shape.channels);
-  ops::require_defined(op, "workspace", workspace);
-  if (workspace.dtype() != DType::f32 || workspace.numel() < needed ||
-      workspace.device() != device) {
-    fail(std::string(op) + ": workspace is " + workspace.describe() +
-         ", expected f32 with at least " + std::to_string(needed) + " elements on " + device.str() +
-         " (batchnorm_workspace_numel)");
-  }
-  return workspace.data<float>();
-}
-#endif
-
 }  // namespace
 
 int64_t batchnorm_workspace_numel(const Tensor& x) {
-  [[maybe_unused]] const Rows shape = require_activation("batchnorm_workspace_numel", "x", x);
-#if ENGINE_HAVE_CUDA
-  if (x.device().is_cuda()) return cuda::batchnorm_workspace_numel(shape.rows, shape.channels);
-#endif
-  return 0;
+  constexpr std::string_view op = "batchnorm_workspace_numel";
+  const Rows shape = require_activation(op, "x", x);
+  int64_t numel = 0;  // the CPU passes need no scratch
+  ops::on_device(
+      op, x.device(), nullptr, [] {},
+      [&](auto) { numel = cuda::batchnorm_workspace_numel(shape.rows, shape.channels); });
+  return numel;
 }
 
 void batchnorm_stats(const Tensor& x, Tensor& stats, Tensor& workspace, Stream& stream) {
   constexpr std::string_view op = "batchnorm_stats";
   const Rows shape = require_activation(op, "x", x);
-  require_f32(op, "stats", stats, batchnorm_stats_numel(shape.channels), x.device());
+  ops::require_f32(op, "stats", stats, batchnorm_stats_numel(shape.channels), x.device());
+  float* scratch = ops::require_workspace(op, workspace, batchnorm_workspace_numel(x), x.device(),
+                                          "batchnorm_workspace_numel");
   ops::require_on_stream(op, "x", x, stream);
-  if (x.device().is_cpu()) {
-    cpu::batchnorm_stats(x.dtype(), x.raw_data(), shape.rows, shape.channels, stats.data<float>());
-  } else {
-#if ENGINE_HAVE_CUDA
-    float* scratch = require_workspace(op, workspace, shape, x.device());
-    cuda::batchnorm_stats(x.dtype(), x.raw_data(), shape.rows, shape.channels, stats.data<float>(),
-                          scratch, stream.native());
-#else
-    (void)workspace;
-#endif
-  }
+  ops::on_device(
+      op, stream,
+      [&] {
+        cpu::batchnorm_stats(x.dtype(), x.raw_data(), shape.rows, shape.channels,
+                             stats.data<float>());
+      },
+      [&](auto cuda_stream) {
+        cuda::batchnorm_stats(x.dtype(), x.raw_data(), shape.rows, shape.channels,
+                              stats.data<float>(), scratch, cuda_stream);
+      });
 }
 
 void batchnorm_finalize(const Tensor& stats, Tensor& running_mean, Tensor& running_var,
@@ -111,26 +75,27 @@ void batchnorm_finalize(const Tensor& stats, Tensor& running_mean, Tensor& runni
   }
   const int64_t channels = (numel - 1) / 2;
   const Device device = batch_stats.device();
-  require_f32(op, "batch_stats", batch_stats, numel, device);
+  ops::require_f32(op, "batch_stats", batch_stats, numel, device);
   ops::require_defined(op, "stats", stats);
   const int64_t parts = stats.numel() / numel;
-  if (parts < 1) require_f32(op, "stats", stats, numel, device);
-  require_f32(op, "stats", stats, parts * numel, device);
-  float* rm = optional_f32(op, "running_mean", running_mean, channels, device);
-  float* rv = optional_f32(op, "running_var", running_var, channels, device);
+  if (parts < 1) ops::require_f32(op, "stats", stats, numel, device);
+  ops::require_f32(op, "stats", stats, parts * numel, device);
+  float* rm = ops::optional_f32(op, "running_mean", running_mean, channels, device);
+  float* rv = ops::optional_f32(op, "running_var", running_var, channels, device);
   ENGINE_REQUIRE(momentum >= 0.f && momentum <= 1.f,
                  std::string(op) + ": momentum must be in [0, 1], got " + std::to_string(momentum));
   ENGINE_REQUIRE(eps >= 0.f, std::string(op) + ": eps must be >= 0, got " + std::to_string(eps));
   ops::require_on_stream(op, "batch_stats", batch_stats, stream);
-  if (device.is_cpu()) {
-    cpu::batchnorm_finalize(stats.data<float>(), parts, channels, momentum, eps, rm, rv,
-                            batch_stats.data<float>());
-  } else {
-#if ENGINE_HAVE_CUDA
-    cuda::batchnorm_finalize(stats.data<float>(), parts, channels, momentum, eps, rm, rv,
-                             batch_stats.data<float>(), stream.native());
-#endif
-  }
+  ops::on_device(
+      op, stream,
+      [&] {
+        cpu::batchnorm_finalize(stats.data<float>(), parts, channels, momentum, eps, rm, rv,
+                                batch_stats.data<float>());
+      },
+      [&](auto cuda_stream) {
+        cuda::batchnorm_finalize(stats.data<float>(), parts, channels, momentum, eps, rm, rv,
+                                 batch_stats.data<float>(), cuda_stream);
+      });
 }
 
 void batchnorm_normalize(const Tensor& x, const Tensor& batch_stats, const Tensor& weight,
@@ -140,21 +105,22 @@ void batchnorm_normalize(const Tensor& x, const Tensor& batch_stats, const Tenso
   const Rows shape = require_activation(op, "x", x);
   ops::require_like(op, "x", x, "y", y);
   const Device device = x.device();
-  require_f32(op, "batch_stats", batch_stats, batchnorm_stats_numel(shape.channels), device);
-  const float* w = optional_f32(op, "weight", weight, shape.channels, device);
-  const float* b = optional_f32(op, "bias", bias, shape.channels, device);
+  ops::require_f32(op, "batch_stats", batch_stats, batchnorm_stats_numel(shape.channels), device);
+  const float* w = ops::optional_f32(op, "weight", weight, shape.channels, device);
+  const float* b = ops::optional_f32(op, "bias", bias, shape.channels, device);
   const void* residual = optional_residual(op, epilogue, x);
   ops::require_on_stream(op, "x", x, stream);
-  if (device.is_cpu()) {
-    cpu::batchnorm_normalize(x.dtype(), x.raw_data(), batch_stats.data<float>(), w, b, residual,
-                             epilogue.relu, y.raw_data(), shape.rows, shape.channels);
-  } else {
-#if ENGINE_HAVE_CUDA
-    cuda::batchnorm_normalize(x.dtype(), x.raw_data(), batch_stats.data<float>(), w, b, residual,
-                              epilogue.relu, y.raw_data(), shape.rows, shape.channels,
-                              stream.native());
-#endif
-  }
+  ops::on_device(
+      op, stream,
+      [&] {
+        cpu::batchnorm_normalize(x.dtype(), x.raw_data(), batch_stats.data<float>(), w, b, residual,
+                                 epilogue.relu, y.raw_data(), shape.rows, shape.channels);
+      },
+      [&](auto cuda_stream) {
+        cuda::batchnorm_normalize(x.dtype(), x.raw_data(), batch_stats.data<float>(), w, b,
+                                  residual, epilogue.relu, y.raw_data(), shape.rows, shape.channels,
+                                  cuda_stream);
+      });
 }
 
 void batchnorm_eval_forward(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
@@ -164,24 +130,25 @@ void batchnorm_eval_forward(const Tensor& x, const Tensor& running_mean, const T
   const Rows shape = require_activation(op, "x", x);
   ops::require_like(op, "x", x, "y", y);
   const Device device = x.device();
-  require_f32(op, "running_mean", running_mean, shape.channels, device);
-  require_f32(op, "running_var", running_var, shape.channels, device);
-  const float* w = optional_f32(op, "weight", weight, shape.channels, device);
-  const float* b = optional_f32(op, "bias", bias, shape.channels, device);
+  ops::require_f32(op, "running_mean", running_mean, shape.channels, device);
+  ops::require_f32(op, "running_var", running_var, shape.channels, device);
+  const float* w = ops::optional_f32(op, "weight", weight, shape.channels, device);
+  const float* b = ops::optional_f32(op, "bias", bias, shape.channels, device);
   const void* residual = optional_residual(op, epilogue, x);
   ENGINE_REQUIRE(eps >= 0.f, std::string(op) + ": eps must be >= 0, got " + std::to_string(eps));
   ops::require_on_stream(op, "x", x, stream);
-  if (device.is_cpu()) {
-    cpu::batchnorm_eval_forward(x.dtype(), x.raw_data(), running_mean.data<float>(),
-                                running_var.data<float>(), w, b, eps, residual, epilogue.relu,
-                                y.raw_data(), shape.rows, shape.channels);
-  } else {
-#if ENGINE_HAVE_CUDA
-    cuda::batchnorm_eval_forward(x.dtype(), x.raw_data(), running_mean.data<float>(),
-                                 running_var.data<float>(), w, b, eps, residual, epilogue.relu,
-                                 y.raw_data(), shape.rows, shape.channels, stream.native());
-#endif
-  }
+  ops::on_device(
+      op, stream,
+      [&] {
+        cpu::batchnorm_eval_forward(x.dtype(), x.raw_data(), running_mean.data<float>(),
+                                    running_var.data<float>(), w, b, eps, residual, epilogue.relu,
+                                    y.raw_data(), shape.rows, shape.channels);
+      },
+      [&](auto cuda_stream) {
+        cuda::batchnorm_eval_forward(x.dtype(), x.raw_data(), running_mean.data<float>(),
+                                     running_var.data<float>(), w, b, eps, residual, epilogue.relu,
+                                     y.raw_data(), shape.rows, shape.channels, cuda_stream);
+      });
 }
 
 void batchnorm_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& batch_stats,
@@ -190,23 +157,23 @@ void batchnorm_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& 
   const Rows shape = require_activation(op, "x", x);
   ops::require_like(op, "x", x, "dy", dy);
   const Device device = x.device();
-  require_f32(op, "batch_stats", batch_stats, batchnorm_stats_numel(shape.channels), device);
-  require_f32(op, "grad_sums", grad_sums, 2 * shape.channels, device);
+  ops::require_f32(op, "batch_stats", batch_stats, batchnorm_stats_numel(shape.channels), device);
+  ops::require_f32(op, "grad_sums", grad_sums, 2 * shape.channels, device);
+  float* scratch = ops::require_workspace(op, workspace, batchnorm_workspace_numel(x), device,
+                                          "batchnorm_workspace_numel");
   ops::require_on_stream(op, "x", x, stream);
-  if (device.is_cpu()) {
-    cpu::batchnorm_backward_reduce(x.dtype(), dy.raw_data(), x.raw_data(),
-                                   batch_stats.data<float>(), grad_sums.data<float>(), shape.rows,
-                                   shape.channels);
-  } else {
-#if ENGINE_HAVE_CUDA
-    float* scratch = require_workspace(op, workspace, shape, device);
-    cuda::batchnorm_backward_reduce(x.dtype(), dy.raw_data(), x.raw_data(),
-                                    batch_stats.data<float>(), grad_sums.data<float>(), shape.rows,
-                                    shape.channels, scratch, stream.native());
-#else
-    (void)workspace;
-#endif
-  }
+  ops::on_device(
+      op, stream,
+      [&] {
+        cpu::batchnorm_backward_reduce(x.dtype(), dy.raw_data(), x.raw_data(),
+                                       batch_stats.data<float>(), grad_sums.data<float>(),
+                                       shape.rows, shape.channels);
+      },
+      [&](auto cuda_stream) {
+        cuda::batchnorm_backward_reduce(x.dtype(), dy.raw_data(), x.raw_data(),
+                                        batch_stats.data<float>(), grad_sums.data<float>(),
+                                        shape.rows, shape.channels, scratch, cuda_stream);
+      });
 }
 
 void batchnorm_backward_elementwise(const Tensor& dy, const Tensor& x, const Tensor& batch_stats,
@@ -217,21 +184,22 @@ void batchnorm_backward_elementwise(const Tensor& dy, const Tensor& x, const Ten
   ops::require_like(op, "x", x, "dy", dy);
   ops::require_like(op, "x", x, "dx", dx);
   const Device device = x.device();
-  require_f32(op, "batch_stats", batch_stats, batchnorm_stats_numel(shape.channels), device);
-  const float* w = optional_f32(op, "weight", weight, shape.channels, device);
-  require_f32(op, "grad_sums", grad_sums, 2 * shape.channels, device);
+  ops::require_f32(op, "batch_stats", batch_stats, batchnorm_stats_numel(shape.channels), device);
+  const float* w = ops::optional_f32(op, "weight", weight, shape.channels, device);
+  ops::require_f32(op, "grad_sums", grad_sums, 2 * shape.channels, device);
   ops::require_on_stream(op, "x", x, stream);
-  if (device.is_cpu()) {
-    cpu::batchnorm_backward_elementwise(x.dtype(), dy.raw_data(), x.raw_data(),
-                                        batch_stats.data<float>(), w, grad_sums.data<float>(),
-                                        dx.raw_data(), shape.rows, shape.channels);
-  } else {
-#if ENGINE_HAVE_CUDA
-    cuda::batchnorm_backward_elementwise(
-        x.dtype(), dy.raw_data(), x.raw_data(), batch_stats.data<float>(), w,
-        grad_sums.data<float>(), dx.raw_data(), shape.rows, shape.channels, stream.native());
-#endif
-  }
+  ops::on_device(
+      op, stream,
+      [&] {
+        cpu::batchnorm_backward_elementwise(x.dtype(), dy.raw_data(), x.raw_data(),
+                                            batch_stats.data<float>(), w, grad_sums.data<float>(),
+                                            dx.raw_data(), shape.rows, shape.channels);
+      },
+      [&](auto cuda_stream) {
+        cuda::batchnorm_backward_elementwise(
+            x.dtype(), dy.raw_data(), x.raw_data(), batch_stats.data<float>(), w,
+            grad_sums.data<float>(), dx.raw_data(), shape.rows, shape.channels, cuda_stream);
+      });
 }
 
 }  // namespace engine

@@ -3,26 +3,14 @@
 #include <string>
 
 #include "kernels/cpu/conv.h"
+#include "kernels/cuda/conv.h"
 #include "kernels/error.h"
 #include "kernels/ops/checks.h"
-#if ENGINE_HAVE_CUDA
-#include "kernels/cuda/conv.h"
-#endif
+#include "kernels/ops/dispatch.h"
 
 namespace engine {
 
 namespace {
-
-// t has exactly `expected` shape, `dtype`, and `device`.
-void require_tensor(std::string_view op, std::string_view name, const Tensor& t,
-                    const Shape& expected, DType dtype, Device device, const Conv2dShape& shape) {
-  ops::require_defined(op, name, t);
-  if (t.shape() != expected || t.dtype() != dtype || t.device() != device) {
-    fail(std::string(op) + ": " + std::string(name) + " is " + t.describe() + ", expected " +
-         std::string(dtype_name(dtype)) + shape_str(expected) + " on " + device.str() + " for " +
-         shape.str());
-  }
-}
 
 void require_grad_dtype(std::string_view op, const Tensor& dw, DType activation_dtype) {
   if (dw.dtype() != DType::f32 && dw.dtype() != activation_dtype) {
@@ -31,22 +19,21 @@ void require_grad_dtype(std::string_view op, const Tensor& dw, DType activation_
   }
 }
 
-template <typename TensorPtr>
-auto bias_pointer(TensorPtr bias) {
-  return bias == nullptr ? nullptr : bias->template data<float>();
+// The pointwise convolution a linear layer is: rows of x are pixels.
+Conv2dShape pointwise_shape(int64_t rows, int64_t in_features, int64_t out_features) {
+  Conv2dShape shape;
+  shape.batch = rows;
+  shape.in_channels = in_features;
+  shape.out_channels = out_features;
+  return shape;
 }
 
-// The pointwise convolution a linear layer is: rows of x are pixels.
 Conv2dShape linear_shape(const Tensor& x_or_dx, const Tensor& w, std::string_view op) {
   if (x_or_dx.dim() != 2 || w.dim() != 2) {
     fail(std::string(op) + ": expected 2-D tensors, got " + x_or_dx.describe() + " and w " +
          w.describe());
   }
-  Conv2dShape shape;
-  shape.batch = x_or_dx.size(0);
-  shape.in_channels = w.size(1);
-  shape.out_channels = w.size(0);
-  return shape;
+  return pointwise_shape(x_or_dx.size(0), w.size(1), w.size(0));
 }
 
 Tensor as_image(const Tensor& rows, int64_t channels) {
@@ -55,27 +42,30 @@ Tensor as_image(const Tensor& rows, int64_t channels) {
 
 }  // namespace
 
-void conv2d_forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const Tensor* bias,
+void conv2d_forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const Tensor& bias,
                     Tensor& y, Stream& stream) {
   constexpr std::string_view op = "conv2d_forward";
   shape.validate();
   ops::require_defined(op, "x", x);
   const DType dtype = x.dtype();
   const Device device = x.device();
-  require_tensor(op, "x", x, shape.input_shape(), dtype, device, shape);
-  require_tensor(op, "w", w, shape.filter_shape(), dtype, device, shape);
-  require_tensor(op, "y", y, shape.output_shape(), dtype, device, shape);
-  if (bias != nullptr)
-    require_tensor(op, "bias", *bias, {shape.out_channels}, DType::f32, device, shape);
+  const std::string context = shape.str();
+  ops::require_exact(op, "x", x, shape.input_shape(), dtype, device, context);
+  ops::require_exact(op, "w", w, shape.filter_shape(), dtype, device, context);
+  ops::require_exact(op, "y", y, shape.output_shape(), dtype, device, context);
+  if (bias.defined())
+    ops::require_exact(op, "bias", bias, {shape.out_channels}, DType::f32, device, context);
+  const float* bias_data = bias.defined() ? bias.data<float>() : nullptr;
   ops::require_on_stream(op, "x", x, stream);
-  if (device.is_cpu()) {
-    cpu::conv2d_forward(shape, dtype, x.raw_data(), w.raw_data(), bias_pointer(bias), y.raw_data());
-  } else {
-#if ENGINE_HAVE_CUDA
-    cuda::conv2d_forward(shape, dtype, x.raw_data(), w.raw_data(), bias_pointer(bias), y.raw_data(),
-                         stream.native());
-#endif
-  }
+  ops::on_device(
+      op, stream,
+      [&] {
+        cpu::conv2d_forward(shape, dtype, x.raw_data(), w.raw_data(), bias_data, y.raw_data());
+      },
+      [&](auto cuda_stream) {
+        cuda::conv2d_forward(shape, dtype, x.raw_data(), w.raw_data(), bias_data, y.raw_data(),
+                             cuda_stream);
+      });
 }
 
 void conv2d_backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, Tensor& dx,
@@ -85,52 +75,66 @@ void conv2d_backward_data(const Conv2dShape& shape, const Tensor& dy, const Tens
   ops::require_defined(op, "dy", dy);
   const DType dtype = dy.dtype();
   const Device device = dy.device();
-  require_tensor(op, "dy", dy, shape.output_shape(), dtype, device, shape);
-  require_tensor(op, "w", w, shape.filter_shape(), dtype, device, shape);
-  require_tensor(op, "dx", dx, shape.input_shape(), dtype, device, shape);
+  const std::string context = shape.str();
+  ops::require_exact(op, "dy", dy, shape.output_shape(), dtype, device, context);
+  ops::require_exact(op, "w", w, shape.filter_shape(), dtype, device, context);
+  ops::require_exact(op, "dx", dx, shape.input_shape(), dtype, device, context);
   ops::require_on_stream(op, "dy", dy, stream);
-  if (device.is_cpu()) {
-    cpu::conv2d_backward_data(shape, dtype, dy.raw_data(), w.raw_data(), dx.raw_data());
-  } else {
-#if ENGINE_HAVE_CUDA
-    cuda::conv2d_backward_data(shape, dtype, dy.raw_data(), w.raw_data(), dx.raw_data(),
-                               stream.native());
-#endif
-  }
+  ops::on_device(
+      op, stream,
+      [&] { cpu::conv2d_backward_data(shape, dtype, dy.raw_data(), w.raw_data(), dx.raw_data()); },
+      [&](auto cuda_stream) {
+        cuda::conv2d_backward_data(shape, dtype, dy.raw_data(), w.raw_data(), dx.raw_data(),
+                                   cuda_stream);
+      });
+}
+
+int64_t conv2d_backward_filter_workspace_numel(const Conv2dShape& shape, Device device) {
+  shape.validate();
+  int64_t numel = 0;  // the CPU passes need no scratch
+  ops::on_device(
+      "conv2d_backward_filter_workspace_numel", device, nullptr, [] {},
+      [&](auto) {
+        numel = static_cast<int64_t>(
+            (cuda::conv2d_backward_filter_workspace_bytes(shape) + sizeof(float) - 1) /
+            sizeof(float));
+      });
+  return numel;
 }
 
 void conv2d_backward_filter(const Conv2dShape& shape, const Tensor& x, const Tensor& dy, Tensor& dw,
-                            Tensor* dbias, bool accumulate, Stream& stream) {
+                            Tensor& dbias, bool accumulate, Tensor& workspace, Stream& stream) {
   constexpr std::string_view op = "conv2d_backward_filter";
   shape.validate();
   ops::require_defined(op, "x", x);
   ops::require_defined(op, "dw", dw);
   const DType dtype = x.dtype();
   const Device device = x.device();
-  require_tensor(op, "x", x, shape.input_shape(), dtype, device, shape);
-  require_tensor(op, "dy", dy, shape.output_shape(), dtype, device, shape);
+  const std::string context = shape.str();
+  ops::require_exact(op, "x", x, shape.input_shape(), dtype, device, context);
+  ops::require_exact(op, "dy", dy, shape.output_shape(), dtype, device, context);
   require_grad_dtype(op, dw, dtype);
-  require_tensor(op, "dw", dw, shape.filter_shape(), dw.dtype(), device, shape);
-  if (dbias != nullptr)
-    require_tensor(op, "dbias", *dbias, {shape.out_channels}, DType::f32, device, shape);
+  ops::require_exact(op, "dw", dw, shape.filter_shape(), dw.dtype(), device, context);
+  if (dbias.defined())
+    ops::require_exact(op, "dbias", dbias, {shape.out_channels}, DType::f32, device, context);
+  float* dbias_data = dbias.defined() ? dbias.data<float>() : nullptr;
+  float* scratch =
+      ops::require_workspace(op, workspace, conv2d_backward_filter_workspace_numel(shape, device),
+                             device, "conv2d_backward_filter_workspace_numel");
   ops::require_on_stream(op, "x", x, stream);
-  if (device.is_cpu()) {
-    cpu::conv2d_backward_filter(shape, dtype, x.raw_data(), dy.raw_data(), dw.dtype(),
-                                dw.raw_data(), bias_pointer(dbias), accumulate);
-  } else {
-#if ENGINE_HAVE_CUDA
-    // Split-K partials; from the caching allocator, so no cudaMalloc after the first step.
-    Tensor workspace = Tensor::empty(
-        {static_cast<int64_t>(cuda::conv2d_backward_filter_workspace_bytes(shape) / sizeof(float))},
-        DType::f32, device);
-    cuda::conv2d_backward_filter(shape, dtype, x.raw_data(), dy.raw_data(), dw.dtype(),
-                                 dw.raw_data(), bias_pointer(dbias), accumulate,
-                                 workspace.raw_data(), stream.native());
-#endif
-  }
+  ops::on_device(
+      op, stream,
+      [&] {
+        cpu::conv2d_backward_filter(shape, dtype, x.raw_data(), dy.raw_data(), dw.dtype(),
+                                    dw.raw_data(), dbias_data, accumulate);
+      },
+      [&](auto cuda_stream) {
+        cuda::conv2d_backward_filter(shape, dtype, x.raw_data(), dy.raw_data(), dw.dtype(),
+                                     dw.raw_data(), dbias_data, accumulate, scratch, cuda_stream);
+      });
 }
 
-void linear_forward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y,
+void linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
                     Stream& stream) {
   const Conv2dShape shape = linear_shape(x, w, "linear_forward");
   Tensor y_image = y.reshape({y.numel() / shape.out_channels, 1, 1, shape.out_channels});
@@ -145,12 +149,18 @@ void linear_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, Stream&
                        dx_image, stream);
 }
 
-void linear_backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* dbias,
-                            bool accumulate, Stream& stream) {
+int64_t linear_backward_weight_workspace_numel(int64_t rows, int64_t in_features,
+                                               int64_t out_features, Device device) {
+  return conv2d_backward_filter_workspace_numel(pointwise_shape(rows, in_features, out_features),
+                                                device);
+}
+
+void linear_backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& dbias,
+                            bool accumulate, Tensor& workspace, Stream& stream) {
   const Conv2dShape shape = linear_shape(x, dw, "linear_backward_weight");
   Tensor dw_filter = dw.reshape(shape.filter_shape());
   conv2d_backward_filter(shape, as_image(x, shape.in_channels), as_image(dy, shape.out_channels),
-                         dw_filter, dbias, accumulate, stream);
+                         dw_filter, dbias, accumulate, workspace, stream);
 }
 
 }  // namespace engine

@@ -1,30 +1,42 @@
 // conv2d and linear (implemented in kernels/ops/conv.cpp). Tensors are NHWC / KRSC; x, w and
 // y share one dtype (f32, or bf16 on tensor cores with fp32 accumulation); bias and its
 // gradient are fp32; a filter gradient is fp32 (master weights) or the activation dtype.
+// Optional tensors (bias, dbias) are undefined when absent (kernels/ops/checks.h).
 #pragma once
 
+#include <cstdint>
+
 #include "kernels/conv_shape.h"
+#include "kernels/device.h"
 #include "kernels/stream.h"
 #include "kernels/tensor.h"
 
 namespace engine {
 
-// y = conv(x, w) + bias. bias may be null.
-void conv2d_forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const Tensor* bias,
+// y = conv(x, w) + bias. bias: f32[K] or undefined.
+void conv2d_forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const Tensor& bias,
                     Tensor& y, Stream& stream);
 // dx = gradient of the input; overwrites dx.
 void conv2d_backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, Tensor& dx,
                           Stream& stream);
-// dw (and dbias, when not null) = gradients of the filters (and bias); with accumulate they
-// are added to what dw/dbias hold (gradient accumulation over micro-batches).
+
+// f32 elements of scratch that conv2d_backward_filter needs for `shape` on `device` (split-K
+// partials on CUDA; 0 on the CPU). Allocate it once per layer shape and reuse it.
+int64_t conv2d_backward_filter_workspace_numel(const Conv2dShape& shape, Device device);
+// dw (and dbias, when defined) = gradients of the filters (and bias); with accumulate they
+// are added to what dw/dbias hold (gradient accumulation over micro-batches). workspace:
+// f32 with conv2d_backward_filter_workspace_numel elements (may be undefined when that is 0).
 void conv2d_backward_filter(const Conv2dShape& shape, const Tensor& x, const Tensor& dy, Tensor& dw,
-                            Tensor* dbias, bool accumulate, Stream& stream);
+                            Tensor& dbias, bool accumulate, Tensor& workspace, Stream& stream);
 
 // Linear layers are pointwise convolutions over rows: x [rows, in], w [out, in], y [rows, out].
-void linear_forward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y,
+void linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
                     Stream& stream);
 void linear_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, Stream& stream);
-void linear_backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor* dbias,
-                            bool accumulate, Stream& stream);
+// The workspace of the pointwise convolution, for x [rows, in_features] and out_features.
+int64_t linear_backward_weight_workspace_numel(int64_t rows, int64_t in_features,
+                                               int64_t out_features, Device device);
+void linear_backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& dbias,
+                            bool accumulate, Tensor& workspace, Stream& stream);
 
 }  // namespace engine

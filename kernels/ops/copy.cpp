@@ -2,26 +2,24 @@
 
 #include <cstring>
 
+#include "kernels/cuda/copy.h"
 #include "kernels/cuda/cuda_runtime.h"
 #include "kernels/error.h"
 #include "kernels/ops/checks.h"
 #include "kernels/ops/copy.h"
-#if ENGINE_HAVE_CUDA
-#include "kernels/cuda/copy.h"
-#endif
+#include "kernels/ops/dispatch.h"
 
 namespace engine {
 
 void fill(Tensor& dst, float value, Stream& stream) {
-  ops::require_defined("fill", "dst", dst);
-  ops::require_on_stream("fill", "dst", dst, stream);
-  if (dst.device().is_cpu()) {
-    cpu::fill(dst.dtype(), dst.raw_data(), dst.numel(), value);
-  } else {
-#if ENGINE_HAVE_CUDA
-    cuda::fill(dst.dtype(), dst.raw_data(), dst.numel(), value, stream.native());
-#endif
-  }
+  constexpr std::string_view op = "fill";
+  ops::require_defined(op, "dst", dst);
+  ops::require_on_stream(op, "dst", dst, stream);
+  ops::on_device(
+      op, stream, [&] { cpu::fill(dst.dtype(), dst.raw_data(), dst.numel(), value); },
+      [&](auto cuda_stream) {
+        cuda::fill(dst.dtype(), dst.raw_data(), dst.numel(), value, cuda_stream);
+      });
 }
 
 void copy(const Tensor& src, Tensor& dst, Stream& stream) {
@@ -46,21 +44,21 @@ void copy(const Tensor& src, Tensor& dst, Stream& stream) {
 }
 
 void cast(const Tensor& src, Tensor& dst, Stream& stream) {
-  ops::require_defined("cast", "src", src);
-  ops::require_defined("cast", "dst", dst);
+  constexpr std::string_view op = "cast";
+  ops::require_defined(op, "src", src);
+  ops::require_defined(op, "dst", dst);
   if (src.device() != dst.device() || src.numel() != dst.numel()) {
     fail("cast: dst is " + dst.describe() + ", expected the device and size of src (" +
          src.describe() + ")");
   }
-  ops::require_on_stream("cast", "src", src, stream);
-  if (src.device().is_cpu()) {
-    cpu::cast(src.dtype(), src.raw_data(), dst.dtype(), dst.raw_data(), src.numel());
-  } else {
-#if ENGINE_HAVE_CUDA
-    cuda::cast(src.dtype(), src.raw_data(), dst.dtype(), dst.raw_data(), src.numel(),
-               stream.native());
-#endif
-  }
+  ops::require_on_stream(op, "src", src, stream);
+  ops::on_device(
+      op, stream,
+      [&] { cpu::cast(src.dtype(), src.raw_data(), dst.dtype(), dst.raw_data(), src.numel()); },
+      [&](auto cuda_stream) {
+        cuda::cast(src.dtype(), src.raw_data(), dst.dtype(), dst.raw_data(), src.numel(),
+                   cuda_stream);
+      });
 }
 
 }  // namespace engine

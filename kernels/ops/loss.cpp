@@ -4,10 +4,9 @@
 #include <string>
 
 #include "kernels/cpu/loss.h"
-#include "kernels/ops/checks.h"
-#if ENGINE_HAVE_CUDA
 #include "kernels/cuda/loss.h"
-#endif
+#include "kernels/ops/checks.h"
+#include "kernels/ops/dispatch.h"
 
 namespace engine {
 namespace {
@@ -42,15 +41,6 @@ void require_smoothing(std::string_view op, float label_smoothing) {
   }
 }
 
-void require_f32_vector(std::string_view op, std::string_view name, const Tensor& t, int64_t numel,
-                        Device device) {
-  ops::require_defined(op, name, t);
-  if (t.dtype() != DType::f32 || t.numel() != numel || t.device() != device) {
-    fail(std::string(op) + ": " + std::string(name) + " is " + t.describe() + ", expected f32[" +
-         std::to_string(numel) + "] on " + device.str());
-  }
-}
-
 }  // namespace
 
 void cross_entropy_forward(const Tensor& logits, const Tensor& labels, float label_smoothing,
@@ -58,19 +48,20 @@ void cross_entropy_forward(const Tensor& logits, const Tensor& labels, float lab
   constexpr std::string_view op = "cross_entropy_forward";
   const Classes shape = require_logits(op, logits, labels, stream);
   require_smoothing(op, label_smoothing);
-  require_f32_vector(op, "sample_loss", sample_loss, shape.n, logits.device());
-  require_f32_vector(op, "loss", loss, 1, logits.device());
-  if (logits.device().is_cpu()) {
-    cpu::cross_entropy_forward(logits.dtype(), logits.raw_data(), labels.data<float>(), shape.n,
-                               shape.k, label_smoothing, sample_loss.data<float>(),
-                               loss.data<float>());
-  } else {
-#if ENGINE_HAVE_CUDA
-    cuda::cross_entropy_forward(logits.dtype(), logits.raw_data(), labels.data<float>(), shape.n,
-                                shape.k, label_smoothing, sample_loss.data<float>(),
-                                loss.data<float>(), stream.native());
-#endif
-  }
+  ops::require_f32(op, "sample_loss", sample_loss, shape.n, logits.device());
+  ops::require_f32(op, "loss", loss, 1, logits.device());
+  ops::on_device(
+      op, stream,
+      [&] {
+        cpu::cross_entropy_forward(logits.dtype(), logits.raw_data(), labels.data<float>(), shape.n,
+                                   shape.k, label_smoothing, sample_loss.data<float>(),
+                                   loss.data<float>());
+      },
+      [&](auto cuda_stream) {
+        cuda::cross_entropy_forward(logits.dtype(), logits.raw_data(), labels.data<float>(),
+                                    shape.n, shape.k, label_smoothing, sample_loss.data<float>(),
+                                    loss.data<float>(), cuda_stream);
+      });
 }
 
 void cross_entropy_backward(const Tensor& logits, const Tensor& labels, float label_smoothing,
@@ -81,31 +72,34 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& labels, float la
   ops::require_like(op, "logits", logits, "dlogits", dlogits);
   ENGINE_REQUIRE(std::isfinite(grad_loss),
                  std::string(op) + ": grad_loss must be finite, got " + std::to_string(grad_loss));
-  if (logits.device().is_cpu()) {
-    cpu::cross_entropy_backward(logits.dtype(), logits.raw_data(), labels.data<float>(), shape.n,
-                                shape.k, label_smoothing, grad_loss, dlogits.raw_data());
-  } else {
-#if ENGINE_HAVE_CUDA
-    cuda::cross_entropy_backward(logits.dtype(), logits.raw_data(), labels.data<float>(), shape.n,
-                                 shape.k, label_smoothing, grad_loss, dlogits.raw_data(),
-                                 stream.native());
-#endif
-  }
+  ops::on_device(
+      op, stream,
+      [&] {
+        cpu::cross_entropy_backward(logits.dtype(), logits.raw_data(), labels.data<float>(),
+                                    shape.n, shape.k, label_smoothing, grad_loss,
+                                    dlogits.raw_data());
+      },
+      [&](auto cuda_stream) {
+        cuda::cross_entropy_backward(logits.dtype(), logits.raw_data(), labels.data<float>(),
+                                     shape.n, shape.k, label_smoothing, grad_loss,
+                                     dlogits.raw_data(), cuda_stream);
+      });
 }
 
 void topk_correct(const Tensor& logits, const Tensor& labels, Tensor& correct, Stream& stream) {
   constexpr std::string_view op = "topk_correct";
   const Classes shape = require_logits(op, logits, labels, stream);
-  require_f32_vector(op, "correct", correct, 2, logits.device());
-  if (logits.device().is_cpu()) {
-    cpu::topk_correct(logits.dtype(), logits.raw_data(), labels.data<float>(), shape.n, shape.k,
-                      correct.data<float>());
-  } else {
-#if ENGINE_HAVE_CUDA
-    cuda::topk_correct(logits.dtype(), logits.raw_data(), labels.data<float>(), shape.n, shape.k,
-                       correct.data<float>(), stream.native());
-#endif
-  }
+  ops::require_f32(op, "correct", correct, 2, logits.device());
+  ops::on_device(
+      op, stream,
+      [&] {
+        cpu::topk_correct(logits.dtype(), logits.raw_data(), labels.data<float>(), shape.n, shape.k,
+                          correct.data<float>());
+      },
+      [&](auto cuda_stream) {
+        cuda::topk_correct(logits.dtype(), logits.raw_data(), labels.data<float>(), shape.n,
+                           shape.k, correct.data<float>(), cuda_stream);
+      });
 }
 
 }  // namespace engine

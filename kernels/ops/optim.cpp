@@ -4,10 +4,9 @@
 #include <string>
 
 #include "kernels/cpu/optim.h"
-#include "kernels/ops/checks.h"
-#if ENGINE_HAVE_CUDA
 #include "kernels/cuda/optim.h"
-#endif
+#include "kernels/ops/checks.h"
+#include "kernels/ops/dispatch.h"
 
 namespace engine {
 namespace {
@@ -42,17 +41,18 @@ void sgd_step(const SgdOptions& options, Tensor& params, const Tensor& grads,
     buffer = momentum_buffer.data<float>();
   }
   ops::require_on_stream(op, "params", params, stream);
-  if (params.device().is_cpu()) {
-    cpu::sgd_step(params.data<float>(), grads.data<float>(), buffer, params.numel(), options.lr,
-                  options.momentum, options.dampening, options.weight_decay, options.nesterov,
-                  options.grad_scale, first_step);
-  } else {
-#if ENGINE_HAVE_CUDA
-    cuda::sgd_step(params.data<float>(), grads.data<float>(), buffer, params.numel(), options.lr,
-                   options.momentum, options.dampening, options.weight_decay, options.nesterov,
-                   options.grad_scale, first_step, stream.native());
-#endif
-  }
+  ops::on_device(
+      op, stream,
+      [&] {
+        cpu::sgd_step(params.data<float>(), grads.data<float>(), buffer, params.numel(), options.lr,
+                      options.momentum, options.dampening, options.weight_decay, options.nesterov,
+                      options.grad_scale, first_step);
+      },
+      [&](auto cuda_stream) {
+        cuda::sgd_step(params.data<float>(), grads.data<float>(), buffer, params.numel(),
+                       options.lr, options.momentum, options.dampening, options.weight_decay,
+                       options.nesterov, options.grad_scale, first_step, cuda_stream);
+      });
 }
 
 }  // namespace engine

@@ -3,10 +3,9 @@
 #include <string>
 
 #include "kernels/cpu/pool.h"
-#include "kernels/ops/checks.h"
-#if ENGINE_HAVE_CUDA
 #include "kernels/cuda/pool.h"
-#endif
+#include "kernels/ops/checks.h"
+#include "kernels/ops/dispatch.h"
 
 namespace engine {
 namespace {
@@ -16,16 +15,6 @@ void require_nhwc(std::string_view op, std::string_view name, const Tensor& t) {
   if (t.dim() != 4 || t.numel() == 0) {
     fail(std::string(op) + ": " + std::string(name) + " is " + t.describe() +
          ", expected a non-empty [N, H, W, C] tensor");
-  }
-}
-
-// t has exactly `shape` (and, when dtype is given, that dtype) on `device`.
-void require_shape(std::string_view op, std::string_view name, const Tensor& t, const Shape& shape,
-                   DType dtype, Device device) {
-  ops::require_defined(op, name, t);
-  if (t.shape() != shape || t.dtype() != dtype || t.device() != device) {
-    fail(std::string(op) + ": " + std::string(name) + " is " + t.describe() + ", expected " +
-         std::string(dtype_name(dtype)) + shape_str(shape) + " on " + device.str());
   }
 }
 
@@ -72,19 +61,20 @@ void maxpool2d_forward(const MaxPool2dParams& params, const Tensor& x, Tensor& y
   require_nhwc(op, "x", x);
   require_params(op, params, x);
   const Shape out = pooled_shape(params, x);
-  require_shape(op, "y", y, out, x.dtype(), x.device());
-  require_shape(op, "argmax", argmax, out, DType::f32, x.device());
+  ops::require_exact(op, "y", y, out, x.dtype(), x.device());
+  ops::require_exact(op, "argmax", argmax, out, DType::f32, x.device());
   ops::require_on_stream(op, "x", x, stream);
   const int64_t n = x.size(0), h = x.size(1), w = x.size(2), c = x.size(3);
-  if (x.device().is_cpu()) {
-    cpu::maxpool2d_forward(x.dtype(), x.raw_data(), y.raw_data(), argmax.data<float>(), n, h, w, c,
-                           params.kernel, params.stride, params.padding);
-  } else {
-#if ENGINE_HAVE_CUDA
-    cuda::maxpool2d_forward(x.dtype(), x.raw_data(), y.raw_data(), argmax.data<float>(), n, h, w, c,
-                            params.kernel, params.stride, params.padding, stream.native());
-#endif
-  }
+  ops::on_device(
+      op, stream,
+      [&] {
+        cpu::maxpool2d_forward(x.dtype(), x.raw_data(), y.raw_data(), argmax.data<float>(), n, h, w,
+                               c, params.kernel, params.stride, params.padding);
+      },
+      [&](auto cuda_stream) {
+        cuda::maxpool2d_forward(x.dtype(), x.raw_data(), y.raw_data(), argmax.data<float>(), n, h,
+                                w, c, params.kernel, params.stride, params.padding, cuda_stream);
+      });
 }
 
 void maxpool2d_backward(const MaxPool2dParams& params, const Tensor& dy, const Tensor& argmax,
@@ -93,19 +83,21 @@ void maxpool2d_backward(const MaxPool2dParams& params, const Tensor& dy, const T
   require_nhwc(op, "dx", dx);
   require_params(op, params, dx);
   const Shape out = pooled_shape(params, dx);
-  require_shape(op, "dy", dy, out, dx.dtype(), dx.device());
-  require_shape(op, "argmax", argmax, out, DType::f32, dx.device());
+  ops::require_exact(op, "dy", dy, out, dx.dtype(), dx.device());
+  ops::require_exact(op, "argmax", argmax, out, DType::f32, dx.device());
   ops::require_on_stream(op, "dx", dx, stream);
   const int64_t n = dx.size(0), h = dx.size(1), w = dx.size(2), c = dx.size(3);
-  if (dx.device().is_cpu()) {
-    cpu::maxpool2d_backward(dx.dtype(), dy.raw_data(), argmax.data<float>(), dx.raw_data(), n, h, w,
-                            c, params.kernel, params.stride, params.padding);
-  } else {
-#if ENGINE_HAVE_CUDA
-    cuda::maxpool2d_backward(dx.dtype(), dy.raw_data(), argmax.data<float>(), dx.raw_data(), n, h,
-                             w, c, params.kernel, params.stride, params.padding, stream.native());
-#endif
-  }
+  ops::on_device(
+      op, stream,
+      [&] {
+        cpu::maxpool2d_backward(dx.dtype(), dy.raw_data(), argmax.data<float>(), dx.raw_data(), n,
+                                h, w, c, params.kernel, params.stride, params.padding);
+      },
+      [&](auto cuda_stream) {
+        cuda::maxpool2d_backward(dx.dtype(), dy.raw_data(), argmax.data<float>(), dx.raw_data(), n,
+                                 h, w, c, params.kernel, params.stride, params.padding,
+                                 cuda_stream);
+      });
 }
 
 void global_avgpool_forward(const Tensor& x, Tensor& y, Stream& stream) {
@@ -114,14 +106,13 @@ void global_avgpool_forward(const Tensor& x, Tensor& y, Stream& stream) {
   require_pooled_vector(op, "y", y, x);
   ops::require_on_stream(op, "x", x, stream);
   const int64_t n = x.size(0), spatial = x.size(1) * x.size(2), c = x.size(3);
-  if (x.device().is_cpu()) {
-    cpu::global_avgpool_forward(x.dtype(), x.raw_data(), y.raw_data(), n, spatial, c);
-  } else {
-#if ENGINE_HAVE_CUDA
-    cuda::global_avgpool_forward(x.dtype(), x.raw_data(), y.raw_data(), n, spatial, c,
-                                 stream.native());
-#endif
-  }
+  ops::on_device(
+      op, stream,
+      [&] { cpu::global_avgpool_forward(x.dtype(), x.raw_data(), y.raw_data(), n, spatial, c); },
+      [&](auto cuda_stream) {
+        cuda::global_avgpool_forward(x.dtype(), x.raw_data(), y.raw_data(), n, spatial, c,
+                                     cuda_stream);
+      });
 }
 
 void global_avgpool_backward(const Tensor& dy, Tensor& dx, Stream& stream) {
@@ -130,14 +121,15 @@ void global_avgpool_backward(const Tensor& dy, Tensor& dx, Stream& stream) {
   require_pooled_vector(op, "dy", dy, dx);
   ops::require_on_stream(op, "dx", dx, stream);
   const int64_t n = dx.size(0), spatial = dx.size(1) * dx.size(2), c = dx.size(3);
-  if (dx.device().is_cpu()) {
-    cpu::global_avgpool_backward(dx.dtype(), dy.raw_data(), dx.raw_data(), n, spatial, c);
-  } else {
-#if ENGINE_HAVE_CUDA
-    cuda::global_avgpool_backward(dx.dtype(), dy.raw_data(), dx.raw_data(), n, spatial, c,
-                                  stream.native());
-#endif
-  }
+  ops::on_device(
+      op, stream,
+      [&] {
+        cpu::global_avgpool_backward(dx.dtype(), dy.raw_data(), dx.raw_data(), n, spatial, c);
+      },
+      [&](auto cuda_stream) {
+        cuda::global_avgpool_backward(dx.dtype(), dy.raw_data(), dx.raw_data(), n, spatial, c,
+                                      cuda_stream);
+      });
 }
 
 }  // namespace engine

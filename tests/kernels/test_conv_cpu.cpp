@@ -45,7 +45,7 @@ TEST(ConvCpu, ForwardMatchesNaiveReference) {
       SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + std::string(dtype_name(dtype)));
       ConvTensors t(shape, dtype);
       Tensor y = Tensor::empty(shape.output_shape(), dtype);
-      conv2d_forward(shape, t.x, t.w, &t.bias, y, stream);
+      conv2d_forward(shape, t.x, t.w, t.bias, y, stream);
       const auto expected =
           testing::reference_conv_forward(shape, t.x_values, t.w_values, &t.bias_values);
       EXPECT_LE(relative_error(y.to_floats(stream), expected), tolerance(dtype));
@@ -70,13 +70,14 @@ TEST(ConvCpu, BackwardDataMatchesNaiveReference) {
 
 TEST(ConvCpu, BackwardFilterAndBiasMatchNaiveReference) {
   Stream stream;
+  Tensor no_bias, no_workspace;  // undefined: no bias; the CPU needs no workspace
   for (DType dtype : {DType::f32, DType::bf16}) {
     for (const auto& [name, shape] : conv_cases()) {
       SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + std::string(dtype_name(dtype)));
       ConvTensors t(shape, dtype);
       Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);  // fp32 master gradient
       Tensor dbias = Tensor::empty({shape.out_channels}, DType::f32);
-      conv2d_backward_filter(shape, t.x, t.dy, dw, &dbias, false, stream);
+      conv2d_backward_filter(shape, t.x, t.dy, dw, dbias, false, no_workspace, stream);
       const auto expected = testing::reference_conv_backward_filter(shape, t.x_values, t.dy_values);
       EXPECT_LE(relative_error(dw.to_floats(stream), expected), kF32Tolerance);
       EXPECT_LE(
@@ -91,7 +92,7 @@ TEST(ConvCpu, BackwardFilterAndBiasMatchNaiveReference) {
 void expect_f32_passes_match_reference(const Conv2dShape& shape, Stream& stream) {
   ConvTensors t(shape, DType::f32);
   Tensor y = Tensor::empty(shape.output_shape(), DType::f32);
-  conv2d_forward(shape, t.x, t.w, &t.bias, y, stream);
+  conv2d_forward(shape, t.x, t.w, t.bias, y, stream);
   EXPECT_LE(relative_error(y.to_floats(stream), testing::reference_conv_forward(
                                                     shape, t.x_values, t.w_values, &t.bias_values)),
             kF32Tolerance);
@@ -101,7 +102,8 @@ void expect_f32_passes_match_reference(const Conv2dShape& shape, Stream& stream)
                            testing::reference_conv_backward_data(shape, t.dy_values, t.w_values)),
             kF32Tolerance);
   Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);
-  conv2d_backward_filter(shape, t.x, t.dy, dw, nullptr, false, stream);
+  Tensor no_bias, no_workspace;  // undefined: no bias; the CPU needs no workspace
+  conv2d_backward_filter(shape, t.x, t.dy, dw, no_bias, false, no_workspace, stream);
   EXPECT_LE(relative_error(dw.to_floats(stream),
                            testing::reference_conv_backward_filter(shape, t.x_values, t.dy_values)),
             kF32Tolerance);
@@ -131,14 +133,16 @@ TEST(ConvCpu, PortableLoopsMatchNaiveReference) {
 
 TEST(ConvCpu, BackwardFilterAccumulatesAndRoundsToBf16) {
   Stream stream;
+  Tensor no_workspace;  // undefined: the CPU needs no workspace
   const Conv2dShape shape = testing::conv_shape(2, 6, 6, 5, 7, 3, 3, 1, 1);
   ConvTensors t(shape, DType::bf16);
   auto expected = testing::reference_conv_backward_filter(shape, t.x_values, t.dy_values);
   auto expected_bias = testing::reference_bias_grad(shape, t.dy_values);
   Tensor dw = Tensor::empty(shape.filter_shape(), DType::bf16);
   Tensor dbias = Tensor::empty({shape.out_channels}, DType::f32);
-  conv2d_backward_filter(shape, t.x, t.dy, dw, &dbias, false, stream);
-  conv2d_backward_filter(shape, t.x, t.dy, dw, &dbias, true, stream);  // second micro-batch
+  conv2d_backward_filter(shape, t.x, t.dy, dw, dbias, false, no_workspace, stream);
+  conv2d_backward_filter(shape, t.x, t.dy, dw, dbias, true, no_workspace,
+                         stream);  // second micro-batch
   for (double& v : expected)
     v *= 2;
   for (double& v : expected_bias)
@@ -151,11 +155,12 @@ TEST(ConvCpu, BackwardFilterAccumulatesAndRoundsToBf16) {
 // convolution is linear in each argument, so the difference is exact up to fp32 rounding.
 TEST(ConvCpu, GradientsMatchFiniteDifferences) {
   Stream stream;
+  Tensor no_bias, no_workspace;  // undefined: no bias; the CPU needs no workspace
   const Conv2dShape shape = testing::conv_shape(2, 5, 6, 3, 4, 3, 3, 2, 1);
   ConvTensors t(shape, DType::f32);
   auto loss = [&](const Tensor& x, const Tensor& w) {
     Tensor y = Tensor::empty(shape.output_shape(), DType::f32);
-    conv2d_forward(shape, x, w, nullptr, y, stream);
+    conv2d_forward(shape, x, w, Tensor{}, y, stream);
     double sum = 0;
     for (int64_t i = 0; i < y.numel(); ++i)
       sum += double(y.data<float>()[i]) * t.dy_values[i];
@@ -164,7 +169,7 @@ TEST(ConvCpu, GradientsMatchFiniteDifferences) {
   Tensor dx = Tensor::empty(shape.input_shape(), DType::f32);
   Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);
   conv2d_backward_data(shape, t.dy, t.w, dx, stream);
-  conv2d_backward_filter(shape, t.x, t.dy, dw, nullptr, false, stream);
+  conv2d_backward_filter(shape, t.x, t.dy, dw, no_bias, false, no_workspace, stream);
   const float h = 1e-2f;
   for (int64_t i = 0; i < t.x.numel(); i += 17) {
     Tensor plus = t.x.clone(stream), minus = t.x.clone(stream);
@@ -186,6 +191,7 @@ TEST(ConvCpu, GradientsMatchFiniteDifferences) {
 
 TEST(LinearCpu, MatchesReferenceGemm) {
   Stream stream;
+  Tensor no_workspace;  // undefined: the CPU needs no workspace
   const int64_t rows = 5, in = 37, out = 10;
   const auto x = random_values(rows * in, 5), w = random_values(out * in, 6),
              b = random_values(out, 7);
@@ -194,9 +200,9 @@ TEST(LinearCpu, MatchesReferenceGemm) {
   Tensor tb = Tensor::from_floats({out}, b), tdy = Tensor::from_floats({rows, out}, dy);
   Tensor y = Tensor::empty({rows, out}, DType::f32), dx = Tensor::empty({rows, in}, DType::f32);
   Tensor dw = Tensor::empty({out, in}, DType::f32), db = Tensor::empty({out}, DType::f32);
-  linear_forward(tx, tw, &tb, y, stream);
+  linear_forward(tx, tw, tb, y, stream);
   linear_backward_data(tdy, tw, dx, stream);
-  linear_backward_weight(tx, tdy, dw, &db, false, stream);
+  linear_backward_weight(tx, tdy, dw, db, false, no_workspace, stream);
   std::vector<double> y_ref(rows * out), dx_ref(rows * in, 0.0), dw_ref(out * in, 0.0),
       db_ref(out, 0.0);
   for (int64_t r = 0; r < rows; ++r)
@@ -218,12 +224,13 @@ TEST(LinearCpu, MatchesReferenceGemm) {
 
 TEST(ConvCpu, ArgumentErrorsNameTheTensorAndShape) {
   Stream stream;
+  Tensor no_bias, no_workspace;  // undefined: no bias; the CPU needs no workspace
   const Conv2dShape shape = testing::conv_shape(1, 4, 4, 3, 8, 3, 3, 1, 1);
   Tensor x = Tensor::empty(shape.input_shape(), DType::f32);
   Tensor w = Tensor::empty({8, 3, 3, 4}, DType::f32);  // wrong in_channels
   Tensor y = Tensor::empty(shape.output_shape(), DType::f32);
   try {
-    conv2d_forward(shape, x, w, nullptr, y, stream);
+    conv2d_forward(shape, x, w, Tensor{}, y, stream);
     FAIL() << "expected an error";
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what())
@@ -233,17 +240,18 @@ TEST(ConvCpu, ArgumentErrorsNameTheTensorAndShape) {
   }
   Tensor w_ok = Tensor::empty(shape.filter_shape(), DType::f32);
   Tensor bf16_y = Tensor::empty(shape.output_shape(), DType::bf16);
-  EXPECT_THROW(conv2d_forward(shape, x, w_ok, nullptr, bf16_y, stream), Error);
+  EXPECT_THROW(conv2d_forward(shape, x, w_ok, Tensor{}, bf16_y, stream), Error);
   Tensor wrong_bias = Tensor::empty({7}, DType::f32);
-  EXPECT_THROW(conv2d_forward(shape, x, w_ok, &wrong_bias, y, stream), Error);
+  EXPECT_THROW(conv2d_forward(shape, x, w_ok, wrong_bias, y, stream), Error);
   Conv2dShape empty_output = shape;
   empty_output.pad_h = 0;
   empty_output.in_h = 2;
-  EXPECT_THROW(conv2d_forward(empty_output, x, w_ok, nullptr, y, stream), Error);
+  EXPECT_THROW(conv2d_forward(empty_output, x, w_ok, Tensor{}, y, stream), Error);
   Tensor dw_bf16_for_f32 = Tensor::empty(shape.filter_shape(), DType::bf16);
   Tensor dy = Tensor::empty(shape.output_shape(), DType::f32);
-  EXPECT_THROW(conv2d_backward_filter(shape, x, dy, dw_bf16_for_f32, nullptr, false, stream),
-               Error);
+  EXPECT_THROW(
+      conv2d_backward_filter(shape, x, dy, dw_bf16_for_f32, no_bias, false, no_workspace, stream),
+      Error);
 }
 
 }  // namespace

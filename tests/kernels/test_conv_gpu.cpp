@@ -47,8 +47,8 @@ TEST_F(ConvGpu, AllPassesMatchCpu) {
 
       Tensor y = Tensor::empty(shape.output_shape(), dtype),
              gy = Tensor::empty(shape.output_shape(), dtype, gpu);
-      conv2d_forward(shape, x, w, &bias, y, host);
-      conv2d_forward(shape, gx, gw, &gbias, gy, stream);
+      conv2d_forward(shape, x, w, bias, y, host);
+      conv2d_forward(shape, gx, gw, gbias, gy, stream);
       EXPECT_LE(relative_difference(gy.to_floats(stream), y.to_floats(host)), tolerance);
 
       Tensor dx = Tensor::empty(shape.input_shape(), dtype),
@@ -61,8 +61,11 @@ TEST_F(ConvGpu, AllPassesMatchCpu) {
              gdw = Tensor::empty(shape.filter_shape(), DType::f32, gpu);
       Tensor db = Tensor::empty({shape.out_channels}, DType::f32),
              gdb = Tensor::empty({shape.out_channels}, DType::f32, gpu);
-      conv2d_backward_filter(shape, x, dy, dw, &db, false, host);
-      conv2d_backward_filter(shape, gx, gdy, gdw, &gdb, false, stream);
+      Tensor no_workspace;  // the CPU needs none
+      Tensor workspace =
+          Tensor::empty({conv2d_backward_filter_workspace_numel(shape, gpu)}, DType::f32, gpu);
+      conv2d_backward_filter(shape, x, dy, dw, db, false, no_workspace, host);
+      conv2d_backward_filter(shape, gx, gdy, gdw, gdb, false, workspace, stream);
       EXPECT_LE(relative_difference(gdw.to_floats(stream), dw.to_floats(host)), 1e-5);
       EXPECT_LE(relative_difference(gdb.to_floats(stream), db.to_floats(host)), 1e-5);
     }

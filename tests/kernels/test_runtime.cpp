@@ -1,8 +1,14 @@
 // Backend detection: on a machine without a usable driver the process runs on the CPU and
-// asking for CUDA is a clear error; with a GPU, devices resolve by local rank.
+// asking for CUDA is a clear error; with a GPU, devices resolve by local rank. And the ops'
+// one dispatch (kernels/ops/dispatch.h): each device reaches its own branch, and a build
+// without CUDA refuses a CUDA device instead of doing nothing.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <string>
+
 #include "kernels/error.h"
+#include "kernels/ops/dispatch.h"
 #include "kernels/runtime.h"
 
 namespace engine {
@@ -41,6 +47,36 @@ TEST(Runtime, WithCudaDevicesResolveByLocalRank) {
 
 TEST(Runtime, UnknownDeviceTextIsAnError) {
   EXPECT_THROW(resolve_device("tpu"), Error);
+}
+
+TEST(OpDispatch, EachDeviceRunsItsOwnBranch) {
+  auto* const native = reinterpret_cast<cudaStream_t>(std::uintptr_t{0x40});
+  std::string ran;
+  const auto on_cpu = [&] { ran = "cpu"; };
+  const auto on_cuda = [&](auto stream) { ran = stream == native ? "cuda" : "cuda, wrong stream"; };
+  ops::on_device<true>("op", Device::cpu(), native, on_cpu, on_cuda);
+  EXPECT_EQ(ran, "cpu");
+  ops::on_device<true>("op", Device::cuda(1), native, on_cpu, on_cuda);
+  EXPECT_EQ(ran, "cuda");
+}
+
+TEST(OpDispatch, ABuildWithoutCudaRefusesACudaDevice) {
+  bool ran = false;
+  const auto on_cpu = [&] { ran = true; };
+  const auto on_cuda = [&](auto) { ran = true; };
+  ops::on_device<false>("relu_forward", Device::cpu(), nullptr, on_cpu, on_cuda);
+  EXPECT_TRUE(ran);
+  ran = false;
+  try {
+    ops::on_device<false>("relu_forward", Device::cuda(1), nullptr, on_cpu, on_cuda);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what())
+                  .find("relu_forward: cuda:1 tensors need the CUDA backend; this build has none"),
+              std::string::npos)
+        << error.what();
+  }
+  EXPECT_FALSE(ran);
 }
 
 }  // namespace
