@@ -74,6 +74,23 @@ Tensor Tensor::reshape(const Shape& shape) const {
   return t;
 }
 
+Tensor Tensor::view(int64_t offset, const Shape& shape) const {
+  if (!defined_) fail("Tensor::view of an undefined tensor");
+  for (const int64_t extent : shape) {
+    if (extent < 0) fail("Tensor::view: negative extent in shape " + shape_str(shape));
+  }
+  const int64_t count = shape_numel(shape);
+  if (offset < 0 || offset > numel() || count > numel() - offset) {
+    fail("Tensor::view: elements [" + std::to_string(offset) + ", " +
+         std::to_string(offset + count) + ") as " + shape_str(shape) + " are not within " +
+         describe());
+  }
+  Tensor t = *this;
+  t.shape_ = shape;
+  t.data_ = static_cast<std::byte*>(data_) + static_cast<size_t>(offset) * dtype_size(dtype_);
+  return t;
+}
+
 Tensor Tensor::to(Device device, Stream& stream) const {
   Tensor t = empty(shape_, dtype_, device);
   copy(*this, t, stream);

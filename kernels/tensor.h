@@ -62,6 +62,10 @@ class Tensor {
 
   // Same storage, new shape with the same number of elements.
   Tensor reshape(const Shape& shape) const;
+  // Same storage: the contiguous elements [offset, offset + numel(shape)) of this tensor,
+  // taken as `shape`. The flat parameter and gradient buffers hand out their views so.
+  // Throws engine::Error when the range leaves this tensor.
+  Tensor view(int64_t offset, const Shape& shape) const;
   // A copy on `device` (same dtype), ordered on `stream`.
   Tensor to(Device device, Stream& stream) const;
   // A copy on the same device.

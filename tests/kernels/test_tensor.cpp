@@ -46,6 +46,26 @@ TEST(Tensor, ReshapeSharesStorageAndCloneCopies) {
   EXPECT_THROW(t.reshape({4}), Error);
 }
 
+TEST(Tensor, ViewsShareARangeOfTheStorage) {
+  Stream stream;
+  Tensor flat = Tensor::from_floats({10}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  Tensor middle = flat.view(2, {2, 3});
+  EXPECT_EQ(middle.shape(), (Shape{2, 3}));
+  EXPECT_EQ(middle.to_floats(stream), (std::vector<float>{2, 3, 4, 5, 6, 7}));
+  middle.data<float>()[0] = 42;  // writes through to the flat buffer
+  EXPECT_EQ(flat.to_floats(stream)[2], 42);
+  // A view of a view is bounded by its parent; empty views at either end are fine.
+  EXPECT_EQ(middle.view(4, {2}).to_floats(stream), (std::vector<float>{6, 7}));
+  EXPECT_EQ(flat.view(10, {0}).numel(), 0);
+  EXPECT_THROW(middle.view(5, {2}), Error);
+  EXPECT_THROW(flat.view(-1, {1}), Error);
+  EXPECT_THROW(flat.view(0, {11}), Error);
+  EXPECT_THROW(Tensor().view(0, {1}), Error);
+  // The storage outlives the flat tensor while a view holds it.
+  Tensor survivor = Tensor::from_floats({4}, {1, 2, 3, 4}).view(1, {3});
+  EXPECT_EQ(survivor.to_floats(stream), (std::vector<float>{2, 3, 4}));
+}
+
 TEST(Tensor, FromFloatsRoundsToBf16) {
   Stream stream;
   Tensor t = Tensor::from_floats({2}, {1.00390625f, 3.14159f}, DType::bf16);
