@@ -16,11 +16,15 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "bench/cli_usage.h"
 #include "bench/timing.h"
 #include "collectives/bootstrap.h"
 #include "collectives/comm_factory.h"
@@ -45,14 +49,34 @@ struct Options {
   CommOptions comm;
 };
 
-size_t parse_bytes(const std::string& text) {
-  size_t idx = 0;
-  const double value = std::stod(text, &idx);
-  const std::string suffix = text.substr(idx);
+const char* const kUsage =
+    "usage: bench_allreduce [--min-bytes 4] [--max-bytes 64M] [--factor 2]\n"
+    "                       [--impls ring-shm,ring-mpi,mpi,ring-nccl,nccl] [--dtype f32|bf16]\n"
+    "                       [--op sum|avg|min|max] [--seconds 0.03] [--trials 7] [--json]\n"
+    "                       [--shm-slot-bytes B] [--shm-slots N] [--shm-small-bytes B]\n"
+    "                       [--shm-spin N] [--mpi-message-bytes B]\n"
+    "All-reduce time and bandwidth of our ring and of the libraries' all-reduce, per size from\n"
+    "--min-bytes to --max-bytes in steps of --factor. Sizes take K, M or G (binary). Run it\n"
+    "under MPI: mpirun --allow-run-as-root --oversubscribe -np 2 bench_allreduce, or\n"
+    "tools/bench_allreduce.sh, which also saves the table to bench/results/.\n";
+
+// "4", "64K", "1M", "1.5G": bytes, with binary suffixes.
+size_t parse_bytes(const std::string& flag, const std::string& text) {
+  size_t digits = 0;
+  double value = -1;
+  try {
+    value = std::stod(text, &digits);
+  } catch (const std::logic_error&) {  // invalid_argument, out_of_range
+  }
+  const std::string suffix = digits > 0 ? text.substr(digits) : text;
   const double scale = suffix == "K"   ? 1024.0
                        : suffix == "M" ? 1048576.0
                        : suffix == "G" ? 1073741824.0
-                                       : 1.0;
+                       : suffix == ""  ? 1.0
+                                       : -1.0;
+  if (value < 0 || scale < 0) {
+    throw cli::UsageError(flag + " takes a size such as 4, 64K or 1M, got '" + text + "'");
+  }
   return static_cast<size_t>(value * scale);
 }
 
@@ -71,45 +95,41 @@ std::vector<std::string> split(const std::string& text) {
 
 Options parse(int argc, char** argv) {
   Options options;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&] {
-      if (i + 1 >= argc) fail("bench_allreduce: " + arg + " needs a value");
-      return std::string(argv[++i]);
-    };
-    if (arg == "--min-bytes")
-      options.min_bytes = parse_bytes(value());
-    else if (arg == "--max-bytes")
-      options.max_bytes = parse_bytes(value());
-    else if (arg == "--factor")
-      options.factor = std::stoi(value());
-    else if (arg == "--impls")
-      options.impls = split(value());
-    else if (arg == "--dtype")
-      options.dtype = parse_dtype(value());
-    else if (arg == "--op")
-      options.op = parse_reduce_op(value());
-    else if (arg == "--seconds")
-      options.seconds_per_point = std::stod(value());
-    else if (arg == "--trials")
-      options.trials = std::stoi(value());
-    else if (arg == "--json")
+  for (cli::Arguments args(argc, argv); args.next();) {
+    auto bytes = [&] { return parse_bytes(args.flag(), args.value()); };
+    auto count = [&] { return static_cast<int>(args.integer()); };
+    if (args.is("--min-bytes"))
+      options.min_bytes = bytes();
+    else if (args.is("--max-bytes"))
+      options.max_bytes = bytes();
+    else if (args.is("--factor"))
+      options.factor = count();
+    else if (args.is("--impls"))
+      options.impls = split(args.value());
+    else if (args.is("--dtype"))
+      options.dtype = args.parsed(parse_dtype);
+    else if (args.is("--op"))
+      options.op = args.parsed(parse_reduce_op);
+    else if (args.is("--seconds"))
+      options.seconds_per_point = args.number();
+    else if (args.is("--trials"))
+      options.trials = count();
+    else if (args.is("--json"))
       options.json = true;
-    else if (arg == "--shm-slot-bytes")
-      options.comm.shm.slot_bytes = parse_bytes(value());
-    else if (arg == "--shm-slots")
-      options.comm.shm.slots = std::stoi(value());
-    else if (arg == "--shm-small-bytes")
-      options.comm.shm.small_message_bytes = parse_bytes(value());
-    else if (arg == "--shm-spin")
-      options.comm.shm.spin_iterations = std::stoi(value());
-    else if (arg == "--mpi-message-bytes")
-      options.comm.mpi_transport.message_bytes = parse_bytes(value());
+    else if (args.is("--shm-slot-bytes"))
+      options.comm.shm.slot_bytes = bytes();
+    else if (args.is("--shm-slots"))
+      options.comm.shm.slots = count();
+    else if (args.is("--shm-small-bytes"))
+      options.comm.shm.small_message_bytes = bytes();
+    else if (args.is("--shm-spin"))
+      options.comm.shm.spin_iterations = count();
+    else if (args.is("--mpi-message-bytes"))
+      options.comm.mpi_transport.message_bytes = bytes();
     else
-      fail("bench_allreduce: unknown option " + arg +
-           " (see the comment at the top of bench/bench_allreduce.cpp)");
+      args.reject();
   }
-  ENGINE_REQUIRE(options.factor >= 2, "bench_allreduce: --factor must be at least 2");
+  if (options.factor < 2) throw cli::UsageError("--factor must be at least 2");
   return options;
 }
 
@@ -360,14 +380,23 @@ void Bench::run() {
 }  // namespace engine
 
 int main(int argc, char** argv) {
-  try {
-    engine::MpiSession session(&argc, &argv);
-    engine::bench::wait_for_startup_threads_to_sleep();
-    engine::Bench bench(session, engine::parse(argc, argv));
-    bench.run();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_allreduce: %s\n", e.what());
-    engine::abort_job("bench_allreduce failed", 1);
-  }
-  return 0;
+  // The session outlives run_cli: after a usage error every rank waits below until rank 0 has
+  // printed the usage, or mpirun could kill rank 0 first when another rank exits non-zero.
+  std::optional<engine::MpiSession> session;
+  const int exit_code = engine::cli::run_cli("bench_allreduce", engine::kUsage, [&] {
+    session.emplace(&argc, &argv);
+    // Every rank parses the same argv: a usage error ends them all alike, no abort needed.
+    const engine::Options options = engine::parse(argc, argv);
+    try {
+      engine::bench::wait_for_startup_threads_to_sleep();
+      engine::Bench bench(*session, options);
+      bench.run();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_allreduce: %s\n", e.what());
+      engine::abort_job("bench_allreduce failed", 1);  // a peer may be waiting in a collective
+    }
+    return 0;
+  });
+  if (session) MPI_Barrier(session->comm());
+  return exit_code;
 }

@@ -11,12 +11,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench/cli_usage.h"
+#include "data/bad_file_log.h"
 #include "data/decode.h"
 #include "data/file_io.h"
 #include "data/image_folder.h"
@@ -50,71 +53,61 @@ struct Row {
   std::optional<double> baseline_images_per_s;  // torchvision, same case
 };
 
-const char* kUsage =
+const char* const kUsage =
     "usage: bench_data --data DIR [--workers 1,2] [--batch-size 64] [--batches 12] [--warmup 2]\n"
     "                  [--size 224] [--dtype f32|bf16] [--repeat 3] [--no-baseline]\n"
     "                  [--python PATH] [--json]\n"
     "DIR is an ImageFolder root (<class>/<image>), e.g. from\n"
-    "  /usr/bin/python3 tools/make_synthetic_jpegs.py --out DIR\n";
+    "  /usr/bin/python3 tools/make_synthetic_jpegs.py --out DIR\n"
+    "Files that cannot be decoded are skipped, as the loader skips them: each is named once on\n"
+    "stderr, and the count is reported at the end.\n";
 
-std::vector<int> parse_list(const std::string& text) {
+std::vector<int> parse_worker_list(const std::string& text) {
   std::vector<int> values;
   std::stringstream stream(text);
   for (std::string item; std::getline(stream, item, ',');) {
     const int value = std::atoi(item.c_str());
-    if (value <= 0) fail("bench_data: --workers takes positive integers, got '" + text + "'");
+    if (value <= 0) throw cli::UsageError("--workers takes positive integers, got '" + text + "'");
     values.push_back(value);
   }
   return values;
 }
 
-int parse_int(const std::string& flag, const std::string& text) {
-  char* end = nullptr;
-  const long value = std::strtol(text.c_str(), &end, 10);
-  if (end == text.c_str() || *end != '\0')
-    fail("bench_data: " + flag + " takes an integer, got '" + text + "'");
-  return static_cast<int>(value);
-}
-
 Options parse_options(int argc, char** argv) {
   Options options;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) fail("bench_data: " + flag + " needs a value\n" + kUsage);
-      return argv[++i];
-    };
-    if (flag == "--data") {
-      options.data = value();
-    } else if (flag == "--workers") {
-      options.workers = parse_list(value());
-    } else if (flag == "--batch-size") {
-      options.batch_size = parse_int(flag, value());
-    } else if (flag == "--batches") {
-      options.batches = parse_int(flag, value());
-    } else if (flag == "--warmup") {
-      options.warmup = parse_int(flag, value());
-    } else if (flag == "--size") {
-      options.size = parse_int(flag, value());
-    } else if (flag == "--repeat") {
-      options.repeat = parse_int(flag, value());
-    } else if (flag == "--dtype") {
-      options.dtype = parse_dtype(value());
-    } else if (flag == "--python") {
-      options.python = value();
-    } else if (flag == "--no-baseline") {
+  for (cli::Arguments args(argc, argv); args.next();) {
+    auto count = [&] { return static_cast<int>(args.integer()); };
+    if (args.is("--data")) {
+      options.data = args.value();
+    } else if (args.is("--workers")) {
+      options.workers = parse_worker_list(args.value());
+    } else if (args.is("--batch-size")) {
+      options.batch_size = count();
+    } else if (args.is("--batches")) {
+      options.batches = count();
+    } else if (args.is("--warmup")) {
+      options.warmup = count();
+    } else if (args.is("--size")) {
+      options.size = count();
+    } else if (args.is("--repeat")) {
+      options.repeat = count();
+    } else if (args.is("--dtype")) {
+      options.dtype = args.parsed(parse_dtype);
+    } else if (args.is("--python")) {
+      options.python = args.value();
+    } else if (args.is("--no-baseline")) {
       options.baseline = false;
-    } else if (flag == "--json") {
+    } else if (args.is("--json")) {
       options.json = true;
     } else {
-      fail("bench_data: unknown flag " + flag + "\n" + kUsage);
+      args.reject();
     }
   }
-  if (options.data.empty()) fail(std::string("bench_data: --data is required\n") + kUsage);
+  if (options.data.empty()) throw cli::UsageError("--data is required");
   if (options.batch_size <= 0 || options.batches <= 0 || options.warmup < 0 || options.size <= 0 ||
       options.repeat <= 0) {
-    fail(
-        "bench_data: --batch-size, --batches, --size and --repeat must be positive, --warmup >= 0");
+    throw cli::UsageError(
+        "--batch-size, --batches, --size and --repeat must be positive, --warmup >= 0");
   }
   return options;
 }
@@ -124,8 +117,10 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 // Our loader: `warmup` batches untimed (thread start, first allocations), then `batches` timed.
-double loader_images_per_s(const ImageFolder& folder, const Options& options, int workers) {
+double loader_images_per_s(const ImageFolder& folder, const Options& options, int workers,
+                           const std::shared_ptr<BadFileLog>& bad_files) {
   LoaderConfig config;
+  config.bad_files = bad_files;
   config.batch_size = options.batch_size;
   config.workers = workers;
   config.dtype = options.dtype;
@@ -142,16 +137,20 @@ double loader_images_per_s(const ImageFolder& folder, const Options& options, in
   return static_cast<double>(images) / seconds_since(start);
 }
 
-// One thread, full-size decode only (no transform): the libjpeg-turbo anchor.
-double decode_images_per_s(const ImageFolder& folder, int count) {
+// One thread, full-size decode only (no transform): the libjpeg-turbo anchor. `count` files,
+// of which only the decoded ones count; bad ones are skipped as the loader skips them.
+double decode_images_per_s(const ImageFolder& folder, int count, BadFileLog& bad_files) {
   std::vector<uint8_t> bytes;
   RgbImage image;
+  int decoded = 0;
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < count; ++i) {
-    read_file(folder.path(static_cast<size_t>(i) % folder.size()), bytes);
-    decode_image(bytes, read_image_header(bytes, {}), 8, image);
+    const std::string path = folder.path(static_cast<size_t>(i) % folder.size());
+    if (bad_files.use_or_skip(path, [&] { decode_image_file(path, bytes, image); })) ++decoded;
   }
-  return count / seconds_since(start);
+  const double seconds = seconds_since(start);
+  if (decoded == 0) fail("none of the files of " + folder.root() + " could be decoded");
+  return decoded / seconds;
 }
 
 std::optional<double> torchvision_images_per_s(const Options& options, int workers) {
@@ -221,7 +220,7 @@ int run(int argc, char** argv) {
   const ImageFolder folder = ImageFolder::scan(options.data);
   const size_t needed = static_cast<size_t>(options.batches + options.warmup) * options.batch_size;
   if (folder.size() < needed) {
-    fail("bench_data: " + options.data + " has " + std::to_string(folder.size()) +
+    fail(options.data + " has " + std::to_string(folder.size()) +
          " images; --batches + --warmup need " + std::to_string(needed));
   }
   if (!options.json) {
@@ -237,17 +236,21 @@ int run(int argc, char** argv) {
   std::vector<Row> rows;
   const std::string case_name = "rrc" + std::to_string(options.size) + "+flip+normalize " +
                                 std::string(dtype_name(options.dtype));
-  decode_images_per_s(folder, std::min<int>(64, static_cast<int>(folder.size())));  // page cache
+  // One log for every pass over the folder: each bad file is named once, and counted once.
+  const auto bad_files = std::make_shared<BadFileLog>();
+  const int warm_count = std::min<int>(64, static_cast<int>(folder.size()));
+  decode_images_per_s(folder, warm_count, *bad_files);  // page cache
   const int decode_count = static_cast<int>(std::min<size_t>(folder.size(), 400));
   double decode_best = 0;
   for (int attempt = 0; attempt < options.repeat; ++attempt) {
-    decode_best = std::max(decode_best, decode_images_per_s(folder, decode_count));
+    decode_best = std::max(decode_best, decode_images_per_s(folder, decode_count, *bad_files));
   }
   rows.push_back({"native", "decode full size (anchor)", 1, decode_best, std::nullopt});
   for (const int workers : options.workers) {
     Row row{"native", case_name, workers, 0.0, {}};
     for (int attempt = 0; attempt < options.repeat; ++attempt) {
-      row.images_per_s = std::max(row.images_per_s, loader_images_per_s(folder, options, workers));
+      row.images_per_s =
+          std::max(row.images_per_s, loader_images_per_s(folder, options, workers, bad_files));
       if (!options.baseline) continue;
       const std::optional<double> torch = torchvision_images_per_s(options, workers);
       if (torch && (!row.baseline_images_per_s || *torch > *row.baseline_images_per_s)) {
@@ -265,6 +268,13 @@ int run(int argc, char** argv) {
   } else {
     print_table(rows);
   }
+  if (bad_files->files() > 0) {
+    // On stderr, below the warnings that named them: --json keeps stdout to its rows.
+    std::fprintf(stderr,
+                 "bench_data: skipped %zu of %zu files that could not be decoded (named above); "
+                 "the figures count decoded images only\n",
+                 bad_files->files(), folder.size());
+  }
   return 0;
 }
 
@@ -272,10 +282,6 @@ int run(int argc, char** argv) {
 }  // namespace engine::data
 
 int main(int argc, char** argv) {
-  try {
-    return engine::data::run(argc, argv);
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "%s\n", error.what());
-    return 1;
-  }
+  return engine::cli::run_cli("bench_data", engine::data::kUsage,
+                              [&] { return engine::data::run(argc, argv); });
 }

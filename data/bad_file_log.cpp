@@ -13,4 +13,9 @@ void BadFileLog::record(const std::string& path, const std::string& reason) {
   if (first_time) warn("skipping " + path + ": " + reason);
 }
 
+size_t BadFileLog::files() const {
+  std::lock_guard lock(mutex_);
+  return warned_.size();
+}
+
 }  // namespace engine::data

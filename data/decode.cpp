@@ -36,6 +36,9 @@ void check_limits(const ImageHeader& header, const DecodeLimits& limits) {
 
 }  // namespace
 
+BadImageError::BadImageError(const std::string& reason, const std::string& path)
+    : Error(path.empty() ? reason : path + ": " + reason), reason_(reason), path_(path) {}
+
 std::string_view format_name(ImageFormat format) {
   switch (format) {
     case ImageFormat::jpeg:

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "data/image.h"
@@ -20,10 +21,20 @@
 namespace engine::data {
 
 // A file that cannot be used as a sample: the loader skips it with one warning (its path and
-// this message) and counts it.
+// the reason) and counts it. The decoders see bytes only and throw the reason; whoever knows
+// the file (read_file, decode_image_file, BadFileLog) attaches its path, and what() is then
+// "<path>: <reason>", so no message escapes without naming the file.
 class BadImageError : public Error {
  public:
-  using Error::Error;
+  explicit BadImageError(const std::string& reason, const std::string& path = {});
+
+  const std::string& reason() const { return reason_; }
+  // The file the bytes came from; empty for bytes decoded from memory.
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string reason_;
+  std::string path_;
 };
 
 enum class ImageFormat : uint8_t { unknown, jpeg, png, bmp, gif, pnm, tiff, webp };

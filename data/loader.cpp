@@ -45,6 +45,7 @@ Loader::Loader(const ImageFolder& dataset, LoaderConfig config)
   ENGINE_REQUIRE(config_.workers > 0,
                  "Loader: --workers must be positive, got " + std::to_string(config_.workers));
   if (config_.prefetch_batches <= 0) config_.prefetch_batches = 2 * config_.workers;
+  if (!config_.bad_files) config_.bad_files = std::make_shared<BadFileLog>();
   if (config_.device.is_cuda()) copy_stream_.emplace(config_.device);
   for (int w = 0; w < config_.workers; ++w)
     workers_.emplace_back([this] { worker_loop(); });
@@ -140,12 +141,13 @@ Batch Loader::build_batch(int64_t batch_index, int64_t epoch, std::span<const in
   int64_t filled = 0;
   for (const int64_t index : indices) {
     const auto sample = static_cast<size_t>(index);
-    try {
-      read_file(dataset_.path(sample), file_bytes);
+    const std::string path = dataset_.path(sample);
+    const bool used = config_.bad_files->use_or_skip(path, [&] {
+      read_file(path, file_bytes);
       SampleRandom random(config_.seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(index));
       processor.process(file_bytes, random, config_.dtype, slots + filled * sample_bytes);
-    } catch (const BadImageError& error) {
-      bad_files_.record(dataset_.path(sample), error.what());
+    });
+    if (!used) {
       ++batch.skipped;
       continue;
     }

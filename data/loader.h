@@ -8,7 +8,7 @@
 // as the uninterrupted one would have.
 //
 // Bad files never stop training: each is skipped with one warning (path and reason; once per
-// path per process) and counted. Its batch is delivered one sample short, so every rank still
+// path per BadFileLog) and counted. Its batch is delivered one sample short, so every rank still
 // sees the same number of batches.
 #pragma once
 
@@ -48,6 +48,9 @@ struct LoaderConfig {
   DType dtype = DType::f32;
   Device device = Device::cpu();
   uint64_t seed = 0;
+  // Where skipped files are recorded and warned about. Loaders that share one (bench_data runs
+  // several over one folder) name each bad file once between them. Null: the loader's own.
+  std::shared_ptr<BadFileLog> bad_files;
 };
 
 struct Batch {
@@ -103,8 +106,7 @@ class Loader {
   void copy_to_device(Batch& batch);
 
   const ImageFolder& dataset_;
-  LoaderConfig config_;
-  BadFileLog bad_files_;
+  LoaderConfig config_;  // config_.bad_files is never null
   std::optional<Stream> copy_stream_;
   std::vector<std::pair<Tensor, std::shared_ptr<Event>>> copies_in_flight_;
 

@@ -132,6 +132,12 @@ std::vector<uint8_t> png_header_only(uint32_t width, uint32_t height) {
   return out;
 }
 
+std::vector<uint8_t> png_without_ihdr(const RgbImage& image) {
+  std::vector<uint8_t> png = encode_png(image);
+  png[15] = 'X';  // the first chunk's type, after the signature (8) and its length (4): IHDX
+  return png;
+}
+
 std::vector<uint8_t> with_jpeg_dimensions(std::vector<uint8_t> jpeg, uint16_t width,
                                           uint16_t height) {
   for (size_t i = 2; i + 8 < jpeg.size(); ++i) {

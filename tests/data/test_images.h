@@ -32,6 +32,9 @@ std::vector<uint8_t> encode_webp(const RgbImage& image, bool lossless);
 
 // A PNG header (and nothing else) claiming width x height: a decompression bomb's calling card.
 std::vector<uint8_t> png_header_only(uint32_t width, uint32_t height);
+// A PNG of `image` whose IHDR chunk is renamed: the chunks are intact, so stb_image gets as
+// far as its format probes and answers "unknown image type" (the file of issue #9).
+std::vector<uint8_t> png_without_ihdr(const RgbImage& image);
 // `jpeg` with the frame header's dimensions replaced.
 std::vector<uint8_t> with_jpeg_dimensions(std::vector<uint8_t> jpeg, uint16_t width,
                                           uint16_t height);

@@ -146,6 +146,16 @@ TEST_F(LoaderTest, BadFilesAreSkippedWithOneWarningEachAndCounted) {
       << warnings[1];
 }
 
+TEST_F(LoaderTest, LoadersSharingABadFileLogNameEachFileOnceBetweenThem) {
+  config_.bad_files = std::make_shared<BadFileLog>();
+  Loader first(*dataset_, config_);
+  Loader second(*dataset_, config_);
+  EXPECT_EQ(run_epoch(first, 0).summary.skipped, 2);
+  EXPECT_EQ(run_epoch(second, 0).summary.skipped, 2) << "each loader still counts its skips";
+  EXPECT_EQ(config_.bad_files->files(), 2u);
+  EXPECT_EQ(warnings_->lines.size(), 2u) << "the second loader found both files already named";
+}
+
 TEST_F(LoaderTest, ResumesMidEpochExactlyWhereItStopped) {
   config_.workers = 2;
   Loader loader(*dataset_, config_);

@@ -1,21 +1,23 @@
 // Writes the fuzz target's seed corpus: small images in every format the decoders read (made
 // here), and the PIL-made files of the decode golden (CMYK, palette, 16-bit, GIF, ...).
 //
-//   data_write_fuzz_seeds <dir>
+//   data_write_fuzz_seeds DIR
 #include <cstdio>
 #include <filesystem>
 #include <string>
 
+#include "bench/cli_usage.h"
 #include "tests/data/golden.h"
 #include "tests/data/test_images.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+const char* const kUsage =
+    "usage: data_write_fuzz_seeds DIR\n"
+    "Writes the seed corpus of data_fuzz_decode_transform (an image in every format) to DIR.\n";
+
+int write_seeds(const std::filesystem::path& dir) {
   namespace testing = engine::data::testing;
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s <dir>\n", argv[0]);
-    return 2;
-  }
-  const std::filesystem::path dir = argv[1];
   std::filesystem::create_directories(dir);
   const engine::data::RgbImage picture = testing::make_test_picture(29, 21, 3);
   testing::write_file(dir / "rgb.jpg", testing::encode_jpeg(picture));
@@ -35,4 +37,13 @@ int main(int argc, char** argv) {
   }
   std::printf("wrote %d seed images to %s\n", written, dir.c_str());
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return engine::cli::run_cli("data_write_fuzz_seeds", kUsage, [&] {
+    const std::string dir = engine::cli::single_argument(argc, argv, "the output directory DIR");
+    return write_seeds(dir);
+  });
 }
