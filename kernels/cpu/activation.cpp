@@ -29,16 +29,28 @@ void relu_backward(DType dtype, const void* y, const void* dy, void* dx, int64_t
   });
 }
 
-void add_relu_forward(DType dtype, const void* a, const void* b, void* y, int64_t n) {
+namespace {
+// y = a + b, then max(., 0) when Relu: fp32 math, one rounding.
+template <bool Relu>
+void add_maybe_relu(DType dtype, const void* a, const void* b, void* y, int64_t n) {
   dispatch_dtype(dtype, [&]<typename T>() {
     const T* lhs = static_cast<const T*>(a);
     const T* rhs = static_cast<const T*>(b);
     T* out = static_cast<T*>(y);
     parallel_for(n, [&](int64_t i) {
       const float v = to_float(lhs[i]) + to_float(rhs[i]);
-      out[i] = from_float<T>(v < 0.f ? 0.f : v);
+      out[i] = from_float<T>(Relu && v < 0.f ? 0.f : v);
     });
   });
+}
+}  // namespace
+
+void add_relu_forward(DType dtype, const void* a, const void* b, void* y, int64_t n) {
+  add_maybe_relu<true>(dtype, a, b, y, n);
+}
+
+void add(DType dtype, const void* a, const void* b, void* y, int64_t n) {
+  add_maybe_relu<false>(dtype, a, b, y, n);
 }
 
 }  // namespace engine::cpu

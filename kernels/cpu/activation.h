@@ -11,5 +11,6 @@ namespace engine::cpu {
 void relu_forward(DType dtype, const void* x, void* y, int64_t n);
 void relu_backward(DType dtype, const void* y, const void* dy, void* dx, int64_t n);
 void add_relu_forward(DType dtype, const void* a, const void* b, void* y, int64_t n);
+void add(DType dtype, const void* a, const void* b, void* y, int64_t n);
 
 }  // namespace engine::cpu

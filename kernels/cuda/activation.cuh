@@ -1,4 +1,4 @@
-// ReLU forward/backward and the fused residual add + ReLU, as element-wise maps.
+// ReLU forward/backward, the fused residual add + ReLU and the plain add, as element-wise maps.
 // Math in fp32, one rounding to the storage type; x < 0 ? 0 : x keeps NaN (as PyTorch).
 #pragma once
 
@@ -23,11 +23,12 @@ struct ReluBackwardOp {
   }
 };
 
-template <typename T>
-struct AddReluOp {
+// a + b, then max(., 0) when Relu.
+template <typename T, bool Relu>
+struct AddOp {
   __device__ __forceinline__ T operator()(T a, T b) const {
     const float v = to_f32(a) + to_f32(b);
-    return from_f32<T>(v < 0.f ? 0.f : v);
+    return from_f32<T>(Relu && v < 0.f ? 0.f : v);
   }
 };
 
@@ -49,7 +50,13 @@ void relu_backward_launch(const T* y, const T* dy, T* dx, int64_t n, cudaStream_
 template <typename T>
 void add_relu_forward_launch(const T* a, const T* b, T* y, int64_t n, cudaStream_t stream,
                              ElementwiseLaunch shape = {}) {
-  launch_map2(n, AddReluOp<T>{}, y, a, b, stream, shape);
+  launch_map2(n, AddOp<T, true>{}, y, a, b, stream, shape);
+}
+
+template <typename T>
+void add_launch(const T* a, const T* b, T* y, int64_t n, cudaStream_t stream,
+                ElementwiseLaunch shape = {}) {
+  launch_map2(n, AddOp<T, false>{}, y, a, b, stream, shape);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -74,6 +81,12 @@ void add_relu_forward(DType dtype, const void* a, const void* b, void* y, int64_
   dispatch_device_dtype(dtype, [&]<typename T>() {
     add_relu_forward_launch(static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(y),
                             n, stream);
+  });
+}
+
+void add(DType dtype, const void* a, const void* b, void* y, int64_t n, cudaStream_t stream) {
+  dispatch_device_dtype(dtype, [&]<typename T>() {
+    add_launch(static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(y), n, stream);
   });
 }
 

@@ -14,5 +14,6 @@ void relu_backward(DType dtype, const void* y, const void* dy, void* dx, int64_t
                    cudaStream_t stream);
 void add_relu_forward(DType dtype, const void* a, const void* b, void* y, int64_t n,
                       cudaStream_t stream);
+void add(DType dtype, const void* a, const void* b, void* y, int64_t n, cudaStream_t stream);
 
 }  // namespace engine::cuda

@@ -48,4 +48,16 @@ void add_relu_forward(const Tensor& a, const Tensor& b, Tensor& y, Stream& strea
       });
 }
 
+void add(const Tensor& a, const Tensor& b, Tensor& y, Stream& stream) {
+  constexpr std::string_view op = "add";
+  ops::require_like(op, "a", a, "b", b);
+  ops::require_like(op, "a", a, "y", y);
+  ops::require_on_stream(op, "a", a, stream);
+  ops::on_device(
+      op, stream, [&] { cpu::add(a.dtype(), a.raw_data(), b.raw_data(), y.raw_data(), a.numel()); },
+      [&](auto cuda_stream) {
+        cuda::add(a.dtype(), a.raw_data(), b.raw_data(), y.raw_data(), a.numel(), cuda_stream);
+      });
+}
+
 }  // namespace engine

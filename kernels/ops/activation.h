@@ -1,4 +1,4 @@
-// ReLU and the fused residual add + ReLU (implemented in kernels/ops/activation.cpp).
+// ReLU, the fused residual add + ReLU, and add (implemented in kernels/ops/activation.cpp).
 #pragma once
 
 #include "kernels/stream.h"
@@ -13,5 +13,8 @@ void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx, Stream& stream
 // The residual join: y = max(a + b, 0), computed in fp32 and rounded once. y may alias a or
 // b. Its backward is relu_backward(y, dy, d_sum): the same gradient reaches a and b.
 void add_relu_forward(const Tensor& a, const Tensor& b, Tensor& y, Stream& stream);
+// y = a + b in fp32, rounded once; y may alias a or b. Sums of gradients: a residual
+// block's two input-gradient paths, and gradient accumulation into a parameter's gradient.
+void add(const Tensor& a, const Tensor& b, Tensor& y, Stream& stream);
 
 }  // namespace engine

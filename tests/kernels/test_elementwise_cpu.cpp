@@ -74,6 +74,27 @@ TEST(ElementwiseCpu, AddReluRoundsOnce) {
   }
 }
 
+TEST(ElementwiseCpu, AddRoundsOnceAndMayAlias) {
+  Stream stream;
+  for (DType dtype : kDTypes) {
+    for (int64_t n : kElementwiseSizes) {
+      SCOPED_TRACE(case_name(dtype, n));
+      const std::vector<float> a = make_inputs(n, 6, dtype);
+      const std::vector<float> b = make_inputs(n, 7, dtype);
+      Tensor ta = Tensor::from_floats({n}, a, dtype);
+      Tensor tb = Tensor::from_floats({n}, b, dtype);
+      add(ta, tb, ta, stream);  // in place, as gradient accumulation uses it
+      std::vector<float> expected(a.size());
+      for (size_t i = 0; i < a.size(); ++i) {
+        expected[i] = round_to(dtype, static_cast<float>(double{a[i]} + double{b[i]}));
+      }
+      EXPECT_TRUE(same_values(expected, ta.to_floats(stream)));
+    }
+  }
+  Tensor f32 = Tensor::empty({4}, DType::f32), bf16 = Tensor::empty({4}, DType::bf16);
+  EXPECT_THROW(add(f32, bf16, f32, stream), Error);
+}
+
 TEST(ElementwiseCpu, FillAndCastRoundToNearestEven) {
   Stream stream;
   for (int64_t n : kElementwiseSizes) {

@@ -62,6 +62,8 @@ TEST_F(ElementwiseGpu, ReluForwardBackwardAddRelu) {
       expect_gpu_matches_cpu({x, d}, dtype, n, [](auto& in, Tensor& out, Stream& s) {
         add_relu_forward(in[0], in[1], out, s);
       });
+      expect_gpu_matches_cpu({x, d}, dtype, n,
+                             [](auto& in, Tensor& out, Stream& s) { add(in[0], in[1], out, s); });
     }
   }
 }
