@@ -56,16 +56,51 @@ else()
 endif()
 
 # CUDA's headers are also used without nvcc: the SIMT emulator compiles kernels with g++
-# and takes dim3, __half and __nv_bfloat16 from them.
+# and takes dim3, __half, __nv_bfloat16 and the WMMA types from them. Without them the
+# emulator tier, the only test of the CUDA kernels on a machine without a GPU, would vanish
+# from ctest unnoticed, so configure stops unless ENGINE_SIMT_TESTS=OFF says to build without it.
+set(ENGINE_SIMT_HEADERS cuda_bf16.h cuda_fp16.h cuda_runtime.h mma.h vector_types.h)
 find_path(ENGINE_CUDA_INCLUDE_DIR cuda_bf16.h
   HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include ENV CUDA_HOME PATH_SUFFIXES include)
-if(ENGINE_CUDA_INCLUDE_DIR)
+set(missing_simt_headers "")
+foreach(header ${ENGINE_SIMT_HEADERS})
+  if(NOT EXISTS "${ENGINE_CUDA_INCLUDE_DIR}/${header}")
+    list(APPEND missing_simt_headers ${header})
+  endif()
+endforeach()
+if(ENGINE_CUDA_INCLUDE_DIR AND NOT missing_simt_headers)
   set(ENGINE_HAVE_CUDA_HEADERS ON)
+  set(cuda_headers_found "${ENGINE_CUDA_INCLUDE_DIR}")
+  engine_header_define(cudart_version "${ENGINE_CUDA_INCLUDE_DIR}/cuda_runtime_api.h" CUDART_VERSION)
+  if(cudart_version MATCHES "^[0-9]+$")
+    math(EXPR cuda_headers_major "${cudart_version} / 1000")
+    math(EXPR cuda_headers_minor "${cudart_version} % 1000 / 10")
+    set(cuda_headers_found "CUDA ${cuda_headers_major}.${cuda_headers_minor}, ${ENGINE_CUDA_INCLUDE_DIR}")
+  endif()
 else()
   set(ENGINE_HAVE_CUDA_HEADERS OFF)
 endif()
-engine_report("CUDA headers for the SIMT emulator" ${ENGINE_HAVE_CUDA_HEADERS} "${ENGINE_CUDA_INCLUDE_DIR}"
-  "the SIMT emulator tests are not built")
+if(ENGINE_SIMT_TESTS)
+  engine_report("CUDA headers for the SIMT emulator" ${ENGINE_HAVE_CUDA_HEADERS} "${cuda_headers_found}"
+    "configure stops: ENGINE_SIMT_TESTS is ON")
+  if(NOT ENGINE_HAVE_CUDA_HEADERS)
+    list(JOIN missing_simt_headers ", " missing_list)
+    list(JOIN ENGINE_SIMT_HEADERS ", " needed_list)
+    message(FATAL_ERROR
+      "The SIMT emulator tests need CUDA's headers: ${missing_list} not found in "
+      "ENGINE_CUDA_INCLUDE_DIR='${ENGINE_CUDA_INCLUDE_DIR}' (when unset, configure searches "
+      "the CUDA toolkit, /usr/local/cuda/include, $CUDA_HOME/include and the system include "
+      "directories for it). "
+      "Run scripts/install-deps (it installs them or says what to install), or pass "
+      "-DENGINE_CUDA_INCLUDE_DIR=<dir> holding ${needed_list}, or configure with "
+      "-DENGINE_SIMT_TESTS=OFF to build without the emulator tier (the CUDA kernels are then "
+      "tested only on a GPU).")
+  endif()
+else()
+  engine_report("CUDA headers for the SIMT emulator" ${ENGINE_HAVE_CUDA_HEADERS}
+    "${cuda_headers_found}; the emulator tests are off: ENGINE_SIMT_TESTS=OFF"
+    "the emulator tests are off: ENGINE_SIMT_TESTS=OFF")
+endif()
 
 # --- NCCL, cuDNN, cuBLAS (only meaningful with CUDA) ---------------------------------------
 set(ENGINE_HAVE_NCCL OFF)

@@ -12,13 +12,14 @@
 
 #include "collective_cases.h"
 #include "collectives/cpu/reduce.h"
+#include "tests/kernels/simt_buffer.h"
 
 namespace engine {
 namespace {
 
 using testing::compare;
 using testing::decode;
-using testing::encode;
+using testing::SimtBuffer;
 
 const int64_t kSizes[] = {0, 1, 3, 8, 9, 33, 1000, 4099};
 const cuda::ElementwiseLaunch kShapes[] = {{256, 2048}, {64, 2}};
@@ -35,21 +36,6 @@ std::vector<float> values(int64_t n, uint32_t seed, DType dtype) {
   }
   return out;
 }
-
-// A device-like buffer starting `offset` elements into an allocation (offset 1 breaks the
-// 16-byte alignment the vector path needs).
-struct Buffer {
-  Buffer(DType dtype, const std::vector<float>& init, int offset)
-      : dtype(dtype), offset_bytes(offset * dtype_size(dtype)) {
-    const auto bytes = encode(dtype, init);
-    storage.assign(bytes.size() + offset_bytes + 16, std::byte{0});
-    std::copy(bytes.begin(), bytes.end(), storage.begin() + offset_bytes);
-  }
-  void* data() { return storage.data() + offset_bytes; }
-  DType dtype;
-  size_t offset_bytes;
-  std::vector<std::byte> storage;
-};
 
 void launch_reduce(const Reduction& reduction, void* dst, const void* a, const void* b, int64_t n,
                    const cuda::ElementwiseLaunch& shape) {
@@ -76,9 +62,9 @@ TEST(ReduceSimt, EveryOpDtypeAndPathMatchesTheCpuTwin) {
                            std::to_string(shape.max_blocks));
               const Reduction reduction{dtype, op, divisor};
               const auto a = values(n, 1, dtype), b = values(n, 2, dtype);
-              Buffer in_a(dtype, a, offset), in_b(dtype, b, offset),
+              SimtBuffer in_a(dtype, a, offset), in_b(dtype, b, offset),
                   out(dtype, std::vector<float>(n, 7.f), offset);
-              Buffer expected(dtype, std::vector<float>(n), 0);
+              SimtBuffer expected(dtype, std::vector<float>(n), 0);
               cpu::reduce(reduction, expected.data(), in_a.data(), in_b.data(), n);
               launch_reduce(reduction, out.data(), in_a.data(), in_b.data(), n, shape);
               const auto want = decode(dtype, expected.data(), n);

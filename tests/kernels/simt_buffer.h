@@ -1,46 +1,62 @@
-// "Device" buffers for the emulator suites of the batchnorm, pool, loss and optim kernels:
-// values stored as dtype in a 16-byte aligned allocation (like cudaMalloc), optionally
-// starting `offset` elements in so that the 16-byte vector paths are not taken.
+// "Device" buffers for the emulator suites: values stored as dtype in an allocation aligned
+// like cudaMalloc's, optionally starting `offset` elements in so that the 16-byte vector paths
+// are not taken, framed by guard zones that every simt::launch checks (simt/guarded_buffer.h):
+// a kernel writing even one element outside the buffer fails the launch, naming the buffer by
+// dtype, size, offset and the line that created it.
 #pragma once
 
 #include <cstddef>
 #include <limits>
+#include <source_location>
+#include <string>
 #include <vector>
 
-#include "elementwise_cases.h"
 #include "kernels/dtype.h"
+#include "simt/guarded_buffer.h"
+#include "tests/dtype_bytes.h"
 
 namespace engine::testing {
 
 class SimtBuffer {
  public:
-  SimtBuffer(DType dtype, const std::vector<float>& values, int offset = 0)
-      : dtype_(dtype), offset_bytes_(offset * dtype_size(dtype)), n_(values.size()) {
+  SimtBuffer(DType dtype, const std::vector<float>& values, int offset = 0,
+             std::source_location created = std::source_location::current())
+      : dtype_(dtype),
+        n_(static_cast<int64_t>(values.size())),
+        memory_(values.size() * dtype_size(dtype), offset * dtype_size(dtype),
+                describe(dtype, values.size(), offset, created)) {
     const std::vector<std::byte> bytes = encode(dtype, values);
-    storage_.assign(bytes.size() + offset_bytes_ + 16, std::byte{0});
-    std::copy(bytes.begin(), bytes.end(), storage_.begin() + offset_bytes_);
+    std::copy(bytes.begin(), bytes.end(), memory_.data());
   }
   // An f32 buffer of n elements, filled with NaN so unwritten outputs show.
-  static SimtBuffer f32(size_t n) {
-    return SimtBuffer(DType::f32, std::vector<float>(n, std::numeric_limits<float>::quiet_NaN()));
+  static SimtBuffer f32(size_t n, std::source_location created = std::source_location::current()) {
+    return SimtBuffer(DType::f32, std::vector<float>(n, std::numeric_limits<float>::quiet_NaN()), 0,
+                      created);
   }
 
-  void* data() { return storage_.data() + offset_bytes_; }
+  void* data() { return memory_.data(); }
   // Typed views for the launchers: T is float or __nv_bfloat16.
   template <typename T>
   T* as() {
     return static_cast<T*>(data());
   }
   float* floats() { return as<float>(); }
-  std::vector<float> values() const {
-    return decode(dtype_, storage_.data() + offset_bytes_, static_cast<int64_t>(n_));
-  }
+  std::vector<float> values() const { return decode(dtype_, memory_.data(), n_); }
 
  private:
+  // "bf16[1000] offset 1, created at test_pool_simt.cpp:88:21".
+  static std::string describe(DType dtype, size_t n, int offset, const std::source_location& at) {
+    std::string file = at.file_name();
+    file = file.substr(file.find_last_of('/') + 1);
+    std::string text = std::string(dtype_name(dtype)) + "[" + std::to_string(n) + "]";
+    if (offset != 0) text += " offset " + std::to_string(offset);
+    return text + ", created at " + file + ":" + std::to_string(at.line()) + ":" +
+           std::to_string(at.column());
+  }
+
   DType dtype_;
-  size_t offset_bytes_;
-  size_t n_;
-  std::vector<std::byte> storage_;  // operator new: 16-byte aligned
+  int64_t n_;
+  simt::GuardedBuffer memory_;
 };
 
 }  // namespace engine::testing

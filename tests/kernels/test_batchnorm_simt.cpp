@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "batchnorm_cases.h"
@@ -76,10 +77,17 @@ void check_training_step(const BnShape& s, DType dtype, const LaunchShapes& laun
   });
   expect_stats_close(cpu_stats, stats.values(), c, std::abs(mean) + std);
 
-  // Finalize, merging two copies of the stats (SyncBN with two equal ranks: same mean and
-  // variance, twice the count) and updating running statistics.
-  std::vector<float> two = cpu_stats;
-  two.insert(two.end(), cpu_stats.begin(), cpu_stats.end());
+  // Finalize as SyncBN over two ranks: these stats and another rank's, over more rows with a
+  // different mean and spread, so the merge's mean-difference term (delta^2 * n_a * n_b / n)
+  // is a large part of the merged m2; then the running statistics. Against the CPU twin, and
+  // against the double-precision statistics of both ranks' rows together.
+  const int64_t other_rows = rows + 3;
+  const std::vector<float> x_other =
+      normal_values(other_rows * c, 10, dtype, mean + 3.0 * std, 0.5 * std);
+  SimtBuffer other(dtype, x_other);
+  std::vector<float> two = cpu_stats, other_stats(2 * c + 1);
+  cpu::batchnorm_stats(dtype, other.data(), other_rows, c, other_stats.data());
+  two.insert(two.end(), other_stats.begin(), other_stats.end());
   SimtBuffer parts(DType::f32, two);
   const std::vector<float> rm0 = normal_values(c, 6, DType::f32);
   const std::vector<float> rv0(c, 1.5f);
@@ -89,9 +97,27 @@ void check_training_step(const BnShape& s, DType dtype, const LaunchShapes& laun
                           cpu_batch.data());
   cuda::batchnorm_finalize_launch(parts.floats(), 2, c, 0.1f, kEps, rm.floats(), rv.floats(),
                                   batch_stats.floats(), nullptr);
-  expect_stats_close(cpu_batch, batch_stats.values(), c, std::abs(mean) + std);
-  EXPECT_TRUE(all_close(cpu_rm, rm.values(), 1e-6, std::abs(mean) + std));
+  const double merged_scale = std::abs(mean) + 4.0 * std;
+  expect_stats_close(cpu_batch, batch_stats.values(), c, merged_scale);
+  EXPECT_TRUE(all_close(cpu_rm, rm.values(), 1e-6, merged_scale));
   EXPECT_TRUE(all_close(cpu_rv, rv.values(), 1e-5));
+
+  std::vector<float> both_ranks = x;
+  both_ranks.insert(both_ranks.end(), x_other.begin(), x_other.end());
+  const double count = static_cast<double>(rows + other_rows);
+  const testing::ReferenceStats ref = testing::reference_stats(both_ranks, rows + other_rows, c);
+  std::vector<double> ref_invstd(c), ref_rm(c), ref_rv(c);
+  for (int64_t i = 0; i < c; ++i) {
+    ref_invstd[i] = 1.0 / std::sqrt(ref.var[i] + kEps);
+    ref_rm[i] = 0.1 * ref.mean[i] + 0.9 * rm0[i];
+    ref_rv[i] = 0.1 * ref.var[i] * count / (count - 1.0) + 0.9 * rv0[i];
+  }
+  const std::vector<float> merged = batch_stats.values();
+  EXPECT_TRUE(all_close(ref.mean, slice(merged, 0, c), 1e-6, merged_scale)) << "merged mean";
+  EXPECT_TRUE(all_close(ref_invstd, slice(merged, c, c), 1e-5)) << "merged invstd";
+  EXPECT_EQ(merged[2 * c], static_cast<float>(count)) << "merged count";
+  EXPECT_TRUE(all_close(ref_rm, rm.values(), 1e-6, merged_scale)) << "running mean";
+  EXPECT_TRUE(all_close(ref_rv, rv.values(), 1e-5)) << "running var";
 
   // Normalize: plain, ReLU, residual + ReLU (in place over the residual), no affine.
   for (int variant = 0; variant < 4; ++variant) {

@@ -9,41 +9,24 @@
 
 #include <gtest/gtest.h>
 
+#include <type_traits>
+
 #include "elementwise_cases.h"
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/copy.h"
+#include "simt_buffer.h"
 
 namespace engine {
 namespace {
 
 using testing::case_name;
-using testing::decode;
-using testing::encode;
 using testing::kDTypes;
 using testing::kElementwiseSizes;
 using testing::make_inputs;
 using testing::same_values;
+using testing::SimtBuffer;
 
 const cuda::ElementwiseLaunch kLaunchShapes[] = {{256, 2048}, {64, 2}};
-
-// A device-like buffer: the values stored as dtype, starting `offset` elements into an
-// allocation, so offset 1 breaks the 16-byte alignment of the vector path.
-struct Buffer {
-  Buffer(DType dtype, const std::vector<float>& values, int offset)
-      : dtype(dtype), offset_bytes(offset * dtype_size(dtype)) {
-    const std::vector<std::byte> bytes = encode(dtype, values);
-    storage.assign(bytes.size() + offset_bytes + 16, std::byte{0});
-    std::copy(bytes.begin(), bytes.end(), storage.begin() + offset_bytes);
-  }
-  void* data() { return storage.data() + offset_bytes; }
-  std::vector<float> values(int64_t n) const {
-    return decode(dtype, storage.data() + offset_bytes, n);
-  }
-  DType dtype;
-  size_t offset_bytes;
-  // 16-byte aligned (operator new alignment), like a cudaMalloc pointer.
-  std::vector<std::byte> storage;
-};
 
 // Calls fn.template operator()<HostT, DeviceT>() for the dtype.
 template <typename Fn>
@@ -63,14 +46,14 @@ TEST(ElementwiseSimt, ReluForwardMatchesCpu) {
           SCOPED_TRACE(case_name(dtype, n) + " offset=" + std::to_string(offset) +
                        " max_blocks=" + std::to_string(shape.max_blocks));
           const std::vector<float> x = make_inputs(n, 11, dtype);
-          Buffer in(dtype, x, offset), out(dtype, std::vector<float>(n, 7.f), offset);
-          Buffer expected(dtype, std::vector<float>(n), 0);
+          SimtBuffer in(dtype, x, offset), out(dtype, std::vector<float>(n, 7.f), offset);
+          SimtBuffer expected(dtype, std::vector<float>(n), 0);
           cpu::relu_forward(dtype, in.data(), expected.data(), n);
           with_types(dtype, [&]<typename H, typename D>() {
             cuda::relu_forward_launch(static_cast<const D*>(in.data()), static_cast<D*>(out.data()),
                                       n, nullptr, shape);
           });
-          EXPECT_TRUE(same_values(expected.values(n), out.values(n)));
+          EXPECT_TRUE(same_values(expected.values(), out.values()));
         }
       }
     }
@@ -86,16 +69,41 @@ TEST(ElementwiseSimt, ReluBackwardMatchesCpu) {
           std::vector<float> y = make_inputs(n, 12, dtype);
           for (float& v : y)
             v = testing::reference_relu(v);
-          Buffer out(dtype, y, offset), grad_out(dtype, make_inputs(n, 13, dtype), offset);
-          Buffer grad_in(dtype, std::vector<float>(n, 7.f), offset);
-          Buffer expected(dtype, std::vector<float>(n), 0);
+          SimtBuffer out(dtype, y, offset), grad_out(dtype, make_inputs(n, 13, dtype), offset);
+          SimtBuffer grad_in(dtype, std::vector<float>(n, 7.f), offset);
+          SimtBuffer expected(dtype, std::vector<float>(n), 0);
           cpu::relu_backward(dtype, out.data(), grad_out.data(), expected.data(), n);
           with_types(dtype, [&]<typename H, typename D>() {
             cuda::relu_backward_launch(static_cast<const D*>(out.data()),
                                        static_cast<const D*>(grad_out.data()),
                                        static_cast<D*>(grad_in.data()), n, nullptr, shape);
           });
-          EXPECT_TRUE(same_values(expected.values(n), grad_in.values(n)));
+          EXPECT_TRUE(same_values(expected.values(), grad_in.values()));
+        }
+      }
+    }
+  }
+}
+
+// add_relu (relu = true) and add (relu = false) against their CPU twins.
+void expect_add_matches_cpu(bool relu) {
+  for (DType dtype : kDTypes) {
+    for (int64_t n : kElementwiseSizes) {
+      for (int offset : {0, 1}) {
+        for (const cuda::ElementwiseLaunch& shape : kLaunchShapes) {
+          SCOPED_TRACE(case_name(dtype, n) + " offset=" + std::to_string(offset));
+          SimtBuffer a(dtype, make_inputs(n, 14, dtype), offset);
+          SimtBuffer b(dtype, make_inputs(n, 15, dtype), offset);
+          SimtBuffer y(dtype, std::vector<float>(n, 7.f), offset);
+          SimtBuffer expected(dtype, std::vector<float>(n), 0);
+          (relu ? cpu::add_relu_forward : cpu::add)(dtype, a.data(), b.data(), expected.data(), n);
+          with_types(dtype, [&]<typename H, typename D>() {
+            (relu ? cuda::add_relu_forward_launch<D>
+                  : cuda::add_launch<D>)(static_cast<const D*>(a.data()),
+                                         static_cast<const D*>(b.data()), static_cast<D*>(y.data()),
+                                         n, nullptr, shape);
+          });
+          EXPECT_TRUE(same_values(expected.values(), y.values()));
         }
       }
     }
@@ -103,26 +111,11 @@ TEST(ElementwiseSimt, ReluBackwardMatchesCpu) {
 }
 
 TEST(ElementwiseSimt, AddReluMatchesCpu) {
-  for (DType dtype : kDTypes) {
-    for (int64_t n : kElementwiseSizes) {
-      for (int offset : {0, 1}) {
-        for (const cuda::ElementwiseLaunch& shape : kLaunchShapes) {
-          SCOPED_TRACE(case_name(dtype, n) + " offset=" + std::to_string(offset));
-          Buffer a(dtype, make_inputs(n, 14, dtype), offset);
-          Buffer b(dtype, make_inputs(n, 15, dtype), offset);
-          Buffer y(dtype, std::vector<float>(n, 7.f), offset);
-          Buffer expected(dtype, std::vector<float>(n), 0);
-          cpu::add_relu_forward(dtype, a.data(), b.data(), expected.data(), n);
-          with_types(dtype, [&]<typename H, typename D>() {
-            cuda::add_relu_forward_launch(static_cast<const D*>(a.data()),
-                                          static_cast<const D*>(b.data()),
-                                          static_cast<D*>(y.data()), n, nullptr, shape);
-          });
-          EXPECT_TRUE(same_values(expected.values(n), y.values(n)));
-        }
-      }
-    }
-  }
+  expect_add_matches_cpu(true);
+}
+
+TEST(ElementwiseSimt, AddMatchesCpu) {
+  expect_add_matches_cpu(false);
 }
 
 TEST(ElementwiseSimt, EntryPointsDispatchOnDtype) {
@@ -130,20 +123,37 @@ TEST(ElementwiseSimt, EntryPointsDispatchOnDtype) {
   for (DType dtype : kDTypes) {
     const int64_t n = 1000;
     const std::vector<float> x = make_inputs(n, 16, dtype);
-    Buffer inout(dtype, x, 0), expected(dtype, std::vector<float>(n), 0);
+    SimtBuffer inout(dtype, x, 0), expected(dtype, std::vector<float>(n), 0);
     cpu::relu_forward(dtype, inout.data(), expected.data(), n);
     cuda::relu_forward(dtype, inout.data(), inout.data(), n, nullptr);
-    EXPECT_TRUE(same_values(expected.values(n), inout.values(n))) << dtype_name(dtype);
+    EXPECT_TRUE(same_values(expected.values(), inout.values())) << dtype_name(dtype);
 
-    Buffer a(dtype, x, 0), b(dtype, make_inputs(n, 17, dtype), 0), sum(dtype, x, 0);
+    SimtBuffer a(dtype, x, 0), b(dtype, make_inputs(n, 17, dtype), 0), sum(dtype, x, 0);
     cpu::add_relu_forward(dtype, a.data(), b.data(), expected.data(), n);
     cuda::add_relu_forward(dtype, sum.data(), b.data(), sum.data(), n, nullptr);
-    EXPECT_TRUE(same_values(expected.values(n), sum.values(n))) << dtype_name(dtype);
+    EXPECT_TRUE(same_values(expected.values(), sum.values())) << dtype_name(dtype);
 
-    Buffer grad(dtype, make_inputs(n, 18, dtype), 0), grad_expected(dtype, x, 0);
+    SimtBuffer plain_sum(dtype, x, 0);
+    cpu::add(dtype, a.data(), b.data(), expected.data(), n);
+    cuda::add(dtype, plain_sum.data(), b.data(), plain_sum.data(), n, nullptr);
+    EXPECT_TRUE(same_values(expected.values(), plain_sum.values())) << dtype_name(dtype);
+
+    SimtBuffer grad(dtype, make_inputs(n, 18, dtype), 0), grad_expected(dtype, x, 0);
     cpu::relu_backward(dtype, expected.data(), grad.data(), grad_expected.data(), n);
     cuda::relu_backward(dtype, expected.data(), grad.data(), grad.data(), n, nullptr);
-    EXPECT_TRUE(same_values(grad_expected.values(n), grad.values(n))) << dtype_name(dtype);
+    EXPECT_TRUE(same_values(grad_expected.values(), grad.values())) << dtype_name(dtype);
+  }
+}
+
+// The fill value as the launcher takes it, rounded to bf16 as the entry point rounds it.
+template <typename D>
+D device_value(float value) {
+  if constexpr (std::is_same_v<D, float>) {
+    return value;
+  } else {
+    __nv_bfloat16_raw bits;
+    bits.x = bf16::from_float(value);
+    return __nv_bfloat16(bits);
   }
 }
 
@@ -151,13 +161,24 @@ TEST(ElementwiseSimt, FillMatchesCpu) {
   for (DType dtype : kDTypes) {
     for (int64_t n : kElementwiseSizes) {
       for (int offset : {0, 1}) {
-        SCOPED_TRACE(case_name(dtype, n) + " offset=" + std::to_string(offset));
-        Buffer out(dtype, std::vector<float>(n, 7.f), offset);
-        Buffer expected(dtype, std::vector<float>(n), 0);
         for (float value : {0.f, -2.5f, 1.00390625f, NAN}) {
+          SCOPED_TRACE(case_name(dtype, n) + " offset=" + std::to_string(offset) +
+                       " value=" + std::to_string(value));
+          SimtBuffer expected(dtype, std::vector<float>(n), 0);
           cpu::fill(dtype, expected.data(), n, value);
+          for (const cuda::ElementwiseLaunch& shape : kLaunchShapes) {
+            SimtBuffer out(dtype, std::vector<float>(n, 7.f), offset);
+            with_types(dtype, [&]<typename H, typename D>() {
+              cuda::fill_launch(static_cast<D*>(out.data()), n, device_value<D>(value), nullptr,
+                                shape);
+            });
+            EXPECT_TRUE(same_values(expected.values(), out.values()))
+                << "max_blocks=" << shape.max_blocks;
+          }
+          // The entry point, with the default grid.
+          SimtBuffer out(dtype, std::vector<float>(n, 7.f), offset);
           cuda::fill(dtype, out.data(), n, value, nullptr);
-          EXPECT_TRUE(same_values(expected.values(n), out.values(n))) << value;
+          EXPECT_TRUE(same_values(expected.values(), out.values())) << "entry point";
         }
       }
     }
@@ -175,11 +196,23 @@ TEST(ElementwiseSimt, CastMatchesCpu) {
           std::vector<float> x = make_inputs(n, 19, from);
           for (size_t i = 0; i < x.size(); i += 7)
             x[i] = 1.f + (static_cast<float>(i % 5) + 0.5f) / 128.f;
-          Buffer in(from, x, offset), out(to, std::vector<float>(n, 7.f), offset);
-          Buffer expected(to, std::vector<float>(n), 0);
+          SimtBuffer in(from, x, offset), expected(to, std::vector<float>(n), 0);
           cpu::cast(from, in.data(), to, expected.data(), n);
+          for (const cuda::ElementwiseLaunch& shape : kLaunchShapes) {
+            SimtBuffer out(to, std::vector<float>(n, 7.f), offset);
+            with_types(from, [&]<typename HIn, typename DIn>() {
+              with_types(to, [&]<typename HOut, typename DOut>() {
+                cuda::cast_launch(static_cast<const DIn*>(in.data()),
+                                  static_cast<DOut*>(out.data()), n, nullptr, shape);
+              });
+            });
+            EXPECT_TRUE(same_values(expected.values(), out.values()))
+                << "max_blocks=" << shape.max_blocks;
+          }
+          // The entry point, with the default grid.
+          SimtBuffer out(to, std::vector<float>(n, 7.f), offset);
           cuda::cast(from, in.data(), to, out.data(), n, nullptr);
-          EXPECT_TRUE(same_values(expected.values(n), out.values(n)));
+          EXPECT_TRUE(same_values(expected.values(), out.values())) << "entry point";
         }
       }
     }

@@ -69,6 +69,37 @@ TEST(LossSimt, CrossEntropyMatchesCpu) {
   }
 }
 
+TEST(LossSimt, MeanOfManyValidRowsMatchesCpu) {
+  // More rows than the mean kernel's threads and not a multiple of them: threads sum several
+  // samples each, and the tree adds every partial. All labels valid, so the mean is a number
+  // (the cases above with an invalid label only check that it is NaN). One sample missed or
+  // counted twice moves the mean by ~1/n of it, far above the fp32 summation error.
+  static_assert(cuda::kMeanThreads == 256);
+  for (DType dtype : kDTypes) {
+    for (int64_t n : {257, 777}) {
+      for (const cuda::RowLaunch& grid : kGrids) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " n " + std::to_string(n) +
+                     " blocks<=" + std::to_string(grid.max_blocks));
+        const int64_t k = 10;
+        const std::vector<float> z = testing::normal_values(n * k, 21, dtype, 0.0, 3.0);
+        const std::vector<float> labels = testing::make_labels(n, k, 22);
+        SimtBuffer logits(dtype, z), dlabels(DType::f32, labels);
+        SimtBuffer sample = SimtBuffer::f32(n), loss = SimtBuffer::f32(1);
+        std::vector<float> cpu_sample(n), cpu_loss(1);
+        cpu::cross_entropy_forward(dtype, logits.data(), labels.data(), n, k, 0.f,
+                                   cpu_sample.data(), cpu_loss.data());
+        ASSERT_TRUE(std::isfinite(cpu_loss[0]) && cpu_loss[0] > 0.f) << cpu_loss[0];
+        cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
+          cuda::cross_entropy_forward_launch(logits.as<T>(), dlabels.floats(), n, k, 0.f,
+                                             sample.floats(), loss.floats(), nullptr, grid);
+        });
+        EXPECT_TRUE(all_close(cpu_sample, sample.values(), 1e-6, 10.0));
+        EXPECT_TRUE(all_close(cpu_loss, loss.values(), testing::kF32Rel)) << cpu_loss[0];
+      }
+    }
+  }
+}
+
 TEST(LossSimt, BackwardInPlaceMatchesCpu) {
   const LossShape s{4, 70};
   const std::vector<float> z = testing::normal_values(s.n * s.k, 3, DType::f32);

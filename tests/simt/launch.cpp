@@ -8,6 +8,7 @@
 
 #include "simt/builtins.h"
 #include "simt/format.h"
+#include "simt/guarded_buffer.h"
 #include "simt/runtime.h"
 #include "simt/scheduler.h"
 #include "simt/self_image.h"
@@ -116,6 +117,15 @@ void run_launch(const KernelLaunch& launch) {
         }
       }
     }
+  }
+  // A write past a buffer's end usually stays inside its heap block: only the guards show it.
+  const std::string overwritten = guard_violations();
+  if (!overwritten.empty()) {
+    throw std::runtime_error(
+        format("simt: kernel %s, grid (%u,%u,%u), block (%u,%u,%u): a guard zone was overwritten "
+               "(by this launch, or by host code since the previous one): %s",
+               kernel_name(launch).c_str(), g.x, g.y, g.z, launch.block.x, launch.block.y,
+               launch.block.z, overwritten.c_str()));
   }
 }
 

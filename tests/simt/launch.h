@@ -19,7 +19,9 @@ namespace simt {
 // thread gets its own copy of the parameters.
 //
 // Validates the configuration like CUDA (std::invalid_argument), reports a kernel exception or
-// a deadlock as std::runtime_error naming the kernel, block and waiting threads. One host
+// a deadlock as std::runtime_error naming the kernel, block and waiting threads, and a write
+// into the guards of a live simt::GuardedBuffer (guarded_buffer.h) as std::runtime_error
+// naming the kernel, the buffer and the byte offsets. One host
 // thread at a time: concurrent calls from several host threads are serialized.
 template <typename... Params, typename... Args>
 void launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem_bytes,

@@ -23,7 +23,8 @@ struct KernelLaunch {
 
 // Runs every block of `launch` and returns when all threads have returned. Throws
 // std::invalid_argument for a configuration CUDA would reject, std::runtime_error when a
-// thread throws or the block deadlocks, std::logic_error when called from inside a kernel.
+// thread throws, the block deadlocks or a GuardedBuffer's guard was overwritten,
+// std::logic_error when called from inside a kernel.
 void run_launch(const KernelLaunch& launch);
 
 // __syncthreads and its reducing variants; returns the reduction (0 for kNone).

@@ -1,5 +1,7 @@
 // The planted bug for AddressSanitizer: a kernel writes one element past its dynamic shared
-// memory. CI passes when ASan reports it.
+// memory. CI passes when ASan reports a heap-buffer-overflow in overflow_kernel and exits with
+// its exit code (check_sanitizer_report.cmake), and fails when the same check accepts the build
+// without ASan (simt_planted_overflow_blind).
 #include <cstdio>
 
 #include "simt/simt.h"

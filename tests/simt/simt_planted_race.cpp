@@ -1,6 +1,8 @@
 // The planted bug for ThreadSanitizer: block_sum_kernel without the __syncthreads between
-// its two stages. CI passes when TSan prints "ThreadSanitizer: data race" (the correct kernel
-// runs in simt_test_tsan without a report). Not a GoogleTest: TSan's report is the result.
+// its two stages. CI passes when TSan reports a data race in block_sum_kernel<true> and exits
+// with its exit code (check_sanitizer_report.cmake), and fails when the same check accepts the
+// build without TSan (simt_planted_race_blind); the correct kernel runs in simt_test_tsan
+// without a report. Not a GoogleTest: TSan's report is the result.
 #include <cstdio>
 #include <vector>
 

@@ -30,7 +30,9 @@ constexpr int kShuffleKinds = 6;
 template <typename T>
 __global__ void shuffle_kernel(int width, T* out) {
   const int lane = static_cast<int>(threadIdx.x);
-  const T v = static_cast<T>(lane * 10);
+  // Through float: CUDA 11's __half and __nv_bfloat16 (Debian 12's nvidia-cuda-dev) have no
+  // host constructor from int.
+  const T v = static_cast<T>(static_cast<float>(lane * 10));
   out[0 * 32 + lane] = __shfl_sync(kFull, v, 3, width);
   out[1 * 32 + lane] = __shfl_sync(kFull, v, lane + 37, width);
   out[2 * 32 + lane] = __shfl_up_sync(kFull, v, 2, width);
@@ -50,7 +52,8 @@ void check_shuffles(float (*to_float)(T)) {
           expected_up(lane, 2, width),  expected_down(lane, 3, width),
           expected_xor(lane, 1, width), expected_xor(lane, 12, width)};
       for (int k = 0; k < kShuffleKinds; ++k) {
-        EXPECT_EQ(to_float(out[k * 32 + lane]), to_float(static_cast<T>(expected[k] * 10)))
+        EXPECT_EQ(to_float(out[k * 32 + lane]),
+                  to_float(static_cast<T>(static_cast<float>(expected[k] * 10))))
             << "kind " << k << " width " << width << " lane " << lane;
       }
     }
