@@ -1,55 +1,118 @@
-// The failure drill: under mpirun, one rank dies (SIGKILL from a thread, so the main thread
-// is in the middle of an all-reduce) or stays alive but stops calling collectives. The
-// other ranks must not hang: within the communicator's timeout each prints which
-// collective timed out, its own rank and the peer that never answered, and the job ends.
-// ctest checks that message (PASS_REGULAR_EXPRESSION) and a TIMEOUT far above the
-// communicator's.
+// The failure drill's rank program: under mpirun, the victim rank dies (SIGKILL from a
+// thread, so its main thread is in the middle of an all-reduce) or stays alive but stops
+// calling collectives. The other ranks must not hang: within the communicator's timeout each
+// prints which collective timed out, its own rank and the peer that never answered, and the
+// job ends. rank_drill.cpp runs it and checks all of that rank by rank.
 //
-//   mpirun --enable-recovery -np 3 collectives_rank_kill <impl> kill
-//   mpirun -np 3 collectives_rank_kill <impl> silent
+//   mpirun --enable-recovery -np 3 collectives_rank_kill <impl> kill|silent
+//          [--victim R] [--timeout-s S] [--elements N] [--report-dir DIR]
 //
 // --enable-recovery keeps mpirun from killing the survivors the moment the victim dies, so
-// they reach their own timeout (without it mpirun ends the job itself, which is also no hang).
+// they reach their own timeout. With --report-dir the victim records when it left
+// (rank_drill_records.h).
+#include <unistd.h>
+
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "collectives/bootstrap.h"
 #include "collectives/comm_factory.h"
+#include "rank_drill_records.h"
+
+namespace {
+
+struct DrillOptions {
+  std::string impl = "ring-shm";
+  std::string mode = "kill";
+  int victim = 1;
+  double timeout_s = 3;
+  int64_t elements = 4 << 20;  // 16 MiB of f32: the ring path, as gradient buckets take
+  std::string report_dir;
+};
+
+DrillOptions parse(int argc, char** argv) {
+  DrillOptions options;
+  std::vector<std::string> positional;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::runtime_error(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--victim") {
+      options.victim = std::stoi(value());
+    } else if (arg == "--timeout-s") {
+      options.timeout_s = std::stod(value());
+    } else if (arg == "--elements") {
+      options.elements = std::stoll(value());
+    } else if (arg == "--report-dir") {
+      options.report_dir = value();
+    } else if (arg.starts_with("--")) {
+      throw std::runtime_error("unknown option " + arg);
+    } else {
+      positional.push_back(arg);
+    }
+  }
+  if (positional.size() > 0) options.impl = positional[0];
+  if (positional.size() > 1) options.mode = positional[1];
+  if (options.mode != "kill" && options.mode != "silent")
+    throw std::runtime_error("mode must be kill or silent, not " + options.mode);
+  return options;
+}
+
+// Tells the check when the victim left; a drill without a report directory records nothing.
+void record_leaving(const DrillOptions& options) {
+  if (options.report_dir.empty()) return;
+  const engine::drill::VictimRecord record{options.victim, getpid(), engine::drill::monotonic_ns()};
+  if (!engine::drill::write_victim_record(options.report_dir, record)) {
+    std::fprintf(stderr, "[rank %d] cannot write %s\n", options.victim,
+                 engine::drill::victim_record_path(options.report_dir).c_str());
+  }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace engine;
   MpiSession session(&argc, &argv);
-  const std::string impl = argc > 1 ? argv[1] : "ring-shm";
-  const std::string mode = argc > 2 ? argv[2] : "kill";
-  constexpr int kVictim = 1;
   try {
-    if (session.size() < 2) {
-      std::fprintf(stderr, "rank_kill needs at least 2 ranks\n");
+    const DrillOptions drill = parse(argc, argv);
+    if (session.size() < 2 || drill.victim < 0 || drill.victim >= session.size()) {
+      std::fprintf(stderr, "rank_kill needs at least 2 ranks and a victim among them (%d of %d)\n",
+                   drill.victim, session.size());
       return 2;
     }
     CommOptions options;
-    options.timeout = std::chrono::seconds(3);
-    auto comm = make_communicator(impl, session, options);
+    options.timeout = std::chrono::milliseconds(static_cast<int64_t>(drill.timeout_s * 1000));
+    // Longer than any survivor may wait: past it, the collectives went on without the victim.
+    const auto give_up = std::chrono::duration<double>(drill.timeout_s + 20);
+    auto comm = make_communicator(drill.impl, session, options);
     Stream stream;
-    Tensor data = Tensor::from_floats({4 << 20}, std::vector<float>(4 << 20, 1.f));
+    Tensor data = Tensor::from_floats({drill.elements}, std::vector<float>(drill.elements, 1.f));
     comm->all_reduce(data, ReduceOp::sum, stream);  // everyone is alive and connected
-    if (session.rank() == kVictim) {
-      if (mode == "silent") {
-        std::this_thread::sleep_for(std::chrono::seconds(30));  // alive, but never answers
+    if (session.rank() == drill.victim) {
+      if (drill.mode == "silent") {
+        record_leaving(drill);
+        std::this_thread::sleep_for(give_up);  // alive, but never answers
         return 0;
       }
-      std::thread([] {
+      std::thread([drill] {
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        record_leaving(drill);
         std::raise(SIGKILL);
       }).detach();
     }
-    for (int i = 0; i < 100000; ++i)
+    const auto start = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - start < give_up)
       comm->all_reduce(data, ReduceOp::sum, stream);
-    std::fprintf(stderr, "[rank %d] the collectives finished although rank %d died\n",
-                 session.rank(), kVictim);
+    std::fprintf(stderr, "[rank %d] the collectives went on although rank %d %s\n", session.rank(),
+                 drill.victim, drill.mode == "kill" ? "died" : "stopped calling them");
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "[rank %d] unexpected error: %s\n", session.rank(), e.what());
