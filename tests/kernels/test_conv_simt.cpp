@@ -11,14 +11,15 @@
 #include "conv_reference.h"
 #include "elementwise_cases.h"
 #include "kernels/cpu/conv.h"
+#include "simt_buffer.h"
 
 namespace engine {
 namespace {
 
 using testing::conv_shape;
 using testing::decode;
-using testing::encode;
 using testing::random_values;
+using testing::SimtBuffer;
 
 // fp32 engines differ from the CPU only in summation order.
 constexpr double kF32Tolerance = 1e-5;
@@ -47,17 +48,16 @@ std::vector<SimtCase> simt_cases() {
   };
 }
 
-// Host buffers standing in for device memory, in the dtype of the test.
+// Guarded buffers standing in for device memory (simt_buffer.h), in the dtype of the test.
 struct Operands {
   Operands(const Conv2dShape& shape, DType dtype)
       : dtype(dtype),
-        x(encode(dtype, random_values(shape_numel(shape.input_shape()), 1, true))),
-        w(encode(dtype, random_values(shape_numel(shape.filter_shape()), 2, true))),
-        dy(encode(dtype, random_values(shape_numel(shape.output_shape()), 3, true))),
-        bias(random_values(shape.out_channels, 4)) {}
+        x(dtype, random_values(shape_numel(shape.input_shape()), 1, true)),
+        w(dtype, random_values(shape_numel(shape.filter_shape()), 2, true)),
+        dy(dtype, random_values(shape_numel(shape.output_shape()), 3, true)),
+        bias(DType::f32, random_values(shape.out_channels, 4)) {}
   DType dtype;
-  std::vector<std::byte> x, w, dy;
-  std::vector<float> bias;
+  SimtBuffer x, w, dy, bias;
 };
 
 double tolerance(DType dtype) {
@@ -70,15 +70,16 @@ TEST(ConvSimt, ForwardMatchesCpu) {
       SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + std::string(dtype_name(dtype)));
       Operands in(shape, dtype);
       const int64_t outputs = shape_numel(shape.output_shape());
-      std::vector<std::byte> expected(outputs * dtype_size(dtype)), actual(expected.size());
-      cpu::conv2d_forward(shape, dtype, in.x.data(), in.w.data(), in.bias.data(), expected.data());
+      std::vector<std::byte> expected(outputs * dtype_size(dtype));
+      SimtBuffer actual(dtype, std::vector<float>(outputs, NAN));
+      cpu::conv2d_forward(shape, dtype, in.x.data(), in.w.data(), in.bias.floats(),
+                          expected.data());
       cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
         cuda::conv2d_forward_launch(shape, reinterpret_cast<const T*>(in.x.data()),
-                                    reinterpret_cast<const T*>(in.w.data()), in.bias.data(),
+                                    reinterpret_cast<const T*>(in.w.data()), in.bias.floats(),
                                     reinterpret_cast<T*>(actual.data()), nullptr);
       });
-      EXPECT_LE(relative_difference(decode(dtype, actual.data(), outputs),
-                                    decode(dtype, expected.data(), outputs)),
+      EXPECT_LE(relative_difference(actual.values(), decode(dtype, expected.data(), outputs)),
                 tolerance(dtype));
     }
   }
@@ -90,15 +91,15 @@ TEST(ConvSimt, BackwardDataMatchesCpu) {
       SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + std::string(dtype_name(dtype)));
       Operands in(shape, dtype);
       const int64_t inputs = shape_numel(shape.input_shape());
-      std::vector<std::byte> expected(inputs * dtype_size(dtype)), actual(expected.size());
+      std::vector<std::byte> expected(inputs * dtype_size(dtype));
+      SimtBuffer actual(dtype, std::vector<float>(inputs, NAN));
       cpu::conv2d_backward_data(shape, dtype, in.dy.data(), in.w.data(), expected.data());
       cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
         cuda::conv2d_backward_data_launch(shape, reinterpret_cast<const T*>(in.dy.data()),
                                           reinterpret_cast<const T*>(in.w.data()),
                                           reinterpret_cast<T*>(actual.data()), nullptr);
       });
-      EXPECT_LE(relative_difference(decode(dtype, actual.data(), inputs),
-                                    decode(dtype, expected.data(), inputs)),
+      EXPECT_LE(relative_difference(actual.values(), decode(dtype, expected.data(), inputs)),
                 tolerance(dtype));
     }
   }
@@ -118,16 +119,17 @@ TEST(ConvSimt, BackwardFilterMatchesCpuWithAndWithoutSplitK) {
         std::vector<float> expected = previous, expected_bias = previous_bias;
         cpu::conv2d_backward_filter(shape, dtype, in.x.data(), in.dy.data(), DType::f32,
                                     expected.data(), expected_bias.data(), true);
-        std::vector<float> actual = previous, actual_bias = previous_bias;
-        std::vector<float> workspace(cuda::filter_grad_workspace_bytes(shape, splits) / 4, NAN);
+        SimtBuffer actual(DType::f32, previous), actual_bias(DType::f32, previous_bias);
+        SimtBuffer workspace =
+            SimtBuffer::f32(cuda::filter_grad_workspace_bytes(shape, splits) / 4);
         cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
-          cuda::conv2d_backward_filter_launch(shape, reinterpret_cast<const T*>(in.x.data()),
-                                              reinterpret_cast<const T*>(in.dy.data()),
-                                              actual.data(), actual_bias.data(), true,
-                                              workspace.data(), nullptr, cuda::ConvLaunch{splits});
+          cuda::conv2d_backward_filter_launch(
+              shape, reinterpret_cast<const T*>(in.x.data()),
+              reinterpret_cast<const T*>(in.dy.data()), actual.floats(), actual_bias.floats(), true,
+              workspace.floats(), nullptr, cuda::ConvLaunch{splits});
         });
-        EXPECT_LE(relative_difference(actual, expected), kF32Tolerance);
-        EXPECT_LE(relative_difference(actual_bias, expected_bias), kF32Tolerance);
+        EXPECT_LE(relative_difference(actual.values(), expected), kF32Tolerance);
+        EXPECT_LE(relative_difference(actual_bias.values(), expected_bias), kF32Tolerance);
       }
     }
   }
@@ -137,14 +139,14 @@ TEST(ConvSimt, EntryPointsWriteBf16FilterGradients) {
   const Conv2dShape shape = conv_shape(2, 5, 7, 3, 5, 3, 3, 1, 1);
   Operands in(shape, DType::bf16);
   const int64_t filters = shape_numel(shape.filter_shape());
-  std::vector<std::byte> expected(filters * 2), actual(filters * 2);
+  std::vector<std::byte> expected(filters * 2);
+  SimtBuffer actual(DType::bf16, std::vector<float>(filters, NAN));
   cpu::conv2d_backward_filter(shape, DType::bf16, in.x.data(), in.dy.data(), DType::bf16,
                               expected.data(), nullptr, false);
-  std::vector<float> workspace(cuda::conv2d_backward_filter_workspace_bytes(shape) / 4);
+  SimtBuffer workspace = SimtBuffer::f32(cuda::conv2d_backward_filter_workspace_bytes(shape) / 4);
   cuda::conv2d_backward_filter(shape, DType::bf16, in.x.data(), in.dy.data(), DType::bf16,
                                actual.data(), nullptr, false, workspace.data(), nullptr);
-  EXPECT_LE(relative_difference(decode(DType::bf16, actual.data(), filters),
-                                decode(DType::bf16, expected.data(), filters)),
+  EXPECT_LE(relative_difference(actual.values(), decode(DType::bf16, expected.data(), filters)),
             kBf16Tolerance);
 }
 
