@@ -1,0 +1,124 @@
+#include "nn/batchnorm2d.h"
+
+#include "kernels/ops/activation.h"
+#include "kernels/ops/batchnorm.h"
+#include "kernels/ops/copy.h"
+#include "nn/shape_checks.h"
+
+namespace engine::nn {
+
+BatchNorm2d::BatchNorm2d(ParameterSet& params, std::string name, const BatchNormOptions& options)
+    : Layer(std::move(name)), params_(params), options_(options) {
+  if (options.channels < 1 || !(options.eps > 0.f) ||
+      !(options.momentum >= 0.f && options.momentum <= 1.f)) {
+    fail_in(*this, "channels must be >= 1, eps > 0 and momentum in [0, 1]");
+  }
+  const Shape per_channel = {options.channels};
+  weight_id_ = params.add_parameter(child_name(this->name(), "weight"), per_channel,
+                                    ParameterKind::norm_weight);
+  bias_id_ =
+      params.add_parameter(child_name(this->name(), "bias"), per_channel, ParameterKind::norm_bias);
+  mean_id_ = params.add_buffer(child_name(this->name(), "running_mean"), per_channel);
+  var_id_ = params.add_buffer(child_name(this->name(), "running_var"), per_channel);
+  batches_id_ = params.add_counter(child_name(this->name(), "num_batches_tracked"));
+}
+
+Tensor BatchNorm2d::running_mean() const {
+  return params_.buffer(mean_id_);
+}
+Tensor BatchNorm2d::running_var() const {
+  return params_.buffer(var_id_);
+}
+int64_t BatchNorm2d::batches_tracked() const {
+  return params_.counter(batches_id_);
+}
+
+void BatchNorm2d::reset_state(Stream& stream) {
+  Tensor var = running_var(), weight = params_.value(weight_id_);
+  fill(var, 1.f, stream);
+  fill(weight, 1.f, stream);
+}
+
+Shape BatchNorm2d::setup(const Shape& input, const SetupContext& context) {
+  require_nhwc(*this, input, options_.channels);
+  input_shape_ = input;
+  const Device device = context.device;
+  const int64_t c = options_.channels;
+  weight_ = params_.value(weight_id_);
+  bias_ = params_.value(bias_id_);
+  weight_grad_ = params_.grad(weight_id_);
+  bias_grad_ = params_.grad(bias_id_);
+  running_mean_ = running_mean();
+  running_var_ = running_var();
+  y_ = Tensor::empty(input, context.dtype, device);
+  dx_ = context.input_grad ? Tensor::empty(input, context.dtype, device) : Tensor();
+  relu_grad_ = options_.relu ? Tensor::empty(input, context.dtype, device) : Tensor();
+  stats_ = Tensor::empty({batchnorm_stats_numel(c)}, DType::f32, device);
+  batch_stats_ = Tensor::empty({batchnorm_stats_numel(c)}, DType::f32, device);
+  grad_sums_ = Tensor::empty({2 * c}, DType::f32, device);
+  workspace_ = Tensor::empty({batchnorm_workspace_numel(y_)}, DType::f32, device);
+  return input;
+}
+
+const Tensor& BatchNorm2d::forward(const Tensor& x, Pass& pass) {
+  return run_forward(x, Tensor(), pass);
+}
+
+const Tensor& BatchNorm2d::forward(const Tensor& x, const Tensor& residual, Pass& pass) {
+  return run_forward(x, residual, pass);
+}
+
+const Tensor& BatchNorm2d::run_forward(const Tensor& x, const Tensor& residual, Pass& pass) {
+  const BatchNormEpilogue epilogue{residual, options_.relu};
+  trained_forward_ = pass.training;
+  if (!pass.training) {
+    batchnorm_eval_forward(x, running_mean_, running_var_, weight_, bias_, options_.eps, y_,
+                           pass.stream, epilogue);
+    return y_;
+  }
+  const Shape& s = input_shape_;
+  if (s[0] * s[1] * s[2] <= 1) {
+    // PyTorch's wording, with its NCHW size.
+    fail_in(*this, "Expected more than 1 value per channel when training, got input size [" +
+                       std::to_string(s[0]) + ", " + std::to_string(s[3]) + ", " +
+                       std::to_string(s[1]) + ", " + std::to_string(s[2]) + "] (N, C, H, W)");
+  }
+  x_ = x;
+  batchnorm_stats(x, stats_, workspace_, pass.stream);
+  batchnorm_finalize(stats_, running_mean_, running_var_, options_.momentum, options_.eps,
+                     batch_stats_, pass.stream);
+  batchnorm_normalize(x, batch_stats_, weight_, bias_, y_, pass.stream, epilogue);
+  ++params_.counter(batches_id_);
+  return y_;
+}
+
+const Tensor& BatchNorm2d::backward(const Tensor& dy, Pass& pass) {
+  if (!trained_forward_) {
+    fail_in(*this, "backward after an evaluation forward (it uses running statistics)");
+  }
+  pre_activation_grad_ = dy;
+  if (options_.relu) {
+    relu_backward(y_, dy, relu_grad_, pass.stream);
+    pre_activation_grad_ = relu_grad_;
+  }
+  const Tensor& g = pre_activation_grad_;
+  batchnorm_backward_reduce(g, x_, batch_stats_, grad_sums_, workspace_, pass.stream);
+  // grad_sums = (sum dy, sum dy * xhat): the bias and the weight gradient.
+  const int64_t c = options_.channels;
+  const Tensor sum_dy = grad_sums_.view(0, {c}), sum_dy_xhat = grad_sums_.view(c, {c});
+  if (pass.accumulate_grads) {
+    add(bias_grad_, sum_dy, bias_grad_, pass.stream);
+    add(weight_grad_, sum_dy_xhat, weight_grad_, pass.stream);
+  } else {
+    copy(sum_dy, bias_grad_, pass.stream);
+    copy(sum_dy_xhat, weight_grad_, pass.stream);
+  }
+  pass.grad_ready(bias_id_);
+  pass.grad_ready(weight_id_);
+  if (dx_.defined()) {
+    batchnorm_backward_elementwise(g, x_, batch_stats_, weight_, grad_sums_, dx_, pass.stream);
+  }
+  return dx_;
+}
+
+}  // namespace engine::nn

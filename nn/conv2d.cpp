@@ -1,0 +1,59 @@
+#include "nn/conv2d.h"
+
+#include "kernels/ops/conv.h"
+#include "nn/shape_checks.h"
+
+namespace engine::nn {
+
+Conv2d::Conv2d(ParameterSet& params, std::string name, const Conv2dOptions& options)
+    : Layer(std::move(name)), params_(params), options_(options) {
+  if (options.in_channels < 1 || options.out_channels < 1 || options.kernel < 1 ||
+      options.stride < 1 || options.padding < 0) {
+    fail_in(*this, "in/out channels, kernel and stride must be >= 1 and padding >= 0");
+  }
+  weight_id_ = params.add_parameter(
+      child_name(this->name(), "weight"),
+      {options.out_channels, options.kernel, options.kernel, options.in_channels},
+      ParameterKind::conv_filter);
+  if (options.bias) {
+    bias_id_ = params.add_parameter(child_name(this->name(), "bias"), {options.out_channels},
+                                    ParameterKind::bias);
+  }
+}
+
+Shape Conv2d::setup(const Shape& input, const SetupContext& context) {
+  require_nhwc(*this, input, options_.in_channels);
+  shape_ = make_conv2d_shape(input[0], input[1], options_.in_channels, options_.out_channels,
+                             options_.kernel, options_.stride, options_.padding);
+  shape_.in_w = input[2];
+  shape_.validate();
+  weight_ = params_.value(weight_id_);
+  weight_grad_ = params_.grad(weight_id_);
+  if (bias_id_ >= 0) {
+    bias_ = params_.value(bias_id_);
+    bias_grad_ = params_.grad(bias_id_);
+  }
+  y_ = Tensor::empty(shape_.output_shape(), context.dtype, context.device);
+  dx_ = context.input_grad ? Tensor::empty(input, context.dtype, context.device) : Tensor();
+  workspace_ = Tensor::empty({conv2d_backward_filter_workspace_numel(shape_, context.device)},
+                             DType::f32, context.device);
+  return shape_.output_shape();
+}
+
+const Tensor& Conv2d::forward(const Tensor& x, Pass& pass) {
+  x_ = x;
+  conv2d_forward(shape_, x, weight_, bias_, y_, pass.stream);
+  return y_;
+}
+
+const Tensor& Conv2d::backward(const Tensor& dy, Pass& pass) {
+  // The filter gradient first, so its all-reduce can start while the input gradient runs.
+  conv2d_backward_filter(shape_, x_, dy, weight_grad_, bias_grad_, pass.accumulate_grads,
+                         workspace_, pass.stream);
+  if (bias_id_ >= 0) pass.grad_ready(bias_id_);
+  pass.grad_ready(weight_id_);
+  if (dx_.defined()) conv2d_backward_data(shape_, dy, weight_, dx_, pass.stream);
+  return dx_;
+}
+
+}  // namespace engine::nn

@@ -1,0 +1,41 @@
+// torch.nn.Conv2d (groups 1, dilation 1) on NHWC activations with a KRSC filter.
+#pragma once
+
+#include "kernels/conv_shape.h"
+#include "nn/layer.h"
+
+namespace engine::nn {
+
+struct Conv2dOptions {
+  int64_t in_channels = 1;
+  int64_t out_channels = 1;
+  int64_t kernel = 1;
+  int64_t stride = 1;
+  int64_t padding = 0;
+  bool bias = false;  // torchvision's ResNets have none
+};
+
+class Conv2d final : public Layer {
+ public:
+  Conv2d(ParameterSet& params, std::string name, const Conv2dOptions& options);
+  std::string_view type() const override { return "Conv2d"; }
+
+  Shape setup(const Shape& input, const SetupContext& context) override;
+  const Tensor& forward(const Tensor& x, Pass& pass) override;
+  const Tensor& backward(const Tensor& dy, Pass& pass) override;
+
+  const Conv2dOptions& options() const { return options_; }
+  // The geometry of the last setup (batch included).
+  const Conv2dShape& shape() const { return shape_; }
+  ParameterId weight_id() const { return weight_id_; }
+
+ private:
+  ParameterSet& params_;
+  Conv2dOptions options_;
+  ParameterId weight_id_ = -1, bias_id_ = -1;
+  Conv2dShape shape_;
+  Tensor weight_, weight_grad_, bias_, bias_grad_;
+  Tensor x_, y_, dx_, workspace_;
+};
+
+}  // namespace engine::nn

@@ -1,0 +1,41 @@
+#include "nn/cross_entropy.h"
+
+#include <string>
+
+#include "kernels/error.h"
+#include "kernels/ops/loss.h"
+
+namespace engine::nn {
+
+CrossEntropyLoss::CrossEntropyLoss(float label_smoothing) : label_smoothing_(label_smoothing) {
+  if (!(label_smoothing >= 0.f && label_smoothing <= 1.f)) {
+    fail("CrossEntropyLoss: label_smoothing must be in [0, 1], got " +
+         std::to_string(label_smoothing));
+  }
+}
+
+void CrossEntropyLoss::setup(int64_t batch, int64_t classes, DType dtype, Device device) {
+  if (batch < 1 || classes < 1) {
+    fail("CrossEntropyLoss: batch and classes must be >= 1, got " + std::to_string(batch) +
+         " and " + std::to_string(classes));
+  }
+  sample_loss_ = Tensor::empty({batch}, DType::f32, device);
+  loss_ = Tensor::empty({1}, DType::f32, device);
+  dlogits_ = Tensor::empty({batch, classes}, dtype, device);
+}
+
+const Tensor& CrossEntropyLoss::forward(const Tensor& logits, const Tensor& labels,
+                                        Stream& stream) {
+  logits_ = logits;
+  labels_ = labels;
+  cross_entropy_forward(logits, labels, label_smoothing_, sample_loss_, loss_, stream);
+  return loss_;
+}
+
+const Tensor& CrossEntropyLoss::backward(Stream& stream, float grad_loss) {
+  if (!logits_.defined()) fail("CrossEntropyLoss: backward before forward");
+  cross_entropy_backward(logits_, labels_, label_smoothing_, grad_loss, dlogits_, stream);
+  return dlogits_;
+}
+
+}  // namespace engine::nn

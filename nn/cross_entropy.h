@@ -1,0 +1,28 @@
+// torch.nn.CrossEntropyLoss(label_smoothing=s), reduction 'mean', over logits [N, K].
+#pragma once
+
+#include "kernels/stream.h"
+#include "kernels/tensor.h"
+
+namespace engine::nn {
+
+class CrossEntropyLoss {
+ public:
+  explicit CrossEntropyLoss(float label_smoothing = 0.f);
+
+  void setup(int64_t batch, int64_t classes, DType dtype, Device device);
+  // loss = f32[1], the mean over the batch; labels f32[N] holding class indices.
+  const Tensor& forward(const Tensor& logits, const Tensor& labels, Stream& stream);
+  // The per-sample losses of the last forward (f32[N]).
+  const Tensor& sample_loss() const { return sample_loss_; }
+  // dlogits of the mean loss times grad_loss (1, or 1/k for k accumulated micro-batches).
+  const Tensor& backward(Stream& stream, float grad_loss = 1.f);
+
+  float label_smoothing() const { return label_smoothing_; }
+
+ private:
+  float label_smoothing_;
+  Tensor logits_, labels_, sample_loss_, loss_, dlogits_;
+};
+
+}  // namespace engine::nn

@@ -1,0 +1,63 @@
+// torchvision's ResNets (resnet18/34/50/101/152, v1.5), on NHWC images: the same structure,
+// parameter and buffer names ("layer2.0.downsample.1.running_mean"), counts (resnet18:
+// 11,689,512 parameters at 1000 classes; resnet50: 25,557,032) and initialization
+// (kaiming-normal fan_out convs, BN weight 1 / bias 0, nn.Linear's default for fc, optional
+// zero-init of each block's last BN). The model owns its ParameterSet.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nn/conv2d.h"
+#include "nn/layer.h"
+#include "nn/parameters.h"
+#include "nn/sequential.h"
+
+namespace engine::nn {
+
+struct ResNetOptions {
+  int64_t num_classes = 1000;
+  bool zero_init_residual = false;
+  uint64_t seed = 0;  // for the initial weights (nn/init.h)
+};
+
+// "resnet18", ...: the names make_resnet accepts.
+const std::vector<std::string>& resnet_arch_names();
+
+class ResNet {
+ public:
+  // Builds and registers the layers; throws engine::Error naming the choices for an
+  // unknown arch.
+  ResNet(std::string_view arch, const ResNetOptions& options);
+  ResNet(const ResNet&) = delete;
+  ResNet& operator=(const ResNet&) = delete;
+
+  // Allocates the parameters on device and initializes them from options.seed.
+  void allocate(Device device, Stream& stream);
+  // For images [N, H, W, 3] (NHWC); returns the logits' shape [N, num_classes].
+  Shape setup(const Shape& images, DType dtype, Stream& stream);
+  const Tensor& forward(const Tensor& images, Pass& pass);
+  // dlogits: the loss gradient at the logits. Parameter gradients accumulate unless
+  // params().zero_grad() was called since the last backward.
+  void backward(const Tensor& dlogits, Pass& pass);
+
+  const std::string& arch() const { return arch_; }
+  const ResNetOptions& options() const { return options_; }
+  ParameterSet& params() { return params_; }
+  const ParameterSet& params() const { return params_; }
+  const Sequential& layers() const { return *layers_; }
+  // Every Conv2d in forward order (their shapes after setup): bench_kernels' layer table.
+  std::vector<const Conv2d*> conv_layers() const;
+
+ private:
+  void initialize(Stream& stream);
+
+  std::string arch_;
+  ResNetOptions options_;
+  ParameterSet params_;  // declared before the layers, which hold references to it
+  std::unique_ptr<Sequential> layers_;
+};
+
+}  // namespace engine::nn
