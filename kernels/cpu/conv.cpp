@@ -7,6 +7,7 @@
 #include "kernels/cpu/im2col.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/scratch.h"
 #include "kernels/cpu/sgemm.h"
 #include "kernels/cpu/sgemm_avx512.h"
 
@@ -50,7 +51,7 @@ template <typename Fn>
 void for_each_column_chunk(const Conv2dShape& shape, const float* x, Fn&& fn) {
   const int64_t rows_per_image = shape.out_h() * shape.out_w();
   const int64_t chunk_images = images_per_chunk(shape);
-  std::vector<float> col(static_cast<size_t>(chunk_images * rows_per_image * shape.gemm_k()));
+  const ScratchFloats col(chunk_images * rows_per_image * shape.gemm_k());
   for (int64_t image = 0; image < shape.batch; image += chunk_images) {
     const int64_t first = image * rows_per_image;
     const int64_t end = std::min(shape.batch, image + chunk_images) * rows_per_image;
@@ -88,7 +89,7 @@ void forward_fused_fp32(const Conv2dShape& shape, const float* x, const PackedB&
   [[maybe_unused]] const bool parallel = chunks > 1;
 #pragma omp parallel if (parallel)
   {
-    std::vector<float> col(static_cast<size_t>(std::min(m, chunk_rows) * k));
+    const ScratchFloats col(std::min(m, chunk_rows) * k);
 #pragma omp for schedule(static)
     for (int64_t chunk = 0; chunk < chunks; ++chunk) {
       const int64_t first = chunk * chunk_rows, end = std::min(m, first + chunk_rows);
@@ -186,48 +187,60 @@ void transpose_into(const float* in, int64_t rows, int64_t cols, float beta, flo
   }
 }
 
-// The per-image filter gradient below: worth it while a 240-row column chunk stays within
+// The grouped filter gradient below: worth it while a 240-row column chunk stays within
 // about half of L2 (taps * C <= 640: ResNet's stem and 64-channel 3x3 layers), and while
-// every thread gets an image. Beyond that the shared chunks of the batched path win.
+// every thread gets a group of images. Beyond that the shared chunks of the batched path win.
 bool per_image_filter_gradient_fits(const Conv2dShape& shape) {
   return shape.gemm_k() <= 640 && shape.batch >= max_threads();
 }
 
-// dW^T [taps*C x K] with the AVX-512 GEMM: per image (on one thread each), column chunks of
-// ~240 rows are lowered into the thread's L2 and multiplied at once into the image's partial
-// dW^T; the partials are then summed in image order, so the result does not depend on the
-// thread count. The whole-image column matrices of the general path (7.4 MiB per image for
-// the stem) went through L3.
-std::vector<float> filter_gradient_per_image(const Conv2dShape& shape, const float* x,
-                                             const float* dy) {
+// Images per group of the grouped filter gradient: at most 16 groups, whatever the thread
+// count, so that the summation order, and so the result, depends on the batch alone.
+int64_t images_per_group(int64_t batch) {
+  return (batch + 15) / 16;
+}
+
+// dW^T [taps*C x K] with the AVX-512 GEMM, into `transposed`: each group of images is taken
+// by one thread, which lowers column chunks of ~240 rows into its L2 and multiplies them at
+// once, accumulating the group's partial dW^T in image order; the partials are then summed
+// in group order. The whole-image column matrices of the general path (7.4 MiB per image
+// for the stem) went through L3, and one partial per image (19 MB for a batch of 128 on
+// layer1) cost more to fill and sum than the GEMMs.
+void filter_gradient_grouped(const Conv2dShape& shape, const float* x, const float* dy,
+                             float* transposed) {
   const int64_t k = shape.gemm_k(), channels_out = shape.out_channels;
   const int64_t rows_per_image = shape.out_h() * shape.out_w();
   const int64_t chunk_rows = l2_chunk_rows(k);
-  std::vector<float> partials(static_cast<size_t>(shape.batch * k * channels_out));
+  const int64_t group_images = images_per_group(shape.batch);
+  const int64_t groups = (shape.batch + group_images - 1) / group_images;
+  const int64_t partial_size = k * channels_out;
+  const ScratchFloats partials(groups * partial_size);
 #pragma omp parallel
   {
-    std::vector<float> col(static_cast<size_t>(std::min(chunk_rows, rows_per_image) * k));
+    const ScratchFloats col(std::min(chunk_rows, rows_per_image) * k);
 #pragma omp for schedule(static)
-    for (int64_t image = 0; image < shape.batch; ++image) {
-      float* partial = partials.data() + image * k * channels_out;
-      const int64_t image_first = image * rows_per_image;
-      for (int64_t first = image_first; first < image_first + rows_per_image; first += chunk_rows) {
-        const int64_t end = std::min(image_first + rows_per_image, first + chunk_rows);
+    for (int64_t group = 0; group < groups; ++group) {
+      float* partial = partials.data() + group * partial_size;
+      const int64_t group_first = group * group_images * rows_per_image;
+      const int64_t group_end = std::min(shape.batch, (group + 1) * group_images) * rows_per_image;
+      for (int64_t first = group_first; first < group_end;) {
+        // Chunks never straddle an image, as im2col's row ranges need not.
+        const int64_t image_end = (first / rows_per_image + 1) * rows_per_image;
+        const int64_t end = std::min(image_end, first + chunk_rows);
         im2col(shape, x, first, end, col.data());
         const PackedB grad_chunk(channels_out, end - first, dy + first * channels_out, channels_out,
                                  1);
-        sgemm_avx512_packed(k, col.data(), 1, k, grad_chunk, first == image_first ? 0.f : 1.f,
+        sgemm_avx512_packed(k, col.data(), 1, k, grad_chunk, first == group_first ? 0.f : 1.f,
                             partial, channels_out);
+        first = end;
       }
     }
   }
-  std::vector<float> sum(partials.begin(), partials.begin() + k * channels_out);
-  for (int64_t image = 1; image < shape.batch; ++image) {
-    const float* partial = partials.data() + image * k * channels_out;
-    for (int64_t i = 0; i < k * channels_out; ++i)
-      sum[i] += partial[i];
+  std::copy(partials.data(), partials.data() + partial_size, transposed);
+  for (int64_t group = 1; group < groups; ++group) {
+    const float* partial = partials.data() + group * partial_size;
+    parallel_for(partial_size, [&](int64_t i) { transposed[i] += partial[i]; });
   }
-  return sum;
 }
 
 }  // namespace
@@ -266,7 +279,7 @@ void conv2d_backward_data(const Conv2dShape& shape, DType dtype, const void* dy,
   } else {
     const int64_t rows_per_image = shape.out_h() * shape.out_w();
     const int64_t chunk_images = images_per_chunk(shape);
-    std::vector<float> col(static_cast<size_t>(chunk_images * rows_per_image * k));
+    const ScratchFloats col(chunk_images * rows_per_image * k);
     for (int64_t image = 0; image < shape.batch; image += chunk_images) {
       const int64_t end_image = std::min(shape.batch, image + chunk_images);
       const int64_t first = image * rows_per_image, end = end_image * rows_per_image;
@@ -289,14 +302,14 @@ void conv2d_backward_filter(const Conv2dShape& shape, DType dtype, const void* x
     sgemm(true, false, channels_out, k, m, 1.f, grad_out.data(), channels_out, input.data(), k,
           first_beta, grad_filter.data(), k);
   } else if (use_avx512() && per_image_filter_gradient_fits(shape)) {
-    const std::vector<float> transposed =
-        filter_gradient_per_image(shape, input.data(), grad_out.data());
+    const ScratchFloats transposed(k * channels_out);
+    filter_gradient_grouped(shape, input.data(), grad_out.data(), transposed.data());
     transpose_into(transposed.data(), channels_out, k, first_beta, grad_filter.data());
   } else {
     // dW^T [taps*C x K] = col^T * dY, summed over column chunks, then one transpose into dW.
     // The long side (taps * C) is the GEMM's M and the small dY chunk is what gets packed,
     // rather than the column matrix, which dW = dY^T * col would have to pack whole.
-    std::vector<float> transposed(static_cast<size_t>(k * channels_out));
+    const ScratchFloats transposed(k * channels_out);
     for_each_column_chunk(shape, input.data(), [&](int64_t first, int64_t end, const float* col) {
       sgemm(true, false, k, channels_out, end - first, 1.f, col, k,
             grad_out.data() + first * channels_out, channels_out, first == 0 ? 0.f : 1.f,

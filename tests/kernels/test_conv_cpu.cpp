@@ -2,6 +2,7 @@
 // case of conv_cases() in f32 and bf16, plus finite-difference checks of the gradients and
 // the argument errors.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include "conv_reference.h"
 #include "kernels/cpu/isa.h"
@@ -115,6 +116,29 @@ TEST(ConvCpu, ManyColumnChunksMatchNaiveReference) {
   // over the threads; the filter gradient sums two whole-image chunks.
   Stream stream;
   expect_f32_passes_match_reference(testing::conv_shape(3, 17, 19, 24, 40, 3, 3, 1, 1), stream);
+}
+
+TEST(ConvCpu, FilterGradientDoesNotDependOnTheThreadCount) {
+  // taps * C = 144 and 20 images: the grouped filter gradient (10 groups of 2 images) on
+  // AVX-512 machines, whose summation order must not follow the threads.
+  const Conv2dShape shape = testing::conv_shape(20, 8, 8, 16, 32, 3, 3, 1, 1);
+  ConvTensors t(shape, DType::f32);
+  Stream stream;
+  Tensor no_bias, no_workspace;  // undefined: no bias; the CPU needs no workspace
+  std::vector<std::vector<float>> results;
+  const int threads_before = omp_get_max_threads();
+  for (int threads : {1, 2, 3}) {
+    omp_set_num_threads(threads);
+    Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);
+    conv2d_backward_filter(shape, t.x, t.dy, dw, no_bias, false, no_workspace, stream);
+    results.push_back(dw.to_floats(stream));
+  }
+  omp_set_num_threads(threads_before);
+  EXPECT_EQ(results[0], results[1]);
+  EXPECT_EQ(results[0], results[2]);
+  EXPECT_LE(relative_error(results[0],
+                           testing::reference_conv_backward_filter(shape, t.x_values, t.dy_values)),
+            kF32Tolerance);
 }
 
 TEST(ConvCpu, PortableLoopsMatchNaiveReference) {
