@@ -36,6 +36,7 @@ std::vector<Row> fastest_of_rounds(const std::vector<std::vector<Row>>& rounds) 
         const double speedup = row.time_us / other.time_us;
         if (row.gflops) *row.gflops *= speedup;
         if (row.gbps) *row.gbps *= speedup;
+        if (row.images_per_s) *row.images_per_s *= speedup;
         row.time_us = other.time_us;
       }
       if (other.baseline_time_us &&
@@ -55,6 +56,7 @@ std::string to_json(const Row& row) {
   if (row.bytes) json += ",\"bytes\":" + std::to_string(*row.bytes);
   if (row.gflops) json += ",\"gflops\":" + number(*row.gflops);
   if (row.gbps) json += ",\"gbps\":" + number(*row.gbps);
+  if (row.images_per_s) json += ",\"images_per_s\":" + number(*row.images_per_s);
   if (!row.baseline.empty()) {
     json += ",\"baseline\":" + json_string(row.baseline);
     if (row.baseline_time_us) json += ",\"baseline_time_us\":" + number(*row.baseline_time_us);

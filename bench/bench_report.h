@@ -24,6 +24,7 @@ struct Row {
   double time_us = 0;
   std::optional<double> gflops;
   std::optional<double> gbps;
+  std::optional<double> images_per_s;
   std::optional<int64_t> bytes;
   std::string baseline;  // name of the baseline impl, "" when none
   std::optional<double> baseline_time_us;

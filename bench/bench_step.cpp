@@ -1,0 +1,196 @@
+// bench_step: one training step of a torchvision ResNet (forward in train mode, cross-entropy,
+// backward, SGD with momentum and weight decay) in images/s, beside the same step in PyTorch
+// (tools/bench_torch_step.py: the torchvision model, the same threads, timed in both of its
+// memory formats, the faster one kept as the baseline), case by case in the same run.
+//
+//   bench_step [--arch resnet18] [--image-size 64] [--batch 32] [--threads 2] [--device cpu]
+//              [--classes 1000] [--min-seconds 1] [--rounds 2] [--no-baseline] [--json]
+#include <omp.h>
+
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench/bench_report.h"
+#include "bench/cli_usage.h"
+#include "bench/timing.h"
+#include "bench/torch_baseline.h"
+#include "kernels/runtime.h"
+#include "nn/cross_entropy.h"
+#include "nn/resnet.h"
+#include "nn/sgd.h"
+
+namespace engine::bench {
+namespace {
+
+const char* const kUsage =
+    "usage: bench_step [--arch resnet18|resnet34|resnet50|...] [--image-size N] [--batch N]\n"
+    "                  [--threads N] [--device cpu|cuda] [--classes N] [--min-seconds S]\n"
+    "                  [--rounds N] [--no-baseline] [--json]\n"
+    "Times one training step (forward, cross-entropy, backward, SGD momentum 0.9, weight decay\n"
+    "1e-4) of a ResNet, fp32, against torchvision's in PyTorch with the same threads, its\n"
+    "faster memory format (NCHW or channels_last) as the baseline. Defaults: resnet18, 64 px,\n"
+    "batch 32, 2 threads, 1000 classes, 2 rounds (each side keeps its fastest).\n";
+
+struct Options {
+  std::string arch = "resnet18";
+  int64_t image_size = 64;
+  int64_t batch = 32;
+  int threads = 2;
+  std::string device = "cpu";
+  int64_t classes = 1000;
+  double min_seconds = 1.0;
+  int rounds = 2;
+  bool baseline = true;
+  bool json = false;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (cli::Arguments args(argc, argv); args.next();) {
+    if (args.is("--arch"))
+      o.arch = args.value();
+    else if (args.is("--image-size"))
+      o.image_size = args.integer();
+    else if (args.is("--batch"))
+      o.batch = args.integer();
+    else if (args.is("--threads"))
+      o.threads = static_cast<int>(args.integer());
+    else if (args.is("--device"))
+      o.device = args.value();
+    else if (args.is("--classes"))
+      o.classes = args.integer();
+    else if (args.is("--min-seconds"))
+      o.min_seconds = args.number();
+    else if (args.is("--rounds"))
+      o.rounds = static_cast<int>(args.integer());
+    else if (args.is("--no-baseline"))
+      o.baseline = false;
+    else if (args.is("--json"))
+      o.json = true;
+    else
+      args.reject();
+  }
+  if (o.image_size < 32 || o.batch < 2 || o.threads < 1 || o.classes < 1 || o.rounds < 1 ||
+      !(o.min_seconds > 0)) {
+    throw cli::UsageError(
+        "--image-size must be >= 32, --batch >= 2 (BatchNorm needs two values), --threads, "
+        "--classes and --rounds >= 1, --min-seconds > 0");
+  }
+  return o;
+}
+
+// Our model, data and optimizer for one case, set up once.
+class NativeStep {
+ public:
+  NativeStep(const Options& o, Device device)
+      : stream_(device), model_(o.arch, {.num_classes = o.classes, .seed = 1}) {
+    model_.allocate(device, stream_);
+    model_.setup({o.batch, o.image_size, o.image_size, 3}, DType::f32, stream_);
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal;
+    std::vector<float> pixels(static_cast<size_t>(o.batch * o.image_size * o.image_size * 3));
+    for (float& v : pixels)
+      v = normal(rng);
+    std::vector<float> labels(static_cast<size_t>(o.batch));
+    for (size_t i = 0; i < labels.size(); ++i)
+      labels[i] = static_cast<float>(rng() % o.classes);
+    images_ =
+        Tensor::from_floats({o.batch, o.image_size, o.image_size, 3}, pixels).to(device, stream_);
+    labels_ = Tensor::from_floats({o.batch}, labels).to(device, stream_);
+    loss_.setup(o.batch, o.classes, DType::f32, device);
+    nn::SgdConfig config;
+    config.lr = 0.1f;
+    config.momentum = 0.9f;
+    config.weight_decay = 1e-4f;
+    sgd_ = std::make_unique<nn::Sgd>(model_.params(), config, stream_);
+  }
+
+  void run() {
+    nn::Pass pass{stream_, true, false, {}};
+    model_.params().zero_grad();
+    loss_.forward(model_.forward(images_, pass), labels_, stream_);
+    model_.backward(loss_.backward(stream_), pass);
+    sgd_->step(0.1f, stream_);
+  }
+  Stream& stream() { return stream_; }
+
+ private:
+  Stream stream_;
+  nn::ResNet model_;
+  nn::CrossEntropyLoss loss_;
+  std::unique_ptr<nn::Sgd> sgd_;
+  Tensor images_, labels_;
+};
+
+std::string case_name(const Options& o) {
+  return o.arch + " " + std::to_string(o.image_size) + "x" + std::to_string(o.image_size) + " b" +
+         std::to_string(o.batch) + " fp32 train step";
+}
+
+int run(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  const Device device = resolve_device(o.device);
+  omp_set_num_threads(o.threads);
+  wait_for_startup_threads_to_sleep();
+  NativeStep ours(o, device);
+  std::unique_ptr<TorchProcess> torch;
+  if (o.baseline && device.is_cpu()) {
+    torch = std::make_unique<TorchProcess>("bench_torch_step.py", o.threads, o.min_seconds);
+  }
+  const std::string line = case_name(o) + "\t" + o.arch + "\t" + std::to_string(o.image_size) +
+                           "\t" + std::to_string(o.batch) + "\t" + std::to_string(o.classes);
+  const TimingOptions timing{o.min_seconds, 3};
+  std::vector<std::vector<Row>> rounds;
+  std::string torch_format;
+  for (int r = 0; r < o.rounds; ++r) {
+    Row row("step", "native", case_name(o), 0);
+    if (torch) {
+      row.baseline = "torch";
+      const auto times = torch->time_case(line, 2);
+      for (const auto& [format, us] : times) {
+        if (!row.baseline_time_us || us < *row.baseline_time_us) {
+          row.baseline_time_us = us;
+          torch_format = format.substr(5);  // "nchw" or "channels_last"
+        }
+      }
+      if (times.empty()) row.note = torch->unavailable_reason();
+    } else if (!device.is_cpu()) {
+      row.note = "the PyTorch baseline runs on the CPU only (scripts/gpu-check has the GPU one)";
+    }
+    row.time_us = median_time_us([&] { ours.run(); }, [&] { ours.stream().synchronize(); }, timing);
+    row.images_per_s = static_cast<double>(o.batch) / (row.time_us * 1e-6);
+    rounds.push_back({row});
+  }
+  Row best = fastest_of_rounds(rounds).front();
+  if (!torch_format.empty() && best.note.empty()) best.note = "torch " + torch_format;
+  if (o.json) {
+    std::printf("%s\n", to_json(best).c_str());
+    return 0;
+  }
+  std::printf("bench_step: %s on %s, %d threads, fastest of %d rounds\n", case_name(o).c_str(),
+              device.str().c_str(), o.threads, o.rounds);
+  std::printf("%-40s %12s %10s %12s %10s %7s  %s\n", "case", "time_us", "img/s", "torch_us",
+              "torch img/s", "ratio", "note");
+  const auto ratio = best.ratio();
+  std::printf(
+      "%-40s %12.0f %10.1f %12s %10s %7s  %s\n", best.case_name.c_str(), best.time_us,
+      *best.images_per_s,
+      best.baseline_time_us ? std::to_string(static_cast<int64_t>(*best.baseline_time_us)).c_str()
+                            : "-",
+      best.baseline_time_us
+          ? std::to_string(static_cast<int64_t>(o.batch / (*best.baseline_time_us * 1e-6))).c_str()
+          : "-",
+      ratio ? (std::to_string(*ratio).substr(0, 4) + "x").c_str() : "-", best.note.c_str());
+  return 0;
+}
+
+}  // namespace
+}  // namespace engine::bench
+
+int main(int argc, char** argv) {
+  return engine::cli::run_cli("bench_step", engine::bench::kUsage,
+                              [&] { return engine::bench::run(argc, argv); });
+}
