@@ -2,7 +2,7 @@
 # check_cli.sh PROGRAM COMMAND...: the command-line convention (bench/cli_usage.h) holds for
 # COMMAND: `--help` exits 0 with "usage: ... PROGRAM" on stdout; `--bogus-flag` exits non-zero
 # with the usage and the flag's name on stderr. With UNCHANGED_FILE set, neither run may
-# change that file (tools/bench_allreduce.sh must not overwrite its saved table).
+# change that file or folder (the tools/ scripts must not overwrite saved results).
 set -u
 program=$1
 shift
@@ -17,7 +17,14 @@ fail() {
   cat "$err" >&2
   exit 1
 }
-checksum() { cat "${UNCHANGED_FILE:-/dev/null}" 2>/dev/null | cksum; }
+# UNCHANGED_FILE may name a folder: then none of its files may change, appear or vanish.
+checksum() {
+  if [ -d "${UNCHANGED_FILE:-}" ]; then
+    find "$UNCHANGED_FILE" -type f -exec cksum {} + | sort
+  else
+    cat "${UNCHANGED_FILE:-/dev/null}" 2>/dev/null | cksum
+  fi
+}
 before=$(checksum)
 "$@" --help >"$out" 2>"$err"
 status=$?

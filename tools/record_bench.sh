@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Runs a benchmark command and saves what it prints to bench/results/<name>-<cpu>.txt, headed
+# by what makes a figure traceable: the date, the machine (CPU model, cores, caches, memory,
+# kernel), the commit, the command, and the load average before and after (the development
+# machines are shared VMs; a load above ~0.5 at start means other work ran beside it).
+#
+#   tools/record_bench.sh kernels-cpu-resnet18 build/bench/bench_kernels --rounds 2
+#   tools/record_bench.sh step-cpu-resnet18-64px build/bench/bench_step --image-size 64
+#
+# <cpu> names the machine kind (intel-xeon, amd-epyc, or the model name made file-safe), so
+# each kind keeps its own file. The file is replaced only after the command succeeds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+usage() {
+  echo "usage: tools/record_bench.sh NAME COMMAND [ARGS...]"
+  echo "Runs COMMAND and saves its output, with the date, machine, commit, command and load,"
+  echo "to bench/results/NAME-<cpu>.txt (<cpu>: $(cpu_tag))."
+}
+
+cpu_model() { lscpu | sed -n 's/^Model name: *//p' | head -1; }
+cpu_tag() {
+  local model
+  model=$(cpu_model)
+  case $model in
+    *EPYC*) echo amd-epyc ;;
+    *Xeon*) echo intel-xeon ;;
+    *) echo "$model" | tr 'A-Z' 'a-z' | tr -cs 'a-z0-9' '-' | sed 's/-$//' ;;
+  esac
+}
+
+if [[ $# -ge 1 && ($1 == --help || $1 == -h) ]]; then
+  usage
+  exit 0
+fi
+if [[ $# -lt 2 || $1 == -* ]]; then
+  [[ $# -ge 1 && $1 == -* ]] && echo "tools/record_bench.sh: unknown flag $1" >&2
+  usage >&2
+  exit 2
+fi
+name=$1
+shift
+out=bench/results/$name-$(cpu_tag).txt
+mkdir -p bench/results
+table=$(mktemp)
+trap 'rm -f "$table"' EXIT
+{
+  echo "# date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "# machine: $(cpu_model), $(nproc) cores, L2 $(lscpu | sed -n 's/^L2 cache: *//p')," \
+       "L3 $(lscpu | sed -n 's/^L3 cache: *//p'), $(free -g | awk '/^Mem:/{print $2}') GiB," \
+       "$(uname -sr)"
+  echo "# commit: $(git describe --always --dirty 2>/dev/null || echo unknown)"
+  echo "# command: $*"
+  echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+} | tee "$table"
+set +e
+"$@" | tee -a "$table"
+status=${PIPESTATUS[0]}
+set -e
+if [[ $status -ne 0 ]]; then
+  echo "tools/record_bench.sh: the command failed (exit $status); $out is unchanged" >&2
+  exit "$status"
+fi
+echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$table"
+mv "$table" "$out"
+echo "saved $out" >&2
