@@ -28,9 +28,11 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
+#include "bench/cli_usage.h"
 #include "rank_drill_expect.h"
 #include "rank_drill_records.h"
 
@@ -45,38 +47,53 @@ struct Args {
   std::vector<std::string> mpiexec;  // the launcher and its flags
 };
 
+const char* const kUsage =
+    "usage: collectives_rank_drill --wrapper PATH --drill PATH [--impl ring-shm|ring-mpi|mpi]\n"
+    "                              [--mode kill|silent] [--ranks N] [--victim R] [--timeout-s S]\n"
+    "                              [--elements N] [--silent-peer victim|chain] -- MPIRUN [FLAGS]\n"
+    "Runs the failure drill under MPIRUN with every rank wrapped (--wrapper), then checks that\n"
+    "every survivor printed the library's timeout message naming itself and the victim (or a\n"
+    "peer leading to it) and left non-zero within the timeout + 10 s.\n";
+
 Args parse(int argc, char** argv) {
   Args args;
   DrillSetup& setup = args.setup;
-  const std::map<std::string, std::function<void(const std::string&)>> options = {
-      {"--impl", [&](const std::string& v) { setup.impl = v; }},
-      {"--mode", [&](const std::string& v) { setup.mode = v; }},
-      {"--ranks", [&](const std::string& v) { setup.ranks = std::stoi(v); }},
-      {"--victim", [&](const std::string& v) { setup.victim = std::stoi(v); }},
-      {"--timeout-s", [&](const std::string& v) { setup.timeout_s = std::stod(v); }},
-      {"--elements", [&](const std::string& v) { setup.elements = std::stoll(v); }},
-      {"--silent-peer",
-       [&](const std::string& v) { setup.silent_peer = parse_silent_peer_rule(v); }},
-      {"--wrapper", [&](const std::string& v) { args.wrapper = v; }},
-      {"--drill", [&](const std::string& v) { args.drill = v; }},
-  };
+  int flags_end = argc;  // the launcher's command line follows "--"
   for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--") {
+    if (std::string_view(argv[i]) == "--") {
+      flags_end = i;
       args.mpiexec.assign(argv + i + 1, argv + argc);
       break;
     }
-    const auto option = options.find(arg);
-    if (option == options.end()) throw std::runtime_error("unknown option " + arg);
-    if (i + 1 >= argc) throw std::runtime_error(arg + " needs a value");
-    option->second(argv[++i]);
+  }
+  for (cli::Arguments flags(flags_end, argv); flags.next();) {
+    if (flags.is("--impl"))
+      setup.impl = flags.value();
+    else if (flags.is("--mode"))
+      setup.mode = flags.value();
+    else if (flags.is("--ranks"))
+      setup.ranks = static_cast<int>(flags.integer());
+    else if (flags.is("--victim"))
+      setup.victim = static_cast<int>(flags.integer());
+    else if (flags.is("--timeout-s"))
+      setup.timeout_s = flags.number();
+    else if (flags.is("--elements"))
+      setup.elements = flags.integer();
+    else if (flags.is("--silent-peer"))
+      setup.silent_peer = flags.parsed(parse_silent_peer_rule);
+    else if (flags.is("--wrapper"))
+      args.wrapper = flags.value();
+    else if (flags.is("--drill"))
+      args.drill = flags.value();
+    else
+      flags.reject();
   }
   if (args.mpiexec.empty() || args.wrapper.empty() || args.drill.empty())
-    throw std::runtime_error("--wrapper, --drill and -- <mpirun ...> are required");
+    throw cli::UsageError("--wrapper, --drill and -- <mpirun ...> are required");
   if (setup.mode != "kill" && setup.mode != "silent")
-    throw std::runtime_error("--mode must be kill or silent, not " + setup.mode);
+    throw cli::UsageError("--mode must be kill or silent, not " + setup.mode);
   if (setup.victim < 0 || setup.victim >= setup.ranks)
-    throw std::runtime_error("--victim must be one of the --ranks");
+    throw cli::UsageError("--victim must be one of the --ranks");
   return args;
 }
 
@@ -169,10 +186,6 @@ int run(const Args& args) {
 }  // namespace engine::drill
 
 int main(int argc, char** argv) {
-  try {
-    return engine::drill::run(engine::drill::parse(argc, argv));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "collectives_rank_drill: %s\n", e.what());
-    return 2;
-  }
+  return engine::cli::run_cli("collectives_rank_drill", engine::drill::kUsage,
+                              [&] { return engine::drill::run(engine::drill::parse(argc, argv)); });
 }

@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "rank_drill_records.h"
@@ -39,8 +40,18 @@ int launcher_rank() {
 
 int main(int argc, char** argv) {
   using namespace engine::drill;
-  if (argc < 3) {
-    std::fprintf(stderr, "usage: %s <report dir> <program> [args...]\n", argv[0]);
+  const char* const usage =
+      "usage: collectives_rank_drill_wrapper REPORT_DIR PROGRAM [ARGS...]\n"
+      "Under mpirun: runs PROGRAM as a child, its output to REPORT_DIR/rank-R.log, and records\n"
+      "its exit status and time for collectives_rank_drill (SIGTERM is passed on).\n";
+  if (argc >= 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
+    std::fputs(usage, stdout);
+    return 0;
+  }
+  if (argc < 3 || argv[1][0] == '-') {
+    if (argc >= 2 && argv[1][0] == '-')
+      std::fprintf(stderr, "collectives_rank_drill_wrapper: unknown flag %s\n", argv[1]);
+    std::fputs(usage, stderr);
     return 2;
   }
   const std::string dir = argv[1];

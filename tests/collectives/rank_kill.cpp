@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/cli_usage.h"
 #include "collectives/bootstrap.h"
 #include "collectives/comm_factory.h"
 #include "rank_drill_records.h"
@@ -36,33 +37,34 @@ struct DrillOptions {
   std::string report_dir;
 };
 
+const char* const kUsage =
+    "usage: collectives_rank_kill [IMPL] [kill|silent] [--victim R] [--timeout-s S]\n"
+    "                             [--elements N] [--report-dir DIR]\n"
+    "Under mpirun: every rank all-reduces over IMPL (ring-shm, ring-mpi or mpi) until the\n"
+    "victim dies (kill) or stops calling collectives (silent); the survivors must time out.\n"
+    "Run by collectives_rank_drill, which checks what each rank printed and when it left.\n";
+
 DrillOptions parse(int argc, char** argv) {
   DrillOptions options;
   std::vector<std::string> positional;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::runtime_error(arg + " needs a value");
-      return argv[++i];
-    };
-    if (arg == "--victim") {
-      options.victim = std::stoi(value());
-    } else if (arg == "--timeout-s") {
-      options.timeout_s = std::stod(value());
-    } else if (arg == "--elements") {
-      options.elements = std::stoll(value());
-    } else if (arg == "--report-dir") {
-      options.report_dir = value();
-    } else if (arg.starts_with("--")) {
-      throw std::runtime_error("unknown option " + arg);
-    } else {
-      positional.push_back(arg);
-    }
+  for (engine::cli::Arguments args(argc, argv); args.next();) {
+    if (args.is("--victim"))
+      options.victim = static_cast<int>(args.integer());
+    else if (args.is("--timeout-s"))
+      options.timeout_s = args.number();
+    else if (args.is("--elements"))
+      options.elements = args.integer();
+    else if (args.is("--report-dir"))
+      options.report_dir = args.value();
+    else if (!args.flag().starts_with("-") && positional.size() < 2)
+      positional.push_back(args.flag());
+    else
+      args.reject();
   }
   if (positional.size() > 0) options.impl = positional[0];
   if (positional.size() > 1) options.mode = positional[1];
   if (options.mode != "kill" && options.mode != "silent")
-    throw std::runtime_error("mode must be kill or silent, not " + options.mode);
+    throw engine::cli::UsageError("mode must be kill or silent, not " + options.mode);
   return options;
 }
 
@@ -81,7 +83,7 @@ void record_leaving(const DrillOptions& options) {
 int main(int argc, char** argv) {
   using namespace engine;
   MpiSession session(&argc, &argv);
-  try {
+  return cli::run_cli("collectives_rank_kill", kUsage, [&]() -> int {
     const DrillOptions drill = parse(argc, argv);
     if (session.size() < 2 || drill.victim < 0 || drill.victim >= session.size()) {
       std::fprintf(stderr, "rank_kill needs at least 2 ranks and a victim among them (%d of %d)\n",
@@ -114,8 +116,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "[rank %d] the collectives went on although rank %d %s\n", session.rank(),
                  drill.victim, drill.mode == "kill" ? "died" : "stopped calling them");
     return 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "[rank %d] unexpected error: %s\n", session.rank(), e.what());
-    return 1;
-  }
+  });
 }
