@@ -94,12 +94,12 @@ class NativeStep {
     std::vector<float> pixels(static_cast<size_t>(o.batch * o.image_size * o.image_size * 3));
     for (float& v : pixels)
       v = normal(rng);
-    std::vector<float> labels(static_cast<size_t>(o.batch));
+    std::vector<int32_t> labels(static_cast<size_t>(o.batch));
     for (size_t i = 0; i < labels.size(); ++i)
-      labels[i] = static_cast<float>(rng() % o.classes);
+      labels[i] = static_cast<int32_t>(rng() % o.classes);
     images_ =
         Tensor::from_floats({o.batch, o.image_size, o.image_size, 3}, pixels).to(device, stream_);
-    labels_ = Tensor::from_floats({o.batch}, labels).to(device, stream_);
+    labels_ = Tensor::from_ints({o.batch}, labels).to(device, stream_);
     loss_.setup(o.batch, o.classes, DType::f32, device);
     nn::SgdConfig config;
     config.lr = 0.1f;

@@ -17,10 +17,11 @@ Tensor filled(const Shape& shape, DType dtype, float value, Stream& stream) {
   return t;
 }
 
-// Values from the host, for the cases whose speed depends on them (the ranking in top-k).
-// The synchronize lets the host copy go before the device has read it (setup only).
-Tensor from_host(const Shape& shape, const std::vector<float>& values, Stream& stream) {
-  Tensor t = Tensor::from_floats(shape, values).to(stream.device(), stream);
+// A host tensor on the stream's device, for the cases whose speed depends on the values (the
+// ranking in top-k). The synchronize lets the host copy go before the device has read it
+// (setup only).
+Tensor to_stream_device(const Tensor& host, Stream& stream) {
+  Tensor t = host.to(stream.device(), stream);
   stream.synchronize();
   return t;
 }
@@ -73,7 +74,7 @@ std::function<void()> maxpool_op(const OpCase& c, Stream& stream) {
   const Device device = stream.device();
   Tensor x = filled(c.dims, DType::f32, 0.5f, stream);
   Tensor y = Tensor::empty(pooled_shape, DType::f32, device);
-  Tensor argmax = Tensor::empty(pooled_shape, DType::f32, device);
+  Tensor argmax = Tensor::empty(pooled_shape, DType::i32, device);
   if (c.op == "maxpool") {
     return [=, &stream]() mutable { maxpool2d_forward(pool, x, y, argmax, stream); };
   }
@@ -117,11 +118,11 @@ std::function<void()> loss_op(const OpCase& c, Stream& stream) {
   std::vector<float> logit_values(static_cast<size_t>(n * classes));
   for (size_t i = 0; i < logit_values.size(); ++i)
     logit_values[i] = std::sin(0.37f * static_cast<float>(i));  // distinct ranks, no ties
-  std::vector<float> label_values(static_cast<size_t>(n));
+  std::vector<int32_t> label_values(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i)
-    label_values[static_cast<size_t>(i)] = static_cast<float>((i * 37) % classes);
-  Tensor logits = from_host({n, classes}, logit_values, stream);
-  Tensor labels = from_host({n}, label_values, stream);
+    label_values[static_cast<size_t>(i)] = static_cast<int32_t>((i * 37) % classes);
+  Tensor logits = to_stream_device(Tensor::from_floats({n, classes}, logit_values), stream);
+  Tensor labels = to_stream_device(Tensor::from_ints({n}, label_values), stream);
   const Device device = stream.device();
   if (c.op == "topk") {
     Tensor correct = Tensor::empty({2}, DType::f32, device);

@@ -44,6 +44,8 @@ Loader::Loader(const ImageFolder& dataset, LoaderConfig config)
                                              std::to_string(config_.batch_size));
   ENGINE_REQUIRE(config_.workers > 0,
                  "Loader: --workers must be positive, got " + std::to_string(config_.workers));
+  ENGINE_REQUIRE(is_float_dtype(config_.dtype), "Loader: --dtype must be f32 or bf16, got " +
+                                                    std::string(dtype_name(config_.dtype)));
   if (config_.prefetch_batches <= 0) config_.prefetch_batches = 2 * config_.workers;
   if (!config_.bad_files) config_.bad_files = std::make_shared<BadFileLog>();
   if (config_.device.is_cuda()) copy_stream_.emplace(config_.device);

@@ -36,8 +36,11 @@ void Normalizer::write(const uint8_t* rgb, int width, int height, bool mirror, D
                        void* out) const {
   if (dtype == DType::f32) {
     write_as(f32_, rgb, width, height, mirror, static_cast<float*>(out));
-  } else {
+  } else if (dtype == DType::bf16) {
     write_as(bf16_, rgb, width, height, mirror, static_cast<bf16*>(out));
+  } else {
+    // Not fail_not_float_dtype: the decode fuzzer links this file without kernels/dtype.cpp.
+    fail("Normalizer::write: images are f32 or bf16, not an integer dtype");
   }
 }
 

@@ -7,13 +7,27 @@
 namespace engine {
 
 std::string_view dtype_name(DType dtype) {
-  return dtype == DType::f32 ? "f32" : "bf16";
+  switch (dtype) {
+    case DType::f32:
+      return "f32";
+    case DType::bf16:
+      return "bf16";
+    case DType::i32:
+      return "i32";
+  }
+  return "unknown dtype";
 }
 
 DType parse_dtype(std::string_view text) {
   if (text == "f32" || text == "fp32" || text == "float32") return DType::f32;
   if (text == "bf16" || text == "bfloat16") return DType::bf16;
-  fail("unknown dtype '" + std::string(text) + "' (use f32 or bf16)");
+  if (text == "i32" || text == "int32") return DType::i32;
+  fail("unknown dtype '" + std::string(text) + "' (use f32, bf16 or i32)");
+}
+
+void fail_not_float_dtype(DType dtype, std::string_view where) {
+  fail(std::string(where) + ": " + std::string(dtype_name(dtype)) +
+       " is not a float dtype (f32 or bf16)");
 }
 
 }  // namespace engine

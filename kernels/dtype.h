@@ -1,5 +1,8 @@
 // Element types of tensors. Statistics and accumulations are always fp32, whatever the
 // storage type.
+//
+// f32 and bf16 are the float dtypes: activations, weights, gradients. i32 holds integers the
+// ops produce or consume as indices (class labels, max-pool argmax); no float op accepts it.
 #pragma once
 
 #include <cstddef>
@@ -11,30 +14,42 @@
 
 namespace engine {
 
-enum class DType : uint8_t { f32, bf16 };
+enum class DType : uint8_t { f32, bf16, i32 };
 
 constexpr size_t dtype_size(DType dtype) {
-  return dtype == DType::f32 ? 4 : 2;
+  return dtype == DType::bf16 ? 2 : 4;
 }
-std::string_view dtype_name(DType dtype);
-// "f32"/"float32"/"fp32" or "bf16"/"bfloat16"; throws engine::Error naming the text otherwise.
+constexpr bool is_float_dtype(DType dtype) {
+  return dtype == DType::f32 || dtype == DType::bf16;
+}
+std::string_view dtype_name(DType dtype);  // "f32", "bf16", "i32"
+// "f32"/"float32"/"fp32", "bf16"/"bfloat16" or "i32"/"int32"; throws engine::Error naming the
+// text otherwise.
 DType parse_dtype(std::string_view text);
 
 template <typename T>
 constexpr DType dtype_of() {
   if constexpr (std::is_same_v<T, float>) {
     return DType::f32;
+  } else if constexpr (std::is_same_v<T, int32_t>) {
+    return DType::i32;
   } else {
-    static_assert(std::is_same_v<T, bf16>, "tensor element types are float and engine::bf16");
+    static_assert(std::is_same_v<T, bf16>,
+                  "tensor element types are float, engine::bf16 and int32_t");
     return DType::bf16;
   }
 }
 
-// Calls fn.template operator()<T>() with T = float or bf16 for the given dtype.
+// Throws engine::Error: "<where>: <dtype> is not a float dtype (f32 or bf16)".
+[[noreturn]] void fail_not_float_dtype(DType dtype, std::string_view where);
+
+// Calls fn.template operator()<T>() with T = float or bf16 for the given dtype, and throws for
+// any other: an i32 buffer must never be read as bf16 by a float kernel.
 template <typename Fn>
 decltype(auto) dispatch_dtype(DType dtype, Fn&& fn) {
   if (dtype == DType::f32) return fn.template operator()<float>();
-  return fn.template operator()<bf16>();
+  if (dtype == DType::bf16) return fn.template operator()<bf16>();
+  fail_not_float_dtype(dtype, "dispatch_dtype");
 }
 
 }  // namespace engine

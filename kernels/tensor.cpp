@@ -44,6 +44,10 @@ Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device, Stream& str
 }
 
 Tensor Tensor::from_floats(const Shape& shape, const std::vector<float>& values, DType dtype) {
+  if (!is_float_dtype(dtype)) {
+    fail("Tensor::from_floats: " + std::string(dtype_name(dtype)) +
+         " is not a float dtype (f32 or bf16); use Tensor::from_ints for i32");
+  }
   if (static_cast<int64_t>(values.size()) != shape_numel(shape)) {
     fail("Tensor::from_floats: " + std::to_string(values.size()) + " values for shape " +
          shape_str(shape));
@@ -54,6 +58,16 @@ Tensor Tensor::from_floats(const Shape& shape, const std::vector<float>& values,
     for (size_t i = 0; i < values.size(); ++i)
       out[i] = from_float<T>(values[i]);
   });
+  return t;
+}
+
+Tensor Tensor::from_ints(const Shape& shape, const std::vector<int32_t>& values) {
+  if (static_cast<int64_t>(values.size()) != shape_numel(shape)) {
+    fail("Tensor::from_ints: " + std::to_string(values.size()) + " values for shape " +
+         shape_str(shape));
+  }
+  Tensor t = empty(shape, DType::i32);
+  if (!values.empty()) std::memcpy(t.raw_data(), values.data(), t.nbytes());
   return t;
 }
 
@@ -101,19 +115,35 @@ Tensor Tensor::clone(Stream& stream) const {
   return to(device_, stream);
 }
 
+Tensor Tensor::on_host(Stream& stream) const {
+  if (!device_.is_cuda()) return *this;
+  Tensor host = to(Device::cpu(), stream);
+  stream.synchronize();
+  return host;
+}
+
 std::vector<float> Tensor::to_floats(Stream& stream) const {
-  Tensor host = *this;
-  if (device_.is_cuda()) {
-    host = to(Device::cpu(), stream);
-    stream.synchronize();
-  }
+  const Tensor host = on_host(stream);
   std::vector<float> values(static_cast<size_t>(numel()));
+  if (dtype_ == DType::i32) {
+    const int32_t* in = host.data<int32_t>();
+    for (size_t i = 0; i < values.size(); ++i)
+      values[i] = static_cast<float>(in[i]);
+    return values;
+  }
   dispatch_dtype(dtype_, [&]<typename T>() {
     const T* in = host.data<T>();
     for (size_t i = 0; i < values.size(); ++i)
       values[i] = to_float(in[i]);
   });
   return values;
+}
+
+std::vector<int32_t> Tensor::to_ints(Stream& stream) const {
+  if (dtype_ != DType::i32) fail("Tensor::to_ints on " + describe() + " (use to_floats)");
+  const Tensor host = on_host(stream);
+  const int32_t* in = host.data<int32_t>();
+  return std::vector<int32_t>(in, in + numel());
 }
 
 std::string Tensor::describe() const {

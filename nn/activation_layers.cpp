@@ -36,7 +36,7 @@ Shape MaxPool2d::setup(const Shape& input, const SetupContext& context) {
                        " window does not fit the input " + shape_str(input));
   }
   y_ = Tensor::empty(out, context.dtype, context.device);
-  argmax_ = Tensor::empty(out, DType::f32, context.device);
+  argmax_ = Tensor::empty(out, DType::i32, context.device);
   dx_ = context.input_grad ? Tensor::empty(input, context.dtype, context.device) : Tensor();
   return out;
 }

@@ -11,7 +11,7 @@ class CrossEntropyLoss {
   explicit CrossEntropyLoss(float label_smoothing = 0.f);
 
   void setup(int64_t batch, int64_t classes, DType dtype, Device device);
-  // loss = f32[1], the mean over the batch; labels f32[N] holding class indices.
+  // loss = f32[1], the mean over the batch; labels i32[N] class indices on the logits' device.
   const Tensor& forward(const Tensor& logits, const Tensor& labels, Stream& stream);
   // The per-sample losses of the last forward (f32[N]).
   const Tensor& sample_loss() const { return sample_loss_; }

@@ -1,14 +1,16 @@
-// Host bytes of float values stored as a tensor dtype (f32, or bf16 rounded to nearest even),
-// and back: how the test suites build "device" buffers for the emulator and the collectives;
-// and the value a dtype stores for a float.
+// Host bytes of float values stored as a tensor dtype (f32, bf16 rounded to nearest even, or
+// i32 from integral values), and back: how the test suites build "device" buffers for the
+// emulator and the collectives; and the value a dtype stores for a float.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "kernels/dtype.h"
+#include "kernels/error.h"
 
 namespace engine::testing {
 
@@ -25,9 +27,14 @@ inline std::vector<std::byte> encode(DType dtype, const std::vector<float>& valu
   for (size_t i = 0; i < values.size(); ++i) {
     if (dtype == DType::f32) {
       std::memcpy(bytes.data() + 4 * i, &values[i], 4);
-    } else {
+    } else if (dtype == DType::bf16) {
       const uint16_t bits = bf16::from_float(values[i]);
       std::memcpy(bytes.data() + 2 * i, &bits, 2);
+    } else {
+      const auto integer = static_cast<int32_t>(values[i]);
+      ENGINE_REQUIRE(static_cast<float>(integer) == values[i],
+                     "encode: " + std::to_string(values[i]) + " is not an i32 value");
+      std::memcpy(bytes.data() + 4 * i, &integer, 4);
     }
   }
   return bytes;
@@ -39,10 +46,14 @@ inline std::vector<float> decode(DType dtype, const void* data, int64_t count) {
   for (int64_t i = 0; i < count; ++i) {
     if (dtype == DType::f32) {
       std::memcpy(&values[i], bytes + 4 * i, 4);
-    } else {
+    } else if (dtype == DType::bf16) {
       uint16_t bits = 0;
       std::memcpy(&bits, bytes + 2 * i, 2);
       values[i] = static_cast<float>(bf16::from_bits(bits));
+    } else {
+      int32_t integer = 0;
+      std::memcpy(&integer, bytes + 4 * i, 4);
+      values[i] = static_cast<float>(integer);
     }
   }
   return values;

@@ -1,6 +1,6 @@
 // fp32 views of f32/bf16 tensors for CPU ops that compute in fp32 (GEMM-based ones): f32
 // data is used in place; bf16 data is widened into a temporary, and outputs are rounded
-// back once by commit().
+// back once by commit(). Any other dtype (i32) throws rather than be read as bf16.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +18,7 @@ class Fp32Input {
       data_ = static_cast<const float*>(data);
       return;
     }
+    if (dtype != DType::bf16) fail_not_float_dtype(dtype, "Fp32Input");
     const bf16* in = static_cast<const bf16*>(data);
     widened_.resize(static_cast<size_t>(n));
     parallel_for(n, [&](int64_t i) { widened_[i] = static_cast<float>(in[i]); });
@@ -39,6 +40,7 @@ class Fp32Output {
       data_ = static_cast<float*>(data);
       return;
     }
+    if (dtype != DType::bf16) fail_not_float_dtype(dtype, "Fp32Output");
     widened_.resize(static_cast<size_t>(n));
     if (keep_contents) {
       const bf16* in = static_cast<const bf16*>(data);

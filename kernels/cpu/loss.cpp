@@ -9,11 +9,9 @@
 namespace engine::cpu {
 namespace {
 
-// The class index a label holds, or -1 when it is not an integer in [0, k).
-int64_t class_index(float label, int64_t k) {
-  if (!(label >= 0.f && label < static_cast<float>(k))) return -1;
-  const auto index = static_cast<int64_t>(label);
-  return static_cast<float>(index) == label ? index : -1;
+// The class index a label holds, or -1 when it is not in [0, k).
+int64_t class_index(int32_t label, int64_t k) {
+  return label >= 0 && label < k ? label : -1;
 }
 
 // Row statistics of the softmax: max and sum of exp(z - max).
@@ -43,7 +41,7 @@ void for_each_row(int64_t rows, int64_t k, Body&& body) {
 
 }  // namespace
 
-void cross_entropy_forward(DType dtype, const void* logits, const float* labels, int64_t n,
+void cross_entropy_forward(DType dtype, const void* logits, const int32_t* labels, int64_t n,
                            int64_t k, float label_smoothing, float* sample_loss, float* loss) {
   dispatch_dtype(dtype, [&]<typename T>() {
     const T* z = static_cast<const T*>(logits);
@@ -70,7 +68,7 @@ void cross_entropy_forward(DType dtype, const void* logits, const float* labels,
   loss[0] = static_cast<float>(total / static_cast<double>(n));
 }
 
-void cross_entropy_backward(DType dtype, const void* logits, const float* labels, int64_t n,
+void cross_entropy_backward(DType dtype, const void* logits, const int32_t* labels, int64_t n,
                             int64_t k, float label_smoothing, float grad_loss, void* dlogits) {
   const float scale = grad_loss / static_cast<float>(n);
   const float smooth = label_smoothing / static_cast<float>(k);
@@ -105,7 +103,7 @@ void cross_entropy_backward(DType dtype, const void* logits, const float* labels
   });
 }
 
-void topk_correct(DType dtype, const void* logits, const float* labels, int64_t n, int64_t k,
+void topk_correct(DType dtype, const void* logits, const int32_t* labels, int64_t n, int64_t k,
                   float* correct) {
   int64_t top1 = 0, top5 = 0;
   dispatch_dtype(dtype, [&]<typename T>() {

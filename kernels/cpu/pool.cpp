@@ -33,7 +33,7 @@ void for_each_image_channel_block(int64_t n, int64_t c, int64_t work, Body&& bod
 // (image, block of channels) on one thread in row-major output order. That is the order
 // the gather below (and the CUDA kernel) sums in, so the results are the same bits, at a
 // third of the gather's time (it visits every window of every input pixel).
-void maxpool2d_backward_scatter(const float* dy, const float* argmax, float* dx, int64_t n,
+void maxpool2d_backward_scatter(const float* dy, const int32_t* argmax, float* dx, int64_t n,
                                 int64_t pixels, int64_t out_pixels, int64_t c) {
   for_each_image_channel_block(n, c, n * pixels * c, [&](int64_t image, int64_t c0, int64_t width) {
     float* image_dx = dx + image * pixels * c + c0;
@@ -42,16 +42,16 @@ void maxpool2d_backward_scatter(const float* dy, const float* argmax, float* dx,
     const int64_t first = image * out_pixels * c + c0;
     for (int64_t op = 0; op < out_pixels; ++op) {
       const float* grad = dy + first + op * c;
-      const float* index = argmax + first + op * c;
+      const int32_t* index = argmax + first + op * c;
       for (int64_t ch = 0; ch < width; ++ch)
-        image_dx[static_cast<int64_t>(index[ch]) * c + ch] += grad[ch];
+        image_dx[int64_t{index[ch]} * c + ch] += grad[ch];
     }
   });
 }
 
 }  // namespace
 
-void maxpool2d_forward(DType dtype, const void* x, void* y, float* argmax, int64_t n, int64_t h,
+void maxpool2d_forward(DType dtype, const void* x, void* y, int32_t* argmax, int64_t n, int64_t h,
                        int64_t w, int64_t c, int kernel, int stride, int padding) {
   const int64_t out_h = pooled_size(h, kernel, stride, padding);
   const int64_t out_w = pooled_size(w, kernel, stride, padding);
@@ -68,11 +68,11 @@ void maxpool2d_forward(DType dtype, const void* x, void* y, float* argmax, int64
       std::vector<float> best(c, -std::numeric_limits<float>::infinity());
       // As PyTorch: the index starts at the window's first valid position, and a value wins
       // when it is greater or NaN.
-      std::vector<float> index(c, static_cast<float>(h_begin * w + w_begin));
+      std::vector<int32_t> index(c, static_cast<int32_t>(h_begin * w + w_begin));
       for (int64_t ih = h_begin; ih < h_end; ++ih) {
         for (int64_t iw = w_begin; iw < w_end; ++iw) {
           const T* row = in + ((image * h + ih) * w + iw) * c;
-          const float position = static_cast<float>(ih * w + iw);
+          const auto position = static_cast<int32_t>(ih * w + iw);
           for (int64_t ch = 0; ch < c; ++ch) {
             const float v = to_float(row[ch]);
             if (v > best[ch] || std::isnan(v)) {
@@ -90,7 +90,7 @@ void maxpool2d_forward(DType dtype, const void* x, void* y, float* argmax, int64
   });
 }
 
-void maxpool2d_backward(DType dtype, const void* dy, const float* argmax, void* dx, int64_t n,
+void maxpool2d_backward(DType dtype, const void* dy, const int32_t* argmax, void* dx, int64_t n,
                         int64_t h, int64_t w, int64_t c, int kernel, int stride, int padding) {
   const int64_t out_h = pooled_size(h, kernel, stride, padding);
   const int64_t out_w = pooled_size(w, kernel, stride, padding);
@@ -111,7 +111,7 @@ void maxpool2d_backward(DType dtype, const void* dy, const float* argmax, void* 
       const int64_t oh_end = std::min(out_h, (ih + padding) / stride + 1);
       const int64_t ow_begin = std::max<int64_t>(0, (iw + padding - kernel + stride) / stride);
       const int64_t ow_end = std::min(out_w, (iw + padding) / stride + 1);
-      const float position = static_cast<float>(ih * w + iw);
+      const auto position = static_cast<int32_t>(ih * w + iw);
       // Channels in blocks with a stack accumulator: a heap vector per input pixel cost more
       // than the gather itself.
       for (int64_t c0 = 0; c0 < c; c0 += kChannelBlock) {

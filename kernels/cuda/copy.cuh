@@ -39,10 +39,12 @@ void cast_launch(const TIn* src, TOut* dst, int64_t n, cudaStream_t stream,
 void fill(DType dtype, void* dst, int64_t n, float value, cudaStream_t stream) {
   if (dtype == DType::f32) {
     fill_launch(static_cast<float*>(dst), n, value, stream);
-  } else {
+  } else if (dtype == DType::bf16) {
     __nv_bfloat16_raw bits;
     bits.x = bf16::from_float(value);
     fill_launch(static_cast<__nv_bfloat16*>(dst), n, __nv_bfloat16(bits), stream);
+  } else {
+    fail_not_float_dtype(dtype, "fill");
   }
 }
 

@@ -28,13 +28,16 @@ __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float value) {
   return __float2bfloat16(value);
 }
 
-// Calls fn.template operator()<T>() with T = float or __nv_bfloat16 for the tensor dtype.
+// Calls fn.template operator()<T>() with T = float or __nv_bfloat16 for the tensor dtype, and
+// throws for any other: an i32 buffer must never be read as bf16 by a float kernel.
 template <typename Fn>
 void dispatch_device_dtype(DType dtype, Fn&& fn) {
   if (dtype == DType::f32) {
     fn.template operator()<float>();
-  } else {
+  } else if (dtype == DType::bf16) {
     fn.template operator()<__nv_bfloat16>();
+  } else {
+    fail_not_float_dtype(dtype, "dispatch_device_dtype");
   }
 }
 

@@ -25,11 +25,9 @@ struct RowLaunch {
 constexpr unsigned kFullWarp = 0xffffffffu;
 constexpr int kMeanThreads = 256;
 
-// The class index a label holds, or -1 when it is not an integer in [0, k).
-__device__ __forceinline__ int64_t label_class(float label, int64_t k) {
-  if (!(label >= 0.f && label < static_cast<float>(k))) return -1;
-  const auto index = static_cast<int64_t>(label);
-  return static_cast<float>(index) == label ? index : -1;
+// The class index a label holds, or -1 when it is not in [0, k).
+__device__ __forceinline__ int64_t label_class(int32_t label, int64_t k) {
+  return label >= 0 && label < k ? label : -1;
 }
 
 // Adds v to a running (max, sum of exp(z - max)). -inf contributes nothing; NaN poisons the
@@ -76,7 +74,7 @@ __device__ __forceinline__ void row_softmax(const T* z, int64_t k, float& max, f
 
 // Block (32, warps): warp threadIdx.y of block b takes rows b * warps + y, then strides.
 template <typename T>
-__global__ void cross_entropy_forward_kernel(const T* logits, const float* labels, int64_t n,
+__global__ void cross_entropy_forward_kernel(const T* logits, const int32_t* labels, int64_t n,
                                              int64_t k, float label_smoothing, float* sample_loss) {
   for (int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y; row < n;
        row += static_cast<int64_t>(gridDim.x) * blockDim.y) {
@@ -111,7 +109,7 @@ __global__ void loss_mean_kernel(const float* values, int64_t n, float* out) {
 // dz = (softmax(z) - q) * scale; every lane finishes reading the row (the shuffles in
 // row_softmax) before any lane writes, so dlogits may alias logits.
 template <typename T>
-__global__ void cross_entropy_backward_kernel(const T* logits, const float* labels, int64_t n,
+__global__ void cross_entropy_backward_kernel(const T* logits, const int32_t* labels, int64_t n,
                                               int64_t k, float label_smoothing, float scale,
                                               T* dlogits) {
   const float smooth = label_smoothing / static_cast<float>(k);
@@ -137,7 +135,7 @@ __global__ void loss_zero_kernel(float* values, int n) {
 // The label's rank = classes ahead of it (greater, or equal with a lower index). Counts are
 // added with float atomics on integers below 2^24: exact, so the order does not matter.
 template <typename T>
-__global__ void topk_correct_kernel(const T* logits, const float* labels, int64_t n, int64_t k,
+__global__ void topk_correct_kernel(const T* logits, const int32_t* labels, int64_t n, int64_t k,
                                     float* correct) {
   for (int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y; row < n;
        row += static_cast<int64_t>(gridDim.x) * blockDim.y) {
@@ -168,7 +166,7 @@ inline dim3 row_grid(int64_t n, const RowLaunch& shape) {
 }
 
 template <typename T>
-void cross_entropy_forward_launch(const T* logits, const float* labels, int64_t n, int64_t k,
+void cross_entropy_forward_launch(const T* logits, const int32_t* labels, int64_t n, int64_t k,
                                   float label_smoothing, float* sample_loss, float* loss,
                                   cudaStream_t stream, const RowLaunch& shape = {}) {
   launch(cross_entropy_forward_kernel<T>, row_grid(n, shape), dim3(32, shape.warps_per_block), 0,
@@ -177,7 +175,7 @@ void cross_entropy_forward_launch(const T* logits, const float* labels, int64_t 
 }
 
 template <typename T>
-void cross_entropy_backward_launch(const T* logits, const float* labels, int64_t n, int64_t k,
+void cross_entropy_backward_launch(const T* logits, const int32_t* labels, int64_t n, int64_t k,
                                    float label_smoothing, float grad_loss, T* dlogits,
                                    cudaStream_t stream, const RowLaunch& shape = {}) {
   launch(cross_entropy_backward_kernel<T>, row_grid(n, shape), dim3(32, shape.warps_per_block), 0,
@@ -185,8 +183,8 @@ void cross_entropy_backward_launch(const T* logits, const float* labels, int64_t
 }
 
 template <typename T>
-void topk_correct_launch(const T* logits, const float* labels, int64_t n, int64_t k, float* correct,
-                         cudaStream_t stream, const RowLaunch& shape = {}) {
+void topk_correct_launch(const T* logits, const int32_t* labels, int64_t n, int64_t k,
+                         float* correct, cudaStream_t stream, const RowLaunch& shape = {}) {
   launch(loss_zero_kernel, dim3(1), dim3(32), 0, stream, correct, 2);
   launch(topk_correct_kernel<T>, row_grid(n, shape), dim3(32, shape.warps_per_block), 0, stream,
          logits, labels, n, k, correct);
@@ -195,7 +193,7 @@ void topk_correct_launch(const T* logits, const float* labels, int64_t n, int64_
 // ---------------------------------------------------------------------------------------
 // Entry points (declared in loss.h)
 
-void cross_entropy_forward(DType dtype, const void* logits, const float* labels, int64_t n,
+void cross_entropy_forward(DType dtype, const void* logits, const int32_t* labels, int64_t n,
                            int64_t k, float label_smoothing, float* sample_loss, float* loss,
                            cudaStream_t stream) {
   dispatch_device_dtype(dtype, [&]<typename T>() {
@@ -204,7 +202,7 @@ void cross_entropy_forward(DType dtype, const void* logits, const float* labels,
   });
 }
 
-void cross_entropy_backward(DType dtype, const void* logits, const float* labels, int64_t n,
+void cross_entropy_backward(DType dtype, const void* logits, const int32_t* labels, int64_t n,
                             int64_t k, float label_smoothing, float grad_loss, void* dlogits,
                             cudaStream_t stream) {
   dispatch_device_dtype(dtype, [&]<typename T>() {
@@ -213,7 +211,7 @@ void cross_entropy_backward(DType dtype, const void* logits, const float* labels
   });
 }
 
-void topk_correct(DType dtype, const void* logits, const float* labels, int64_t n, int64_t k,
+void topk_correct(DType dtype, const void* logits, const int32_t* labels, int64_t n, int64_t k,
                   float* correct, cudaStream_t stream) {
   dispatch_device_dtype(dtype, [&]<typename T>() {
     topk_correct_launch(static_cast<const T*>(logits), labels, n, k, correct, stream);

@@ -9,13 +9,13 @@
 
 namespace engine::cuda {
 
-void cross_entropy_forward(DType dtype, const void* logits, const float* labels, int64_t n,
+void cross_entropy_forward(DType dtype, const void* logits, const int32_t* labels, int64_t n,
                            int64_t k, float label_smoothing, float* sample_loss, float* loss,
                            cudaStream_t stream);
-void cross_entropy_backward(DType dtype, const void* logits, const float* labels, int64_t n,
+void cross_entropy_backward(DType dtype, const void* logits, const int32_t* labels, int64_t n,
                             int64_t k, float label_smoothing, float grad_loss, void* dlogits,
                             cudaStream_t stream);
-void topk_correct(DType dtype, const void* logits, const float* labels, int64_t n, int64_t k,
+void topk_correct(DType dtype, const void* logits, const int32_t* labels, int64_t n, int64_t k,
                   float* correct, cudaStream_t stream);
 
 }  // namespace engine::cuda

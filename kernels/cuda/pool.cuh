@@ -20,7 +20,7 @@ struct PoolWindow {
 // As PyTorch: the index starts at the window's first valid position; a value wins when it is
 // greater than the best so far or NaN (v != v), so NaN propagates.
 template <typename T>
-__global__ void maxpool2d_forward_kernel(const T* x, T* y, float* argmax, PoolWindow g) {
+__global__ void maxpool2d_forward_kernel(const T* x, T* y, int32_t* argmax, PoolWindow g) {
   const int64_t total = g.n * g.out_h * g.out_w * g.c;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -31,13 +31,13 @@ __global__ void maxpool2d_forward_kernel(const T* x, T* y, float* argmax, PoolWi
     const int64_t h_begin = h0 < 0 ? 0 : h0, h_end = h0 + g.kernel < g.h ? h0 + g.kernel : g.h;
     const int64_t w_begin = w0 < 0 ? 0 : w0, w_end = w0 + g.kernel < g.w ? w0 + g.kernel : g.w;
     float best = -INFINITY;
-    float index = static_cast<float>(h_begin * g.w + w_begin);
+    auto index = static_cast<int32_t>(h_begin * g.w + w_begin);
     for (int64_t ih = h_begin; ih < h_end; ++ih) {
       for (int64_t iw = w_begin; iw < w_end; ++iw) {
         const float v = to_f32(x[((image * g.h + ih) * g.w + iw) * g.c + ch]);
         if (v > best || v != v) {
           best = v;
-          index = static_cast<float>(ih * g.w + iw);
+          index = static_cast<int32_t>(ih * g.w + iw);
         }
       }
     }
@@ -49,7 +49,7 @@ __global__ void maxpool2d_forward_kernel(const T* x, T* y, float* argmax, PoolWi
 // Each input element sums dy over the outputs whose window holds it and chose it, in
 // row-major output order: deterministic, no atomics, and dx needs no zero fill.
 template <typename T>
-__global__ void maxpool2d_backward_kernel(const T* dy, const float* argmax, T* dx, PoolWindow g) {
+__global__ void maxpool2d_backward_kernel(const T* dy, const int32_t* argmax, T* dx, PoolWindow g) {
   const int64_t total = g.n * g.h * g.w * g.c;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -64,7 +64,7 @@ __global__ void maxpool2d_backward_kernel(const T* dy, const float* argmax, T* d
     const int64_t ow_last = (iw + g.padding) / g.stride + 1;
     const int64_t oh_end = oh_last < g.out_h ? oh_last : g.out_h;
     const int64_t ow_end = ow_last < g.out_w ? ow_last : g.out_w;
-    const float position = static_cast<float>(ih * g.w + iw);
+    const auto position = static_cast<int32_t>(ih * g.w + iw);
     float sum = 0.f;
     for (int64_t oh = oh_begin; oh < oh_end; ++oh) {
       for (int64_t ow = ow_begin; ow < ow_end; ++ow) {
@@ -138,7 +138,7 @@ inline PoolWindow pool_window(int64_t n, int64_t h, int64_t w, int64_t c, int ke
 }
 
 template <typename T>
-void maxpool2d_forward_launch(const T* x, T* y, float* argmax, const PoolWindow& g,
+void maxpool2d_forward_launch(const T* x, T* y, int32_t* argmax, const PoolWindow& g,
                               cudaStream_t stream, ElementwiseLaunch shape = {}) {
   const int64_t total = g.n * g.out_h * g.out_w * g.c;
   if (total == 0) return;
@@ -147,7 +147,7 @@ void maxpool2d_forward_launch(const T* x, T* y, float* argmax, const PoolWindow&
 }
 
 template <typename T>
-void maxpool2d_backward_launch(const T* dy, const float* argmax, T* dx, const PoolWindow& g,
+void maxpool2d_backward_launch(const T* dy, const int32_t* argmax, T* dx, const PoolWindow& g,
                                cudaStream_t stream, ElementwiseLaunch shape = {}) {
   const int64_t total = g.n * g.h * g.w * g.c;
   if (total == 0) return;
@@ -182,7 +182,7 @@ void global_avgpool_backward_launch(const T* dy, T* dx, int64_t n, int64_t spati
 // ---------------------------------------------------------------------------------------
 // Entry points (declared in pool.h)
 
-void maxpool2d_forward(DType dtype, const void* x, void* y, float* argmax, int64_t n, int64_t h,
+void maxpool2d_forward(DType dtype, const void* x, void* y, int32_t* argmax, int64_t n, int64_t h,
                        int64_t w, int64_t c, int kernel, int stride, int padding,
                        cudaStream_t stream) {
   const PoolWindow g = pool_window(n, h, w, c, kernel, stride, padding);
@@ -191,7 +191,7 @@ void maxpool2d_forward(DType dtype, const void* x, void* y, float* argmax, int64
   });
 }
 
-void maxpool2d_backward(DType dtype, const void* dy, const float* argmax, void* dx, int64_t n,
+void maxpool2d_backward(DType dtype, const void* dy, const int32_t* argmax, void* dx, int64_t n,
                         int64_t h, int64_t w, int64_t c, int kernel, int stride, int padding,
                         cudaStream_t stream) {
   const PoolWindow g = pool_window(n, h, w, c, kernel, stride, padding);

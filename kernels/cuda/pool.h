@@ -9,10 +9,10 @@
 
 namespace engine::cuda {
 
-void maxpool2d_forward(DType dtype, const void* x, void* y, float* argmax, int64_t n, int64_t h,
+void maxpool2d_forward(DType dtype, const void* x, void* y, int32_t* argmax, int64_t n, int64_t h,
                        int64_t w, int64_t c, int kernel, int stride, int padding,
                        cudaStream_t stream);
-void maxpool2d_backward(DType dtype, const void* dy, const float* argmax, void* dx, int64_t n,
+void maxpool2d_backward(DType dtype, const void* dy, const int32_t* argmax, void* dx, int64_t n,
                         int64_t h, int64_t w, int64_t c, int kernel, int stride, int padding,
                         cudaStream_t stream);
 void global_avgpool_forward(DType dtype, const void* x, void* y, int64_t n, int64_t spatial,

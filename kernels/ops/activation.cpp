@@ -9,6 +9,7 @@ namespace engine {
 
 void relu_forward(const Tensor& x, Tensor& y, Stream& stream) {
   constexpr std::string_view op = "relu_forward";
+  ops::require_float(op, "x", x);
   ops::require_like(op, "x", x, "y", y);
   ops::require_on_stream(op, "x", x, stream);
   ops::on_device(
@@ -20,6 +21,7 @@ void relu_forward(const Tensor& x, Tensor& y, Stream& stream) {
 
 void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx, Stream& stream) {
   constexpr std::string_view op = "relu_backward";
+  ops::require_float(op, "y", y);
   ops::require_like(op, "y", y, "dy", dy);
   ops::require_like(op, "y", y, "dx", dx);
   ops::require_on_stream(op, "y", y, stream);
@@ -34,6 +36,7 @@ void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx, Stream& stream
 
 void add_relu_forward(const Tensor& a, const Tensor& b, Tensor& y, Stream& stream) {
   constexpr std::string_view op = "add_relu_forward";
+  ops::require_float(op, "a", a);
   ops::require_like(op, "a", a, "b", b);
   ops::require_like(op, "a", a, "y", y);
   ops::require_on_stream(op, "a", a, stream);
@@ -50,6 +53,7 @@ void add_relu_forward(const Tensor& a, const Tensor& b, Tensor& y, Stream& strea
 
 void add(const Tensor& a, const Tensor& b, Tensor& y, Stream& stream) {
   constexpr std::string_view op = "add";
+  ops::require_float(op, "a", a);
   ops::require_like(op, "a", a, "b", b);
   ops::require_like(op, "a", a, "y", y);
   ops::require_on_stream(op, "a", a, stream);

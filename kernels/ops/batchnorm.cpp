@@ -17,7 +17,7 @@ struct Rows {
 };
 
 Rows require_activation(std::string_view op, std::string_view name, const Tensor& x) {
-  ops::require_defined(op, name, x);
+  ops::require_float(op, name, x);
   if (x.dim() < 2 || x.numel() == 0) {
     fail(std::string(op) + ": " + std::string(name) + " is " + x.describe() +
          ", expected a non-empty [..., C] activation (NHWC)");

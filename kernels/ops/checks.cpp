@@ -17,6 +17,12 @@ void require_defined(std::string_view op, std::string_view name, const Tensor& t
   if (!t.defined()) fail(std::string(op) + ": " + std::string(name) + " is an undefined tensor");
 }
 
+void require_float(std::string_view op, std::string_view name, const Tensor& t) {
+  require_defined(op, name, t);
+  if (!is_float_dtype(t.dtype()))
+    fail(prefix(op, name, t) + ", expected a float dtype (f32 or bf16)");
+}
+
 void require_like(std::string_view op, std::string_view name_a, const Tensor& a,
                   std::string_view name_b, const Tensor& b) {
   require_defined(op, name_a, a);

@@ -15,6 +15,9 @@
 namespace engine::ops {
 
 void require_defined(std::string_view op, std::string_view name, const Tensor& t);
+// t is defined and of a float dtype (f32 or bf16). Every op that dispatches on a tensor's
+// dtype checks that tensor so: an i32 tensor (labels, argmax) is never taken for bf16.
+void require_float(std::string_view op, std::string_view name, const Tensor& t);
 // b has a's dtype, device and element count (shapes may differ only by a reshape).
 void require_like(std::string_view op, std::string_view name_a, const Tensor& a,
                   std::string_view name_b, const Tensor& b);

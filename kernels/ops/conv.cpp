@@ -46,7 +46,7 @@ void conv2d_forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, 
                     Tensor& y, Stream& stream) {
   constexpr std::string_view op = "conv2d_forward";
   shape.validate();
-  ops::require_defined(op, "x", x);
+  ops::require_float(op, "x", x);
   const DType dtype = x.dtype();
   const Device device = x.device();
   const std::string context = shape.str();
@@ -72,7 +72,7 @@ void conv2d_backward_data(const Conv2dShape& shape, const Tensor& dy, const Tens
                           Stream& stream) {
   constexpr std::string_view op = "conv2d_backward_data";
   shape.validate();
-  ops::require_defined(op, "dy", dy);
+  ops::require_float(op, "dy", dy);
   const DType dtype = dy.dtype();
   const Device device = dy.device();
   const std::string context = shape.str();
@@ -106,7 +106,7 @@ void conv2d_backward_filter(const Conv2dShape& shape, const Tensor& x, const Ten
                             Tensor& dbias, bool accumulate, Tensor& workspace, Stream& stream) {
   constexpr std::string_view op = "conv2d_backward_filter";
   shape.validate();
-  ops::require_defined(op, "x", x);
+  ops::require_float(op, "x", x);
   ops::require_defined(op, "dw", dw);
   const DType dtype = x.dtype();
   const Device device = x.device();

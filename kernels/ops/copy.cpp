@@ -13,7 +13,7 @@ namespace engine {
 
 void fill(Tensor& dst, float value, Stream& stream) {
   constexpr std::string_view op = "fill";
-  ops::require_defined(op, "dst", dst);
+  ops::require_float(op, "dst", dst);
   ops::require_on_stream(op, "dst", dst, stream);
   ops::on_device(
       op, stream, [&] { cpu::fill(dst.dtype(), dst.raw_data(), dst.numel(), value); },
@@ -45,8 +45,8 @@ void copy(const Tensor& src, Tensor& dst, Stream& stream) {
 
 void cast(const Tensor& src, Tensor& dst, Stream& stream) {
   constexpr std::string_view op = "cast";
-  ops::require_defined(op, "src", src);
-  ops::require_defined(op, "dst", dst);
+  ops::require_float(op, "src", src);
+  ops::require_float(op, "dst", dst);
   if (src.device() != dst.device() || src.numel() != dst.numel()) {
     fail("cast: dst is " + dst.describe() + ", expected the device and size of src (" +
          src.describe() + ")");

@@ -1,4 +1,5 @@
-// fill / copy / cast (implemented in kernels/ops/copy.cpp).
+// fill / copy / cast (implemented in kernels/ops/copy.cpp). copy moves any dtype; fill and cast
+// take float dtypes (f32, bf16) only.
 #pragma once
 
 #include "kernels/stream.h"

@@ -16,18 +16,18 @@ struct Classes {
   int64_t k = 0;
 };
 
-// logits [N, K] (N, K >= 1) and labels f32[N] on the same device.
+// logits [N, K] (N, K >= 1) of a float dtype and labels i32[N] on the same device.
 Classes require_logits(std::string_view op, const Tensor& logits, const Tensor& labels,
                        const Stream& stream) {
-  ops::require_defined(op, "logits", logits);
+  ops::require_float(op, "logits", logits);
   if (logits.dim() != 2 || logits.numel() == 0) {
     fail(std::string(op) + ": logits is " + logits.describe() + ", expected a non-empty [N, K]");
   }
   const Classes shape{logits.size(0), logits.size(1)};
   ops::require_defined(op, "labels", labels);
-  if (labels.dtype() != DType::f32 || labels.numel() != shape.n ||
+  if (labels.dtype() != DType::i32 || labels.numel() != shape.n ||
       labels.device() != logits.device()) {
-    fail(std::string(op) + ": labels is " + labels.describe() + ", expected f32[" +
+    fail(std::string(op) + ": labels is " + labels.describe() + ", expected i32[" +
          std::to_string(shape.n) + "] (class indices) on " + logits.device().str());
   }
   ops::require_on_stream(op, "logits", logits, stream);
@@ -53,12 +53,12 @@ void cross_entropy_forward(const Tensor& logits, const Tensor& labels, float lab
   ops::on_device(
       op, stream,
       [&] {
-        cpu::cross_entropy_forward(logits.dtype(), logits.raw_data(), labels.data<float>(), shape.n,
-                                   shape.k, label_smoothing, sample_loss.data<float>(),
+        cpu::cross_entropy_forward(logits.dtype(), logits.raw_data(), labels.data<int32_t>(),
+                                   shape.n, shape.k, label_smoothing, sample_loss.data<float>(),
                                    loss.data<float>());
       },
       [&](auto cuda_stream) {
-        cuda::cross_entropy_forward(logits.dtype(), logits.raw_data(), labels.data<float>(),
+        cuda::cross_entropy_forward(logits.dtype(), logits.raw_data(), labels.data<int32_t>(),
                                     shape.n, shape.k, label_smoothing, sample_loss.data<float>(),
                                     loss.data<float>(), cuda_stream);
       });
@@ -75,12 +75,12 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& labels, float la
   ops::on_device(
       op, stream,
       [&] {
-        cpu::cross_entropy_backward(logits.dtype(), logits.raw_data(), labels.data<float>(),
+        cpu::cross_entropy_backward(logits.dtype(), logits.raw_data(), labels.data<int32_t>(),
                                     shape.n, shape.k, label_smoothing, grad_loss,
                                     dlogits.raw_data());
       },
       [&](auto cuda_stream) {
-        cuda::cross_entropy_backward(logits.dtype(), logits.raw_data(), labels.data<float>(),
+        cuda::cross_entropy_backward(logits.dtype(), logits.raw_data(), labels.data<int32_t>(),
                                      shape.n, shape.k, label_smoothing, grad_loss,
                                      dlogits.raw_data(), cuda_stream);
       });
@@ -93,11 +93,11 @@ void topk_correct(const Tensor& logits, const Tensor& labels, Tensor& correct, S
   ops::on_device(
       op, stream,
       [&] {
-        cpu::topk_correct(logits.dtype(), logits.raw_data(), labels.data<float>(), shape.n, shape.k,
-                          correct.data<float>());
+        cpu::topk_correct(logits.dtype(), logits.raw_data(), labels.data<int32_t>(), shape.n,
+                          shape.k, correct.data<float>());
       },
       [&](auto cuda_stream) {
-        cuda::topk_correct(logits.dtype(), logits.raw_data(), labels.data<float>(), shape.n,
+        cuda::topk_correct(logits.dtype(), logits.raw_data(), labels.data<int32_t>(), shape.n,
                            shape.k, correct.data<float>(), cuda_stream);
       });
 }

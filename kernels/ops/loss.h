@@ -1,8 +1,7 @@
 // Softmax cross-entropy and top-k accuracy (implemented in kernels/ops/loss.cpp).
-// logits [N, K] are f32 or bf16 (math in fp32); labels [N] are f32 holding class indices
-// (integers, exact below 2^24) because tensors have no integer dtype. A label that is not an
-// integer in [0, K) makes that sample's loss and gradient NaN and never counts as correct,
-// on the CPU and the GPU alike (the GPU cannot raise an error without a synchronization).
+// logits [N, K] are f32 or bf16 (math in fp32); labels are i32[N] class indices. A label
+// outside [0, K) makes that sample's loss and gradient NaN and never counts as correct, on
+// the CPU and the GPU alike (the GPU cannot raise an error without a synchronization).
 #pragma once
 
 #include "kernels/stream.h"

@@ -1,5 +1,6 @@
 #include "kernels/ops/pool.h"
 
+#include <limits>
 #include <string>
 
 #include "kernels/cpu/pool.h"
@@ -11,7 +12,7 @@ namespace engine {
 namespace {
 
 void require_nhwc(std::string_view op, std::string_view name, const Tensor& t) {
-  ops::require_defined(op, name, t);
+  ops::require_float(op, name, t);
   if (t.dim() != 4 || t.numel() == 0) {
     fail(std::string(op) + ": " + std::string(name) + " is " + t.describe() +
          ", expected a non-empty [N, H, W, C] tensor");
@@ -28,9 +29,9 @@ void require_params(std::string_view op, const MaxPool2dParams& p, const Tensor&
     fail(std::string(op) + ": the " + std::to_string(p.kernel) + "x" + std::to_string(p.kernel) +
          " window does not fit " + x.describe());
   }
-  if (x.size(1) * x.size(2) >= (int64_t{1} << 24)) {
+  if (x.size(1) * x.size(2) > std::numeric_limits<int32_t>::max()) {
     fail(std::string(op) + ": " + x.describe() +
-         " has 2^24 or more pixels per image; argmax indices would not be exact in f32");
+         " has more than 2^31 - 1 pixels per image; argmax indices are int32");
   }
 }
 
@@ -62,17 +63,17 @@ void maxpool2d_forward(const MaxPool2dParams& params, const Tensor& x, Tensor& y
   require_params(op, params, x);
   const Shape out = pooled_shape(params, x);
   ops::require_exact(op, "y", y, out, x.dtype(), x.device());
-  ops::require_exact(op, "argmax", argmax, out, DType::f32, x.device());
+  ops::require_exact(op, "argmax", argmax, out, DType::i32, x.device());
   ops::require_on_stream(op, "x", x, stream);
   const int64_t n = x.size(0), h = x.size(1), w = x.size(2), c = x.size(3);
   ops::on_device(
       op, stream,
       [&] {
-        cpu::maxpool2d_forward(x.dtype(), x.raw_data(), y.raw_data(), argmax.data<float>(), n, h, w,
-                               c, params.kernel, params.stride, params.padding);
+        cpu::maxpool2d_forward(x.dtype(), x.raw_data(), y.raw_data(), argmax.data<int32_t>(), n, h,
+                               w, c, params.kernel, params.stride, params.padding);
       },
       [&](auto cuda_stream) {
-        cuda::maxpool2d_forward(x.dtype(), x.raw_data(), y.raw_data(), argmax.data<float>(), n, h,
+        cuda::maxpool2d_forward(x.dtype(), x.raw_data(), y.raw_data(), argmax.data<int32_t>(), n, h,
                                 w, c, params.kernel, params.stride, params.padding, cuda_stream);
       });
 }
@@ -84,18 +85,18 @@ void maxpool2d_backward(const MaxPool2dParams& params, const Tensor& dy, const T
   require_params(op, params, dx);
   const Shape out = pooled_shape(params, dx);
   ops::require_exact(op, "dy", dy, out, dx.dtype(), dx.device());
-  ops::require_exact(op, "argmax", argmax, out, DType::f32, dx.device());
+  ops::require_exact(op, "argmax", argmax, out, DType::i32, dx.device());
   ops::require_on_stream(op, "dx", dx, stream);
   const int64_t n = dx.size(0), h = dx.size(1), w = dx.size(2), c = dx.size(3);
   ops::on_device(
       op, stream,
       [&] {
-        cpu::maxpool2d_backward(dx.dtype(), dy.raw_data(), argmax.data<float>(), dx.raw_data(), n,
+        cpu::maxpool2d_backward(dx.dtype(), dy.raw_data(), argmax.data<int32_t>(), dx.raw_data(), n,
                                 h, w, c, params.kernel, params.stride, params.padding);
       },
       [&](auto cuda_stream) {
-        cuda::maxpool2d_backward(dx.dtype(), dy.raw_data(), argmax.data<float>(), dx.raw_data(), n,
-                                 h, w, c, params.kernel, params.stride, params.padding,
+        cuda::maxpool2d_backward(dx.dtype(), dy.raw_data(), argmax.data<int32_t>(), dx.raw_data(),
+                                 n, h, w, c, params.kernel, params.stride, params.padding,
                                  cuda_stream);
       });
 }

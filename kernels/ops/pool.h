@@ -22,10 +22,10 @@ struct MaxPool2dParams {
   }
 };
 
-// x [N, H, W, C] -> y [N, OH, OW, C]; argmax (f32, the shape of y) receives the flat index
-// h * W + w of the chosen input within its image and channel, as PyTorch's indices, stored as
-// an exactly representable float (H * W < 2^24). Ties go to the first position in row-major
-// window order; NaN propagates (the last NaN of a window wins it, as in PyTorch).
+// x [N, H, W, C] -> y [N, OH, OW, C]; argmax (i32, the shape of y) receives the flat index
+// h * W + w of the chosen input within its image and channel, as PyTorch's indices (so
+// H * W must fit in int32). Ties go to the first position in row-major window order; NaN
+// propagates (the last NaN of a window wins it, as in PyTorch).
 void maxpool2d_forward(const MaxPool2dParams& params, const Tensor& x, Tensor& y, Tensor& argmax,
                        Stream& stream);
 // dx [N, H, W, C] = the sum of dy over the outputs whose argmax is that input (windows

@@ -155,6 +155,19 @@ TEST(RequestValidation, AcceptsMatchingShapesAndNamesMismatches) {
   CollectiveRequest mixed = request(CollectiveKind::all_gather, 3, 12);
   mixed.output = Tensor::empty({12}, DType::bf16);
   EXPECT_THROW(validate_request(mixed, 0, 4), Error);
+  // i32 tensors (labels, indices) are not reduced or sent: MPI and NCCL would take them for
+  // bf16.
+  CollectiveRequest integers = request(CollectiveKind::all_reduce, -1, -1);
+  integers.input = integers.output = Tensor::empty({3}, DType::i32);
+  try {
+    validate_request(integers, 1, 4);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "all_reduce on rank 1 (world 4): i32[3] on cpu is not a float tensor"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

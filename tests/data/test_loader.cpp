@@ -194,6 +194,17 @@ TEST_F(LoaderTest, MisuseIsAClearError) {
   EXPECT_THROW(loader.next(), Error);
   config_.workers = 0;
   EXPECT_THROW(Loader(*dataset_, config_), Error);
+  // Images are f32 or bf16: an i32 batch would be written as bf16 into 4-byte slots.
+  config_.workers = 1;
+  config_.dtype = DType::i32;
+  try {
+    Loader integers(*dataset_, config_);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("Loader: --dtype must be f32 or bf16, got i32"),
+              std::string::npos)
+        << error.what();
+  }
 }
 
 TEST_F(LoaderTest, CudaBatchesArriveOnTheDeviceAfterTheirEvent) {

@@ -14,6 +14,7 @@
 #include "data/random.h"
 #include "data/resample.h"
 #include "data/sample_processor.h"
+#include "kernels/error.h"
 #include "tests/data/golden.h"
 #include "tests/data/test_images.h"
 
@@ -179,6 +180,14 @@ TEST(PipelineGolden, CropFlipNormalizeEqualsTorchvisionBitForBit) {
   std::vector<float> out(expected.size());
   Normalizer().write(pixels.data(), out_width, out_height, /*mirror=*/true, DType::f32, out.data());
   EXPECT_EQ(std::memcmp(out.data(), expected.data(), expected.size() * 4), 0);
+}
+
+TEST(Normalizer, RefusesIntegerOutputs) {
+  // Images are f32 or bf16; an i32 destination is an error, not bf16 values in 4-byte slots.
+  const std::vector<uint8_t> pixels(2 * 2 * 3, 128);
+  std::vector<int32_t> out(2 * 2 * 3, 7);
+  EXPECT_THROW(Normalizer().write(pixels.data(), 2, 2, false, DType::i32, out.data()), Error);
+  EXPECT_EQ(out, std::vector<int32_t>(out.size(), 7));
 }
 
 TEST(SampleRandom, StreamsAreKeyedBySeedEpochAndIndex) {

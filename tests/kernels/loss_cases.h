@@ -29,19 +29,19 @@ struct LossShape {
 inline const std::vector<LossShape> kLossShapes = {{1, 1},   {1, 10},   {3, 7}, {5, 1000},
                                                    {17, 33}, {64, 100}, {2, 65}};
 
-// Labels in [0, k) as the f32 class indices the ops take.
-inline std::vector<float> make_labels(int64_t n, int64_t k, uint32_t seed) {
+// Labels in [0, k) as the i32 class indices the ops take.
+inline std::vector<int32_t> make_labels(int64_t n, int64_t k, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int64_t> pick(0, k - 1);
-  std::vector<float> labels(static_cast<size_t>(n));
-  for (float& label : labels)
-    label = static_cast<float>(pick(rng));
+  std::vector<int32_t> labels(static_cast<size_t>(n));
+  for (int32_t& label : labels)
+    label = static_cast<int32_t>(pick(rng));
   return labels;
 }
 
 // -sum_j q_j log softmax(z)_j with q = (1 - s) onehot + s / k, per row, in double.
 inline std::vector<double> reference_cross_entropy(const std::vector<float>& logits,
-                                                   const std::vector<float>& labels, int64_t k,
+                                                   const std::vector<int32_t>& labels, int64_t k,
                                                    double smoothing) {
   const int64_t n = static_cast<int64_t>(labels.size());
   std::vector<double> loss(n);
@@ -54,7 +54,7 @@ inline std::vector<double> reference_cross_entropy(const std::vector<float>& log
     const double lse = max + std::log(sum);
     double total = 0;
     for (int64_t j = 0; j < k; ++j) {
-      const double q = smoothing / k + (j == static_cast<int64_t>(labels[i]) ? 1 - smoothing : 0);
+      const double q = smoothing / k + (j == labels[i] ? 1 - smoothing : 0);
       total -= q * (z[j] - lse);
     }
     loss[i] = total;
@@ -68,8 +68,9 @@ inline double mean_of(const std::vector<double>& values) {
 
 // d(mean loss)/dz * grad_loss = (softmax - q) * grad_loss / n, in double.
 inline std::vector<double> reference_cross_entropy_grad(const std::vector<float>& logits,
-                                                        const std::vector<float>& labels, int64_t k,
-                                                        double smoothing, double grad_loss) {
+                                                        const std::vector<int32_t>& labels,
+                                                        int64_t k, double smoothing,
+                                                        double grad_loss) {
   const int64_t n = static_cast<int64_t>(labels.size());
   std::vector<double> grad(logits.size());
   for (int64_t i = 0; i < n; ++i) {
@@ -79,7 +80,7 @@ inline std::vector<double> reference_cross_entropy_grad(const std::vector<float>
     for (int64_t j = 0; j < k; ++j)
       sum += std::exp(z[j] - max);
     for (int64_t j = 0; j < k; ++j) {
-      const double q = smoothing / k + (j == static_cast<int64_t>(labels[i]) ? 1 - smoothing : 0);
+      const double q = smoothing / k + (j == labels[i] ? 1 - smoothing : 0);
       grad[i * k + j] = (std::exp(z[j] - max) / sum - q) * grad_loss / n;
     }
   }
@@ -89,7 +90,7 @@ inline std::vector<double> reference_cross_entropy_grad(const std::vector<float>
 // Top-1 and top-5 hits by a stable sort of the class indices by descending logit (ties keep
 // the lower index first).
 inline std::vector<float> reference_topk(const std::vector<float>& logits,
-                                         const std::vector<float>& labels, int64_t k) {
+                                         const std::vector<int32_t>& labels, int64_t k) {
   const int64_t n = static_cast<int64_t>(labels.size());
   float top1 = 0, top5 = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -97,8 +98,7 @@ inline std::vector<float> reference_topk(const std::vector<float>& logits,
     std::vector<int64_t> order(k);
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return z[a] > z[b]; });
-    const auto rank =
-        std::find(order.begin(), order.end(), static_cast<int64_t>(labels[i])) - order.begin();
+    const auto rank = std::find(order.begin(), order.end(), int64_t{labels[i]}) - order.begin();
     top1 += rank < 1 ? 1.f : 0.f;
     top5 += rank < 5 ? 1.f : 0.f;
   }

@@ -48,13 +48,14 @@ inline int64_t pooled(int64_t in, const Window& win) {
 // Naive max pooling: the first strictly greater value wins, NaN wins (as PyTorch); the index
 // starts at the window's first valid position.
 struct ReferenceMaxPool {
-  std::vector<float> y, argmax;
+  std::vector<float> y;
+  std::vector<int32_t> argmax;
 };
 inline ReferenceMaxPool reference_maxpool(const std::vector<float>& x, const PoolShape& s,
                                           const Window& win) {
   const int64_t oh_n = pooled(s.h, win), ow_n = pooled(s.w, win);
   ReferenceMaxPool out{std::vector<float>(s.n * oh_n * ow_n * s.c),
-                       std::vector<float>(s.n * oh_n * ow_n * s.c)};
+                       std::vector<int32_t>(s.n * oh_n * ow_n * s.c)};
   for (int64_t b = 0; b < s.n; ++b)
     for (int64_t oh = 0; oh < oh_n; ++oh)
       for (int64_t ow = 0; ow < ow_n; ++ow)
@@ -75,21 +76,21 @@ inline ReferenceMaxPool reference_maxpool(const std::vector<float>& x, const Poo
             }
           const int64_t at = ((b * oh_n + oh) * ow_n + ow) * s.c + c;
           out.y[at] = best;
-          out.argmax[at] = static_cast<float>(index);
+          out.argmax[at] = static_cast<int32_t>(index);
         }
   return out;
 }
 
 // dx by scattering dy to the argmax of every output, in double.
 inline std::vector<double> reference_maxpool_backward(const std::vector<float>& dy,
-                                                      const std::vector<float>& argmax,
+                                                      const std::vector<int32_t>& argmax,
                                                       const PoolShape& s, const Window& win) {
   const int64_t per_image = pooled(s.h, win) * pooled(s.w, win);
   std::vector<double> dx(s.numel(), 0.0);
   for (size_t i = 0; i < dy.size(); ++i) {
     const int64_t c = static_cast<int64_t>(i) % s.c;
     const int64_t b = static_cast<int64_t>(i) / s.c / per_image;
-    const auto position = static_cast<int64_t>(argmax[i]);
+    const int64_t position = argmax[i];
     dx[(b * s.h * s.w + position) * s.c + c] += dy[i];
   }
   return dx;

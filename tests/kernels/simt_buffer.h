@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <source_location>
 #include <string>
@@ -28,20 +30,42 @@ class SimtBuffer {
     const std::vector<std::byte> bytes = encode(dtype, values);
     std::copy(bytes.begin(), bytes.end(), memory_.data());
   }
+  // An i32 buffer holding `values` (labels, argmax indices).
+  explicit SimtBuffer(const std::vector<int32_t>& values,
+                      std::source_location created = std::source_location::current())
+      : dtype_(DType::i32),
+        n_(static_cast<int64_t>(values.size())),
+        memory_(values.size() * sizeof(int32_t), 0,
+                describe(DType::i32, values.size(), 0, created)) {
+    if (!values.empty())
+      std::memcpy(memory_.data(), values.data(), values.size() * sizeof(int32_t));
+  }
   // An f32 buffer of n elements, filled with NaN so unwritten outputs show.
   static SimtBuffer f32(size_t n, std::source_location created = std::source_location::current()) {
     return SimtBuffer(DType::f32, std::vector<float>(n, std::numeric_limits<float>::quiet_NaN()), 0,
                       created);
   }
+  // An i32 buffer of n elements, filled with INT32_MIN (no index or label) so unwritten
+  // outputs show.
+  static SimtBuffer i32(size_t n, std::source_location created = std::source_location::current()) {
+    return SimtBuffer(std::vector<int32_t>(n, std::numeric_limits<int32_t>::min()), created);
+  }
 
   void* data() { return memory_.data(); }
-  // Typed views for the launchers: T is float or __nv_bfloat16.
+  // Typed views for the launchers: T is float, __nv_bfloat16 or int32_t.
   template <typename T>
   T* as() {
     return static_cast<T*>(data());
   }
   float* floats() { return as<float>(); }
+  int32_t* ints() { return as<int32_t>(); }
   std::vector<float> values() const { return decode(dtype_, memory_.data(), n_); }
+  // The elements of an i32 buffer, exactly.
+  std::vector<int32_t> int_values() const {
+    std::vector<int32_t> out(static_cast<size_t>(n_));
+    if (n_ > 0) std::memcpy(out.data(), memory_.data(), out.size() * sizeof(int32_t));
+    return out;
+  }
 
  private:
   // "bf16[1000] offset 1, created at test_pool_simt.cpp:88:21".

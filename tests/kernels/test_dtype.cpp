@@ -20,10 +20,17 @@ namespace {
 TEST(DType, NamesAndSizes) {
   EXPECT_EQ(dtype_size(DType::f32), 4u);
   EXPECT_EQ(dtype_size(DType::bf16), 2u);
+  EXPECT_EQ(dtype_size(DType::i32), 4u);
   EXPECT_EQ(parse_dtype("bf16"), DType::bf16);
   EXPECT_EQ(parse_dtype("float32"), DType::f32);
+  EXPECT_EQ(parse_dtype("i32"), DType::i32);
+  EXPECT_EQ(parse_dtype("int32"), DType::i32);
+  EXPECT_EQ(dtype_name(DType::f32), "f32");
   EXPECT_EQ(dtype_name(DType::bf16), "bf16");
+  EXPECT_EQ(dtype_name(DType::i32), "i32");
+  EXPECT_EQ(dtype_of<int32_t>(), DType::i32);
   EXPECT_THROW(parse_dtype("f16x"), Error);
+  EXPECT_THROW(parse_dtype("int64"), Error);
 }
 
 TEST(Bf16, RoundsToNearestEven) {

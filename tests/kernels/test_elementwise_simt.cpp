@@ -9,11 +9,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "elementwise_cases.h"
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/copy.h"
+#include "kernels/error.h"
 #include "simt_buffer.h"
 
 namespace engine {
@@ -217,6 +220,32 @@ TEST(ElementwiseSimt, CastMatchesCpu) {
       }
     }
   }
+}
+
+// The error's message, or "" when fn does not throw engine::Error.
+template <typename Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(ElementwiseSimt, EntryPointsRefuseI32) {
+  // An i32 buffer is never taken for bf16: the entry points throw before any launch.
+  const std::vector<int32_t> values = {1, -2, 3, -4, 5, -6, 7, -8};
+  SimtBuffer x(values), y(values);
+  EXPECT_EQ(error_of([&] { cuda::relu_forward(DType::i32, x.data(), y.data(), 8, nullptr); }),
+            "dispatch_device_dtype: i32 is not a float dtype (f32 or bf16)");
+  EXPECT_EQ(error_of([&] { cuda::add(DType::i32, x.data(), x.data(), y.data(), 8, nullptr); }),
+            "dispatch_device_dtype: i32 is not a float dtype (f32 or bf16)");
+  EXPECT_EQ(error_of([&] { cuda::fill(DType::i32, y.data(), 8, 0.f, nullptr); }),
+            "fill: i32 is not a float dtype (f32 or bf16)");
+  EXPECT_EQ(error_of([&] { cuda::cast(DType::i32, x.data(), DType::f32, y.data(), 8, nullptr); }),
+            "dispatch_device_dtype: i32 is not a float dtype (f32 or bf16)");
+  EXPECT_EQ(y.int_values(), values);
 }
 
 }  // namespace

@@ -28,12 +28,12 @@ struct ForwardResult {
   float loss;
 };
 ForwardResult run_forward(const LossShape& s, const std::vector<float>& logits,
-                          const std::vector<float>& labels, float smoothing, DType dtype,
+                          const std::vector<int32_t>& labels, float smoothing, DType dtype,
                           Stream& stream) {
   Tensor sample_loss = Tensor::empty({s.n}, DType::f32);
   Tensor loss = Tensor::empty({1}, DType::f32);
   cross_entropy_forward(Tensor::from_floats({s.n, s.k}, logits, dtype),
-                        Tensor::from_floats({s.n}, labels), smoothing, sample_loss, loss, stream);
+                        Tensor::from_ints({s.n}, labels), smoothing, sample_loss, loss, stream);
   return {sample_loss.to_floats(stream), loss.to_floats(stream)[0]};
 }
 
@@ -47,7 +47,7 @@ TEST(LossCpu, CrossEntropyForwardMatchesReference) {
           SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str() + " smoothing " +
                        std::to_string(smoothing) + " offset " + std::to_string(offset));
           const std::vector<float> z = testing::normal_values(s.n * s.k, 1, dtype, offset, 3.0);
-          const std::vector<float> labels = testing::make_labels(s.n, s.k, 2);
+          const std::vector<int32_t> labels = testing::make_labels(s.n, s.k, 2);
           const std::vector<double> ref =
               testing::reference_cross_entropy(z, labels, s.k, smoothing);
           const ForwardResult got = run_forward(s, z, labels, smoothing, dtype, stream);
@@ -72,9 +72,9 @@ TEST(LossCpu, CrossEntropyBackwardMatchesFiniteDifferences) {
       if (s.n * s.k > 2000) continue;
       SCOPED_TRACE(s.str() + " smoothing " + std::to_string(smoothing));
       std::vector<float> z = testing::normal_values(s.n * s.k, 3, DType::f32, 0.0, 2.0);
-      const std::vector<float> labels = testing::make_labels(s.n, s.k, 4);
+      const std::vector<int32_t> labels = testing::make_labels(s.n, s.k, 4);
       Tensor dz = Tensor::empty({s.n, s.k}, DType::f32);
-      cross_entropy_backward(Tensor::from_floats({s.n, s.k}, z), Tensor::from_floats({s.n}, labels),
+      cross_entropy_backward(Tensor::from_floats({s.n, s.k}, z), Tensor::from_ints({s.n}, labels),
                              smoothing, grad_loss, dz, stream);
       std::vector<double> fd(z.size());
       for (size_t i = 0; i < z.size(); ++i) {
@@ -103,9 +103,9 @@ TEST(LossCpu, CrossEntropyBackwardMatchesReferenceInPlace) {
       for (const LossShape& s : kLossShapes) {
         SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str());
         const std::vector<float> z = testing::normal_values(s.n * s.k, 5, dtype, 50.0, 4.0);
-        const std::vector<float> labels = testing::make_labels(s.n, s.k, 6);
+        const std::vector<int32_t> labels = testing::make_labels(s.n, s.k, 6);
         Tensor tz = Tensor::from_floats({s.n, s.k}, z, dtype);
-        cross_entropy_backward(tz, Tensor::from_floats({s.n}, labels), smoothing, 2.f, tz, stream);
+        cross_entropy_backward(tz, Tensor::from_ints({s.n}, labels), smoothing, 2.f, tz, stream);
         const std::vector<double> ref =
             testing::reference_cross_entropy_grad(z, labels, s.k, smoothing, 2.0);
         EXPECT_TRUE(all_close(ref, tz.to_floats(stream), dtype == DType::f32 ? 1e-5 : kBf16Ulp,
@@ -119,15 +119,16 @@ TEST(LossCpu, InvalidLabelsGiveNaNAndNeverCount) {
   Stream stream;
   const LossShape s{4, 5};
   const std::vector<float> z = testing::normal_values(s.n * s.k, 7, DType::f32);
-  const std::vector<float> labels = {2.f, -1.f, 5.f, 1.5f};  // one valid, three not
+  // One valid, three not: negative, k, and far above k.
+  const std::vector<int32_t> labels = {2, -3, 5, 1 << 30};
   const ForwardResult got = run_forward(s, z, labels, 0.f, DType::f32, stream);
   EXPECT_FALSE(std::isnan(got.sample_loss[0]));
   for (int i = 1; i < 4; ++i)
     EXPECT_TRUE(std::isnan(got.sample_loss[i])) << i;
   EXPECT_TRUE(std::isnan(got.loss));
   Tensor dz = Tensor::empty({s.n, s.k}, DType::f32);
-  cross_entropy_backward(Tensor::from_floats({s.n, s.k}, z), Tensor::from_floats({s.n}, labels),
-                         0.f, 1.f, dz, stream);
+  cross_entropy_backward(Tensor::from_floats({s.n, s.k}, z), Tensor::from_ints({s.n}, labels), 0.f,
+                         1.f, dz, stream);
   const std::vector<float> grad = dz.to_floats(stream);
   for (int64_t j = 0; j < s.k; ++j) {
     EXPECT_FALSE(std::isnan(grad[j]));
@@ -137,7 +138,7 @@ TEST(LossCpu, InvalidLabelsGiveNaNAndNeverCount) {
   // Make the valid sample a top-1 hit: only it can count.
   std::vector<float> winner = z;
   winner[2] = 100.f;
-  topk_correct(Tensor::from_floats({s.n, s.k}, winner), Tensor::from_floats({s.n}, labels), correct,
+  topk_correct(Tensor::from_floats({s.n, s.k}, winner), Tensor::from_ints({s.n}, labels), correct,
                stream);
   EXPECT_EQ(correct.to_floats(stream), (std::vector<float>{1.f, 1.f}));
 }
@@ -151,9 +152,9 @@ TEST(LossCpu, TopkCountsMatchSortReference) {
       std::vector<float> z = testing::normal_values(s.n * s.k, 8, DType::f32);
       for (float& v : z)
         v = std::round(std::clamp(v, -2.f, 2.f) * 2.f) / 2.f;
-      const std::vector<float> labels = testing::make_labels(s.n, s.k, 9);
+      const std::vector<int32_t> labels = testing::make_labels(s.n, s.k, 9);
       Tensor correct = Tensor::empty({2}, DType::f32);
-      topk_correct(Tensor::from_floats({s.n, s.k}, z, dtype), Tensor::from_floats({s.n}, labels),
+      topk_correct(Tensor::from_floats({s.n, s.k}, z, dtype), Tensor::from_ints({s.n}, labels),
                    correct, stream);
       EXPECT_EQ(testing::reference_topk(z, labels, s.k), correct.to_floats(stream));
     }
@@ -164,33 +165,46 @@ TEST(LossCpu, TopkRanksAtTheBoundaries) {
   // One row per rank 0..6 of the label among 10 distinct logits: top-1 hits 1, top-5 hits 5.
   Stream stream;
   const int64_t n = 7, k = 10;
-  std::vector<float> z(n * k), labels(n);
+  std::vector<float> z(n * k);
+  std::vector<int32_t> labels(n);
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t j = 0; j < k; ++j)
       z[i * k + j] = static_cast<float>((j * 7 + i) % k);  // a permutation of 0..9 per row
     // The label is the class holding the value 9 - i, which has exactly i classes above it.
     for (int64_t j = 0; j < k; ++j)
-      if (z[i * k + j] == static_cast<float>(9 - i)) labels[i] = static_cast<float>(j);
+      if (z[i * k + j] == static_cast<float>(9 - i)) labels[i] = static_cast<int32_t>(j);
   }
   Tensor correct = Tensor::empty({2}, DType::f32);
-  topk_correct(Tensor::from_floats({n, k}, z), Tensor::from_floats({n}, labels), correct, stream);
+  topk_correct(Tensor::from_floats({n, k}, z), Tensor::from_ints({n}, labels), correct, stream);
   EXPECT_EQ(correct.to_floats(stream), (std::vector<float>{1.f, 5.f}));
+}
+
+// The error's message, or "" when fn does not throw engine::Error.
+template <typename Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "";
 }
 
 TEST(LossCpu, ArgumentErrorsNameTheTensor) {
   Stream stream;
   Tensor logits = Tensor::empty({4, 10}, DType::f32);
-  Tensor labels = Tensor::empty({4}, DType::f32);
-  Tensor bf16_labels = Tensor::empty({4}, DType::bf16);
+  Tensor labels = Tensor::from_ints({4}, {0, 1, 2, 3});
   Tensor sample_loss = Tensor::empty({4}, DType::f32);
   Tensor loss = Tensor::empty({1}, DType::f32);
-  try {
-    cross_entropy_forward(logits, bf16_labels, 0.f, sample_loss, loss, stream);
-    FAIL() << "expected an error";
-  } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("cross_entropy_forward: labels is bf16[4] on cpu"),
+  // Labels are i32: the f32 class indices of before are refused, as is any other dtype.
+  for (DType wrong : {DType::f32, DType::bf16}) {
+    Tensor float_labels = Tensor::empty({4}, wrong);
+    const std::string message = error_of(
+        [&] { cross_entropy_forward(logits, float_labels, 0.f, sample_loss, loss, stream); });
+    EXPECT_NE(message.find("cross_entropy_forward: labels is " + std::string(dtype_name(wrong)) +
+                           "[4] on cpu, expected i32[4] (class indices) on cpu"),
               std::string::npos)
-        << error.what();
+        << message;
   }
   Tensor long_loss = Tensor::empty({2}, DType::f32);
   EXPECT_THROW(cross_entropy_forward(logits, labels, 0.f, sample_loss, long_loss, stream), Error);
@@ -200,6 +214,27 @@ TEST(LossCpu, ArgumentErrorsNameTheTensor) {
   Tensor flat = Tensor::empty({40}, DType::f32);
   Tensor correct = Tensor::empty({2}, DType::f32);
   EXPECT_THROW(topk_correct(flat, labels, correct, stream), Error);
+}
+
+TEST(LossCpu, IntegerLogitsAreRefused) {
+  // i32 logits would otherwise be read as bf16 by the kernels.
+  Stream stream;
+  Tensor logits = Tensor::from_ints({4, 10}, std::vector<int32_t>(40, 1));
+  Tensor labels = Tensor::from_ints({4}, {0, 1, 2, 3});
+  Tensor sample_loss = Tensor::empty({4}, DType::f32);
+  Tensor loss = Tensor::empty({1}, DType::f32);
+  Tensor dlogits = Tensor::empty({4, 10}, DType::i32);
+  Tensor correct = Tensor::empty({2}, DType::f32);
+  const std::string expected =
+      ": logits is i32[4, 10] on cpu, expected a float dtype (f32 or bf16)";
+  const std::string forward =
+      error_of([&] { cross_entropy_forward(logits, labels, 0.f, sample_loss, loss, stream); });
+  EXPECT_EQ(forward, "cross_entropy_forward" + expected);
+  const std::string backward =
+      error_of([&] { cross_entropy_backward(logits, labels, 0.f, 1.f, dlogits, stream); });
+  EXPECT_EQ(backward, "cross_entropy_backward" + expected);
+  const std::string topk = error_of([&] { topk_correct(logits, labels, correct, stream); });
+  EXPECT_EQ(topk, "topk_correct" + expected);
 }
 
 }  // namespace

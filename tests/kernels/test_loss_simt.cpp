@@ -9,10 +9,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "close_values.h"
 #include "kernels/cpu/loss.h"
+#include "kernels/error.h"
 #include "loss_cases.h"
 #include "simt_buffer.h"
 #include "tests/dtype_bytes.h"
@@ -36,17 +38,16 @@ TEST(LossSimt, CrossEntropyMatchesCpu) {
           SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str() + " smoothing " +
                        std::to_string(smoothing) + " blocks<=" + std::to_string(grid.max_blocks));
           const std::vector<float> z = testing::normal_values(s.n * s.k, 1, dtype, 100.0, 3.0);
-          std::vector<float> labels = testing::make_labels(s.n, s.k, 2);
-          if (s.n > 2) labels[1] = static_cast<float>(s.k);  // out of range: NaN row
-          SimtBuffer logits(dtype, z), dlabels(DType::f32, labels);
+          std::vector<int32_t> labels = testing::make_labels(s.n, s.k, 2);
+          if (s.n > 2) labels[1] = static_cast<int32_t>(s.k);  // out of range: NaN row
+          SimtBuffer logits(dtype, z), dlabels(labels);
           SimtBuffer sample = SimtBuffer::f32(s.n), loss = SimtBuffer::f32(1);
           std::vector<float> cpu_sample(s.n), cpu_loss(1);
           cpu::cross_entropy_forward(dtype, logits.data(), labels.data(), s.n, s.k, smoothing,
                                      cpu_sample.data(), cpu_loss.data());
           cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
-            cuda::cross_entropy_forward_launch(logits.as<T>(), dlabels.floats(), s.n, s.k,
-                                               smoothing, sample.floats(), loss.floats(), nullptr,
-                                               grid);
+            cuda::cross_entropy_forward_launch(logits.as<T>(), dlabels.ints(), s.n, s.k, smoothing,
+                                               sample.floats(), loss.floats(), nullptr, grid);
           });
           // fp32 log-sum-exp of logits near 100: a few ulps of 100.
           EXPECT_TRUE(all_close(cpu_sample, sample.values(), 1e-6, 100.0));
@@ -57,8 +58,8 @@ TEST(LossSimt, CrossEntropyMatchesCpu) {
           cpu::cross_entropy_backward(dtype, logits.data(), labels.data(), s.n, s.k, smoothing,
                                       1.5f, cpu_dz.data());
           cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
-            cuda::cross_entropy_backward_launch(logits.as<T>(), dlabels.floats(), s.n, s.k,
-                                                smoothing, 1.5f, dz.as<T>(), nullptr, grid);
+            cuda::cross_entropy_backward_launch(logits.as<T>(), dlabels.ints(), s.n, s.k, smoothing,
+                                                1.5f, dz.as<T>(), nullptr, grid);
           });
           // Entries (p - q) * 1.5 / n: relative to 1.5 / n.
           EXPECT_TRUE(all_close(cpu_dz.values(), dz.values(), dtype == DType::f32 ? 1e-5 : kBf16Ulp,
@@ -82,15 +83,15 @@ TEST(LossSimt, MeanOfManyValidRowsMatchesCpu) {
                      " blocks<=" + std::to_string(grid.max_blocks));
         const int64_t k = 10;
         const std::vector<float> z = testing::normal_values(n * k, 21, dtype, 0.0, 3.0);
-        const std::vector<float> labels = testing::make_labels(n, k, 22);
-        SimtBuffer logits(dtype, z), dlabels(DType::f32, labels);
+        const std::vector<int32_t> labels = testing::make_labels(n, k, 22);
+        SimtBuffer logits(dtype, z), dlabels(labels);
         SimtBuffer sample = SimtBuffer::f32(n), loss = SimtBuffer::f32(1);
         std::vector<float> cpu_sample(n), cpu_loss(1);
         cpu::cross_entropy_forward(dtype, logits.data(), labels.data(), n, k, 0.f,
                                    cpu_sample.data(), cpu_loss.data());
         ASSERT_TRUE(std::isfinite(cpu_loss[0]) && cpu_loss[0] > 0.f) << cpu_loss[0];
         cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
-          cuda::cross_entropy_forward_launch(logits.as<T>(), dlabels.floats(), n, k, 0.f,
+          cuda::cross_entropy_forward_launch(logits.as<T>(), dlabels.ints(), n, k, 0.f,
                                              sample.floats(), loss.floats(), nullptr, grid);
         });
         EXPECT_TRUE(all_close(cpu_sample, sample.values(), 1e-6, 10.0));
@@ -103,12 +104,12 @@ TEST(LossSimt, MeanOfManyValidRowsMatchesCpu) {
 TEST(LossSimt, BackwardInPlaceMatchesCpu) {
   const LossShape s{4, 70};
   const std::vector<float> z = testing::normal_values(s.n * s.k, 3, DType::f32);
-  const std::vector<float> labels = testing::make_labels(s.n, s.k, 4);
-  SimtBuffer inout(DType::f32, z), dlabels(DType::f32, labels);
+  const std::vector<int32_t> labels = testing::make_labels(s.n, s.k, 4);
+  SimtBuffer inout(DType::f32, z), dlabels(labels);
   std::vector<float> expected(z.size());
   cpu::cross_entropy_backward(DType::f32, z.data(), labels.data(), s.n, s.k, 0.1f, 1.f,
                               expected.data());
-  cuda::cross_entropy_backward(DType::f32, inout.data(), dlabels.floats(), s.n, s.k, 0.1f, 1.f,
+  cuda::cross_entropy_backward(DType::f32, inout.data(), dlabels.ints(), s.n, s.k, 0.1f, 1.f,
                                inout.data(), nullptr);
   EXPECT_TRUE(all_close(expected, inout.values(), 1e-5, 1.0 / s.n));
 }
@@ -122,14 +123,14 @@ TEST(LossSimt, TopkMatchesCpu) {
         std::vector<float> z = testing::normal_values(s.n * s.k, 5, DType::f32);
         for (float& v : z)
           v = std::round(v * 2.f) / 2.f;
-        std::vector<float> labels = testing::make_labels(s.n, s.k, 6);
-        if (s.n > 2) labels[2] = -1.f;  // never counts
-        SimtBuffer logits(dtype, z), dlabels(DType::f32, labels);
+        std::vector<int32_t> labels = testing::make_labels(s.n, s.k, 6);
+        if (s.n > 2) labels[2] = -3;  // never counts
+        SimtBuffer logits(dtype, z), dlabels(labels);
         SimtBuffer correct(DType::f32, {7.f, 7.f});
         std::vector<float> expected(2);
         cpu::topk_correct(dtype, logits.data(), labels.data(), s.n, s.k, expected.data());
         cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
-          cuda::topk_correct_launch(logits.as<T>(), dlabels.floats(), s.n, s.k, correct.floats(),
+          cuda::topk_correct_launch(logits.as<T>(), dlabels.ints(), s.n, s.k, correct.floats(),
                                     nullptr, grid);
         });
         EXPECT_EQ(expected, correct.values());
@@ -143,17 +144,17 @@ TEST(LossSimt, EntryPointsDispatchOnDtype) {
   for (DType dtype : kDTypes) {
     SCOPED_TRACE(dtype_name(dtype));
     const std::vector<float> z = testing::normal_values(s.n * s.k, 7, dtype);
-    const std::vector<float> labels = testing::make_labels(s.n, s.k, 8);
-    SimtBuffer logits(dtype, z), dlabels(DType::f32, labels);
+    const std::vector<int32_t> labels = testing::make_labels(s.n, s.k, 8);
+    SimtBuffer logits(dtype, z), dlabels(labels);
     SimtBuffer sample = SimtBuffer::f32(s.n), loss = SimtBuffer::f32(1);
     std::vector<float> cpu_sample(s.n), cpu_loss(1);
-    cuda::cross_entropy_forward(dtype, logits.data(), dlabels.floats(), s.n, s.k, 0.f,
+    cuda::cross_entropy_forward(dtype, logits.data(), dlabels.ints(), s.n, s.k, 0.f,
                                 sample.floats(), loss.floats(), nullptr);
     cpu::cross_entropy_forward(dtype, logits.data(), labels.data(), s.n, s.k, 0.f,
                                cpu_sample.data(), cpu_loss.data());
     EXPECT_TRUE(all_close(cpu_loss, loss.values(), 1e-6, 1.0));
     SimtBuffer dz(dtype, z), cpu_dz(dtype, z);
-    cuda::cross_entropy_backward(dtype, logits.data(), dlabels.floats(), s.n, s.k, 0.f, 1.f,
+    cuda::cross_entropy_backward(dtype, logits.data(), dlabels.ints(), s.n, s.k, 0.f, 1.f,
                                  dz.data(), nullptr);
     cpu::cross_entropy_backward(dtype, logits.data(), labels.data(), s.n, s.k, 0.f, 1.f,
                                 cpu_dz.data());
@@ -161,10 +162,45 @@ TEST(LossSimt, EntryPointsDispatchOnDtype) {
         all_close(cpu_dz.values(), dz.values(), dtype == DType::f32 ? 1e-5 : kBf16Ulp, 1.0 / s.n));
     SimtBuffer correct = SimtBuffer::f32(2);
     std::vector<float> cpu_correct(2);
-    cuda::topk_correct(dtype, logits.data(), dlabels.floats(), s.n, s.k, correct.floats(), nullptr);
+    cuda::topk_correct(dtype, logits.data(), dlabels.ints(), s.n, s.k, correct.floats(), nullptr);
     cpu::topk_correct(dtype, logits.data(), labels.data(), s.n, s.k, cpu_correct.data());
     EXPECT_EQ(cpu_correct, correct.values());
   }
+}
+
+// The error's message, or "" when fn does not throw engine::Error.
+template <typename Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(LossSimt, EntryPointsRefuseI32Logits) {
+  // i32 logits are never taken for bf16: the entry points throw before any launch.
+  const LossShape s{2, 4};
+  SimtBuffer logits(std::vector<int32_t>(8, 1)), labels(std::vector<int32_t>{0, 1});
+  SimtBuffer sample = SimtBuffer::f32(2), loss = SimtBuffer::f32(1), correct = SimtBuffer::f32(2);
+  EXPECT_EQ(error_of([&] {
+              cuda::cross_entropy_forward(DType::i32, logits.data(), labels.ints(), s.n, s.k, 0.f,
+                                          sample.floats(), loss.floats(), nullptr);
+            }),
+            "dispatch_device_dtype: i32 is not a float dtype (f32 or bf16)");
+  EXPECT_EQ(error_of([&] {
+              cuda::cross_entropy_backward(DType::i32, logits.data(), labels.ints(), s.n, s.k, 0.f,
+                                           1.f, logits.data(), nullptr);
+            }),
+            "dispatch_device_dtype: i32 is not a float dtype (f32 or bf16)");
+  EXPECT_EQ(error_of([&] {
+              cuda::topk_correct(DType::i32, logits.data(), labels.ints(), s.n, s.k,
+                                 correct.floats(), nullptr);
+            }),
+            "dispatch_device_dtype: i32 is not a float dtype (f32 or bf16)");
+  EXPECT_EQ(logits.int_values(), std::vector<int32_t>(8, 1));
+  EXPECT_TRUE(std::isnan(loss.values()[0]));  // untouched
 }
 
 }  // namespace

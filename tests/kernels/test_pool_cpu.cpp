@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <string>
 
 #include "close_values.h"
@@ -42,15 +44,16 @@ bool fits(const PoolShape& s, const Window& win) {
 }
 
 struct MaxPoolResult {
-  std::vector<float> y, argmax;
+  std::vector<float> y;
+  std::vector<int32_t> argmax;
 };
 MaxPoolResult run_maxpool(const PoolShape& s, const Window& win, const std::vector<float>& x,
                           DType dtype, Stream& stream) {
   Tensor tx = Tensor::from_floats({s.n, s.h, s.w, s.c}, x, dtype);
   Tensor y = Tensor::empty(pooled_shape(s, win), dtype);
-  Tensor argmax = Tensor::empty(pooled_shape(s, win), DType::f32);
+  Tensor argmax = Tensor::empty(pooled_shape(s, win), DType::i32);
   maxpool2d_forward(params_of(win), tx, y, argmax, stream);
-  return {y.to_floats(stream), argmax.to_floats(stream)};
+  return {y.to_floats(stream), argmax.to_ints(stream)};
 }
 
 TEST(PoolCpu, MaxPoolForwardMatchesReference) {
@@ -66,7 +69,7 @@ TEST(PoolCpu, MaxPoolForwardMatchesReference) {
         const testing::ReferenceMaxPool ref = testing::reference_maxpool(x, s, win);
         const MaxPoolResult got = run_maxpool(s, win, x, dtype, stream);
         EXPECT_TRUE(same(ref.y, got.y));
-        EXPECT_TRUE(same(ref.argmax, got.argmax));
+        EXPECT_EQ(ref.argmax, got.argmax);
       }
     }
   }
@@ -81,10 +84,10 @@ TEST(PoolCpu, MaxPoolTiesAndInfinitiesPickTheFirstPosition) {
     const testing::ReferenceMaxPool ref = testing::reference_maxpool(x, s, kWindows[0]);
     const MaxPoolResult got = run_maxpool(s, kWindows[0], x, DType::f32, stream);
     EXPECT_TRUE(same(ref.y, got.y));
-    EXPECT_TRUE(same(ref.argmax, got.argmax));
-    EXPECT_EQ(got.argmax[0], 0.f);          // window rows -1..1, cols -1..1: first valid (0, 0)
-    EXPECT_EQ(got.argmax[1 * 3], 1.f);      // output (0, 1): cols 1..3, first valid (0, 1)
-    EXPECT_EQ(got.argmax[3 * 3 * 1], 5.f);  // output (1, 0): rows 1..3, first valid (1, 0)
+    EXPECT_EQ(ref.argmax, got.argmax);
+    EXPECT_EQ(got.argmax[0], 0);          // window rows -1..1, cols -1..1: first valid (0, 0)
+    EXPECT_EQ(got.argmax[1 * 3], 1);      // output (0, 1): cols 1..3, first valid (0, 1)
+    EXPECT_EQ(got.argmax[3 * 3 * 1], 5);  // output (1, 0): rows 1..3, first valid (1, 0)
   }
 }
 
@@ -102,7 +105,7 @@ TEST(PoolCpu, MaxPoolBackwardMatchesFiniteDifferences) {
       const MaxPoolResult fwd = run_maxpool(s, win, x, DType::f32, stream);
       Tensor dx = Tensor::empty({s.n, s.h, s.w, s.c}, DType::f32);
       maxpool2d_backward(params_of(win), Tensor::from_floats(out, dy),
-                         Tensor::from_floats(out, fwd.argmax), dx, stream);
+                         Tensor::from_ints(out, fwd.argmax), dx, stream);
       const std::vector<float> got = dx.to_floats(stream);
 
       auto loss = [&](const std::vector<float>& in) {
@@ -141,7 +144,7 @@ TEST(PoolCpu, MaxPoolBackwardMatchesScatterReference) {
         const MaxPoolResult fwd = run_maxpool(s, win, x, dtype, stream);
         Tensor dx = Tensor::empty({s.n, s.h, s.w, s.c}, dtype);
         maxpool2d_backward(params_of(win), Tensor::from_floats(out, dy, dtype),
-                           Tensor::from_floats(out, fwd.argmax), dx, stream);
+                           Tensor::from_ints(out, fwd.argmax), dx, stream);
         const std::vector<double> ref = testing::reference_maxpool_backward(dy, fwd.argmax, s, win);
         EXPECT_TRUE(all_close(ref, dx.to_floats(stream), dtype == DType::f32 ? 1e-6 : kBf16Ulp));
       }
@@ -195,31 +198,94 @@ TEST(PoolCpu, GlobalAvgPoolForwardBackward) {
   }
 }
 
+// The error's message, or "" when fn does not throw engine::Error.
+template <typename Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "";
+}
+
 TEST(PoolCpu, ArgumentErrorsNameTheTensor) {
   Stream stream;
   Tensor x = Tensor::empty({2, 8, 8, 3}, DType::f32);
   Tensor y = Tensor::empty({2, 4, 4, 3}, DType::f32);
   Tensor wrong_y = Tensor::empty({2, 3, 3, 3}, DType::f32);
-  Tensor argmax = Tensor::empty({2, 4, 4, 3}, DType::f32);
-  Tensor bf16_argmax = Tensor::empty({2, 4, 4, 3}, DType::bf16);
-  try {
-    maxpool2d_forward({}, x, wrong_y, argmax, stream);
-    FAIL() << "expected an error";
-  } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("maxpool2d_forward: y is f32[2, 3, 3, 3] on cpu"),
+  Tensor argmax = Tensor::empty({2, 4, 4, 3}, DType::i32);
+  const std::string wrong_shape =
+      error_of([&] { maxpool2d_forward({}, x, wrong_y, argmax, stream); });
+  EXPECT_NE(wrong_shape.find("maxpool2d_forward: y is f32[2, 3, 3, 3] on cpu"), std::string::npos)
+      << wrong_shape;
+  // argmax is i32: the f32 indices of before are refused, and so is bf16.
+  for (DType wrong : {DType::f32, DType::bf16}) {
+    Tensor float_argmax = Tensor::empty({2, 4, 4, 3}, wrong);
+    const std::string forward =
+        error_of([&] { maxpool2d_forward({}, x, y, float_argmax, stream); });
+    EXPECT_NE(forward.find("maxpool2d_forward: argmax is " + std::string(dtype_name(wrong)) +
+                           "[2, 4, 4, 3] on cpu, expected i32[2, 4, 4, 3] on cpu"),
               std::string::npos)
-        << error.what();
+        << forward;
+    Tensor dx = Tensor::empty({2, 8, 8, 3}, DType::f32);
+    const std::string backward =
+        error_of([&] { maxpool2d_backward({}, y, float_argmax, dx, stream); });
+    EXPECT_NE(backward.find("maxpool2d_backward: argmax is " + std::string(dtype_name(wrong))),
+              std::string::npos)
+        << backward;
   }
-  EXPECT_THROW(maxpool2d_forward({}, x, y, bf16_argmax, stream), Error);
   EXPECT_THROW(maxpool2d_forward({3, 2, 2}, x, y, argmax, stream), Error);  // padding > k / 2
   // A 2x2 window without padding does not fit a 1-pixel-high image (no output row).
   Tensor thin = Tensor::empty({1, 1, 4, 3}, DType::f32);
   Tensor thin_y = Tensor::empty({1, 1, 2, 3}, DType::f32);
-  EXPECT_THROW(maxpool2d_forward({2, 2, 0}, thin, thin_y, thin_y, stream), Error);
+  Tensor thin_argmax = Tensor::empty({1, 1, 2, 3}, DType::i32);
+  EXPECT_THROW(maxpool2d_forward({2, 2, 0}, thin, thin_y, thin_argmax, stream), Error);
   Tensor flat = Tensor::empty({8, 3}, DType::f32);
   EXPECT_THROW(global_avgpool_forward(flat, y, stream), Error);
   Tensor pooled = Tensor::empty({2, 4}, DType::f32);
   EXPECT_THROW(global_avgpool_forward(x, pooled, stream), Error);
+}
+
+TEST(PoolCpu, IntegerActivationsAreRefused) {
+  // An i32 activation would otherwise be read as bf16 by the kernels.
+  Stream stream;
+  Tensor x = Tensor::empty({2, 8, 8, 3}, DType::i32);
+  Tensor y = Tensor::empty({2, 4, 4, 3}, DType::i32);
+  Tensor argmax = Tensor::empty({2, 4, 4, 3}, DType::i32);
+  Tensor pooled = Tensor::empty({2, 3}, DType::i32);
+  const std::string expected = " is i32[2, 8, 8, 3] on cpu, expected a float dtype (f32 or bf16)";
+  EXPECT_EQ(error_of([&] { maxpool2d_forward({}, x, y, argmax, stream); }),
+            "maxpool2d_forward: x" + expected);
+  EXPECT_EQ(error_of([&] { maxpool2d_backward({}, y, argmax, x, stream); }),
+            "maxpool2d_backward: dx" + expected);
+  EXPECT_EQ(error_of([&] { global_avgpool_forward(x, pooled, stream); }),
+            "global_avgpool_forward: x" + expected);
+  EXPECT_EQ(error_of([&] { global_avgpool_backward(pooled, x, stream); }),
+            "global_avgpool_backward: dx" + expected);
+}
+
+TEST(PoolCpu, ImagesWhosePixelIndexOverflowsInt32AreRefused) {
+  // 46341^2 = 2^31 + 4633 pixels: the first square image whose flat index h * W + w does not
+  // fit argmax's int32. 4 GiB of bf16 that is allocated but never touched (the check comes
+  // before any kernel); y and argmax are not needed to get there.
+  Stream stream;
+  const int64_t side = 46341;
+  ASSERT_GT(side * side, int64_t{std::numeric_limits<int32_t>::max()});
+  ASSERT_LE((side - 1) * side, int64_t{std::numeric_limits<int32_t>::max()});
+  Tensor y, argmax;
+  std::string message;
+  {
+    Tensor x = Tensor::empty({1, side, side, 1}, DType::bf16);
+    message = error_of([&] { maxpool2d_forward({}, x, y, argmax, stream); });
+  }
+  EXPECT_NE(message.find("more than 2^31 - 1 pixels per image; argmax indices are int32"),
+            std::string::npos)
+      << message;
+  // One row fewer fits: the check passes and the next one (y) speaks.
+  Tensor fits = Tensor::empty({1, side - 1, side, 1}, DType::bf16);
+  const std::string next = error_of([&] { maxpool2d_forward({}, fits, y, argmax, stream); });
+  EXPECT_NE(next.find("maxpool2d_forward: y is an undefined tensor"), std::string::npos) << next;
 }
 
 }  // namespace

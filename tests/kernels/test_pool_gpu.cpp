@@ -37,7 +37,7 @@ TEST_F(PoolGpu, MaxAndAveragePoolingMatchCpu) {
           const Device device = gpu_side ? gpu : Device::cpu();
           Tensor tx = gpu_side ? on_gpu(x) : x, tdy = gpu_side ? on_gpu(dy) : dy;
           Tensor y = Tensor::empty(out, dtype, device),
-                 argmax = Tensor::empty(out, DType::f32, device);
+                 argmax = Tensor::empty(out, DType::i32, device);
           Tensor dx = Tensor::empty(in, dtype, device),
                  avg = Tensor::empty({s.n, s.c}, dtype, device);
           Tensor avg_dx = Tensor::empty(in, dtype, device);

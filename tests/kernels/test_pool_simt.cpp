@@ -7,10 +7,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 
 #include "close_values.h"
 #include "kernels/cpu/pool.h"
+#include "kernels/error.h"
 #include "pool_cases.h"
 #include "simt_buffer.h"
 #include "tests/dtype_bytes.h"
@@ -41,19 +43,19 @@ TEST(PoolSimt, MaxPoolForwardBackwardMatchCpu) {
           x[s.numel() / 2] = NAN;
           const std::vector<float> dy = testing::normal_values(out_numel, 2, dtype);
           SimtBuffer dx_in(dtype, x), y(dtype, std::vector<float>(out_numel, 7.f));
-          SimtBuffer argmax = SimtBuffer::f32(out_numel);
+          SimtBuffer argmax = SimtBuffer::i32(out_numel);
           SimtBuffer cpu_y(dtype, std::vector<float>(out_numel));
-          std::vector<float> cpu_argmax(out_numel);
+          std::vector<int32_t> cpu_argmax(out_numel);
           cpu::maxpool2d_forward(dtype, dx_in.data(), cpu_y.data(), cpu_argmax.data(), s.n, s.h,
                                  s.w, s.c, win.kernel, win.stride, win.padding);
           const cuda::PoolWindow g =
               cuda::pool_window(s.n, s.h, s.w, s.c, win.kernel, win.stride, win.padding);
           cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
-            cuda::maxpool2d_forward_launch(dx_in.as<T>(), y.as<T>(), argmax.floats(), g, nullptr,
+            cuda::maxpool2d_forward_launch(dx_in.as<T>(), y.as<T>(), argmax.ints(), g, nullptr,
                                            grid);
           });
           EXPECT_TRUE(all_close(cpu_y.values(), y.values(), 0.0, 0.0));
-          EXPECT_TRUE(all_close(cpu_argmax, argmax.values(), 0.0, 0.0));
+          EXPECT_EQ(cpu_argmax, argmax.int_values());
 
           // The same gather order on both sides: bit for bit.
           SimtBuffer ddy(dtype, dy), dx(dtype, std::vector<float>(s.numel(), 7.f));
@@ -61,7 +63,7 @@ TEST(PoolSimt, MaxPoolForwardBackwardMatchCpu) {
           cpu::maxpool2d_backward(dtype, ddy.data(), cpu_argmax.data(), cpu_dx.data(), s.n, s.h,
                                   s.w, s.c, win.kernel, win.stride, win.padding);
           cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
-            cuda::maxpool2d_backward_launch(ddy.as<T>(), argmax.floats(), dx.as<T>(), g, nullptr,
+            cuda::maxpool2d_backward_launch(ddy.as<T>(), argmax.ints(), dx.as<T>(), g, nullptr,
                                             grid);
           });
           EXPECT_TRUE(all_close(cpu_dx.values(), dx.values(), 0.0, 0.0));
@@ -110,18 +112,18 @@ TEST(PoolSimt, EntryPointsDispatchOnDtype) {
     const std::vector<float> x = testing::normal_values(s.numel(), 5, dtype);
     const int64_t out_numel = s.n * 4 * 4 * s.c;
     SimtBuffer dx_in(dtype, x), y(dtype, std::vector<float>(out_numel)), cpu_y(dtype, y.values());
-    SimtBuffer argmax = SimtBuffer::f32(out_numel), cpu_argmax = SimtBuffer::f32(out_numel);
-    cuda::maxpool2d_forward(dtype, dx_in.data(), y.data(), argmax.floats(), s.n, s.h, s.w, s.c, 3,
-                            2, 1, nullptr);
-    cpu::maxpool2d_forward(dtype, dx_in.data(), cpu_y.data(), cpu_argmax.floats(), s.n, s.h, s.w,
-                           s.c, 3, 2, 1);
+    SimtBuffer argmax = SimtBuffer::i32(out_numel), cpu_argmax = SimtBuffer::i32(out_numel);
+    cuda::maxpool2d_forward(dtype, dx_in.data(), y.data(), argmax.ints(), s.n, s.h, s.w, s.c, 3, 2,
+                            1, nullptr);
+    cpu::maxpool2d_forward(dtype, dx_in.data(), cpu_y.data(), cpu_argmax.ints(), s.n, s.h, s.w, s.c,
+                           3, 2, 1);
     EXPECT_TRUE(all_close(cpu_y.values(), y.values(), 0.0, 0.0));
-    EXPECT_TRUE(all_close(cpu_argmax.values(), argmax.values(), 0.0, 0.0));
+    EXPECT_EQ(cpu_argmax.int_values(), argmax.int_values());
     SimtBuffer dx(dtype, x), cpu_dx(dtype, x);
-    cuda::maxpool2d_backward(dtype, y.data(), argmax.floats(), dx.data(), s.n, s.h, s.w, s.c, 3, 2,
-                             1, nullptr);
-    cpu::maxpool2d_backward(dtype, y.data(), argmax.floats(), cpu_dx.data(), s.n, s.h, s.w, s.c, 3,
-                            2, 1);
+    cuda::maxpool2d_backward(dtype, y.data(), argmax.ints(), dx.data(), s.n, s.h, s.w, s.c, 3, 2, 1,
+                             nullptr);
+    cpu::maxpool2d_backward(dtype, y.data(), argmax.ints(), cpu_dx.data(), s.n, s.h, s.w, s.c, 3, 2,
+                            1);
     EXPECT_TRUE(all_close(cpu_dx.values(), dx.values(), 0.0, 0.0));
 
     SimtBuffer avg(dtype, std::vector<float>(s.n * s.c)), cpu_avg(dtype, avg.values());
@@ -132,6 +134,40 @@ TEST(PoolSimt, EntryPointsDispatchOnDtype) {
     cpu::global_avgpool_backward(dtype, avg.data(), cpu_dx.data(), s.n, 64, s.c);
     EXPECT_TRUE(all_close(cpu_dx.values(), dx.values(), 0.0, 0.0));
   }
+}
+
+// The error's message, or "" when fn does not throw engine::Error.
+template <typename Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(PoolSimt, EntryPointsRefuseI32Activations) {
+  // An i32 activation is never taken for bf16: the entry points throw before any launch.
+  const PoolShape s{1, 4, 4, 2};
+  SimtBuffer x(std::vector<int32_t>(s.numel(), 3)), y = SimtBuffer::i32(8);
+  SimtBuffer argmax = SimtBuffer::i32(8);
+  EXPECT_EQ(error_of([&] {
+              cuda::maxpool2d_forward(DType::i32, x.data(), y.data(), argmax.ints(), s.n, s.h, s.w,
+                                      s.c, 3, 2, 1, nullptr);
+            }),
+            "dispatch_device_dtype: i32 is not a float dtype (f32 or bf16)");
+  EXPECT_EQ(error_of([&] {
+              cuda::maxpool2d_backward(DType::i32, y.data(), argmax.ints(), x.data(), s.n, s.h, s.w,
+                                       s.c, 3, 2, 1, nullptr);
+            }),
+            "dispatch_device_dtype: i32 is not a float dtype (f32 or bf16)");
+  EXPECT_EQ(error_of([&] {
+              cuda::global_avgpool_forward(DType::i32, x.data(), y.data(), s.n, 16, s.c, nullptr);
+            }),
+            "dispatch_device_dtype: i32 is not a float dtype (f32 or bf16)");
+  EXPECT_EQ(argmax.int_values(), SimtBuffer::i32(8).int_values());
+  EXPECT_EQ(x.int_values(), std::vector<int32_t>(s.numel(), 3));
 }
 
 }  // namespace

@@ -73,6 +73,41 @@ TEST(Tensor, FromFloatsRoundsToBf16) {
   EXPECT_THROW(Tensor::from_floats({3}, {1.f}), Error);
 }
 
+TEST(Tensor, IntegerTensorsHoldInt32) {
+  Stream stream;
+  const std::vector<int32_t> values = {0, -1, 7, 2147483647, -2147483647 - 1, 16777217};
+  Tensor t = Tensor::from_ints({2, 3}, values);
+  EXPECT_EQ(t.dtype(), DType::i32);
+  EXPECT_EQ(t.nbytes(), 24u);
+  EXPECT_EQ(t.describe(), "i32[2, 3] on cpu");
+  EXPECT_EQ(t.data<int32_t>()[3], 2147483647);
+  EXPECT_THROW(t.data<float>(), Error);
+  EXPECT_THROW(Tensor::from_floats({1}, {1.f}).data<int32_t>(), Error);
+  // Copies, views and clones move the bits; to_ints gives them back exactly.
+  EXPECT_EQ(t.clone(stream).to_ints(stream), values);
+  EXPECT_EQ(t.view(2, {2}).to_ints(stream), (std::vector<int32_t>{7, 2147483647}));
+  // to_floats converts (exact below 2^24: 16777217 rounds to 16777216).
+  EXPECT_EQ(t.to_floats(stream),
+            (std::vector<float>{0.f, -1.f, 7.f, 2147483648.f, -2147483648.f, 16777216.f}));
+  EXPECT_THROW(Tensor::from_floats({2}, {1, 2}).to_ints(stream), Error);
+  EXPECT_THROW(Tensor::from_ints({3}, {1, 2}), Error);
+  EXPECT_TRUE(Tensor::from_ints({0}, {}).to_ints(stream).empty());
+}
+
+TEST(Tensor, FloatConstructorsRefuseI32) {
+  Stream stream;
+  try {
+    Tensor::from_floats({2}, {1.f, 2.f}, DType::i32);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("Tensor::from_floats: i32 is not a float dtype"),
+              std::string::npos)
+        << error.what();
+  }
+  // zeros fills, and fill takes float dtypes only.
+  EXPECT_THROW(Tensor::zeros({2}, DType::i32, Device::cpu(), stream), Error);
+}
+
 TEST(Tensor, CudaTensorsAreAClearErrorWithoutADevice) {
   if (cuda_device_count() > 0) GTEST_SKIP() << "this process has a CUDA device";
   try {

@@ -222,10 +222,10 @@ void expect_matches_torchvision(const std::string& file) {
   testing::set_golden_weights(model, stream);
   model.setup({batch, size, size, 3}, DType::f32, stream);
   const Tensor images = testing::golden_images(batch, size);
-  std::vector<float> label_values;
+  std::vector<int32_t> label_values;
   for (double l : golden.values("labels"))
-    label_values.push_back(static_cast<float>(l));
-  const Tensor labels = Tensor::from_floats({batch}, label_values);
+    label_values.push_back(static_cast<int32_t>(l));
+  const Tensor labels = Tensor::from_ints({batch}, label_values);
   CrossEntropyLoss loss(std::stof(golden.meta_value("label_smoothing")));
   loss.setup(batch, classes, DType::f32, Device::cpu());
 

@@ -77,7 +77,7 @@ TEST(ResNet, BackwardReportsEveryGradientOnceInLayoutOrder) {
     model.setup({2, 32, 32, 3}, DType::f32, stream);
     Tensor images = Tensor::zeros({2, 32, 32, 3}, DType::f32, Device::cpu(), stream);
     fill(images, 0.5f, stream);
-    Tensor labels = Tensor::from_floats({2}, {1, 7});
+    Tensor labels = Tensor::from_ints({2}, {1, 7});
     CrossEntropyLoss loss;
     loss.setup(2, 10, DType::f32, Device::cpu());
     std::vector<ParameterId> reported;

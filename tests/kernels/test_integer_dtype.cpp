@@ -1,0 +1,114 @@
+// The i32 dtype (labels, max-pool argmax): what takes it and what refuses it. Every float op
+// must refuse an i32 tensor by name instead of reading its bytes as bf16, at the op (its
+// checks) and again at the kernels' dtype dispatch. The loss and pool ops, which take i32
+// labels and argmax, test their own refusals in test_loss_cpu.cpp and test_pool_cpu.cpp.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/activation.h"
+#include "kernels/cpu/fp32_buffer.h"
+#include "kernels/dtype.h"
+#include "kernels/ops.h"
+
+namespace engine {
+namespace {
+
+// The error's message, or "" when fn does not throw engine::Error.
+template <typename Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "";
+}
+
+std::string refusal(const std::string& op, const std::string& name, const Tensor& t) {
+  return op + ": " + name + " is " + t.describe() + ", expected a float dtype (f32 or bf16)";
+}
+
+TEST(IntegerDType, DispatchRefusesIt) {
+  int calls = 0;
+  EXPECT_EQ(error_of([&] { dispatch_dtype(DType::i32, [&]<typename T>() { ++calls; }); }),
+            "dispatch_dtype: i32 is not a float dtype (f32 or bf16)");
+  EXPECT_EQ(calls, 0);
+  EXPECT_TRUE(is_float_dtype(DType::f32));
+  EXPECT_TRUE(is_float_dtype(DType::bf16));
+  EXPECT_FALSE(is_float_dtype(DType::i32));
+  // A CPU kernel entry point called past the op checks refuses it too.
+  std::vector<int32_t> data(8, 1), out(8, 0);
+  EXPECT_EQ(error_of([&] { cpu::relu_forward(DType::i32, data.data(), out.data(), 8); }),
+            "dispatch_dtype: i32 is not a float dtype (f32 or bf16)");
+  EXPECT_EQ(out, std::vector<int32_t>(8, 0));
+  // The fp32 views of the GEMM-based CPU ops (conv, linear) dispatch by hand: they refuse it.
+  EXPECT_EQ(error_of([&] { cpu::Fp32Input in(DType::i32, data.data(), 8); }),
+            "Fp32Input: i32 is not a float dtype (f32 or bf16)");
+  EXPECT_EQ(error_of([&] { cpu::Fp32Output result(DType::i32, out.data(), 8, true); }),
+            "Fp32Output: i32 is not a float dtype (f32 or bf16)");
+}
+
+TEST(IntegerDType, ElementwiseOpsRefuseIt) {
+  Stream stream;
+  Tensor ints = Tensor::from_ints({2, 4}, {1, -2, 3, -4, 5, -6, 7, -8});
+  Tensor out = Tensor::empty({2, 4}, DType::i32);
+  Tensor floats = Tensor::empty({2, 4}, DType::f32);
+  EXPECT_EQ(error_of([&] { relu_forward(ints, out, stream); }), refusal("relu_forward", "x", ints));
+  EXPECT_EQ(error_of([&] { relu_backward(ints, ints, out, stream); }),
+            refusal("relu_backward", "y", ints));
+  EXPECT_EQ(error_of([&] { add_relu_forward(ints, ints, out, stream); }),
+            refusal("add_relu_forward", "a", ints));
+  EXPECT_EQ(error_of([&] { add(ints, ints, out, stream); }), refusal("add", "a", ints));
+  EXPECT_EQ(error_of([&] { fill(out, 0.f, stream); }), refusal("fill", "dst", out));
+  EXPECT_EQ(error_of([&] { cast(ints, floats, stream); }), refusal("cast", "src", ints));
+  EXPECT_EQ(error_of([&] { cast(floats, out, stream); }), refusal("cast", "dst", out));
+  // Nothing was written: the values are those from_ints stored.
+  EXPECT_EQ(ints.to_ints(stream), (std::vector<int32_t>{1, -2, 3, -4, 5, -6, 7, -8}));
+}
+
+TEST(IntegerDType, ConvBatchNormAndSgdRefuseIt) {
+  Stream stream;
+  Conv2dShape shape;
+  shape.batch = 2;
+  shape.in_h = shape.in_w = 3;
+  shape.in_channels = 4;
+  shape.out_channels = 5;
+  Tensor x = Tensor::empty(shape.input_shape(), DType::i32);
+  Tensor w = Tensor::empty(shape.filter_shape(), DType::i32);
+  Tensor y = Tensor::empty(shape.output_shape(), DType::i32);
+  Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);
+  Tensor none;
+  EXPECT_EQ(error_of([&] { conv2d_forward(shape, x, w, none, y, stream); }),
+            refusal("conv2d_forward", "x", x));
+  EXPECT_EQ(error_of([&] { conv2d_backward_data(shape, y, w, x, stream); }),
+            refusal("conv2d_backward_data", "dy", y));
+  EXPECT_EQ(error_of([&] { conv2d_backward_filter(shape, x, y, dw, none, false, none, stream); }),
+            refusal("conv2d_backward_filter", "x", x));
+
+  Tensor stats = Tensor::empty({batchnorm_stats_numel(4)}, DType::f32);
+  Tensor channel = Tensor::empty({4}, DType::f32);
+  Tensor grad_sums = Tensor::empty({8}, DType::f32);
+  EXPECT_EQ(error_of([&] { batchnorm_stats(x, stats, none, stream); }),
+            refusal("batchnorm_stats", "x", x));
+  EXPECT_EQ(error_of([&] { batchnorm_normalize(x, stats, channel, channel, x, stream); }),
+            refusal("batchnorm_normalize", "x", x));
+  EXPECT_EQ(error_of([&] {
+              batchnorm_eval_forward(x, channel, channel, channel, channel, 1e-5f, x, stream);
+            }),
+            refusal("batchnorm_eval_forward", "x", x));
+  EXPECT_EQ(error_of([&] { batchnorm_backward_reduce(x, x, stats, grad_sums, none, stream); }),
+            refusal("batchnorm_backward_reduce", "x", x));
+  EXPECT_EQ(
+      error_of([&] { batchnorm_backward_elementwise(x, x, stats, channel, grad_sums, x, stream); }),
+      refusal("batchnorm_backward_elementwise", "x", x));
+
+  Tensor params = Tensor::from_ints({3}, {1, 2, 3});
+  const std::string sgd = error_of([&] { sgd_step({}, params, params, none, true, stream); });
+  EXPECT_NE(sgd.find("sgd_step: params is i32[3] on cpu"), std::string::npos) << sgd;
+}
+
+}  // namespace
+}  // namespace engine
