@@ -1,5 +1,6 @@
-// The distinct convolution layers of torchvision's ResNet-18 and ResNet-50 at 224x224, with
-// how many times each occurs in the network (so totals weigh layers as training does).
+// The distinct convolution layers of a ResNet of the zoo (nn/resnet.h) at image_size, walked
+// from the model itself, with how many times each occurs (so totals weigh layers as training
+// does). Each is named after its first occurrence, e.g. "layer2.0.conv2 3x3/2 128->128".
 #pragma once
 
 #include <string>

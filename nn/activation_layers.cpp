@@ -9,6 +9,7 @@ Shape ReLU::setup(const Shape& input, const SetupContext& context) {
   if (input.empty() || shape_numel(input) < 1) {
     fail_in(*this, "input shape " + shape_str(input) + " is empty");
   }
+  if (!context.allocate) return input;
   y_ = Tensor::empty(input, context.dtype, context.device);
   dx_ = context.input_grad ? Tensor::empty(input, context.dtype, context.device) : Tensor();
   return input;
@@ -35,6 +36,7 @@ Shape MaxPool2d::setup(const Shape& input, const SetupContext& context) {
     fail_in(*this, "the " + std::to_string(params_.kernel) + "x" + std::to_string(params_.kernel) +
                        " window does not fit the input " + shape_str(input));
   }
+  if (!context.allocate) return out;
   y_ = Tensor::empty(out, context.dtype, context.device);
   argmax_ = Tensor::empty(out, DType::i32, context.device);
   dx_ = context.input_grad ? Tensor::empty(input, context.dtype, context.device) : Tensor();
@@ -54,6 +56,7 @@ const Tensor& MaxPool2d::backward(const Tensor& dy, Pass& pass) {
 Shape GlobalAvgPool::setup(const Shape& input, const SetupContext& context) {
   require_nhwc(*this, input, -1);
   const Shape out = {input[0], input[3]};
+  if (!context.allocate) return out;
   y_ = Tensor::empty(out, context.dtype, context.device);
   dx_ = context.input_grad ? Tensor::empty(input, context.dtype, context.device) : Tensor();
   return out;

@@ -42,6 +42,7 @@ void BatchNorm2d::reset_state(Stream& stream) {
 Shape BatchNorm2d::setup(const Shape& input, const SetupContext& context) {
   require_nhwc(*this, input, options_.channels);
   input_shape_ = input;
+  if (!context.allocate) return input;
   const Device device = context.device;
   const int64_t c = options_.channels;
   weight_ = params_.value(weight_id_);

@@ -27,6 +27,7 @@ Shape Conv2d::setup(const Shape& input, const SetupContext& context) {
                              options_.kernel, options_.stride, options_.padding);
   shape_.in_w = input[2];
   shape_.validate();
+  if (!context.allocate) return shape_.output_shape();
   weight_ = params_.value(weight_id_);
   weight_grad_ = params_.grad(weight_id_);
   if (bias_id_ >= 0) {

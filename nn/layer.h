@@ -2,7 +2,8 @@
 //
 // - setup(input shape) allocates everything forward and backward touch (outputs, saved
 //   tensors, input gradients, workspaces) once; forward and backward never allocate. Call it
-//   again only when the input shape changes (a smaller last batch).
+//   again only when the input shape changes (a smaller last batch). With
+//   SetupContext::allocate false it only works out the shapes.
 // - forward(x) returns the layer's own output tensor, valid until its next forward; it keeps
 //   what backward needs (usually a handle to x, whose owner does not overwrite it before the
 //   backward).
@@ -33,6 +34,9 @@ struct SetupContext {
   Stream& stream;
   // false for the first layer of a network: its input gradient is never used.
   bool input_grad = true;
+  // false: only work out the shapes (a layer table, a memory estimate); allocate nothing and
+  // touch no parameter. forward/backward must not follow such a setup.
+  bool allocate = true;
 };
 
 struct Pass {

@@ -25,13 +25,14 @@ Shape Linear::setup(const Shape& input, const SetupContext& context) {
     fail_in(*this, "input shape " + shape_str(input) + ", expected [N, " +
                        std::to_string(in_features_) + "]");
   }
+  const Shape out = {input[0], out_features_};
+  if (!context.allocate) return out;
   weight_ = params_.value(weight_id_);
   weight_grad_ = params_.grad(weight_id_);
   if (bias_id_ >= 0) {
     bias_ = params_.value(bias_id_);
     bias_grad_ = params_.grad(bias_id_);
   }
-  const Shape out = {input[0], out_features_};
   y_ = Tensor::empty(out, context.dtype, context.device);
   dx_ = context.input_grad ? Tensor::empty(input, context.dtype, context.device) : Tensor();
   workspace_ = Tensor::empty({linear_backward_weight_workspace_numel(

@@ -55,7 +55,9 @@ Shape ResidualBlock::setup(const Shape& input, const SetupContext& context) {
     fail_in(*this, "the residual " + shape_str(identity) + " does not match the output " +
                        shape_str(shape));
   }
-  dx_ = context.input_grad ? Tensor::empty(input, context.dtype, context.device) : Tensor();
+  if (context.allocate && context.input_grad) {
+    dx_ = Tensor::empty(input, context.dtype, context.device);
+  }
   return shape;
 }
 

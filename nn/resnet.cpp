@@ -103,12 +103,24 @@ void ResNet::initialize(Stream& stream) {
   }
 }
 
+namespace {
+void require_images(const std::string& arch, const Shape& images) {
+  if (images.size() != 4 || images[3] != 3) {
+    fail(arch + ": images are " + shape_str(images) + ", expected [N, H, W, 3] (NHWC)");
+  }
+}
+}  // namespace
+
 Shape ResNet::setup(const Shape& images, DType dtype, Stream& stream) {
   if (!params_.allocated()) fail(arch_ + ": setup() before allocate()");
-  if (images.size() != 4 || images[3] != 3) {
-    fail(arch_ + ": images are " + shape_str(images) + ", expected [N, H, W, 3] (NHWC)");
-  }
+  require_images(arch_, images);
   return layers_->setup(images, SetupContext{params_.device(), dtype, stream, false});
+}
+
+Shape ResNet::plan(const Shape& images) {
+  require_images(arch_, images);
+  Stream host;
+  return layers_->setup(images, SetupContext{Device::cpu(), DType::f32, host, false, false});
 }
 
 const Tensor& ResNet::forward(const Tensor& images, Pass& pass) {

@@ -38,6 +38,9 @@ class ResNet {
   void allocate(Device device, Stream& stream);
   // For images [N, H, W, 3] (NHWC); returns the logits' shape [N, num_classes].
   Shape setup(const Shape& images, DType dtype, Stream& stream);
+  // The shapes alone (no allocation, no parameters needed): afterwards conv_layers() give
+  // every convolution's geometry, but forward and backward must wait for a real setup().
+  Shape plan(const Shape& images);
   const Tensor& forward(const Tensor& images, Pass& pass);
   // dlogits: the loss gradient at the logits. Parameter gradients accumulate unless
   // params().zero_grad() was called since the last backward.

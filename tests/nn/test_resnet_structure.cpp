@@ -98,3 +98,20 @@ TEST(ResNet, BackwardReportsEveryGradientOnceInLayoutOrder) {
 
 }  // namespace
 }  // namespace engine::nn
+
+namespace engine::nn {
+namespace {
+
+TEST(ResNet, PlanGivesTheShapesWithoutAllocating) {
+  ResNet model("resnet50", {});
+  EXPECT_EQ(model.plan({8, 224, 224, 3}), (Shape{8, 1000}));
+  EXPECT_FALSE(model.params().allocated());
+  const std::vector<const Conv2d*> convs = model.conv_layers();
+  ASSERT_EQ(convs.size(), 53u);  // stem + 16 bottlenecks x 3 + 4 downsampling
+  EXPECT_EQ(convs[0]->shape().output_shape(), (Shape{8, 112, 112, 64}));
+  EXPECT_EQ(convs.back()->shape().input_shape(), (Shape{8, 7, 7, 512}));
+  EXPECT_THROW(model.plan({8, 224, 224, 1}), Error);
+}
+
+}  // namespace
+}  // namespace engine::nn
