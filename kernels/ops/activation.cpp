@@ -34,8 +34,11 @@ void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx, Stream& stream
       });
 }
 
-void add_relu_forward(const Tensor& a, const Tensor& b, Tensor& y, Stream& stream) {
-  constexpr std::string_view op = "add_relu_forward";
+namespace {
+
+// y = a + b (relu: then max(., 0)): the checks and dispatch of add and add_relu_forward.
+void add_maybe_relu(std::string_view op, bool relu, const Tensor& a, const Tensor& b, Tensor& y,
+                    Stream& stream) {
   ops::require_float(op, "a", a);
   ops::require_like(op, "a", a, "b", b);
   ops::require_like(op, "a", a, "y", y);
@@ -43,25 +46,23 @@ void add_relu_forward(const Tensor& a, const Tensor& b, Tensor& y, Stream& strea
   ops::on_device(
       op, stream,
       [&] {
-        cpu::add_relu_forward(a.dtype(), a.raw_data(), b.raw_data(), y.raw_data(), a.numel());
+        (relu ? cpu::add_relu_forward : cpu::add)(a.dtype(), a.raw_data(), b.raw_data(),
+                                                  y.raw_data(), a.numel());
       },
       [&](auto cuda_stream) {
-        cuda::add_relu_forward(a.dtype(), a.raw_data(), b.raw_data(), y.raw_data(), a.numel(),
-                               cuda_stream);
+        (relu ? cuda::add_relu_forward : cuda::add)(a.dtype(), a.raw_data(), b.raw_data(),
+                                                    y.raw_data(), a.numel(), cuda_stream);
       });
 }
 
+}  // namespace
+
+void add_relu_forward(const Tensor& a, const Tensor& b, Tensor& y, Stream& stream) {
+  add_maybe_relu("add_relu_forward", true, a, b, y, stream);
+}
+
 void add(const Tensor& a, const Tensor& b, Tensor& y, Stream& stream) {
-  constexpr std::string_view op = "add";
-  ops::require_float(op, "a", a);
-  ops::require_like(op, "a", a, "b", b);
-  ops::require_like(op, "a", a, "y", y);
-  ops::require_on_stream(op, "a", a, stream);
-  ops::on_device(
-      op, stream, [&] { cpu::add(a.dtype(), a.raw_data(), b.raw_data(), y.raw_data(), a.numel()); },
-      [&](auto cuda_stream) {
-        cuda::add(a.dtype(), a.raw_data(), b.raw_data(), y.raw_data(), a.numel(), cuda_stream);
-      });
+  add_maybe_relu("add", false, a, b, y, stream);
 }
 
 }  // namespace engine

@@ -18,6 +18,7 @@
 #include "kernels/cpu/copy.h"
 #include "kernels/error.h"
 #include "simt_buffer.h"
+#include "tests/error_text.h"
 
 namespace engine {
 namespace {
@@ -222,16 +223,7 @@ TEST(ElementwiseSimt, CastMatchesCpu) {
   }
 }
 
-// The error's message, or "" when fn does not throw engine::Error.
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 TEST(ElementwiseSimt, EntryPointsRefuseI32) {
   // An i32 buffer is never taken for bf16: the entry points throw before any launch.

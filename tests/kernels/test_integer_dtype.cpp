@@ -12,20 +12,12 @@
 #include "kernels/cpu/fp32_buffer.h"
 #include "kernels/dtype.h"
 #include "kernels/ops.h"
+#include "tests/error_text.h"
 
 namespace engine {
 namespace {
 
-// The error's message, or "" when fn does not throw engine::Error.
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 std::string refusal(const std::string& op, const std::string& name, const Tensor& t) {
   return op + ": " + name + " is " + t.describe() + ", expected a float dtype (f32 or bf16)";

@@ -11,6 +11,7 @@
 #include "kernels/ops.h"
 #include "loss_cases.h"
 #include "tests/dtype_bytes.h"
+#include "tests/error_text.h"
 
 namespace engine {
 namespace {
@@ -179,16 +180,7 @@ TEST(LossCpu, TopkRanksAtTheBoundaries) {
   EXPECT_EQ(correct.to_floats(stream), (std::vector<float>{1.f, 5.f}));
 }
 
-// The error's message, or "" when fn does not throw engine::Error.
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 TEST(LossCpu, ArgumentErrorsNameTheTensor) {
   Stream stream;

@@ -18,6 +18,7 @@
 #include "loss_cases.h"
 #include "simt_buffer.h"
 #include "tests/dtype_bytes.h"
+#include "tests/error_text.h"
 
 namespace engine {
 namespace {
@@ -168,16 +169,7 @@ TEST(LossSimt, EntryPointsDispatchOnDtype) {
   }
 }
 
-// The error's message, or "" when fn does not throw engine::Error.
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 TEST(LossSimt, EntryPointsRefuseI32Logits) {
   // i32 logits are never taken for bf16: the entry points throw before any launch.

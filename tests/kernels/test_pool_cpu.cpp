@@ -12,6 +12,7 @@
 #include "kernels/ops.h"
 #include "pool_cases.h"
 #include "tests/dtype_bytes.h"
+#include "tests/error_text.h"
 
 namespace engine {
 namespace {
@@ -198,16 +199,7 @@ TEST(PoolCpu, GlobalAvgPoolForwardBackward) {
   }
 }
 
-// The error's message, or "" when fn does not throw engine::Error.
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 TEST(PoolCpu, ArgumentErrorsNameTheTensor) {
   Stream stream;

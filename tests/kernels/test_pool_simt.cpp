@@ -16,6 +16,7 @@
 #include "pool_cases.h"
 #include "simt_buffer.h"
 #include "tests/dtype_bytes.h"
+#include "tests/error_text.h"
 
 namespace engine {
 namespace {
@@ -136,16 +137,7 @@ TEST(PoolSimt, EntryPointsDispatchOnDtype) {
   }
 }
 
-// The error's message, or "" when fn does not throw engine::Error.
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 TEST(PoolSimt, EntryPointsRefuseI32Activations) {
   // An i32 activation is never taken for bf16: the entry points throw before any launch.
