@@ -5,8 +5,12 @@
 //
 //   bench_step [--arch resnet18] [--image-size 64] [--batch 32] [--threads 2] [--device cpu]
 //              [--classes 1000] [--min-seconds 1] [--rounds 2] [--no-baseline] [--json]
+//              [--profile]
+// --profile drives the model's top-level layers one by one and prints where a step spends
+// its time (forward and backward per layer, the loss, the optimizer).
 #include <omp.h>
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <random>
@@ -28,11 +32,12 @@ namespace {
 const char* const kUsage =
     "usage: bench_step [--arch resnet18|resnet34|resnet50|...] [--image-size N] [--batch N]\n"
     "                  [--threads N] [--device cpu|cuda] [--classes N] [--min-seconds S]\n"
-    "                  [--rounds N] [--no-baseline] [--json]\n"
+    "                  [--rounds N] [--no-baseline] [--json] [--profile]\n"
     "Times one training step (forward, cross-entropy, backward, SGD momentum 0.9, weight decay\n"
     "1e-4) of a ResNet, fp32, against torchvision's in PyTorch with the same threads, its\n"
     "faster memory format (NCHW or channels_last) as the baseline. Defaults: resnet18, 64 px,\n"
-    "batch 32, 2 threads, 1000 classes, 2 rounds (each side keeps its fastest).\n";
+    "batch 32, 2 threads, 1000 classes, 2 rounds (each side keeps its fastest). --profile\n"
+    "also prints the time of each top-level layer's forward and backward, the loss and SGD.\n";
 
 struct Options {
   std::string arch = "resnet18";
@@ -45,6 +50,7 @@ struct Options {
   int rounds = 2;
   bool baseline = true;
   bool json = false;
+  bool profile = false;
 };
 
 Options parse(int argc, char** argv) {
@@ -70,6 +76,8 @@ Options parse(int argc, char** argv) {
       o.baseline = false;
     else if (args.is("--json"))
       o.json = true;
+    else if (args.is("--profile"))
+      o.profile = true;
     else
       args.reject();
   }
@@ -117,6 +125,40 @@ class NativeStep {
   }
   Stream& stream() { return stream_; }
 
+  // One step with every top-level layer timed (synchronized after each), added to `times`:
+  // [layer] = {forward us, backward us}, then "loss" and "sgd".
+  void run_profiled(std::vector<std::pair<std::string, std::pair<double, double>>>& times) {
+    std::vector<nn::Layer*> layers;
+    model_.layers().for_each_child([&](nn::Layer& layer) { layers.push_back(&layer); });
+    if (times.empty()) {
+      for (const nn::Layer* layer : layers)
+        times.push_back({layer->name(), {0, 0}});
+      times.push_back({"loss (fwd, bwd)", {0, 0}});
+      times.push_back({"sgd", {0, 0}});
+    }
+    const auto timed = [&](double& total, auto&& fn) {
+      const auto start = std::chrono::steady_clock::now();
+      fn();
+      stream_.synchronize();
+      total += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+                   .count();
+    };
+    nn::Pass pass{stream_, true, false, {}};
+    model_.params().zero_grad();
+    const Tensor* x = &images_;
+    for (size_t i = 0; i < layers.size(); ++i)
+      timed(times[i].second.first, [&] { x = &layers[i]->forward(*x, pass); });
+    const Tensor* g = nullptr;
+    auto& loss_time = times[layers.size()].second;
+    timed(loss_time.first, [&] { loss_.forward(*x, labels_, stream_); });
+    timed(loss_time.second, [&] { g = &loss_.backward(stream_); });
+    pass.accumulate_grads = model_.params().grads_hold_values();
+    for (size_t i = layers.size(); i-- > 0;)
+      timed(times[i].second.second, [&] { g = &layers[i]->backward(*g, pass); });
+    model_.params().mark_grads_written();
+    timed(times.back().second.first, [&] { sgd_->step(0.1f, stream_); });
+  }
+
  private:
   Stream stream_;
   nn::ResNet model_;
@@ -128,6 +170,26 @@ class NativeStep {
 std::string case_name(const Options& o) {
   return o.arch + " " + std::to_string(o.image_size) + "x" + std::to_string(o.image_size) + " b" +
          std::to_string(o.batch) + " fp32 train step";
+}
+
+// The mean of a few profiled steps, per top-level layer, with each one's share of the step.
+void print_profile(NativeStep& step, const Options& o) {
+  std::vector<std::pair<std::string, std::pair<double, double>>> times;
+  constexpr int kSteps = 5;
+  step.run_profiled(times);  // warm-up
+  times.clear();
+  for (int i = 0; i < kSteps; ++i)
+    step.run_profiled(times);
+  double total = 0;
+  for (const auto& [name, t] : times)
+    total += t.first + t.second;
+  std::printf("profile: %s, mean of %d steps, %.1f ms per step (synchronized per layer)\n",
+              case_name(o).c_str(), kSteps, total / kSteps / 1e3);
+  std::printf("%-20s %10s %10s %7s\n", "layer", "fwd_ms", "bwd_ms", "share");
+  for (const auto& [name, t] : times) {
+    std::printf("%-20s %10.2f %10.2f %6.1f%%\n", name.c_str(), t.first / kSteps / 1e3,
+                t.second / kSteps / 1e3, 100 * (t.first + t.second) / total);
+  }
 }
 
 int run(int argc, char** argv) {
@@ -165,6 +227,7 @@ int run(int argc, char** argv) {
     rounds.push_back({row});
   }
   Row best = fastest_of_rounds(rounds).front();
+  if (o.profile && !o.json) print_profile(ours, o);
   if (!torch_format.empty() && best.note.empty()) best.note = "torch " + torch_format;
   if (o.json) {
     std::printf("%s\n", to_json(best).c_str());

@@ -51,6 +51,8 @@ class ResNet {
   ParameterSet& params() { return params_; }
   const ParameterSet& params() const { return params_; }
   const Sequential& layers() const { return *layers_; }
+  // The top-level layers, to drive one by one (bench_step --profile times each).
+  Sequential& layers() { return *layers_; }
   // Every Conv2d in forward order (their shapes after setup): bench_kernels' layer table.
   std::vector<const Conv2d*> conv_layers() const;
 

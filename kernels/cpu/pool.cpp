@@ -58,33 +58,42 @@ void maxpool2d_forward(DType dtype, const void* x, void* y, int32_t* argmax, int
   dispatch_dtype(dtype, [&]<typename T>() {
     const T* in = static_cast<const T*>(x);
     T* out = static_cast<T*>(y);
-    // One output pixel per iteration; channels innermost, so every load is contiguous.
+    // One output pixel per iteration; channels innermost, so every load is contiguous, in
+    // blocks of 64 channels whose running maxima stay in registers or the stack (a heap
+    // vector per pixel had cost more than the pooling itself).
+    constexpr int64_t kBlock = 64;
     parallel_for(n * out_h * out_w, [&](int64_t pixel) {
       const int64_t image = pixel / (out_h * out_w);
       const int64_t oh = pixel / out_w % out_h, ow = pixel % out_w;
       const int64_t h0 = oh * stride - padding, w0 = ow * stride - padding;
       const int64_t h_begin = std::max<int64_t>(h0, 0), h_end = std::min(h0 + kernel, h);
       const int64_t w_begin = std::max<int64_t>(w0, 0), w_end = std::min(w0 + kernel, w);
-      std::vector<float> best(c, -std::numeric_limits<float>::infinity());
-      // As PyTorch: the index starts at the window's first valid position, and a value wins
-      // when it is greater or NaN.
-      std::vector<int32_t> index(c, static_cast<int32_t>(h_begin * w + w_begin));
-      for (int64_t ih = h_begin; ih < h_end; ++ih) {
-        for (int64_t iw = w_begin; iw < w_end; ++iw) {
-          const T* row = in + ((image * h + ih) * w + iw) * c;
-          const auto position = static_cast<int32_t>(ih * w + iw);
-          for (int64_t ch = 0; ch < c; ++ch) {
-            const float v = to_float(row[ch]);
-            if (v > best[ch] || std::isnan(v)) {
-              best[ch] = v;
-              index[ch] = position;
+      for (int64_t c0 = 0; c0 < c; c0 += kBlock) {
+        const int64_t width = std::min(kBlock, c - c0);
+        float best[kBlock];
+        int32_t index[kBlock];
+        // As PyTorch: the index starts at the window's first valid position, and a value
+        // wins when it is greater or NaN.
+        for (int64_t ch = 0; ch < width; ++ch) {
+          best[ch] = -std::numeric_limits<float>::infinity();
+          index[ch] = static_cast<int32_t>(h_begin * w + w_begin);
+        }
+        for (int64_t ih = h_begin; ih < h_end; ++ih) {
+          for (int64_t iw = w_begin; iw < w_end; ++iw) {
+            const T* row = in + ((image * h + ih) * w + iw) * c + c0;
+            const auto position = static_cast<int32_t>(ih * w + iw);
+            for (int64_t ch = 0; ch < width; ++ch) {
+              const float v = to_float(row[ch]);
+              const bool take = v > best[ch] || v != v;  // selects, so the loop vectorizes
+              best[ch] = take ? v : best[ch];
+              index[ch] = take ? position : index[ch];
             }
           }
         }
-      }
-      for (int64_t ch = 0; ch < c; ++ch) {
-        out[pixel * c + ch] = from_float<T>(best[ch]);
-        argmax[pixel * c + ch] = index[ch];
+        for (int64_t ch = 0; ch < width; ++ch) {
+          out[pixel * c + c0 + ch] = from_float<T>(best[ch]);
+          argmax[pixel * c + c0 + ch] = index[ch];
+        }
       }
     });
   });
