@@ -49,7 +49,9 @@ trap 'rm -f "$table"' EXIT
   echo "# machine: $(cpu_model), $(nproc) cores, L2 $(lscpu | sed -n 's/^L2 cache: *//p')," \
        "L3 $(lscpu | sed -n 's/^L3 cache: *//p'), $(free -g | awk '/^Mem:/{print $2}') GiB," \
        "$(uname -sr)"
-  echo "# commit: $(git describe --always --dirty 2>/dev/null || echo unknown)"
+  # The results files being rewritten do not make the code dirty.
+  dirty=$(git diff --quiet HEAD -- . ':!bench/results' 2>/dev/null || echo "-dirty")
+  echo "# commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$dirty"
   echo "# command: $*"
   echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$table"
