@@ -28,7 +28,7 @@ Shape Conv2d::setup(const Shape& input, const SetupContext& context) {
   shape_.in_w = input[2];
   shape_.validate();
   if (!context.allocate) return shape_.output_shape();
-  weight_ = params_.value(weight_id_);
+  weight_.setup(params_.value(weight_id_), context.dtype, context.device);
   weight_grad_ = params_.grad(weight_id_);
   if (bias_id_ >= 0) {
     bias_ = params_.value(bias_id_);
@@ -43,7 +43,7 @@ Shape Conv2d::setup(const Shape& input, const SetupContext& context) {
 
 const Tensor& Conv2d::forward(const Tensor& x, Pass& pass) {
   x_ = x;
-  conv2d_forward(shape_, x, weight_, bias_, y_, pass.stream);
+  conv2d_forward(shape_, x, weight_.refresh(pass.stream), bias_, y_, pass.stream);
   return y_;
 }
 
@@ -53,7 +53,7 @@ const Tensor& Conv2d::backward(const Tensor& dy, Pass& pass) {
                          workspace_, pass.stream);
   if (bias_id_ >= 0) pass.grad_ready(bias_id_);
   pass.grad_ready(weight_id_);
-  if (dx_.defined()) conv2d_backward_data(shape_, dy, weight_, dx_, pass.stream);
+  if (dx_.defined()) conv2d_backward_data(shape_, dy, weight_.current(), dx_, pass.stream);
   return dx_;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "kernels/conv_shape.h"
+#include "nn/compute_weight.h"
 #include "nn/layer.h"
 
 namespace engine::nn {
@@ -34,7 +35,8 @@ class Conv2d final : public Layer {
   Conv2dOptions options_;
   ParameterId weight_id_ = -1, bias_id_ = -1;
   Conv2dShape shape_;
-  Tensor weight_, weight_grad_, bias_, bias_grad_;
+  ComputeWeight weight_;  // the fp32 master, or its bf16 copy for bf16 activations
+  Tensor weight_grad_, bias_, bias_grad_;
   Tensor x_, y_, dx_, workspace_;
 };
 

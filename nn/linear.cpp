@@ -27,7 +27,7 @@ Shape Linear::setup(const Shape& input, const SetupContext& context) {
   }
   const Shape out = {input[0], out_features_};
   if (!context.allocate) return out;
-  weight_ = params_.value(weight_id_);
+  weight_.setup(params_.value(weight_id_), context.dtype, context.device);
   weight_grad_ = params_.grad(weight_id_);
   if (bias_id_ >= 0) {
     bias_ = params_.value(bias_id_);
@@ -43,7 +43,7 @@ Shape Linear::setup(const Shape& input, const SetupContext& context) {
 
 const Tensor& Linear::forward(const Tensor& x, Pass& pass) {
   x_ = x;
-  linear_forward(x, weight_, bias_, y_, pass.stream);
+  linear_forward(x, weight_.refresh(pass.stream), bias_, y_, pass.stream);
   return y_;
 }
 
@@ -52,7 +52,7 @@ const Tensor& Linear::backward(const Tensor& dy, Pass& pass) {
                          pass.stream);
   if (bias_id_ >= 0) pass.grad_ready(bias_id_);
   pass.grad_ready(weight_id_);
-  if (dx_.defined()) linear_backward_data(dy, weight_, dx_, pass.stream);
+  if (dx_.defined()) linear_backward_data(dy, weight_.current(), dx_, pass.stream);
   return dx_;
 }
 

@@ -2,6 +2,7 @@
 // same layout as PyTorch), b [out_features].
 #pragma once
 
+#include "nn/compute_weight.h"
 #include "nn/layer.h"
 
 namespace engine::nn {
@@ -24,7 +25,8 @@ class Linear final : public Layer {
   ParameterSet& params_;
   int64_t in_features_, out_features_;
   ParameterId weight_id_ = -1, bias_id_ = -1;
-  Tensor weight_, weight_grad_, bias_, bias_grad_;
+  ComputeWeight weight_;  // the fp32 master, or its bf16 copy for bf16 activations
+  Tensor weight_grad_, bias_, bias_grad_;
   Tensor x_, y_, dx_, workspace_;
 };
 
