@@ -32,12 +32,14 @@ namespace {
 const char* const kUsage =
     "usage: bench_step [--arch resnet18|resnet34|resnet50|...] [--image-size N] [--batch N]\n"
     "                  [--threads N] [--device cpu|cuda] [--classes N] [--min-seconds S]\n"
-    "                  [--rounds N] [--no-baseline] [--json] [--profile]\n"
+    "                  [--rounds N] [--precision fp32|bf16] [--no-baseline] [--json] [--profile]\n"
     "Times one training step (forward, cross-entropy, backward, SGD momentum 0.9, weight decay\n"
-    "1e-4) of a ResNet, fp32, against torchvision's in PyTorch with the same threads, its\n"
+    "1e-4) of a ResNet against torchvision's in PyTorch with the same threads, its\n"
     "faster memory format (NCHW or channels_last) as the baseline. Defaults: resnet18, 64 px,\n"
     "batch 32, 2 threads, 1000 classes, 2 rounds (each side keeps its fastest). --profile\n"
-    "also prints the time of each top-level layer's forward and backward, the loss and SGD.\n";
+    "also prints the time of each top-level layer's forward and backward, the loss and SGD.\n"
+    "--precision bf16: bf16 activations with fp32 master weights (no PyTorch baseline: its\n"
+    "CPU bf16 path is not what a GPU run compares against).\n";
 
 struct Options {
   std::string arch = "resnet18";
@@ -51,6 +53,7 @@ struct Options {
   bool baseline = true;
   bool json = false;
   bool profile = false;
+  DType precision = DType::f32;
 };
 
 Options parse(int argc, char** argv) {
@@ -78,9 +81,12 @@ Options parse(int argc, char** argv) {
       o.json = true;
     else if (args.is("--profile"))
       o.profile = true;
+    else if (args.is("--precision"))
+      o.precision = args.parsed(parse_dtype);
     else
       args.reject();
   }
+  if (!is_float_dtype(o.precision)) throw cli::UsageError("--precision must be fp32 or bf16");
   if (o.image_size < 32 || o.batch < 2 || o.threads < 1 || o.classes < 1 || o.rounds < 1 ||
       !(o.min_seconds > 0)) {
     throw cli::UsageError(
@@ -96,7 +102,7 @@ class NativeStep {
   NativeStep(const Options& o, Device device)
       : stream_(device), model_(o.arch, {.num_classes = o.classes, .seed = 1}) {
     model_.allocate(device, stream_);
-    model_.setup({o.batch, o.image_size, o.image_size, 3}, DType::f32, stream_);
+    model_.setup({o.batch, o.image_size, o.image_size, 3}, o.precision, stream_);
     std::mt19937 rng(7);
     std::normal_distribution<float> normal;
     std::vector<float> pixels(static_cast<size_t>(o.batch * o.image_size * o.image_size * 3));
@@ -105,10 +111,10 @@ class NativeStep {
     std::vector<int32_t> labels(static_cast<size_t>(o.batch));
     for (size_t i = 0; i < labels.size(); ++i)
       labels[i] = static_cast<int32_t>(rng() % o.classes);
-    images_ =
-        Tensor::from_floats({o.batch, o.image_size, o.image_size, 3}, pixels).to(device, stream_);
+    images_ = Tensor::from_floats({o.batch, o.image_size, o.image_size, 3}, pixels, o.precision)
+                  .to(device, stream_);
     labels_ = Tensor::from_ints({o.batch}, labels).to(device, stream_);
-    loss_.setup(o.batch, o.classes, DType::f32, device);
+    loss_.setup(o.batch, o.classes, o.precision, device);
     nn::SgdConfig config;
     config.lr = 0.1f;
     config.momentum = 0.9f;
@@ -169,7 +175,7 @@ class NativeStep {
 
 std::string case_name(const Options& o) {
   return o.arch + " " + std::to_string(o.image_size) + "x" + std::to_string(o.image_size) + " b" +
-         std::to_string(o.batch) + " fp32 train step";
+         std::to_string(o.batch) + " " + std::string(dtype_name(o.precision)) + " train step";
 }
 
 // The mean of a few profiled steps, per top-level layer, with each one's share of the step.
@@ -199,7 +205,7 @@ int run(int argc, char** argv) {
   wait_for_startup_threads_to_sleep();
   NativeStep ours(o, device);
   std::unique_ptr<TorchProcess> torch;
-  if (o.baseline && device.is_cpu()) {
+  if (o.baseline && device.is_cpu() && o.precision == DType::f32) {
     torch = std::make_unique<TorchProcess>("bench_torch_step.py", o.threads, o.min_seconds);
   }
   const std::string line = case_name(o) + "\t" + o.arch + "\t" + std::to_string(o.image_size) +
