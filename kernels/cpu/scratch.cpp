@@ -2,45 +2,54 @@
 
 #include <algorithm>
 #include <array>
-#include <new>
 
 namespace engine::cpu {
 namespace {
 
-struct AlignedDelete {
-  void operator()(float* p) const { ::operator delete[](p, std::align_val_t{64}); }
-};
-using KeptBuffer = std::unique_ptr<float[], AlignedDelete>;
+// A kernel holds at most four temporaries at once on one thread (the grouped filter
+// gradient: dW^T, the partials, a column chunk and a packed dY chunk); two spare.
+constexpr int kSlots = 6;
 
-float* aligned_floats(int64_t count) {
-  return static_cast<float*>(::operator new[](
-      static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(float), std::align_val_t{64}));
-}
-
-// A few buffers per thread: a kernel holds at most three temporaries at once.
 struct ThreadBuffers {
-  std::array<KeptBuffer, 4> data;
-  std::array<int64_t, 4> capacity{};
-  std::array<bool, 4> in_use{};
+  std::array<AlignedBuffer, kSlots> data;
+  std::array<int64_t, kSlots> capacity{};
+  std::array<bool, kSlots> in_use{};
 };
 thread_local ThreadBuffers buffers;
 
+// The free slot to use for `count` floats: the smallest that already fits, else the largest
+// (to be grown), so that a small temporary does not grow a buffer it need not; -1 if none.
+int pick_slot(int64_t count) {
+  int fitting = -1, largest = -1;
+  for (int slot = 0; slot < kSlots; ++slot) {
+    if (buffers.in_use[slot]) continue;
+    const int64_t capacity = buffers.capacity[slot];
+    if (capacity >= count && (fitting < 0 || capacity < buffers.capacity[fitting])) fitting = slot;
+    if (largest < 0 || capacity > buffers.capacity[largest]) largest = slot;
+  }
+  return fitting >= 0 ? fitting : largest;
+}
+
 }  // namespace
 
+AlignedBuffer aligned_floats(int64_t count) {
+  return AlignedBuffer(
+      new (std::align_val_t{64}) float[static_cast<size_t>(std::max<int64_t>(count, 1))]);
+}
+
 ScratchFloats::ScratchFloats(int64_t count) {
-  for (int slot = 0; slot < static_cast<int>(buffers.data.size()); ++slot) {
-    if (buffers.in_use[slot]) continue;
-    if (buffers.capacity[slot] < count) {
-      buffers.data[slot].reset(aligned_floats(count));
-      buffers.capacity[slot] = count;
-    }
-    buffers.in_use[slot] = true;
-    slot_ = slot;
-    data_ = buffers.data[slot].get();
+  slot_ = pick_slot(count);
+  if (slot_ < 0) {
+    owned_ = aligned_floats(count);
+    data_ = owned_.get();
     return;
   }
-  owned_.reset(new float[static_cast<size_t>(std::max<int64_t>(count, 1))]);
-  data_ = owned_.get();
+  if (buffers.capacity[slot_] < count) {
+    buffers.data[slot_] = aligned_floats(count);
+    buffers.capacity[slot_] = count;
+  }
+  buffers.in_use[slot_] = true;
+  data_ = buffers.data[slot_].get();
 }
 
 ScratchFloats::~ScratchFloats() {

@@ -1,19 +1,27 @@
-// Per-thread, grow-only scratch for the CPU kernels' temporaries (column chunks, partial
-// filter gradients). A fresh multi-megabyte std::vector per call is zero-filled, and glibc
-// maps such blocks anew and returns them on free, so every call paid for a memset and the
-// page faults of its pages; a thread's buffers are kept instead, and only grow. Contents are
-// unspecified: callers write what they later read.
+// Per-thread, grow-only scratch for the CPU kernels' temporaries: packed GEMM operands,
+// column chunks, partial filter gradients. A fresh multi-megabyte buffer per call is mapped
+// anew by glibc and returned on free, so every call paid for the page faults of its pages
+// (and a std::vector also for its zero-fill); a thread's buffers are kept instead, and only
+// grow. Contents are unspecified: callers write what they later read.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <new>
 
 namespace engine::cpu {
+
+// 64-byte aligned float storage (the AVX-512 kernels use aligned loads).
+struct AlignedDelete {
+  void operator()(float* p) const { ::operator delete[](p, std::align_val_t{64}); }
+};
+using AlignedBuffer = std::unique_ptr<float[], AlignedDelete>;
+AlignedBuffer aligned_floats(int64_t count);
 
 class ScratchFloats {
  public:
   // `count` floats, 64-byte aligned: one of this thread's kept buffers when one is free
-  // (grown if needed), a private allocation otherwise.
+  // (the smallest that fits, else the largest, grown), a private allocation otherwise.
   explicit ScratchFloats(int64_t count);
   ~ScratchFloats();
   ScratchFloats(const ScratchFloats&) = delete;
@@ -22,8 +30,8 @@ class ScratchFloats {
   float* data() const { return data_; }
 
  private:
-  int slot_ = -1;  // the kept buffer in use, or -1 for a private one
-  std::unique_ptr<float[]> owned_;
+  int slot_ = -1;        // the kept buffer in use, or -1 for a private one
+  AlignedBuffer owned_;  // the private one
   float* data_ = nullptr;
 };
 

@@ -28,11 +28,6 @@ int64_t panel_count(int64_t n) {
   return (n + kTileCols - 1) / kTileCols;
 }
 
-AlignedBuffer aligned_floats(int64_t count) {
-  return AlignedBuffer(
-      new (std::align_val_t{64}) float[static_cast<size_t>(std::max<int64_t>(count, 1))]);
-}
-
 // dst[p * dst_stride + i] = src[i * src_stride + p] for a 16 x 16 block, in four rounds of
 // two-source permutes: pairs of rows interleaved, then pairs of pairs, then 128-bit lanes
 // twice. (vpermt2ps throughout: GCC 12's unpack and shuffle intrinsics pass an undefined
@@ -235,49 +230,23 @@ void compute_block(int64_t row_begin, int64_t row_end, int64_t panel_begin, int6
   }
 }
 
-// Each thread's reusable storage for one PackedB at a time; it only grows.
-struct PackStorage {
-  AlignedBuffer data;
-  int64_t capacity = 0;
-  bool in_use = false;
-};
-thread_local PackStorage pack_storage;
+int64_t packed_floats(int64_t n, int64_t k) {
+  return panel_count(n) * k * kTileCols;
+}
 
 }  // namespace
 
-void PackedB::take_storage() {
-  const int64_t floats = std::max<int64_t>(panel_count(n_) * k_ * kTileCols, 1);
-  if (!pack_storage.in_use) {
-    if (pack_storage.capacity < floats) {
-      pack_storage.data = aligned_floats(floats);
-      pack_storage.capacity = floats;
-    }
-    pack_storage.in_use = true;
-    borrowed_ = true;
-    data_ = pack_storage.data.get();
-  } else {
-    owned_ = aligned_floats(floats);
-    data_ = owned_.get();
-  }
-}
-
 PackedB::PackedB(int64_t n, int64_t k, const float* b, int64_t b_k_stride, int64_t b_col_stride)
-    : n_(n), k_(k) {
-  take_storage();
-  pack_b(n, k, b, b_k_stride, b_col_stride, data_);
+    : n_(n), k_(k), storage_(packed_floats(n, k)) {
+  pack_b(n, k, b, b_k_stride, b_col_stride, storage_.data());
 }
 
 PackedB::PackedB(int64_t n, const std::vector<const float*>& rows)
-    : n_(n), k_(static_cast<int64_t>(rows.size())) {
-  take_storage();
+    : n_(n), k_(static_cast<int64_t>(rows.size())), storage_(packed_floats(n, k_)) {
   for_each_panel(n, [&](int64_t panel) {
     pack_panel_rows(
-        panel, n, k_, [&](int64_t p) { return rows[p]; }, 1, data_);
+        panel, n, k_, [&](int64_t p) { return rows[p]; }, 1, storage_.data());
   });
-}
-
-PackedB::~PackedB() {
-  if (borrowed_) pack_storage.in_use = false;
 }
 
 void sgemm_avx512_packed(int64_t m, const float* a, int64_t a_row_stride, int64_t a_k_stride,

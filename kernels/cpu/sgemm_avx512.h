@@ -11,44 +11,33 @@
 #include <new>
 #include <vector>
 
+#include "kernels/cpu/scratch.h"
+
 namespace engine::cpu {
 
 // C[m x n] = op(A) * op(B) + beta * C (row-major), where element (i, p) of op(A) is
 // a[i * a_row_stride + p * a_k_stride] and element (p, j) of op(B) is
 // b[p * b_k_stride + j * b_col_stride]. Parallel over OpenMP threads when not already inside a
 // parallel region. Requires cpu_has_avx512() (kernels/cpu/isa.h).
-// 64-byte aligned float storage.
-struct AlignedDelete {
-  void operator()(float* p) const { ::operator delete[](p, std::align_val_t{64}); }
-};
-using AlignedBuffer = std::unique_ptr<float[], AlignedDelete>;
-
 // B [k x n] packed once into the kernel's 32-column panels, for several products that share
 // it: a convolution's filters against each chunk of its column matrix.
-// Its storage is the constructing thread's reusable buffer when that is free (a fresh
-// allocation otherwise): a fresh ~10 MB allocation per call (ResNet's layer4 filters) goes
-// back to the kernel when freed, and every pack would fault its pages in again.
+// Its storage is the constructing thread's kept scratch (kernels/cpu/scratch.h): a fresh
+// ~10 MB allocation per call (ResNet's layer4 filters) would fault its pages in every time.
 class PackedB {
  public:
   PackedB(int64_t n, int64_t k, const float* b, int64_t b_k_stride, int64_t b_col_stride);
   // B given row by row: row p is the n contiguous floats at rows[p] (k = rows.size()). For
   // operands that are a permutation of another's rows, such as flipped conv filters.
   PackedB(int64_t n, const std::vector<const float*>& rows);
-  ~PackedB();
   PackedB(const PackedB&) = delete;
   PackedB& operator=(const PackedB&) = delete;
   int64_t n() const { return n_; }
   int64_t k() const { return k_; }
-  const float* data() const { return data_; }
+  const float* data() const { return storage_.data(); }
 
  private:
-  // Points data_ at the thread's reusable buffer, or at a fresh one when that is taken.
-  void take_storage();
-
   int64_t n_, k_;
-  float* data_ = nullptr;
-  AlignedBuffer owned_;    // when the thread's reusable buffer was taken
-  bool borrowed_ = false;  // data_ is the thread's reusable buffer
+  ScratchFloats storage_;
 };
 
 // C[m x b.n()] = op(A) * B + beta * C on the calling thread (the caller splits the work).
