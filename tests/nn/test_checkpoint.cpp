@@ -17,6 +17,7 @@
 #include "kernels/runtime.h"
 #include "nn/checkpoint.h"
 #include "nn/safetensors.h"
+#include "tests/error_text.h"
 
 namespace engine::nn {
 namespace {
@@ -24,20 +25,13 @@ namespace {
 using engine::testing::prepare;
 using engine::testing::TempFolder;
 
+// "(no error)" when body throws none.
 template <typename Body>
 std::string error_of(Body&& body) {
-  try {
-    body();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "(no error)";
+  return engine::testing::error_of(body, "(no error)");
 }
 
-::testing::AssertionResult contains(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "\"" << text << "\"\n  lacks \"" << part << "\"";
-}
+using engine::testing::contains;
 
 ::testing::AssertionResult same_bits(const std::vector<float>& expected,
                                      const std::vector<float>& actual) {

@@ -14,6 +14,7 @@
 
 #include "kernels/error.h"
 #include "nn/lr_schedule.h"
+#include "tests/error_text.h"
 
 namespace engine::nn {
 namespace {
@@ -121,16 +122,7 @@ TEST(LrSchedule, ParsesFlags) {
   EXPECT_EQ(describe(parse_lr_schedule("constant", length)), "constant per 500 steps");
 }
 
-// The message of the engine::Error that `call` throws ("" when it throws none).
-template <typename Call>
-std::string error_of(Call call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 void expect_flag_error(const std::string& flag, const std::string& part) {
   const std::string message =

@@ -15,9 +15,9 @@
 #include <random>
 
 #include "kernels/ops/copy.h"
+#include "memorize_batch.h"
 #include "nn/cross_entropy.h"
 #include "nn/resnet.h"
-#include "nn/sgd.h"
 
 namespace engine::nn {
 namespace {
@@ -99,36 +99,8 @@ TEST(MixedPrecision, Bf16ActivationsTrackTheFp32Model) {
 }
 
 TEST(MixedPrecision, Bf16ModelLearns) {
-  constexpr int64_t kImages = 16, kPixels = 32;
-  Stream stream;
-  ResNet model("resnet18", {.num_classes = kClasses, .seed = 9});
-  model.allocate(Device::cpu(), stream);
-  model.setup({kImages, kPixels, kPixels, 3}, DType::bf16, stream);
-  std::mt19937 rng(13);
-  std::normal_distribution<float> normal;
-  std::vector<float> pixels(static_cast<size_t>(kImages * kPixels * kPixels * 3));
-  for (float& v : pixels)
-    v = normal(rng);
-  std::vector<int32_t> labels(kImages);
-  for (int32_t& l : labels)
-    l = static_cast<int32_t>(rng() % kClasses);
-  const Tensor images = Tensor::from_floats({kImages, kPixels, kPixels, 3}, pixels, DType::bf16);
-  const Tensor label_tensor = Tensor::from_ints({kImages}, labels);
-  CrossEntropyLoss loss;
-  loss.setup(kImages, kClasses, DType::bf16, Device::cpu());
-  SgdConfig config;
-  config.lr = 0.02f;
-  config.momentum = 0.9f;
-  Sgd sgd(model.params(), config, stream);
-  std::vector<float> losses;
-  for (int step = 0; step < 30; ++step) {
-    Pass pass{stream, true, false, {}};
-    model.params().zero_grad();
-    losses.push_back(
-        loss.forward(model.forward(images, pass), label_tensor, stream).to_floats(stream)[0]);
-    model.backward(loss.backward(stream), pass);
-    sgd.step(config.lr, stream);
-  }
+  const std::vector<double> losses = testing::memorize_batch(
+      {.dtype = DType::bf16, .steps = 30, .model_seed = 9, .data_seed = 13});
   std::printf("  bf16 training loss: step 0 %.4f, step 29 %.4f\n", losses.front(), losses.back());
   EXPECT_GT(losses.front(), 1.5);
   EXPECT_LT(losses.back(), 0.1);

@@ -8,6 +8,7 @@
 
 #include "kernels/error.h"
 #include "nn/safetensors.h"
+#include "tests/error_text.h"
 #include "tests/nn/safetensors_test_files.h"
 
 namespace engine::nn {
@@ -26,10 +27,7 @@ std::string parse_error(const std::vector<std::byte>& file) {
   return "(accepted)";
 }
 
-::testing::AssertionResult contains(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "\"" << text << "\" lacks \"" << part << "\"";
-}
+using engine::testing::contains;
 
 std::string tensor_json(const std::string& name, const std::string& dtype, const std::string& shape,
                         uint64_t begin, uint64_t end) {

@@ -19,6 +19,7 @@
 
 #include "kernels/error.h"
 #include "nn/safetensors.h"
+#include "tests/error_text.h"
 #include "tests/nn/safetensors_test_files.h"
 
 namespace engine::nn {
@@ -26,19 +27,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-::testing::AssertionResult contains(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "\"" << text << "\" lacks \"" << part << "\"";
-}
+using engine::testing::contains;
 
+// "(no error)" when body throws none.
 template <typename Body>
 std::string error_of(Body&& body) {
-  try {
-    body();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "(no error)";
+  return engine::testing::error_of(body, "(no error)");
 }
 
 std::vector<std::byte> pattern(size_t count, unsigned seed) {

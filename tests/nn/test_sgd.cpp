@@ -12,6 +12,7 @@
 #include "kernels/ops/copy.h"
 #include "kernels/runtime.h"
 #include "nn/sgd.h"
+#include "tests/error_text.h"
 
 namespace engine::nn {
 namespace {
@@ -254,16 +255,7 @@ TEST(Sgd, ResumesFromItsStateBitForBit) {
   EXPECT_NE(first.flat_values().to_floats(stream), fresh.flat_values().to_floats(stream));
 }
 
-// The message of the engine::Error that `call` throws ("" when it throws none).
-template <typename Call>
-std::string error_of(Call call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 void expect_contains(const std::string& message, const std::string& part) {
   EXPECT_NE(message.find(part), std::string::npos) << "'" << message << "' lacks '" << part << "'";
