@@ -78,7 +78,8 @@ void ResNet::allocate(Device device, Stream& stream) {
 
 void ResNet::initialize(Stream& stream) {
   const uint64_t seed = options_.seed;
-  walk(*layers_, [&](const Layer& layer) {
+  // Convs kaiming-normal, fc as nn.Linear, BatchNorm weight 1 / bias 0 / running_var 1.
+  walk(*layers_, [&](Layer& layer) {
     if (const auto* conv = dynamic_cast<const Conv2d*>(&layer)) {
       Tensor w = params_.value(conv->weight_id());
       kaiming_normal_fan_out(w, seed, static_cast<uint64_t>(conv->weight_id()), stream);
@@ -87,12 +88,11 @@ void ResNet::initialize(Stream& stream) {
       Tensor w = params_.value(fc->weight_id()), b = params_.value(fc->bias_id());
       uniform_fill(w, bound, seed, static_cast<uint64_t>(fc->weight_id()), stream);
       uniform_fill(b, bound, seed, static_cast<uint64_t>(fc->bias_id()), stream);
+    } else if (auto* bn = dynamic_cast<BatchNorm2d*>(&layer)) {
+      bn->reset_state(stream);
     }
   });
-  // BatchNorm: weight 1, bias 0, running_var 1; optionally each block's last BN weight 0.
-  walk(*layers_, [&](Layer& layer) {
-    if (auto* bn = dynamic_cast<BatchNorm2d*>(&layer)) bn->reset_state(stream);
-  });
+  // Then (a block comes before its BatchNorms in the walk) each block's last BN weight 0.
   if (options_.zero_init_residual) {
     walk(*layers_, [&](Layer& layer) {
       if (auto* block = dynamic_cast<ResidualBlock*>(&layer)) {

@@ -2,6 +2,7 @@
 // shapes, and gradients reported in the order of the flat layout, exactly once each.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 
 #include "kernels/error.h"
@@ -111,6 +112,44 @@ TEST(ResNet, PlanGivesTheShapesWithoutAllocating) {
   EXPECT_EQ(convs[0]->shape().output_shape(), (Shape{8, 112, 112, 64}));
   EXPECT_EQ(convs.back()->shape().input_shape(), (Shape{8, 7, 7, 512}));
   EXPECT_THROW(model.plan({8, 224, 224, 1}), Error);
+}
+
+}  // namespace
+}  // namespace engine::nn
+
+namespace engine::nn {
+namespace {
+
+TEST(ResNet, InitializationFollowsTorchvision) {
+  Stream stream;
+  for (bool zero_init : {false, true}) {
+    ResNet model("resnet50", {.num_classes = 10, .zero_init_residual = zero_init, .seed = 1});
+    model.allocate(Device::cpu(), stream);
+    const ParameterSet& p = model.params();
+    const auto values = [&](const std::string& name) {
+      return p.value(static_cast<ParameterId>(p.find(name) - p.parameters().data()))
+          .to_floats(stream);
+    };
+    // Each block's last BN weight: 0 with zero_init_residual, else 1 like every BN weight.
+    for (float v : values("layer2.1.bn3.weight"))
+      ASSERT_EQ(v, zero_init ? 0.f : 1.f);
+    for (float v : values("layer2.1.bn2.weight"))
+      ASSERT_EQ(v, 1.f);
+    for (float v : values("layer2.1.bn2.bias"))
+      ASSERT_EQ(v, 0.f);
+    const BufferInfo* var = p.find_buffer("bn1.running_var");
+    for (float v : p.buffer(static_cast<BufferId>(var - p.buffers().data())).to_floats(stream))
+      ASSERT_EQ(v, 1.f);
+    // kaiming_normal fan_out: std sqrt(2 / (K * R * S)) = sqrt(2 / 576) for layer1's 3x3.
+    const std::vector<float> w = values("layer1.0.conv2.weight");
+    double sumsq = 0;
+    for (float v : w)
+      sumsq += double{v} * v;
+    EXPECT_NEAR(std::sqrt(sumsq / w.size()), std::sqrt(2.0 / 576), 0.02 * std::sqrt(2.0 / 576));
+    // nn.Linear: U(-1/sqrt(in), 1/sqrt(in)) for fc's weight and bias.
+    for (float v : values("fc.bias"))
+      EXPECT_LE(std::abs(v), 1.f / std::sqrt(2048.f));
+  }
 }
 
 }  // namespace
