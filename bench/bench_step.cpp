@@ -243,16 +243,16 @@ int run(int argc, char** argv) {
               device.str().c_str(), o.threads, o.rounds);
   std::printf("%-40s %12s %10s %12s %10s %7s  %s\n", "case", "time_us", "img/s", "torch_us",
               "torch img/s", "ratio", "note");
-  const auto ratio = best.ratio();
-  std::printf(
-      "%-40s %12.0f %10.1f %12s %10s %7s  %s\n", best.case_name.c_str(), best.time_us,
-      *best.images_per_s,
-      best.baseline_time_us ? std::to_string(static_cast<int64_t>(*best.baseline_time_us)).c_str()
-                            : "-",
-      best.baseline_time_us
-          ? std::to_string(static_cast<int64_t>(o.batch / (*best.baseline_time_us * 1e-6))).c_str()
-          : "-",
-      ratio ? (std::to_string(*ratio).substr(0, 4) + "x").c_str() : "-", best.note.c_str());
+  std::string torch_us = "-", torch_images_per_s = "-", ratio = "-";
+  if (best.baseline_time_us) {
+    torch_us = std::to_string(static_cast<int64_t>(*best.baseline_time_us));
+    torch_images_per_s =
+        std::to_string(static_cast<int64_t>(o.batch / (*best.baseline_time_us * 1e-6)));
+  }
+  if (const auto r = best.ratio()) ratio = std::to_string(*r).substr(0, 4) + "x";
+  std::printf("%-40s %12.0f %10.1f %12s %10s %7s  %s\n", best.case_name.c_str(), best.time_us,
+              *best.images_per_s, torch_us.c_str(), torch_images_per_s.c_str(), ratio.c_str(),
+              best.note.c_str());
   return 0;
 }
 
