@@ -157,6 +157,28 @@ Batch Loader::build_batch(int64_t batch_index, int64_t epoch, std::span<const in
     batch.indices.push_back(index);
     ++filled;
   }
+  // Training keeps its batch size: each skipped file is replaced by the next readable sample
+  // of this epoch's order after the batch (so a batch never shrinks to one sample, which
+  // BatchNorm cannot train on, and every rank keeps the same batch shape).
+  for (int64_t k = 0; config_.refill_skipped && filled < count; ++k) {
+    const std::optional<int64_t> index = replacement_candidate(batch_index, k);
+    if (!index) {
+      throw Error("every image of this rank's epoch " + std::to_string(epoch) + " is unreadable (" +
+                  dataset_.root() + ")");
+    }
+    const auto sample = static_cast<size_t>(*index);
+    const std::string path = dataset_.path(sample);
+    const bool used = config_.bad_files->use_or_skip(path, [&] {
+      read_file(path, file_bytes);
+      SampleRandom random(config_.seed, static_cast<uint64_t>(epoch),
+                          static_cast<uint64_t>(*index));
+      processor.process(file_bytes, random, config_.dtype, slots + filled * sample_bytes);
+    });
+    if (!used) continue;
+    batch.labels.push_back(dataset_.label(sample));
+    batch.indices.push_back(*index);
+    ++filled;
+  }
   if (filled < count) {
     // Rare: copy the good samples into a tensor of the right size rather than hand out a
     // batch whose tail is garbage.
@@ -165,6 +187,17 @@ Batch Loader::build_batch(int64_t batch_index, int64_t epoch, std::span<const in
     batch.images = shorter;
   }
   return batch;
+}
+
+std::optional<int64_t> Loader::replacement_candidate(int64_t batch_index, int64_t k) const {
+  // The epoch's samples after this batch, wrapping around, each tried once.
+  const int64_t batches = batches_->size();
+  for (int64_t b = 1; b <= batches; ++b) {
+    const std::span<const int64_t> indices = batches_->batch((batch_index + b) % batches);
+    if (k < static_cast<int64_t>(indices.size())) return indices[static_cast<size_t>(k)];
+    k -= static_cast<int64_t>(indices.size());
+  }
+  return std::nullopt;
 }
 
 void Loader::copy_to_device(Batch& batch) {

@@ -8,8 +8,10 @@
 // as the uninterrupted one would have.
 //
 // Bad files never stop training: each is skipped with one warning (path and reason; once per
-// path per BadFileLog) and counted. Its batch is delivered one sample short, so every rank still
-// sees the same number of batches.
+// path per BadFileLog) and counted. With refill_skipped (training) the batch takes the next
+// readable sample of the epoch's order in its place and keeps its size; without (evaluation,
+// where every sample counts once) it is delivered one sample short. Either way every rank sees
+// the same number of batches.
 #pragma once
 
 #include <condition_variable>
@@ -48,6 +50,8 @@ struct LoaderConfig {
   DType dtype = DType::f32;
   Device device = Device::cpu();
   uint64_t seed = 0;
+  // Replace each skipped file by the next readable sample after the batch (see above).
+  bool refill_skipped = false;
   // Where skipped files are recorded and warned about. Loaders that share one (bench_data runs
   // several over one folder) name each bad file once between them. Null: the loader's own.
   std::shared_ptr<BadFileLog> bad_files;
@@ -104,6 +108,9 @@ class Loader {
   Batch build_batch(int64_t batch_index, int64_t epoch, std::span<const int64_t> indices,
                     SampleProcessor& processor, std::vector<uint8_t>& file_bytes);
   void copy_to_device(Batch& batch);
+  // The k-th sample of the epoch's order after batch `batch_index` (wrapping); nullopt once
+  // every sample has been offered.
+  std::optional<int64_t> replacement_candidate(int64_t batch_index, int64_t k) const;
 
   const ImageFolder& dataset_;
   LoaderConfig config_;  // config_.bad_files is never null

@@ -3,6 +3,7 @@
 // GPU is present.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -144,6 +145,33 @@ TEST_F(LoaderTest, BadFilesAreSkippedWithOneWarningEachAndCounted) {
   EXPECT_NE(warnings[0].find("bee/empty.jpg: empty file"), std::string::npos) << warnings[0];
   EXPECT_NE(warnings[1].find("cat/text.png: not a recognised image format"), std::string::npos)
       << warnings[1];
+}
+
+TEST_F(LoaderTest, TrainingRefillsSkippedFilesWithTheNextSamplesOfTheEpoch) {
+  config_.refill_skipped = true;
+  config_.workers = 2;
+  Loader loader(*dataset_, config_);
+  const Collected collected = run_epoch(loader, 0);
+  EXPECT_EQ(collected.summary.skipped, 2);
+  EXPECT_EQ(collected.summary.samples, 20) << "every batch keeps its size";
+  const std::vector<int64_t> order = epoch_indices(0);
+  for (size_t b = 0; b < collected.indices.size(); ++b) {
+    ASSERT_EQ(collected.indices[b].size(), 4u) << "batch " << b;
+    // The readable samples of the batch in order, then the first readable ones after it.
+    std::vector<int64_t> expected;
+    for (size_t k = 0; expected.size() < 4; ++k) {
+      const int64_t index = order[(4 * b + k) % order.size()];
+      const std::string name = dataset_->path(static_cast<size_t>(index));
+      if (name.ends_with("empty.jpg") || name.ends_with("text.png")) continue;
+      expected.push_back(index);
+    }
+    EXPECT_EQ(collected.indices[b], expected) << "batch " << b;
+    for (size_t s = 0; s < expected.size(); ++s)
+      EXPECT_EQ(collected.labels[b][s], dataset_->label(static_cast<size_t>(expected[s])));
+  }
+  config_.workers = 1;
+  Loader one(*dataset_, config_);
+  EXPECT_EQ(run_epoch(one, 0).images, collected.images) << "refills do not depend on workers";
 }
 
 TEST_F(LoaderTest, LoadersSharingABadFileLogNameEachFileOnceBetweenThem) {
