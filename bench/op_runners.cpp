@@ -36,12 +36,14 @@ std::function<void()> batchnorm_op(const OpCase& c, Stream& stream) {
   Tensor running_mean = Tensor::zeros({channels}, DType::f32, device, stream);
   Tensor running_var = Tensor::zeros({channels}, DType::f32, device, stream);
   Tensor stats = Tensor::empty({batchnorm_stats_numel(channels)}, DType::f32, device);
+  Tensor sums = Tensor::empty({batchnorm_stats_numel(channels)}, DType::f64, device);
   Tensor batch_stats = Tensor::empty({batchnorm_stats_numel(channels)}, DType::f32, device);
   Tensor workspace =
       Tensor::empty({std::max<int64_t>(batchnorm_workspace_numel(x), 1)}, DType::f32, device);
   auto forward = [=, &stream]() mutable {
     batchnorm_stats(x, stats, workspace, stream);
-    batchnorm_finalize(stats, running_mean, running_var, 0.1f, 1e-5f, batch_stats, stream);
+    batchnorm_stats_to_sums(stats, sums, stream);
+    batchnorm_finalize_sums(sums, running_mean, running_var, 0.1f, 1e-5f, batch_stats, stream);
     batchnorm_normalize(x, batch_stats, ones, zeros, y, stream);
   };
   if (c.op == "bn_forward") return forward;

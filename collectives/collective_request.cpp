@@ -87,10 +87,11 @@ void validate_request(const CollectiveRequest& request, int rank, int world) {
   const Checker check(request, rank, world);
   const Tensor& in = request.input;
   const Tensor& out = request.output;
-  // The transports, the reductions and the MPI/NCCL datatypes know f32 and bf16 only.
+  // The transports, the reductions and the MPI/NCCL datatypes know f32, bf16 and f64 only.
   if (request.kind != CollectiveKind::barrier && request.reference().defined()) {
-    check.require(is_float_dtype(request.reference().dtype()),
-                  request.reference().describe() + " is not a float tensor (f32 or bf16)");
+    const DType dtype = request.reference().dtype();
+    check.require(is_float_dtype(dtype) || dtype == DType::f64,
+                  request.reference().describe() + " is not a float tensor (f32, bf16 or f64)");
   }
   switch (request.kind) {
     case CollectiveKind::barrier:

@@ -32,11 +32,21 @@ int checked_count(int64_t count, const char* what) {
 }  // namespace
 
 MPI_Datatype mpi_datatype(DType dtype) {
-  return dtype == DType::f32 ? MPI_FLOAT : MPI_UINT16_T;
+  switch (dtype) {
+    case DType::f32:
+      return MPI_FLOAT;
+    case DType::f64:
+      return MPI_DOUBLE;
+    case DType::bf16:
+      return MPI_UINT16_T;
+    case DType::i32:
+      break;
+  }
+  fail("MpiCommunicator: no MPI datatype for " + std::string(dtype_name(dtype)));
 }
 
 MPI_Op mpi_reduce_op(DType dtype, ReduceOp op) {
-  if (dtype == DType::f32) {
+  if (dtype == DType::f32 || dtype == DType::f64) {
     return op == ReduceOp::max ? MPI_MAX : op == ReduceOp::min ? MPI_MIN : MPI_SUM;
   }
   // Created once per process, after MPI_Init (the first bf16 reduction), never freed: MPI

@@ -1,7 +1,8 @@
 // MpiCommunicator: MPI's own collectives (MPI_Allreduce, MPI_Bcast, ...) on CPU tensors, on
 // a duplicate of the given communicator. It is the baseline our ring is measured against
-// and a dependable fallback. bf16 reduces through user-defined MPI ops that accumulate in
-// fp32; avg is a sum divided once by the world size. Blocking library calls cannot poll a
+// and a dependable fallback. f32 and f64 reduce with MPI's own ops (MPI_FLOAT, MPI_DOUBLE);
+// bf16 through user-defined MPI ops that accumulate in fp32; avg is a sum divided once by the
+// world size. Blocking library calls cannot poll a
 // deadline, so a watchdog thread ends the job when one overruns the timeout.
 #pragma once
 

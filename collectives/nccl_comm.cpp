@@ -27,7 +27,17 @@ void NcclComm::abort() {
 }
 
 ncclDataType_t nccl_datatype(DType dtype) {
-  return dtype == DType::f32 ? ncclFloat32 : ncclBfloat16;
+  switch (dtype) {
+    case DType::f32:
+      return ncclFloat32;
+    case DType::f64:
+      return ncclFloat64;
+    case DType::bf16:
+      return ncclBfloat16;
+    case DType::i32:
+      break;
+  }
+  fail("NCCL: no datatype for " + std::string(dtype_name(dtype)));
 }
 
 }  // namespace engine

@@ -15,8 +15,9 @@ std::string_view reduce_op_name(ReduceOp op);
 // "sum", "avg", "max" or "min"; throws engine::Error naming the text otherwise.
 ReduceOp parse_reduce_op(std::string_view text);
 
-// One combining step: out = op(a, b) in fp32, divided by `divisor` when it is not 1, rounded
-// once to dtype. The ring passes divisor = world size on the step that finishes an avg.
+// One combining step: out = op(a, b) in fp32 (for f64: in fp64, so SyncBN's sums keep their
+// digits), divided by `divisor` when it is not 1, rounded once to dtype (f32, bf16 or f64).
+// The ring passes divisor = world size on the step that finishes an avg.
 struct Reduction {
   DType dtype = DType::f32;
   ReduceOp op = ReduceOp::sum;

@@ -14,6 +14,8 @@ std::string_view dtype_name(DType dtype) {
       return "bf16";
     case DType::i32:
       return "i32";
+    case DType::f64:
+      return "f64";
   }
   return "unknown dtype";
 }
@@ -22,7 +24,8 @@ DType parse_dtype(std::string_view text) {
   if (text == "f32" || text == "fp32" || text == "float32") return DType::f32;
   if (text == "bf16" || text == "bfloat16") return DType::bf16;
   if (text == "i32" || text == "int32") return DType::i32;
-  fail("unknown dtype '" + std::string(text) + "' (use f32, bf16 or i32)");
+  if (text == "f64" || text == "fp64" || text == "float64") return DType::f64;
+  fail("unknown dtype '" + std::string(text) + "' (use f32, bf16, i32 or f64)");
 }
 
 void fail_not_float_dtype(DType dtype, std::string_view where) {

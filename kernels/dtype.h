@@ -3,6 +3,9 @@
 //
 // f32 and bf16 are the float dtypes: activations, weights, gradients. i32 holds integers the
 // ops produce or consume as indices (class labels, max-pool argmax); no float op accepts it.
+// f64 carries the few values that must not lose digits in a sum over ranks (SyncBN's
+// per-channel sum and sum of squares): the collectives and copy/fill take it, and the ops
+// that produce or consume it name it; it is not a float dtype, so no float kernel reads it.
 #pragma once
 
 #include <cstddef>
@@ -14,17 +17,17 @@
 
 namespace engine {
 
-enum class DType : uint8_t { f32, bf16, i32 };
+enum class DType : uint8_t { f32, bf16, i32, f64 };
 
 constexpr size_t dtype_size(DType dtype) {
-  return dtype == DType::bf16 ? 2 : 4;
+  return dtype == DType::bf16 ? 2 : dtype == DType::f64 ? 8 : 4;
 }
 constexpr bool is_float_dtype(DType dtype) {
   return dtype == DType::f32 || dtype == DType::bf16;
 }
-std::string_view dtype_name(DType dtype);  // "f32", "bf16", "i32"
-// "f32"/"float32"/"fp32", "bf16"/"bfloat16" or "i32"/"int32"; throws engine::Error naming the
-// text otherwise.
+std::string_view dtype_name(DType dtype);  // "f32", "bf16", "i32", "f64"
+// "f32"/"float32"/"fp32", "bf16"/"bfloat16", "i32"/"int32" or "f64"/"float64"/"fp64"; throws
+// engine::Error naming the text otherwise.
 DType parse_dtype(std::string_view text);
 
 template <typename T>
@@ -33,9 +36,11 @@ constexpr DType dtype_of() {
     return DType::f32;
   } else if constexpr (std::is_same_v<T, int32_t>) {
     return DType::i32;
+  } else if constexpr (std::is_same_v<T, double>) {
+    return DType::f64;
   } else {
     static_assert(std::is_same_v<T, bf16>,
-                  "tensor element types are float, engine::bf16 and int32_t");
+                  "tensor element types are float, engine::bf16, int32_t and double");
     return DType::bf16;
   }
 }

@@ -44,7 +44,7 @@ Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device, Stream& str
 }
 
 Tensor Tensor::from_floats(const Shape& shape, const std::vector<float>& values, DType dtype) {
-  if (!is_float_dtype(dtype)) {
+  if (!is_float_dtype(dtype) && dtype != DType::f64) {
     fail("Tensor::from_floats: " + std::string(dtype_name(dtype)) +
          " is not a float dtype (f32 or bf16); use Tensor::from_ints for i32");
   }
@@ -52,6 +52,7 @@ Tensor Tensor::from_floats(const Shape& shape, const std::vector<float>& values,
     fail("Tensor::from_floats: " + std::to_string(values.size()) + " values for shape " +
          shape_str(shape));
   }
+  if (dtype == DType::f64) return from_doubles(shape, {values.begin(), values.end()});
   Tensor t = empty(shape, dtype);
   dispatch_dtype(dtype, [&]<typename T>() {
     T* out = t.data<T>();
@@ -67,6 +68,16 @@ Tensor Tensor::from_ints(const Shape& shape, const std::vector<int32_t>& values)
          shape_str(shape));
   }
   Tensor t = empty(shape, DType::i32);
+  if (!values.empty()) std::memcpy(t.raw_data(), values.data(), t.nbytes());
+  return t;
+}
+
+Tensor Tensor::from_doubles(const Shape& shape, const std::vector<double>& values) {
+  if (static_cast<int64_t>(values.size()) != shape_numel(shape)) {
+    fail("Tensor::from_doubles: " + std::to_string(values.size()) + " values for shape " +
+         shape_str(shape));
+  }
+  Tensor t = empty(shape, DType::f64);
   if (!values.empty()) std::memcpy(t.raw_data(), values.data(), t.nbytes());
   return t;
 }
@@ -131,6 +142,12 @@ std::vector<float> Tensor::to_floats(Stream& stream) const {
       values[i] = static_cast<float>(in[i]);
     return values;
   }
+  if (dtype_ == DType::f64) {
+    const double* in = host.data<double>();
+    for (size_t i = 0; i < values.size(); ++i)
+      values[i] = static_cast<float>(in[i]);
+    return values;
+  }
   dispatch_dtype(dtype_, [&]<typename T>() {
     const T* in = host.data<T>();
     for (size_t i = 0; i < values.size(); ++i)
@@ -144,6 +161,13 @@ std::vector<int32_t> Tensor::to_ints(Stream& stream) const {
   const Tensor host = on_host(stream);
   const int32_t* in = host.data<int32_t>();
   return std::vector<int32_t>(in, in + numel());
+}
+
+std::vector<double> Tensor::to_doubles(Stream& stream) const {
+  if (dtype_ != DType::f64) fail("Tensor::to_doubles on " + describe() + " (use to_floats)");
+  const Tensor host = on_host(stream);
+  const double* in = host.data<double>();
+  return std::vector<double>(in, in + numel());
 }
 
 std::string Tensor::describe() const {

@@ -32,13 +32,17 @@ class Tensor {
   // Uninitialized storage.
   static Tensor empty(const Shape& shape, DType dtype, Device device = Device::cpu(),
                       HostMemory host_memory = HostMemory::pageable);
-  // Zeros of a float dtype (fill's); an i32 tensor comes from from_ints or a kernel's output.
+  // Zeros of a float dtype or f64 (fill's); an i32 tensor comes from from_ints or a kernel's
+  // output.
   static Tensor zeros(const Shape& shape, DType dtype, Device device, Stream& stream);
-  // A CPU tensor holding `values` converted to a float dtype (bf16: round to nearest even).
+  // A CPU tensor holding `values` converted to a float dtype (bf16: round to nearest even) or
+  // to f64 (exact).
   static Tensor from_floats(const Shape& shape, const std::vector<float>& values,
                             DType dtype = DType::f32);
   // A CPU i32 tensor holding `values` (class labels, indices).
   static Tensor from_ints(const Shape& shape, const std::vector<int32_t>& values);
+  // A CPU f64 tensor holding `values` exactly.
+  static Tensor from_doubles(const Shape& shape, const std::vector<double>& values);
 
   bool defined() const { return defined_; }
   DType dtype() const { return dtype_; }
@@ -73,10 +77,13 @@ class Tensor {
   Tensor to(Device device, Stream& stream) const;
   // A copy on the same device.
   Tensor clone(Stream& stream) const;
-  // The values as floats on the host (i32: converted, exact below 2^24); waits for `stream`.
+  // The values as floats on the host (i32: converted, exact below 2^24; f64: rounded to
+  // nearest); waits for `stream`.
   std::vector<float> to_floats(Stream& stream) const;
   // The values of an i32 tensor on the host; waits for `stream`. Throws for float dtypes.
   std::vector<int32_t> to_ints(Stream& stream) const;
+  // The values of an f64 tensor on the host, exactly; waits for `stream`. Throws for others.
+  std::vector<double> to_doubles(Stream& stream) const;
 
   // "bf16[8, 56, 56, 64] on cuda:0"
   std::string describe() const;

@@ -55,6 +55,7 @@ Shape BatchNorm2d::setup(const Shape& input, const SetupContext& context) {
   dx_ = context.input_grad ? Tensor::empty(input, context.dtype, device) : Tensor();
   relu_grad_ = options_.relu ? Tensor::empty(input, context.dtype, device) : Tensor();
   stats_ = Tensor::empty({batchnorm_stats_numel(c)}, DType::f32, device);
+  sums_ = Tensor::empty({batchnorm_stats_numel(c)}, DType::f64, device);
   batch_stats_ = Tensor::empty({batchnorm_stats_numel(c)}, DType::f32, device);
   grad_sums_ = Tensor::empty({2 * c}, DType::f32, device);
   workspace_ = Tensor::empty({batchnorm_workspace_numel(y_)}, DType::f32, device);
@@ -69,6 +70,20 @@ const Tensor& BatchNorm2d::forward(const Tensor& x, const Tensor& residual, Pass
   return run_forward(x, residual, pass);
 }
 
+void BatchNorm2d::fail_single_value(double count) const {
+  // PyTorch's wording, with its NCHW size; under SyncBN also the global count.
+  const Shape& s = input_shape_;
+  std::string what = "Expected more than 1 value per channel when training, got input size [" +
+                     std::to_string(s[0]) + ", " + std::to_string(s[3]) + ", " +
+                     std::to_string(s[1]) + ", " + std::to_string(s[2]) + "] (N, C, H, W)";
+  if (sync_) {
+    what += " on rank " + std::to_string(sync_->rank()) + " of " + std::to_string(sync_->size()) +
+            ", " + std::to_string(static_cast<int64_t>(count)) +
+            " value(s) per channel over all ranks";
+  }
+  fail_in(*this, what);
+}
+
 const Tensor& BatchNorm2d::run_forward(const Tensor& x, const Tensor& residual, Pass& pass) {
   const BatchNormEpilogue epilogue{residual, options_.relu};
   trained_forward_ = pass.training;
@@ -78,16 +93,23 @@ const Tensor& BatchNorm2d::run_forward(const Tensor& x, const Tensor& residual, 
     return y_;
   }
   const Shape& s = input_shape_;
-  if (s[0] * s[1] * s[2] <= 1) {
-    // PyTorch's wording, with its NCHW size.
-    fail_in(*this, "Expected more than 1 value per channel when training, got input size [" +
-                       std::to_string(s[0]) + ", " + std::to_string(s[3]) + ", " +
-                       std::to_string(s[1]) + ", " + std::to_string(s[2]) + "] (N, C, H, W)");
-  }
+  const int64_t local_count = s[0] * s[1] * s[2];
+  if (!sync_ && local_count <= 1) fail_single_value(static_cast<double>(local_count));
   x_ = x;
+  // The same fp64 path with or without ranks, so SyncBN on one rank is BatchNorm2d bit for bit.
   batchnorm_stats(x, stats_, workspace_, pass.stream);
-  batchnorm_finalize(stats_, running_mean_, running_var_, options_.momentum, options_.eps,
-                     batch_stats_, pass.stream);
+  batchnorm_stats_to_sums(stats_, sums_, pass.stream);
+  if (sync_) {
+    sync_sum_(sums_, pass.stream);
+    // Only a rank with a single row can see a global count of 1; it alone reads the count
+    // back (a device read waits for the stream), the others know it exceeds 1.
+    if (local_count <= 1) {
+      const double count = sums_.view(2 * options_.channels, {1}).to_doubles(pass.stream)[0];
+      if (count <= 1.0) fail_single_value(count);
+    }
+  }
+  batchnorm_finalize_sums(sums_, running_mean_, running_var_, options_.momentum, options_.eps,
+                          batch_stats_, pass.stream);
   batchnorm_normalize(x, batch_stats_, weight_, bias_, y_, pass.stream, epilogue);
   ++params_.counter(batches_id_);
   return y_;
@@ -104,7 +126,9 @@ const Tensor& BatchNorm2d::backward(const Tensor& dy, Pass& pass) {
   }
   const Tensor& g = pre_activation_grad_;
   batchnorm_backward_reduce(g, x_, batch_stats_, grad_sums_, workspace_, pass.stream);
-  // grad_sums = (sum dy, sum dy * xhat): the bias and the weight gradient.
+  // grad_sums = (sum dy, sum dy * xhat) over this rank's rows: the bias and the weight
+  // gradient. Under SyncBN too (as PyTorch): the data-parallel average of the ranks' sums is
+  // the global batch's gradient, so the reduced sums must not go here.
   const int64_t c = options_.channels;
   const Tensor sum_dy = grad_sums_.view(0, {c}), sum_dy_xhat = grad_sums_.view(c, {c});
   if (pass.accumulate_grads) {
@@ -114,6 +138,10 @@ const Tensor& BatchNorm2d::backward(const Tensor& dy, Pass& pass) {
     copy(sum_dy, bias_grad_, pass.stream);
     copy(sum_dy_xhat, weight_grad_, pass.stream);
   }
+  // dx needs the sums over the global batch. Reduced before the gradients are reported, so
+  // that on a communicator shared with the gradient buckets these 8C bytes do not queue behind
+  // the bucket that this layer's gradients may complete.
+  if (sync_ && dx_.defined()) sync_sum_(grad_sums_, pass.stream);
   pass.grad_ready(bias_id_);
   pass.grad_ready(weight_id_);
   if (dx_.defined()) {

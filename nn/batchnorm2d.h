@@ -5,8 +5,21 @@
 // (momentum 0.1, unbiased variance); evaluation uses the running statistics. Parameters:
 // "<name>.weight", "<name>.bias"; buffers "<name>.running_mean", "<name>.running_var"
 // (running_var starts at 1) and the counter "<name>.num_batches_tracked".
+//
+// With a sync group (set_sync_group, or convert_sync_batchnorm in nn/sync_batchnorm.h) the
+// layer is torch.nn.SyncBatchNorm: training statistics are those of the global batch, every
+// rank of the communicator together (ONE all-reduce of 2C+1 fp64 sums in forward, one of 2C
+// f32 sums in backward). The result equals BatchNorm2d on the concatenated batch; the weight
+// and bias gradients stay this rank's own sums, as in PyTorch, so that the data-parallel
+// average makes them the global batch's. Evaluation communicates nothing. A sync group is an
+// attachment rather than a separate class so that a converted model keeps its layers, their
+// parameter ids and the flat buffers' layout, and the residual blocks' fused
+// forward(x, residual) unchanged.
 #pragma once
 
+#include <functional>
+
+#include "collectives/communicator.h"
 #include "nn/layer.h"
 
 namespace engine::nn {
@@ -21,7 +34,16 @@ struct BatchNormOptions {
 class BatchNorm2d final : public Layer {
  public:
   BatchNorm2d(ParameterSet& params, std::string name, const BatchNormOptions& options);
-  std::string_view type() const override { return "BatchNorm2d"; }
+  std::string_view type() const override { return sync_ ? "SyncBatchNorm" : "BatchNorm2d"; }
+
+  // SyncBN over every rank of comm (nullptr: this process's batch only, plain BatchNorm2d).
+  // Every rank must train the same layers in the same order, since each training forward and
+  // backward is a collective. The communicator must outlive the layer's use and support the
+  // activations' device. Give SyncBN its own communicator where the gradient buckets use one
+  // asynchronously: a blocking all-reduce otherwise queues behind the buckets in flight.
+  // Defined in nn/sync_batchnorm.cpp, built only where engine_collectives is.
+  void set_sync_group(Communicator* comm);
+  Communicator* sync_group() const { return sync_; }
 
   Shape setup(const Shape& input, const SetupContext& context) override;
   const Tensor& forward(const Tensor& x, Pass& pass) override;
@@ -33,6 +55,8 @@ class BatchNorm2d final : public Layer {
   const Tensor& residual_grad() const { return pre_activation_grad_; }
 
   const BatchNormOptions& options() const { return options_; }
+  // The NHWC input shape of the last setup (a shapes-only one too): bench_syncbn's layer table.
+  const Shape& input_shape() const { return input_shape_; }
   ParameterId weight_id() const { return weight_id_; }
   ParameterId bias_id() const { return bias_id_; }
   // Once allocated: the running statistics and PyTorch's num_batches_tracked.
@@ -44,6 +68,8 @@ class BatchNorm2d final : public Layer {
 
  private:
   const Tensor& run_forward(const Tensor& x, const Tensor& residual, Pass& pass);
+  // PyTorch's error for a training batch of one value per channel (count: the global count).
+  [[noreturn]] void fail_single_value(double count) const;
 
   ParameterSet& params_;
   BatchNormOptions options_;
@@ -52,7 +78,11 @@ class BatchNorm2d final : public Layer {
   CounterId batches_id_ = -1;
   Shape input_shape_;
   Tensor weight_, bias_, weight_grad_, bias_grad_, running_mean_, running_var_;
-  Tensor stats_, batch_stats_, grad_sums_, workspace_;
+  Tensor stats_, sums_, batch_stats_, grad_sums_, workspace_;
+  Communicator* sync_ = nullptr;
+  // sync_->all_reduce(tensor, sum, stream), bound by set_sync_group: this file then needs no
+  // collectives symbol, and engine_nn links without MPI (plain BatchNorm2d only).
+  std::function<void(Tensor&, Stream&)> sync_sum_;
   Tensor x_, y_, dx_, relu_grad_, pre_activation_grad_;
   bool trained_forward_ = false;  // the last forward used batch statistics
 };

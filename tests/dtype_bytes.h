@@ -1,5 +1,6 @@
-// Host bytes of float values stored as a tensor dtype (f32, bf16 rounded to nearest even, or
-// i32 from integral values), and back: how the test suites build "device" buffers for the
+// Host bytes of float values stored as a tensor dtype (f32, bf16 rounded to nearest even, f64
+// widened exactly, or i32 from integral values), and back (f64 rounded to float); doubles
+// stored as f64 exactly, and back: how the test suites build "device" buffers for the
 // emulator and the collectives; and the value a dtype stores for a float.
 #pragma once
 
@@ -30,6 +31,9 @@ inline std::vector<std::byte> encode(DType dtype, const std::vector<float>& valu
     } else if (dtype == DType::bf16) {
       const uint16_t bits = bf16::from_float(values[i]);
       std::memcpy(bytes.data() + 2 * i, &bits, 2);
+    } else if (dtype == DType::f64) {
+      const double wide = values[i];
+      std::memcpy(bytes.data() + 8 * i, &wide, 8);
     } else {
       const auto integer = static_cast<int32_t>(values[i]);
       ENGINE_REQUIRE(static_cast<float>(integer) == values[i],
@@ -50,12 +54,28 @@ inline std::vector<float> decode(DType dtype, const void* data, int64_t count) {
       uint16_t bits = 0;
       std::memcpy(&bits, bytes + 2 * i, 2);
       values[i] = static_cast<float>(bf16::from_bits(bits));
+    } else if (dtype == DType::f64) {
+      double wide = 0;
+      std::memcpy(&wide, bytes + 8 * i, 8);
+      values[i] = static_cast<float>(wide);
     } else {
       int32_t integer = 0;
       std::memcpy(&integer, bytes + 4 * i, 4);
       values[i] = static_cast<float>(integer);
     }
   }
+  return values;
+}
+
+inline std::vector<std::byte> encode_doubles(const std::vector<double>& values) {
+  std::vector<std::byte> bytes(values.size() * sizeof(double));
+  if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+inline std::vector<double> decode_doubles(const void* data, int64_t count) {
+  std::vector<double> values(static_cast<size_t>(count));
+  if (count > 0) std::memcpy(values.data(), data, values.size() * sizeof(double));
   return values;
 }
 

@@ -9,8 +9,8 @@
 
 namespace engine::cuda {
 
-// dst[i] = op(a[i], b[i]) in fp32 (divided by reduction.divisor when it is not 1), rounded
-// once to reduction.dtype; dst may alias a or b. Queued on stream.
+// dst[i] = op(a[i], b[i]) in fp32 (f64: in fp64), divided by reduction.divisor when it is not
+// 1, rounded once to reduction.dtype; dst may alias a or b. Queued on stream.
 void reduce(const Reduction& reduction, void* dst, const void* a, const void* b, int64_t n,
             cudaStream_t stream);
 

@@ -5,6 +5,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/batchnorm_sums.h"
 #include "kernels/cpu/batchnorm_avx512.h"
 #include "kernels/cpu/parallel.h"
 
@@ -144,26 +145,29 @@ void batchnorm_stats(DType dtype, const void* x, int64_t rows, int64_t channels,
   });
 }
 
-void batchnorm_finalize(const float* stats, int64_t parts, int64_t channels, float momentum,
-                        float eps, float* running_mean, float* running_var, float* batch_stats) {
-  const int64_t stride = 2 * channels + 1;
-  double count = 0;
+void batchnorm_stats_to_sums(const float* stats, int64_t channels, double* sums) {
+  const float count = stats[2 * channels];
   for (int64_t c = 0; c < channels; ++c) {
-    double mean = 0, m2 = 0;
-    count = 0;
-    for (int64_t p = 0; p < parts; ++p) {
-      const float* part = stats + p * stride;
-      chan_merge(count, mean, m2, part[2 * channels], part[c], part[channels + c]);
-    }
-    const double var = m2 / count;
-    batch_stats[c] = static_cast<float>(mean);
-    batch_stats[channels + c] = static_cast<float>(1.0 / std::sqrt(var + eps));
+    const ChannelSums channel = batchnorm_channel_sums(count, stats[c], stats[channels + c]);
+    sums[c] = channel.sum;
+    sums[channels + c] = channel.sumsq;
+  }
+  sums[2 * channels] = static_cast<double>(count);
+}
+
+void batchnorm_finalize_sums(const double* sums, int64_t channels, float momentum, float eps,
+                             float* running_mean, float* running_var, float* batch_stats) {
+  const double count = sums[2 * channels];
+  for (int64_t c = 0; c < channels; ++c) {
+    const ChannelMoments moments = batchnorm_channel_moments(sums[c], sums[channels + c], count);
+    batch_stats[c] = static_cast<float>(moments.mean);
+    batch_stats[channels + c] = batchnorm_invstd(moments.var, eps);
     if (running_mean) {
-      running_mean[c] = momentum * static_cast<float>(mean) + (1.f - momentum) * running_mean[c];
+      running_mean[c] = batchnorm_running_update(running_mean[c], moments.mean, momentum);
     }
     if (running_var) {
-      const float unbiased = static_cast<float>(var * count / (count - 1));
-      running_var[c] = momentum * unbiased + (1.f - momentum) * running_var[c];
+      running_var[c] = batchnorm_running_update(
+          running_var[c], batchnorm_unbiased_var(moments.var, count), momentum);
     }
   }
   batch_stats[2 * channels] = static_cast<float>(count);

@@ -5,6 +5,11 @@
 namespace engine::cpu {
 
 void fill(DType dtype, void* dst, int64_t n, float value) {
+  if (dtype == DType::f64) {
+    double* out = static_cast<double*>(dst);
+    parallel_for(n, [&](int64_t i) { out[i] = value; });
+    return;
+  }
   dispatch_dtype(dtype, [&]<typename T>() {
     T* out = static_cast<T*>(dst);
     const T rounded = from_float<T>(value);

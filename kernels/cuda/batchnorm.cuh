@@ -1,10 +1,12 @@
-// The batchnorm family: reduction phases (batchnorm_reduce.cuh) and element-wise phases
-// (batchnorm_apply.cuh), and the entry points declared in batchnorm.h.
+// The batchnorm family: reduction phases (batchnorm_reduce.cuh), the fp64 sums and their
+// finalization (batchnorm_sums.cuh), element-wise phases (batchnorm_apply.cuh), and the
+// entry points declared in batchnorm.h.
 #pragma once
 
 #include "kernels/cuda/batchnorm.h"
 #include "kernels/cuda/batchnorm_apply.cuh"
 #include "kernels/cuda/batchnorm_reduce.cuh"
+#include "kernels/cuda/batchnorm_sums.cuh"
 
 namespace engine::cuda {
 
@@ -19,11 +21,16 @@ void batchnorm_stats(DType dtype, const void* x, int64_t rows, int64_t channels,
   });
 }
 
-void batchnorm_finalize(const float* stats, int64_t parts, int64_t channels, float momentum,
-                        float eps, float* running_mean, float* running_var, float* batch_stats,
-                        cudaStream_t stream) {
-  batchnorm_finalize_launch(stats, parts, channels, momentum, eps, running_mean, running_var,
-                            batch_stats, stream);
+void batchnorm_stats_to_sums(const float* stats, int64_t channels, double* sums,
+                             cudaStream_t stream) {
+  batchnorm_stats_to_sums_launch(stats, channels, sums, stream);
+}
+
+void batchnorm_finalize_sums(const double* sums, int64_t channels, float momentum, float eps,
+                             float* running_mean, float* running_var, float* batch_stats,
+                             cudaStream_t stream) {
+  batchnorm_finalize_sums_launch(sums, channels, momentum, eps, running_mean, running_var,
+                                 batch_stats, stream);
 }
 
 void batchnorm_normalize(DType dtype, const void* x, const float* batch_stats, const float* weight,

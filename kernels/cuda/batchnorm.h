@@ -1,7 +1,7 @@
 // CUDA entry points of the batchnorm family (defined in batchnorm.cuh, compiled by
 // batchnorm.cu). Activations are device pointers to [rows, channels] of dtype; the
-// per-channel vectors are f32 in the layouts of kernels/ops/batchnorm.h. The CPU twins
-// (kernels/cpu/batchnorm.h) take the same arguments minus the workspace and the stream.
+// per-channel vectors are f32 (the sums f64) in the layouts of kernels/ops/batchnorm.h. The CPU
+// twins (kernels/cpu/batchnorm.h) take the same arguments minus the workspace and the stream.
 #pragma once
 
 #include <cstdint>
@@ -17,9 +17,11 @@ int64_t batchnorm_workspace_numel(int64_t rows, int64_t channels);
 
 void batchnorm_stats(DType dtype, const void* x, int64_t rows, int64_t channels, float* stats,
                      float* workspace, cudaStream_t stream);
-void batchnorm_finalize(const float* stats, int64_t parts, int64_t channels, float momentum,
-                        float eps, float* running_mean, float* running_var, float* batch_stats,
-                        cudaStream_t stream);
+void batchnorm_stats_to_sums(const float* stats, int64_t channels, double* sums,
+                             cudaStream_t stream);
+void batchnorm_finalize_sums(const double* sums, int64_t channels, float momentum, float eps,
+                             float* running_mean, float* running_var, float* batch_stats,
+                             cudaStream_t stream);
 void batchnorm_normalize(DType dtype, const void* x, const float* batch_stats, const float* weight,
                          const float* bias, const void* residual, bool relu, void* y, int64_t rows,
                          int64_t channels, cudaStream_t stream);

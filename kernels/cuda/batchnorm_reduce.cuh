@@ -1,7 +1,7 @@
-// The reduction phases of batchnorm: per-channel statistics, their finalization, and the
-// backward sums. Each reduction is two kernels: the first writes one partial result per
-// (channel, slice of rows) to a workspace, the second merges the partials of a channel in a
-// fixed order. Results are deterministic and no atomics are involved.
+// The reduction phases of batchnorm: per-channel statistics and the backward sums (their
+// finalization is in batchnorm_sums.cuh). Each reduction is two kernels: the first writes one
+// partial result per (channel, slice of rows) to a workspace, the second merges the partials of a
+// channel in a fixed order. Results are deterministic and no atomics are involved.
 #pragma once
 
 #include <cmath>
@@ -103,31 +103,6 @@ __global__ void batchnorm_stats_merge_kernel(const float* part_mean, const float
   }
 }
 
-// Merges `parts` stats blocks (one per rank under SyncBN), writes (mean, invstd, count) and
-// updates the running statistics as torch.nn.BatchNorm2d (unbiased variance).
-__global__ void batchnorm_finalize_kernel(const float* stats, int64_t parts, int64_t channels,
-                                          float momentum, float eps, float* running_mean,
-                                          float* running_var, float* batch_stats) {
-  const int64_t stride = 2 * channels + 1;
-  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < channels;
-       c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const ChannelStats merged = merge_in_order(parts, [&](int64_t p) {
-      const float* part = stats + p * stride;
-      return ChannelStats{part[2 * channels], part[c], part[channels + c]};
-    });
-    const float count = merged.count, mean = merged.mean;
-    const float var = merged.m2 / count;
-    batch_stats[c] = mean;
-    batch_stats[channels + c] = 1.f / sqrtf(var + eps);
-    if (c == 0) batch_stats[2 * channels] = count;
-    if (running_mean) running_mean[c] = momentum * mean + (1.f - momentum) * running_mean[c];
-    if (running_var) {
-      const float unbiased = var * count / (count - 1.f);
-      running_var[c] = momentum * unbiased + (1.f - momentum) * running_var[c];
-    }
-  }
-}
-
 // Partial (sum dy, sum dy * (x - mean)) per channel over the rows slice blockIdx.y.
 // Dynamic shared memory: 2 * blockDim.x * blockDim.y * kVec floats.
 template <typename T, int kVec>
@@ -187,7 +162,8 @@ __global__ void batchnorm_backward_merge_kernel(const float* part_dy, const floa
 // ---------------------------------------------------------------------------------------
 // Launchers
 
-// Threads of the per-channel kernels (merge, finalize): one thread per channel.
+// Threads of the per-channel kernels (merges, and those of batchnorm_sums.cuh): one thread
+// per channel.
 constexpr int kChannelThreads = 256;
 
 inline dim3 per_channel_grid(int64_t channels) {
@@ -230,13 +206,6 @@ void batchnorm_stats_launch(const T* x, int64_t rows, int64_t channels, float* s
   });
   launch(batchnorm_stats_merge_kernel, per_channel_grid(channels), dim3(kChannelThreads), 0, stream,
          part_mean, part_m2, part_count, parts, channels, stats);
-}
-
-inline void batchnorm_finalize_launch(const float* stats, int64_t parts, int64_t channels,
-                                      float momentum, float eps, float* running_mean,
-                                      float* running_var, float* batch_stats, cudaStream_t stream) {
-  launch(batchnorm_finalize_kernel, per_channel_grid(channels), dim3(kChannelThreads), 0, stream,
-         stats, parts, channels, momentum, eps, running_mean, running_var, batch_stats);
 }
 
 // workspace: batchnorm_workspace_numel(rows, channels, shape) floats.

@@ -43,6 +43,8 @@ void fill(DType dtype, void* dst, int64_t n, float value, cudaStream_t stream) {
     __nv_bfloat16_raw bits;
     bits.x = bf16::from_float(value);
     fill_launch(static_cast<__nv_bfloat16*>(dst), n, __nv_bfloat16(bits), stream);
+  } else if (dtype == DType::f64) {
+    fill_launch(static_cast<double*>(dst), n, static_cast<double>(value), stream);
   } else {
     fail_not_float_dtype(dtype, "fill");
   }

@@ -26,6 +26,17 @@ Rows require_activation(std::string_view op, std::string_view name, const Tensor
   return {x.numel() / channels, channels};
 }
 
+// C from a per-channel vector of 2C+1 elements (stats, sums, batch_stats).
+int64_t per_channel_count(std::string_view op, std::string_view name, const Tensor& t) {
+  ops::require_defined(op, name, t);
+  const int64_t numel = t.numel();
+  if (numel < 3 || numel % 2 != 1) {
+    fail(std::string(op) + ": " + std::string(name) + " is " + t.describe() +
+         ", expected 2C+1 elements for C channels");
+  }
+  return (numel - 1) / 2;
+}
+
 const void* optional_residual(std::string_view op, const BatchNormEpilogue& epilogue,
                               const Tensor& x) {
   if (!epilogue.residual.defined()) return nullptr;
@@ -64,22 +75,29 @@ void batchnorm_stats(const Tensor& x, Tensor& stats, Tensor& workspace, Stream& 
       });
 }
 
-void batchnorm_finalize(const Tensor& stats, Tensor& running_mean, Tensor& running_var,
-                        float momentum, float eps, Tensor& batch_stats, Stream& stream) {
-  constexpr std::string_view op = "batchnorm_finalize";
-  ops::require_defined(op, "batch_stats", batch_stats);
-  const int64_t numel = batch_stats.numel();
-  if (numel < 3 || numel % 2 != 1) {
-    fail(std::string(op) + ": batch_stats is " + batch_stats.describe() +
-         ", expected f32[2C+1] for C channels");
-  }
-  const int64_t channels = (numel - 1) / 2;
+void batchnorm_stats_to_sums(const Tensor& stats, Tensor& sums, Stream& stream) {
+  constexpr std::string_view op = "batchnorm_stats_to_sums";
+  const int64_t channels = per_channel_count(op, "stats", stats);
+  const Device device = stats.device();
+  ops::require_f32(op, "stats", stats, batchnorm_stats_numel(channels), device);
+  ops::require_f64(op, "sums", sums, batchnorm_stats_numel(channels), device);
+  ops::require_on_stream(op, "stats", stats, stream);
+  ops::on_device(
+      op, stream,
+      [&] { cpu::batchnorm_stats_to_sums(stats.data<float>(), channels, sums.data<double>()); },
+      [&](auto cuda_stream) {
+        cuda::batchnorm_stats_to_sums(stats.data<float>(), channels, sums.data<double>(),
+                                      cuda_stream);
+      });
+}
+
+void batchnorm_finalize_sums(const Tensor& sums, Tensor& running_mean, Tensor& running_var,
+                             float momentum, float eps, Tensor& batch_stats, Stream& stream) {
+  constexpr std::string_view op = "batchnorm_finalize_sums";
+  const int64_t channels = per_channel_count(op, "batch_stats", batch_stats);
   const Device device = batch_stats.device();
-  ops::require_f32(op, "batch_stats", batch_stats, numel, device);
-  ops::require_defined(op, "stats", stats);
-  const int64_t parts = stats.numel() / numel;
-  if (parts < 1) ops::require_f32(op, "stats", stats, numel, device);
-  ops::require_f32(op, "stats", stats, parts * numel, device);
+  ops::require_f32(op, "batch_stats", batch_stats, batchnorm_stats_numel(channels), device);
+  ops::require_f64(op, "sums", sums, batchnorm_stats_numel(channels), device);
   float* rm = ops::optional_f32(op, "running_mean", running_mean, channels, device);
   float* rv = ops::optional_f32(op, "running_var", running_var, channels, device);
   ENGINE_REQUIRE(momentum >= 0.f && momentum <= 1.f,
@@ -89,12 +107,12 @@ void batchnorm_finalize(const Tensor& stats, Tensor& running_mean, Tensor& runni
   ops::on_device(
       op, stream,
       [&] {
-        cpu::batchnorm_finalize(stats.data<float>(), parts, channels, momentum, eps, rm, rv,
-                                batch_stats.data<float>());
+        cpu::batchnorm_finalize_sums(sums.data<double>(), channels, momentum, eps, rm, rv,
+                                     batch_stats.data<float>());
       },
       [&](auto cuda_stream) {
-        cuda::batchnorm_finalize(stats.data<float>(), parts, channels, momentum, eps, rm, rv,
-                                 batch_stats.data<float>(), cuda_stream);
+        cuda::batchnorm_finalize_sums(sums.data<double>(), channels, momentum, eps, rm, rv,
+                                      batch_stats.data<float>(), cuda_stream);
       });
 }
 

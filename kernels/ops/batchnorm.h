@@ -1,21 +1,33 @@
 // BatchNorm as separate phases (implemented in kernels/ops/batchnorm.cpp), so that SyncBN
 // can exchange statistics between them. x, y, dy, dx and residual are activations of shape
-// [..., C] (NHWC: rows = N*H*W, channels innermost), f32 or bf16; every other tensor is f32.
+// [..., C] (NHWC: rows = N*H*W, channels innermost), f32 or bf16; the sums are f64 and every
+// other tensor is f32.
 //
-// Training forward:  batchnorm_stats -> [SyncBN: all_gather] -> batchnorm_finalize ->
-//                    batchnorm_normalize
+// Training forward:  batchnorm_stats -> batchnorm_stats_to_sums -> [SyncBN: all_reduce(sum)
+//                    of the sums] -> batchnorm_finalize_sums -> batchnorm_normalize
 // Training backward: batchnorm_backward_reduce -> [SyncBN: all_reduce(sum)] ->
 //                    batchnorm_backward_elementwise
 // Evaluation:        batchnorm_eval_forward
+// Plain BatchNorm runs the same phases without the all-reduces, so SyncBN on one rank gives
+// BatchNorm's bits.
 //
-// Layouts of the per-channel vectors (1-D f32 tensors):
-//   stats       [2C+1]  mean[C], m2[C], count   Welford form: m2 = sum of (x - mean)^2.
-//                       Merged exactly (Chan et al.) by batchnorm_finalize, so no rank ever
-//                       subtracts two large sums (a sum/sum-of-squares all-reduce in fp32
-//                       loses the variance entirely for inputs of mean 1e3 and std 1).
-//   batch_stats [2C+1]  mean[C], invstd[C], count   what normalize and backward read.
-//   grad_sums   [2C]    sum_dy[C], sum_dy_xhat[C]   plain sums: all-reduce them as they are.
-//                       They are also the gradients of bias and weight.
+// Layouts of the per-channel vectors (1-D tensors):
+//   stats       f32[2C+1]  mean[C], m2[C], count   Welford form: m2 = sum of (x - mean)^2,
+//                          computed stably (shifted sums per slice of rows, Chan merges).
+//   sums        f64[2C+1]  sum[C], sumsq[C], count  sum = count * mean (exact), sumsq = m2 +
+//                          count * mean^2: plain sums, so ranks all-reduce them as they are,
+//                          8(2C+1) bytes per layer at any world size. fp64 because the
+//                          finalize's sumsq/n - mean^2 cancels: at mean 1e3 / std 1 it keeps
+//                          ~10 digits of the variance in fp64 and none in fp32. What limits
+//                          a multi-rank variance is each rank's fp32 mean (rounded by up to
+//                          an ulp: 1e-3 std at mean 1e4), which shifts that rank's rows: a
+//                          relative error of ~2 * |rank mean - global mean| * ulp / var, up
+//                          to ~1e-4 at mean 1e3 and 1e-3 at 1e4 when ranks' means differ.
+//   batch_stats f32[2C+1]  mean[C], invstd[C], count   what normalize and backward read; the
+//                          count is the global one under SyncBN.
+//   grad_sums   f32[2C]    sum_dy[C], sum_dy_xhat[C]   plain sums: all-reduce them as they are.
+//                          This rank's are also its bias and weight gradients (DDP averages
+//                          them into the global batch's).
 #pragma once
 
 #include <cstdint>
@@ -42,14 +54,17 @@ int64_t batchnorm_workspace_numel(const Tensor& x);
 // Per-channel statistics of this process's x: stats = f32[2C+1] (Welford form, see above).
 void batchnorm_stats(const Tensor& x, Tensor& stats, Tensor& workspace, Stream& stream);
 
-// Merges k partial stats (f32[2C+1], or f32[k, 2C+1] gathered from k ranks) and writes
-// batch_stats = (mean, 1/sqrt(biased var + eps), count). When running_mean/running_var are
-// defined (f32[C]) they are updated as torch.nn.BatchNorm2d does:
+// sums = f64[2C+1] (sum, sumsq, count; see above) from this process's stats, on their device.
+void batchnorm_stats_to_sums(const Tensor& stats, Tensor& sums, Stream& stream);
+
+// From sums (this process's, or all-reduced over the ranks) in fp64: mean = sum / n, biased
+// var = max(sumsq / n - mean^2, 0); writes batch_stats = (mean, 1/sqrt(var + eps), n). When
+// running_mean/running_var are defined (f32[C]) they are updated as torch.nn.BatchNorm2d does:
 //   running = (1 - momentum) * running + momentum * batch value, with the unbiased variance
-//   var * n / (n - 1) (NaN for n = 1, where PyTorch refuses to train; the layer checks n).
+//   var * n / (n - 1) (NaN for n <= 1, where PyTorch refuses to train; the layer checks n).
 // For PyTorch's momentum=None (cumulative average) pass momentum = 1 / batches_tracked.
-void batchnorm_finalize(const Tensor& stats, Tensor& running_mean, Tensor& running_var,
-                        float momentum, float eps, Tensor& batch_stats, Stream& stream);
+void batchnorm_finalize_sums(const Tensor& sums, Tensor& running_mean, Tensor& running_var,
+                             float momentum, float eps, Tensor& batch_stats, Stream& stream);
 
 // y = act((x - mean) * invstd * weight + bias [+ residual]). weight and bias are f32[C] or
 // undefined (affine=False: 1 and 0). y may alias x or the residual.

@@ -51,6 +51,15 @@ void require_f32(std::string_view op, std::string_view name, const Tensor& t, in
   }
 }
 
+void require_f64(std::string_view op, std::string_view name, const Tensor& t, int64_t numel,
+                 Device device) {
+  require_defined(op, name, t);
+  if (t.dtype() != DType::f64 || t.numel() != numel || t.device() != device) {
+    fail(prefix(op, name, t) + ", expected f64 with " + std::to_string(numel) + " elements on " +
+         device.str());
+  }
+}
+
 void require_on_stream(std::string_view op, std::string_view name, const Tensor& t,
                        const Stream& stream) {
   if (t.device() != stream.device()) {

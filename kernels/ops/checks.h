@@ -27,6 +27,9 @@ void require_exact(std::string_view op, std::string_view name, const Tensor& t, 
 // t is f32 with `numel` elements (any shape) on device: per-channel vectors, statistics.
 void require_f32(std::string_view op, std::string_view name, const Tensor& t, int64_t numel,
                  Device device);
+// t is f64 with `numel` elements (any shape) on device: SyncBN's per-channel sums.
+void require_f64(std::string_view op, std::string_view name, const Tensor& t, int64_t numel,
+                 Device device);
 // An optional f32 vector: nullptr when t is undefined, else require_f32 and its data.
 template <typename TensorRef>
 auto optional_f32(std::string_view op, std::string_view name, TensorRef& t, int64_t numel,

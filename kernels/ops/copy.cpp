@@ -13,7 +13,8 @@ namespace engine {
 
 void fill(Tensor& dst, float value, Stream& stream) {
   constexpr std::string_view op = "fill";
-  ops::require_float(op, "dst", dst);
+  if (dst.defined() && dst.dtype() != DType::f64) ops::require_float(op, "dst", dst);
+  ops::require_defined(op, "dst", dst);
   ops::require_on_stream(op, "dst", dst, stream);
   ops::on_device(
       op, stream, [&] { cpu::fill(dst.dtype(), dst.raw_data(), dst.numel(), value); },

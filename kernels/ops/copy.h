@@ -1,5 +1,5 @@
-// fill / copy / cast (implemented in kernels/ops/copy.cpp). copy moves any dtype; fill and cast
-// take float dtypes (f32, bf16) only.
+// fill / copy / cast (implemented in kernels/ops/copy.cpp). copy moves any dtype; fill takes
+// the float dtypes (f32, bf16) and f64; cast takes the float dtypes only.
 #pragma once
 
 #include "kernels/stream.h"

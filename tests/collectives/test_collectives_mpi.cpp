@@ -1,16 +1,18 @@
 // Every collective of every communicator this machine can run, under mpirun with 1-4 ranks
 // (and as a plain process: a world of one), against results each rank computes locally:
-// all reduce ops, f32 and bf16, sizes 0, 1, world-1, primes, 1 MiB + 3 elements and (once
+// all reduce ops, f32, bf16 and f64, sizes 0, 1, world-1, primes, 1 MiB + 3 elements and (once
 // per communicator) 64 MiB; async collectives overlapping with compute, many in flight at
 // once, bit-identical results on every rank, and argument errors that leave the
 // communicator usable. CUDA communicators run the same cases on GPUs and are skipped, with
 // the reason, where there are none.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "collective_cases.h"
 #include "collectives/comm_factory.h"
@@ -26,6 +28,10 @@ using testing::session;
 
 using testing::kDTypes;
 using testing::kReduceOps;
+
+// The dtypes every collective moves and reduces: the float dtypes and f64 (SyncBN's sums).
+// The small-integer inputs are exact in each, so f64 results compare bit for bit too.
+const std::vector<DType> kCollectiveDTypes = {DType::f32, DType::bf16, DType::f64};
 
 // One communicator per implementation for the whole run (creating one is collective).
 std::map<std::string, std::unique_ptr<Communicator>>& communicators() {
@@ -86,7 +92,7 @@ TEST_P(Collectives, AllReduceEveryOpDtypeAndSize) {
   uint32_t seed = 1;
   std::vector<int64_t> sizes = counts();
   sizes.push_back((int64_t{1} << 20) + 3);
-  for (DType dtype : kDTypes) {
+  for (DType dtype : kCollectiveDTypes) {
     for (int64_t count : sizes) {
       for (ReduceOp op : kReduceOps) {
         ++seed;
@@ -114,7 +120,7 @@ TEST_P(Collectives, AllReduce64MiB) {
 
 TEST_P(Collectives, ReduceScatterAndAllGather) {
   uint32_t seed = 1000;
-  for (DType dtype : kDTypes) {
+  for (DType dtype : kCollectiveDTypes) {
     for (int64_t block : counts()) {
       for (ReduceOp op : kReduceOps) {
         ++seed;
@@ -134,7 +140,7 @@ TEST_P(Collectives, ReduceScatterAndAllGather) {
 
 TEST_P(Collectives, BroadcastReduceGatherScatterFromEveryKindOfRoot) {
   uint32_t seed = 2000;
-  for (DType dtype : kDTypes) {
+  for (DType dtype : kCollectiveDTypes) {
     for (int64_t count : counts()) {
       for (int root : {0, world_ - 1, world_ / 2}) {
         ++seed;
@@ -165,6 +171,42 @@ TEST_P(Collectives, BroadcastReduceGatherScatterFromEveryKindOfRoot) {
         expect_values(inputs(seed + 7, rank_, count), mine,
                       label("scatter", dtype, count, ReduceOp::sum, root));
       }
+    }
+  }
+}
+
+TEST_P(Collectives, F64AllReduceKeepsTheDigitsF32Loses) {
+  // Values near 1e8 with parts of 2^-20: no float holds them (an f32 path would round each to
+  // a multiple of 8), every sum of up to 4 ranks is exact in fp64, so each rank computes the
+  // expected bits locally whatever the order of reduction.
+  for (int64_t count : {int64_t{1}, int64_t{2} * world_ + 1, int64_t{1021}, int64_t{65537}}) {
+    auto value = [](int rank, int64_t i) {
+      return 1e8 + 3.0 * rank + static_cast<double>((i * 7 + rank) % 1024) * 0x1p-20 -
+             static_cast<double>(i % 5);
+    };
+    for (ReduceOp op : kReduceOps) {
+      std::vector<double> mine(count), expected(count);
+      for (int64_t i = 0; i < count; ++i) {
+        mine[i] = value(rank_, i);
+        double result = value(0, i);
+        for (int r = 1; r < world_; ++r) {
+          const double v = value(r, i);
+          result = op == ReduceOp::max   ? std::max(result, v)
+                   : op == ReduceOp::min ? std::min(result, v)
+                                         : result + v;
+        }
+        expected[i] = op == ReduceOp::avg ? result / world_ : result;
+      }
+      Tensor data = Tensor::from_doubles({count}, mine).to(device_, *stream_);
+      comm_->all_reduce(data, op, *stream_);
+      const std::vector<double> got = data.to_doubles(*stream_);
+      int64_t wrong = 0, first = -1;
+      for (int64_t i = 0; i < count; ++i) {
+        if (got[i] != expected[i] && wrong++ == 0) first = i;
+      }
+      EXPECT_EQ(wrong, 0) << label("all_reduce", DType::f64, count, op) << ": element " << first
+                          << " is " << (first < 0 ? 0.0 : got[first]) << ", expected "
+                          << (first < 0 ? 0.0 : expected[first]);
     }
   }
 }

@@ -1,8 +1,10 @@
 // The CPU combining step: every op on f32 and bf16 against a naive fp64 reference rounded
-// once, avg's division, NaN propagation of max/min, and in-place use (dst aliasing a).
+// once, f64 computed in fp64 (bit for bit), avg's division, NaN propagation of max/min, and
+// in-place use (dst aliasing a).
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -58,6 +60,74 @@ TEST(CpuReduce, EveryOpAndDtypeMatchesTheReference) {
       }
     }
   }
+}
+
+// Doubles no float holds (near 1e8 with parts of 2^-30, and large sums of squares), with
+// NaN, signed zeros and ties among them.
+std::vector<double> random_doubles(int64_t n, uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> uniform(-1e8, 1e8);
+  const double specials[] = {NAN, 0.0, -0.0, 1e8 + 0x1p-30, -3.0};
+  std::vector<double> values(n);
+  for (int64_t i = 0; i < n; ++i)
+    values[i] = i % 11 == 3 ? specials[(i / 11 + seed) % 5] : uniform(rng);
+  return values;
+}
+
+double reference_f64(ReduceOp op, double a, double b, int divisor) {
+  if (std::isnan(a) || std::isnan(b)) {
+    if (op == ReduceOp::max || op == ReduceOp::min) return std::isnan(a) ? a : b;
+  }
+  // Ties (0 and -0) give b, as the CUDA kernels' (a > b ? a : b).
+  const double value = op == ReduceOp::max   ? (a > b ? a : b)
+                       : op == ReduceOp::min ? (a < b ? a : b)
+                                             : a + b;
+  return divisor == 1 ? value : value / divisor;
+}
+
+// Bitwise, NaN == NaN.
+int64_t count_differences(const std::vector<double>& expected, const std::vector<double>& actual) {
+  int64_t differences = 0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const bool both_nan = std::isnan(expected[i]) && std::isnan(actual[i]);
+    if (!both_nan && std::memcmp(&expected[i], &actual[i], sizeof(double)) != 0) ++differences;
+  }
+  return differences;
+}
+
+TEST(CpuReduce, F64ComputesInDoubleForEveryOp) {
+  for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min}) {
+    for (int divisor : {1, 3}) {
+      for (int64_t n : {0, 1, 7, 64, 1001}) {
+        SCOPED_TRACE(std::string(reduce_op_name(op)) + " divisor " + std::to_string(divisor) +
+                     " n " + std::to_string(n));
+        std::vector<double> a = random_doubles(n, 1), b = random_doubles(n, 2), expected(n);
+        for (int64_t i = 0; i < n; ++i)
+          expected[i] = reference_f64(op, a[i], b[i], divisor);
+        std::vector<double> out(n, 7.0);
+        cpu::reduce({DType::f64, op, divisor}, out.data(), a.data(), b.data(), n);
+        EXPECT_EQ(count_differences(expected, out), 0);
+        cpu::reduce({DType::f64, op, divisor}, a.data(), a.data(), b.data(), n);
+        EXPECT_EQ(count_differences(expected, a), 0) << "in place";
+      }
+    }
+  }
+  // 1e8 + 2^-30 twice: an fp32 step would give 2e8 exactly.
+  const double big = 1e8 + 0x1p-30;
+  double sum = 0;
+  cpu::reduce({DType::f64, ReduceOp::sum, 1}, &sum, &big, &big, 1);
+  EXPECT_EQ(sum, 2e8 + 0x1p-29);
+  double avg = 0;
+  cpu::reduce({DType::f64, ReduceOp::avg, 3}, &avg, &big, &big, 1);
+  EXPECT_EQ(avg, (2e8 + 0x1p-29) / 3);
+}
+
+TEST(CpuReduce, F64DivideIsInDouble) {
+  std::vector<double> data = {1.0, 1e8 + 0x1p-30, -0.0};
+  cpu::divide(DType::f64, data.data(), 3, 3);
+  EXPECT_EQ(data[0], 1.0 / 3);
+  EXPECT_EQ(data[1], (1e8 + 0x1p-30) / 3);
+  EXPECT_TRUE(std::signbit(data[2]));
 }
 
 TEST(CpuReduce, MaxAndMinPropagateNaNFromEitherSide) {

@@ -1,13 +1,16 @@
 // The collectives' CUDA reduction kernels (collectives/cuda/reduce.cuh) under the SIMT
-// emulator, through their launcher, bit for bit against the CPU twin: every op, f32 and
-// bf16, with and without avg's division, aligned (vector path) and one element off (scalar
-// path), the default grid and a 2-block grid that forces the grid-stride loop, and in place.
+// emulator, through their launcher, bit for bit against the CPU twin: every op, f32, bf16
+// and f64 (computed in double), with and without avg's division, aligned (vector path) and one
+// element off (scalar path), the default grid and a 2-block grid that forces the grid-stride loop,
+// and in place.
 #include "simt/simt.h"
 // The kernels under test, compiled here by g++ for the emulator.
 #include "collectives/cuda/reduce.cuh"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <random>
 
 #include "collective_cases.h"
@@ -73,6 +76,54 @@ TEST(ReduceSimt, EveryOpDtypeAndPathMatchesTheCpuTwin) {
               // In place (dst == a), as the ring's transports use it.
               launch_reduce(reduction, in_a.data(), in_a.data(), in_b.data(), n, shape);
               EXPECT_EQ(compare(want, decode(dtype, in_a.data(), n)).count, 0) << "in place";
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// f64 (SyncBN's sums) computes in double: bit for bit against the CPU twin on values no
+// float holds, on both paths (16-byte packs of 2 doubles, and one element off) and both grids.
+TEST(ReduceSimt, F64ComputesInDoubleLikeTheCpuTwin) {
+  for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min}) {
+    for (int divisor : {1, 3}) {
+      for (int64_t n : kSizes) {
+        for (int offset : {0, 1}) {
+          for (const cuda::ElementwiseLaunch& shape : kShapes) {
+            SCOPED_TRACE(std::string(reduce_op_name(op)) + " divisor " + std::to_string(divisor) +
+                         " n " + std::to_string(n) + " offset " + std::to_string(offset) +
+                         " blocks " + std::to_string(shape.max_blocks));
+            const Reduction reduction{DType::f64, op, divisor};
+            std::mt19937_64 rng(static_cast<uint64_t>(n) * 31 + offset);
+            std::uniform_real_distribution<double> uniform(-1e8, 1e8);
+            std::vector<double> a(n), b(n);
+            for (int64_t i = 0; i < n; ++i) {
+              a[i] = i % 13 == 5 ? NAN : uniform(rng) + 0x1p-30;
+              b[i] = i % 17 == 2 ? -0.0 : uniform(rng);
+            }
+            SimtBuffer in_a(a, offset), in_b(b, offset), out(std::vector<double>(n, 7.0), offset);
+            std::vector<double> expected(n);
+            cpu::reduce(reduction, expected.data(), a.data(), b.data(), n);
+            cuda::reduce_launch(reduction, out.doubles(), in_a.doubles(), in_b.doubles(), n,
+                                nullptr, shape);
+            const std::vector<double> got = out.double_values();
+            int64_t differences = 0;
+            for (int64_t i = 0; i < n; ++i) {
+              const bool both_nan = std::isnan(expected[i]) && std::isnan(got[i]);
+              if (!both_nan && std::memcmp(&expected[i], &got[i], sizeof(double)) != 0)
+                ++differences;
+            }
+            EXPECT_EQ(differences, 0);
+            cuda::reduce_launch(reduction, in_a.doubles(), in_a.doubles(), in_b.doubles(), n,
+                                nullptr, shape);
+            const std::vector<double> in_place = in_a.double_values();
+            for (int64_t i = 0; i < n; ++i) {
+              if (!(std::isnan(in_place[i]) && std::isnan(expected[i]))) {
+                ASSERT_EQ(std::memcmp(&in_place[i], &expected[i], sizeof(double)), 0)
+                    << "in place, element " << i;
+              }
             }
           }
         }

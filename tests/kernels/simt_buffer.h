@@ -30,6 +30,15 @@ class SimtBuffer {
     const std::vector<std::byte> bytes = encode(dtype, values);
     std::copy(bytes.begin(), bytes.end(), memory_.data());
   }
+  // An f64 buffer holding `values` exactly (SyncBN's sums).
+  explicit SimtBuffer(const std::vector<double>& values, int offset = 0,
+                      std::source_location created = std::source_location::current())
+      : dtype_(DType::f64),
+        n_(static_cast<int64_t>(values.size())),
+        memory_(values.size() * sizeof(double), offset * sizeof(double),
+                describe(DType::f64, values.size(), offset, created)) {
+    if (!values.empty()) std::memcpy(memory_.data(), values.data(), values.size() * sizeof(double));
+  }
   // An i32 buffer holding `values` (labels, argmax indices).
   explicit SimtBuffer(const std::vector<int32_t>& values,
                       std::source_location created = std::source_location::current())
@@ -45,6 +54,10 @@ class SimtBuffer {
     return SimtBuffer(DType::f32, std::vector<float>(n, std::numeric_limits<float>::quiet_NaN()), 0,
                       created);
   }
+  // An f64 buffer of n elements, filled with NaN so unwritten outputs show.
+  static SimtBuffer f64(size_t n, std::source_location created = std::source_location::current()) {
+    return SimtBuffer(std::vector<double>(n, std::numeric_limits<double>::quiet_NaN()), 0, created);
+  }
   // An i32 buffer of n elements, filled with INT32_MIN (no index or label) so unwritten
   // outputs show.
   static SimtBuffer i32(size_t n, std::source_location created = std::source_location::current()) {
@@ -52,14 +65,17 @@ class SimtBuffer {
   }
 
   void* data() { return memory_.data(); }
-  // Typed views for the launchers: T is float, __nv_bfloat16 or int32_t.
+  // Typed views for the launchers: T is float, __nv_bfloat16, double or int32_t.
   template <typename T>
   T* as() {
     return static_cast<T*>(data());
   }
   float* floats() { return as<float>(); }
+  double* doubles() { return as<double>(); }
   int32_t* ints() { return as<int32_t>(); }
   std::vector<float> values() const { return decode(dtype_, memory_.data(), n_); }
+  // The elements of an f64 buffer, exactly.
+  std::vector<double> double_values() const { return decode_doubles(memory_.data(), n_); }
   // The elements of an i32 buffer, exactly.
   std::vector<int32_t> int_values() const {
     std::vector<int32_t> out(static_cast<size_t>(n_));

@@ -1,7 +1,7 @@
 // The CPU batchnorm phases through the op API against naive double-precision references:
-// statistics (also for mean 1e3, std 1), finalize and running statistics as PyTorch, the
-// SyncBN merge of per-rank statistics, normalize with its fused epilogues, evaluation, and
-// the backward against centered finite differences.
+// statistics (also for mean 1e3, std 1), their fp64 sums, finalize and running statistics as
+// PyTorch, the SyncBN sum of per-rank sums (also at mean 1e3 and 1e4, std 1), normalize with its
+// fused epilogues, evaluation, and the backward against centered finite differences.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -48,6 +48,21 @@ std::vector<float> slice(const std::vector<float>& v, int64_t begin, int64_t cou
   return {v.begin() + begin, v.begin() + begin + count};
 }
 
+// stats -> fp64 sums through the op API.
+std::vector<double> sums_of(const std::vector<float>& stats, Stream& stream) {
+  Tensor sums = Tensor::empty({static_cast<int64_t>(stats.size())}, DType::f64);
+  batchnorm_stats_to_sums(f32_tensor(stats), sums, stream);
+  return sums.to_doubles(stream);
+}
+
+// What BatchNorm2d runs between the statistics and normalize: stats -> sums -> finalize.
+void finalize(const Tensor& stats, Tensor& running_mean, Tensor& running_var, Tensor& batch_stats,
+              Stream& stream) {
+  Tensor sums = Tensor::empty({stats.numel()}, DType::f64);
+  batchnorm_stats_to_sums(stats, sums, stream);
+  batchnorm_finalize_sums(sums, running_mean, running_var, kMomentum, kEps, batch_stats, stream);
+}
+
 // The m2 half of a stats block against the reference variance times the row count, relative
 // 1e-5 (the inputs are exact in both).
 ::testing::AssertionResult m2_matches(const testing::ReferenceStats& ref,
@@ -77,8 +92,7 @@ TEST(BatchNormCpu, StatsAndFinalizeMatchReference) {
         v = std::abs(v) + 0.5f;
       Tensor running_mean = f32_tensor(rm0), running_var = f32_tensor(rv0);
       Tensor batch_stats = Tensor::empty({batchnorm_stats_numel(s.c)}, DType::f32);
-      batchnorm_finalize(f32_tensor(stats), running_mean, running_var, kMomentum, kEps, batch_stats,
-                         stream);
+      finalize(f32_tensor(stats), running_mean, running_var, batch_stats, stream);
       const std::vector<float> out = batch_stats.to_floats(stream);
       std::vector<double> invstd(s.c), expect_rm(s.c), expect_rv(s.c);
       const double n = static_cast<double>(s.rows());
@@ -122,36 +136,124 @@ TEST(BatchNormCpu, StatsStayAccurateForLargeMean) {
   }
 }
 
-TEST(BatchNormCpu, FinalizeMergesPerRankStatsLikeOneBatch) {
-  // SyncBN: stats of three unequal slices of the rows, gathered as [3, 2C+1], finalize to
-  // the statistics of the whole batch. One slice has a single row (m2 = 0).
+TEST(BatchNormCpu, StatsToSumsMatchesNaiveDoubleSums) {
+  // sum and sumsq against the plain fp64 sums of the data: they differ by the fp32 rounding of
+  // the mean only (half an ulp, relative); count exactly.
+  Stream stream;
+  for (double mean : {0.5, 1e3, 1e4}) {
+    for (const BnShape& s : {BnShape{2, 4, 4, 7}, BnShape{3, 5, 1, 17}, BnShape{1, 1, 3, 2048}}) {
+      SCOPED_TRACE(s.str() + " mean " + std::to_string(mean));
+      const std::vector<float> x = normal_values(s.numel(), 40, DType::f32, mean, 1.0);
+      const std::vector<double> sums =
+          sums_of(stats_of(activation(s, x, DType::f32), stream), stream);
+      std::vector<double> sum(s.c, 0.0), sumsq(s.c, 0.0);
+      for (size_t i = 0; i < x.size(); ++i) {
+        sum[i % s.c] += x[i];
+        sumsq[i % s.c] += static_cast<double>(x[i]) * x[i];
+      }
+      // The sums carry the fp32 statistics' errors, no more: the mean's (1e-6 of the data's
+      // scale |mean| + std, as in StatsAndFinalizeMatchReference) times rows, and m2's (1e-5).
+      const testing::ReferenceStats ref = testing::reference_stats(x, s.rows(), s.c);
+      std::vector<double> sum_scales(s.c);
+      for (int64_t c = 0; c < s.c; ++c)
+        sum_scales[c] = static_cast<double>(s.rows()) * (std::abs(ref.mean[c]) + 1.0);
+      EXPECT_TRUE(all_close_scaled(sum, std::vector<double>(sums.begin(), sums.begin() + s.c), 1e-6,
+                                   sum_scales));
+      EXPECT_TRUE(all_close_scaled(sumsq, std::vector<double>(sums.begin() + s.c, sums.end() - 1),
+                                   1e-5, sumsq));
+      EXPECT_EQ(sums[2 * s.c], static_cast<double>(s.rows()));
+    }
+  }
+  // The conversion itself is exact where fp64 can be: sum = count * mean, and sumsq rounds once.
+  const std::vector<float> stats = {1000.123f, 2.5f, 77.f};
+  const std::vector<double> sums = sums_of(stats, stream);
+  EXPECT_EQ(sums[0], 77.0 * static_cast<double>(1000.123f));
+  EXPECT_EQ(sums[1], std::fma(sums[0], static_cast<double>(1000.123f), 2.5));
+  EXPECT_EQ(sums[2], 77.0);
+}
+
+// SyncBN without ranks: the stats of unequal slices of the rows (one a single row), converted
+// to sums and added in fp64 as the all-reduce adds them, finalize to the statistics of the
+// whole batch. Also at mean 1e3 and 1e4 (std 1), where the same sums in fp32 lose the variance.
+TEST(BatchNormCpu, FinalizeOfSummedPerRankSumsIsTheWholeBatch) {
   Stream stream;
   const int64_t channels = 6;
   const int64_t slice_rows[] = {37, 1, 90};
   const int64_t rows = 37 + 1 + 90;
-  const std::vector<float> x = normal_values(rows * channels, 5, DType::f32, 3.0, 0.5);
-  std::vector<float> gathered;
-  int64_t begin = 0;
-  for (int64_t part_rows : slice_rows) {
-    Tensor part = Tensor::from_floats({part_rows, channels},
-                                      slice(x, begin * channels, part_rows * channels));
-    const std::vector<float> stats = stats_of(part, stream);
-    gathered.insert(gathered.end(), stats.begin(), stats.end());
-    begin += part_rows;
+  for (double mean : {3.0, 1e3, 1e4}) {
+    SCOPED_TRACE("mean " + std::to_string(mean));
+    const std::vector<float> x = normal_values(rows * channels, 5, DType::f32, mean, 1.0);
+    std::vector<double> total(batchnorm_stats_numel(channels), 0.0);
+    std::vector<float> total_f32(total.size(), 0.f);
+    int64_t begin = 0;
+    for (int64_t part_rows : slice_rows) {
+      Tensor part = Tensor::from_floats({part_rows, channels},
+                                        slice(x, begin * channels, part_rows * channels));
+      const std::vector<double> sums = sums_of(stats_of(part, stream), stream);
+      for (size_t i = 0; i < total.size(); ++i) {
+        total[i] += sums[i];
+        total_f32[i] += static_cast<float>(sums[i]);
+      }
+      begin += part_rows;
+    }
+    const std::vector<float> rm0(channels, 0.f), rv0(channels, 1.f);
+    Tensor running_mean = f32_tensor(rm0), running_var = f32_tensor(rv0);
+    Tensor merged = Tensor::empty({batchnorm_stats_numel(channels)}, DType::f32);
+    batchnorm_finalize_sums(Tensor::from_doubles({batchnorm_stats_numel(channels)}, total),
+                            running_mean, running_var, kMomentum, kEps, merged, stream);
+    const std::vector<float> out = merged.to_floats(stream);
+    const testing::ReferenceStats ref = testing::reference_stats(x, rows, channels);
+    std::vector<double> invstd(channels), expect_rm(channels), expect_rv(channels);
+    const double n = static_cast<double>(rows);
+    for (int64_t c = 0; c < channels; ++c) {
+      invstd[c] = 1.0 / std::sqrt(ref.var[c] + kEps);
+      expect_rm[c] = kMomentum * ref.mean[c];
+      expect_rv[c] = (1 - kMomentum) + kMomentum * ref.var[c] * n / (n - 1);
+    }
+    // Means to fp32 rounding of their size; invstd within the rounding of each slice's fp32
+    // mean (half an ulp of 1e4 is 5e-4 std, moving the variance by ~1e-5 here).
+    const double spread_rel = mean > 1e3 ? 1e-4 : 1e-5;
+    EXPECT_TRUE(all_close(ref.mean, slice(out, 0, channels), 1e-7, mean)) << "mean";
+    EXPECT_TRUE(all_close(invstd, slice(out, channels, channels), spread_rel)) << "invstd";
+    EXPECT_EQ(out[2 * channels], static_cast<float>(rows));
+    EXPECT_TRUE(all_close(expect_rm, running_mean.to_floats(stream), 1e-7, mean)) << "running";
+    EXPECT_TRUE(all_close(expect_rv, running_var.to_floats(stream), spread_rel)) << "running";
+
+    // The data is hard enough: the same sums reduced in fp32 miss the variance by far more
+    // than the tolerances above (here by 7% at mean 1e3, several times over at 1e4).
+    const double n_f32 = total_f32[2 * channels];
+    const double mean_f32 = total_f32[0] / n_f32;
+    const double var_f32 = total_f32[channels] / n_f32 - mean_f32 * mean_f32;
+    if (mean >= 1e3) {
+      EXPECT_GT(std::abs(var_f32 - ref.var[0]), 0.01 * ref.var[0]) << var_f32;
+    }
   }
-  const int64_t k = 3;
-  Tensor all_stats = Tensor::from_floats({k, batchnorm_stats_numel(channels)}, gathered);
-  Tensor merged = Tensor::empty({batchnorm_stats_numel(channels)}, DType::f32);
-  Tensor no_running;
-  batchnorm_finalize(all_stats, no_running, no_running, kMomentum, kEps, merged, stream);
-  const std::vector<float> out = merged.to_floats(stream);
-  const testing::ReferenceStats ref = testing::reference_stats(x, rows, channels);
-  std::vector<double> invstd(channels);
-  for (int64_t c = 0; c < channels; ++c)
-    invstd[c] = 1.0 / std::sqrt(ref.var[c] + kEps);
-  EXPECT_TRUE(all_close(ref.mean, slice(out, 0, channels), 1e-6, 3.0));
-  EXPECT_TRUE(all_close(invstd, slice(out, channels, channels), 1e-5));
-  EXPECT_EQ(out[2 * channels], static_cast<float>(rows));
+}
+
+TEST(BatchNormCpu, FinalizeSumsEdgeCases) {
+  Stream stream;
+  Tensor none;
+  // A constant channel: rounding may leave sumsq/n - mean^2 slightly negative; clamped to 0,
+  // so invstd is 1/sqrt(eps). A NaN input stays NaN. One value: the unbiased variance is NaN.
+  const float constant = 1234.567f;
+  const int64_t rows = 3;
+  const double exact_sumsq = 3.0 * static_cast<double>(constant) * constant;
+  std::vector<double> sums = {3.0 * constant, std::nan(""), std::nextafter(exact_sumsq, 0.0), 1.0,
+                              static_cast<double>(rows)};
+  Tensor batch_stats = Tensor::empty({5}, DType::f32);
+  batchnorm_finalize_sums(Tensor::from_doubles({5}, sums), none, none, kMomentum, kEps, batch_stats,
+                          stream);
+  const std::vector<float> out = batch_stats.to_floats(stream);
+  EXPECT_EQ(out[0], constant);
+  EXPECT_TRUE(std::isnan(out[1]));
+  EXPECT_EQ(out[2], static_cast<float>(1.0 / std::sqrt(static_cast<double>(kEps))));
+  EXPECT_TRUE(std::isnan(out[3]));
+  EXPECT_EQ(out[4], 3.f);
+  Tensor rm = f32_tensor({0.f}), rv = f32_tensor({1.f}), one = Tensor::empty({3}, DType::f32);
+  batchnorm_finalize_sums(Tensor::from_doubles({3}, {2.0, 4.0, 1.0}), rm, rv, kMomentum, kEps, one,
+                          stream);
+  EXPECT_FLOAT_EQ(rm.to_floats(stream)[0], 0.2f);
+  EXPECT_TRUE(std::isnan(rv.to_floats(stream)[0]));
 }
 
 struct Affine {
@@ -178,7 +280,7 @@ TEST(BatchNormCpu, NormalizeWithEpiloguesMatchesReference) {
         Tensor stats = f32_tensor(stats_of(tx, stream));
         Tensor batch_stats = Tensor::empty({batchnorm_stats_numel(s.c)}, DType::f32);
         Tensor none;
-        batchnorm_finalize(stats, none, none, kMomentum, kEps, batch_stats, stream);
+        finalize(stats, none, none, batch_stats, stream);
 
         BatchNormEpilogue epilogue;
         epilogue.relu = variant == 1 || variant == 2;
@@ -240,8 +342,7 @@ BackwardResult run_backward(const BnShape& s, DType dtype, const std::vector<flo
   Tensor tdy = activation(s, dy, dtype);
   Tensor batch_stats = Tensor::empty({batchnorm_stats_numel(s.c)}, DType::f32);
   Tensor none;
-  batchnorm_finalize(f32_tensor(stats_of(tx, stream)), none, none, kMomentum, kEps, batch_stats,
-                     stream);
+  finalize(f32_tensor(stats_of(tx, stream)), none, none, batch_stats, stream);
   Tensor grad_sums = Tensor::empty({2 * s.c}, DType::f32);
   Tensor workspace = Tensor::empty({batchnorm_workspace_numel(tx)}, DType::f32);
   batchnorm_backward_reduce(tdy, tx, batch_stats, grad_sums, workspace, stream);
@@ -385,7 +486,7 @@ TEST(BatchNormCpu, VectorAndPortableLoopsBothMatchReference) {
 
       Tensor batch_stats = Tensor::empty({batchnorm_stats_numel(s.c)}, DType::f32);
       Tensor none;
-      batchnorm_finalize(f32_tensor(stats), none, none, kMomentum, kEps, batch_stats, stream);
+      finalize(f32_tensor(stats), none, none, batch_stats, stream);
       BatchNormEpilogue epilogue;
       epilogue.relu = true;
       epilogue.residual = activation(s, res, DType::f32);
@@ -436,9 +537,32 @@ TEST(BatchNormCpu, ArgumentErrorsNameTheTensor) {
   BatchNormEpilogue bad_residual;
   bad_residual.residual = Tensor::empty({2, 3, 3, 5}, DType::f32);
   EXPECT_THROW(batchnorm_normalize(x, batch_stats, none, none, y, stream, bad_residual), Error);
-  Tensor stats3 = Tensor::empty({10}, DType::f32);  // not a multiple of 2C+1 = 9
-  EXPECT_THROW(batchnorm_finalize(stats3, none, none, 0.1f, kEps, batch_stats, stream), Error);
-  EXPECT_THROW(batchnorm_finalize(batch_stats, none, none, 1.5f, kEps, batch_stats, stream), Error);
+  Tensor sums = Tensor::empty({9}, DType::f64);
+  Tensor even = Tensor::empty({10}, DType::f32);  // not 2C+1
+  EXPECT_THROW(batchnorm_stats_to_sums(even, sums, stream), Error);
+  EXPECT_THROW(batchnorm_finalize_sums(sums, none, none, 1.5f, kEps, batch_stats, stream), Error);
+  Tensor f32_sums = Tensor::empty({9}, DType::f32);
+  try {
+    batchnorm_stats_to_sums(batch_stats, f32_sums, stream);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what())
+                  .find("batchnorm_stats_to_sums: sums is f32[9] on cpu, expected f64 with 9 "
+                        "elements on cpu"),
+              std::string::npos)
+        << error.what();
+  }
+  try {
+    batchnorm_finalize_sums(f32_sums, none, none, 0.1f, kEps, batch_stats, stream);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("batchnorm_finalize_sums: sums is f32[9]"),
+              std::string::npos)
+        << error.what();
+  }
+  Tensor short_running = Tensor::empty({3}, DType::f32);
+  EXPECT_THROW(batchnorm_finalize_sums(sums, short_running, none, 0.1f, kEps, batch_stats, stream),
+               Error);
   Tensor grad_sums = Tensor::empty({9}, DType::f32);
   EXPECT_THROW(batchnorm_backward_reduce(x, x, batch_stats, grad_sums, workspace, stream), Error);
   Tensor flat = Tensor::empty({5}, DType::f32);

@@ -1,6 +1,7 @@
 // The batchnorm phases on a CUDA device against the CPU backend, through the op API: a whole
-// training step (stats, SyncBN-style finalize of two parts, normalize + epilogues, eval,
-// backward) for the shapes of the CPU suite and for inputs of mean 1e3. Skipped, with the
+// training step (stats, fp64 sums, SyncBN-style finalize of two ranks' summed sums, normalize +
+// epilogues, eval, backward) for the shapes of the CPU suite and for inputs of mean 1e3, and
+// the fp64 phases bit for bit at mean 1e3 and 1e4. Skipped, with the
 // reason, when there is no usable CUDA device.
 #include <gtest/gtest.h>
 
@@ -38,13 +39,16 @@ class BatchNormGpu : public testing::GpuOpTest {
     Tensor workspace = Tensor::empty({batchnorm_workspace_numel(x)}, DType::f32, device);
     Tensor stats = Tensor::empty({batchnorm_stats_numel(s.c)}, DType::f32, device);
     batchnorm_stats(x, stats, workspace, stream);
-    // Two equal "ranks": stats gathered twice.
     const std::vector<float> one = host_values(stats);
-    std::vector<float> two = one;
-    two.insert(two.end(), one.begin(), one.end());
-    Tensor gathered = put(Tensor::from_floats({2, batchnorm_stats_numel(s.c)}, two));
+    Tensor sums = Tensor::empty({batchnorm_stats_numel(s.c)}, DType::f64, device);
+    batchnorm_stats_to_sums(stats, sums, stream);
+    // Two equal "ranks": the sums doubled, as an all-reduce(sum) of two copies gives them.
+    std::vector<double> two = sums.to_doubles(stream);
+    for (double& v : two)
+      v *= 2.0;
+    Tensor reduced = put(Tensor::from_doubles({batchnorm_stats_numel(s.c)}, two));
     Tensor batch_stats = Tensor::empty({batchnorm_stats_numel(s.c)}, DType::f32, device);
-    batchnorm_finalize(gathered, rm, rv, 0.1f, 1e-5f, batch_stats, stream);
+    batchnorm_finalize_sums(reduced, rm, rv, 0.1f, 1e-5f, batch_stats, stream);
     Tensor y = Tensor::empty(shape, dtype, device);
     BatchNormEpilogue epilogue{res, true};
     batchnorm_normalize(x, batch_stats, w, b, y, stream, epilogue);
@@ -106,6 +110,48 @@ TEST_F(BatchNormGpu, LargeMeanMatchesCpu) {
   for (DType dtype : {DType::f32, DType::bf16}) {
     SCOPED_TRACE(dtype_name(dtype));
     compare({32, 32, 32, 8}, dtype, 1e3);
+  }
+}
+
+TEST_F(BatchNormGpu, SumPhasesMatchCpuBitForBit) {
+  // The fp64 phases share their arithmetic with the CPU twin (kernels/batchnorm_sums.h), so
+  // equal inputs give equal bits: stats -> sums, and (rank-summed) sums -> batch statistics
+  // and running statistics, at mean 0.5, 1e3 and 1e4 (std 1), C = 2049 (several blocks).
+  const int64_t c = 2049;
+  for (double mean : {0.5, 1e3, 1e4}) {
+    SCOPED_TRACE("mean " + std::to_string(mean));
+    std::vector<float> stats(2 * c + 1);
+    const std::vector<float> means = normal_values(c, 11, DType::f32, mean, 1.0);
+    const std::vector<float> m2 = normal_values(c, 12, DType::f32, 300.0, 10.0);
+    for (int64_t i = 0; i < c; ++i) {
+      stats[i] = means[i];
+      stats[c + i] = m2[i];
+    }
+    stats[2 * c] = 299.f;
+    Tensor cpu_stats = Tensor::from_floats({2 * c + 1}, stats);
+    Tensor cpu_sums = Tensor::empty({2 * c + 1}, DType::f64);
+    Tensor gpu_sums = Tensor::empty({2 * c + 1}, DType::f64, gpu);
+    batchnorm_stats_to_sums(cpu_stats, cpu_sums, cpu_stream);
+    batchnorm_stats_to_sums(on_gpu(cpu_stats), gpu_sums, gpu_stream());
+    const std::vector<double> sums = cpu_sums.to_doubles(cpu_stream);
+    EXPECT_EQ(sums, gpu_sums.to_doubles(gpu_stream())) << "stats_to_sums";
+
+    // Three ranks' worth of sums, as an all-reduce would leave them.
+    std::vector<double> reduced(sums);
+    for (size_t i = 0; i < reduced.size(); ++i)
+      reduced[i] = sums[i] + 0.5 * sums[i] + sums[i];
+    Tensor cpu_reduced = Tensor::from_doubles({2 * c + 1}, reduced);
+    Tensor cpu_rm = Tensor::from_floats({c}, normal_values(c, 13, DType::f32));
+    Tensor cpu_rv = Tensor::from_floats({c}, std::vector<float>(c, 1.5f));
+    Tensor gpu_rm = on_gpu(cpu_rm), gpu_rv = on_gpu(cpu_rv);
+    Tensor cpu_batch = Tensor::empty({2 * c + 1}, DType::f32);
+    Tensor gpu_batch = Tensor::empty({2 * c + 1}, DType::f32, gpu);
+    batchnorm_finalize_sums(cpu_reduced, cpu_rm, cpu_rv, 0.1f, 1e-5f, cpu_batch, cpu_stream);
+    batchnorm_finalize_sums(on_gpu(cpu_reduced), gpu_rm, gpu_rv, 0.1f, 1e-5f, gpu_batch,
+                            gpu_stream());
+    EXPECT_EQ(host_values(cpu_batch), host_values(gpu_batch)) << "batch_stats";
+    EXPECT_EQ(host_values(cpu_rm), host_values(gpu_rm)) << "running_mean";
+    EXPECT_EQ(host_values(cpu_rv), host_values(gpu_rv)) << "running_var";
   }
 }
 

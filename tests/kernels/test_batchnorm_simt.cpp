@@ -1,5 +1,6 @@
 // The CUDA batchnorm kernels through their launchers under the SIMT emulator, against the
-// CPU twins: every phase, f32 and bf16, the 16-byte vector path (C a multiple of the width)
+// CPU twins: every phase (the fp64 sum phases bit for bit, also at mean 1e3 and 1e4), f32 and
+// bf16, the 16-byte vector path (C a multiple of the width)
 // and the scalar path (odd C, or pointers one element off), the default grid and small grids
 // that force several partials per channel, several channel tiles and the row-stride loop.
 #include "simt/simt.h"
@@ -9,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "batchnorm_cases.h"
@@ -31,13 +33,45 @@ constexpr float kEps = 1e-5f;
 struct LaunchShapes {
   cuda::ChannelReduceLaunch reduce;
   cuda::ChannelTileLaunch tile;
+  cuda::PerChannelLaunch channel;
   std::string str() const {
     return "threads " + std::to_string(reduce.threads) +
            " partials<=" + std::to_string(reduce.max_partials);
   }
 };
-// The defaults, then 64-thread blocks with at most 3 partials of >= 2 rows and 2 row blocks.
-const LaunchShapes kLaunchShapes[] = {{{}, {}}, {{64, 3, 2}, {64, 2}}};
+// The defaults, then 64-thread blocks with at most 3 partials of >= 2 rows and 2 row blocks,
+// and per-channel kernels of 2 blocks of 32 threads (so C > 64 takes their stride loop).
+const LaunchShapes kLaunchShapes[] = {{{}, {}, {}}, {{64, 3, 2}, {64, 2}, {32, 2}}};
+
+// Bitwise, NaN == NaN.
+::testing::AssertionResult same_bits(const std::vector<double>& expected,
+                                     const std::vector<double>& actual) {
+  if (expected.size() != actual.size()) return ::testing::AssertionFailure() << "sizes differ";
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const bool both_nan = std::isnan(expected[i]) && std::isnan(actual[i]);
+    if (!both_nan && std::memcmp(&expected[i], &actual[i], sizeof(double)) != 0) {
+      return ::testing::AssertionFailure()
+             << "element " << i << ": " << actual[i] << ", expected " << expected[i];
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+::testing::AssertionResult same_bits(const std::vector<float>& expected,
+                                     const std::vector<float>& actual) {
+  return same_bits(std::vector<double>(expected.begin(), expected.end()),
+                   std::vector<double>(actual.begin(), actual.end()));
+}
+
+// stats -> sums through the launcher, bit for bit against the CPU twin; returns the sums.
+std::vector<double> sums_checked(const std::vector<float>& stats, int64_t c,
+                                 const cuda::PerChannelLaunch& shape) {
+  std::vector<double> expected(2 * c + 1);
+  cpu::batchnorm_stats_to_sums(stats.data(), c, expected.data());
+  SimtBuffer in(DType::f32, stats), out = SimtBuffer::f64(2 * c + 1);
+  cuda::batchnorm_stats_to_sums_launch(in.floats(), c, out.doubles(), nullptr, shape);
+  EXPECT_TRUE(same_bits(expected, out.double_values())) << "stats_to_sums";
+  return expected;
+}
 
 std::vector<float> slice(const std::vector<float>& v, int64_t begin, int64_t count) {
   return {v.begin() + begin, v.begin() + begin + count};
@@ -78,29 +112,33 @@ void check_training_step(const BnShape& s, DType dtype, const LaunchShapes& laun
   expect_stats_close(cpu_stats, stats.values(), c, std::abs(mean) + std);
 
   // Finalize as SyncBN over two ranks: these stats and another rank's, over more rows with a
-  // different mean and spread, so the merge's mean-difference term (delta^2 * n_a * n_b / n)
-  // is a large part of the merged m2; then the running statistics. Against the CPU twin, and
-  // against the double-precision statistics of both ranks' rows together.
+  // different mean and spread, so the between-rank term of the variance is a large part of
+  // it; each rank's sums, added in fp64 as the all-reduce adds them; then the running
+  // statistics. Bit for bit against the CPU twin (shared arithmetic), and against the
+  // double-precision statistics of both ranks' rows together.
   const int64_t other_rows = rows + 3;
   const std::vector<float> x_other =
       normal_values(other_rows * c, 10, dtype, mean + 3.0 * std, 0.5 * std);
   SimtBuffer other(dtype, x_other);
-  std::vector<float> two = cpu_stats, other_stats(2 * c + 1);
+  std::vector<float> other_stats(2 * c + 1);
   cpu::batchnorm_stats(dtype, other.data(), other_rows, c, other_stats.data());
-  two.insert(two.end(), other_stats.begin(), other_stats.end());
-  SimtBuffer parts(DType::f32, two);
+  std::vector<double> reduced = sums_checked(cpu_stats, c, launch.channel);
+  const std::vector<double> other_sums = sums_checked(other_stats, c, launch.channel);
+  for (size_t i = 0; i < reduced.size(); ++i)
+    reduced[i] += other_sums[i];
+  SimtBuffer parts(reduced);
   const std::vector<float> rm0 = normal_values(c, 6, DType::f32);
   const std::vector<float> rv0(c, 1.5f);
   SimtBuffer rm(DType::f32, rm0), rv(DType::f32, rv0), batch_stats = SimtBuffer::f32(2 * c + 1);
   std::vector<float> cpu_rm = rm0, cpu_rv = rv0, cpu_batch(2 * c + 1);
-  cpu::batchnorm_finalize(two.data(), 2, c, 0.1f, kEps, cpu_rm.data(), cpu_rv.data(),
-                          cpu_batch.data());
-  cuda::batchnorm_finalize_launch(parts.floats(), 2, c, 0.1f, kEps, rm.floats(), rv.floats(),
-                                  batch_stats.floats(), nullptr);
+  cpu::batchnorm_finalize_sums(reduced.data(), c, 0.1f, kEps, cpu_rm.data(), cpu_rv.data(),
+                               cpu_batch.data());
+  cuda::batchnorm_finalize_sums_launch(parts.doubles(), c, 0.1f, kEps, rm.floats(), rv.floats(),
+                                       batch_stats.floats(), nullptr, launch.channel);
   const double merged_scale = std::abs(mean) + 4.0 * std;
-  expect_stats_close(cpu_batch, batch_stats.values(), c, merged_scale);
-  EXPECT_TRUE(all_close(cpu_rm, rm.values(), 1e-6, merged_scale));
-  EXPECT_TRUE(all_close(cpu_rv, rv.values(), 1e-5));
+  EXPECT_TRUE(same_bits(cpu_batch, batch_stats.values())) << "batch_stats";
+  EXPECT_TRUE(same_bits(cpu_rm, rm.values())) << "running_mean";
+  EXPECT_TRUE(same_bits(cpu_rv, rv.values())) << "running_var";
 
   std::vector<float> both_ranks = x;
   both_ranks.insert(both_ranks.end(), x_other.begin(), x_other.end());
@@ -224,6 +262,65 @@ TEST(BatchNormSimt, LargeMeanStatsMatchReference) {
   }
 }
 
+TEST(BatchNormSimt, SumPhasesKeepTheVarianceAtLargeMeans) {
+  // The fp64 phases from the emulated stats kernels of three unequal "ranks" (one a single
+  // row), at mean 0.5, 1e3 and 1e4 with std 1, against the double-precision statistics of all
+  // rows together; C = 1, 5, 300 (the small grid's stride loop) and 2049.
+  for (int64_t c : {int64_t{1}, int64_t{5}, int64_t{300}, int64_t{2049}}) {
+    for (double mean : {0.5, 1e3, 1e4}) {
+      for (const LaunchShapes& launch : kLaunchShapes) {
+        SCOPED_TRACE("C " + std::to_string(c) + " mean " + std::to_string(mean) + " " +
+                     launch.str());
+        const int64_t rank_rows[] = {c > 300 ? 3 : 40, 1, c > 300 ? 5 : 70};
+        std::vector<float> all;
+        std::vector<double> reduced(2 * c + 1, 0.0);
+        for (int r = 0; r < 3; ++r) {
+          const int64_t rows = rank_rows[r];
+          const std::vector<float> x =
+              normal_values(rows * c, 50 + r, DType::f32, mean + 0.3 * r, 1.0);
+          all.insert(all.end(), x.begin(), x.end());
+          SimtBuffer in(DType::f32, x);
+          SimtBuffer workspace =
+              SimtBuffer::f32(cuda::batchnorm_workspace_numel(rows, c, launch.reduce));
+          SimtBuffer stats = SimtBuffer::f32(2 * c + 1);
+          cuda::batchnorm_stats_launch(in.floats(), rows, c, stats.floats(), workspace.floats(),
+                                       nullptr, launch.reduce);
+          const std::vector<double> sums = sums_checked(stats.values(), c, launch.channel);
+          for (size_t i = 0; i < reduced.size(); ++i)
+            reduced[i] += sums[i];
+        }
+        const int64_t total_rows = rank_rows[0] + rank_rows[1] + rank_rows[2];
+        SimtBuffer sums(reduced), batch = SimtBuffer::f32(2 * c + 1);
+        SimtBuffer rm(DType::f32, std::vector<float>(c, 0.f));
+        SimtBuffer rv(DType::f32, std::vector<float>(c, 1.f));
+        cuda::batchnorm_finalize_sums_launch(sums.doubles(), c, 0.1f, kEps, rm.floats(),
+                                             rv.floats(), batch.floats(), nullptr, launch.channel);
+        const testing::ReferenceStats ref = testing::reference_stats(all, total_rows, c);
+        std::vector<double> invstd(c), ref_rm(c), ref_rv(c);
+        const double n = static_cast<double>(total_rows);
+        for (int64_t i = 0; i < c; ++i) {
+          invstd[i] = 1.0 / std::sqrt(ref.var[i] + kEps);
+          ref_rm[i] = 0.1 * ref.mean[i];
+          ref_rv[i] = 0.9 + 0.1 * ref.var[i] * n / (n - 1.0);
+        }
+        // The sums are exact for each rank's fp32 (count, mean, m2); what remains is the fp32
+        // rounding of each rank's mean (an ulp or two of 1e4 is 1e-3 std), which shifts that
+        // rank's rows: the variance moves by 2 * (rank mean - global mean) * shift / var, up
+        // to 7e-4 here, where the ranks' means differ by 0.3 and 0.6 std over 9 rows. The
+        // mean: two ulps.
+        const double spread = mean > 1e3 ? 1.5e-3 : mean > 1.0 ? 1.5e-4 : 1e-5;
+        const double mean_rel = mean > 1.0 ? 3e-7 : 1e-6;
+        const std::vector<float> got = batch.values();
+        EXPECT_TRUE(all_close(ref.mean, slice(got, 0, c), mean_rel, mean + 1.0)) << "mean";
+        EXPECT_TRUE(all_close(invstd, slice(got, c, c), spread)) << "invstd";
+        EXPECT_EQ(got[2 * c], static_cast<float>(total_rows));
+        EXPECT_TRUE(all_close(ref_rm, rm.values(), mean_rel, mean + 1.0)) << "running_mean";
+        EXPECT_TRUE(all_close(ref_rv, rv.values(), spread)) << "running_var";
+      }
+    }
+  }
+}
+
 TEST(BatchNormSimt, EntryPointsDispatchOnDtype) {
   // The DType entry points the op API calls on a GPU, with the default workspace size.
   const BnShape s{2, 3, 3, 16};
@@ -233,14 +330,18 @@ TEST(BatchNormSimt, EntryPointsDispatchOnDtype) {
     SimtBuffer dx_in(dtype, x);
     SimtBuffer workspace = SimtBuffer::f32(cuda::batchnorm_workspace_numel(s.rows(), s.c));
     SimtBuffer stats = SimtBuffer::f32(2 * s.c + 1), batch = SimtBuffer::f32(2 * s.c + 1);
+    SimtBuffer stat_sums = SimtBuffer::f64(2 * s.c + 1);
     cuda::batchnorm_stats(dtype, dx_in.data(), s.rows(), s.c, stats.floats(), workspace.floats(),
                           nullptr);
-    cuda::batchnorm_finalize(stats.floats(), 1, s.c, 0.1f, kEps, nullptr, nullptr, batch.floats(),
-                             nullptr);
+    cuda::batchnorm_stats_to_sums(stats.floats(), s.c, stat_sums.doubles(), nullptr);
+    cuda::batchnorm_finalize_sums(stat_sums.doubles(), s.c, 0.1f, kEps, nullptr, nullptr,
+                                  batch.floats(), nullptr);
     std::vector<float> cpu_stats(2 * s.c + 1), cpu_batch(2 * s.c + 1);
+    std::vector<double> cpu_stat_sums(2 * s.c + 1);
     cpu::batchnorm_stats(dtype, dx_in.data(), s.rows(), s.c, cpu_stats.data());
-    cpu::batchnorm_finalize(cpu_stats.data(), 1, s.c, 0.1f, kEps, nullptr, nullptr,
-                            cpu_batch.data());
+    cpu::batchnorm_stats_to_sums(cpu_stats.data(), s.c, cpu_stat_sums.data());
+    cpu::batchnorm_finalize_sums(cpu_stat_sums.data(), s.c, 0.1f, kEps, nullptr, nullptr,
+                                 cpu_batch.data());
     expect_stats_close(cpu_batch, batch.values(), s.c, 1.0);
 
     SimtBuffer y(dtype, std::vector<float>(s.numel(), 7.f)), expected(dtype, y.values());

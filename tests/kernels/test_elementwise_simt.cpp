@@ -189,6 +189,28 @@ TEST(ElementwiseSimt, FillMatchesCpu) {
   }
 }
 
+TEST(ElementwiseSimt, FillF64MatchesCpu) {
+  // f64 (SyncBN's sums): 2-double packs on the aligned path, the scalar path one element off.
+  for (int64_t n : kElementwiseSizes) {
+    for (int offset : {0, 1}) {
+      for (float value : {0.f, -2.5f, 1.00390625f}) {
+        SCOPED_TRACE("f64 n=" + std::to_string(n) + " offset=" + std::to_string(offset) +
+                     " value=" + std::to_string(value));
+        std::vector<double> expected(n, 7.0);
+        cpu::fill(DType::f64, expected.data(), n, value);
+        for (const cuda::ElementwiseLaunch& shape : kLaunchShapes) {
+          SimtBuffer out(std::vector<double>(n, 7.0), offset);
+          cuda::fill_launch(out.doubles(), n, static_cast<double>(value), nullptr, shape);
+          EXPECT_EQ(out.double_values(), expected) << "max_blocks=" << shape.max_blocks;
+        }
+        SimtBuffer out(std::vector<double>(n, 7.0), offset);
+        cuda::fill(DType::f64, out.data(), n, value, nullptr);
+        EXPECT_EQ(out.double_values(), expected) << "entry point";
+      }
+    }
+  }
+}
+
 TEST(ElementwiseSimt, CastMatchesCpu) {
   for (DType from : kDTypes) {
     for (DType to : kDTypes) {

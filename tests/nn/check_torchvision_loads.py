@@ -13,8 +13,7 @@ logits' largest magnitude, when that exceeds 1).
 The files are read by hand (8-byte header length, JSON header, raw little-endian data): the
 safetensors package is not installed here. Exits 77 (a ctest skip) without torch.
 """
-import json
-import struct
+import os
 import sys
 
 SKIP = 77
@@ -28,24 +27,8 @@ except ImportError as error:
     print(f"SKIP: torch and torchvision are not importable by {sys.executable}: {error}")
     sys.exit(SKIP)
 
-DTYPES = {"F32": torch.float32, "F64": torch.float64, "I64": torch.int64}
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (header_bytes,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + header_bytes])
-    metadata = header.pop("__metadata__", {})
-    start = 8 + header_bytes
-    tensors = {}
-    for name, entry in header.items():
-        begin, end = entry["data_offsets"]
-        dtype = DTYPES[entry["dtype"]]
-        chunk = bytearray(data[start + begin:start + end])  # writable, so frombuffer is quiet
-        tensors[name] = torch.frombuffer(chunk, dtype=dtype).reshape(entry["shape"]) \
-            if chunk else torch.empty(entry["shape"], dtype=dtype)
-    return metadata, tensors
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from safetensors_torch import read_safetensors  # noqa: E402
 
 
 def main():

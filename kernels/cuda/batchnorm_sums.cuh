@@ -1,0 +1,81 @@
+// BatchNorm's fp64 phases on the GPU: the fp32 Welford statistics as fp64 sums (what SyncBN
+// all-reduces), and the finalization of (reduced) sums into the batch statistics and the
+// running statistics. One thread per channel; the arithmetic is kernels/batchnorm_sums.h,
+// shared with the CPU twin, so both give the same bits.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/batchnorm_sums.h"
+#include "kernels/cuda/batchnorm_reduce.cuh"
+
+namespace engine::cuda {
+
+// sums = (count * mean [C], m2 + count * mean^2 [C], count) from stats = (mean, m2, count).
+__global__ void batchnorm_stats_to_sums_kernel(const float* stats, int64_t channels, double* sums) {
+  const float count = stats[2 * channels];
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < channels;
+       c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const ChannelSums channel = batchnorm_channel_sums(count, stats[c], stats[channels + c]);
+    sums[c] = channel.sum;
+    sums[channels + c] = channel.sumsq;
+    if (c == 0) sums[2 * channels] = static_cast<double>(count);
+  }
+}
+
+// batch_stats = (mean, invstd, count) from sums; running statistics as torch.nn.BatchNorm2d.
+__global__ void batchnorm_finalize_sums_kernel(const double* sums, int64_t channels, float momentum,
+                                               float eps, float* running_mean, float* running_var,
+                                               float* batch_stats) {
+  const double count = sums[2 * channels];
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < channels;
+       c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const ChannelMoments moments = batchnorm_channel_moments(sums[c], sums[channels + c], count);
+    batch_stats[c] = static_cast<float>(moments.mean);
+    batch_stats[channels + c] = batchnorm_invstd(moments.var, eps);
+    if (c == 0) batch_stats[2 * channels] = static_cast<float>(count);
+    if (running_mean) {
+      running_mean[c] = batchnorm_running_update(running_mean[c], moments.mean, momentum);
+    }
+    if (running_var) {
+      running_var[c] = batchnorm_running_update(
+          running_var[c], batchnorm_unbiased_var(moments.var, count), momentum);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Launchers
+
+// The per-channel kernels stride over channels, so tests can force that loop with a small
+// grid (max_blocks) and few threads.
+struct PerChannelLaunch {
+  int threads = kChannelThreads;
+  int max_blocks = 1024;
+};
+
+inline dim3 per_channel_grid(int64_t channels, const PerChannelLaunch& shape) {
+  const int64_t blocks = (channels + shape.threads - 1) / shape.threads;
+  return dim3(static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, shape.max_blocks)));
+}
+
+inline void batchnorm_stats_to_sums_launch(const float* stats, int64_t channels, double* sums,
+                                           cudaStream_t stream,
+                                           const PerChannelLaunch& shape = {}) {
+  ENGINE_REQUIRE(channels >= 1, "batchnorm_stats_to_sums: needs at least one channel");
+  launch(batchnorm_stats_to_sums_kernel, per_channel_grid(channels, shape), dim3(shape.threads), 0,
+         stream, stats, channels, sums);
+}
+
+// running_mean, running_var: or null.
+inline void batchnorm_finalize_sums_launch(const double* sums, int64_t channels, float momentum,
+                                           float eps, float* running_mean, float* running_var,
+                                           float* batch_stats, cudaStream_t stream,
+                                           const PerChannelLaunch& shape = {}) {
+  ENGINE_REQUIRE(channels >= 1, "batchnorm_finalize_sums: needs at least one channel");
+  launch(batchnorm_finalize_sums_kernel, per_channel_grid(channels, shape), dim3(shape.threads), 0,
+         stream, sums, channels, momentum, eps, running_mean, running_var, batch_stats);
+}
+
+}  // namespace engine::cuda

@@ -1,0 +1,31 @@
+#include "nn/sync_batchnorm.h"
+
+#include "nn/batchnorm2d.h"
+
+namespace engine::nn {
+
+void BatchNorm2d::set_sync_group(Communicator* comm) {
+  sync_ = comm;
+  sync_sum_ = nullptr;
+  if (comm == nullptr) return;
+  sync_sum_ = [comm](Tensor& tensor, Stream& stream) {
+    comm->all_reduce(tensor, ReduceOp::sum, stream);
+  };
+}
+
+void convert_sync_batchnorm(Layer& root, Communicator& comm) {
+  walk(root, [&](Layer& layer) {
+    if (auto* norm = dynamic_cast<BatchNorm2d*>(&layer)) norm->set_sync_group(&comm);
+  });
+}
+
+int count_sync_batchnorm(const Layer& root) {
+  int count = 0;
+  walk(root, [&](const Layer& layer) {
+    const auto* norm = dynamic_cast<const BatchNorm2d*>(&layer);
+    if (norm != nullptr && norm->sync_group() != nullptr) ++count;
+  });
+  return count;
+}
+
+}  // namespace engine::nn
