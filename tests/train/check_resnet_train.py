@@ -1,0 +1,360 @@
+#!/usr/bin/env python3
+"""End-to-end checks of resnet_train under mpirun (the ctest cases train_*):
+
+    python3 tests/train/check_resnet_train.py CASE --exe build/resnet_train --data DIR --work DIR
+
+DIR is a small Fashion-MNIST ImageFolder (tools/export_fashion_mnist.py --train-per-class 30
+--val-per-class 10). Cases:
+  learns        2 ranks, 4 epochs: train loss falls, val top-1 above chance, metrics valid,
+                last/best checkpoints written and loadable by --evaluate
+  equivalence   1 rank x batch 16 vs 2 ranks x batch 8 with --sync-bn: the same losses
+  resume        stopped mid-epoch by --max-steps then --resume: the same per-step losses as
+                an uninterrupted run, bit for bit
+  bad_flags     each bad flag or path: one line from rank 0 naming it, every rank non-zero
+  bad_files     bad files skipped with one warning each, odd-but-good images train, counted
+  sigterm       SIGTERM to one rank: every rank stops within seconds, 143, checkpoint intact
+  sigkill       SIGKILL of one rank: the others end within the timeout, naming the dead rank
+Only the Python standard library is used.
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import time
+import zlib
+
+MPI = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
+# Small and fast: 32 px, resnet18, 1 compute thread per rank on the 2-core CI machine.
+COMMON = ["--arch", "resnet18", "--image-size", "32", "--crop-scale", "0.64,1", "--workers", "1",
+          "--normalize", "0.286,0.286,0.286/0.353,0.353,0.353", "--print-freq", "5"]
+METRIC_KEYS = ["epoch", "train_loss", "train_top1", "val_loss", "val_top1", "val_top5", "lr",
+               "images_per_s", "epoch_s", "skipped_files", "comm_hidden"]
+
+
+class Failure(Exception):
+    pass
+
+
+def check(condition, message):
+    if not condition:
+        raise Failure(message)
+
+
+def run(args, ranks, extra, timeout=300, expect=0):
+    command = MPI + ["-np", str(ranks), args.exe, "--data", args.data] + COMMON + extra
+    started = time.monotonic()
+    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    result.seconds = time.monotonic() - started
+    if expect is not None and (result.returncode == 0) != (expect == 0):
+        raise Failure(f"{' '.join(command)} exited {result.returncode}, expected "
+                      f"{'0' if expect == 0 else 'non-zero'}\n--- stdout\n{result.stdout}"
+                      f"\n--- stderr\n{result.stderr}")
+    return result
+
+
+def read_jsonl(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def fresh(args, name):
+    path = os.path.join(args.work, name)
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
+def case_learns(args):
+    work = fresh(args, "learns")
+    result = run(args, 2, ["--epochs", "4", "-b", "16", "--lr", "0.02", "--lr-schedule", "onecycle",
+                           "--wd", "5e-4", "--nesterov", "--checkpoint-dir", work])
+    epochs = read_jsonl(os.path.join(work, "metrics.jsonl"))
+    check(len(epochs) == 4, f"{len(epochs)} metrics lines, expected 4")
+    for line in epochs:
+        missing = [key for key in METRIC_KEYS if key not in line]
+        check(not missing, f"metrics line lacks {missing}: {line}")
+    losses = [line["train_loss"] for line in epochs]
+    check(losses[-1] < 0.8 * losses[0], f"train loss did not fall: {losses}")
+    check(epochs[-1]["val_top1"] > 0.3, f"val top-1 {epochs[-1]['val_top1']} not above chance (0.1)")
+    check(0 <= epochs[-1]["comm_hidden"] <= 1, "comm_hidden outside [0, 1]")
+    for name in ("last", "best"):
+        check(os.path.getsize(os.path.join(work, name + ".safetensors")) > 40e6,
+              f"{name}.safetensors missing or short")
+    check("global" in result.stdout and "epoch 4/4 done" in result.stdout,
+          "rank 0 printed no banner or epoch summary:\n" + result.stdout)
+    check(not [l for l in result.stdout.splitlines() if l.startswith("[rank 1]")],
+          "rank 1 printed to stdout")
+    # The checkpoint evaluates to the figures of its epoch.
+    metrics = os.path.join(work, "eval.jsonl")
+    run(args, 1, ["--evaluate", "--resume", os.path.join(work, "last.safetensors"), "--metrics",
+                  metrics])
+    evaluated = read_jsonl(metrics)[0]
+    check(abs(evaluated["val_loss"] - epochs[-1]["val_loss"]) < 1e-4 * max(1, epochs[-1]["val_loss"]),
+          f"--evaluate gives val loss {evaluated['val_loss']}, training logged "
+          f"{epochs[-1]['val_loss']}")
+    check(evaluated["val_top1"] == epochs[-1]["val_top1"], "--evaluate top-1 differs")
+    print(f"learns: train loss {losses}, val top-1 {[l['val_top1'] for l in epochs]}, "
+          f"{result.seconds:.0f} s")
+
+
+def step_losses(path):
+    return [(line["step"], line["loss"]) for line in read_jsonl(path)]
+
+
+def case_equivalence(args):
+    work = fresh(args, "equivalence")
+    # Few steps at a small rate: fp32 rounding differences between the two runs (sums taken in
+    # another order) flip max-pool and ReLU decisions that later steps amplify; changing the
+    # rate by 5e-5 relative moves the third step's loss by 4e-3 and the fourth's by 2e-2.
+    flags = ["--sync-bn", "--epochs", "1", "--max-steps", "3", "--lr", "0.002", "--momentum", "0.9"]
+    one = os.path.join(work, "one.jsonl")
+    two = os.path.join(work, "two.jsonl")
+    run(args, 1, flags + ["-b", "16", "--checkpoint-dir", work + "/1", "--step-metrics", one])
+    run(args, 2, flags + ["-b", "8", "--checkpoint-dir", work + "/2", "--step-metrics", two])
+    a, b = step_losses(one), step_losses(two)
+    check(len(a) == 3 and len(b) == 3, f"expected 3 steps each, got {len(a)} and {len(b)}")
+    worst = max(abs(x[1] - y[1]) / abs(x[1]) for x, y in zip(a, b))
+    check(worst < 1e-4, f"losses differ by {worst:.2e} relative:\n1 rank  {a}\n2 ranks {b}")
+    print(f"equivalence: 3 steps, largest relative loss difference {worst:.2e} (tolerance 1e-4)")
+
+
+def case_resume(args):
+    work = fresh(args, "resume")
+    flags = ["--epochs", "2", "-b", "16", "--lr", "0.05", "--lr-schedule", "onecycle", "--nesterov",
+             "--wd", "1e-4"]
+    whole = os.path.join(work, "whole.jsonl")
+    run(args, 2, flags + ["--checkpoint-dir", work + "/whole", "--step-metrics", whole])
+    parts = os.path.join(work, "parts.jsonl")
+    stopped = run(args, 2, flags + ["--checkpoint-dir", work + "/parts", "--step-metrics", parts,
+                                    "--max-steps", "13"])
+    check("reached --max-steps at step 13" in stopped.stdout, "no stop message:\n" + stopped.stdout)
+    run(args, 2, flags + ["--checkpoint-dir", work + "/parts", "--step-metrics", parts,
+                          "--resume", work + "/parts/last.safetensors"])
+    a = [line for line in open(whole)]
+    b = [line for line in open(parts)]
+    check(len(a) == 18, f"the uninterrupted run took {len(a)} steps, expected 18")
+    check(a == b, "resumed losses differ:\n" + "".join(f"{x.strip()} | {y.strip()}\n"
+                                                       for x, y in zip(a, b) if x != y))
+    first = read_jsonl(os.path.join(work, "whole", "metrics.jsonl"))
+    second = read_jsonl(os.path.join(work, "parts", "metrics.jsonl"))
+    check(first[-1]["val_loss"] == second[-1]["val_loss"], "final validation differs")
+    print("resume: 18 steps identical to the uninterrupted run after stopping at step 13")
+
+
+def case_bad_flags(args):
+    work = fresh(args, "bad_flags")
+    text_file = os.path.join(work, "notes.safetensors")
+    with open(text_file, "w") as f:
+        f.write("not a checkpoint\n")
+    empty = os.path.join(work, "empty")
+    os.makedirs(os.path.join(empty, "train", "a"))
+    os.makedirs(os.path.join(empty, "val", "a"))
+    no_val = os.path.join(work, "no_val")
+    os.makedirs(os.path.join(no_val, "train", "a"))
+    # A resnet34 checkpoint of this dataset, for the arch mismatch.
+    r34 = os.path.join(work, "r34")
+    run(args, 1, ["--arch", "resnet34", "--epochs", "1", "--max-steps", "1", "-b", "4",
+                  "--checkpoint-dir", r34])
+    cases = [
+        (["--bogus"], 2, "unknown flag --bogus"),
+        (["--arch", "resnet19"], 2, "unknown architecture 'resnet19'"),
+        (["--batch-size", "0"], 2, "--batch-size must be >= 1"),
+        (["--lr-schedule", "linear"], 2, "--lr-schedule takes step, cosine, onecycle"),
+        (["--normalize", "1,2/3"], 2, "--normalize takes 3 comma-separated numbers"),
+        (["--evaluate"], 2, "--evaluate needs --resume FILE"),
+        (["--device", "cuda"], 1, "cuda"),
+        (["--resume", os.path.join(work, "missing.safetensors")], 1, "missing.safetensors: no such file"),
+        (["--resume", text_file], 1, "notes.safetensors"),
+        (["--resume", os.path.join(r34, "last.safetensors")], 1, "holds resnet34, but --arch is resnet18"),
+        (["--data", empty], 1, empty + "/train"),
+        (["--data", no_val], 1, "no val/ folder"),
+        (["--data", os.path.join(work, "nowhere")], 1, "not a folder"),
+        (["--checkpoint-dir", text_file], 1, "--checkpoint-dir " + text_file),
+    ]
+    for extra, status, words in cases:
+        result = run(args, 2, extra + ["--checkpoint-dir", os.path.join(work, "ck")]
+                     if "--checkpoint-dir" not in extra else extra, timeout=60, expect=None)
+        lines = [l for l in result.stderr.splitlines() if "resnet_train:" in l]
+        check(result.returncode != 0, f"{extra}: exited 0")
+        check(any(words in l for l in lines), f"{extra}: no line naming '{words}':\n{result.stderr}")
+        check(len(lines) == 1, f"{extra}: {len(lines)} error lines, expected one from rank 0:\n"
+                               f"{result.stderr}")
+        if status == 2:
+            check("usage: resnet_train" in result.stderr, f"{extra}: no usage on stderr")
+        check(result.seconds < 30, f"{extra}: took {result.seconds:.0f} s")
+    print(f"bad_flags: {len(cases)} bad command lines, each one line from rank 0 and non-zero")
+
+
+def png(width, height, color_type, bit_depth, rows, palette=None):
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+    raw = b"".join(b"\x00" + row for row in rows)
+    data = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, bit_depth,
+                                                             color_type, 0, 0, 0))
+    if palette:
+        data += chunk(b"PLTE", palette)
+    return data + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+
+
+def odd_good_images():
+    w = h = 28
+    gray = [bytes((x * 9 + y * 3) % 256 for x in range(w)) for y in range(h)]
+    return {
+        "gray_alpha.png": png(w, h, 4, 8, [bytes(v for p in r for v in (p, 255)) for r in gray]),
+        "rgba.png": png(w, h, 6, 8, [bytes(v for p in r for v in (p, p, p, 200)) for r in gray]),
+        "gray16.png": png(w, h, 0, 16, [bytes(v for p in r for v in (p, p)) for r in gray]),
+        "palette.png": png(w, h, 3, 8, [bytes(p % 16 for p in r) for r in gray],
+                           palette=bytes(v for i in range(16) for v in (i * 16, i * 16, i * 16))),
+    }
+
+
+def case_bad_files(args):
+    work = fresh(args, "bad_files")
+    data = os.path.join(work, "data")
+    shutil.copytree(args.data, data)
+    klass = sorted(os.listdir(os.path.join(data, "train")))[0]
+    folder = os.path.join(data, "train", klass)
+    good_png = open(os.path.join(folder, sorted(os.listdir(folder))[0]), "rb").read()
+    bad = {
+        "zero.png": b"",
+        "text.jpg": b"this is not a JPEG\n",
+        "truncated.png": good_png[: len(good_png) // 2],
+        "huge.png": png(100000, 100000, 0, 8, [])[:33] + b"\0\0\0\0IEND\xaeB`\x82",
+        ".hidden.png": b"garbage",
+    }
+    for name, body in {**bad, **odd_good_images()}.items():
+        with open(os.path.join(folder, name), "wb") as f:
+            f.write(body)
+    with open(os.path.join(folder, "notes.txt"), "w") as f:
+        f.write("not an image extension: ImageFolder never lists it\n")
+    for split in ("train", "val"):
+        os.makedirs(os.path.join(data, split, "zz_empty"))
+    args_copy = argparse.Namespace(**vars(args))
+    args_copy.data = data
+    result = run(args_copy, 2, ["--epochs", "2", "-b", "16", "--checkpoint-dir", work + "/ck"])
+    epochs = read_jsonl(os.path.join(work, "ck", "metrics.jsonl"))
+    check(len(epochs) == 2, "training did not finish both epochs")
+    for name in bad:
+        warned = [l for l in result.stderr.splitlines() if name in l]
+        check(warned, f"no warning names {name}:\n{result.stderr}")
+        check(len(warned) <= 2, f"{name} warned {len(warned)} times (once per rank at most)")
+    for name in odd_good_images():
+        check(name not in result.stderr, f"the good image {name} was skipped:\n{result.stderr}")
+    check("zz_empty" in result.stderr, "no warning names the empty class folder")
+    check(epochs[0]["skipped_files"] >= len(bad), f"skipped_files {epochs[0]['skipped_files']}, "
+                                                  f"expected at least {len(bad)}")
+    check("skipped files" in result.stdout, "the epoch summary does not count skipped files")
+    print(f"bad_files: {len(bad)} bad files skipped and named, {len(odd_good_images())} odd "
+          f"images trained, skipped_files {[e['skipped_files'] for e in epochs]}")
+
+
+def start(args, ranks, extra):
+    command = MPI + ["-np", str(ranks), args.exe, "--data", args.data] + COMMON + extra
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+def rank_pids(mpirun_pid):
+    """The resnet_train processes mpirun started, by their OMPI_COMM_WORLD_RANK."""
+    ranks = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"resnet_train" not in f.read().split(b"\0")[0]:
+                    continue
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = dict(item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item)
+            with open(f"/proc/{pid}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError):
+            continue
+        if ppid == mpirun_pid and b"OMPI_COMM_WORLD_RANK" in env:
+            ranks[int(env[b"OMPI_COMM_WORLD_RANK"])] = int(pid)
+    return ranks
+
+
+def wait_for_steps(path, count, process, timeout=120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        check(process.poll() is None, "the run ended before it was interrupted")
+        if os.path.exists(path) and len(open(path).readlines()) >= count:
+            return
+        time.sleep(0.2)
+    raise Failure(f"no {count} steps within {timeout} s")
+
+
+def interrupt(args, name, sig, extra):
+    work = fresh(args, name)
+    steps = os.path.join(work, "steps.jsonl")
+    process = start(args, 2, ["--epochs", "50", "-b", "16", "--checkpoint-dir", work,
+                              "--step-metrics", steps] + extra)
+    try:
+        wait_for_steps(steps, 12, process)  # past epoch 1's checkpoint (9 steps)
+        pids = rank_pids(process.pid)
+        check(sorted(pids) == [0, 1], f"found ranks {pids}")
+        os.kill(pids[1], sig)
+        sent = time.monotonic()
+        out, err = process.communicate(timeout=60)
+        seconds = time.monotonic() - sent
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    left = rank_pids(process.pid)
+    check(not left, f"processes left behind: {left}")
+    return work, process.returncode, out, err, seconds
+
+
+def case_sigterm(args):
+    work, status, out, err, seconds = interrupt(args, "sigterm", signal.SIGTERM, [])
+    check(status != 0, "mpirun exited 0 after SIGTERM")
+    check("stopped by SIGTERM" in out, f"no stop message on rank 0:\nstdout {out}\nstderr {err}")
+    check(seconds < 20, f"took {seconds:.1f} s to stop")
+    check(not [f for f in os.listdir(work) if ".tmp" in f], f"temp files left: {os.listdir(work)}")
+    # The checkpoint is whole: it evaluates.
+    run(args, 1, ["--evaluate", "--resume", os.path.join(work, "last.safetensors"), "--metrics",
+                  os.path.join(work, "eval.jsonl")])
+    print(f"sigterm: every rank stopped {seconds:.1f} s after SIGTERM to rank 1, status {status}, "
+          "last.safetensors evaluates")
+
+
+def case_sigkill(args):
+    timeout = 5
+    work, status, out, err, seconds = interrupt(args, "sigkill", signal.SIGKILL,
+                                                ["--comm-timeout", str(timeout)])
+    check(status != 0, "mpirun exited 0 after a rank was killed")
+    check(seconds < timeout + 10, f"took {seconds:.1f} s, more than the timeout + 10 s")
+    check("rank 1" in err, f"no message names rank 1:\n{err}")
+    check(os.path.exists(os.path.join(work, "last.safetensors")), "epoch 1's checkpoint is gone")
+    print(f"sigkill: the job ended {seconds:.1f} s after rank 1 was killed, naming it")
+
+
+CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("case", choices=sorted(CASES))
+    parser.add_argument("--exe", required=True)
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--work", required=True)
+    args = parser.parse_args()
+    if not os.path.isdir(os.path.join(args.data, "train")):
+        print(f"SKIP: no dataset at {args.data} (needs Debian's dataset-fashion-mnist)")
+        sys.exit(77)
+    os.makedirs(args.work, exist_ok=True)
+    try:
+        CASES[args.case](args)
+    except (Failure, subprocess.TimeoutExpired) as error:
+        print(f"FAIL {args.case}: {error}", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

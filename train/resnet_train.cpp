@@ -1,0 +1,83 @@
+// resnet_train: data-parallel ResNet training on an ImageFolder dataset.
+//
+//   mpirun -np 4 ./resnet_train --data /imagenet --arch resnet50
+//
+// Exit status: 0 done, 1 a failure (its message names the flag, path or rank), 2 a bad
+// command line, 128 + N stopped by signal N (the last checkpoint is kept).
+#include <mpi.h>
+
+#include <cstdio>
+#include <optional>
+
+#include "bench/cli_usage.h"
+#include "collectives/bootstrap.h"
+#include "kernels/error.h"
+#include "nn/resnet.h"
+#include "train/preflight.h"
+#include "train/stop_signal.h"
+#include "train/train_options.h"
+#include "train/trainer.h"
+
+namespace engine::train {
+namespace {
+
+// Bytes of a checkpoint of the model: values, momentum and BN buffers, in f32.
+int64_t checkpoint_bytes(const TrainOptions& options, int64_t classes) {
+  const nn::ResNet model(options.arch, {.num_classes = classes});
+  int64_t buffers = 0;
+  for (const nn::BufferInfo& info : model.params().buffers())
+    buffers += shape_numel(info.shape);
+  return 4 * (2 * model.params().parameter_count() + buffers) + (1 << 20);
+}
+
+// Runs the checks on every rank; returns true when all passed. Otherwise rank 0 has printed
+// its error (or each failing rank its own, when rank 0 passed) and every rank returns false.
+bool checks_pass_on_every_rank(const MpiSession& session, const std::function<void()>& checks) {
+  std::string error;
+  try {
+    checks();
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  int failed[2] = {session.rank() == 0 && !error.empty(), !error.empty()};
+  MPI_Allreduce(MPI_IN_PLACE, failed, 2, MPI_INT, MPI_MAX, session.comm());
+  if (!error.empty() && (session.rank() == 0 || !failed[0])) {
+    std::fprintf(stderr, "resnet_train: %s\n", error.c_str());
+  }
+  return !failed[1];
+}
+
+int train_main(int argc, char** argv, MpiSession& session) {
+  const TrainOptions options = parse_train_options(argc, argv);
+  install_stop_handlers();
+  std::optional<Datasets> datasets;
+  const bool ready = checks_pass_on_every_rank(session, [&] {
+    (void)session.device(options.device);
+    datasets.emplace(scan_datasets(options));
+    const auto classes = static_cast<int64_t>(datasets->classes().size());
+    if (!options.resume.empty()) check_resume_file(options, datasets->classes());
+    if (session.rank() == 0 && !options.evaluate) {
+      check_checkpoint_dir(options.checkpoint_dir, checkpoint_bytes(options, classes));
+    }
+  });
+  if (!ready) return 1;
+  try {
+    Trainer trainer(options, session, std::move(*datasets));
+    return trainer.run();
+  } catch (const std::exception& e) {
+    // One rank failed mid-run: the others would wait in a collective until its timeout.
+    std::fprintf(stderr, "resnet_train: %s\n", e.what());
+    std::fflush(stderr);
+    if (session.size() > 1) MPI_Abort(session.comm(), 1);
+    return 1;
+  }
+}
+
+}  // namespace
+}  // namespace engine::train
+
+int main(int argc, char** argv) {
+  engine::MpiSession session(&argc, &argv);
+  return engine::cli::run_cli("resnet_train", engine::train::train_usage(),
+                              [&] { return engine::train::train_main(argc, argv, session); });
+}

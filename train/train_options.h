@@ -1,0 +1,68 @@
+// resnet_train's command line: pytorch/examples imagenet/main.py's flag names where it has
+// them, the engine's own otherwise. Parsing (parse_train_options) only reads argv and checks
+// each value on its own; check_train_options then checks the combinations and the paths
+// before any work, so that a bad run ends with one clear line naming the flag or the path.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "kernels/dtype.h"
+
+namespace engine::train {
+
+enum class ScheduleName { constant, step, cosine, onecycle };
+
+struct TrainOptions {
+  std::string data;  // DIR with train/ and val/
+  std::string arch = "resnet18";
+  int64_t epochs = 90;
+  int64_t batch_size = 64;  // per rank
+  double lr = 0.1;
+  double momentum = 0.9;
+  double weight_decay = 1e-4;
+  bool nesterov = false;
+  bool norm_weight_decay = true;  // false: no decay on BatchNorm weights/biases and biases
+  ScheduleName lr_schedule = ScheduleName::step;
+  int64_t lr_step_size = 30;  // StepLR's, in epochs
+  double lr_gamma = 0.1;
+  int64_t warmup_epochs = 0;
+  double warmup_start_factor = 0.01;
+  double label_smoothing = 0;
+  int workers = 0;  // 0: the cores this rank has, at most 8
+  int threads = 0;  // compute threads per rank; 0: the host's cores / ranks on the host
+  std::string resume;
+  bool evaluate = false;
+  uint64_t seed = 0;
+  int64_t print_freq = 10;
+  bool sync_bn = false;
+  bool zero_init_residual = false;
+  std::string device = "auto";
+  DType precision = DType::f32;
+  int64_t image_size = 224;
+  std::array<double, 2> crop_scale = {0.08, 1.0};  // RandomResizedCrop's scale range
+  double bucket_cap_mb = 25;
+  std::string checkpoint_dir = "checkpoints";
+  std::string metrics;       // "": <checkpoint_dir>/metrics.jsonl
+  std::string step_metrics;  // "": none; else one JSON line per optimizer step
+  double comm_timeout_s = 300;
+  std::string comm = "auto";  // the gradient all-reduce's communicator (comm_factory names)
+  std::array<float, 3> normalize_mean = {0.485f, 0.456f, 0.406f};
+  std::array<float, 3> normalize_std = {0.229f, 0.224f, 0.225f};
+  int64_t max_steps = 0;  // stop (saving `last`) after this many optimizer steps; 0: no limit
+};
+
+// The usage text (every flag with its default), starting "usage: resnet_train".
+std::string train_usage();
+
+// Throws cli::HelpRequested for --help/-h and cli::UsageError naming the flag for a bad one.
+TrainOptions parse_train_options(int argc, char** argv);
+
+std::string_view schedule_name(ScheduleName name);
+
+// The metrics file the options give.
+std::string metrics_path(const TrainOptions& options);
+
+}  // namespace engine::train

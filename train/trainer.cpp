@@ -1,0 +1,480 @@
+#include "train/trainer.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <optional>
+#include <thread>
+
+#include "collectives/comm_factory.h"
+#include "data/loader.h"
+#include "data/sampler.h"
+#include "kernels/error.h"
+#include "kernels/ops/loss.h"
+#include "kernels/runtime.h"
+#include "nn/checkpoint.h"
+#include "nn/cross_entropy.h"
+#include "nn/data_parallel.h"
+#include "nn/lr_schedule.h"
+#include "nn/resnet.h"
+#include "nn/sgd.h"
+#include "nn/sync_batchnorm.h"
+#include "train/json_line.h"
+#include "train/progress.h"
+#include "train/stop_signal.h"
+
+namespace engine::train {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The gradient communicator for --comm auto: our ring, over shared memory when every rank is
+// on this host, over MPI otherwise, over NCCL on GPUs.
+std::string gradient_comm_name(const TrainOptions& options, const MpiSession& session,
+                               Device device) {
+  if (options.comm != "auto") return options.comm;
+  if (!device.is_cpu()) return "ring-nccl";
+  return session.world().local_size == session.size() ? "ring-shm" : "ring-mpi";
+}
+
+// The host communicator for the per-step figures (CPU tensors whatever the device).
+std::string host_comm_name(const MpiSession& session) {
+  return session.world().local_size == session.size() ? "ring-shm" : "ring-mpi";
+}
+
+nn::LrSchedule make_schedule(const TrainOptions& o, int64_t steps_per_epoch) {
+  nn::LrSchedule schedule;
+  schedule.steps_per_epoch = steps_per_epoch;
+  schedule.warmup = {o.warmup_epochs, o.warmup_start_factor};
+  const int64_t main_epochs = std::max<int64_t>(1, o.epochs - o.warmup_epochs);
+  switch (o.lr_schedule) {
+    case ScheduleName::constant:
+      schedule.kind = nn::ConstantLr{};
+      break;
+    case ScheduleName::step:
+      schedule.kind = nn::StepLr{o.lr_step_size, o.lr_gamma};
+      break;
+    case ScheduleName::cosine:
+      schedule.kind = nn::CosineLr{main_epochs, 0};
+      break;
+    case ScheduleName::onecycle:
+      schedule.kind = nn::OneCycleLr{.max_lr = o.lr, .total_steps = o.epochs * steps_per_epoch};
+      break;
+  }
+  nn::validate_lr_schedule(schedule);
+  return schedule;
+}
+
+int default_threads(const MpiSession& session) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / std::max(1, session.world().local_size));
+}
+
+}  // namespace
+
+struct Trainer::State {
+  State(const TrainOptions& o, MpiSession& s, Datasets d)
+      : options(o),
+        session(s),
+        datasets(std::move(d)),
+        device(s.device(o.device)),
+        stream(device),
+        model(o.arch, {.num_classes = static_cast<int64_t>(datasets.classes().size()),
+                       .zero_init_residual = o.zero_init_residual,
+                       .seed = o.seed}),
+        loss(static_cast<float>(o.label_smoothing)),
+        progress(s.rank() == 0, o.print_freq) {}
+
+  const TrainOptions& options;
+  MpiSession& session;
+  Datasets datasets;
+  Device device;
+  Stream stream;
+  nn::ResNet model;
+  nn::CrossEntropyLoss loss;
+  Progress progress;
+
+  std::unique_ptr<Communicator> grad_comm, host_comm_owned;
+  Communicator* host_comm = nullptr;
+  std::unique_ptr<nn::DataParallel> ddp;
+  std::unique_ptr<nn::Sgd> sgd;
+  nn::LrSchedule schedule;
+  std::unique_ptr<data::Loader> train_loader, val_loader;
+  int64_t steps_per_epoch = 0;
+
+  Shape model_shape;  // the shape setup() last saw
+  Tensor correct;     // f32[2] top-1/top-5 counts of a batch
+  int64_t step = 0;   // optimizer steps taken
+  int64_t first_epoch = 0, first_batch = 0;
+  double best_top1 = -1;
+  int64_t evaluated_epochs = 0;  // --evaluate: the epochs the checkpoint had trained
+
+  bool rank0() const { return session.rank() == 0; }
+  int world() const { return session.size(); }
+
+  void build();
+  void resume();
+  int run();
+  // Returns the signal that stopped the epoch (0: it ran to its end).
+  int train_epoch(int64_t epoch, EpochFigures& figures);
+  void evaluate(EpochFigures& figures);
+  void ensure_setup(int64_t batch);
+  // Sums values over ranks in place (CPU, f32) through the host communicator.
+  void sum_over_ranks(std::vector<float>& values);
+  void save(const std::string& name, int64_t epochs_done, int64_t sampler_epoch,
+            int64_t sampler_batches);
+  void write_epoch_metrics(const EpochFigures& figures, bool trained);
+};
+
+void Trainer::State::build() {
+  const TrainOptions& o = options;
+  omp_set_num_threads(o.threads > 0 ? o.threads : default_threads(session));
+  CommOptions comm_options;
+  comm_options.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.comm_timeout_s * 1e3));
+  const std::string grad_name = gradient_comm_name(o, session, device);
+  if (const std::string why = communicator_unavailable_reason(grad_name, session); !why.empty()) {
+    fail("--comm " + grad_name + ": " + why);
+  }
+  grad_comm = make_communicator(grad_name, session, comm_options, device.str());
+  if (grad_comm->supports(Device::cpu())) {
+    host_comm = grad_comm.get();
+  } else {
+    host_comm_owned = make_communicator(host_comm_name(session), session, comm_options);
+    host_comm = host_comm_owned.get();
+  }
+
+  model.allocate(device, stream);
+  if (o.sync_bn) nn::convert_sync_batchnorm(model.layers(), *grad_comm);
+  nn::SgdConfig sgd_config;
+  sgd_config.lr = static_cast<float>(o.lr);
+  sgd_config.momentum = static_cast<float>(o.momentum);
+  sgd_config.weight_decay = static_cast<float>(o.weight_decay);
+  sgd_config.nesterov = o.nesterov;
+  sgd_config.decay_norm_and_bias = o.norm_weight_decay;
+  sgd = std::make_unique<nn::Sgd>(model.params(), sgd_config, stream);
+  ddp = std::make_unique<nn::DataParallel>(
+      model.params(), *grad_comm,
+      nn::DataParallelOptions{.bucket_cap_mb = o.bucket_cap_mb, .overlap = true});
+  correct = Tensor::empty({2}, DType::f32, device);
+
+  const int cores = std::max(1, default_threads(session));
+  data::LoaderConfig loader;
+  loader.batch_size = static_cast<int>(o.batch_size);
+  loader.workers = o.workers > 0 ? o.workers : std::min(cores, 8);
+  loader.dtype = o.precision;
+  loader.device = device;
+  loader.seed = o.seed;
+  loader.transform.mean = o.normalize_mean;
+  loader.transform.std = o.normalize_std;
+  loader.transform.output_size = static_cast<int>(o.image_size);
+  loader.transform.resize_size = static_cast<int>(std::lround(o.image_size / 0.875));
+  loader.transform.crop.scale_min = o.crop_scale[0];
+  loader.transform.crop.scale_max = o.crop_scale[1];
+  loader.bad_files = std::make_shared<data::BadFileLog>();
+  if (datasets.train) {
+    data::LoaderConfig train = loader;
+    train.transform.augmentation = data::Augmentation::train;
+    train.drop_last = true;  // every step has the full batch (and BatchNorm at least 2 values)
+    train.refill_skipped = true;
+    train_loader = std::make_unique<data::Loader>(*datasets.train, train);
+    const data::DistributedSampler sampler(static_cast<int64_t>(datasets.train->size()), world(),
+                                           session.rank(), true, o.seed);
+    steps_per_epoch = sampler.num_samples() / o.batch_size;
+    if (steps_per_epoch == 0) {
+      fail("--batch-size " + std::to_string(o.batch_size) + ": each of the " +
+           std::to_string(world()) + " ranks gets " + std::to_string(sampler.num_samples()) +
+           " of the " + std::to_string(datasets.train->size()) +
+           " training images per epoch, less than one batch");
+    }
+    schedule = make_schedule(o, steps_per_epoch);
+  }
+  data::LoaderConfig val = loader;
+  val.transform.augmentation = data::Augmentation::eval;
+  val_loader = std::make_unique<data::Loader>(datasets.val, val);
+}
+
+void Trainer::State::resume() {
+  if (options.resume.empty()) {
+    ddp->broadcast_from_rank0(stream);
+    return;
+  }
+  const nn::LoadedCheckpoint checkpoint = nn::load_checkpoint(options.resume, model, stream);
+  const nn::CheckpointState& saved = checkpoint.info.state;
+  evaluated_epochs = saved.epoch;
+  if (checkpoint.info.engine_checkpoint && !options.evaluate) {
+    nn::load_optimizer_state(checkpoint, *sgd, stream);
+    step = saved.step;
+    first_epoch = saved.sampler.epoch;
+    const auto extra = [&](const char* key) -> std::optional<std::string> {
+      const auto found = saved.extra.find(key);
+      if (found == saved.extra.end()) return std::nullopt;
+      return found->second;
+    };
+    if (saved.sampler.index > 0) {
+      // Mid-epoch: the same world size and batch give the same sample order onward.
+      const std::string here =
+          std::to_string(world()) + " ranks x batch " + std::to_string(options.batch_size);
+      const std::string then =
+          extra("world_size").value_or("?") + " ranks x batch " + extra("batch_size").value_or("?");
+      if (here != then) {
+        fail("--resume " + options.resume + " stopped mid-epoch with " + then +
+             "; continuing it exactly needs the same, this run has " + here);
+      }
+      first_batch = saved.sampler.index / options.batch_size;
+    }
+    if (const auto best = extra("best_val_top1")) best_top1 = std::stod(*best);
+  }
+  // Every rank read the same file; rank 0's copy is the one all keep (and a state_dict's
+  // BatchNorm buffers reach every rank).
+  ddp->broadcast_from_rank0(stream);
+  if (rank0()) {
+    progress.line("resumed from " + options.resume + " (" +
+                  (checkpoint.info.engine_checkpoint ? "epoch " + std::to_string(first_epoch + 1) +
+                                                           ", step " + std::to_string(step)
+                                                     : std::string("a plain state_dict")) +
+                  ")");
+  }
+}
+
+void Trainer::State::ensure_setup(int64_t batch) {
+  const Shape shape = {batch, options.image_size, options.image_size, 3};
+  if (shape == model_shape) return;
+  model.setup(shape, options.precision, stream);
+  loss.setup(batch, static_cast<int64_t>(datasets.classes().size()), options.precision, device);
+  model_shape = shape;
+}
+
+void Trainer::State::sum_over_ranks(std::vector<float>& values) {
+  if (world() == 1) return;
+  Tensor tensor = Tensor::from_floats({static_cast<int64_t>(values.size())}, values);
+  Stream host;
+  host_comm->all_reduce(tensor, ReduceOp::sum, host);
+  values = tensor.to_floats(host);
+}
+
+int Trainer::State::train_epoch(int64_t epoch, EpochFigures& figures) {
+  data::DistributedSampler sampler(static_cast<int64_t>(datasets.train->size()), world(),
+                                   session.rank(), true, options.seed);
+  sampler.set_epoch(epoch);
+  const int64_t start_batch = epoch == first_epoch ? first_batch : 0;
+  train_loader->start_epoch(epoch, sampler.indices(), start_batch);
+  progress.start_epoch(epoch, options.epochs, steps_per_epoch, start_batch);
+  const Clock::time_point started = Clock::now();
+  StepTotals totals;
+  double comm_busy = 0, comm_exposed = 0, lr = 0;
+  int stopped_by = 0;
+  for (int64_t index = start_batch; std::optional<data::Batch> batch = train_loader->next();
+       ++index) {
+    if (batch->ready) stream.wait(*batch->ready);
+    const int64_t n = batch->images.size(0);
+    ensure_setup(n);
+    const Tensor labels = Tensor::from_ints({n}, batch->labels).to(device, stream);
+    nn::Pass pass{stream, true, false, {}};
+    model.params().zero_grad();
+    const Tensor& logits = model.forward(batch->images, pass);
+    const Tensor& batch_loss = loss.forward(logits, labels, stream);
+    topk_correct(logits, labels, correct, stream);
+    ddp->begin_backward(pass);
+    model.backward(loss.backward(stream), pass);
+    ddp->end_backward(stream);
+    lr = nn::learning_rate(schedule, options.lr, step);
+    sgd->step(static_cast<float>(lr), stream);
+    ++step;
+    const nn::CommTiming& timing = ddp->last_timing();
+    comm_busy += timing.comm_busy_s;
+    comm_exposed += timing.exposed_s;
+
+    const std::vector<float> counts = correct.to_floats(stream);
+    std::vector<float> sums = {batch_loss.to_floats(stream)[0] * static_cast<float>(n),
+                               counts[0],
+                               counts[1],
+                               static_cast<float>(n),
+                               static_cast<float>(stop_signal() != 0),
+                               static_cast<float>(stop_signal())};
+    sum_over_ranks(sums);
+    const StepTotals step_totals{sums[0], sums[1], sums[2], sums[3]};
+    totals.loss_sum += step_totals.loss_sum;
+    totals.correct1 += step_totals.correct1;
+    totals.correct5 += step_totals.correct5;
+    totals.samples += step_totals.samples;
+    progress.step(index, step_totals, lr);
+    if (rank0() && !options.step_metrics.empty()) {
+      append_line(options.step_metrics, JsonLine()
+                                            .add("step", step)
+                                            .add("epoch", epoch)
+                                            .add("loss", step_totals.loss_sum / step_totals.samples)
+                                            .add("lr", lr)
+                                            .str());
+    }
+    const bool asked_to_stop = sums[4] > 0;
+    if (asked_to_stop || (options.max_steps > 0 && step >= options.max_steps)) {
+      // The signal the stopping ranks got (their mean: the same one, as a rule).
+      stopped_by = asked_to_stop ? static_cast<int>(std::lround(sums[5] / sums[4])) : -1;
+      save("last", epoch, epoch, index + 1);
+      break;
+    }
+  }
+  const double elapsed = seconds_since(started);
+  figures.train_loss = totals.loss_sum / std::max(1.0, totals.samples);
+  figures.train_top1 = totals.correct1 / std::max(1.0, totals.samples);
+  figures.lr = lr;
+  figures.images_per_s = totals.samples / std::max(1e-9, elapsed);
+  figures.comm_hidden = comm_busy > 0 ? std::clamp(1 - comm_exposed / comm_busy, 0.0, 1.0) : 1.0;
+  std::vector<float> skipped = {static_cast<float>(train_loader->summary().skipped)};
+  sum_over_ranks(skipped);
+  figures.skipped_files = static_cast<int64_t>(skipped[0]);
+  return stopped_by;
+}
+
+void Trainer::State::evaluate(EpochFigures& figures) {
+  // BatchNorm running statistics differ between ranks with local BN; evaluate rank 0's, as
+  // PyTorch's DDP does (broadcast_buffers) and as the checkpoint keeps them.
+  Tensor& buffers = model.params().flat_buffers();
+  if (world() > 1 && buffers.defined() && buffers.numel() > 0) {
+    grad_comm->broadcast(buffers, 0, stream);
+  }
+  const data::EvaluationSampler sampler(static_cast<int64_t>(datasets.val.size()), world(),
+                                        session.rank());
+  val_loader->start_epoch(0, sampler.indices());
+  double loss_sum = 0, correct1 = 0, correct5 = 0, samples = 0;
+  while (std::optional<data::Batch> batch = val_loader->next()) {
+    if (batch->ready) stream.wait(*batch->ready);
+    const int64_t n = batch->images.size(0);
+    if (n == 0) continue;
+    ensure_setup(n);
+    const Tensor labels = Tensor::from_ints({n}, batch->labels).to(device, stream);
+    nn::Pass pass{stream, false, false, {}};
+    const Tensor& logits = model.forward(batch->images, pass);
+    loss_sum += loss.forward(logits, labels, stream).to_floats(stream)[0] * static_cast<double>(n);
+    topk_correct(logits, labels, correct, stream);
+    const std::vector<float> counts = correct.to_floats(stream);
+    correct1 += counts[0];
+    correct5 += counts[1];
+    samples += static_cast<double>(n);
+  }
+  std::vector<float> sums = {static_cast<float>(loss_sum), static_cast<float>(correct1),
+                             static_cast<float>(correct5), static_cast<float>(samples),
+                             static_cast<float>(val_loader->summary().skipped)};
+  sum_over_ranks(sums);
+  const double total = std::max(1.0f, sums[3]);
+  figures.val_loss = sums[0] / total;
+  figures.val_top1 = sums[1] / total;
+  figures.val_top5 = sums[2] / total;
+  figures.skipped_files += static_cast<int64_t>(sums[4]);
+}
+
+void Trainer::State::save(const std::string& name, int64_t epochs_done, int64_t sampler_epoch,
+                          int64_t sampler_batches) {
+  if (!rank0()) return;
+  nn::CheckpointState state;
+  state.epoch = epochs_done;
+  state.step = step;
+  state.sampler = {sampler_epoch, sampler_batches * options.batch_size};
+  state.classes = datasets.classes();
+  state.image_size = options.image_size;
+  state.normalize_mean.assign(options.normalize_mean.begin(), options.normalize_mean.end());
+  state.normalize_std.assign(options.normalize_std.begin(), options.normalize_std.end());
+  state.seed = options.seed;
+  state.extra["world_size"] = std::to_string(world());
+  state.extra["batch_size"] = std::to_string(options.batch_size);
+  state.extra["lr_schedule"] = std::string(schedule_name(options.lr_schedule));
+  if (best_top1 >= 0) state.extra["best_val_top1"] = json_number(best_top1);
+  const std::string path = options.checkpoint_dir + "/" + name + ".safetensors";
+  nn::save_checkpoint(path, model, *sgd, state, stream);
+}
+
+void Trainer::State::write_epoch_metrics(const EpochFigures& f, bool trained) {
+  if (!rank0()) return;
+  JsonLine line;
+  line.add("epoch", f.epoch + 1);
+  const double none = std::nan("");
+  line.add("train_loss", trained ? f.train_loss : none)
+      .add("train_top1", trained ? f.train_top1 : none)
+      .add("val_loss", f.val_loss)
+      .add("val_top1", f.val_top1)
+      .add("val_top5", f.val_top5)
+      .add("lr", trained ? f.lr : none)
+      .add("images_per_s", trained ? f.images_per_s : none)
+      .add("epoch_s", f.epoch_s)
+      .add("skipped_files", f.skipped_files)
+      .add("comm_hidden", trained ? f.comm_hidden : none)
+      .add("step", step)
+      .add("world_size", world())
+      .add("arch", options.arch);
+  append_line(metrics_path(options), line.str());
+}
+
+int Trainer::State::run() {
+  build();
+  resume();
+  if (rank0()) {
+    progress.line("resnet_train: " + options.arch + ", " +
+                  std::to_string(datasets.classes().size()) + " classes, " +
+                  std::to_string(world()) + " rank(s) on " + device.str() + " (" +
+                  grad_comm->name() + "), batch " + std::to_string(options.batch_size) +
+                  " per rank = " + std::to_string(options.batch_size * world()) + " global, " +
+                  std::string(options.precision == DType::bf16 ? "bf16" : "fp32") +
+                  (options.sync_bn ? ", SyncBN" : ""));
+  }
+  if (options.evaluate) {
+    const Clock::time_point started = Clock::now();
+    EpochFigures figures;
+    figures.epoch = evaluated_epochs - 1;  // the metrics line's "epoch" is the checkpoint's
+    evaluate(figures);
+    figures.epoch_s = seconds_since(started);
+    char text[200];
+    std::snprintf(text, sizeof text, "evaluate: val loss %.4f top1 %.2f%% top5 %.2f%% (%zu images)",
+                  figures.val_loss, 100 * figures.val_top1, 100 * figures.val_top5,
+                  datasets.val.size());
+    progress.line(text);
+    write_epoch_metrics(figures, false);
+    return 0;
+  }
+  for (int64_t epoch = first_epoch; epoch < options.epochs; ++epoch) {
+    const Clock::time_point started = Clock::now();
+    EpochFigures figures;
+    figures.epoch = epoch;
+    figures.epochs = options.epochs;
+    const int stopped_by = train_epoch(epoch, figures);
+    if (stopped_by != 0) {
+      if (rank0()) {
+        progress.line(
+            std::string("resnet_train: ") +
+            (stopped_by > 0 ? "stopped by " + signal_name(stopped_by) : "reached --max-steps") +
+            " at step " + std::to_string(step) + "; saved " + options.checkpoint_dir +
+            "/last.safetensors (continue with --resume)");
+      }
+      // Rank 0 may still be writing: nobody leaves before it has (mpirun would end it).
+      host_comm->barrier();
+      return stopped_by > 0 ? 128 + stopped_by : 0;
+    }
+    evaluate(figures);
+    figures.epoch_s = seconds_since(started);
+    figures.best = figures.val_top1 > best_top1;
+    if (figures.best) best_top1 = figures.val_top1;
+    save("last", epoch + 1, epoch + 1, 0);
+    if (figures.best) save("best", epoch + 1, epoch + 1, 0);
+    write_epoch_metrics(figures, true);
+    progress.epoch_summary(figures);
+  }
+  host_comm->barrier();
+  return 0;
+}
+
+Trainer::Trainer(const TrainOptions& options, MpiSession& session, Datasets datasets)
+    : state_(std::make_unique<State>(options, session, std::move(datasets))) {}
+
+Trainer::~Trainer() = default;
+
+int Trainer::run() {
+  return state_->run();
+}
+
+}  // namespace engine::train
