@@ -311,6 +311,7 @@ int Trainer::State::train_epoch(int64_t epoch, EpochFigures& figures) {
                                             .add("epoch", epoch)
                                             .add("loss", step_totals.loss_sum / step_totals.samples)
                                             .add("lr", lr)
+                                            .add("comm_hidden", timing.hidden_fraction)
                                             .str());
     }
     const bool asked_to_stop = sums[4] > 0;
