@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/cli_usage.h"
+#include "train/cli_usage.h"
 #include "bench/timing.h"
 #include "collectives/bootstrap.h"
 #include "collectives/comm_factory.h"

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "bench/cli_usage.h"
+#include "train/cli_usage.h"
 #include "data/bad_file_log.h"
 #include "data/decode.h"
 #include "data/file_io.h"

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "bench/bench_report.h"
-#include "bench/cli_usage.h"
+#include "train/cli_usage.h"
 #include "bench/op_rows.h"
 #include "bench/resnet_layers.h"
 #include "bench/timing.h"

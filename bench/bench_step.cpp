@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "bench/bench_report.h"
-#include "bench/cli_usage.h"
+#include "train/cli_usage.h"
 #include "bench/timing.h"
 #include "bench/torch_baseline.h"
 #include "kernels/runtime.h"

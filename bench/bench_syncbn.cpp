@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "bench/bench_report.h"
-#include "bench/cli_usage.h"
+#include "train/cli_usage.h"
 #include "bench/timing.h"
 #include "collectives/comm_factory.h"
 #include "collectives/timeout.h"

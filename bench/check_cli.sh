@@ -1,5 +1,5 @@
 #!/bin/sh
-# check_cli.sh PROGRAM COMMAND...: the command-line convention (bench/cli_usage.h) holds for
+# check_cli.sh PROGRAM COMMAND...: the command-line convention (train/cli_usage.h) holds for
 # COMMAND: `--help` exits 0 with "usage: ... PROGRAM" on stdout; `--bogus-flag` exits non-zero
 # with the usage and the flag's name on stderr. With UNCHANGED_FILE set, neither run may
 # change that file or folder (the tools/ scripts must not overwrite saved results).

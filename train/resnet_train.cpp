@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <optional>
 
-#include "bench/cli_usage.h"
+#include "train/cli_usage.h"
 #include "collectives/bootstrap.h"
 #include "kernels/error.h"
 #include "nn/resnet.h"

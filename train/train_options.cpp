@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "bench/cli_usage.h"
+#include "train/cli_usage.h"
 #include "nn/resnet.h"
 
 namespace engine::train {

@@ -32,7 +32,7 @@
 #include <thread>
 #include <vector>
 
-#include "bench/cli_usage.h"
+#include "train/cli_usage.h"
 #include "rank_drill_expect.h"
 #include "rank_drill_records.h"
 

@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "bench/cli_usage.h"
+#include "train/cli_usage.h"
 #include "collectives/bootstrap.h"
 #include "collectives/comm_factory.h"
 #include "rank_drill_records.h"

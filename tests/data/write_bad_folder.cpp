@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <string>
 
-#include "bench/cli_usage.h"
+#include "train/cli_usage.h"
 #include "tests/data/test_images.h"
 
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/cli_usage.h"
+#include "train/cli_usage.h"
 #include "nn/safetensors.h"
 
 namespace {

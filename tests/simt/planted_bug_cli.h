@@ -1,4 +1,4 @@
-// The binaries' command-line convention (bench/cli_usage.h) for the planted-bug programs, by
+// The binaries' command-line convention (train/cli_usage.h) for the planted-bug programs, by
 // hand: they link only the emulator. They take no arguments.
 #pragma once
 

@@ -1,4 +1,4 @@
-#include "bench/cli_usage.h"
+#include "train/cli_usage.h"
 
 #include <charconv>
 #include <cstdio>

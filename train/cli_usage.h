@@ -1,4 +1,4 @@
-// The command-line convention of every bench binary and test driver, in one place:
+// The command-line convention of resnet_train, every bench binary and test driver, in one place:
 //   --help or -h          the usage on stdout, exit 0
 //   a bad command line    "<program>: <what is wrong>" then the usage, on stderr, exit 2
 //   any other failure     the error's message on stderr, exit 1
