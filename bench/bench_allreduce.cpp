@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "train/cli_usage.h"
+#include "bench/mpi_bench_main.h"
 #include "bench/timing.h"
 #include "collectives/bootstrap.h"
 #include "collectives/comm_factory.h"
@@ -32,6 +32,7 @@
 #include "collectives/mpi_communicator.h"
 #include "kernels/runtime.h"
 #include "kernels/tensor.h"
+#include "train/cli_usage.h"
 
 namespace engine {
 namespace {
@@ -380,23 +381,10 @@ void Bench::run() {
 }  // namespace engine
 
 int main(int argc, char** argv) {
-  // The session outlives run_cli: after a usage error every rank waits below until rank 0 has
-  // printed the usage, or mpirun could kill rank 0 first when another rank exits non-zero.
-  std::optional<engine::MpiSession> session;
-  const int exit_code = engine::cli::run_cli("bench_allreduce", engine::kUsage, [&] {
-    session.emplace(&argc, &argv);
-    // Every rank parses the same argv: a usage error ends them all alike, no abort needed.
-    const engine::Options options = engine::parse(argc, argv);
-    try {
-      engine::bench::wait_for_startup_threads_to_sleep();
-      engine::Bench bench(*session, options);
-      bench.run();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "bench_allreduce: %s\n", e.what());
-      engine::abort_job("bench_allreduce failed", 1);  // a peer may be waiting in a collective
-    }
-    return 0;
-  });
-  if (session) MPI_Barrier(session->comm());
-  return exit_code;
+  return engine::bench::run_mpi_bench(
+      "bench_allreduce", engine::kUsage, argc, argv, engine::parse,
+      [](engine::MpiSession& session, const engine::Options& options) {
+        engine::bench::wait_for_startup_threads_to_sleep();
+        engine::Bench(session, options).run();
+      });
 }

@@ -25,12 +25,13 @@
 #include <vector>
 
 #include "bench/bench_report.h"
-#include "train/cli_usage.h"
+#include "bench/mpi_bench_main.h"
 #include "bench/timing.h"
 #include "collectives/comm_factory.h"
 #include "collectives/timeout.h"
 #include "nn/batchnorm2d.h"
 #include "nn/resnet.h"
+#include "train/cli_usage.h"
 
 namespace engine::bench {
 namespace {
@@ -310,23 +311,11 @@ class Bench {
 }  // namespace engine::bench
 
 int main(int argc, char** argv) {
-  // As bench_ddp: the session outlives run_cli, so that after a usage error every rank waits
-  // until rank 0 has printed the usage.
-  std::optional<engine::MpiSession> session;
-  const int exit_code = engine::cli::run_cli("bench_syncbn", engine::bench::kUsage, [&] {
-    session.emplace(&argc, &argv);
-    const engine::bench::Options options = engine::bench::parse(argc, argv);
-    try {
-      omp_set_num_threads(options.threads);
-      engine::bench::wait_for_startup_threads_to_sleep();
-      engine::bench::Bench bench(*session, options);
-      bench.run();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "bench_syncbn: %s\n", e.what());
-      engine::abort_job("bench_syncbn failed", 1);  // a peer may be waiting in a collective
-    }
-    return 0;
-  });
-  if (session) MPI_Barrier(session->comm());
-  return exit_code;
+  using namespace engine::bench;
+  return run_mpi_bench("bench_syncbn", kUsage, argc, argv, parse,
+                       [](engine::MpiSession& session, const Options& options) {
+                         omp_set_num_threads(options.threads);
+                         wait_for_startup_threads_to_sleep();
+                         Bench(session, options).run();
+                       });
 }

@@ -17,14 +17,21 @@
 
 namespace engine::testing {
 
-// An integer in [-8, 8] from (seed, rank, index).
-inline float input_value(uint32_t seed, int rank, int64_t index) {
+// 64 well-mixed bits from (seed, rank, index): the same on every rank, so each rank can
+// build any rank's data.
+inline uint64_t rank_hash(uint64_t seed, int rank, int64_t index) {
   uint64_t h = seed * 0x9E3779B97F4A7C15ull ^
                (static_cast<uint64_t>(rank) + 1) * 0xC2B2AE3D27D4EB4Full ^
                static_cast<uint64_t>(index) * 0x165667B19E3779F9ull;
   h ^= h >> 29;
   h *= 0xBF58476D1CE4E5B9ull;
   h ^= h >> 32;
+  return h;
+}
+
+// An integer in [-8, 8] from (seed, rank, index).
+inline float input_value(uint32_t seed, int rank, int64_t index) {
+  const uint64_t h = rank_hash(seed, rank, index);
   return static_cast<float>(static_cast<int>(h % 17) - 8);
 }
 

@@ -14,6 +14,7 @@
 #include "nn/cross_entropy.h"
 #include "nn/data_parallel.h"
 #include "nn/resnet.h"
+#include "tests/collectives/collective_cases.h"
 #include "tests/collectives/mpi_main.h"
 
 namespace engine::testing {
@@ -40,17 +41,6 @@ inline Communicator& ddp_comm() {
   return *comm;
 }
 
-// 64-bit mixing of (seed, rank, index): the same on every rank.
-inline uint64_t mix(uint64_t seed, int rank, int64_t index) {
-  uint64_t h = seed * 0x9E3779B97F4A7C15ull ^
-               (static_cast<uint64_t>(rank) + 1) * 0xC2B2AE3D27D4EB4Full ^
-               static_cast<uint64_t>(index) * 0x165667B19E3779F9ull;
-  h ^= h >> 31;
-  h *= 0xBF58476D1CE4E5B9ull;
-  h ^= h >> 29;
-  return h;
-}
-
 constexpr int64_t kImageSize = 32;
 constexpr int64_t kClasses = 10;
 
@@ -62,10 +52,10 @@ inline Batch make_batch(uint64_t seed, int rank, int micro, int64_t batch) {
   const int64_t pixels = batch * kImageSize * kImageSize * 3;
   std::vector<float> values(static_cast<size_t>(pixels));
   for (int64_t i = 0; i < pixels; ++i)
-    values[i] = static_cast<float>(mix(seed + micro * 7919, rank, i) >> 40) / (1 << 22) - 2.f;
+    values[i] = static_cast<float>(rank_hash(seed + micro * 7919, rank, i) >> 40) / (1 << 22) - 2.f;
   std::vector<int32_t> labels(static_cast<size_t>(batch));
   for (int64_t i = 0; i < batch; ++i)
-    labels[i] = static_cast<int32_t>(mix(seed + micro * 7919 + 1, rank, i) % kClasses);
+    labels[i] = static_cast<int32_t>(rank_hash(seed + micro * 7919 + 1, rank, i) % kClasses);
   return {Tensor::from_floats({batch, kImageSize, kImageSize, 3}, values),
           Tensor::from_ints({batch}, labels)};
 }

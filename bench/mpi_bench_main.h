@@ -1,0 +1,42 @@
+// The main of a benchmark that runs under mpirun (bench_allreduce, bench_syncbn, bench_ddp).
+//
+// The MPI session outlives run_cli: after a usage error every rank waits at a barrier until
+// rank 0 has printed the usage, or mpirun could kill rank 0 first when another rank exits
+// non-zero. Every rank parses the same argv, so a usage error ends them all alike; a failure
+// while running aborts the job, since a peer may be waiting in a collective.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdio>
+#include <exception>
+#include <optional>
+#include <string>
+
+#include "collectives/bootstrap.h"
+#include "collectives/timeout.h"
+#include "train/cli_usage.h"
+
+namespace engine::bench {
+
+// parse(argc, argv) -> options; run(session, options) runs the benchmark.
+template <typename Parse, typename Run>
+int run_mpi_bench(const char* program, std::string_view usage, int argc, char** argv, Parse&& parse,
+                  Run&& run) {
+  std::optional<MpiSession> session;
+  const int exit_code = cli::run_cli(program, usage, [&] {
+    session.emplace(&argc, &argv);
+    const auto options = parse(argc, argv);
+    try {
+      run(*session, options);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s: %s\n", program, e.what());
+      abort_job(std::string(program) + " failed", 1);
+    }
+    return 0;
+  });
+  if (session) MPI_Barrier(session->comm());
+  return exit_code;
+}
+
+}  // namespace engine::bench
