@@ -28,6 +28,7 @@
 #include "bench/timing.h"
 #include "collectives/comm_factory.h"
 #include "collectives/timeout.h"
+#include "kernels/runtime.h"
 #include "nn/cross_entropy.h"
 #include "nn/data_parallel.h"
 #include "nn/resnet.h"
@@ -39,15 +40,16 @@ namespace {
 
 const char* const kUsage =
     "usage: bench_ddp [--arch resnet18|resnet50|...] [--image-size N] [--batch N] [--threads N]\n"
-    "                 [--classes N] [--comm ring-shm|ring-mpi|mpi] [--steps N]\n"
+    "                 [--classes N] [--device cpu|cuda]\n"
+    "                 [--comm ring-shm|ring-mpi|mpi|nccl|ring-nccl] [--steps N]\n"
     "                 [--bucket-cap-mb A,B,...] [--world1-images-per-s X] [--json]\n"
     "Run under mpirun -np W. Times data-parallel training steps (nn::DataParallel: gradient\n"
     "buckets all-reduced during backward, ReduceOp::avg) per rank, with and without overlap,\n"
     "for each bucket cap (default 1,25 MiB), against the step on one rank alone (world 1,\n"
     "measured here unless --world1-images-per-s is given): ratio = scaling efficiency. Also\n"
     "prints the hidden fraction of the all-reduce time. Defaults: resnet18, 32 px, batch 8 per\n"
-    "rank, 1 OpenMP thread per rank, 10 classes, ring-shm, 8 timed steps per case (the median;\n"
-    "the slowest rank's).\n";
+    "rank, 1 OpenMP thread per rank, 10 classes, cpu with ring-shm (cuda needs nccl or\n"
+    "ring-nccl), 8 timed steps per case (the median; the slowest rank's).\n";
 
 struct Options {
   std::string arch = "resnet18";
@@ -55,6 +57,7 @@ struct Options {
   int64_t batch = 8;
   int threads = 1;
   int64_t classes = 10;
+  std::string device = "cpu";
   std::string comm = "ring-shm";
   int steps = 8;
   std::vector<double> bucket_caps_mb = {1, 25};
@@ -93,6 +96,8 @@ Options parse(int argc, char** argv) {
       o.classes = args.integer();
     else if (args.is("--comm"))
       o.comm = args.value();
+    else if (args.is("--device"))
+      o.device = args.value();
     else if (args.is("--steps"))
       o.steps = static_cast<int>(args.integer());
     else if (args.is("--bucket-cap-mb"))
@@ -116,8 +121,9 @@ Options parse(int argc, char** argv) {
 // One rank's model, batch and optimizer; step() is one training step, with or without DDP.
 class Trainer {
  public:
-  Trainer(const Options& o, int rank) : model_(o.arch, {.num_classes = o.classes, .seed = 1}) {
-    model_.allocate(Device::cpu(), stream_);
+  Trainer(const Options& o, int rank, Device device)
+      : stream_(device), model_(o.arch, {.num_classes = o.classes, .seed = 1}) {
+    model_.allocate(device, stream_);
     model_.setup({o.batch, o.image_size, o.image_size, 3}, DType::f32, stream_);
     std::mt19937 rng(static_cast<uint32_t>(7 + rank));
     std::normal_distribution<float> normal;
@@ -127,9 +133,10 @@ class Trainer {
     std::vector<int32_t> labels(static_cast<size_t>(o.batch));
     for (int32_t& l : labels)
       l = static_cast<int32_t>(rng() % o.classes);
-    images_ = Tensor::from_floats({o.batch, o.image_size, o.image_size, 3}, pixels);
-    labels_ = Tensor::from_ints({o.batch}, labels);
-    loss_.setup(o.batch, o.classes, DType::f32, Device::cpu());
+    images_ =
+        Tensor::from_floats({o.batch, o.image_size, o.image_size, 3}, pixels).to(device, stream_);
+    labels_ = Tensor::from_ints({o.batch}, labels).to(device, stream_);
+    loss_.setup(o.batch, o.classes, DType::f32, device);
     nn::SgdConfig config;
     config.lr = 0.01f;
     config.momentum = 0.9f;
@@ -145,6 +152,7 @@ class Trainer {
     model_.backward(loss_.backward(stream_), pass);
     if (ddp) ddp->end_backward(stream_);
     sgd_->step(0.01f, stream_);
+    stream_.synchronize();  // a GPU step is timed to its end
   }
   nn::ParameterSet& params() { return model_.params(); }
   Stream& stream() { return stream_; }
@@ -157,21 +165,13 @@ class Trainer {
   Tensor images_, labels_;
 };
 
-// The slowest rank's value (every rank gets it).
-double max_over_ranks(Communicator& comm, double value) {
-  Tensor t = Tensor::from_floats({1}, {static_cast<float>(value)});
-  Stream stream;
-  comm.all_reduce(t, ReduceOp::max, stream);
-  return t.to_floats(stream)[0];
-}
-
 // Median step time in us over `steps` steps after one warm-up, the slowest rank's.
 template <typename Step>
-double step_time_us(Communicator& comm, int steps, Step&& step) {
+double step_time_us(const MpiSession& session, int steps, Step&& step) {
   TimingOptions timing{0.0, steps};
   const double local = median_time_us(
       step, [] {}, timing);
-  return max_over_ranks(comm, local);
+  return max_over_ranks(session, local);
 }
 
 struct HiddenSummary {
@@ -180,11 +180,16 @@ struct HiddenSummary {
 
 class Bench {
  public:
-  Bench(const MpiSession& session, const Options& o) : o_(o) {
+  Bench(const MpiSession& session, const Options& o)
+      : o_(o), session_(session), device_(resolve_device(o.device, session.local_rank())) {
     CommOptions options;
     options.timeout = std::chrono::seconds(120);
-    comm_ = make_communicator(o.comm, session, options);
-    trainer_ = std::make_unique<Trainer>(o, comm_->rank());
+    comm_ = make_communicator(o.comm, session, options, device_.str());
+    if (!comm_->supports(device_)) {
+      throw cli::UsageError("--comm " + o.comm + " cannot all-reduce " + device_.str() +
+                            " tensors (cpu: ring-shm, ring-mpi, mpi; cuda: nccl, ring-nccl)");
+    }
+    trainer_ = std::make_unique<Trainer>(o, comm_->rank(), device_);
   }
 
   void run() {
@@ -203,11 +208,8 @@ class Bench {
         world1_us =
             median_time_us([&] { trainer_->step(nullptr); }, [] {}, TimingOptions{0.0, o_.steps});
       }
-      comm.barrier();
-      Tensor t = Tensor::from_floats({1}, {static_cast<float>(world1_us)});
-      Stream stream;
-      comm.broadcast(t, 0, stream);
-      world1_us = t.to_floats(stream)[0];
+      comm.barrier();  // the communicator's wait, which lets rank 0 have the cores
+      world1_us = broadcast_from_rank0(session_, world1_us);
     }
     std::vector<Row> rows;
     const auto add = [&](const std::string& impl, const std::string& what, double us,
@@ -219,14 +221,15 @@ class Bench {
       row.note = note;
       rows.push_back(row);
     };
-    add("local", "no communication", step_time_us(comm, o_.steps, [&] { trainer_->step(nullptr); }),
+    add("local", "no communication",
+        step_time_us(session_, o_.steps, [&] { trainer_->step(nullptr); }),
         "every rank computing at once");
     for (double cap : o_.bucket_caps_mb) {
       for (bool overlap : {true, false}) {
         nn::DataParallel ddp(trainer_->params(), comm, {std::min(1.0, cap), cap, overlap});
         ddp.broadcast_from_rank0(trainer_->stream());
         std::vector<nn::CommTiming> timings;
-        const double us = step_time_us(comm, o_.steps, [&] {
+        const double us = step_time_us(session_, o_.steps, [&] {
           trainer_->step(&ddp);
           timings.push_back(ddp.last_timing());
         });
@@ -249,8 +252,9 @@ class Bench {
         std::printf("%s\n", to_json(row).c_str());
       return;
     }
-    std::printf("bench_ddp: %s, world %d (%s), %d OpenMP threads per rank, median of %d steps\n",
-                shape.c_str(), world, comm.name().c_str(), o_.threads, o_.steps);
+    std::printf(
+        "bench_ddp: %s on %s, world %d (%s), %d OpenMP threads per rank, median of %d steps\n",
+        shape.c_str(), device_.str().c_str(), world, comm.name().c_str(), o_.threads, o_.steps);
     std::printf("%-52s %-9s %9s %10s %9s %7s  %s\n", "case", "impl", "step_ms", "img/s/rank",
                 "img/s", "scaling", "note");
     for (const Row& row : rows) {
@@ -271,6 +275,8 @@ class Bench {
   }
 
   Options o_;
+  const MpiSession& session_;
+  Device device_;
   std::unique_ptr<Communicator> comm_;
   std::unique_ptr<Trainer> trainer_;
 };

@@ -29,6 +29,7 @@
 #include "bench/timing.h"
 #include "collectives/comm_factory.h"
 #include "collectives/timeout.h"
+#include "kernels/runtime.h"
 #include "nn/batchnorm2d.h"
 #include "nn/resnet.h"
 #include "train/cli_usage.h"
@@ -38,14 +39,15 @@ namespace {
 
 const char* const kUsage =
     "usage: bench_syncbn [--arch resnet50|resnet18|...] [--image-size N] [--batches A,B,...]\n"
-    "                    [--reps N] [--threads N] [--comm ring-shm|ring-mpi|mpi] [--json]\n"
+    "                    [--reps N] [--threads N] [--device cpu|cuda]\n"
+    "                    [--comm ring-shm|ring-mpi|mpi|nccl|ring-nccl] [--json]\n"
     "Run under mpirun -np W (1-4 on one host). Times SyncBatchNorm forward + backward (one fp64\n"
     "all-reduce of 2C+1 sums, one f32 all-reduce of 2C) against local BatchNorm2d for every\n"
     "distinct BN layer shape of the ResNet and summed over the network, for each per-rank\n"
     "batch; ratio = local / SyncBN time. Then the bytes per layer and step, computed: ours\n"
     "8(2C+1) + 4*2C at any world size against PyTorch's all-gather, W*(2C+1)*4, at W = 8, 64,\n"
     "1024. Defaults: resnet50, 64 px, batches 1,8,32, 5 timed steps (median, the slowest\n"
-    "rank's), 1 OpenMP thread per rank, ring-shm.\n";
+    "rank's), 1 OpenMP thread per rank, cpu with ring-shm (cuda needs nccl or ring-nccl).\n";
 
 struct Options {
   std::string arch = "resnet50";
@@ -53,6 +55,7 @@ struct Options {
   std::vector<int64_t> batches = {1, 8, 32};
   int reps = 5;
   int threads = 1;
+  std::string device = "cpu";
   std::string comm = "ring-shm";
   bool json = false;
 };
@@ -88,6 +91,8 @@ Options parse(int argc, char** argv) {
       o.threads = static_cast<int>(args.integer());
     else if (args.is("--comm"))
       o.comm = args.value();
+    else if (args.is("--device"))
+      o.device = args.value();
     else if (args.is("--json"))
       o.json = true;
     else
@@ -144,28 +149,30 @@ int64_t allgather_forward_bytes(int64_t c, int64_t world) {
 // One BatchNorm2d with its own parameters, set up for [batch, h, w, c], with random x and dy.
 class BnCase {
  public:
-  BnCase(const BnLayer& layer, int64_t batch, Communicator* sync, uint32_t seed)
-      : bn_(params_, layer.name, {layer.c, 1e-5f, 0.1f, false}) {
-    params_.allocate(Device::cpu(), stream_);
+  BnCase(const BnLayer& layer, int64_t batch, Communicator* sync, uint32_t seed, Device device)
+      : stream_(device), bn_(params_, layer.name, {layer.c, 1e-5f, 0.1f, false}) {
+    params_.allocate(device, stream_);
     bn_.reset_state(stream_);
     bn_.set_sync_group(sync);
     const Shape shape = {batch, layer.h, layer.w, layer.c};
-    bn_.setup(shape, {Device::cpu(), DType::f32, stream_, true, true});
+    bn_.setup(shape, {device, DType::f32, stream_, true, true});
     std::mt19937 rng(seed);
     std::normal_distribution<float> normal;
     std::vector<float> values(static_cast<size_t>(shape_numel(shape)));
     for (float& v : values)
       v = normal(rng);
-    x_ = Tensor::from_floats(shape, values);
+    x_ = Tensor::from_floats(shape, values).to(device, stream_);
     for (float& v : values)
       v = normal(rng);
-    dy_ = Tensor::from_floats(shape, values);
+    dy_ = Tensor::from_floats(shape, values).to(device, stream_);
   }
 
+  // Synchronized, so that a GPU step is timed to its end.
   void step() {
     nn::Pass pass{stream_, true, false, {}};
     bn_.forward(x_, pass);
     bn_.backward(dy_, pass);
+    stream_.synchronize();
   }
 
  private:
@@ -175,20 +182,17 @@ class BnCase {
   Tensor x_, dy_;
 };
 
-// The slowest rank's value (every rank gets it).
-double max_over_ranks(Communicator& comm, double value) {
-  Tensor t = Tensor::from_doubles({1}, {value});
-  Stream stream;
-  comm.all_reduce(t, ReduceOp::max, stream);
-  return t.to_doubles(stream)[0];
-}
-
 class Bench {
  public:
-  Bench(const MpiSession& session, const Options& o) : o_(o) {
+  Bench(const MpiSession& session, const Options& o)
+      : o_(o), session_(session), device_(resolve_device(o.device, session.local_rank())) {
     CommOptions options;
     options.timeout = std::chrono::seconds(120);
-    comm_ = make_communicator(o.comm, session, options);
+    comm_ = make_communicator(o.comm, session, options, device_.str());
+    if (!comm_->supports(device_)) {
+      throw cli::UsageError("--comm " + o.comm + " cannot all-reduce " + device_.str() +
+                            " tensors (cpu: ring-shm, ring-mpi, mpi; cuda: nccl, ring-nccl)");
+    }
     layers_ = resnet_bn_layers(o.arch, o.image_size);
   }
 
@@ -208,12 +212,12 @@ class Bench {
         const TimingOptions timing{0.0, o_.reps};
         double local_us = 0, sync_us = 0;
         {
-          BnCase local(layer, batch, nullptr, seed);
-          local_us = max_over_ranks(comm, median_time_us([&] { local.step(); }, [] {}, timing));
+          BnCase local(layer, batch, nullptr, seed, device_);
+          local_us = max_over_ranks(session_, median_time_us([&] { local.step(); }, [] {}, timing));
         }
         {
-          BnCase synced(layer, batch, &comm, seed);
-          sync_us = max_over_ranks(comm, median_time_us([&] { synced.step(); }, [] {}, timing));
+          BnCase synced(layer, batch, &comm, seed, device_);
+          sync_us = max_over_ranks(session_, median_time_us([&] { synced.step(); }, [] {}, timing));
         }
         const int64_t bytes = ours_forward_bytes(layer.c) + backward_bytes(layer.c);
         Row row("syncbn", comm.name(),
@@ -250,10 +254,10 @@ class Bench {
       return;
     }
     std::printf(
-        "bench_syncbn: %s %lldpx, world %d (%s), %d OpenMP thread(s) per rank, median of "
+        "bench_syncbn: %s %lldpx on %s, world %d (%s), %d OpenMP thread(s) per rank, median of "
         "%d steps, forward + backward\n",
-        o_.arch.c_str(), static_cast<long long>(o_.image_size), comm.size(), comm.name().c_str(),
-        o_.threads, o_.reps);
+        o_.arch.c_str(), static_cast<long long>(o_.image_size), device_.str().c_str(), comm.size(),
+        comm.name().c_str(), o_.threads, o_.reps);
     print_table(rows);
     print_bytes();
   }
@@ -303,6 +307,8 @@ class Bench {
   }
 
   Options o_;
+  const MpiSession& session_;
+  Device device_;
   std::unique_ptr<Communicator> comm_;
   std::vector<BnLayer> layers_;
 };

@@ -19,6 +19,17 @@
 
 namespace engine::bench {
 
+// Host figures shared between ranks through MPI itself, whatever the benchmarked
+// communicator is (NCCL's take no host tensors).
+inline double max_over_ranks(const MpiSession& session, double value) {
+  MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_DOUBLE, MPI_MAX, session.comm());
+  return value;
+}
+inline double broadcast_from_rank0(const MpiSession& session, double value) {
+  MPI_Bcast(&value, 1, MPI_DOUBLE, 0, session.comm());
+  return value;
+}
+
 // parse(argc, argv) -> options; run(session, options) runs the benchmark.
 template <typename Parse, typename Run>
 int run_mpi_bench(const char* program, std::string_view usage, int argc, char** argv, Parse&& parse,
