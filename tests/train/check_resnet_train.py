@@ -161,6 +161,15 @@ def case_bad_flags(args):
     r34 = os.path.join(work, "r34")
     run(args, 1, ["--arch", "resnet34", "--epochs", "1", "--max-steps", "1", "-b", "4",
                   "--checkpoint-dir", r34])
+    # A checkpoint of a 2-class dataset, for the class count mismatch.
+    two = os.path.join(work, "two_classes")
+    for split in ("train", "val"):
+        for klass in sorted(os.listdir(os.path.join(args.data, split)))[:2]:
+            shutil.copytree(os.path.join(args.data, split, klass), os.path.join(two, split, klass))
+    two_args = argparse.Namespace(**vars(args))
+    two_args.data = two
+    run(two_args, 1, ["--epochs", "1", "--max-steps", "1", "-b", "4", "--checkpoint-dir",
+                      os.path.join(work, "ck2")])
     cases = [
         (["--bogus"], 2, "unknown flag --bogus"),
         (["--arch", "resnet19"], 2, "unknown architecture 'resnet19'"),
@@ -172,6 +181,8 @@ def case_bad_flags(args):
         (["--resume", os.path.join(work, "missing.safetensors")], 1, "missing.safetensors: no such file"),
         (["--resume", text_file], 1, "notes.safetensors"),
         (["--resume", os.path.join(r34, "last.safetensors")], 1, "holds resnet34, but --arch is resnet18"),
+        (["--resume", os.path.join(work, "ck2", "last.safetensors")], 1,
+         "has 2 classes, but the dataset"),
         (["--data", empty], 1, empty + "/train"),
         (["--data", no_val], 1, "no val/ folder"),
         (["--data", os.path.join(work, "nowhere")], 1, "not a folder"),
