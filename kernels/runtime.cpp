@@ -12,9 +12,10 @@ namespace {
 const cuda_runtime::DeviceQuery& device_query() {
   static const cuda_runtime::DeviceQuery query = [] {
     cuda_runtime::DeviceQuery result = cuda_runtime::query_devices();
-    if (result.device_count == 0) {
-      std::fprintf(stderr, "%sno usable CUDA device (%s): using the CPU backend\n",
-                   rank_prefix().c_str(), result.why_none.c_str());
+    // Said once per job, by rank 0 (or a world of one): every rank of a host would say the same.
+    if (result.device_count == 0 && process_rank() <= 0) {
+      std::fprintf(stderr, "no usable CUDA device (%s): using the CPU backend\n",
+                   result.why_none.c_str());
     }
     return result;
   }();

@@ -7,6 +7,7 @@ DIR is a small Fashion-MNIST ImageFolder (tools/export_fashion_mnist.py --train-
 --val-per-class 10). Cases:
   learns        2 ranks, 4 epochs: train loss falls, val top-1 above chance, metrics valid,
                 last/best checkpoints written and loadable by --evaluate
+  learns_bf16   the same training with bf16 activations (fp32 master weights)
   equivalence   1 rank x batch 16 vs 2 ranks x batch 8 with --sync-bn: the same losses
   resume        stopped mid-epoch by --max-steps then --resume: the same per-step losses as
                 an uninterrupted run, bit for bit
@@ -68,10 +69,11 @@ def fresh(args, name):
     return path
 
 
-def case_learns(args):
-    work = fresh(args, "learns")
+def train_and_check_learning(args, name, extra):
+    """4 epochs on 2 ranks; the metrics must be complete, the loss fall, val top-1 pass 30%."""
+    work = fresh(args, name)
     result = run(args, 2, ["--epochs", "4", "-b", "16", "--lr", "0.02", "--lr-schedule", "onecycle",
-                           "--wd", "5e-4", "--nesterov", "--checkpoint-dir", work])
+                           "--wd", "5e-4", "--nesterov", "--checkpoint-dir", work] + extra)
     epochs = read_jsonl(os.path.join(work, "metrics.jsonl"))
     check(len(epochs) == 4, f"{len(epochs)} metrics lines, expected 4")
     for line in epochs:
@@ -81,6 +83,19 @@ def case_learns(args):
     check(losses[-1] < 0.8 * losses[0], f"train loss did not fall: {losses}")
     check(epochs[-1]["val_top1"] > 0.3, f"val top-1 {epochs[-1]['val_top1']} not above chance (0.1)")
     check(0 <= epochs[-1]["comm_hidden"] <= 1, "comm_hidden outside [0, 1]")
+    return work, result, epochs
+
+
+def case_learns_bf16(args):
+    _, result, epochs = train_and_check_learning(args, "learns_bf16", ["--precision", "bf16"])
+    check("bf16" in result.stdout, "the banner does not say bf16")
+    print(f"learns_bf16: train loss {[e['train_loss'] for e in epochs]}, val top-1 "
+          f"{[e['val_top1'] for e in epochs]}, {result.seconds:.0f} s")
+
+
+def case_learns(args):
+    work, result, epochs = train_and_check_learning(args, "learns", [])
+    losses = [line["train_loss"] for line in epochs]
     for name in ("last", "best"):
         check(os.path.getsize(os.path.join(work, name + ".safetensors")) > 40e6,
               f"{name}.safetensors missing or short")
@@ -88,6 +103,7 @@ def case_learns(args):
           "rank 0 printed no banner or epoch summary:\n" + result.stdout)
     check(not [l for l in result.stdout.splitlines() if l.startswith("[rank 1]")],
           "rank 1 printed to stdout")
+    check("[rank 1]" not in result.stderr, "rank 1 printed more than errors:\n" + result.stderr)
     # The checkpoint evaluates to the figures of its epoch.
     metrics = os.path.join(work, "eval.jsonl")
     run(args, 1, ["--evaluate", "--resume", os.path.join(work, "last.safetensors"), "--metrics",
