@@ -30,8 +30,16 @@ function(engine_import_library name library include_dir)
 endfunction()
 
 # --- CUDA toolkit -------------------------------------------------------------------------
+# ENGINE_HAVE_CUDA: the CUDA toolkit's nvcc and libraries. ENGINE_SIM_DEVICE: the CUDA backend
+# built with g++ for the sim device instead (no nvcc, no GPU, only CUDA's headers).
 set(ENGINE_HAVE_CUDA OFF)
-if(NOT ENGINE_CUDA STREQUAL "OFF")
+set(ENGINE_SIM_DEVICE OFF)
+if(NOT ENGINE_CUDA MATCHES "^(AUTO|ON|OFF|SIM)$")
+  message(FATAL_ERROR "ENGINE_CUDA='${ENGINE_CUDA}': use AUTO, ON, OFF or SIM")
+endif()
+if(ENGINE_CUDA STREQUAL "SIM")
+  set(ENGINE_SIM_DEVICE ON)
+elseif(NOT ENGINE_CUDA STREQUAL "OFF")
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     enable_language(CUDA)
@@ -51,6 +59,8 @@ if(ENGINE_HAVE_CUDA)
   engine_report("CUDA Toolkit" ON "${CUDAToolkit_VERSION}, archs ${CMAKE_CUDA_ARCHITECTURES}" "")
 elseif(ENGINE_CUDA STREQUAL "OFF")
   engine_report("CUDA Toolkit" OFF "" "disabled by ENGINE_CUDA=OFF: CPU backend only")
+elseif(ENGINE_SIM_DEVICE)
+  engine_report("CUDA Toolkit" OFF "" "not used by ENGINE_CUDA=SIM: the CUDA backend runs on the sim device")
 else()
   engine_report("CUDA Toolkit" OFF "" "no nvcc: CPU backend only, CUDA kernels run only under the SIMT emulator")
 endif()
@@ -100,6 +110,15 @@ else()
   engine_report("CUDA headers for the SIMT emulator" ${ENGINE_HAVE_CUDA_HEADERS}
     "${cuda_headers_found}; the emulator tests are off: ENGINE_SIMT_TESTS=OFF"
     "the emulator tests are off: ENGINE_SIMT_TESTS=OFF")
+endif()
+
+if(ENGINE_SIM_DEVICE AND NOT ENGINE_HAVE_CUDA_HEADERS)
+  message(FATAL_ERROR "ENGINE_CUDA=SIM compiles the CUDA backend against CUDA's headers, but "
+                      "they were not found (see the SIMT emulator's line above): run "
+                      "scripts/install-deps or pass -DENGINE_CUDA_INCLUDE_DIR=<dir>")
+endif()
+if(ENGINE_SIM_DEVICE)
+  engine_report("sim device" ON "CUDA backend under the SIMT emulator, emulated runtime; NCCL off" "")
 endif()
 
 # --- NCCL, cuDNN, cuBLAS (only meaningful with CUDA) ---------------------------------------

@@ -1,8 +1,9 @@
 // The one way launchers start a kernel: launch(kernel, grid, block, smem_bytes, stream, args...).
 //
 // Under nvcc this is a real <<<...>>> launch followed by an error check. Under the SIMT
-// emulator (tests/simt/simt.h, included before any kernel header) the same call runs the
-// kernel on the CPU, one block at a time, each CUDA thread a fiber. Launchers never use
+// emulator (kernels/simt/simt.h, included before any kernel header) the same call runs the
+// kernel on the CPU, one block at a time, each CUDA thread a fiber; on the sim device
+// (kernels/sim/launch.h) it is queued on the stream and then run so. Launchers never use
 // <<<...>>> themselves, so every kernel can be checked in CI without a GPU.
 //
 // Kernels that need dynamic shared memory declare it with DYNAMIC_SHARED_MEMORY(T, name),
@@ -33,6 +34,14 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem_bytes,
 
 }  // namespace engine::cuda
 
+#elif defined(ENGINE_SIM_DEVICE_LAUNCH)
+
+// The sim device (ENGINE_CUDA=SIM, kernels/sim/kernel_prelude.h): queued on the stream's
+// worker, then run under the SIMT emulator.
+namespace engine::cuda {
+using sim::launch;
+}  // namespace engine::cuda
+
 #elif defined(SIMT_EMULATOR)
 
 namespace engine::cuda {
@@ -40,5 +49,5 @@ using simt::launch;
 }  // namespace engine::cuda
 
 #else
-#error "kernels/cuda/*.cuh compile with nvcc, or with g++ after tests/simt/simt.h (SIMT emulator)"
+#error "kernels/cuda/*.cuh compile with nvcc, or with g++ after kernels/simt/simt.h (SIMT emulator)"
 #endif

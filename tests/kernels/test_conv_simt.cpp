@@ -2,7 +2,7 @@
 // through their launchers under the SIMT emulator, against the CPU twins. The shapes are
 // small but cross every tile edge: M, N and K not multiples of the tiles, several tiles in
 // each direction, forced split-K, padding, stride, dilation and the pointwise fast path.
-#include "simt/simt.h"
+#include "kernels/simt/simt.h"
 // The kernels under test, compiled here by g++ for the emulator.
 #include "kernels/cuda/conv.cuh"
 

@@ -4,8 +4,8 @@
 // without ASan (simt_planted_overflow_blind).
 #include <cstdio>
 
-#include "simt/planted_bug_cli.h"
-#include "simt/simt.h"
+#include "kernels/simt/simt.h"
+#include "tests/simt/planted_bug_cli.h"
 
 __global__ void overflow_kernel(unsigned n) {
   DYNAMIC_SHARED_MEMORY(float, values);

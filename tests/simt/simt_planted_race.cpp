@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <vector>
 
-#include "simt/block_sum_kernel.h"
-#include "simt/planted_bug_cli.h"
-#include "simt/simt.h"
+#include "kernels/simt/simt.h"
+#include "tests/simt/block_sum_kernel.h"
+#include "tests/simt/planted_bug_cli.h"
 
 int main(int argc, char** argv) {
   if (const int code = simt::planted_bug_cli(

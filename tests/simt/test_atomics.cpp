@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "simt/simt.h"
+#include "kernels/simt/simt.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "simt/simt.h"
+#include "kernels/simt/simt.h"
 
 namespace {
 

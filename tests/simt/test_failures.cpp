@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "simt/simt.h"
+#include "kernels/simt/simt.h"
 
 namespace {
 

@@ -9,8 +9,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "simt/guarded_buffer.h"
-#include "simt/simt.h"
+#include "kernels/simt/guarded_buffer.h"
+#include "kernels/simt/simt.h"
 
 namespace {
 

@@ -5,8 +5,8 @@
 #include <numeric>
 #include <vector>
 
-#include "simt/block_sum_kernel.h"
-#include "simt/simt.h"
+#include "kernels/simt/simt.h"
+#include "tests/simt/block_sum_kernel.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "simt/simt.h"
+#include "kernels/simt/simt.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "simt/simt.h"
+#include "kernels/simt/simt.h"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "simt/simt.h"
+#include "kernels/simt/simt.h"
 
 namespace {
 

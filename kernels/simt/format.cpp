@@ -1,4 +1,4 @@
-#include "simt/format.h"
+#include "kernels/simt/format.h"
 
 #include <cstdarg>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "simt/fiber.h"
+#include "kernels/simt/fiber.h"
 
 #include <pthread.h>
 #include <sys/mman.h>
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <system_error>
 
-#include "simt/sanitizers.h"
+#include "kernels/simt/sanitizers.h"
 
 namespace simt::detail {
 namespace {

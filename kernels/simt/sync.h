@@ -14,7 +14,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "simt/runtime.h"
+#include "kernels/simt/runtime.h"
 
 namespace simt::detail {
 

@@ -1,14 +1,14 @@
-#include "simt/scheduler.h"
+#include "kernels/simt/scheduler.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <stdexcept>
 
-#include "simt/builtins.h"
-#include "simt/format.h"
-#include "simt/sanitizers.h"
-#include "simt/warp_collective.h"
+#include "kernels/simt/builtins.h"
+#include "kernels/simt/format.h"
+#include "kernels/simt/sanitizers.h"
+#include "kernels/simt/warp_collective.h"
 
 namespace simt::detail {
 

@@ -1,10 +1,10 @@
-#include "simt/warp_collective.h"
+#include "kernels/simt/warp_collective.h"
 
 #include <bit>
 #include <cstring>
 #include <limits>
 
-#include "simt/format.h"
+#include "kernels/simt/format.h"
 
 namespace simt::detail {
 namespace {

@@ -1,4 +1,4 @@
-#include "simt/self_image.h"
+#include "kernels/simt/self_image.h"
 
 #include <cxxabi.h>
 #include <dlfcn.h>
@@ -15,7 +15,7 @@
 #include <string_view>
 #include <unordered_set>
 
-#include "simt/format.h"
+#include "kernels/simt/format.h"
 
 namespace simt::detail {
 namespace {

@@ -6,12 +6,12 @@
 #include <stdexcept>
 #include <string>
 
-#include "simt/builtins.h"
-#include "simt/format.h"
-#include "simt/guarded_buffer.h"
-#include "simt/runtime.h"
-#include "simt/scheduler.h"
-#include "simt/self_image.h"
+#include "kernels/simt/builtins.h"
+#include "kernels/simt/format.h"
+#include "kernels/simt/guarded_buffer.h"
+#include "kernels/simt/runtime.h"
+#include "kernels/simt/scheduler.h"
+#include "kernels/simt/self_image.h"
 
 namespace simt::detail {
 namespace {
@@ -29,28 +29,9 @@ std::string kernel_name(const KernelLaunch& launch) {
 }
 
 void validate(const KernelLaunch& launch) {
-  const dim3 b = launch.block, g = launch.grid;
-  const auto reject = [&](const std::string& why) {
+  const std::string why = invalid_configuration(launch);
+  if (!why.empty())
     throw std::invalid_argument("simt::launch of " + kernel_name(launch) + ": " + why);
-  };
-  const unsigned long long threads = 1ull * b.x * b.y * b.z;
-  if (threads == 0 || threads > 1024) {
-    reject(
-        format("block (%u,%u,%u) has %llu threads; CUDA allows 1 to 1024", b.x, b.y, b.z, threads));
-  }
-  if (b.x > 1024 || b.y > 1024 || b.z > 64) {
-    reject(format("block (%u,%u,%u) exceeds CUDA's limits of (1024,1024,64)", b.x, b.y, b.z));
-  }
-  if (g.x == 0 || g.y == 0 || g.z == 0) {
-    reject(format("grid (%u,%u,%u) has a zero dimension", g.x, g.y, g.z));
-  }
-  if (g.x > 0x7fffffffu || g.y > 65535 || g.z > 65535) {
-    reject(format("grid (%u,%u,%u) exceeds CUDA's limits of (2^31-1,65535,65535)", g.x, g.y, g.z));
-  }
-  if (launch.dynamic_smem_bytes > kMaxDynamicSharedBytes) {
-    reject(format("%zu bytes of dynamic shared memory exceed the %zu a block can have",
-                  launch.dynamic_smem_bytes, kMaxDynamicSharedBytes));
-  }
 }
 
 // Exactly the requested size on the heap, so AddressSanitizer reports accesses past its end.
@@ -86,6 +67,29 @@ class LaunchScope {
 };
 
 }  // namespace
+
+std::string invalid_configuration(const KernelLaunch& launch) {
+  const dim3 b = launch.block, g = launch.grid;
+  const unsigned long long threads = 1ull * b.x * b.y * b.z;
+  if (threads == 0 || threads > 1024) {
+    return format("block (%u,%u,%u) has %llu threads; CUDA allows 1 to 1024", b.x, b.y, b.z,
+                  threads);
+  }
+  if (b.x > 1024 || b.y > 1024 || b.z > 64) {
+    return format("block (%u,%u,%u) exceeds CUDA's limits of (1024,1024,64)", b.x, b.y, b.z);
+  }
+  if (g.x == 0 || g.y == 0 || g.z == 0) {
+    return format("grid (%u,%u,%u) has a zero dimension", g.x, g.y, g.z);
+  }
+  if (g.x > 0x7fffffffu || g.y > 65535 || g.z > 65535) {
+    return format("grid (%u,%u,%u) exceeds CUDA's limits of (2^31-1,65535,65535)", g.x, g.y, g.z);
+  }
+  if (launch.dynamic_smem_bytes > kMaxDynamicSharedBytes) {
+    return format("%zu bytes of dynamic shared memory exceed the %zu a block can have",
+                  launch.dynamic_smem_bytes, kMaxDynamicSharedBytes);
+  }
+  return "";
+}
 
 void run_launch(const KernelLaunch& launch) {
   if (t_launching) {

@@ -12,7 +12,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "simt/runtime.h"
+#include "kernels/simt/runtime.h"
 
 namespace simt::detail {
 

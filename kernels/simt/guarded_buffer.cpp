@@ -1,5 +1,5 @@
 // GuardedBuffer's allocation, the registry of live buffers, and the guard check.
-#include "simt/guarded_buffer.h"
+#include "kernels/simt/guarded_buffer.h"
 
 #include <atomic>
 #include <cstring>
@@ -8,7 +8,7 @@
 #include <set>
 #include <utility>
 
-#include "simt/format.h"
+#include "kernels/simt/format.h"
 
 namespace simt {
 namespace detail {

@@ -3,10 +3,10 @@
 #include <bit>
 #include <stdexcept>
 
-#include "simt/format.h"
-#include "simt/sanitizers.h"
-#include "simt/scheduler.h"
-#include "simt/warp_collective.h"
+#include "kernels/simt/format.h"
+#include "kernels/simt/sanitizers.h"
+#include "kernels/simt/scheduler.h"
+#include "kernels/simt/warp_collective.h"
 
 namespace simt::detail {
 

@@ -19,8 +19,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "simt/runtime.h"
-#include "simt/sync.h"
+#include "kernels/simt/runtime.h"
+#include "kernels/simt/sync.h"
 
 namespace nvcuda::wmma {
 

@@ -5,7 +5,7 @@
 #include <array>
 #include <string>
 
-#include "simt/runtime.h"
+#include "kernels/simt/runtime.h"
 
 namespace simt::detail {
 

@@ -9,7 +9,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "simt/runtime.h"
+#include "kernels/simt/runtime.h"
 
 namespace simt {
 

@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "simt/fiber.h"
-#include "simt/runtime.h"
+#include "kernels/simt/fiber.h"
+#include "kernels/simt/runtime.h"
 
 namespace simt::detail {
 

@@ -24,7 +24,7 @@
 // AddressSanitizer reports an access past the end, NaN-filled before each block.
 #pragma once
 
-#include "simt/runtime.h"
+#include "kernels/simt/runtime.h"
 
 #define SIMT_CAT_IMPL(a, b) a##b
 #define SIMT_CAT(a, b) SIMT_CAT_IMPL(a, b)

@@ -1,12 +1,12 @@
 // Definitions of the built-in variables and of the small device functions kernels reach
 // through runtime.h.
-#include "simt/builtins.h"
+#include "kernels/simt/builtins.h"
 
 #include <atomic>
 
-#include "simt/runtime.h"
-#include "simt/sanitizers.h"
-#include "simt/scheduler.h"
+#include "kernels/simt/runtime.h"
+#include "kernels/simt/sanitizers.h"
+#include "kernels/simt/scheduler.h"
 
 // Written by the scheduler on every switch, read by kernels. Under ThreadSanitizer only the
 // reads are instrumented (this library is not), so the scheduler's writes never look racy.

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include <vector_types.h>
 
@@ -20,6 +21,11 @@ struct KernelLaunch {
   dim3 block;
   std::size_t dynamic_smem_bytes = 0;
 };
+
+// Why CUDA would reject the launch configuration (block or grid dimensions, dynamic shared
+// memory), or "" when it would accept it. run_launch checks it too; the sim device asks first,
+// to fail the launch call itself as CUDA does.
+std::string invalid_configuration(const KernelLaunch& launch);
 
 // Runs every block of `launch` and returns when all threads have returned. Throws
 // std::invalid_argument for a configuration CUDA would reject, std::runtime_error when a

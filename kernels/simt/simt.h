@@ -21,14 +21,14 @@
 
 #define SIMT_EMULATOR 1
 
-#include "simt/cuda_keywords.h"
+#include "kernels/simt/cuda_keywords.h"
 // The order below matters only in that cuda_keywords.h comes first.
-#include "simt/atomics.h"
-#include "simt/device_math.h"
-#include "simt/launch.h"
-#include "simt/runtime.h"
-#include "simt/shared_memory.h"
-#include "simt/sync.h"
-#include "simt/wmma.h"
+#include "kernels/simt/atomics.h"
+#include "kernels/simt/device_math.h"
+#include "kernels/simt/launch.h"
+#include "kernels/simt/runtime.h"
+#include "kernels/simt/shared_memory.h"
+#include "kernels/simt/sync.h"
+#include "kernels/simt/wmma.h"
 
 #include <cstdio>

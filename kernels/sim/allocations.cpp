@@ -1,0 +1,126 @@
+// cudaMalloc, cudaFree, cudaHostAlloc, cudaMallocHost and cudaFreeHost of the sim device.
+// Every allocation is tracked: freeing an unknown pointer, freeing twice, or freeing with the
+// wrong function returns cudaErrorInvalidValue as libcudart does, and each device holds at most
+// device_memory_bytes() at once.
+#include "kernels/sim/allocations.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "kernels/sim/devices.h"
+#include "kernels/sim/errors.h"
+
+namespace engine::sim {
+namespace {
+
+// cudaMalloc's alignment guarantee.
+constexpr std::align_val_t kAlignment{256};
+
+struct Table {
+  std::mutex mutex;
+  std::map<const std::byte*, Allocation> by_begin;
+  std::vector<std::size_t> device_bytes_in_use;
+};
+
+Table& table() {
+  static Table instance;
+  return instance;
+}
+
+std::string pointer_text(const void* ptr) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%p", ptr);
+  return text;
+}
+
+cudaError_t allocate(void** ptr, std::size_t bytes, MemoryKind kind) {
+  if (const cudaError_t sticky = sticky_error()) return sticky;
+  if (ptr == nullptr) return result(cudaErrorInvalidValue);
+  *ptr = nullptr;
+  if (bytes == 0) return cudaSuccess;  // as libcudart: a null pointer, and success
+  Table& t = table();
+  const int device = current_device();
+  {
+    const std::lock_guard lock(t.mutex);
+    if (kind == MemoryKind::kDevice) {
+      t.device_bytes_in_use.resize(std::max<std::size_t>(t.device_bytes_in_use.size(), device + 1));
+      if (bytes > device_memory_bytes() - t.device_bytes_in_use[device]) {
+        return result(cudaErrorMemoryAllocation);
+      }
+      t.device_bytes_in_use[device] += bytes;
+    }
+  }
+  auto* memory = static_cast<std::byte*>(::operator new(bytes, kAlignment, std::nothrow));
+  const std::lock_guard lock(t.mutex);
+  if (memory == nullptr) {
+    if (kind == MemoryKind::kDevice) t.device_bytes_in_use[device] -= bytes;
+    return result(cudaErrorMemoryAllocation);
+  }
+  t.by_begin[memory] = Allocation{memory, bytes, kind, device};
+  *ptr = memory;
+  return cudaSuccess;
+}
+
+cudaError_t release(void* ptr, MemoryKind kind, const char* call) {
+  if (const cudaError_t sticky = sticky_error()) return sticky;
+  if (ptr == nullptr) return cudaSuccess;
+  Table& t = table();
+  std::unique_lock lock(t.mutex);
+  const auto found = t.by_begin.find(static_cast<const std::byte*>(ptr));
+  if (found == t.by_begin.end() || found->second.kind != kind) {
+    const bool other_kind = found != t.by_begin.end();
+    lock.unlock();
+    explain(std::string(call) + "(" + pointer_text(ptr) + "): " +
+            (other_kind ? "the pointer is not of this kind (device memory and pinned host "
+                          "memory have their own free functions)"
+                        : "not the start of a live allocation (freed already, never allocated, "
+                          "or inside one)"));
+    return result(cudaErrorInvalidValue);
+  }
+  const Allocation allocation = found->second;
+  t.by_begin.erase(found);
+  if (kind == MemoryKind::kDevice) t.device_bytes_in_use[allocation.device] -= allocation.bytes;
+  lock.unlock();
+  ::operator delete(static_cast<void*>(const_cast<std::byte*>(allocation.begin)), kAlignment);
+  return cudaSuccess;
+}
+
+}  // namespace
+
+std::optional<Allocation> find_allocation(const void* ptr) {
+  const auto* address = static_cast<const std::byte*>(ptr);
+  Table& t = table();
+  const std::lock_guard lock(t.mutex);
+  auto after = t.by_begin.upper_bound(address);
+  if (after == t.by_begin.begin()) return std::nullopt;
+  const Allocation& candidate = std::prev(after)->second;
+  if (address > candidate.begin + candidate.bytes) return std::nullopt;
+  return candidate;
+}
+
+}  // namespace engine::sim
+
+cudaError_t cudaMalloc(void** devPtr, size_t size) {
+  return engine::sim::allocate(devPtr, size, engine::sim::MemoryKind::kDevice);
+}
+cudaError_t cudaFree(void* devPtr) {
+  return engine::sim::release(devPtr, engine::sim::MemoryKind::kDevice, "cudaFree");
+}
+cudaError_t cudaHostAlloc(void** pHost, size_t size, unsigned int flags) {
+  (void)flags;  // portable, mapped, write-combined: all the same in host memory
+  return engine::sim::allocate(pHost, size, engine::sim::MemoryKind::kPinnedHost);
+}
+cudaError_t cudaMallocHost(void** ptr, size_t size) {
+  return engine::sim::allocate(ptr, size, engine::sim::MemoryKind::kPinnedHost);
+}
+cudaError_t cudaFreeHost(void* ptr) {
+  return engine::sim::release(ptr, engine::sim::MemoryKind::kPinnedHost, "cudaFreeHost");
+}

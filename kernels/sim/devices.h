@@ -1,0 +1,16 @@
+// The sim device's devices: how many (ENGINE_SIM_DEVICE_COUNT, default 1), how much memory
+// each has (ENGINE_SIM_DEVICE_MEMORY_MIB, default 16384), and the calling thread's current one.
+#pragma once
+
+#include <cstddef>
+
+namespace engine::sim {
+
+// The configured device count; -1 when ENGINE_SIM_DEVICE_COUNT is not a count (said on stderr).
+int device_count();
+// Bytes each device can hold at once: cudaMalloc beyond it fails with cudaErrorMemoryAllocation.
+std::size_t device_memory_bytes();
+// cudaSetDevice's choice for this host thread (0 until it is called).
+int current_device();
+
+}  // namespace engine::sim

@@ -1,0 +1,94 @@
+// cudaMemcpyAsync of the sim device. The copy runs on the stream's worker; both ranges are
+// checked against the tracked allocations first, so a copy of the wrong kind, or one that runs
+// past the end of a device or pinned allocation, fails as libcudart would fail it (or, past an
+// end, as the GPU would fault) instead of corrupting host memory.
+//
+// Pageable host memory (anything not allocated by the sim device) is copied synchronously, as
+// CUDA does: the call returns only once the copy has run. Only pinned memory overlaps the host.
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <string>
+
+#include "kernels/sim/allocations.h"
+#include "kernels/sim/errors.h"
+#include "kernels/sim/streams.h"
+
+namespace engine::sim {
+namespace {
+
+std::string range_text(const void* ptr, std::size_t bytes) {
+  char text[64];
+  std::snprintf(text, sizeof text, "[%p, +%zu)", ptr, bytes);
+  return text;
+}
+
+// What `ptr` must be for `kind`'s side (true: device memory), or nullopt for any memory.
+std::optional<bool> side_must_be_device(cudaMemcpyKind kind, bool destination) {
+  switch (kind) {
+    case cudaMemcpyHostToHost:
+      return false;
+    case cudaMemcpyHostToDevice:
+      return destination;
+    case cudaMemcpyDeviceToHost:
+      return !destination;
+    case cudaMemcpyDeviceToDevice:
+      return true;
+    default:
+      return std::nullopt;  // cudaMemcpyDefault: unified addressing tells
+  }
+}
+
+// Checks one side of a copy. Sets `pageable` when the range is not sim device memory at all.
+cudaError_t check_side(const void* ptr, std::size_t bytes, cudaMemcpyKind kind, bool destination,
+                       bool& pageable) {
+  const char* side = destination ? "destination" : "source";
+  const std::optional<Allocation> allocation = find_allocation(ptr);
+  const bool is_device = allocation && allocation->kind == MemoryKind::kDevice;
+  pageable = !allocation;
+  const std::optional<bool> must_be_device = side_must_be_device(kind, destination);
+  if (must_be_device && *must_be_device != is_device) {
+    explain(std::string("cudaMemcpyAsync: the ") + side + " " + range_text(ptr, bytes) + " is " +
+            (is_device ? "device" : "host") + " memory, but the copy's kind says otherwise");
+    return cudaErrorInvalidValue;
+  }
+  if (allocation) {
+    const auto* begin = static_cast<const std::byte*>(ptr);
+    if (begin + bytes > allocation->begin + allocation->bytes) {
+      explain(std::string("cudaMemcpyAsync: the ") + side + " " + range_text(ptr, bytes) +
+              " runs past the end of its allocation " +
+              range_text(allocation->begin, allocation->bytes));
+      return cudaErrorInvalidValue;
+    }
+  }
+  return cudaSuccess;
+}
+
+}  // namespace
+}  // namespace engine::sim
+
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
+                            cudaStream_t stream) {
+  using namespace engine::sim;
+  if (const cudaError_t sticky = sticky_error()) return sticky;
+  if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault) {
+    return result(cudaErrorInvalidMemcpyDirection);
+  }
+  if (count == 0) return cudaSuccess;
+  if (dst == nullptr || src == nullptr) return result(cudaErrorInvalidValue);
+  bool dst_pageable = false, src_pageable = false;
+  if (const cudaError_t status = check_side(dst, count, kind, true, dst_pageable)) {
+    return result(status);
+  }
+  if (const cudaError_t status = check_side(src, count, kind, false, src_pageable)) {
+    return result(status);
+  }
+  if (const cudaError_t status = enqueue(stream, [dst, src, count] {
+        if (sticky_error() == cudaSuccess) std::memcpy(dst, src, count);
+      })) {
+    return status;
+  }
+  return dst_pageable || src_pageable ? synchronize(stream) : cudaSuccess;
+}

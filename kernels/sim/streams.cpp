@@ -1,0 +1,162 @@
+// cudaStreamCreate(WithFlags), cudaStreamDestroy, cudaStreamSynchronize and cudaStreamQuery
+// of the sim device. A stream is a worker thread with a queue: the host only enqueues, the
+// worker runs the tasks in order, so host and streams overlap as they do with a GPU.
+#include "kernels/sim/streams.h"
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <utility>
+
+#include "kernels/sim/devices.h"
+#include "kernels/sim/errors.h"
+
+// CUDA's headers declare cudaStream_t as a pointer to this; the runtime defines it.
+struct CUstream_st {
+  explicit CUstream_st(int device_index) : device(device_index) {
+    worker = std::thread([this] { run(); });
+  }
+  // Runs what is queued, then stops (cudaStreamDestroy lets queued work finish, as CUDA does).
+  ~CUstream_st() {
+    {
+      const std::lock_guard lock(mutex);
+      stopping = true;
+    }
+    queued.notify_all();
+    worker.join();
+  }
+  CUstream_st(const CUstream_st&) = delete;
+  CUstream_st& operator=(const CUstream_st&) = delete;
+
+  void enqueue(engine::sim::StreamTask task) {
+    {
+      const std::lock_guard lock(mutex);
+      tasks.push_back(std::move(task));
+      ++enqueued;
+    }
+    queued.notify_one();
+  }
+
+  void synchronize() {
+    std::unique_lock lock(mutex);
+    const std::uint64_t target = enqueued;
+    ran.wait(lock, [&] { return completed >= target; });
+  }
+
+  bool idle() {
+    const std::lock_guard lock(mutex);
+    return completed == enqueued;
+  }
+
+  const int device;
+
+ private:
+  void run() {
+    std::unique_lock lock(mutex);
+    for (;;) {
+      queued.wait(lock, [&] { return stopping || !tasks.empty(); });
+      if (tasks.empty()) return;  // stopping, and the queue has drained
+      engine::sim::StreamTask task = std::move(tasks.front());
+      tasks.pop_front();
+      lock.unlock();
+      task();  // tasks catch their own failures (they make the device's error sticky)
+      lock.lock();
+      ++completed;
+      ran.notify_all();
+    }
+  }
+
+  std::mutex mutex;
+  std::condition_variable queued;  // a task was queued, or the stream is stopping
+  std::condition_variable ran;     // a task has run
+  std::deque<engine::sim::StreamTask> tasks;
+  std::uint64_t enqueued = 0, completed = 0;
+  bool stopping = false;
+  std::thread worker;
+};
+
+namespace engine::sim {
+namespace {
+
+struct Registry {
+  std::mutex mutex;
+  std::set<cudaStream_t> live;
+};
+
+Registry& registry() {
+  static Registry instance;
+  return instance;
+}
+
+// The live stream behind `stream`, or the error CUDA would return for it.
+cudaError_t find_stream(cudaStream_t stream) {
+  if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) {
+    explain(
+        "the default stream is not emulated: the engine runs all device work on streams it "
+        "creates (engine::Stream); a null, legacy or per-thread stream here is a bug");
+    return cudaErrorNotSupported;
+  }
+  Registry& r = registry();
+  const std::lock_guard lock(r.mutex);
+  return r.live.contains(stream) ? cudaSuccess : cudaErrorInvalidResourceHandle;
+}
+
+}  // namespace
+
+cudaError_t enqueue(cudaStream_t stream, StreamTask task) {
+  if (const cudaError_t status = find_stream(stream)) return result(status);
+  stream->enqueue(std::move(task));
+  return cudaSuccess;
+}
+
+cudaError_t synchronize(cudaStream_t stream) {
+  if (const cudaError_t status = find_stream(stream)) return result(status);
+  stream->synchronize();
+  return result(sticky_error());
+}
+
+}  // namespace engine::sim
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* pStream, unsigned int flags) {
+  (void)flags;  // non-blocking or not: without a legacy default stream there is no difference
+  if (const cudaError_t sticky = engine::sim::sticky_error()) return sticky;
+  if (pStream == nullptr) return engine::sim::result(cudaErrorInvalidValue);
+  auto* stream = new CUstream_st(engine::sim::current_device());
+  engine::sim::Registry& r = engine::sim::registry();
+  const std::lock_guard lock(r.mutex);
+  r.live.insert(stream);
+  *pStream = stream;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t* pStream) {
+  return cudaStreamCreateWithFlags(pStream, cudaStreamDefault);
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  if (const cudaError_t status = engine::sim::find_stream(stream)) {
+    return engine::sim::result(status);
+  }
+  {
+    engine::sim::Registry& r = engine::sim::registry();
+    const std::lock_guard lock(r.mutex);
+    r.live.erase(stream);
+  }
+  delete stream;  // joins the worker once the queued work has run
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  return engine::sim::synchronize(stream);
+}
+
+cudaError_t cudaStreamQuery(cudaStream_t stream) {
+  if (const cudaError_t status = engine::sim::find_stream(stream)) {
+    return engine::sim::result(status);
+  }
+  if (const cudaError_t sticky = engine::sim::sticky_error()) return sticky;
+  return stream->idle() ? cudaSuccess : cudaErrorNotReady;
+}
