@@ -5,6 +5,7 @@
 // reason, when there is no usable CUDA device.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "batchnorm_cases.h"
@@ -91,8 +92,9 @@ class BatchNormGpu : public testing::GpuOpTest {
     EXPECT_TRUE(all_close(cpu[4], gpu[4], act)) << "y";
     EXPECT_TRUE(all_close(cpu[5], gpu[5], act)) << "y_eval";
     EXPECT_TRUE(all_close(cpu[6], gpu[6], 1e-5)) << "grad_sums";
-    // dx: for mean 1e3 the fp32 mean's rounding (3e-5 std) dominates.
-    EXPECT_TRUE(all_close(cpu[7], gpu[7], mean > 10 ? 1e-4 : act)) << "dx";
+    // dx: for mean 1e3 the fp32 mean's rounding (3e-5 std) dominates fp32's own; bf16's
+    // rounding of dx (one ulp where the two land on either side of a tie) still dominates it.
+    EXPECT_TRUE(all_close(cpu[7], gpu[7], mean > 10 ? std::max(act, 1e-4) : act)) << "dx";
   }
 };
 
