@@ -17,6 +17,7 @@
 
 #include "kernels/sim/devices.h"
 #include "kernels/sim/errors.h"
+#include "kernels/sim/streams.h"
 
 namespace engine::sim {
 namespace {
@@ -86,7 +87,16 @@ cudaError_t release(void* ptr, MemoryKind kind, const char* call) {
     return result(cudaErrorInvalidValue);
   }
   const Allocation allocation = found->second;
-  t.by_begin.erase(found);
+  lock.unlock();
+  // CUDA's frees synchronize first: work still queued may use the memory (on a GPU it finishes
+  // before the free returns; here the host memory would otherwise go while a worker reads it).
+  synchronize_streams(kind == MemoryKind::kDevice ? allocation.device : -1);
+  lock.lock();
+  if (t.by_begin.erase(static_cast<const std::byte*>(ptr)) == 0) {
+    lock.unlock();
+    explain(std::string(call) + "(" + pointer_text(ptr) + "): freed by another thread meanwhile");
+    return result(cudaErrorInvalidValue);
+  }
   if (kind == MemoryKind::kDevice) t.device_bytes_in_use[allocation.device] -= allocation.bytes;
   lock.unlock();
   ::operator delete(static_cast<void*>(const_cast<std::byte*>(allocation.begin)), kAlignment);

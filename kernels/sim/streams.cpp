@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "kernels/sim/devices.h"
 #include "kernels/sim/errors.h"
@@ -116,6 +117,19 @@ cudaError_t synchronize(cudaStream_t stream) {
   if (const cudaError_t status = find_stream(stream)) return result(status);
   stream->synchronize();
   return result(sticky_error());
+}
+
+void synchronize_streams(int device) {
+  std::vector<cudaStream_t> streams;
+  {
+    Registry& r = registry();
+    const std::lock_guard lock(r.mutex);
+    for (cudaStream_t stream : r.live) {
+      if (device < 0 || stream->device == device) streams.push_back(stream);
+    }
+  }
+  for (cudaStream_t stream : streams)
+    stream->synchronize();
 }
 
 }  // namespace engine::sim

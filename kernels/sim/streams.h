@@ -19,4 +19,8 @@ cudaError_t enqueue(cudaStream_t stream, StreamTask task);
 // Blocks until everything queued on `stream` so far has run; the same errors as enqueue.
 cudaError_t synchronize(cudaStream_t stream);
 
+// Blocks until every live stream of `device` (every device: -1) has run what is queued: what
+// cudaFree and cudaFreeHost do before they free, as CUDA's implicitly synchronize.
+void synchronize_streams(int device);
+
 }  // namespace engine::sim

@@ -131,6 +131,20 @@ TEST_F(SimRuntime, FreesOfUnknownPointersAndDoubleFreesAreInvalidValues) {
   EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
 }
 
+TEST_F(SimRuntime, AFreeWaitsForTheWorkQueuedOnTheDevice) {
+  void* device = nullptr;
+  ASSERT_EQ(cudaMalloc(&device, 64), cudaSuccess);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  ASSERT_EQ(engine::sim::enqueue(a, [released] { released.wait(); }), cudaSuccess);
+  std::future<cudaError_t> freed = std::async(std::launch::async, [device] {
+    return cudaFree(device);  // a host thread of its own: device 0 is its current device too
+  });
+  EXPECT_EQ(freed.wait_for(std::chrono::milliseconds(20)), std::future_status::timeout);
+  release.set_value();
+  EXPECT_EQ(freed.get(), cudaSuccess);
+}
+
 TEST_F(SimRuntime, EachDeviceHoldsItsConfiguredCapacity) {
   void* most = nullptr;
   void* more = nullptr;
