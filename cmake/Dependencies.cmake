@@ -149,6 +149,11 @@ if(ENGINE_HAVE_CUDA)
   engine_report("cuDNN" ${ENGINE_HAVE_CUDNN} "${cudnn_major}.${cudnn_minor}.${cudnn_patch}"
     "disables --conv-impl cudnn and the cuDNN benchmark baselines")
   engine_report("cuBLAS" ON "${CUDAToolkit_VERSION}" "")
+elseif(ENGINE_SIM_DEVICE)
+  # The sim device's NCCL shim (between the processes of an mpirun job) is not written yet.
+  engine_report("NCCL" OFF "" "not on the sim device yet: disables NcclTransport and NcclCommunicator")
+  engine_report("cuDNN" OFF "" "never on the sim device: disables --conv-impl cudnn and cuDNN baselines")
+  engine_report("cuBLAS" OFF "" "never on the sim device: disables the cuBLAS baselines")
 else()
   engine_report("NCCL" OFF "" "needs CUDA: disables NcclTransport and NcclCommunicator")
   engine_report("cuDNN" OFF "" "needs CUDA: disables --conv-impl cudnn and cuDNN baselines")
