@@ -1,0 +1,108 @@
+// Kernel launches on the sim device (kernels/sim/launch.h): queued on the stream, not run by
+// the launch call; parameters copied at the launch; a bad configuration fails the launch call
+// with CUDA's error through CHECK_CUDA; a kernel fault becomes the sticky
+// cudaErrorLaunchFailure (in a child process: the error lasts for the process's life).
+#include "kernels/sim/kernel_prelude.h"
+// After the prelude: launch() is engine::sim::launch here, as in the CUDA backend's .cu files.
+#include "kernels/cuda/launch.h"
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <future>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/error.h"
+#include "kernels/sim/streams.h"
+
+namespace {
+
+__global__ void scale_kernel(float* x, float factor, int n) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i < n) x[i] *= factor;
+}
+
+__global__ void faulting_kernel(int n) {
+  if (static_cast<int>(threadIdx.x) == n) throw std::runtime_error("planted fault");
+}
+
+class SimLaunch : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&values), kN * sizeof(float)), cudaSuccess);
+    for (int i = 0; i < kN; ++i)
+      values[i] = 1.f;  // device memory is host memory on the sim device
+  }
+  void TearDown() override {
+    EXPECT_EQ(cudaFree(values), cudaSuccess);
+    EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+  }
+  static constexpr int kN = 100;
+  cudaStream_t stream = nullptr;
+  float* values = nullptr;
+};
+
+TEST_F(SimLaunch, AKernelRunsOnItsStreamWithTheParametersOfItsLaunch) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  ASSERT_EQ(engine::sim::enqueue(stream, [released] { released.wait(); }), cudaSuccess);
+  float factor = 3.f;
+  engine::cuda::launch(scale_kernel, dim3(4), dim3(32), 0, stream, values, factor, kN);
+  factor = 100.f;  // too late: the launch copied 3
+  EXPECT_EQ(values[0], 1.f) << "the launch call must only queue the kernel";
+  release.set_value();
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  for (int i = 0; i < kN; ++i)
+    ASSERT_EQ(values[i], 3.f) << i;
+}
+
+std::string launch_error(dim3 grid, dim3 block, size_t smem_bytes, cudaStream_t stream,
+                         float* values) {
+  try {
+    engine::cuda::launch(scale_kernel, grid, block, smem_bytes, stream, values, 2.f, 1);
+  } catch (const engine::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST_F(SimLaunch, ABadConfigurationFailsTheLaunchAsCudaDoes) {
+  EXPECT_NE(launch_error(dim3(1), dim3(2048), 0, stream, values)
+                .find("CUDA error cudaErrorInvalidConfiguration (invalid configuration argument)"),
+            std::string::npos);
+  EXPECT_NE(
+      launch_error(dim3(0), dim3(32), 0, stream, values).find("cudaErrorInvalidConfiguration"),
+      std::string::npos);
+  // Beyond 48 KiB a kernel needs cudaFuncSetAttribute first, which the engine never calls.
+  EXPECT_NE(
+      launch_error(dim3(1), dim3(32), 48 * 1024 + 1, stream, values).find("cudaErrorInvalidValue"),
+      std::string::npos);
+  EXPECT_EQ(launch_error(dim3(1), dim3(32), 48 * 1024, stream, values), "");
+  // Not sticky: the stream still works.
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_EQ(values[0], 2.f);
+}
+
+// Runs in the death test's child: exits 3 when everything after the fault is as CUDA has it.
+[[noreturn]] void fault_and_check_sticky_error() {
+  cudaStream_t stream = nullptr;
+  if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) std::exit(10);
+  engine::cuda::launch(faulting_kernel, dim3(2), dim3(64), 0, stream, 5);  // queued: no error yet
+  if (cudaStreamSynchronize(stream) != cudaErrorLaunchFailure) std::exit(11);
+  void* memory = nullptr;
+  if (cudaMalloc(&memory, 16) != cudaErrorLaunchFailure) std::exit(12);
+  if (cudaGetLastError() != cudaErrorLaunchFailure) std::exit(13);
+  if (cudaGetLastError() != cudaErrorLaunchFailure) std::exit(14);  // sticky: never cleared
+  std::exit(3);
+}
+
+TEST(SimLaunchDeathTest, AKernelFaultIsAStickyLaunchFailureNamingTheKernel) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // stream workers are threads
+  EXPECT_EXIT(fault_and_check_sticky_error(), ::testing::ExitedWithCode(3),
+              "kernel .*faulting_kernel.* faulted: .*planted fault");
+}
+
+}  // namespace
