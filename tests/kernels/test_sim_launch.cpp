@@ -90,7 +90,14 @@ TEST_F(SimLaunch, ABadConfigurationFailsTheLaunchAsCudaDoes) {
 [[noreturn]] void fault_and_check_sticky_error() {
   cudaStream_t stream = nullptr;
   if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) std::exit(10);
+  // The stream is held until the launch has returned: otherwise the fault may come first and
+  // the launch's own cudaGetLastError report it (as CUDA may: errors of earlier work surface
+  // at any later call).
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  if (engine::sim::enqueue(stream, [released] { released.wait(); }) != cudaSuccess) std::exit(15);
   engine::cuda::launch(faulting_kernel, dim3(2), dim3(64), 0, stream, 5);  // queued: no error yet
+  release.set_value();
   if (cudaStreamSynchronize(stream) != cudaErrorLaunchFailure) std::exit(11);
   void* memory = nullptr;
   if (cudaMalloc(&memory, 16) != cudaErrorLaunchFailure) std::exit(12);
