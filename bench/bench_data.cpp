@@ -18,7 +18,6 @@
 #include <thread>
 #include <vector>
 
-#include "train/cli_usage.h"
 #include "data/bad_file_log.h"
 #include "data/decode.h"
 #include "data/file_io.h"
@@ -26,6 +25,7 @@
 #include "data/loader.h"
 #include "data/sampler.h"
 #include "kernels/error.h"
+#include "train/cli_usage.h"
 
 namespace engine::data {
 namespace {

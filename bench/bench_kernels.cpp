@@ -22,13 +22,13 @@
 #include <vector>
 
 #include "bench/bench_report.h"
-#include "train/cli_usage.h"
 #include "bench/op_rows.h"
 #include "bench/resnet_layers.h"
 #include "bench/timing.h"
 #include "bench/torch_baseline.h"
 #include "kernels/ops.h"
 #include "kernels/runtime.h"
+#include "train/cli_usage.h"
 #if ENGINE_BENCH_GPU_BASELINES
 #include "bench/gpu_baselines.h"
 #endif

@@ -18,13 +18,13 @@
 #include <vector>
 
 #include "bench/bench_report.h"
-#include "train/cli_usage.h"
 #include "bench/timing.h"
 #include "bench/torch_baseline.h"
 #include "kernels/runtime.h"
 #include "nn/cross_entropy.h"
 #include "nn/resnet.h"
 #include "nn/sgd.h"
+#include "train/cli_usage.h"
 
 namespace engine::bench {
 namespace {

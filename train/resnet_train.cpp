@@ -9,10 +9,10 @@
 #include <cstdio>
 #include <optional>
 
-#include "train/cli_usage.h"
 #include "collectives/bootstrap.h"
 #include "kernels/error.h"
 #include "nn/resnet.h"
+#include "train/cli_usage.h"
 #include "train/preflight.h"
 #include "train/stop_signal.h"
 #include "train/train_options.h"

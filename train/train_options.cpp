@@ -5,8 +5,8 @@
 #include <cmath>
 #include <vector>
 
-#include "train/cli_usage.h"
 #include "nn/resnet.h"
+#include "train/cli_usage.h"
 
 namespace engine::train {
 

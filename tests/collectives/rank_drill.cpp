@@ -32,9 +32,9 @@
 #include <thread>
 #include <vector>
 
-#include "train/cli_usage.h"
 #include "rank_drill_expect.h"
 #include "rank_drill_records.h"
+#include "train/cli_usage.h"
 
 extern char** environ;
 

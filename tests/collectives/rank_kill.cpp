@@ -21,10 +21,10 @@
 #include <thread>
 #include <vector>
 
-#include "train/cli_usage.h"
 #include "collectives/bootstrap.h"
 #include "collectives/comm_factory.h"
 #include "rank_drill_records.h"
+#include "train/cli_usage.h"
 
 namespace {
 

@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <string>
 
-#include "train/cli_usage.h"
 #include "tests/data/test_images.h"
+#include "train/cli_usage.h"
 
 namespace {
 

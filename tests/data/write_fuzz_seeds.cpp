@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <string>
 
-#include "train/cli_usage.h"
 #include "tests/data/golden.h"
 #include "tests/data/test_images.h"
+#include "train/cli_usage.h"
 
 namespace {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "train/cli_usage.h"
 #include "nn/safetensors.h"
+#include "train/cli_usage.h"
 
 namespace {
 
