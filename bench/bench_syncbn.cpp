@@ -186,13 +186,7 @@ class Bench {
  public:
   Bench(const MpiSession& session, const Options& o)
       : o_(o), session_(session), device_(resolve_device(o.device, session.local_rank())) {
-    CommOptions options;
-    options.timeout = std::chrono::seconds(120);
-    comm_ = make_communicator(o.comm, session, options, device_.str());
-    if (!comm_->supports(device_)) {
-      throw cli::UsageError("--comm " + o.comm + " cannot all-reduce " + device_.str() +
-                            " tensors (cpu: ring-shm, ring-mpi, mpi; cuda: nccl, ring-nccl)");
-    }
+    comm_ = make_bench_communicator(session, o.comm, device_);
     layers_ = resnet_bn_layers(o.arch, o.image_size);
   }
 

@@ -8,12 +8,15 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "collectives/bootstrap.h"
+#include "collectives/comm_factory.h"
 #include "collectives/timeout.h"
 #include "train/cli_usage.h"
 
@@ -28,6 +31,21 @@ inline double max_over_ranks(const MpiSession& session, double value) {
 inline double broadcast_from_rank0(const MpiSession& session, double value) {
   MPI_Bcast(&value, 1, MPI_DOUBLE, 0, session.comm());
   return value;
+}
+
+// The benchmarked communicator `name` (a collective a hung peer ends after 2 minutes), or a
+// UsageError naming --comm when it cannot take `device`'s tensors.
+inline std::unique_ptr<Communicator> make_bench_communicator(const MpiSession& session,
+                                                             const std::string& name,
+                                                             Device device) {
+  CommOptions options;
+  options.timeout = std::chrono::seconds(120);
+  std::unique_ptr<Communicator> comm = make_communicator(name, session, options, device.str());
+  if (!comm->supports(device)) {
+    throw cli::UsageError("--comm " + name + " cannot all-reduce " + device.str() +
+                          " tensors (cpu: ring-shm, ring-mpi, mpi; cuda: nccl, ring-nccl)");
+  }
+  return comm;
 }
 
 // parse(argc, argv) -> options; run(session, options) runs the benchmark.
