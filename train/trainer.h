@@ -16,7 +16,6 @@
 
 namespace engine::train {
 
-// The exit status for a run stopped by a signal: 128 + its number.
 class Trainer {
  public:
   Trainer(const TrainOptions& options, MpiSession& session, Datasets datasets);
