@@ -2,11 +2,14 @@
 // same run: our conv2d passes per layer shape (PyTorch 1.13 on the CPU via
 // tools/bench_torch_kernels.py, cuDNN on a GPU), then the other ops (bench/op_rows.h: BatchNorm,
 // ReLU, add+ReLU, pooling, the fc layer, cross-entropy, top-k, SGD), plus element-wise bandwidth
-// against device memcpy on a GPU. --filter TEXT keeps the conv layers and op cases whose name
-// contains TEXT (e.g. "layer3", "fc", "sgd").
+// against device memcpy on a GPU. On the sim device (ENGINE_CUDA=SIM) the baseline of every
+// row is the CPU backend on the same op: the emulator's speed relative to the CPU it runs on.
+// --filter TEXT keeps the conv layers and op cases whose name contains TEXT (e.g. "layer3", "fc",
+// "sgd").
 //
-//   bench_kernels [--device cpu|cuda] [--arch resnet18|resnet50] [--batch N] [--dtype f32|bf16]
-//                 [--min-seconds S] [--rounds N] [--filter TEXT] [--no-baseline] [--json]
+//   bench_kernels [--device cpu|cuda] [--arch resnet18|resnet50] [--batch N] [--image-size N]
+//                 [--dtype f32|bf16] [--min-seconds S] [--rounds N] [--filter TEXT]
+//                 [--no-baseline] [--json]
 //
 // On the CPU, --rounds (default 2) repeats the whole comparison, ours and PyTorch's, and keeps
 // each side's fastest time per case: a shared machine's slow spells last tens of seconds and
@@ -40,6 +43,7 @@ struct Options {
   std::string device = "auto";
   std::string arch;   // default: resnet18 on the CPU, resnet50 on a GPU
   int64_t batch = 0;  // default: 8 on the CPU, 128 on a GPU
+  int64_t image_size = 224;
   std::string dtype = "both";
   double min_seconds = 0.3;
   int rounds = 0;  // CPU only; default 2
@@ -50,8 +54,8 @@ struct Options {
 
 const char* const kUsage =
     "usage: bench_kernels [--device cpu|cuda] [--arch resnet18|resnet50] [--batch N]\n"
-    "                     [--dtype f32|bf16|both] [--min-seconds S] [--rounds N] [--filter TEXT]\n"
-    "                     [--no-baseline] [--json]\n"
+    "                     [--image-size N] [--dtype f32|bf16|both] [--min-seconds S]\n"
+    "                     [--rounds N] [--filter TEXT] [--no-baseline] [--json]\n"
     "Times every op of a ResNet training step against PyTorch (CPU) or cuDNN/cuBLAS (GPU) in\n"
     "the same run. --filter keeps the cases whose name contains TEXT (e.g. layer3, fc, sgd);\n"
     "--rounds (CPU, default 2) repeats the comparison and keeps each side's fastest time.\n";
@@ -65,6 +69,8 @@ Options parse(int argc, char** argv) {
       options.arch = args.value();
     else if (args.is("--batch"))
       options.batch = args.integer();
+    else if (args.is("--image-size"))
+      options.image_size = args.integer();
     else if (args.is("--dtype"))
       options.dtype = args.value();
     else if (args.is("--min-seconds"))
@@ -79,6 +85,9 @@ Options parse(int argc, char** argv) {
       options.json = true;
     else
       args.reject();
+  }
+  if (options.image_size < 32) {
+    throw cli::UsageError("--image-size must be >= 32 (a ResNet's stem and four stages)");
   }
   return options;
 }
@@ -158,7 +167,7 @@ Row network_total(const std::string& name, const std::vector<ConvLayer>& layers,
 std::vector<ConvLayer> selected_layers(const Options& options, const std::string& arch,
                                        int64_t batch) {
   std::vector<ConvLayer> layers;
-  for (ConvLayer& layer : resnet_conv_layers(arch, batch)) {
+  for (ConvLayer& layer : resnet_conv_layers(arch, batch, options.image_size)) {
     layer.name = arch + " " + layer.name;
     if (options.filter.empty() || layer.name.find(options.filter) != std::string::npos)
       layers.push_back(layer);
@@ -171,6 +180,7 @@ OpRowOptions op_row_options(const Options& options, const std::string& arch, int
   OpRowOptions rows;
   rows.arch = arch;
   rows.batch = batch;
+  rows.image_size = options.image_size;
   rows.gemm_dtypes = std::move(gemm_dtypes);
   rows.filter = options.filter;
   rows.baseline = options.baseline;
@@ -243,25 +253,35 @@ std::vector<Row> run_gpu(const Options& options, Device device) {
   for (DType dtype : {DType::f32, DType::bf16}) {
     if (options.dtype == "both" || parse_dtype(options.dtype) == dtype) dtypes.push_back(dtype);
   }
+  const std::string conv_baseline = cuda_is_sim_device() ? "cpu" : "cudnn";
   for (DType dtype : dtypes) {
     const std::string suffix = std::string(" ") + std::string(dtype_name(dtype));
     for (const ConvLayer& layer : layers) {
       const PassTimes ours = time_native_conv(layer.shape, dtype, stream, timing);
       std::optional<PassTimes> base;
       std::string note;
+      if (cuda_is_sim_device()) {
+        // The sim device against the CPU backend on the same passes: how much slower the
+        // emulated GPU is than the CPU it runs on (cuDNN is not emulated).
+        if (options.baseline) {
+          Stream cpu;
+          base = time_native_conv(layer.shape, dtype, cpu, timing);
+        }
+      } else {
 #if ENGINE_BENCH_GPU_BASELINES
-      if (options.baseline) {
-        const ConvPassTimes cudnn = time_cudnn_conv(layer.shape, dtype, stream, timing);
-        base = PassTimes{cudnn.forward_us, cudnn.backward_data_us, cudnn.backward_filter_us};
-      }
+        if (options.baseline) {
+          const ConvPassTimes cudnn = time_cudnn_conv(layer.shape, dtype, stream, timing);
+          base = PassTimes{cudnn.forward_us, cudnn.backward_data_us, cudnn.backward_filter_us};
+        }
 #else
-      note = "built without cuDNN";
+        note = "built without cuDNN";
 #endif
-      add_pass_rows(rows, layer, suffix, ours, "cudnn", base, note);
+      }
+      add_pass_rows(rows, layer, suffix, ours, conv_baseline, base, note);
     }
     if (!layers.empty()) {
       rows.push_back(network_total(arch + " all conv layers fwd+bwd" + suffix + " (x count)",
-                                   layers, rows, "cudnn"));
+                                   layers, rows, conv_baseline));
     }
   }
   const std::vector<Row> ops =

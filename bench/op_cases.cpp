@@ -41,17 +41,23 @@ void add_activation_cases(std::vector<OpCase>& cases, const std::string& prefix,
 
 }  // namespace
 
-std::vector<OpCase> resnet_op_cases(const std::string& arch, int64_t batch) {
+std::vector<OpCase> resnet_op_cases(const std::string& arch, int64_t batch, int64_t image_size) {
   const Arch info = arch_info(arch);
   struct Activation {
     std::string name;
     int64_t size, channels;
   };
-  const std::vector<Activation> activations = {{"stem out", 112, 64},
-                                               {"layer1", 56, info.stage_widths[0]},
-                                               {"layer2", 28, info.stage_widths[1]},
-                                               {"layer3", 14, info.stage_widths[2]},
-                                               {"layer4", 7, info.stage_widths[3]}};
+  // The stem's 7x7/2 conv (pad 3) and each later stage's stride 2 halve the size rounding up,
+  // as does the stem's max-pool (3, 2, 1) before layer1.
+  auto halved = [](int64_t size) { return (size + 1) / 2; };
+  const int64_t stem = halved(image_size);
+  const int64_t layer1 = MaxPool2dParams{}.output_size(stem);
+  const std::vector<Activation> activations = {
+      {"stem out", stem, 64},
+      {"layer1", layer1, info.stage_widths[0]},
+      {"layer2", halved(layer1), info.stage_widths[1]},
+      {"layer3", halved(halved(layer1)), info.stage_widths[2]},
+      {"layer4", halved(halved(halved(layer1))), info.stage_widths[3]}};
   std::vector<OpCase> cases;
   for (size_t i = 0; i < activations.size(); ++i) {
     const Activation& a = activations[i];

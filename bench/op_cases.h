@@ -24,8 +24,10 @@ struct OpCase {
 // resnet18 or resnet50: BatchNorm train fwd/bwd, ReLU fwd/bwd and add+ReLU on the stem and
 // each stage's output; max-pool fwd/bwd on the stem output; global average pool fwd/bwd on
 // the last activation; the fc layer's three GEMMs; softmax cross-entropy and top-1/5 on the
-// logits; the SGD step over all parameters.
-std::vector<OpCase> resnet_op_cases(const std::string& arch, int64_t batch);
+// logits; the SGD step over all parameters. image_size sets the activations' sizes (224:
+// 112, 56, 28, 14, 7).
+std::vector<OpCase> resnet_op_cases(const std::string& arch, int64_t batch,
+                                    int64_t image_size = 224);
 
 // The case as a tab-separated stdin line of tools/bench_torch_ops.py: name op dims...
 std::string torch_request_line(const OpCase& c);

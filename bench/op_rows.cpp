@@ -9,6 +9,7 @@
 #include "bench/op_runners.h"
 #include "bench/torch_baseline.h"
 #include "kernels/ops/copy.h"
+#include "kernels/runtime.h"
 #if ENGINE_BENCH_GPU_BASELINES
 #include "bench/gpu_baselines.h"
 #endif
@@ -19,7 +20,7 @@ namespace {
 
 std::vector<OpCase> selected_cases(const OpRowOptions& options) {
   std::vector<OpCase> cases;
-  for (OpCase& c : resnet_op_cases(options.arch, options.batch)) {
+  for (OpCase& c : resnet_op_cases(options.arch, options.batch, options.image_size)) {
     if (options.filter.empty() || c.name.find(options.filter) != std::string::npos)
       cases.push_back(std::move(c));
   }
@@ -36,13 +37,14 @@ double device_copy_us(double bytes, Stream& stream, const TimingOptions& timing)
 
 // Each row's baseline, timed right before the row: PyTorch on the CPU; on a GPU, cuBLAS for the
 // GEMMs, cuDNN's unfused add then ReLU for add+ReLU, and a device copy of the same bytes for
-// the other memory-bound ops.
+// the other memory-bound ops; on the sim device, the CPU backend.
 class Baselines {
  public:
   Baselines(const std::vector<OpCase>& cases, const OpRowOptions& options, Stream& stream,
             const TimingOptions& timing)
       : enabled_(options.baseline),
         gpu_(stream.device().is_cuda()),
+        sim_(gpu_ && cuda_is_sim_device()),
         stream_(stream),
         timing_(timing),
         torch_(!options.baseline ? std::make_unique<TorchProcess>("--no-baseline")
@@ -62,6 +64,19 @@ class Baselines {
         row.note = torch_->unavailable_reason().empty() ? "no PyTorch time for this case"
                                                         : torch_->unavailable_reason();
       }
+      return;
+    }
+    if (sim_) {
+      // The sim device against the CPU backend on the same op: how much slower the emulated GPU
+      // is than the CPU it runs on (cuBLAS and cuDNN are not emulated).
+      row.baseline = "cpu";
+      if (!enabled_) {
+        row.note = "--no-baseline";
+        return;
+      }
+      Stream cpu;
+      row.baseline_time_us = median_time_us(
+          make_native_op(c, dtype, cpu), [] {}, timing_);
       return;
     }
     row.baseline = c.is_gemm() ? "cublas" : c.op == "add_relu" ? "cudnn" : "memcpy";
@@ -101,7 +116,7 @@ class Baselines {
   }
   std::map<std::pair<std::vector<int64_t>, DType>, LinearPassTimes> cublas_;
 #endif
-  bool enabled_, gpu_;
+  bool enabled_, gpu_, sim_;
   Stream& stream_;
   TimingOptions timing_;
   std::unique_ptr<TorchProcess> torch_;  // CPU only

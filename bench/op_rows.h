@@ -2,7 +2,8 @@
 // lists them), each against a baseline timed in the same run. CPU: PyTorch 1.13
 // (tools/bench_torch_ops.py) on the same threads. GPU: cuBLAS for the fc layer's GEMMs, and
 // for the memory-bound ops a device copy moving the same bytes, so that ratio is the fraction
-// of copy bandwidth reached.
+// of copy bandwidth reached. The sim device: our CPU backend on the same op (how much slower
+// the emulated GPU is).
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,7 @@ namespace engine::bench {
 struct OpRowOptions {
   std::string arch;  // resnet18 or resnet50
   int64_t batch = 0;
+  int64_t image_size = 224;
   std::vector<DType> gemm_dtypes;  // on a GPU, the fc layer's rows per dtype; the CPU runs f32
   std::string filter;              // only cases whose name contains it ("" = all)
   bool baseline = true;

@@ -29,6 +29,13 @@ int cuda_device_count() {
 std::string cuda_unavailable_reason() {
   return device_query().why_none;
 }
+bool cuda_is_sim_device() {
+#ifdef ENGINE_SIM_DEVICE
+  return true;
+#else
+  return false;
+#endif
+}
 
 Device resolve_device(std::string_view request, int local_rank) {
   const int count = cuda_device_count();

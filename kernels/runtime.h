@@ -14,6 +14,10 @@ namespace engine {
 int cuda_device_count();
 // Why cuda_device_count() is 0 ("" when it is not).
 std::string cuda_unavailable_reason();
+// Whether this build's CUDA devices are the sim device (ENGINE_CUDA=SIM: the CUDA backend on
+// the CPU, for correctness, not speed), so benchmarks compare it with the CPU backend and skip
+// the GPU libraries it does not emulate.
+bool cuda_is_sim_device();
 
 // Turns a --device value into a device of this process:
 //   "auto"   -> cuda:<local_rank> when CUDA devices exist, else cpu
