@@ -1,7 +1,8 @@
 // bench_step: one training step of a torchvision ResNet (forward in train mode, cross-entropy,
 // backward, SGD with momentum and weight decay) in images/s, beside the same step in PyTorch
-// (tools/bench_torch_step.py: the torchvision model, the same threads, timed in both of its
-// memory formats, the faster one kept as the baseline), case by case in the same run.
+// (tools/bench_torch_step.py: the torchvision model; on the CPU the same threads, timed in
+// both of its memory formats, the faster one kept as the baseline; on a GPU channels_last with
+// cudnn.benchmark, and bf16 autocast for --precision bf16), case by case in the same run.
 //
 //   bench_step [--arch resnet18] [--image-size 64] [--batch 32] [--threads 2] [--device cpu]
 //              [--classes 1000] [--min-seconds 1] [--rounds 2] [--no-baseline] [--json]
@@ -34,12 +35,14 @@ const char* const kUsage =
     "                  [--threads N] [--device cpu|cuda] [--classes N] [--min-seconds S]\n"
     "                  [--rounds N] [--precision fp32|bf16] [--no-baseline] [--json] [--profile]\n"
     "Times one training step (forward, cross-entropy, backward, SGD momentum 0.9, weight decay\n"
-    "1e-4) of a ResNet against torchvision's in PyTorch with the same threads, its\n"
-    "faster memory format (NCHW or channels_last) as the baseline. Defaults: resnet18, 64 px,\n"
-    "batch 32, 2 threads, 1000 classes, 2 rounds (each side keeps its fastest). --profile\n"
-    "also prints the time of each top-level layer's forward and backward, the loss and SGD.\n"
-    "--precision bf16: bf16 activations with fp32 master weights (no PyTorch baseline: its\n"
-    "CPU bf16 path is not what a GPU run compares against).\n";
+    "1e-4) of a ResNet against torchvision's in PyTorch on the same device: on the CPU with the\n"
+    "same threads, its faster memory format (NCHW or channels_last) as the baseline; on a GPU\n"
+    "channels_last with cudnn.benchmark. Defaults: resnet18, 64 px, batch 32, 2 threads, 1000\n"
+    "classes, 2 rounds (each side keeps its fastest). --profile also prints the time of each\n"
+    "top-level layer's forward and backward, the loss and SGD. --precision bf16: bf16\n"
+    "activations with fp32 master weights; PyTorch's baseline is bf16 autocast on a GPU and\n"
+    "none on the CPU (its CPU bf16 path is not what a GPU run compares against).\n"
+    "ENGINE_TORCH_PYTHON names the python with torch (default /usr/bin/python3).\n";
 
 struct Options {
   std::string arch = "resnet18";
@@ -204,12 +207,27 @@ int run(int argc, char** argv) {
   omp_set_num_threads(o.threads);
   wait_for_startup_threads_to_sleep();
   NativeStep ours(o, device);
+  // The baseline: PyTorch on the same device. On the CPU fp32 only (its CPU bf16 path is not
+  // what a GPU run compares against) in both memory formats; on a GPU channels_last, fp32 or
+  // bf16 autocast; none on the sim device (no PyTorch runs there).
+  const bool gpu = device.is_cuda();
+  const bool sim = gpu && cuda_is_sim_device();
+  std::string no_baseline_note;
   std::unique_ptr<TorchProcess> torch;
-  if (o.baseline && device.is_cpu() && o.precision == DType::f32) {
+  if (!o.baseline) {
+    no_baseline_note = "--no-baseline";
+  } else if (sim) {
+    no_baseline_note = "no PyTorch baseline on the sim device";
+  } else if (!gpu && o.precision != DType::f32) {
+    no_baseline_note = "no PyTorch baseline for bf16 on the CPU";
+  } else {
     torch = std::make_unique<TorchProcess>("bench_torch_step.py", o.threads, o.min_seconds);
   }
+  const int torch_results = gpu ? 1 : 2;  // the memory formats it times
   const std::string line = case_name(o) + "\t" + o.arch + "\t" + std::to_string(o.image_size) +
-                           "\t" + std::to_string(o.batch) + "\t" + std::to_string(o.classes);
+                           "\t" + std::to_string(o.batch) + "\t" + std::to_string(o.classes) +
+                           "\t" + (gpu ? "cuda" : "cpu") + "\t" +
+                           (o.precision == DType::bf16 ? "bf16" : "fp32");
   const TimingOptions timing{o.min_seconds, 3};
   std::vector<std::vector<Row>> rounds;
   std::string torch_format;
@@ -217,7 +235,7 @@ int run(int argc, char** argv) {
     Row row("step", "native", case_name(o), 0);
     if (torch) {
       row.baseline = "torch";
-      const auto times = torch->time_case(line, 2);
+      const auto times = torch->time_case(line, torch_results);
       for (const auto& [format, us] : times) {
         if (!row.baseline_time_us || us < *row.baseline_time_us) {
           row.baseline_time_us = us;
@@ -225,8 +243,8 @@ int run(int argc, char** argv) {
         }
       }
       if (times.empty()) row.note = torch->unavailable_reason();
-    } else if (!device.is_cpu()) {
-      row.note = "the PyTorch baseline runs on the CPU only (scripts/gpu-check has the GPU one)";
+    } else {
+      row.note = no_baseline_note;
     }
     row.time_us = median_time_us([&] { ours.run(); }, [&] { ours.stream().synchronize(); }, timing);
     row.images_per_s = static_cast<double>(o.batch) / (row.time_us * 1e-6);
@@ -234,7 +252,13 @@ int run(int argc, char** argv) {
   }
   Row best = fastest_of_rounds(rounds).front();
   if (o.profile && !o.json) print_profile(ours, o);
-  if (!torch_format.empty() && best.note.empty()) best.note = "torch " + torch_format;
+  if (!torch_format.empty() && best.note.empty()) {
+    best.note = "torch " + torch_format;
+    if (gpu) {
+      best.note += std::string(o.precision == DType::bf16 ? ", bf16 autocast" : ", fp32 no TF32") +
+                   ", cudnn.benchmark";
+    }
+  }
   if (o.json) {
     std::printf("%s\n", to_json(best).c_str());
     return 0;

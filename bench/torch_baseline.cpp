@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <sstream>
 #include <vector>
 
@@ -14,9 +15,20 @@ extern char** environ;
 
 namespace engine::bench {
 
+namespace {
+// The environment's value of `name`, or `fallback` when it is unset or empty.
+std::string from_environment(const char* name, const std::string& fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : fallback;
+}
+}  // namespace
+
 TorchProcess::TorchProcess(const std::string& script_name, int threads, double min_seconds) {
-  const std::string python = "/usr/bin/python3";  // Debian's, which has python3-torch
-  const std::string script = std::string(ENGINE_SOURCE_DIR) + "/tools/" + script_name;
+  // Debian's python3 has python3-torch; a GPU machine's PyTorch is another python's
+  // (ENGINE_TORCH_PYTHON), and its copy of the sources another folder (ENGINE_SOURCE_DIR).
+  const std::string python = from_environment("ENGINE_TORCH_PYTHON", "/usr/bin/python3");
+  const std::string script =
+      from_environment("ENGINE_SOURCE_DIR", ENGINE_SOURCE_DIR) + "/tools/" + script_name;
   if (access(python.c_str(), X_OK) != 0 || access(script.c_str(), R_OK) != 0) {
     reason_ = "no " + python + " or " + script;
     return;

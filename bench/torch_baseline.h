@@ -18,8 +18,10 @@ namespace engine::bench {
 
 class TorchProcess {
  public:
-  // Starts tools/<script_name> --threads T --min-seconds S. When that cannot be done,
-  // unavailable_reason() says why and every time_case() returns nothing.
+  // Starts tools/<script_name> --threads T --min-seconds S with /usr/bin/python3, or the
+  // python ENGINE_TORCH_PYTHON names, from the sources' tools/ folder (ENGINE_SOURCE_DIR, when
+  // set, replaces the build's). When that cannot be done, unavailable_reason() says why and
+  // every time_case() returns nothing.
   TorchProcess(const std::string& script_name, int threads, double min_seconds);
   // An object that never starts a process; unavailable_reason() is `reason`.
   explicit TorchProcess(std::string reason) : reason_(std::move(reason)) {}

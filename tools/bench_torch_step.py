@@ -1,14 +1,20 @@
 #!/usr/bin/python3
-"""PyTorch CPU baseline for bench/bench_step: one training step of a torchvision ResNet.
+"""PyTorch baseline for bench/bench_step: one training step of a torchvision ResNet.
 
 Reads cases from stdin, one per line (tab-separated):
-    name  arch  image_size  batch  classes
-and prints one line per memory format (tab-separated):
+    name  arch  image_size  batch  classes  [device  precision]
+device is cpu (default) or cuda, precision fp32 (default) or bf16. Prints one line per memory
+format timed (tab-separated):
     name  step_nchw|step_channels_last  time_us
 A step is what bench_step times on our side: forward in train mode, cross-entropy, backward,
 and torch.optim.SGD(lr=0.1, momentum=0.9, weight_decay=1e-4).step(), with zero_grad first.
-fp32, --threads intra-op threads, random images and labels; three warm-ups, then the median
-of repeats over --min-seconds. Debian's python3-torch (1.13) and python3-torchvision.
+Random images and labels; three warm-ups, then the median of repeats over --min-seconds.
+- cpu: fp32 in both memory formats (NCHW is PyTorch's default; bench_step keeps the faster),
+  --threads intra-op threads. Debian's python3-torch (1.13) and python3-torchvision.
+- cuda: channels_last only, with cudnn.benchmark on; bf16 runs the forward and the loss under
+  torch.autocast(bfloat16) with fp32 weights, as our bf16 activations with fp32 master
+  weights. Each timed step ends with torch.cuda.synchronize(), as ours ends with a stream
+  synchronize. TF32 stays off for fp32, matching our fp32 arithmetic.
 """
 import torch
 import torchvision
@@ -18,21 +24,38 @@ from torch_timing import serve_cases
 
 def step_passes(fields):
     arch, size, batch, classes = fields[1], int(fields[2]), int(fields[3]), int(fields[4])
+    device = fields[5] if len(fields) > 5 else "cpu"
+    precision = fields[6] if len(fields) > 6 else "fp32"
+    if precision not in ("fp32", "bf16"):
+        raise SystemExit(f"bench_torch_step.py: unknown precision '{precision}'")
+    cuda = device == "cuda"
+    if cuda:
+        torch.backends.cudnn.benchmark = True
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    formats = [("step_channels_last", torch.channels_last)]
+    if not cuda:
+        formats.insert(0, ("step_nchw", torch.contiguous_format))
     passes = []
-    for fmt_name, fmt in (("step_nchw", torch.contiguous_format),
-                          ("step_channels_last", torch.channels_last)):
-        model = torchvision.models.__dict__[arch](num_classes=classes).to(memory_format=fmt)
+    for fmt_name, fmt in formats:
+        model = torchvision.models.__dict__[arch](num_classes=classes)
+        model = model.to(device=device, memory_format=fmt)
         model.train()
-        images = torch.randn(batch, 3, size, size).to(memory_format=fmt)
-        labels = torch.randint(0, classes, (batch,))
+        images = torch.randn(batch, 3, size, size, device=device).to(memory_format=fmt)
+        labels = torch.randint(0, classes, (batch,), device=device)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
         loss_fn = torch.nn.CrossEntropyLoss()
 
         def step(model=model, images=images, labels=labels, optimizer=optimizer):
             with torch.enable_grad():
                 optimizer.zero_grad()
-                loss_fn(model(images), labels).backward()
+                with torch.autocast(device_type=device, dtype=torch.bfloat16,
+                                    enabled=precision == "bf16"):
+                    loss = loss_fn(model(images), labels)
+                loss.backward()
                 optimizer.step()
+            if cuda:
+                torch.cuda.synchronize()
 
         passes.append((fmt_name, step))
     return passes
