@@ -33,6 +33,12 @@ class HappensBefore : public ::testing::Test {
     engine::cuda::launch(sim_tsan::write_ramp_kernel, sim_tsan::blocks_for(kN),
                          dim3(sim_tsan::kThreads), 0, stream, written, base, kN);
   }
+  // write_on(stream), then a record of `event` (created here) after it.
+  void write_and_record_on(cudaStream_t stream, float base, cudaEvent_t& event) {
+    ASSERT_EQ(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), cudaSuccess);
+    write_on(stream, base);
+    ASSERT_EQ(cudaEventRecord(event, stream), cudaSuccess);
+  }
   void double_on(cudaStream_t stream) {
     engine::cuda::launch(sim_tsan::read_double_kernel, sim_tsan::blocks_for(kN),
                          dim3(sim_tsan::kThreads), 0, stream, written, doubled, kN);
@@ -64,12 +70,10 @@ TEST_F(HappensBefore, AStreamRunsItsKernelsInOrder) {
 }
 
 TEST_F(HappensBefore, AWaitOrdersTheOtherStreamAfterTheRecord) {
-  cudaEvent_t written_event = nullptr;
-  ASSERT_EQ(cudaEventCreateWithFlags(&written_event, cudaEventDisableTiming), cudaSuccess);
   sim_tsan::Gate gate;
   gate.hold(b);  // b reads after a has written: in real time only, not for TSan
-  write_on(a, 2.f);
-  ASSERT_EQ(cudaEventRecord(written_event, a), cudaSuccess);
+  cudaEvent_t written_event = nullptr;
+  write_and_record_on(a, 2.f, written_event);
   gate.open_after(a);
   ASSERT_EQ(cudaStreamWaitEvent(b, written_event, 0), cudaSuccess);
   double_on(b);
@@ -81,9 +85,7 @@ TEST_F(HappensBefore, AWaitOrdersTheOtherStreamAfterTheRecord) {
 
 TEST_F(HappensBefore, EventSynchronizeOrdersTheHostAfterTheRecord) {
   cudaEvent_t written_event = nullptr;
-  ASSERT_EQ(cudaEventCreateWithFlags(&written_event, cudaEventDisableTiming), cudaSuccess);
-  write_on(a, 3.f);
-  ASSERT_EQ(cudaEventRecord(written_event, a), cudaSuccess);
+  write_and_record_on(a, 3.f, written_event);
   ASSERT_EQ(cudaEventSynchronize(written_event), cudaSuccess);
   expect_ramp(written, 3.f);
   EXPECT_EQ(cudaEventDestroy(written_event), cudaSuccess);
@@ -91,9 +93,7 @@ TEST_F(HappensBefore, EventSynchronizeOrdersTheHostAfterTheRecord) {
 
 TEST_F(HappensBefore, AnEventQueryThatSaysDoneOrdersTheHostAfterTheRecord) {
   cudaEvent_t written_event = nullptr;
-  ASSERT_EQ(cudaEventCreateWithFlags(&written_event, cudaEventDisableTiming), cudaSuccess);
-  write_on(a, 4.f);
-  ASSERT_EQ(cudaEventRecord(written_event, a), cudaSuccess);
+  write_and_record_on(a, 4.f, written_event);
   cudaError_t status = cudaErrorNotReady;
   while ((status = cudaEventQuery(written_event)) == cudaErrorNotReady)
     std::this_thread::yield();
