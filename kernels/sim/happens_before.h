@@ -25,19 +25,25 @@
 //   5. stream creation: the worker starts after cudaStreamCreate's caller (pthread_create's
 //      own edge, left to TSan; implied by edge 1 for the creating thread anyway).
 // Nothing else orders anything. The runtime's bookkeeping (stream queues and counters, event
-// states, the registries, the allocation table, the emulator's launch lock and guard registry)
-// is guarded by mutexes whose locking, waiting and unlocking TSan does not see, and the
-// runtime's accesses to it are not recorded either, so unordered threads touching it are
-// neither ordered nor reported (BookkeepingLock). A worker destroys each task unobserved
-// (Unobserved): a shared_ptr count dropped there would otherwise order the worker with
-// whoever holds the other references (an acq_rel decrement is an edge). cudaStreamDestroy's
-// join of the worker is unobserved too: CUDA's returns without waiting. The sticky error is
-// a relaxed atomic.
+// states, the registries, the allocation table) is guarded by mutexes whose locking, waiting
+// and unlocking TSan does not see, and the runtime's accesses to it are not recorded either,
+// so unordered threads touching it are neither ordered nor reported (BookkeepingLock). A
+// worker destroys each task unobserved (Unobserved): a shared_ptr count dropped there would
+// otherwise order the worker with whoever holds the other references (an acq_rel decrement
+// is an edge), and a kernel's parameters are moved to the worker so that it frees them.
+// cudaStreamDestroy's join of the worker is unobserved too: CUDA's returns without waiting.
+// The sticky error is a relaxed atomic. In the emulator (kernels/simt/) each OS thread has its
+// own scheduler, fibers and sync objects (block entry/exit, barriers, __threadfence), the
+// launch lock and the guard-buffer registry's lock are taken with TSan's sync ignored, and
+// under TSan static __shared__ variables are thread_local, so two workers' kernels share
+// nothing that TSan sees but the memory they are given.
 //
 // Limits: a cudaStreamSynchronize while other host threads keep queueing on the same stream
-// may acquire the effects of tasks queued after the call started (one `ran` point per stream);
-// an event re-recorded on a second stream before the first record completes is waited for
-// by record count, as before this file, not by stream.
+// may acquire the effects of tasks queued after the call started (one `ran` point per
+// stream); an event re-recorded on a second stream before the first record completes is
+// waited for by record count, as before this file, not by stream; host threads that share an
+// event handle are ordered with each other through its shared_ptr counts (host to host only:
+// workers never touch a count observed).
 #pragma once
 
 #include <condition_variable>
