@@ -1,7 +1,8 @@
 // What the sim device's ThreadSanitizer tests share: a kernel that writes a buffer, one that
 // reads it, and a gate that fixes the order in which two streams run without ordering them for
 // TSan. Include first: it brings the sim device's kernel prelude (the SIMT emulator, and
-// launch() queuing on the stream), as the CUDA backend's .cu files have it.
+// launch() queuing on the stream), as the CUDA backend's .cu files have it. Like a .cuh, it
+// defines the kernels: one translation unit per binary includes it.
 #pragma once
 
 #include "kernels/sim/kernel_prelude.h"
