@@ -17,6 +17,7 @@
 
 #include "kernels/sim/devices.h"
 #include "kernels/sim/errors.h"
+#include "kernels/sim/happens_before.h"
 #include "kernels/sim/streams.h"
 
 namespace engine::sim {
@@ -50,7 +51,7 @@ cudaError_t allocate(void** ptr, std::size_t bytes, MemoryKind kind) {
   Table& t = table();
   const int device = current_device();
   {
-    const std::lock_guard lock(t.mutex);
+    const BookkeepingLock lock(t.mutex);
     if (kind == MemoryKind::kDevice) {
       t.device_bytes_in_use.resize(std::max<std::size_t>(t.device_bytes_in_use.size(), device + 1));
       if (bytes > device_memory_bytes() - t.device_bytes_in_use[device]) {
@@ -60,12 +61,15 @@ cudaError_t allocate(void** ptr, std::size_t bytes, MemoryKind kind) {
     }
   }
   auto* memory = static_cast<std::byte*>(::operator new(bytes, kAlignment, std::nothrow));
-  const std::lock_guard lock(t.mutex);
-  if (memory == nullptr) {
-    if (kind == MemoryKind::kDevice) t.device_bytes_in_use[device] -= bytes;
-    return result(cudaErrorMemoryAllocation);
+  {
+    const BookkeepingLock lock(t.mutex);
+    if (memory == nullptr) {
+      if (kind == MemoryKind::kDevice) t.device_bytes_in_use[device] -= bytes;
+    } else {
+      t.by_begin[memory] = Allocation{memory, bytes, kind, device};
+    }
   }
-  t.by_begin[memory] = Allocation{memory, bytes, kind, device};
+  if (memory == nullptr) return result(cudaErrorMemoryAllocation);
   *ptr = memory;
   return cudaSuccess;
 }
@@ -74,11 +78,16 @@ cudaError_t release(void* ptr, MemoryKind kind, const char* call) {
   if (const cudaError_t sticky = sticky_error()) return sticky;
   if (ptr == nullptr) return cudaSuccess;
   Table& t = table();
-  std::unique_lock lock(t.mutex);
-  const auto found = t.by_begin.find(static_cast<const std::byte*>(ptr));
-  if (found == t.by_begin.end() || found->second.kind != kind) {
-    const bool other_kind = found != t.by_begin.end();
-    lock.unlock();
+  const auto* begin = static_cast<const std::byte*>(ptr);
+  std::optional<Allocation> allocation;
+  bool other_kind = false;
+  {
+    const BookkeepingLock lock(t.mutex);
+    const auto found = t.by_begin.find(begin);
+    other_kind = found != t.by_begin.end() && found->second.kind != kind;
+    if (found != t.by_begin.end() && !other_kind) allocation = found->second;
+  }
+  if (!allocation) {
     explain(std::string(call) + "(" + pointer_text(ptr) + "): " +
             (other_kind ? "the pointer is not of this kind (device memory and pinned host "
                           "memory have their own free functions)"
@@ -86,20 +95,23 @@ cudaError_t release(void* ptr, MemoryKind kind, const char* call) {
                           "or inside one)"));
     return result(cudaErrorInvalidValue);
   }
-  const Allocation allocation = found->second;
-  lock.unlock();
   // CUDA's frees synchronize first: work still queued may use the memory (on a GPU it finishes
   // before the free returns; here the host memory would otherwise go while a worker reads it).
-  synchronize_streams(kind == MemoryKind::kDevice ? allocation.device : -1);
-  lock.lock();
-  if (t.by_begin.erase(static_cast<const std::byte*>(ptr)) == 0) {
-    lock.unlock();
+  // That is also the happens-before edge (happens_before.h) that orders the free after it.
+  synchronize_streams(kind == MemoryKind::kDevice ? allocation->device : -1);
+  bool erased = false;
+  {
+    const BookkeepingLock lock(t.mutex);
+    erased = t.by_begin.erase(begin) == 1;
+    if (erased && kind == MemoryKind::kDevice) {
+      t.device_bytes_in_use[allocation->device] -= allocation->bytes;
+    }
+  }
+  if (!erased) {
     explain(std::string(call) + "(" + pointer_text(ptr) + "): freed by another thread meanwhile");
     return result(cudaErrorInvalidValue);
   }
-  if (kind == MemoryKind::kDevice) t.device_bytes_in_use[allocation.device] -= allocation.bytes;
-  lock.unlock();
-  ::operator delete(static_cast<void*>(const_cast<std::byte*>(allocation.begin)), kAlignment);
+  ::operator delete(static_cast<void*>(const_cast<std::byte*>(allocation->begin)), kAlignment);
   return cudaSuccess;
 }
 
@@ -108,7 +120,7 @@ cudaError_t release(void* ptr, MemoryKind kind, const char* call) {
 std::optional<Allocation> find_allocation(const void* ptr) {
   const auto* address = static_cast<const std::byte*>(ptr);
   Table& t = table();
-  const std::lock_guard lock(t.mutex);
+  const BookkeepingLock lock(t.mutex);
   auto after = t.by_begin.upper_bound(address);
   if (after == t.by_begin.begin()) return std::nullopt;
   const Allocation& candidate = std::prev(after)->second;

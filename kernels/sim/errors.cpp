@@ -10,6 +10,8 @@ namespace engine::sim {
 namespace {
 
 thread_local cudaError_t t_last_error = cudaSuccess;
+// Relaxed: every call and every stream task reads it, and acquire loads would order each of
+// them after the fault that set it, an edge CUDA does not have (happens_before.h).
 std::atomic<cudaError_t> g_sticky_error{cudaSuccess};
 
 struct ErrorText {
@@ -55,12 +57,12 @@ cudaError_t result(cudaError_t status) {
 }
 
 cudaError_t sticky_error() {
-  return g_sticky_error.load();
+  return g_sticky_error.load(std::memory_order_relaxed);
 }
 
 void set_sticky_error(cudaError_t status, const std::string& why) {
   cudaError_t expected = cudaSuccess;
-  if (g_sticky_error.compare_exchange_strong(expected, status)) {
+  if (g_sticky_error.compare_exchange_strong(expected, status, std::memory_order_relaxed)) {
     std::fprintf(stderr, "sim device: %s (the device is now in error %s, as after a GPU fault)\n",
                  why.c_str(), cudaGetErrorName(status));
   }

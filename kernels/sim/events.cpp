@@ -14,8 +14,10 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <utility>
 
 #include "kernels/sim/errors.h"
+#include "kernels/sim/happens_before.h"
 #include "kernels/sim/streams.h"
 
 namespace engine::sim {
@@ -24,35 +26,39 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Shared by the handle and the tasks queued for it: cudaEventDestroy may come before the
-// stream has reached a record or a wait, and the record must still complete.
+// stream has reached a record or a wait, and the record must still complete. Each record has
+// its own SyncPoint, released when the stream reaches it (happens_before.h, edge 3).
 struct EventState {
   mutable std::mutex mutex;
   std::condition_variable completed_changed;
   std::uint64_t recorded = 0;   // records made (the latest one's number)
   std::uint64_t completed = 0;  // the highest record number its stream has reached
   Clock::time_point completed_at{};
+  std::shared_ptr<SyncPoint> latest;  // the latest record's point (null: never recorded)
 
   void complete(std::uint64_t record) {
     {
-      const std::lock_guard lock(mutex);
+      const BookkeepingLock lock(mutex);
       if (record > completed) {
         completed = record;
         completed_at = Clock::now();
       }
     }
+    const Unobserved quiet;  // a notify is a read of the condition variable for TSan
     completed_changed.notify_all();
   }
   struct Snapshot {
     std::uint64_t recorded = 0, completed = 0;
     Clock::time_point completed_at{};
+    std::shared_ptr<SyncPoint> latest;
   };
   Snapshot snapshot() const {
-    const std::lock_guard lock(mutex);
-    return {recorded, completed, completed_at};
+    const BookkeepingLock lock(mutex);
+    return {recorded, completed, completed_at, latest};
   }
   void wait_for(std::uint64_t record) {
-    std::unique_lock lock(mutex);
-    completed_changed.wait(lock, [&] { return completed >= record; });
+    BookkeepingLock lock(mutex);
+    lock.wait(completed_changed, [&] { return completed >= record; });
   }
 };
 
@@ -79,12 +85,8 @@ Registry& registry() {
 
 bool is_live(cudaEvent_t event) {
   Registry& r = registry();
-  const std::lock_guard lock(r.mutex);
+  const BookkeepingLock lock(r.mutex);
   return r.live.contains(event);
-}
-
-std::uint64_t latest_record(const EventState& state) {
-  return state.snapshot().recorded;
 }
 
 }  // namespace
@@ -98,9 +100,11 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
   if (event == nullptr) return result(cudaErrorInvalidValue);
   auto* created = new CUevent_st;
   created->timing = (flags & cudaEventDisableTiming) == 0;
-  engine::sim::Registry& r = engine::sim::registry();
-  const std::lock_guard lock(r.mutex);
-  r.live.insert(created);
+  {
+    engine::sim::Registry& r = engine::sim::registry();
+    const engine::sim::BookkeepingLock lock(r.mutex);
+    r.live.insert(created);
+  }
   *event = created;
   return cudaSuccess;
 }
@@ -112,10 +116,13 @@ cudaError_t cudaEventCreate(cudaEvent_t* event) {
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
   {
     engine::sim::Registry& r = engine::sim::registry();
-    const std::lock_guard lock(r.mutex);
+    const engine::sim::BookkeepingLock lock(r.mutex);
     if (r.live.erase(event) == 0) return result(cudaErrorInvalidResourceHandle);
   }
-  delete event;  // queued records and waits keep the state alive
+  // Queued records and waits keep the state alive; unobserved, as the workers drop their
+  // references to it unobserved (happens_before.h).
+  const engine::sim::Unobserved quiet;
+  delete event;
   return cudaSuccess;
 }
 
@@ -123,16 +130,24 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   if (const cudaError_t sticky = sticky_error()) return sticky;
   if (!engine::sim::is_live(event)) return result(cudaErrorInvalidResourceHandle);
   std::shared_ptr<engine::sim::EventState> state = event->state;
+  auto point = std::make_shared<engine::sim::SyncPoint>();
   std::uint64_t record = 0;
+  std::shared_ptr<engine::sim::SyncPoint> previous;
   {
-    const std::lock_guard lock(state->mutex);
+    const engine::sim::BookkeepingLock lock(state->mutex);
     record = ++state->recorded;
+    previous = std::exchange(state->latest, point);
   }
-  const cudaError_t status =
-      engine::sim::enqueue(stream, [state, record] { state->complete(record); });
+  const cudaError_t status = engine::sim::enqueue(stream, [state, record, point] {
+    point->release();  // before the record completes: whoever sees it complete may acquire
+    state->complete(record);
+  });
   if (status != cudaSuccess) {
-    const std::lock_guard lock(state->mutex);
-    if (state->recorded == record) --state->recorded;  // no record was made: none to wait for
+    const engine::sim::BookkeepingLock lock(state->mutex);
+    if (state->recorded == record) {  // no record was made: none to wait for
+      --state->recorded;
+      state->latest = std::move(previous);
+    }
   }
   return status;
 }
@@ -141,15 +156,19 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
   if (const cudaError_t sticky = sticky_error()) return sticky;
   if (!engine::sim::is_live(event)) return result(cudaErrorInvalidResourceHandle);
   const engine::sim::EventState::Snapshot state = event->state->snapshot();
-  // Never recorded: complete, as in CUDA.
-  return state.completed >= state.recorded ? cudaSuccess : cudaErrorNotReady;
+  // Never recorded: complete, as in CUDA (and nothing to order after).
+  if (state.completed < state.recorded) return cudaErrorNotReady;
+  if (state.latest) state.latest->acquire();
+  return cudaSuccess;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   if (const cudaError_t sticky = sticky_error()) return sticky;
   if (!engine::sim::is_live(event)) return result(cudaErrorInvalidResourceHandle);
   engine::sim::EventState& state = *event->state;
-  state.wait_for(engine::sim::latest_record(state));
+  const engine::sim::EventState::Snapshot latest = state.snapshot();
+  state.wait_for(latest.recorded);
+  if (latest.latest) latest.latest->acquire();
   return result(sticky_error());
 }
 
@@ -173,7 +192,10 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   if (flags != cudaEventWaitDefault) return result(cudaErrorInvalidValue);
   if (!engine::sim::is_live(event)) return result(cudaErrorInvalidResourceHandle);
   std::shared_ptr<engine::sim::EventState> state = event->state;
-  const std::uint64_t record = engine::sim::latest_record(*state);
-  if (record == 0) return engine::sim::enqueue(stream, [] {});  // never recorded: no wait
-  return engine::sim::enqueue(stream, [state, record] { state->wait_for(record); });
+  const engine::sim::EventState::Snapshot latest = state->snapshot();
+  if (latest.recorded == 0) return engine::sim::enqueue(stream, [] {});  // never recorded
+  return engine::sim::enqueue(stream, [state, record = latest.recorded, point = latest.latest] {
+    state->wait_for(record);
+    point->acquire();  // the waiting stream's later work comes after the recorded work
+  });
 }

@@ -47,7 +47,9 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem_b
   spec.grid = grid;
   spec.block = block;
   spec.dynamic_smem_bytes = smem_bytes;
-  spec.run = [kernel, grid, block, smem_bytes, stream, params] {
+  // Moved, not copied: the worker must hold the only reference, so the parameters are freed
+  // where they were read (a free on the host, unordered with the kernel, is a race for TSan).
+  spec.run = [kernel, grid, block, smem_bytes, stream, params = std::move(params)] {
     std::apply(
         [&](const auto&... p) { simt::launch(kernel, grid, block, smem_bytes, stream, p...); },
         *params);

@@ -1,6 +1,6 @@
-// cudaStreamCreate(WithFlags), cudaStreamDestroy, cudaStreamSynchronize and cudaStreamQuery
-// of the sim device. A stream is a worker thread with a queue: the host only enqueues, the
-// worker runs the tasks in order, so host and streams overlap as they do with a GPU.
+// cudaStreamCreate(WithFlags), cudaStreamDestroy, cudaStreamSynchronize, cudaStreamQuery and
+// cudaDeviceSynchronize of the sim device. A stream is a worker thread with a queue: the host only
+// enqueues, the worker runs the tasks in order, so host and streams overlap as they do with a GPU.
 #include "kernels/sim/streams.h"
 
 #include <condition_variable>
@@ -14,8 +14,10 @@
 
 #include "kernels/sim/devices.h"
 #include "kernels/sim/errors.h"
+#include "kernels/sim/happens_before.h"
 
-// CUDA's headers declare cudaStream_t as a pointer to this; the runtime defines it.
+// CUDA's headers declare cudaStream_t as a pointer to this; the runtime defines it. Its
+// happens-before edges for TSan (enqueue -> task, task -> synchronize) are happens_before.h's.
 struct CUstream_st {
   explicit CUstream_st(int device_index) : device(device_index) {
     worker = std::thread([this] { run(); });
@@ -23,10 +25,12 @@ struct CUstream_st {
   // Runs what is queued, then stops (cudaStreamDestroy lets queued work finish, as CUDA does).
   ~CUstream_st() {
     {
-      const std::lock_guard lock(mutex);
+      const engine::sim::BookkeepingLock lock(mutex);
       stopping = true;
     }
     queued.notify_all();
+    // Unobserved: CUDA's cudaStreamDestroy returns at once, so it orders nothing.
+    const engine::sim::Unobserved quiet;
     worker.join();
   }
   CUstream_st(const CUstream_st&) = delete;
@@ -34,48 +38,76 @@ struct CUstream_st {
 
   void enqueue(engine::sim::StreamTask task) {
     {
-      const std::lock_guard lock(mutex);
-      tasks.push_back(std::move(task));
+      const engine::sim::BookkeepingLock lock(mutex);
+      tasks.push_back(Queued{std::move(task), {}});
+      tasks.back().enqueued.release();
       ++enqueued;
     }
     queued.notify_one();
   }
 
   void synchronize() {
-    std::unique_lock lock(mutex);
-    const std::uint64_t target = enqueued;
-    ran.wait(lock, [&] { return completed >= target; });
+    {
+      engine::sim::BookkeepingLock lock(mutex);
+      const std::uint64_t target = enqueued;
+      lock.wait(ran_task, [&] { return completed >= target; });
+    }
+    ran.acquire();
   }
 
   bool idle() {
-    const std::lock_guard lock(mutex);
-    return completed == enqueued;
+    bool done = false;
+    {
+      const engine::sim::BookkeepingLock lock(mutex);
+      done = completed == enqueued;
+    }
+    if (done) ran.acquire();  // a cudaStreamQuery that says "done" orders like a synchronize
+    return done;
   }
 
   const int device;
 
  private:
+  struct Queued {
+    engine::sim::StreamTask task;
+    engine::sim::SyncPoint enqueued;  // stays put: a deque moves no element on push or pop
+  };
+
   void run() {
-    std::unique_lock lock(mutex);
     for (;;) {
-      queued.wait(lock, [&] { return stopping || !tasks.empty(); });
-      if (tasks.empty()) return;  // stopping, and the queue has drained
-      engine::sim::StreamTask task = std::move(tasks.front());
-      tasks.pop_front();
-      lock.unlock();
+      engine::sim::StreamTask task;
+      {
+        engine::sim::BookkeepingLock lock(mutex);
+        lock.wait(queued, [&] { return stopping || !tasks.empty(); });
+        if (tasks.empty()) return;  // stopping, and the queue has drained
+        tasks.front().enqueued.acquire();
+        task = std::move(tasks.front().task);
+        tasks.pop_front();
+      }
       task();  // tasks catch their own failures (they make the device's error sticky)
-      lock.lock();
-      ++completed;
-      ran.notify_all();
+      {
+        const engine::sim::Unobserved quiet;
+        task = nullptr;  // its captures go here, unobserved (happens_before.h)
+      }
+      ran.release();
+      {
+        const engine::sim::BookkeepingLock lock(mutex);
+        ++completed;
+      }
+      // Unobserved: TSan records a notify as a read of the condition variable, which the host
+      // destroys later with nothing ordering the two.
+      const engine::sim::Unobserved quiet;
+      ran_task.notify_all();
     }
   }
 
   std::mutex mutex;
-  std::condition_variable queued;  // a task was queued, or the stream is stopping
-  std::condition_variable ran;     // a task has run
-  std::deque<engine::sim::StreamTask> tasks;
+  std::condition_variable queued;    // a task was queued, or the stream is stopping
+  std::condition_variable ran_task;  // a task has run
+  std::deque<Queued> tasks;
   std::uint64_t enqueued = 0, completed = 0;
   bool stopping = false;
+  engine::sim::SyncPoint ran;  // released after each task: what synchronizing acquires
   std::thread worker;
 };
 
@@ -101,7 +133,7 @@ cudaError_t find_stream(cudaStream_t stream) {
     return cudaErrorNotSupported;
   }
   Registry& r = registry();
-  const std::lock_guard lock(r.mutex);
+  const BookkeepingLock lock(r.mutex);
   return r.live.contains(stream) ? cudaSuccess : cudaErrorInvalidResourceHandle;
 }
 
@@ -123,7 +155,7 @@ void synchronize_streams(int device) {
   std::vector<cudaStream_t> streams;
   {
     Registry& r = registry();
-    const std::lock_guard lock(r.mutex);
+    const BookkeepingLock lock(r.mutex);
     for (cudaStream_t stream : r.live) {
       if (device < 0 || stream->device == device) streams.push_back(stream);
     }
@@ -139,9 +171,11 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* pStream, unsigned int flags)
   if (const cudaError_t sticky = engine::sim::sticky_error()) return sticky;
   if (pStream == nullptr) return engine::sim::result(cudaErrorInvalidValue);
   auto* stream = new CUstream_st(engine::sim::current_device());
-  engine::sim::Registry& r = engine::sim::registry();
-  const std::lock_guard lock(r.mutex);
-  r.live.insert(stream);
+  {
+    engine::sim::Registry& r = engine::sim::registry();
+    const engine::sim::BookkeepingLock lock(r.mutex);
+    r.live.insert(stream);
+  }
   *pStream = stream;
   return cudaSuccess;
 }
@@ -156,7 +190,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   }
   {
     engine::sim::Registry& r = engine::sim::registry();
-    const std::lock_guard lock(r.mutex);
+    const engine::sim::BookkeepingLock lock(r.mutex);
     r.live.erase(stream);
   }
   delete stream;  // joins the worker once the queued work has run
@@ -165,6 +199,11 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   return engine::sim::synchronize(stream);
+}
+
+cudaError_t cudaDeviceSynchronize() {
+  engine::sim::synchronize_streams(engine::sim::current_device());
+  return engine::sim::result(engine::sim::sticky_error());
 }
 
 cudaError_t cudaStreamQuery(cudaStream_t stream) {

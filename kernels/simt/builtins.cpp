@@ -19,11 +19,6 @@ int warpSize = 32;
 }
 
 namespace simt::detail {
-namespace {
-// __threadfence: every fence releases and acquires this object, so a thread's writes before
-// its fence happen before whatever any thread does after a later fence.
-std::uint64_t g_fence_sync = 0;
-}  // namespace
 
 int sync_block(BlockReduce reduce, int predicate) {
   return Scheduler::instance().block_barrier(reduce, predicate);
@@ -51,10 +46,14 @@ void* dynamic_shared_memory() {
   return Scheduler::instance().dynamic_smem();
 }
 
+// __threadfence: every fence releases and acquires one object of the running launch's host
+// thread, so a thread's writes before its fence happen before whatever any thread of the
+// launch does after a later fence.
 void thread_fence() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  SIMT_TSAN_RELEASE(&g_fence_sync);
-  SIMT_TSAN_ACQUIRE(&g_fence_sync);
+  std::uint64_t* sync = Scheduler::instance().fence_sync();
+  SIMT_TSAN_RELEASE(sync);
+  SIMT_TSAN_ACQUIRE(sync);
 }
 
 }  // namespace simt::detail

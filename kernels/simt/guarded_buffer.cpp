@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "kernels/simt/format.h"
+#include "kernels/simt/sanitizers.h"
 
 namespace simt {
 namespace detail {
@@ -50,6 +51,8 @@ std::uint16_t next_canary() {
   return static_cast<std::uint16_t>((serial % 2 ? 0xffc0u : 0x7fc0u) | (1u + serial % 63u));
 }
 
+// Its lock orders nothing for TSan (sanitizers.h): every launch takes it, on the sim device
+// from each stream's worker.
 struct Registry {
   std::mutex mutex;
   std::set<GuardedAllocation*> live;
@@ -73,7 +76,7 @@ std::string describe_overwrite(const GuardedAllocation& a, std::size_t first, st
 
 std::string guard_violations() {
   Registry& r = registry();
-  const std::lock_guard lock(r.mutex);
+  const UnorderedLockGuard lock(r.mutex);
   std::string report;
   for (GuardedAllocation* a : r.live) {
     // One range per guard, from its first overwritten byte to its last.
@@ -110,7 +113,7 @@ GuardedBuffer::GuardedBuffer(std::size_t bytes, std::size_t misalign_bytes, std:
   std::memset(a.data(), 0, bytes);
   a.arm();
   detail::Registry& r = detail::registry();
-  const std::lock_guard lock(r.mutex);
+  const detail::UnorderedLockGuard lock(r.mutex);
   r.live.insert(allocation_.get());
 }
 
@@ -118,7 +121,7 @@ GuardedBuffer::~GuardedBuffer() {
   if (!allocation_) return;  // moved from
   {
     detail::Registry& r = detail::registry();
-    const std::lock_guard lock(r.mutex);
+    const detail::UnorderedLockGuard lock(r.mutex);
     r.live.erase(allocation_.get());
   }
   ::operator delete(allocation_->block, detail::GuardedAllocation::kAlignment);

@@ -10,6 +10,7 @@
 #include "kernels/simt/format.h"
 #include "kernels/simt/guarded_buffer.h"
 #include "kernels/simt/runtime.h"
+#include "kernels/simt/sanitizers.h"
 #include "kernels/simt/scheduler.h"
 #include "kernels/simt/self_image.h"
 
@@ -18,8 +19,13 @@ namespace {
 
 constexpr std::size_t kMaxDynamicSharedBytes = 227 * 1024;  // sm_90's per-block limit
 
-// Concurrent launches from several host threads would share the scheduler, the built-in
-// variables and the static __shared__ variables: they take turns.
+// Concurrent launches from several host threads would share the built-in variables and (in the
+// plain build) the static __shared__ variables: they take turns. The turns are invisible to
+// ThreadSanitizer: on the sim device two streams' workers launch here, and an ordering by this
+// lock, which CUDA does not have, would hide a race between their kernels. What the lock
+// guards is never seen by TSan anyway: built-ins and scheduler are written by this
+// uninstrumented library, each OS thread has its own scheduler and fibers, and the TSan build
+// makes static __shared__ variables thread_local (shared_memory.h).
 std::mutex g_launch_mutex;
 // Set while this OS thread runs a launch: a kernel calling simt::launch would deadlock.
 thread_local bool t_launching = false;
@@ -97,7 +103,7 @@ void run_launch(const KernelLaunch& launch) {
                            " from inside a kernel: dynamic parallelism is not emulated");
   }
   validate(launch);
-  const std::lock_guard lock(g_launch_mutex);
+  const UnorderedLockGuard lock(g_launch_mutex);
   DynamicSharedMemory dynamic_smem(launch.dynamic_smem_bytes);
   const std::vector<MemoryRange>& static_smem = static_shared_ranges();
   Scheduler& scheduler = Scheduler::instance();

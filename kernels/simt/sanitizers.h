@@ -36,12 +36,49 @@ extern "C" void __tsan_ignore_thread_begin();
 extern "C" void __tsan_ignore_thread_end();
 #define SIMT_TSAN_IGNORE_BEGIN() __tsan_ignore_thread_begin()
 #define SIMT_TSAN_IGNORE_END() __tsan_ignore_thread_end()
+// Synchronization the calling thread does in between (mutexes, condition variables, atomics,
+// __tsan_acquire/__tsan_release, joins) orders nothing for TSan: for locks that only guard the
+// emulator's own bookkeeping, which would otherwise order every thread that takes them.
+extern "C" void AnnotateIgnoreSyncBegin(const char* file, int line);
+extern "C" void AnnotateIgnoreSyncEnd(const char* file, int line);
+#define SIMT_TSAN_IGNORE_SYNC_BEGIN() AnnotateIgnoreSyncBegin(__FILE__, __LINE__)
+#define SIMT_TSAN_IGNORE_SYNC_END() AnnotateIgnoreSyncEnd(__FILE__, __LINE__)
 #else
 #define SIMT_TSAN_IGNORE_BEGIN() static_cast<void>(0)
 #define SIMT_TSAN_IGNORE_END() static_cast<void>(0)
 #define SIMT_TSAN_RELEASE(address) static_cast<void>(address)
 #define SIMT_TSAN_ACQUIRE(address) static_cast<void>(address)
+#define SIMT_TSAN_IGNORE_SYNC_BEGIN() static_cast<void>(0)
+#define SIMT_TSAN_IGNORE_SYNC_END() static_cast<void>(0)
 #endif
+
+namespace simt::detail {
+
+// A lock_guard whose lock and unlock are invisible to TSan (nothing in the plain build): two
+// threads that take it are not ordered by it. For mutexes that protect only state TSan does
+// not see (uninstrumented code, or accesses ignored as well), so that taking them cannot hide
+// a race between the threads' other memory, such as two streams' kernels.
+template <typename Mutex>
+class UnorderedLockGuard {
+ public:
+  explicit UnorderedLockGuard(Mutex& mutex) : mutex_(mutex) {
+    SIMT_TSAN_IGNORE_SYNC_BEGIN();
+    mutex_.lock();
+    SIMT_TSAN_IGNORE_SYNC_END();
+  }
+  ~UnorderedLockGuard() {
+    SIMT_TSAN_IGNORE_SYNC_BEGIN();
+    mutex_.unlock();
+    SIMT_TSAN_IGNORE_SYNC_END();
+  }
+  UnorderedLockGuard(const UnorderedLockGuard&) = delete;
+  UnorderedLockGuard& operator=(const UnorderedLockGuard&) = delete;
+
+ private:
+  Mutex& mutex_;
+};
+
+}  // namespace simt::detail
 
 #if SIMT_HAS_ASAN
 #include <sanitizer/asan_interface.h>

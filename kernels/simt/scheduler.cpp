@@ -12,9 +12,18 @@
 
 namespace simt::detail {
 
+// One per OS thread: the fibers' TSan contexts carry their own history, so fibers shared by
+// two host threads (two sim-device streams) would order one's kernels before the other's.
 Scheduler& Scheduler::instance() {
-  static Scheduler scheduler;
+  thread_local Scheduler scheduler;
   return scheduler;
+}
+
+Scheduler::~Scheduler() {
+#if SIMT_HAS_TSAN
+  for (Thread& t : threads_)
+    if (t.fiber.tsan_fiber != nullptr) __tsan_destroy_fiber(t.fiber.tsan_fiber);
+#endif
 }
 
 void Scheduler::begin_launch(const KernelLaunch& launch, void* dynamic_smem) {

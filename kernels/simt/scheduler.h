@@ -13,7 +13,9 @@
 // orders consecutive blocks: races between blocks are not detected. (So thread i of every
 // block can keep one TSan fiber context: a fresh one per block would order nothing more.)
 //
-// One launch at a time (launch.cpp serializes them); the state is this process's singleton.
+// One launch at a time (launch.cpp serializes them). Each OS thread has its own scheduler, with
+// its own fibers and TSan sync objects, so launches from different host threads (the sim
+// device's stream workers) are ordered only by what orders those threads.
 #pragma once
 
 #include <cstdint>
@@ -72,9 +74,15 @@ class Scheduler {
   void* dynamic_smem() { return self(), dynamic_smem_; }
   int block_barrier(BlockReduce reduce, int predicate);  // barriers.cpp
   void warp_collective(WarpRequest& request);            // barriers.cpp
+  // __threadfence's TSan sync object (builtins.cpp): per scheduler, so a fence orders the
+  // threads of the launches of one host thread, not two streams' kernels.
+  std::uint64_t* fence_sync() { return &fence_sync_; }
 
  private:
   Scheduler() = default;
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
   static Fiber* thread_main(void* arg);
 
   void enter(Thread& thread);
@@ -115,6 +123,7 @@ class Scheduler {
   unsigned barrier_result_true_ = 0, barrier_result_arrived_ = 0;
   std::uint64_t barrier_sync_[2] = {};
   std::uint64_t block_entry_sync_ = 0, block_exit_sync_ = 0;
+  std::uint64_t fence_sync_ = 0;
 };
 
 }  // namespace simt::detail

@@ -68,6 +68,44 @@ bool in_scope(std::string_view name, const std::unordered_set<std::string_view>&
   return false;
 }
 
+// The calling thread's instance of the executable's TLS block (the first object that
+// dl_iterate_phdr reports is the main program), or null when it has none.
+std::byte* thread_tls_block() {
+  void* block = nullptr;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* out) {
+        *static_cast<void**>(out) = info->dlpi_tls_data;
+        return 1;
+      },
+      &block);
+  return static_cast<std::byte*>(block);
+}
+
+// Sorts the ranges and merges those that touch or overlap.
+std::vector<MemoryRange> merged(std::vector<MemoryRange> ranges) {
+  std::sort(ranges.begin(), ranges.end(),
+            [](const MemoryRange& a, const MemoryRange& b) { return a.begin < b.begin; });
+  std::vector<MemoryRange> out;
+  for (const MemoryRange& r : ranges) {
+    if (!out.empty() && r.begin <= out.back().begin + out.back().size) {
+      out.back().size =
+          std::max(out.back().size, static_cast<std::size_t>(r.begin + r.size - out.back().begin));
+    } else {
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+// Whether `name` is the guard variable "_ZGVZ<function>E..." of a static local of one of
+// `scopes` (the local itself is "_ZZ<function>E...").
+bool is_guard_in_scope(std::string_view name, const std::unordered_set<std::string_view>& scopes) {
+  constexpr std::string_view kGuard = "_ZGVZ";
+  if (!name.starts_with(kGuard)) return false;
+  const std::string local = "_ZZ" + std::string(name.substr(kGuard.size()));
+  return in_scope(local, scopes);
+}
+
 class SelfImage {
  public:
   static const SelfImage& get() {
@@ -76,6 +114,9 @@ class SelfImage {
   }
 
   std::vector<MemoryRange> shared;
+  // thread_local __shared__ variables (the TSan build, shared_memory.h): `begin` is the offset
+  // into each thread's instance of the executable's TLS block, as the symbol table gives it.
+  std::vector<MemoryRange> thread_shared;
   struct Function {
     std::uintptr_t address;
     std::uint32_t name;
@@ -135,30 +176,32 @@ class SelfImage {
               [](const Function& a, const Function& b) { return a.address < b.address; });
 
     for (const Elf64_Sym& s : symbols) {
-      if (ELF64_ST_TYPE(s.st_info) != STT_OBJECT || s.st_size == 0 || s.st_shndx == SHN_UNDEF ||
+      const unsigned type = ELF64_ST_TYPE(s.st_info);
+      if ((type != STT_OBJECT && type != STT_TLS) || s.st_size == 0 || s.st_shndx == SHN_UNDEF ||
           s.st_shndx >= sections.size()) {
         continue;
       }
       const auto flags = sections[s.st_shndx].sh_flags;
       const std::string_view name = name_of(s);
-      if ((flags & SHF_WRITE) == 0 || (flags & SHF_TLS) != 0 || !name.starts_with("_ZZ") ||
-          name.find(kMarker) != std::string_view::npos || !in_scope(name, scopes)) {
+      if ((flags & SHF_WRITE) == 0 || name.find(kMarker) != std::string_view::npos) continue;
+      if ((flags & SHF_TLS) != 0 && is_guard_in_scope(name, scopes)) {
+        // The guard of a thread_local __shared__ variable whose type has a (necessarily empty:
+        // CUDA allows no dynamic initialization of __shared__) user-provided constructor, such
+        // as __nv_bfloat16's. A plain byte per OS thread, which the first fiber to get there
+        // would write and the others read with nothing ordering them; filled (non-zero:
+        // "initialized") by the host before the block, it is only ever read.
+        thread_shared.push_back({reinterpret_cast<std::byte*>(s.st_value), s.st_size});
         continue;
       }
-      shared.push_back({reinterpret_cast<std::byte*>(s.st_value + bias), s.st_size});
-    }
-    std::sort(shared.begin(), shared.end(),
-              [](const MemoryRange& a, const MemoryRange& b) { return a.begin < b.begin; });
-    std::vector<MemoryRange> merged;
-    for (const MemoryRange& r : shared) {
-      if (!merged.empty() && r.begin <= merged.back().begin + merged.back().size) {
-        merged.back().size = std::max(
-            merged.back().size, static_cast<std::size_t>(r.begin + r.size - merged.back().begin));
+      if (!name.starts_with("_ZZ") || !in_scope(name, scopes)) continue;
+      if ((flags & SHF_TLS) != 0) {
+        thread_shared.push_back({reinterpret_cast<std::byte*>(s.st_value), s.st_size});
       } else {
-        merged.push_back(r);
+        shared.push_back({reinterpret_cast<std::byte*>(s.st_value + bias), s.st_size});
       }
     }
-    shared = std::move(merged);
+    shared = merged(std::move(shared));
+    thread_shared = merged(std::move(thread_shared));
     return true;
   }
 };
@@ -166,7 +209,19 @@ class SelfImage {
 }  // namespace
 
 const std::vector<MemoryRange>& static_shared_ranges() {
-  return SelfImage::get().shared;
+  // Per thread: the thread_local variables' addresses differ between threads, and are fixed
+  // for a thread's life.
+  thread_local const std::vector<MemoryRange> ranges = [] {
+    const SelfImage& image = SelfImage::get();
+    std::vector<MemoryRange> all = image.shared;
+    std::byte* tls = image.thread_shared.empty() ? nullptr : thread_tls_block();
+    if (tls != nullptr) {
+      for (const MemoryRange& r : image.thread_shared)
+        all.push_back({tls + reinterpret_cast<std::uintptr_t>(r.begin), r.size});
+    }
+    return all;
+  }();
+  return ranges;
 }
 
 std::string function_name(const void* address) {

@@ -14,8 +14,9 @@ struct MemoryRange {
 };
 
 // The writable static locals of every function that declares a __shared__ variable, merged
-// into contiguous ranges. Read once, at the first call; empty (with a warning on stderr) when
-// the executable has no symbol table.
+// into contiguous ranges, with the calling thread's instances of the thread_local ones (the
+// TSan build). Read once, at the first call; empty (with a warning on stderr) when the
+// executable has no symbol table.
 const std::vector<MemoryRange>& static_shared_ranges();
 
 // The demangled name of the function at `address`, from the symbol table or the dynamic

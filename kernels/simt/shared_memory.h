@@ -1,10 +1,10 @@
 // Shared memory under emulation.
 //
-// Static: `__shared__ float tile[32][33];` becomes a function-local `static`, so all threads of a
-// block (all fibers) see one object; blocks run one after another, so one object per kernel is
-// enough. Before each block the emulator fills every such variable with 0xFF bytes (NaN for
-// floats, -1 for integers) so a read before the first write shows up in the results instead of
-// silently seeing the previous block's data.
+// Static: `__shared__ float tile[32][33];` becomes a function-local `static` (`static
+// thread_local` under TSan, see below), so all threads of a block (all fibers) see one object;
+// blocks run one after another, so one object per kernel is enough. Before each block the emulator
+// fills every such variable with 0xFF bytes (NaN for floats, -1 for integers) so a read before the
+// first write shows up in the results instead of silently seeing the previous block's data.
 //
 // Finding those variables: g++ 12 ignores `__attribute__((section))` on static locals of
 // templates (checked: they land in .bss.<name>), so a dedicated section would miss every
@@ -29,11 +29,22 @@
 #define SIMT_CAT_IMPL(a, b) a##b
 #define SIMT_CAT(a, b) SIMT_CAT_IMPL(a, b)
 
+// Under ThreadSanitizer each OS thread has its own copy (thread_local): on the sim device two
+// streams' workers run kernels, and one object shared by both would either be reported as a
+// race between two launches of the same kernel (CUDA gives each block fresh shared memory) or
+// need an ordering between the workers that would hide their real races. Plain builds keep
+// one object: launches take turns (launch.cpp), and `static` costs nothing to address.
+#if defined(__SANITIZE_THREAD__)
+#define SIMT_SHARED_STORAGE static thread_local
+#else
+#define SIMT_SHARED_STORAGE static
+#endif
+
 #undef __shared__
 #define __shared__                                         \
   [[maybe_unused]] static __attribute__((used))            \
   const char SIMT_CAT(simt_smem_marker_, __COUNTER__) = 0; \
-  static
+  SIMT_SHARED_STORAGE
 
 #define DYNAMIC_SHARED_MEMORY(T, name) \
   T* name = static_cast<T*>(::simt::detail::dynamic_shared_memory())
