@@ -125,6 +125,16 @@ ncclResult_t check_size(const CheckedCall& c, size_t count, size_t element_bytes
   return ncclSuccess;
 }
 
+ncclResult_t check_call(const char* call, ncclComm_t handle, ncclDataType_t type, size_t count,
+                        CheckedCall& out, size_t& bytes, size_t* all_ranks_bytes) {
+  size_t element_bytes = 0;
+  if (const ncclResult_t status = check_comm(call, handle, out)) return status;
+  if (const ncclResult_t status = check_datatype(out, type, element_bytes)) return status;
+  if (const ncclResult_t status = check_size(out, count, element_bytes, 1, bytes)) return status;
+  if (all_ranks_bytes == nullptr) return ncclSuccess;
+  return check_size(out, count, element_bytes, out.site.nranks, *all_ranks_bytes);
+}
+
 ncclResult_t check_rank(const CheckedCall& c, const char* what, int rank) {
   if (rank >= 0 && rank < c.site.nranks) return ncclSuccess;
   return fail(ncclInvalidArgument, where(c) + ": " + what + " " + std::to_string(rank) +

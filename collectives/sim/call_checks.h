@@ -28,6 +28,11 @@ ncclResult_t check_reducer(const CheckedCall& c, ncclDataType_t type, ncclRedOp_
 // count * element_bytes * blocks without overflow.
 ncclResult_t check_size(const CheckedCall& c, size_t count, size_t element_bytes, size_t blocks,
                         size_t& bytes);
+// The checks every call starts with: check_comm, then check_datatype and check_size of
+// `count` elements, whose size in bytes it returns; with `all_ranks_bytes`, also of the
+// nranks blocks of the gathering and scattering calls.
+ncclResult_t check_call(const char* call, ncclComm_t handle, ncclDataType_t type, size_t count,
+                        CheckedCall& out, size_t& bytes, size_t* all_ranks_bytes = nullptr);
 // A peer or root (`what`) in [0, nranks).
 ncclResult_t check_rank(const CheckedCall& c, const char* what, int rank);
 // `bytes` at `data` inside one device allocation of the communicator's device (nothing to

@@ -12,10 +12,8 @@ using namespace engine::sim_nccl;
 ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
   CheckedCall c;
-  size_t element = 0, bytes = 0;
-  if (ncclResult_t s = check_comm("ncclSend", comm, c)) return s;
-  if (ncclResult_t s = check_datatype(c, datatype, element)) return s;
-  if (ncclResult_t s = check_size(c, count, element, 1, bytes)) return s;
+  size_t bytes = 0;
+  if (ncclResult_t s = check_call("ncclSend", comm, datatype, count, c, bytes)) return s;
   if (ncclResult_t s = check_rank(c, "peer", peer)) return s;
   if (ncclResult_t s = check_buffer(c, "sendbuff", sendbuff, bytes)) return s;
   return add_to_group(c.comm, stream, send_operation(c.site, sendbuff, bytes, peer));
@@ -24,10 +22,8 @@ ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatyp
 ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
   CheckedCall c;
-  size_t element = 0, bytes = 0;
-  if (ncclResult_t s = check_comm("ncclRecv", comm, c)) return s;
-  if (ncclResult_t s = check_datatype(c, datatype, element)) return s;
-  if (ncclResult_t s = check_size(c, count, element, 1, bytes)) return s;
+  size_t bytes = 0;
+  if (ncclResult_t s = check_call("ncclRecv", comm, datatype, count, c, bytes)) return s;
   if (ncclResult_t s = check_rank(c, "peer", peer)) return s;
   if (ncclResult_t s = check_buffer(c, "recvbuff", recvbuff, bytes)) return s;
   return add_to_group(c.comm, stream, recv_operation(c.site, recvbuff, bytes, peer));
@@ -38,11 +34,9 @@ ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                            cudaStream_t stream) {
   CheckedCall c;
   Reducer reducer;
-  size_t element = 0, bytes = 0;
-  if (ncclResult_t s = check_comm("ncclAllReduce", comm, c)) return s;
+  size_t bytes = 0;
+  if (ncclResult_t s = check_call("ncclAllReduce", comm, datatype, count, c, bytes)) return s;
   if (ncclResult_t s = check_reducer(c, datatype, op, reducer)) return s;
-  if (ncclResult_t s = check_datatype(c, datatype, element)) return s;
-  if (ncclResult_t s = check_size(c, count, element, 1, bytes)) return s;
   if (ncclResult_t s = check_buffer(c, "sendbuff", sendbuff, bytes)) return s;
   if (ncclResult_t s = check_buffer(c, "recvbuff", recvbuff, bytes)) return s;
   return add_to_group(
@@ -54,10 +48,8 @@ ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                            ncclDataType_t datatype, int root, ncclComm_t comm,
                            cudaStream_t stream) {
   CheckedCall c;
-  size_t element = 0, bytes = 0;
-  if (ncclResult_t s = check_comm("ncclBroadcast", comm, c)) return s;
-  if (ncclResult_t s = check_datatype(c, datatype, element)) return s;
-  if (ncclResult_t s = check_size(c, count, element, 1, bytes)) return s;
+  size_t bytes = 0;
+  if (ncclResult_t s = check_call("ncclBroadcast", comm, datatype, count, c, bytes)) return s;
   if (ncclResult_t s = check_rank(c, "root", root)) return s;
   // As in NCCL, only the root's sendbuff is read.
   if (c.site.rank == root) {
@@ -71,11 +63,9 @@ ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, nccl
                         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   CheckedCall c;
   Reducer reducer;
-  size_t element = 0, bytes = 0;
-  if (ncclResult_t s = check_comm("ncclReduce", comm, c)) return s;
+  size_t bytes = 0;
+  if (ncclResult_t s = check_call("ncclReduce", comm, datatype, count, c, bytes)) return s;
   if (ncclResult_t s = check_reducer(c, datatype, op, reducer)) return s;
-  if (ncclResult_t s = check_datatype(c, datatype, element)) return s;
-  if (ncclResult_t s = check_size(c, count, element, 1, bytes)) return s;
   if (ncclResult_t s = check_rank(c, "root", root)) return s;
   if (ncclResult_t s = check_buffer(c, "sendbuff", sendbuff, bytes)) return s;
   // As in NCCL, only the root's recvbuff is written.
@@ -90,11 +80,11 @@ ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, nccl
 ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                            ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   CheckedCall c;
-  size_t element = 0, bytes = 0, all_bytes = 0;
-  if (ncclResult_t s = check_comm("ncclAllGather", comm, c)) return s;
-  if (ncclResult_t s = check_datatype(c, datatype, element)) return s;
-  if (ncclResult_t s = check_size(c, sendcount, element, c.site.nranks, all_bytes)) return s;
-  bytes = all_bytes / c.site.nranks;
+  size_t bytes = 0, all_bytes = 0;
+  if (ncclResult_t s =
+          check_call("ncclAllGather", comm, datatype, sendcount, c, bytes, &all_bytes)) {
+    return s;
+  }
   if (ncclResult_t s = check_buffer(c, "sendbuff", sendbuff, bytes)) return s;
   if (ncclResult_t s = check_buffer(c, "recvbuff", recvbuff, all_bytes)) return s;
   return add_to_group(c.comm, stream, all_gather_operation(c.site, sendbuff, recvbuff, bytes));
@@ -105,15 +95,14 @@ ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recv
                                cudaStream_t stream) {
   CheckedCall c;
   Reducer reducer;
-  size_t element = 0, all_bytes = 0;
-  if (ncclResult_t s = check_comm("ncclReduceScatter", comm, c)) return s;
-  if (ncclResult_t s = check_reducer(c, datatype, op, reducer)) return s;
-  if (ncclResult_t s = check_datatype(c, datatype, element)) return s;
-  if (ncclResult_t s = check_size(c, recvcount, element, c.site.nranks, all_bytes)) return s;
-  if (ncclResult_t s = check_buffer(c, "sendbuff", sendbuff, all_bytes)) return s;
-  if (ncclResult_t s = check_buffer(c, "recvbuff", recvbuff, all_bytes / c.site.nranks)) {
+  size_t bytes = 0, all_bytes = 0;
+  if (ncclResult_t s =
+          check_call("ncclReduceScatter", comm, datatype, recvcount, c, bytes, &all_bytes)) {
     return s;
   }
+  if (ncclResult_t s = check_reducer(c, datatype, op, reducer)) return s;
+  if (ncclResult_t s = check_buffer(c, "sendbuff", sendbuff, all_bytes)) return s;
+  if (ncclResult_t s = check_buffer(c, "recvbuff", recvbuff, bytes)) return s;
   return add_to_group(c.comm, stream,
                       reduce_scatter_operation(c.site, sendbuff, recvbuff,
                                                static_cast<int64_t>(recvcount), reducer));

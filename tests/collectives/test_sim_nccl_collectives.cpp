@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/bfloat16.h"
@@ -23,21 +24,14 @@ using testing::on_every_rank;
 using testing::release_sim_ranks;
 using testing::SimRank;
 
+// How the test stores, loads and reduces an element type: float and double as themselves,
+// bf16 through float (one rounding per step, as NCCL's and the shim's reductions).
 template <typename T>
-struct Nccl;
-template <>
-struct Nccl<float> {
-  static constexpr ncclDataType_t type = ncclFloat32;
-  using Math = float;
-  static float load(float v) { return v; }
-  static float store(float v) { return v; }
-};
-template <>
-struct Nccl<double> {
-  static constexpr ncclDataType_t type = ncclFloat64;
-  using Math = double;
-  static double load(double v) { return v; }
-  static double store(double v) { return v; }
+struct Nccl {
+  static constexpr ncclDataType_t type = std::is_same_v<T, float> ? ncclFloat32 : ncclFloat64;
+  using Math = T;
+  static T load(T v) { return v; }
+  static T store(T v) { return v; }
 };
 template <>
 struct Nccl<bf16> {
