@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -174,15 +173,7 @@ TEST(SyncResNet, Resnet18GradientsOnNRanksEqualTheGlobalBatch) {
 
 // --comm=NAME: the communicator of the SyncBatchNorm cases (default ring-shm, CPU).
 int main(int argc, char** argv) {
-  int kept = 1;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--comm=", 7) == 0) {
-      engine::testing::sync_bn_comm_name() = argv[i] + 7;
-    } else {
-      argv[kept++] = argv[i];
-    }
-  }
-  argc = kept;
+  engine::testing::take_comm_flag(argc, argv, engine::testing::sync_bn_comm_name());
   ::testing::AddGlobalTestEnvironment(new engine::testing::ReleaseSyncBnCommunicator);
   return engine::testing::run_all_tests_on_every_rank(argc, argv);
 }
