@@ -118,7 +118,7 @@ if(ENGINE_SIM_DEVICE AND NOT ENGINE_HAVE_CUDA_HEADERS)
                       "scripts/install-deps or pass -DENGINE_CUDA_INCLUDE_DIR=<dir>")
 endif()
 if(ENGINE_SIM_DEVICE)
-  engine_report("sim device" ON "CUDA backend under the SIMT emulator, emulated runtime; NCCL off" "")
+  engine_report("sim device" ON "CUDA backend under the SIMT emulator, emulated runtime, NCCL shim" "")
 endif()
 
 # --- NCCL, cuDNN, cuBLAS (only meaningful with CUDA) ---------------------------------------
@@ -150,8 +150,19 @@ if(ENGINE_HAVE_CUDA)
     "disables --conv-impl cudnn and the cuDNN benchmark baselines")
   engine_report("cuBLAS" ON "${CUDAToolkit_VERSION}" "")
 elseif(ENGINE_SIM_DEVICE)
-  # The sim device's NCCL shim (between the processes of an mpirun job) is not written yet.
-  engine_report("NCCL" OFF "" "not on the sim device yet: disables NcclTransport and NcclCommunicator")
+  # The sim device's NCCL shim (collectives/sim/: between the processes of an mpirun job on
+  # one host) is engine::nccl; NVIDIA's nccl.h declares it (CUDA 13's toolkit and libnccl-dev
+  # ship it; Debian's nvidia-cuda-dev alone does not).
+  find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${ENGINE_CUDA_INCLUDE_DIR} ENV NCCL_HOME PATH_SUFFIXES include)
+  if(NCCL_INCLUDE_DIR)
+    set(ENGINE_HAVE_NCCL ON)
+    engine_header_define(nccl_major "${NCCL_INCLUDE_DIR}/nccl.h" NCCL_MAJOR)
+    engine_header_define(nccl_minor "${NCCL_INCLUDE_DIR}/nccl.h" NCCL_MINOR)
+    engine_header_define(nccl_patch "${NCCL_INCLUDE_DIR}/nccl.h" NCCL_PATCH)
+  endif()
+  engine_report("NCCL" ${ENGINE_HAVE_NCCL}
+    "the sim device's shim, declared by nccl.h ${nccl_major}.${nccl_minor}.${nccl_patch}"
+    "no nccl.h: disables NcclTransport and NcclCommunicator on the sim device")
   engine_report("cuDNN" OFF "" "never on the sim device: disables --conv-impl cudnn and cuDNN baselines")
   engine_report("cuBLAS" OFF "" "never on the sim device: disables the cuBLAS baselines")
 else()

@@ -1,6 +1,7 @@
 #include "collectives/shared_memory.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -87,6 +88,43 @@ SharedMemory SharedMemory::open(const std::string& name, size_t bytes) {
     close(fd);
     throw;
   }
+  close(fd);
+  return SharedMemory(data, bytes);
+}
+
+SharedMemory SharedMemory::open_or_create(const std::string& name, size_t bytes) {
+  const int fd = shm_open(name.c_str(), O_CREAT | O_RDWR, 0600);
+  if (fd < 0) fail_errno("shm_open(" + name + ", O_CREAT)");
+  // Two peers that both find the segment empty must not both size it (one could shrink it
+  // under the other's mapping), so checking and sizing happen under an exclusive lock.
+  if (flock(fd, LOCK_EX) != 0) {
+    const int saved = errno;
+    close(fd);
+    errno = saved;
+    fail_errno("flock(" + name + ")");
+  }
+  void* data = nullptr;
+  try {
+    struct stat info {};
+    if (fstat(fd, &info) != 0) fail_errno("fstat(" + name + ")");
+    const auto existing = static_cast<size_t>(info.st_size);
+    if (existing == 0) {
+      if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+        fail_errno("ftruncate(" + name + ", " + std::to_string(bytes) +
+                   ") (is /dev/shm big enough?)");
+      }
+    } else if (existing != bytes) {
+      fail("shared memory segment " + name + " has " + std::to_string(existing) +
+           " bytes, not the expected " + std::to_string(bytes));
+    }
+    data = map_fd(fd, bytes, name);
+  } catch (...) {
+    flock(fd, LOCK_UN);
+    close(fd);
+    throw;
+  }
+  // Explicitly: the mapping keeps the open file, and so the lock, alive after close().
+  flock(fd, LOCK_UN);
   close(fd);
   return SharedMemory(data, bytes);
 }

@@ -22,6 +22,10 @@ class SharedMemory {
   static SharedMemory create(const std::string& name, size_t bytes);
   // Maps an existing segment, which must be at least `bytes` long.
   static SharedMemory open(const std::string& name, size_t bytes);
+  // Maps the segment `name`, creating it with `bytes` if it does not exist yet: for peers that
+  // arrive in any order (the sim device's NCCL shim). An existing segment of another size is
+  // an error naming both sizes; the size check and the creation are one step under a lock.
+  static SharedMemory open_or_create(const std::string& name, size_t bytes);
   // Removes the name (mappings stay valid); no error if it is already gone.
   static void unlink(const std::string& name);
 

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstring>
+#include <string>
 
 #include "collectives/bootstrap.h"
 
@@ -35,6 +37,20 @@ class RankFailurePrinter : public ::testing::EmptyTestEventListener {
  private:
   int rank_;
 };
+
+// Takes --comm=NAME out of the arguments (GoogleTest would reject it) into `name`: the suites
+// that run on a communicator of the command line's choosing.
+inline void take_comm_flag(int& argc, char** argv, std::string& name) {
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--comm=", 7) == 0) {
+      name = argv[i] + 7;
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
+}
 
 inline int run_all_tests_on_every_rank(int argc, char** argv) {
   MpiSession mpi(&argc, &argv);

@@ -63,7 +63,9 @@ std::optional<Wording> wording_for(const DrillSetup& setup) {
     return compile(head + "{what:data from|an earlier message to be taken by} rank <peer>, " +
                    "which never answered" + tail);
   }
-  if (setup.impl == "mpi") {
+  // MPI's own collectives, and NCCL's work queued on a stream (the NCCL communicator's, or our
+  // ring's over NcclTransport), cannot tell which peer is missing: the watchdog says so.
+  if (setup.impl == "mpi" || setup.impl == "nccl" || setup.impl == "ring-nccl") {
     return compile(head + "the other ranks (the library does not say which rank never answered)" +
                    tail);
   }

@@ -95,8 +95,12 @@ int main(int argc, char** argv) {
     // Longer than any survivor may wait: past it, the collectives went on without the victim.
     const auto give_up = std::chrono::duration<double>(drill.timeout_s + 20);
     auto comm = make_communicator(drill.impl, session, options);
-    Stream stream;
-    Tensor data = Tensor::from_floats({drill.elements}, std::vector<float>(drill.elements, 1.f));
+    // The NCCL communicators work on this rank's GPU (on the sim device: its emulated one).
+    const Device device =
+        drill.impl.find("nccl") != std::string::npos ? session.device("cuda") : Device::cpu();
+    Stream stream(device);
+    Tensor data = Tensor::from_floats({drill.elements}, std::vector<float>(drill.elements, 1.f))
+                      .to(device, stream);
     comm->all_reduce(data, ReduceOp::sum, stream);  // everyone is alive and connected
     if (session.rank() == drill.victim) {
       if (drill.mode == "silent") {

@@ -70,26 +70,29 @@ struct BnResult {
 };
 
 // One step of a fresh BatchNorm2d (weight and bias from the seed, running stats 0 and 1) on
-// x / dy / residual of `batch` images; comm: the sync group, or nullptr for plain BN. An eval
+// x / dy / residual of `batch` images, on the stream's device; comm: the sync group, or nullptr
+// for plain BN. An eval
 // step first trains once on the same x so the running statistics are not the initial ones
 // (that training step communicates too).
 inline BnResult run_bn(const BnBatch& b, int64_t batch, const std::vector<float>& x,
                        const std::vector<float>& dy, const std::vector<float>& residual,
                        const BnStep& step, Communicator* comm, Stream& stream) {
+  const Device device = stream.device();
   nn::ParameterSet params;
   nn::BatchNorm2d bn(params, "bn", {b.channels, 1e-5f, 0.1f, step.relu});
-  params.allocate(Device::cpu(), stream);
+  params.allocate(device, stream);
   bn.reset_state(stream);
   const std::vector<float> weight = normal_values(b.channels, b.seed + 101, DType::f32, 1.0, 0.5);
   const std::vector<float> bias = normal_values(b.channels, b.seed + 102, DType::f32, 0.0, 0.5);
   Tensor w = params.value(bn.weight_id()), bb = params.value(bn.bias_id());
-  copy(Tensor::from_floats({b.channels}, weight), w, stream);
-  copy(Tensor::from_floats({b.channels}, bias), bb, stream);
+  copy(Tensor::from_floats({b.channels}, weight).to(device, stream), w, stream);
+  copy(Tensor::from_floats({b.channels}, bias).to(device, stream), bb, stream);
   if (comm != nullptr) bn.set_sync_group(comm);
   const Shape shape = b.shape(batch);
-  bn.setup(shape, {Device::cpu(), DType::f32, stream, true, true});
-  const Tensor tx = Tensor::from_floats(shape, x);
-  const Tensor tres = step.residual ? Tensor::from_floats(shape, residual) : Tensor();
+  bn.setup(shape, {device, DType::f32, stream, true, true});
+  const Tensor tx = Tensor::from_floats(shape, x).to(device, stream);
+  const Tensor tres =
+      step.residual ? Tensor::from_floats(shape, residual).to(device, stream) : Tensor();
   auto forward = [&](nn::Pass& pass) -> const Tensor& {
     return step.residual ? bn.forward(tx, tres, pass) : bn.forward(tx, pass);
   };
@@ -102,7 +105,8 @@ inline BnResult run_bn(const BnBatch& b, int64_t batch, const std::vector<float>
   } else {
     nn::Pass pass{stream, true, false, {}};
     result.y = forward(pass).to_floats(stream);
-    result.dx = bn.backward(Tensor::from_floats(shape, dy), pass).to_floats(stream);
+    result.dx =
+        bn.backward(Tensor::from_floats(shape, dy).to(device, stream), pass).to_floats(stream);
     result.residual_grad = bn.residual_grad().to_floats(stream);
     result.dweight = params.grad(bn.weight_id()).to_floats(stream);
     result.dbias = params.grad(bn.bias_id()).to_floats(stream);

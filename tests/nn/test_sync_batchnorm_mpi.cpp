@@ -12,7 +12,8 @@
 // a different order, with cancellation), bias gradients 1e-5; at mean 1e3 / 1e4 y, dx and
 // the variances 3e-4 / 3e-3: each rank's fp32 mean rounds by up to an ulp of the mean (1e-3
 // std at 1e4), as the global layer's does, and their difference moves everything by that.
-// One rank: bit for bit equal to BatchNorm2d.
+// One rank: bit for bit equal to BatchNorm2d. --comm=nccl|ring-nccl runs the SyncBatchNorm cases
+// on this rank's GPU over that communicator (the sim device's NCCL shim in its build).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -148,7 +149,7 @@ class SyncBatchNorm : public ::testing::Test {
 
   Communicator* comm_ = nullptr;
   int rank_ = 0, world_ = 1;
-  Stream stream_;
+  Stream stream_{testing::sync_bn_device()};
 };
 
 TEST_F(SyncBatchNorm, EqualsBatchNormOnTheGlobalBatch) {
@@ -253,13 +254,14 @@ TEST_F(SyncBatchNorm, EvalUsesRunningStatsAndCommunicatesNothing) {
     CountingCommunicator counting(*comm_);
     nn::ParameterSet params;
     nn::BatchNorm2d bn(params, "bn", {b.channels, 1e-5f, 0.1f, false});
-    params.allocate(Device::cpu(), stream_);
+    params.allocate(stream_.device(), stream_);
     bn.reset_state(stream_);
     bn.set_sync_group(&counting);
     EXPECT_EQ(bn.type(), "SyncBatchNorm");
-    bn.setup(b.shape(2), {Device::cpu(), DType::f32, stream_, true, true});
+    bn.setup(b.shape(2), {stream_.device(), DType::f32, stream_, true, true});
     nn::Pass eval{stream_, false, false, {}};
-    const Tensor tx = Tensor::from_floats(b.shape(2), testing::rank_values(b, 0, 0));
+    const Tensor tx = Tensor::from_floats(b.shape(2), testing::rank_values(b, 0, 0))
+                          .to(stream_.device(), stream_);
     bn.forward(tx, eval);
     EXPECT_TRUE(counting.calls().empty());
   }

@@ -171,7 +171,9 @@ TEST(SyncResNet, Resnet18GradientsOnNRanksEqualTheGlobalBatch) {
 }  // namespace
 }  // namespace engine
 
+// --comm=NAME: the communicator of the SyncBatchNorm cases (default ring-shm, CPU).
 int main(int argc, char** argv) {
+  engine::testing::take_comm_flag(argc, argv, engine::testing::sync_bn_comm_name());
   ::testing::AddGlobalTestEnvironment(new engine::testing::ReleaseSyncBnCommunicator);
   return engine::testing::run_all_tests_on_every_rank(argc, argv);
 }
