@@ -1,6 +1,7 @@
 #include "kernels/caching_allocator.h"
 
 #include <bit>
+#include <cstdio>
 
 #include "kernels/error.h"
 
@@ -11,7 +12,9 @@ constexpr size_t kSmallLimit = size_t{1} << 20;
 constexpr size_t kSmallStep = 512;
 
 std::string mebibytes(size_t bytes) {
-  return std::to_string(static_cast<double>(bytes) / (1 << 20)).substr(0, 8) + " MiB";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return text;
 }
 }  // namespace
 

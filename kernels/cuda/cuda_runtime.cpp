@@ -23,6 +23,19 @@ void set_device(int device) {
   CHECK_CUDA(cudaSetDevice(device));
 }
 
+namespace {
+// " (N MiB free of M MiB)" for the current device, or "" when CUDA cannot say.
+std::string free_memory_note() {
+  size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
+    cudaGetLastError();
+    return "";
+  }
+  return " (" + std::to_string(free >> 20) + " MiB free of " + std::to_string(total >> 20) +
+         " MiB)";
+}
+}  // namespace
+
 void* device_malloc(size_t bytes, int device) {
   CHECK_CUDA(cudaSetDevice(device));
   void* ptr = nullptr;
@@ -30,7 +43,7 @@ void* device_malloc(size_t bytes, int device) {
   if (status == cudaErrorMemoryAllocation) {
     cudaGetLastError();
     throw OutOfMemoryError(rank_prefix() + "CUDA out of memory on cuda:" + std::to_string(device) +
-                           " allocating " + std::to_string(bytes) + " bytes");
+                           " allocating " + std::to_string(bytes) + " bytes" + free_memory_note());
   }
   CHECK_CUDA(status);
   return ptr;

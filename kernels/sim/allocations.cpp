@@ -1,4 +1,5 @@
-// cudaMalloc, cudaFree, cudaHostAlloc, cudaMallocHost and cudaFreeHost of the sim device.
+// cudaMalloc, cudaFree, cudaMallocAsync, cudaFreeAsync, cudaHostAlloc, cudaMallocHost and
+// cudaFreeHost of the sim device.
 // Every allocation is tracked: freeing an unknown pointer, freeing twice, or freeing with the
 // wrong function returns cudaErrorInvalidValue as libcudart does, and each device holds at most
 // device_memory_bytes() at once.
@@ -115,7 +116,49 @@ cudaError_t release(void* ptr, MemoryKind kind, const char* call) {
   return cudaSuccess;
 }
 
+// cudaFreeAsync: the memory goes once the stream reaches the free, so what is queued before it
+// may still use it, and nothing waits on the host.
+cudaError_t release_in_stream_order(void* ptr, cudaStream_t stream) {
+  if (const cudaError_t sticky = sticky_error()) return sticky;
+  if (ptr == nullptr) return cudaSuccess;
+  Table& t = table();
+  const auto* begin = static_cast<const std::byte*>(ptr);
+  bool live = false;
+  {
+    const BookkeepingLock lock(t.mutex);
+    const auto found = t.by_begin.find(begin);
+    live = found != t.by_begin.end() && found->second.kind == MemoryKind::kDevice;
+  }
+  if (!live) {
+    explain("cudaFreeAsync(" + pointer_text(ptr) +
+            "): not the start of a live device allocation (freed already, never allocated, "
+            "pinned host memory, or inside one)");
+    return result(cudaErrorInvalidValue);
+  }
+  return result(enqueue(stream, [begin] {
+    Table& table_now = table();
+    bool erased = false;
+    {
+      const BookkeepingLock lock(table_now.mutex);
+      const auto found = table_now.by_begin.find(begin);
+      if (found != table_now.by_begin.end()) {
+        table_now.device_bytes_in_use[found->second.device] -= found->second.bytes;
+        table_now.by_begin.erase(found);
+        erased = true;
+      }
+    }
+    if (erased) ::operator delete(static_cast<void*>(const_cast<std::byte*>(begin)), kAlignment);
+  }));
+}
+
 }  // namespace
+
+std::size_t device_bytes_in_use(int device) {
+  Table& t = table();
+  const BookkeepingLock lock(t.mutex);
+  return device < static_cast<int>(t.device_bytes_in_use.size()) ? t.device_bytes_in_use[device]
+                                                                 : 0;
+}
 
 std::optional<Allocation> find_allocation(const void* ptr) {
   const auto* address = static_cast<const std::byte*>(ptr);
@@ -145,4 +188,12 @@ cudaError_t cudaMallocHost(void** ptr, size_t size) {
 }
 cudaError_t cudaFreeHost(void* ptr) {
   return engine::sim::release(ptr, engine::sim::MemoryKind::kPinnedHost, "cudaFreeHost");
+}
+cudaError_t cudaMallocAsync(void** devPtr, size_t size, cudaStream_t hStream) {
+  // Usable in stream order from the call on; the sim device has it at once.
+  (void)hStream;
+  return engine::sim::allocate(devPtr, size, engine::sim::MemoryKind::kDevice);
+}
+cudaError_t cudaFreeAsync(void* devPtr, cudaStream_t hStream) {
+  return engine::sim::release_in_stream_order(devPtr, hStream);
 }

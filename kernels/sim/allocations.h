@@ -20,4 +20,7 @@ struct Allocation {
 // The live allocation that contains `ptr` (its end included, for empty ranges), if any.
 std::optional<Allocation> find_allocation(const void* ptr);
 
+// Bytes of device memory allocated on `device` now (cudaMemGetInfo's used part).
+std::size_t device_bytes_in_use(int device);
+
 }  // namespace engine::sim

@@ -20,8 +20,9 @@
 //      does not leak into a wait for an earlier one.
 //   4. stream -> host: each task, once it has run, releases its stream's `ran` point;
 //      cudaStreamSynchronize, a cudaStreamQuery that returns cudaSuccess, cudaDeviceSynchronize,
-//      a cudaMemcpyAsync that touches pageable memory (synchronous, as in CUDA) and
-//      cudaFree/cudaFreeHost (they synchronize the device first) acquire it after their wait.
+//      a cudaMemcpyAsync that touches pageable memory (synchronous, as in CUDA),
+//      cudaFree/cudaFreeHost (they synchronize the device first), and cudaMemcpy and cudaMemset
+//      (the legacy default stream: memcpy.cpp, memset.cpp) acquire it after their wait.
 //   5. stream creation: the worker starts after cudaStreamCreate's caller (pthread_create's
 //      own edge, left to TSan; implied by edge 1 for the creating thread anyway).
 // Nothing else orders anything. The runtime's bookkeeping (stream queues and counters, event
@@ -38,7 +39,10 @@
 // under TSan static __shared__ variables are thread_local, so two workers' kernels share
 // nothing that TSan sees but the memory they are given.
 //
-// Limits: a cudaStreamSynchronize while other host threads keep queueing on the same stream
+// Limits: cudaMemcpy and cudaMemset wait for every stream of the device, as if each were a
+// blocking stream: CUDA does not order a cudaStreamNonBlocking stream's work before them (the
+// engine calls neither; its streams are its own). A cudaStreamSynchronize while other host
+// threads keep queueing on the same stream
 // may acquire the effects of tasks queued after the call started (one `ran` point per
 // stream); an event re-recorded on a second stream before the first record completes is
 // waited for by record count, as before this file, not by stream; host threads that share an

@@ -1,4 +1,5 @@
-// cudaMemcpyAsync of the sim device. The copy runs on the stream's worker; both ranges are
+// cudaMemcpyAsync and cudaMemcpy of the sim device. An async copy runs on the stream's worker
+// (cudaMemcpy on the calling thread, below); both ranges are
 // checked against the tracked allocations first, so a copy of the wrong kind, or one that runs
 // past the end of a device or pinned allocation, fails as libcudart would fail it (or, past an
 // end, as the GPU would fault) instead of corrupting host memory.
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "kernels/sim/allocations.h"
+#include "kernels/sim/devices.h"
 #include "kernels/sim/errors.h"
 #include "kernels/sim/streams.h"
 
@@ -41,23 +43,24 @@ std::optional<bool> side_must_be_device(cudaMemcpyKind kind, bool destination) {
   }
 }
 
-// Checks one side of a copy. Sets `pageable` when the range is not sim device memory at all.
-cudaError_t check_side(const void* ptr, std::size_t bytes, cudaMemcpyKind kind, bool destination,
-                       bool& pageable) {
+// Checks one side of a copy made by `call`. Sets `pageable` when the range is not sim device
+// memory at all.
+cudaError_t check_side(const char* call, const void* ptr, std::size_t bytes, cudaMemcpyKind kind,
+                       bool destination, bool& pageable) {
   const char* side = destination ? "destination" : "source";
   const std::optional<Allocation> allocation = find_allocation(ptr);
   const bool is_device = allocation && allocation->kind == MemoryKind::kDevice;
   pageable = !allocation;
   const std::optional<bool> must_be_device = side_must_be_device(kind, destination);
   if (must_be_device && *must_be_device != is_device) {
-    explain(std::string("cudaMemcpyAsync: the ") + side + " " + range_text(ptr, bytes) + " is " +
+    explain(std::string(call) + ": the " + side + " " + range_text(ptr, bytes) + " is " +
             (is_device ? "device" : "host") + " memory, but the copy's kind says otherwise");
     return cudaErrorInvalidValue;
   }
   if (allocation) {
     const auto* begin = static_cast<const std::byte*>(ptr);
     if (begin + bytes > allocation->begin + allocation->bytes) {
-      explain(std::string("cudaMemcpyAsync: the ") + side + " " + range_text(ptr, bytes) +
+      explain(std::string(call) + ": the " + side + " " + range_text(ptr, bytes) +
               " runs past the end of its allocation " +
               range_text(allocation->begin, allocation->bytes));
       return cudaErrorInvalidValue;
@@ -66,8 +69,43 @@ cudaError_t check_side(const void* ptr, std::size_t bytes, cudaMemcpyKind kind, 
   return cudaSuccess;
 }
 
+// What both copies check first: the direction, the pointers, and both ranges.
+cudaError_t check_copy(const char* call, void* dst, const void* src, std::size_t count,
+                       cudaMemcpyKind kind, bool& pageable) {
+  if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault) {
+    return cudaErrorInvalidMemcpyDirection;
+  }
+  if (dst == nullptr || src == nullptr) return cudaErrorInvalidValue;
+  bool dst_pageable = false, src_pageable = false;
+  if (const cudaError_t status = check_side(call, dst, count, kind, true, dst_pageable)) {
+    return status;
+  }
+  if (const cudaError_t status = check_side(call, src, count, kind, false, src_pageable)) {
+    return status;
+  }
+  pageable = dst_pageable || src_pageable;
+  return cudaSuccess;
+}
+
 }  // namespace
 }  // namespace engine::sim
+
+// On the legacy default stream, which the sim device does not queue on: the copy waits for
+// every stream of the current device (as a blocking stream's work is ordered before the legacy
+// stream's) and then runs on the calling thread, so it has completed when the call returns.
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
+  using namespace engine::sim;
+  if (const cudaError_t sticky = sticky_error()) return sticky;
+  if (count == 0) return cudaSuccess;
+  bool pageable = false;
+  if (const cudaError_t status = check_copy("cudaMemcpy", dst, src, count, kind, pageable)) {
+    return result(status);
+  }
+  synchronize_streams(current_device());
+  if (const cudaError_t sticky = sticky_error()) return sticky;
+  std::memcpy(dst, src, count);
+  return cudaSuccess;
+}
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
                             cudaStream_t stream) {
@@ -77,12 +115,8 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpy
     return result(cudaErrorInvalidMemcpyDirection);
   }
   if (count == 0) return cudaSuccess;
-  if (dst == nullptr || src == nullptr) return result(cudaErrorInvalidValue);
-  bool dst_pageable = false, src_pageable = false;
-  if (const cudaError_t status = check_side(dst, count, kind, true, dst_pageable)) {
-    return result(status);
-  }
-  if (const cudaError_t status = check_side(src, count, kind, false, src_pageable)) {
+  bool pageable = false;
+  if (const cudaError_t status = check_copy("cudaMemcpyAsync", dst, src, count, kind, pageable)) {
     return result(status);
   }
   if (const cudaError_t status = enqueue(stream, [dst, src, count] {
@@ -90,5 +124,5 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpy
       })) {
     return status;
   }
-  return dst_pageable || src_pageable ? synchronize(stream) : cudaSuccess;
+  return pageable ? synchronize(stream) : cudaSuccess;
 }

@@ -92,7 +92,7 @@ TEST(CachingAllocator, ReleasesTheCacheAndRetriesWhenOutOfMemory) {
     allocator.allocate(3 << 20);
     FAIL() << "expected OutOfMemoryError";
   } catch (const OutOfMemoryError& error) {
-    EXPECT_NE(std::string(error.what()).find("fake: 2.000000 MiB in use"), std::string::npos)
+    EXPECT_NE(std::string(error.what()).find("fake: 2.0 MiB in use"), std::string::npos)
         << error.what();
   }
   allocator.deallocate(p);

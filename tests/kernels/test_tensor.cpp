@@ -120,5 +120,28 @@ TEST(Tensor, CudaTensorsAreAClearErrorWithoutADevice) {
   EXPECT_THROW(Stream(Device::cuda(0)), Error);
 }
 
+// 1 TiB is more than any GPU holds (and than the sim device's configured capacity): the
+// allocation fails, after the caching allocator released its cache, with one message that
+// names the device, the size and what the device has free.
+TEST(Tensor, CudaOutOfMemoryIsAClearErrorNamingTheDeviceAndWhatIsFree) {
+  if (cuda_device_count() == 0)
+    GTEST_SKIP() << "no usable CUDA device: " << cuda_unavailable_reason();
+  const int64_t elements = int64_t{1} << 38;  // 1 TiB of f32
+  try {
+    Tensor::empty({elements}, DType::f32, Device::cuda(0));
+    FAIL() << "expected an out-of-memory error";
+  } catch (const OutOfMemoryError& error) {
+    const std::string what = error.what();
+    EXPECT_NE(what.find("CUDA out of memory on cuda:0 allocating 1099511627776 bytes"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find(" MiB free of "), std::string::npos) << what;
+  }
+  // The device is still usable afterwards: the error is not sticky.
+  Stream stream(Device::cuda(0));
+  Tensor small = Tensor::zeros({4}, DType::f32, Device::cuda(0), stream);
+  EXPECT_EQ(small.to_floats(stream), std::vector<float>(4, 0.0f));
+}
+
 }  // namespace
 }  // namespace engine

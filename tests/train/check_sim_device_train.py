@@ -22,6 +22,10 @@ match the CPU backend's within MULTI_RANK_TOLERANCES, step by step:
     which amplifies the backends' rounding differences chaotically (one rank, batch 4, no
     NCCL at all: CPU and CUDA differ by 1.4% at step 3, measured).
 
+--ranks 1 also runs resnet_train on a device of 24 MiB (ENGINE_SIM_DEVICE_MEMORY_MIB), too
+small for the model: exit 1 with CUDA's out-of-memory error naming the device and what it has
+free, and no checkpoint.
+
 Exit 77 (skip) when the dataset is missing. Usage:
   check_sim_device_train.py --exe resnet_train --data <ImageFolder> --work <dir> [--ranks 1|2]
 """
@@ -84,6 +88,28 @@ def single_rank(args):
         sys.exit(f"expected 2 steps each, got {len(cpu)} (cpu) and {len(cuda)} (cuda)")
     worst = compare("cuda against cpu", cpu, cuda, [RELATIVE_TOLERANCE] * 2)
     print(f"worst relative difference {worst:.2e} (tolerance {RELATIVE_TOLERANCE})")
+    out_of_memory(args)
+
+
+def out_of_memory(args):
+    """A device too small for the model (24 MiB: resnet18's weights alone are 45 MiB) ends the
+    run with exit 1 and one message naming the device, the size and what it has free, before
+    any checkpoint; never a crash."""
+    work = os.path.join(args.work, "out_of_memory")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    command = [args.exe, "--data", args.data, "--device", "cuda", "--checkpoint-dir", work] + \
+        COMMON + SINGLE_RANK
+    env = dict(os.environ, ENGINE_SIM_DEVICE_COUNT="1", ENGINE_SIM_DEVICE_MEMORY_MIB="24")
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+    expected = ["CUDA out of memory on cuda:0 allocating", "MiB free of 24 MiB"]
+    if result.returncode != 1 or not all(text in result.stderr for text in expected):
+        sys.exit(f"out of device memory: expected exit 1 and {expected} on stderr, got exit "
+                 f"{result.returncode}\n--- stderr\n{result.stderr}")
+    if os.listdir(work):
+        sys.exit(f"out of device memory: the failed run left {os.listdir(work)} in {work}")
+    message = [line for line in result.stderr.splitlines() if "out of memory" in line]
+    print(f"out of device memory (24 MiB): exit 1, {message[0].strip()}")
 
 
 def two_ranks(args):

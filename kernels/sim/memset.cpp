@@ -1,0 +1,62 @@
+// cudaMemsetAsync and cudaMemset of the sim device. The range must lie inside one device or
+// pinned allocation (pageable host memory, or a range past an allocation's end, is
+// cudaErrorInvalidValue, where a GPU would fault), so a bad memset fails instead of writing
+// over host memory. The async form runs on the stream's worker in stream order; cudaMemset,
+// on the legacy default stream, which the sim device does not queue on, waits for every stream
+// of the current device and then runs on the calling thread, as cudaMemcpy does (memcpy.cpp).
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <string>
+
+#include "kernels/sim/allocations.h"
+#include "kernels/sim/devices.h"
+#include "kernels/sim/errors.h"
+#include "kernels/sim/streams.h"
+
+namespace engine::sim {
+namespace {
+
+cudaError_t check_range(const char* call, const void* ptr, std::size_t count) {
+  if (ptr == nullptr) return cudaErrorInvalidValue;
+  const std::optional<Allocation> allocation = find_allocation(ptr);
+  char range[64];
+  std::snprintf(range, sizeof range, "[%p, +%zu)", ptr, count);
+  if (!allocation) {
+    explain(std::string(call) + ": " + range + " is not device or pinned host memory");
+    return cudaErrorInvalidValue;
+  }
+  if (static_cast<const std::byte*>(ptr) + count > allocation->begin + allocation->bytes) {
+    explain(std::string(call) + ": " + range + " runs past the end of its allocation");
+    return cudaErrorInvalidValue;
+  }
+  return cudaSuccess;
+}
+
+}  // namespace
+}  // namespace engine::sim
+
+cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t stream) {
+  using namespace engine::sim;
+  if (const cudaError_t sticky = sticky_error()) return sticky;
+  if (count == 0) return cudaSuccess;
+  if (const cudaError_t status = check_range("cudaMemsetAsync", devPtr, count)) {
+    return result(status);
+  }
+  return result(enqueue(stream, [devPtr, value, count] {
+    if (sticky_error() == cudaSuccess) std::memset(devPtr, value, count);
+  }));
+}
+
+cudaError_t cudaMemset(void* devPtr, int value, size_t count) {
+  using namespace engine::sim;
+  if (const cudaError_t sticky = sticky_error()) return sticky;
+  if (count == 0) return cudaSuccess;
+  if (const cudaError_t status = check_range("cudaMemset", devPtr, count)) return result(status);
+  synchronize_streams(current_device());
+  if (const cudaError_t sticky = sticky_error()) return sticky;
+  std::memset(devPtr, value, count);
+  return cudaSuccess;
+}
