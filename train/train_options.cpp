@@ -171,7 +171,7 @@ std::string train_usage() {
          "  --comm-timeout S         a collective waiting longer ends the job (300)\n"
          "  --comm NAME              gradient communicator: auto|ring-shm|ring-mpi|mpi|nccl|\n"
          "                           ring-nccl (auto: ring-shm on one host, ring-mpi across\n"
-         "                           hosts, nccl on GPUs)\n"
+         "                           hosts, ring-nccl (our ring over NCCL) on GPUs)\n"
          "  --normalize M,M,M/S,S,S  Normalize mean/std (ImageNet's)\n"
          "  --max-steps N            stop after N optimizer steps, saving last (0: no limit)\n"
          "  -h, --help               this text\n";
