@@ -253,14 +253,15 @@ std::vector<Row> run_gpu(const Options& options, Device device) {
   for (DType dtype : {DType::f32, DType::bf16}) {
     if (options.dtype == "both" || parse_dtype(options.dtype) == dtype) dtypes.push_back(dtype);
   }
-  const std::string conv_baseline = cuda_is_sim_device() ? "cpu" : "cudnn";
+  const bool sim = cuda_is_sim_device();
+  const std::string conv_baseline = sim ? "cpu" : "cudnn";
   for (DType dtype : dtypes) {
     const std::string suffix = std::string(" ") + std::string(dtype_name(dtype));
     for (const ConvLayer& layer : layers) {
       const PassTimes ours = time_native_conv(layer.shape, dtype, stream, timing);
       std::optional<PassTimes> base;
       std::string note;
-      if (cuda_is_sim_device()) {
+      if (sim) {
         // The sim device against the CPU backend on the same passes: how much slower the
         // emulated GPU is than the CPU it runs on (cuDNN is not emulated).
         if (options.baseline) {

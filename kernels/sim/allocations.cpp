@@ -75,9 +75,9 @@ cudaError_t allocate(void** ptr, std::size_t bytes, MemoryKind kind) {
   return cudaSuccess;
 }
 
-cudaError_t release(void* ptr, MemoryKind kind, const char* call) {
-  if (const cudaError_t sticky = sticky_error()) return sticky;
-  if (ptr == nullptr) return cudaSuccess;
+// The live allocation of `kind` that starts at `ptr`; nullopt (said on stderr, naming `call`)
+// for any other pointer.
+std::optional<Allocation> allocation_to_free(void* ptr, MemoryKind kind, const char* call) {
   Table& t = table();
   const auto* begin = static_cast<const std::byte*>(ptr);
   std::optional<Allocation> allocation;
@@ -94,25 +94,43 @@ cudaError_t release(void* ptr, MemoryKind kind, const char* call) {
                           "memory have their own free functions)"
                         : "not the start of a live allocation (freed already, never allocated, "
                           "or inside one)"));
-    return result(cudaErrorInvalidValue);
   }
+  return allocation;
+}
+
+// Takes the allocation that starts at `begin` out of the table (and its device's count) and
+// frees its memory; false when another thread did so first.
+bool erase_and_free(const std::byte* begin) {
+  Table& t = table();
+  bool erased = false;
+  {
+    const BookkeepingLock lock(t.mutex);
+    const auto found = t.by_begin.find(begin);
+    if (found != t.by_begin.end()) {
+      if (found->second.kind == MemoryKind::kDevice) {
+        t.device_bytes_in_use[found->second.device] -= found->second.bytes;
+      }
+      t.by_begin.erase(found);
+      erased = true;
+    }
+  }
+  if (erased) ::operator delete(static_cast<void*>(const_cast<std::byte*>(begin)), kAlignment);
+  return erased;
+}
+
+cudaError_t release(void* ptr, MemoryKind kind, const char* call) {
+  if (const cudaError_t sticky = sticky_error()) return sticky;
+  if (ptr == nullptr) return cudaSuccess;
+  const std::optional<Allocation> allocation = allocation_to_free(ptr, kind, call);
+  if (!allocation) return result(cudaErrorInvalidValue);
   // CUDA's frees synchronize first: work still queued may use the memory (on a GPU it finishes
   // before the free returns; here the host memory would otherwise go while a worker reads it).
   // That is also the happens-before edge (happens_before.h) that orders the free after it.
   synchronize_streams(kind == MemoryKind::kDevice ? allocation->device : -1);
-  bool erased = false;
-  {
-    const BookkeepingLock lock(t.mutex);
-    erased = t.by_begin.erase(begin) == 1;
-    if (erased && kind == MemoryKind::kDevice) {
-      t.device_bytes_in_use[allocation->device] -= allocation->bytes;
-    }
-  }
-  if (!erased) {
+  if (!erase_and_free(allocation->begin)) {
     explain(std::string(call) + "(" + pointer_text(ptr) + "): freed by another thread meanwhile");
     return result(cudaErrorInvalidValue);
   }
-  ::operator delete(static_cast<void*>(const_cast<std::byte*>(allocation->begin)), kAlignment);
   return cudaSuccess;
 }
 
@@ -121,37 +139,29 @@ cudaError_t release(void* ptr, MemoryKind kind, const char* call) {
 cudaError_t release_in_stream_order(void* ptr, cudaStream_t stream) {
   if (const cudaError_t sticky = sticky_error()) return sticky;
   if (ptr == nullptr) return cudaSuccess;
-  Table& t = table();
-  const auto* begin = static_cast<const std::byte*>(ptr);
-  bool live = false;
-  {
-    const BookkeepingLock lock(t.mutex);
-    const auto found = t.by_begin.find(begin);
-    live = found != t.by_begin.end() && found->second.kind == MemoryKind::kDevice;
-  }
-  if (!live) {
-    explain("cudaFreeAsync(" + pointer_text(ptr) +
-            "): not the start of a live device allocation (freed already, never allocated, "
-            "pinned host memory, or inside one)");
-    return result(cudaErrorInvalidValue);
-  }
-  return result(enqueue(stream, [begin] {
-    Table& table_now = table();
-    bool erased = false;
-    {
-      const BookkeepingLock lock(table_now.mutex);
-      const auto found = table_now.by_begin.find(begin);
-      if (found != table_now.by_begin.end()) {
-        table_now.device_bytes_in_use[found->second.device] -= found->second.bytes;
-        table_now.by_begin.erase(found);
-        erased = true;
-      }
-    }
-    if (erased) ::operator delete(static_cast<void*>(const_cast<std::byte*>(begin)), kAlignment);
-  }));
+  const std::optional<Allocation> allocation =
+      allocation_to_free(ptr, MemoryKind::kDevice, "cudaFreeAsync");
+  if (!allocation) return result(cudaErrorInvalidValue);
+  return result(enqueue(stream, [begin = allocation->begin] { erase_and_free(begin); }));
 }
 
 }  // namespace
+
+bool ends_inside(const Allocation& allocation, const void* ptr, std::size_t bytes,
+                 const std::string& call, const std::string& what) {
+  if (static_cast<const std::byte*>(ptr) + bytes <= allocation.begin + allocation.bytes) {
+    return true;
+  }
+  explain(call + ": " + what + range_text(ptr, bytes) + " runs past the end of its allocation " +
+          range_text(allocation.begin, allocation.bytes));
+  return false;
+}
+
+std::string range_text(const void* ptr, std::size_t bytes) {
+  char text[64];
+  std::snprintf(text, sizeof text, "[%p, +%zu)", ptr, bytes);
+  return text;
+}
 
 std::size_t device_bytes_in_use(int device) {
   Table& t = table();

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 
 namespace engine::sim {
 
@@ -19,6 +20,15 @@ struct Allocation {
 
 // The live allocation that contains `ptr` (its end included, for empty ranges), if any.
 std::optional<Allocation> find_allocation(const void* ptr);
+
+// Whether [ptr, ptr + bytes) ends inside `allocation` (which holds ptr). When it does not, says
+// on stderr that `call`'s `what` (e.g. "the destination ") runs past the allocation's end:
+// the copies and memsets refuse such a range, where a GPU would fault.
+bool ends_inside(const Allocation& allocation, const void* ptr, std::size_t bytes,
+                 const std::string& call, const std::string& what);
+
+// "[ptr, +bytes)", for messages.
+std::string range_text(const void* ptr, std::size_t bytes);
 
 // Bytes of device memory allocated on `device` now (cudaMemGetInfo's used part).
 std::size_t device_bytes_in_use(int device);

@@ -2,8 +2,9 @@
 // (compute capability 9.0, 132 SMs, warps of 32, its shared memory and register limits), so
 // code that sizes grids or shared memory from them makes the choices it makes on that GPU,
 // with the capacity each device is configured to hold (ENGINE_SIM_DEVICE_MEMORY_MIB) as its
-// global memory. The launch limits are the ones the emulator enforces (kernels/simt/launch.cpp)
-// and the 48 KiB a kernel gets without opting in (launch.cpp).
+// global memory. The shared-memory limits per block are the ones launches are held to: the
+// 48 KiB a kernel gets without opting in (launch.h) and sm_90's opt-in limit, which the
+// emulator enforces (kernels/simt/runtime.h).
 #include <cuda_runtime_api.h>
 
 #include <cstring>
@@ -11,6 +12,8 @@
 
 #include "kernels/sim/devices.h"
 #include "kernels/sim/errors.h"
+#include "kernels/sim/launch.h"
+#include "kernels/simt/runtime.h"
 
 namespace engine::sim {
 namespace {
@@ -21,8 +24,8 @@ constexpr int kMaxThreadsPerBlock = 1024;
 constexpr int kMaxThreadsPerMultiprocessor = 2048;
 constexpr int kMaxBlocksPerMultiprocessor = 32;
 constexpr int kRegisters = 65536;  // per block and per multiprocessor
-constexpr std::size_t kSharedPerBlock = 48 * 1024;
-constexpr std::size_t kSharedPerBlockOptin = 227 * 1024;
+constexpr std::size_t kSharedPerBlock = kDefaultDynamicSharedBytes;
+constexpr std::size_t kSharedPerBlockOptin = simt::detail::kMaxDynamicSharedBytes;
 constexpr std::size_t kSharedPerMultiprocessor = 228 * 1024;
 constexpr int kL2Bytes = 50 * 1024 * 1024;
 constexpr int kMemoryBusBits = 5120;

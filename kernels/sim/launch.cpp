@@ -14,10 +14,6 @@
 namespace engine::sim {
 namespace {
 
-// What a kernel may have without cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemory
-// Size), which the engine never calls: a launch asking for more fails on a GPU, so here too.
-constexpr std::size_t kDefaultDynamicSharedBytes = 48 * 1024;
-
 std::string kernel_name(const KernelLaunch& launch) {
   return simt::detail::function_name(reinterpret_cast<const void*>(launch.kernel));
 }

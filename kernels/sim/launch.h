@@ -22,6 +22,10 @@
 
 namespace engine::sim {
 
+// What a kernel may have without cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemory
+// Size), which the engine never calls: a launch asking for more fails on a GPU, so here too.
+constexpr std::size_t kDefaultDynamicSharedBytes = 48 * 1024;
+
 struct KernelLaunch {
   void (*kernel)() = nullptr;  // only to name the kernel in messages
   dim3 grid, block;

@@ -8,7 +8,6 @@
 // CUDA does: the call returns only once the copy has run. Only pinned memory overlaps the host.
 #include <cuda_runtime_api.h>
 
-#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -20,12 +19,6 @@
 
 namespace engine::sim {
 namespace {
-
-std::string range_text(const void* ptr, std::size_t bytes) {
-  char text[64];
-  std::snprintf(text, sizeof text, "[%p, +%zu)", ptr, bytes);
-  return text;
-}
 
 // What `ptr` must be for `kind`'s side (true: device memory), or nullopt for any memory.
 std::optional<bool> side_must_be_device(cudaMemcpyKind kind, bool destination) {
@@ -57,24 +50,19 @@ cudaError_t check_side(const char* call, const void* ptr, std::size_t bytes, cud
             (is_device ? "device" : "host") + " memory, but the copy's kind says otherwise");
     return cudaErrorInvalidValue;
   }
-  if (allocation) {
-    const auto* begin = static_cast<const std::byte*>(ptr);
-    if (begin + bytes > allocation->begin + allocation->bytes) {
-      explain(std::string(call) + ": the " + side + " " + range_text(ptr, bytes) +
-              " runs past the end of its allocation " +
-              range_text(allocation->begin, allocation->bytes));
-      return cudaErrorInvalidValue;
-    }
+  if (allocation && !ends_inside(*allocation, ptr, bytes, call, std::string("the ") + side + " ")) {
+    return cudaErrorInvalidValue;
   }
   return cudaSuccess;
 }
 
-// What both copies check first: the direction, the pointers, and both ranges.
+bool valid_direction(cudaMemcpyKind kind) {
+  return kind >= cudaMemcpyHostToHost && kind <= cudaMemcpyDefault;
+}
+
+// What both copies check of a copy of count > 0 bytes: the pointers, and both ranges.
 cudaError_t check_copy(const char* call, void* dst, const void* src, std::size_t count,
                        cudaMemcpyKind kind, bool& pageable) {
-  if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault) {
-    return cudaErrorInvalidMemcpyDirection;
-  }
   if (dst == nullptr || src == nullptr) return cudaErrorInvalidValue;
   bool dst_pageable = false, src_pageable = false;
   if (const cudaError_t status = check_side(call, dst, count, kind, true, dst_pageable)) {
@@ -96,6 +84,7 @@ cudaError_t check_copy(const char* call, void* dst, const void* src, std::size_t
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
   using namespace engine::sim;
   if (const cudaError_t sticky = sticky_error()) return sticky;
+  if (!valid_direction(kind)) return result(cudaErrorInvalidMemcpyDirection);
   if (count == 0) return cudaSuccess;
   bool pageable = false;
   if (const cudaError_t status = check_copy("cudaMemcpy", dst, src, count, kind, pageable)) {
@@ -111,9 +100,7 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpy
                             cudaStream_t stream) {
   using namespace engine::sim;
   if (const cudaError_t sticky = sticky_error()) return sticky;
-  if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault) {
-    return result(cudaErrorInvalidMemcpyDirection);
-  }
+  if (!valid_direction(kind)) return result(cudaErrorInvalidMemcpyDirection);
   if (count == 0) return cudaSuccess;
   bool pageable = false;
   if (const cudaError_t status = check_copy("cudaMemcpyAsync", dst, src, count, kind, pageable)) {

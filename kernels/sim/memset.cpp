@@ -6,7 +6,6 @@
 // of the current device and then runs on the calling thread, as cudaMemcpy does (memcpy.cpp).
 #include <cuda_runtime_api.h>
 
-#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -22,17 +21,12 @@ namespace {
 cudaError_t check_range(const char* call, const void* ptr, std::size_t count) {
   if (ptr == nullptr) return cudaErrorInvalidValue;
   const std::optional<Allocation> allocation = find_allocation(ptr);
-  char range[64];
-  std::snprintf(range, sizeof range, "[%p, +%zu)", ptr, count);
   if (!allocation) {
-    explain(std::string(call) + ": " + range + " is not device or pinned host memory");
+    explain(std::string(call) + ": " + range_text(ptr, count) +
+            " is not device or pinned host memory");
     return cudaErrorInvalidValue;
   }
-  if (static_cast<const std::byte*>(ptr) + count > allocation->begin + allocation->bytes) {
-    explain(std::string(call) + ": " + range + " runs past the end of its allocation");
-    return cudaErrorInvalidValue;
-  }
-  return cudaSuccess;
+  return ends_inside(*allocation, ptr, count, call, "") ? cudaSuccess : cudaErrorInvalidValue;
 }
 
 }  // namespace

@@ -17,8 +17,6 @@
 namespace simt::detail {
 namespace {
 
-constexpr std::size_t kMaxDynamicSharedBytes = 227 * 1024;  // sm_90's per-block limit
-
 // Concurrent launches from several host threads would share the built-in variables and (in the
 // plain build) the static __shared__ variables: they take turns. The turns are invisible to
 // ThreadSanitizer: on the sim device two streams' workers launch here, and an ordering by this

@@ -22,6 +22,9 @@ struct KernelLaunch {
   std::size_t dynamic_smem_bytes = 0;
 };
 
+// sm_90's per-block limit of dynamic shared memory (with cudaFuncSetAttribute's opt-in).
+constexpr std::size_t kMaxDynamicSharedBytes = 227 * 1024;
+
 // Why CUDA would reject the launch configuration (block or grid dimensions, dynamic shared
 // memory), or "" when it would accept it. run_launch checks it too; the sim device asks first,
 // to fail the launch call itself as CUDA does.

@@ -29,6 +29,14 @@ class SimRuntime : public ::testing::Test {
   cudaStream_t a = nullptr, b = nullptr;
 };
 
+// Holds `stream` until the returned promise is set: work queued on it later waits behind.
+std::promise<void> hold(cudaStream_t stream) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  EXPECT_EQ(engine::sim::enqueue(stream, [released] { released.wait(); }), cudaSuccess);
+  return release;
+}
+
 TEST_F(SimRuntime, DevicesComeFromTheEnvironment) {
   int count = 0;
   ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
@@ -45,10 +53,8 @@ TEST_F(SimRuntime, DevicesComeFromTheEnvironment) {
 
 TEST_F(SimRuntime, AStreamRunsItsWorkInOrderOffTheHostThread) {
   std::vector<int> order;
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
   // The first task holds the stream: nothing after it may run, and the host does not wait.
-  ASSERT_EQ(engine::sim::enqueue(a, [released] { released.wait(); }), cudaSuccess);
+  std::promise<void> release = hold(a);
   for (int i = 0; i < 100; ++i) {
     ASSERT_EQ(engine::sim::enqueue(a, [&order, i] { order.push_back(i); }), cudaSuccess);
   }
@@ -135,9 +141,7 @@ TEST_F(SimRuntime, FreesOfUnknownPointersAndDoubleFreesAreInvalidValues) {
 TEST_F(SimRuntime, AFreeWaitsForTheWorkQueuedOnTheDevice) {
   void* device = nullptr;
   ASSERT_EQ(cudaMalloc(&device, 64), cudaSuccess);
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
-  ASSERT_EQ(engine::sim::enqueue(a, [released] { released.wait(); }), cudaSuccess);
+  std::promise<void> release = hold(a);
   std::future<cudaError_t> freed = std::async(std::launch::async, [device] {
     return cudaFree(device);  // a host thread of its own: device 0 is its current device too
   });
@@ -262,9 +266,7 @@ TEST_F(SimRuntime, MemsetsFillTheirRangeInStreamOrderAndStayInsideAllocations) {
   for (int i = 0; i < 64; ++i)
     EXPECT_EQ(back[i], i >= 8 && i < 24 ? 0xAB : 7) << "byte " << i;
   // cudaMemset waits for the device's streams, so it lands after what stream b still holds.
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
-  ASSERT_EQ(engine::sim::enqueue(b, [released] { released.wait(); }), cudaSuccess);
+  std::promise<void> release = hold(b);
   EXPECT_EQ(cudaMemsetAsync(device, 1, 64, b), cudaSuccess);
   std::future<cudaError_t> cleared =
       std::async(std::launch::async, [device] { return cudaMemset(device, 0, 64); });
@@ -284,9 +286,7 @@ TEST_F(SimRuntime, SynchronousCopiesCheckTheirKindAndWaitForTheStreams) {
   unsigned char* device = nullptr;
   ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&device), 32), cudaSuccess);
   std::vector<unsigned char> host(32, 3), back(32, 0);
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
-  ASSERT_EQ(engine::sim::enqueue(a, [released] { released.wait(); }), cudaSuccess);
+  std::promise<void> release = hold(a);
   const std::vector<unsigned char> later(32, 9);
   ASSERT_EQ(cudaMemsetAsync(device, 9, 32, a), cudaSuccess);  // queued behind the gate
   std::future<cudaError_t> copied = std::async(std::launch::async, [&] {
@@ -313,9 +313,7 @@ TEST_F(SimRuntime, StreamOrderedFreesReleaseTheMemoryWhenTheStreamGetsThere) {
   size_t free = 0, total = 0;
   ASSERT_EQ(cudaMemGetInfo(&free, &total), cudaSuccess);
   EXPECT_EQ(free, total - (8u << 20));
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
-  ASSERT_EQ(engine::sim::enqueue(a, [released] { released.wait(); }), cudaSuccess);
+  std::promise<void> release = hold(a);
   EXPECT_EQ(cudaFreeAsync(block, a), cudaSuccess);  // returns at once, behind the gate
   ASSERT_EQ(cudaMemGetInfo(&free, &total), cudaSuccess);
   EXPECT_EQ(free, total - (8u << 20));

@@ -69,15 +69,15 @@ def train(args, name, device, flags, ranks, fresh=True):
 
 
 def compare(what, reference, losses, tolerances):
-    """Relative differences step by step (tolerances: one per compared step); the worst."""
-    worst = 0.0
+    """Relative differences step by step (tolerances: one per compared step), returned."""
+    differences = []
     for step, (a, b, tolerance) in enumerate(zip(reference, losses, tolerances), start=1):
         relative = abs(a - b) / abs(a)
-        worst = max(worst, relative)
+        differences.append(relative)
         if relative > tolerance:
             sys.exit(f"{what}, step {step}: loss {b} differs from {a} by {relative:.2e} "
                      f"relative, more than {tolerance}")
-    return worst
+    return differences
 
 
 def single_rank(args):
@@ -86,7 +86,7 @@ def single_rank(args):
     print(f"losses per step: cpu {cpu}, cuda (sim device) {cuda}")
     if len(cpu) != 2 or len(cuda) != 2:
         sys.exit(f"expected 2 steps each, got {len(cpu)} (cpu) and {len(cuda)} (cuda)")
-    worst = compare("cuda against cpu", cpu, cuda, [RELATIVE_TOLERANCE] * 2)
+    worst = max(compare("cuda against cpu", cpu, cuda, [RELATIVE_TOLERANCE] * 2))
     print(f"worst relative difference {worst:.2e} (tolerance {RELATIVE_TOLERANCE})")
     out_of_memory(args)
 
@@ -126,9 +126,8 @@ def two_ranks(args):
             sys.exit(f"{what}: expected {steps} finite losses, got {losses}")
     if parts != whole:
         sys.exit(f"the resumed cuda run differs from the uninterrupted one: {parts} vs {whole}")
-    worst = [abs(a - b) / abs(a) for a, b in zip(cpu, whole)]
-    compare("2-rank cuda against cpu", cpu, whole, MULTI_RANK_TOLERANCES)
-    print("relative differences to cpu per step: " + ", ".join(f"{w:.1e}" for w in worst) +
+    differences = compare("2-rank cuda against cpu", cpu, whole, MULTI_RANK_TOLERANCES)
+    print("relative differences to cpu per step: " + ", ".join(f"{d:.1e}" for d in differences) +
           f" (tolerances {MULTI_RANK_TOLERANCES}); resumed == uninterrupted, bit for bit")
 
 
