@@ -6,8 +6,9 @@
 namespace engine::cpu {
 namespace {
 
-// A kernel holds at most four temporaries at once on one thread (the grouped filter
-// gradient: dW^T, the partials, a column chunk and a packed dY chunk); two spare.
+// A kernel holds at most five temporaries at once on one thread (the grouped filter
+// gradient: dW^T, the partials, a column chunk, a packed dY chunk and the GEMM's packed A
+// tiles); one spare.
 constexpr int kSlots = 6;
 
 struct ThreadBuffers {

@@ -81,7 +81,10 @@ TEST(SgemmCpu, LargeEnoughToRunOnAllThreads) {
   expect_matches_naive(true, false, 64, 576, 1000, 1.f, 1.f);  // split over column panels
   // Several 240-row blocks per thread, the last with a short tile; three 267-deep K passes.
   expect_matches_naive(false, true, 1015, 70, 800, 1.f, 0.5f);
+  // A transposed and 400K floats per thread: packed per pass, the short tile included.
   expect_matches_naive(true, false, 1015, 70, 800, 1.f, 0.f);
+  // B of 384K floats from L3, 13 row tiles per thread: the next panel slice is prefetched.
+  expect_matches_naive(false, true, 300, 100, 3000, 1.f, 1.f);
 }
 
 TEST(SgemmCpu, PortablePathOnAvx512Machines) {
