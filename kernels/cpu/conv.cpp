@@ -10,6 +10,7 @@
 #include "kernels/cpu/scratch.h"
 #include "kernels/cpu/sgemm.h"
 #include "kernels/cpu/sgemm_avx512.h"
+#include "kernels/cpu/tap_classes.h"
 
 namespace engine::cpu {
 
@@ -71,31 +72,97 @@ int64_t l2_chunk_rows(int64_t k) {
 // as the [taps * C x K] matrix that the flipped filters of the input gradient are built as.
 enum class FilterRows { kPerOutputChannel, kPerTapAndChannel };
 
-// With the AVX-512 GEMM: the filters are packed once, and each thread lowers a chunk of
-// output rows (l2_chunk_rows) into its own column buffer and multiplies it at once, while the
-// buffer is still in its L2. The whole-image
-// chunks of the portable path wrote up to 7 MiB of columns to L3 and read them back.
+// The runs of a class's column rows and the filter (B) rows they multiply: one per filter
+// row r of its taps, merged where both are contiguous (all of a row's taps inside).
+std::vector<DepthRun> tap_class_runs(const Conv2dShape& shape, const TapClass& taps) {
+  const int64_t channels = shape.in_channels, run = taps.cols.count() * channels;
+  std::vector<DepthRun> runs;
+  for (int64_t r = taps.rows.begin; r < taps.rows.end; ++r) {
+    const int64_t a_begin = (r - taps.rows.begin) * run;
+    const int64_t b_begin = (r * shape.kernel_w + taps.cols.begin) * channels;
+    if (!runs.empty() && runs.back().b_begin + runs.back().length == b_begin) {
+      runs.back().length += run;
+    } else {
+      runs.push_back({a_begin, b_begin, run});
+    }
+  }
+  return runs;
+}
+
+// Rows [first, first + count) of one tap class.
+struct ClassChunk {
+  int64_t tap_class, first, count;
+};
+
+// Each class in chunks of whole 12-row tiles, each about 1/(2 * threads) of the convolution's
+// work (rows times depth) so that the threads finish together, but at most l2_chunk_rows, so
+// that a chunk's columns are still in L2 when they are multiplied. Largest first, for the
+// dynamic schedule.
+std::vector<ClassChunk> class_chunks(const Conv2dShape& shape,
+                                     const std::vector<TapClass>& classes) {
+  int64_t work = 0;
+  for (const TapClass& taps : classes)
+    work += shape.batch * taps.pixels_per_image() * taps.depth(shape);
+  const int64_t chunk_work = std::max<int64_t>(work / (2 * max_threads()), 1);
+  std::vector<ClassChunk> chunks;
+  for (int64_t c = 0; c < static_cast<int64_t>(classes.size()); ++c) {
+    const int64_t rows = shape.batch * classes[c].pixels_per_image();
+    const int64_t depth = std::max<int64_t>(classes[c].depth(shape), 1);
+    const int64_t target = std::clamp<int64_t>(chunk_work / depth, 12, l2_chunk_rows(depth));
+    const int64_t count = (rows + target - 1) / target;
+    const int64_t chunk_rows = ((rows + count - 1) / count + 11) / 12 * 12;
+    for (int64_t first = 0; first < rows; first += chunk_rows)
+      chunks.push_back({c, first, std::min(chunk_rows, rows - first)});
+  }
+  std::stable_sort(chunks.begin(), chunks.end(), [&](const ClassChunk& x, const ClassChunk& y) {
+    return x.count * classes[x.tap_class].depth(shape) >
+           y.count * classes[y.tap_class].depth(shape);
+  });
+  return chunks;
+}
+
+// With the AVX-512 GEMM: the filters are packed once, the output pixels are grouped by which
+// taps read inside the input (kernels/cpu/tap_classes.h), and each thread lowers a chunk of
+// one class into its own column buffer, those taps only, and multiplies it at once by the
+// filter rows of those taps while the buffer is still in its L2, storing each row straight
+// to its pixel. Padding taps are neither copied nor multiplied: at a 2x2 map that is 5 of 9.
+// The GEMM keeps the K passes of the full product (kernels/cpu/sgemm_avx512.cpp), so every
+// output has the same bits as a product over the zero-padded column matrix would give.
 void forward_fused_fp32(const Conv2dShape& shape, const float* x, const PackedB& filters,
                         float* y) {
-  const int64_t m = shape.gemm_m(), k = shape.gemm_k(), channels_out = shape.out_channels;
-  const int64_t target_rows = l2_chunk_rows(k);
-  // A multiple of the thread count of equal chunks (whole 12-row tiles), so that no thread
-  // waits for another's extra chunk (7 chunks on 2 threads would idle one for 1/7).
-  int64_t chunks = (m + target_rows - 1) / target_rows;
-  const int64_t threads = max_threads();
-  chunks = (chunks + threads - 1) / threads * threads;
-  const int64_t chunk_rows = ((m + chunks - 1) / chunks + 11) / 12 * 12;
-  chunks = (m + chunk_rows - 1) / chunk_rows;
-  [[maybe_unused]] const bool parallel = chunks > 1;
+  const int64_t channels_out = shape.out_channels;
+  const std::vector<TapClass> classes = tap_classes(shape);
+  std::vector<std::vector<DepthRun>> runs;
+  for (const TapClass& taps : classes)
+    runs.push_back(tap_class_runs(shape, taps));
+  const std::vector<ClassChunk> chunks = class_chunks(shape, classes);
+  int64_t column_floats = 0, max_rows = 0;
+  for (const ClassChunk& chunk : chunks) {
+    column_floats = std::max(column_floats, chunk.count * classes[chunk.tap_class].depth(shape));
+    max_rows = std::max(max_rows, chunk.count);
+  }
+  [[maybe_unused]] const bool parallel = chunks.size() > 1;
 #pragma omp parallel if (parallel)
   {
-    const ScratchFloats col(std::min(m, chunk_rows) * k);
-#pragma omp for schedule(static)
-    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-      const int64_t first = chunk * chunk_rows, end = std::min(m, first + chunk_rows);
-      im2col(shape, x, first, end, col.data());
-      sgemm_avx512_packed(end - first, col.data(), k, 1, filters, 0.f, y + first * channels_out,
-                          channels_out);
+    const ScratchFloats col(column_floats);
+    std::vector<int64_t> rows(static_cast<size_t>(max_rows)), c_rows(rows.size());
+#pragma omp for schedule(dynamic, 1)
+    for (size_t index = 0; index < chunks.size(); ++index) {
+      const ClassChunk& chunk = chunks[index];
+      const TapClass& taps = classes[chunk.tap_class];
+      for (int64_t i = 0; i < chunk.count; ++i) {
+        rows[i] = taps.output_row(shape, chunk.first + i);
+        c_rows[i] = rows[i] * channels_out;
+      }
+      if (taps.depth(shape) == 0) {
+        // No tap reads inside the input: the output is zero.
+        for (int64_t i = 0; i < chunk.count; ++i)
+          std::fill_n(y + c_rows[i], channels_out, 0.f);
+        continue;
+      }
+      im2col_inside(shape, taps, x, rows.data(), chunk.count, col.data());
+      sgemm_avx512_packed_gather(chunk.count, col.data(), taps.depth(shape), filters,
+                                 runs[chunk.tap_class], y, c_rows.data());
     }
   }
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "kernels/conv_shape.h"
+#include "kernels/cpu/tap_classes.h"
 
 namespace engine::cpu {
 
@@ -13,6 +14,13 @@ namespace engine::cpu {
 // [first_row, end_row); taps outside the image (padding) are 0.
 void im2col(const Conv2dShape& shape, const float* x, int64_t first_row, int64_t end_row,
             float* col);
+
+// The column rows of `count` output pixels of one tap class, its taps only: row i of col is,
+// for output row rows[i], the depth(shape) values its taps inside the input read, in KRSC
+// order of those taps (tap (r, s) at ((r - taps.rows.begin) * taps.cols.count() + s -
+// taps.cols.begin) * in_channels).
+void im2col_inside(const Conv2dShape& shape, const TapClass& taps, const float* x,
+                   const int64_t* rows, int64_t count, float* col);
 
 // The adjoint for whole images [first_image, end_image): dx[n, h, w, c] = sum over the
 // (p, q, r, s) that read (h, w) of col[...]; overwrites those images of dx. Gathers per

@@ -149,30 +149,38 @@ void pack_b(int64_t n, int64_t k, const float* b, int64_t b_k_stride, int64_t b_
   });
 }
 
-// One 12 x 32 tile of C over a depth slice: c (+)= a_tile * b_panel. Rows beyond `rows` and
-// columns outside the masks are computed on zero padding but never stored.
-__attribute__((target("avx512f"))) void tile_kernel(int64_t depth, const float* a,
-                                                    int64_t a_row_stride, int64_t a_k_stride,
-                                                    const float* b_panel, float* c, int64_t ldc,
+// One 12 x 32 tile of C over one K pass: c (+)= the sum over the pass's segments of
+// A's columns [a_begin, a_begin + length) times B's panel rows [b_begin, ...), accumulated
+// in one register tile before the single store; row i of the tile at c + c_rows[i], or at
+// c + i * ldc without a table. Rows beyond `rows` and columns outside the masks are computed
+// on zero padding but never stored.
+__attribute__((target("avx512f"))) void tile_kernel(const std::vector<DepthRun>& segments,
+                                                    const float* a, int64_t a_row_stride,
+                                                    int64_t a_k_stride, const float* b_panel,
+                                                    float* c, const int64_t* c_rows, int64_t ldc,
                                                     float beta, int rows, __mmask16 mask_low,
                                                     __mmask16 mask_high) {
   __m512 acc[kTileRows][2];
   for (int i = 0; i < kTileRows; ++i)
     acc[i][0] = acc[i][1] = _mm512_setzero_ps();
-  for (int64_t p = 0; p < depth; ++p) {
-    const __m512 b_low = _mm512_load_ps(b_panel + p * kTileCols);
-    const __m512 b_high = _mm512_load_ps(b_panel + p * kTileCols + 16);
-    const float* a_column = a + p * a_k_stride;
+  for (const DepthRun& segment : segments) {
+    const float* a_segment = a + segment.a_begin * a_k_stride;
+    const float* b_segment = b_panel + segment.b_begin * kTileCols;
+    for (int64_t p = 0; p < segment.length; ++p) {
+      const __m512 b_low = _mm512_load_ps(b_segment + p * kTileCols);
+      const __m512 b_high = _mm512_load_ps(b_segment + p * kTileCols + 16);
+      const float* a_column = a_segment + p * a_k_stride;
 #pragma GCC unroll 12
-    for (int i = 0; i < kTileRows; ++i) {
-      const __m512 a_value = _mm512_set1_ps(a_column[i * a_row_stride]);
-      acc[i][0] = _mm512_fmadd_ps(a_value, b_low, acc[i][0]);
-      acc[i][1] = _mm512_fmadd_ps(a_value, b_high, acc[i][1]);
+      for (int i = 0; i < kTileRows; ++i) {
+        const __m512 a_value = _mm512_set1_ps(a_column[i * a_row_stride]);
+        acc[i][0] = _mm512_fmadd_ps(a_value, b_low, acc[i][0]);
+        acc[i][1] = _mm512_fmadd_ps(a_value, b_high, acc[i][1]);
+      }
     }
   }
   const __m512 beta_vector = _mm512_set1_ps(beta);
   for (int i = 0; i < rows; ++i) {
-    float* row = c + i * ldc;
+    float* row = c + (c_rows != nullptr ? c_rows[i] : i * ldc);
     __m512 low = acc[i][0], high = acc[i][1];
     if (beta != 0.f) {
       low = _mm512_fmadd_ps(beta_vector, _mm512_maskz_loadu_ps(mask_low, row), low);
@@ -208,6 +216,55 @@ __attribute__((target("avx512f"))) void pack_a_tile(const float* a, int64_t a_ro
   }
 }
 
+// The operands of one product: A's element (i, p) at a[i * a_row_stride + p * a_k_stride];
+// B packed, n columns and k rows deep; the runs of A's depth and the B rows each multiplies;
+// row i of C at c + c_rows[i], or at c + i * ldc without a table.
+struct Operands {
+  const float* a;
+  int64_t a_row_stride, a_k_stride;
+  const float* packed_b;
+  int64_t n, k;
+  const std::vector<DepthRun>& runs;
+  float* c;
+  int64_t ldc;
+  const int64_t* c_rows;
+};
+
+// One K pass: the runs' pieces inside one window of B's rows, in A's columns (in_place) and
+// as they are laid out when the pass's columns of A are packed (packed: a_begin counts from
+// 0); `depth` columns in all, B's rows [b_begin, b_end) spanned.
+struct Pass {
+  std::vector<DepthRun> in_place, packed;
+  int64_t depth = 0, b_begin = 0, b_end = 0;
+};
+
+// The passes cut B's k rows into equal windows of at most kMaxDepth (a short last pass would
+// reload and store C for little work), whatever the runs: a product over some of B's rows
+// then sums exactly the products a full one would, in the same order, only without those
+// of the rows left out, which are zero in a convolution's padding. So skipping the padding
+// taps changes no bit of any result.
+std::vector<Pass> passes_of(const std::vector<DepthRun>& runs, int64_t k) {
+  const int64_t count = (k + kMaxDepth - 1) / kMaxDepth;
+  const int64_t window = (k + count - 1) / std::max<int64_t>(count, 1);
+  std::vector<Pass> passes;
+  for (int64_t w0 = 0; w0 < k; w0 += window) {
+    const int64_t w1 = std::min(k, w0 + window);
+    Pass pass;
+    for (const DepthRun& run : runs) {
+      const int64_t begin = std::max(w0, run.b_begin), end = std::min(w1, run.b_begin + run.length);
+      if (begin >= end) continue;
+      const int64_t a_begin = run.a_begin + begin - run.b_begin;
+      if (pass.in_place.empty()) pass.b_begin = begin;
+      pass.in_place.push_back({a_begin, begin, end - begin});
+      pass.packed.push_back({pass.depth, begin, end - begin});
+      pass.depth += end - begin;
+      pass.b_end = end;
+    }
+    if (pass.depth > 0) passes.push_back(std::move(pass));
+  }
+  return passes;
+}
+
 // Rows [row_begin, row_end) x panels [panel_begin, panel_end) of C, blocked as in GotoBLAS:
 // for each block of rows and each K pass, every B panel slice is reused by all the block's
 // row tiles while it sits in L1/L2, instead of a whole-depth B panel streaming from L3 once
@@ -220,15 +277,19 @@ __attribute__((target("avx512f"))) void pack_a_tile(const float* a, int64_t a_ro
 // 10-14% faster; an L2-resident one (the grouped filter gradient's chunks) measured 7-14%
 // slower packed. A last tile of fewer than 12 rows is always packed, zero-padded, so the
 // kernel can read 12 rows.
-void compute_block(int64_t row_begin, int64_t row_end, int64_t panel_begin, int64_t panel_end,
-                   int64_t n, int64_t k, const float* a, int64_t a_row_stride, int64_t a_k_stride,
-                   const float* packed_b, float beta, float* c, int64_t ldc) {
-  // K in equal passes: a short last pass would reload and store C for little work.
-  const int64_t passes = (k + kMaxDepth - 1) / kMaxDepth;
-  const int64_t pass_depth = (k + passes - 1) / passes;
-  const bool pack_every_tile = a_k_stride != 1 && (row_end - row_begin) * k > kL2ResidentFloats;
-  const bool prefetch_b = panel_count(n) * k * kTileCols > kL2ResidentFloats;
-  const ScratchFloats packed_a((pack_every_tile ? kBlockRows : kTileRows) * pass_depth);
+void compute_block(const Operands& op, int64_t row_begin, int64_t row_end, int64_t panel_begin,
+                   int64_t panel_end, float beta) {
+  const std::vector<Pass> passes = passes_of(op.runs, op.k);
+  int64_t max_depth = 0, a_depth = 0;
+  for (const Pass& pass : passes) {
+    max_depth = std::max(max_depth, pass.depth);
+    for (const DepthRun& segment : pass.in_place)
+      a_depth = std::max(a_depth, segment.a_begin + segment.length);
+  }
+  // The span of memory a transposed A's columns cover, whatever share of its rows this is.
+  const bool pack_every_tile = op.a_k_stride != 1 && a_depth * op.a_k_stride > kL2ResidentFloats;
+  const bool prefetch_b = panel_count(op.n) * op.k * kTileCols > kL2ResidentFloats;
+  const ScratchFloats packed_a((pack_every_tile ? kBlockRows : kTileRows) * max_depth);
   for (int64_t block = row_begin; block < row_end; block += kBlockRows) {
     const int64_t block_end = std::min(row_end, block + kBlockRows);
     const int64_t tiles = (block_end - block + kTileRows - 1) / kTileRows;
@@ -236,26 +297,30 @@ void compute_block(int64_t row_begin, int64_t row_end, int64_t panel_begin, int6
     const auto tile_rows = [&](int64_t tile) {
       return static_cast<int>(std::min<int64_t>(kTileRows, block_end - block - tile * kTileRows));
     };
-    for (int64_t p0 = 0; p0 < k; p0 += pass_depth) {
-      const int64_t depth = std::min(pass_depth, k - p0);
-      const float pass_beta = p0 == 0 ? beta : 1.f;
+    for (const Pass& pass : passes) {
+      const float pass_beta = &pass == passes.data() ? beta : 1.f;
       for (int64_t tile = first_packed; tile < tiles; ++tile) {
-        pack_a_tile(a + (block + tile * kTileRows) * a_row_stride + p0 * a_k_stride, a_row_stride,
-                    a_k_stride, tile_rows(tile), depth,
-                    packed_a.data() + (tile - first_packed) * depth * kTileRows);
+        float* out = packed_a.data() + (tile - first_packed) * pass.depth * kTileRows;
+        const float* a_tile = op.a + (block + tile * kTileRows) * op.a_row_stride;
+        for (size_t i = 0; i < pass.in_place.size(); ++i) {
+          pack_a_tile(a_tile + pass.in_place[i].a_begin * op.a_k_stride, op.a_row_stride,
+                      op.a_k_stride, tile_rows(tile), pass.in_place[i].length,
+                      out + pass.packed[i].a_begin * kTileRows);
+        }
       }
       for (int64_t panel = panel_begin; panel < panel_end; ++panel) {
         const int64_t j0 = panel * kTileCols;
-        const __mmask16 mask_low = column_mask(n - j0), mask_high = column_mask(n - j0 - 16);
-        const float* b_slice = packed_b + (panel * k + p0) * kTileCols;
+        const __mmask16 mask_low = column_mask(op.n - j0), mask_high = column_mask(op.n - j0 - 16);
+        const float* b_panel = op.packed_b + panel * op.k * kTileCols;
         // A B from L3 (9 MiB for layer4's filters) has its next panel's slice prefetched into
         // L2, a share before each tile, while this one is in use: a slice's 12 pages each
         // restart the hardware prefetcher. Measured 4-7% faster on a deep GEMM's full blocks
         // (20 tiles), but up to 10% slower with 3-6 tiles, whose bursts of prefetches crowd
         // out the kernel's own loads, and 2-6% slower for a B already in L2.
-        const char* next_slice = reinterpret_cast<const char*>(b_slice + k * kTileCols);
+        const char* next_slice =
+            reinterpret_cast<const char*>(b_panel + (op.k + pass.b_begin) * kTileCols);
         const bool prefetch = prefetch_b && panel + 1 < panel_end && tiles >= kMinTilesToPrefetch;
-        const int64_t next_lines = prefetch ? depth * kTileCols / 16 : 0;
+        const int64_t next_lines = prefetch ? (pass.b_end - pass.b_begin) * kTileCols / 16 : 0;
         const int64_t lines_per_tile = (next_lines + tiles - 1) / tiles;
         for (int64_t tile = 0; tile < tiles; ++tile) {
           for (int64_t line = tile * lines_per_tile;
@@ -263,19 +328,25 @@ void compute_block(int64_t row_begin, int64_t row_end, int64_t panel_begin, int6
             _mm_prefetch(next_slice + line * 64, _MM_HINT_T1);
           }
           const int64_t i0 = block + tile * kTileRows;
-          float* c_tile = c + i0 * ldc + j0;
+          const int64_t* c_rows = op.c_rows != nullptr ? op.c_rows + i0 : nullptr;
+          float* c_tile = op.c + j0 + (c_rows != nullptr ? 0 : i0 * op.ldc);
           if (tile < first_packed) {
-            tile_kernel(depth, a + i0 * a_row_stride + p0 * a_k_stride, a_row_stride, a_k_stride,
-                        b_slice, c_tile, ldc, pass_beta, kTileRows, mask_low, mask_high);
+            tile_kernel(pass.in_place, op.a + i0 * op.a_row_stride, op.a_row_stride, op.a_k_stride,
+                        b_panel, c_tile, c_rows, op.ldc, pass_beta, kTileRows, mask_low, mask_high);
           } else {
-            tile_kernel(depth, packed_a.data() + (tile - first_packed) * depth * kTileRows, 1,
-                        kTileRows, b_slice, c_tile, ldc, pass_beta, tile_rows(tile), mask_low,
-                        mask_high);
+            tile_kernel(pass.packed,
+                        packed_a.data() + (tile - first_packed) * pass.depth * kTileRows, 1,
+                        kTileRows, b_panel, c_tile, c_rows, op.ldc, pass_beta, tile_rows(tile),
+                        mask_low, mask_high);
           }
         }
       }
     }
   }
+}
+
+std::vector<DepthRun> whole_depth(int64_t k) {
+  return {DepthRun{0, 0, k}};
 }
 
 int64_t packed_floats(int64_t n, int64_t k) {
@@ -299,8 +370,16 @@ PackedB::PackedB(int64_t n, const std::vector<const float*>& rows)
 
 void sgemm_avx512_packed(int64_t m, const float* a, int64_t a_row_stride, int64_t a_k_stride,
                          const PackedB& b, float beta, float* c, int64_t ldc) {
-  compute_block(0, m, 0, panel_count(b.n()), b.n(), b.k(), a, a_row_stride, a_k_stride, b.data(),
-                beta, c, ldc);
+  const std::vector<DepthRun> runs = whole_depth(b.k());
+  compute_block({a, a_row_stride, a_k_stride, b.data(), b.n(), b.k(), runs, c, ldc, nullptr}, 0, m,
+                0, panel_count(b.n()), beta);
+}
+
+void sgemm_avx512_packed_gather(int64_t m, const float* a, int64_t lda, const PackedB& b,
+                                const std::vector<DepthRun>& runs, float* c,
+                                const int64_t* c_rows) {
+  compute_block({a, lda, 1, b.data(), b.n(), b.k(), runs, c, 0, c_rows}, 0, m, 0,
+                panel_count(b.n()), 0.f);
 }
 
 void sgemm_avx512(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row_stride,
@@ -312,6 +391,9 @@ void sgemm_avx512(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row
 #if defined(_OPENMP)
   if (!omp_in_parallel() && m * n * k >= (int64_t{1} << 18)) threads = omp_get_max_threads();
 #endif
+  const std::vector<DepthRun> runs = whole_depth(k);
+  const Operands operands{a, a_row_stride, a_k_stride, packed_b.data(), n, k, runs,
+                          c, ldc,          nullptr};
   // Split rows when there are enough 12-row tiles for every thread, else split panels.
   const int64_t row_tiles = (m + kTileRows - 1) / kTileRows;
   const bool split_rows = row_tiles >= 4 * threads || row_tiles >= panels;
@@ -320,17 +402,11 @@ void sgemm_avx512(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row
     if (split_rows) {
       const int64_t per_thread = (row_tiles + threads - 1) / threads * kTileRows;
       const int64_t begin = t * per_thread, end = std::min(m, begin + per_thread);
-      if (begin < end) {
-        compute_block(begin, end, 0, panels, n, k, a, a_row_stride, a_k_stride, packed_b.data(),
-                      beta, c, ldc);
-      }
+      if (begin < end) compute_block(operands, begin, end, 0, panels, beta);
     } else {
       const int64_t per_thread = (panels + threads - 1) / threads;
       const int64_t begin = t * per_thread, end = std::min(panels, begin + per_thread);
-      if (begin < end) {
-        compute_block(0, m, begin, end, n, k, a, a_row_stride, a_k_stride, packed_b.data(), beta, c,
-                      ldc);
-      }
+      if (begin < end) compute_block(operands, 0, m, begin, end, beta);
     }
   }
 }

@@ -40,9 +40,22 @@ class PackedB {
   ScratchFloats storage_;
 };
 
+// A's depth columns [a_begin, a_begin + length) multiply B's rows [b_begin, b_begin + length):
+// a product over some of B's rows only, such as the taps of a convolution that fall inside
+// the image for a group of output pixels.
+struct DepthRun {
+  int64_t a_begin = 0, b_begin = 0, length = 0;
+};
+
 // C[m x b.n()] = op(A) * B + beta * C on the calling thread (the caller splits the work).
 void sgemm_avx512_packed(int64_t m, const float* a, int64_t a_row_stride, int64_t a_k_stride,
                          const PackedB& b, float beta, float* c, int64_t ldc);
+
+// C = A * B over `runs` on the calling thread, A being [m x lda] row-major and row i of C the
+// b.n() floats at c + c_rows[i]: rows gathered from anywhere, such as a convolution's output
+// pixels whose taps inside the image are the same.
+void sgemm_avx512_packed_gather(int64_t m, const float* a, int64_t lda, const PackedB& b,
+                                const std::vector<DepthRun>& runs, float* c, const int64_t* c_rows);
 
 void sgemm_avx512(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row_stride,
                   int64_t a_k_stride, const float* b, int64_t b_k_stride, int64_t b_col_stride,

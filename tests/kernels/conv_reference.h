@@ -144,6 +144,8 @@ inline std::vector<ConvCase> conv_cases() {
       {"3x3 s2 p1 odd", conv_shape(1, 7, 6, 5, 3, 3, 3, 2, 1)},
       {"5x3 s1 p0", conv_shape(2, 6, 5, 4, 6, 5, 3, 1, 0)},
       {"3x3 dilation 2", conv_shape(1, 9, 9, 3, 4, 3, 3, 1, 2, 2)},
+      {"3x3 on a 1x1 map: the centre tap only", conv_shape(3, 1, 1, 16, 8, 3, 3, 1, 1)},
+      {"1x1 p1: border outputs read only padding", conv_shape(2, 3, 4, 5, 6, 1, 1, 1, 1)},
       {"pointwise odd", conv_shape(3, 3, 5, 13, 7, 1, 1, 1, 0)},
       {"resnet stem 7x7 s2 p3", conv_shape(2, 16, 16, 3, 64, 7, 7, 2, 3)},
       {"r50 layer1 1x1 64->64", conv_shape(2, 8, 8, 64, 64, 1, 1, 1, 0)},

@@ -6,6 +6,7 @@
 
 #include "conv_reference.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/cpu/tap_classes.h"
 #include "kernels/ops.h"
 
 namespace engine {
@@ -108,6 +109,36 @@ void expect_f32_passes_match_reference(const Conv2dShape& shape, Stream& stream)
   EXPECT_LE(relative_error(dw.to_floats(stream),
                            testing::reference_conv_backward_filter(shape, t.x_values, t.dy_values)),
             kF32Tolerance);
+}
+
+TEST(ConvCpu, TapClassesPartitionThePixelsByTheirTapsInside) {
+  // The forward pass multiplies each output pixel by its class's taps only: every pixel must
+  // be in exactly one class, whose taps are exactly those that read inside the input.
+  for (const auto& [name, shape] : conv_cases()) {
+    SCOPED_TRACE(std::string(name) + " " + shape.str());
+    std::vector<int> seen(static_cast<size_t>(shape.gemm_m()), 0);
+    for (const cpu::TapClass& taps : cpu::tap_classes(shape)) {
+      for (int64_t index = 0; index < shape.batch * taps.pixels_per_image(); ++index) {
+        const int64_t m = taps.output_row(shape, index);
+        ASSERT_GE(m, 0);
+        ASSERT_LT(m, shape.gemm_m());
+        ++seen[m];
+        const int64_t oh = m / shape.out_w() % shape.out_h(), ow = m % shape.out_w();
+        for (int64_t r = 0; r < shape.kernel_h; ++r) {
+          for (int64_t s = 0; s < shape.kernel_w; ++s) {
+            const int64_t h = oh * shape.stride_h - shape.pad_h + r * shape.dilation_h;
+            const int64_t w = ow * shape.stride_w - shape.pad_w + s * shape.dilation_w;
+            const bool inside = h >= 0 && h < shape.in_h && w >= 0 && w < shape.in_w;
+            const bool in_class = r >= taps.rows.begin && r < taps.rows.end &&
+                                  s >= taps.cols.begin && s < taps.cols.end;
+            ASSERT_EQ(inside, in_class) << "pixel " << m << " tap " << r << "," << s;
+          }
+        }
+      }
+    }
+    for (int64_t m = 0; m < shape.gemm_m(); ++m)
+      ASSERT_EQ(seen[m], 1) << "pixel " << m;
+  }
 }
 
 TEST(ConvCpu, ManyColumnChunksMatchNaiveReference) {

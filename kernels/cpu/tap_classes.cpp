@@ -1,0 +1,59 @@
+#include "kernels/cpu/tap_classes.h"
+
+#include <algorithm>
+
+namespace engine::cpu {
+namespace {
+
+// Maximal runs of consecutive output coordinates that read the same taps.
+struct Band {
+  int64_t begin, end;
+  TapRange taps;
+};
+
+std::vector<Band> bands(int64_t out_extent, int64_t stride, int64_t pad, int64_t dilation,
+                        int64_t kernel, int64_t in_extent) {
+  std::vector<Band> result;
+  for (int64_t out = 0; out < out_extent; ++out) {
+    const TapRange taps = taps_inside(out, stride, pad, dilation, kernel, in_extent);
+    if (!result.empty() && result.back().taps == taps) {
+      result.back().end = out + 1;
+    } else {
+      result.push_back({out, out + 1, taps});
+    }
+  }
+  return result;
+}
+
+}  // namespace
+
+TapRange taps_inside(int64_t out, int64_t stride, int64_t pad, int64_t dilation, int64_t kernel,
+                     int64_t in_extent) {
+  // Tap t reads input coordinate first + t * dilation.
+  const int64_t first = out * stride - pad;
+  const int64_t begin = first >= 0 ? 0 : (-first + dilation - 1) / dilation;
+  const int64_t end = first >= in_extent ? 0 : (in_extent - 1 - first) / dilation + 1;
+  return {std::min(begin, kernel), std::min(end, kernel)};
+}
+
+int64_t TapClass::output_row(const Conv2dShape& shape, int64_t index) const {
+  const int64_t width = ow_end - ow_begin, per_image = pixels_per_image();
+  const int64_t image = index / per_image, within = index % per_image;
+  const int64_t oh = oh_begin + within / width, ow = ow_begin + within % width;
+  return (image * shape.out_h() + oh) * shape.out_w() + ow;
+}
+
+std::vector<TapClass> tap_classes(const Conv2dShape& shape) {
+  const std::vector<Band> row_bands = bands(shape.out_h(), shape.stride_h, shape.pad_h,
+                                            shape.dilation_h, shape.kernel_h, shape.in_h);
+  const std::vector<Band> col_bands = bands(shape.out_w(), shape.stride_w, shape.pad_w,
+                                            shape.dilation_w, shape.kernel_w, shape.in_w);
+  std::vector<TapClass> classes;
+  for (const Band& row : row_bands) {
+    for (const Band& col : col_bands)
+      classes.push_back({row.begin, row.end, col.begin, col.end, row.taps, col.taps});
+  }
+  return classes;
+}
+
+}  // namespace engine::cpu
