@@ -262,6 +262,8 @@ std::vector<Pass> passes_of(const std::vector<DepthRun>& runs, int64_t k) {
     }
     if (pass.depth > 0) passes.push_back(std::move(pass));
   }
+  // No B row at all: one empty pass still stores beta * C (zeros for beta 0).
+  if (passes.empty()) passes.emplace_back();
   return passes;
 }
 
@@ -375,11 +377,11 @@ void sgemm_avx512_packed(int64_t m, const float* a, int64_t a_row_stride, int64_
                 0, panel_count(b.n()), beta);
 }
 
-void sgemm_avx512_packed_gather(int64_t m, const float* a, int64_t lda, const PackedB& b,
-                                const std::vector<DepthRun>& runs, float* c,
-                                const int64_t* c_rows) {
-  compute_block({a, lda, 1, b.data(), b.n(), b.k(), runs, c, 0, c_rows}, 0, m, 0,
-                panel_count(b.n()), 0.f);
+void sgemm_avx512_packed_runs(int64_t m, const float* a, int64_t a_row_stride, int64_t a_k_stride,
+                              const PackedB& b, const std::vector<DepthRun>& runs, float beta,
+                              float* c, int64_t ldc, const int64_t* c_rows) {
+  compute_block({a, a_row_stride, a_k_stride, b.data(), b.n(), b.k(), runs, c, ldc, c_rows}, 0, m,
+                0, panel_count(b.n()), beta);
 }
 
 void sgemm_avx512(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row_stride,

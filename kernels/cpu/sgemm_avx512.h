@@ -51,11 +51,15 @@ struct DepthRun {
 void sgemm_avx512_packed(int64_t m, const float* a, int64_t a_row_stride, int64_t a_k_stride,
                          const PackedB& b, float beta, float* c, int64_t ldc);
 
-// C = A * B over `runs` on the calling thread, A being [m x lda] row-major and row i of C the
-// b.n() floats at c + c_rows[i]: rows gathered from anywhere, such as a convolution's output
-// pixels whose taps inside the image are the same.
-void sgemm_avx512_packed_gather(int64_t m, const float* a, int64_t lda, const PackedB& b,
-                                const std::vector<DepthRun>& runs, float* c, const int64_t* c_rows);
+// C = op(A) * B + beta * C over `runs` on the calling thread, op(A) as above; row i of C is
+// the b.n() floats at c + c_rows[i], or at c + i * ldc when c_rows is null. Rows of C from
+// anywhere, such as a convolution's output pixels whose taps inside the image are the same,
+// and a product over some of B's rows, such as the pixels a filter tap reads inside the image.
+// The K passes are those of the product over all of B (see passes_of in the .cpp), so the
+// result has the same bits as that product with the left-out terms zero.
+void sgemm_avx512_packed_runs(int64_t m, const float* a, int64_t a_row_stride, int64_t a_k_stride,
+                              const PackedB& b, const std::vector<DepthRun>& runs, float beta,
+                              float* c, int64_t ldc, const int64_t* c_rows);
 
 void sgemm_avx512(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row_stride,
                   int64_t a_k_stride, const float* b, int64_t b_k_stride, int64_t b_col_stride,

@@ -36,6 +36,16 @@ TapRange taps_inside(int64_t out, int64_t stride, int64_t pad, int64_t dilation,
   return {std::min(begin, kernel), std::min(end, kernel)};
 }
 
+TapRange outputs_reading_inside(int64_t tap, int64_t stride, int64_t pad, int64_t dilation,
+                                int64_t out_extent, int64_t in_extent) {
+  // Output coordinate out reads input coordinate out * stride - pad + tap * dilation.
+  const int64_t offset = tap * dilation - pad;
+  const int64_t begin = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+  const int64_t last_input = in_extent - 1 - offset;  // out * stride <= last_input
+  const int64_t end = last_input < 0 ? 0 : std::min(out_extent, last_input / stride + 1);
+  return {std::min(begin, out_extent), end};
+}
+
 int64_t TapClass::output_row(const Conv2dShape& shape, int64_t index) const {
   const int64_t width = ow_end - ow_begin, per_image = pixels_per_image();
   const int64_t image = index / per_image, within = index % per_image;

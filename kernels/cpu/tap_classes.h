@@ -39,6 +39,11 @@ struct TapClass {
 TapRange taps_inside(int64_t out, int64_t stride, int64_t pad, int64_t dilation, int64_t kernel,
                      int64_t in_extent);
 
+// The other way round: the output coordinates [begin, end) for which filter tap `tap` reads
+// inside an input of `in_extent`.
+TapRange outputs_reading_inside(int64_t tap, int64_t stride, int64_t pad, int64_t dilation,
+                                int64_t out_extent, int64_t in_extent);
+
 // Every output pixel in exactly one class; classes of empty tap sets included (their
 // outputs are zero). Without padding there is one class.
 std::vector<TapClass> tap_classes(const Conv2dShape& shape);

@@ -138,6 +138,25 @@ TEST(ConvCpu, TapClassesPartitionThePixelsByTheirTapsInside) {
     }
     for (int64_t m = 0; m < shape.gemm_m(); ++m)
       ASSERT_EQ(seen[m], 1) << "pixel " << m;
+    // And per tap: the output rows (columns) whose tap r (s) reads inside the input.
+    for (int64_t r = 0; r < shape.kernel_h; ++r) {
+      const cpu::TapRange outputs = cpu::outputs_reading_inside(
+          r, shape.stride_h, shape.pad_h, shape.dilation_h, shape.out_h(), shape.in_h);
+      for (int64_t oh = 0; oh < shape.out_h(); ++oh) {
+        const int64_t h = oh * shape.stride_h - shape.pad_h + r * shape.dilation_h;
+        ASSERT_EQ(h >= 0 && h < shape.in_h, oh >= outputs.begin && oh < outputs.end)
+            << "tap row " << r << " output row " << oh;
+      }
+    }
+    for (int64_t s = 0; s < shape.kernel_w; ++s) {
+      const cpu::TapRange outputs = cpu::outputs_reading_inside(
+          s, shape.stride_w, shape.pad_w, shape.dilation_w, shape.out_w(), shape.in_w);
+      for (int64_t ow = 0; ow < shape.out_w(); ++ow) {
+        const int64_t w = ow * shape.stride_w - shape.pad_w + s * shape.dilation_w;
+        ASSERT_EQ(w >= 0 && w < shape.in_w, ow >= outputs.begin && ow < outputs.end)
+            << "tap column " << s << " output column " << ow;
+      }
+    }
   }
 }
 
