@@ -139,24 +139,22 @@ TEST(ConvCpu, TapClassesPartitionThePixelsByTheirTapsInside) {
     for (int64_t m = 0; m < shape.gemm_m(); ++m)
       ASSERT_EQ(seen[m], 1) << "pixel " << m;
     // And per tap: the output rows (columns) whose tap r (s) reads inside the input.
-    for (int64_t r = 0; r < shape.kernel_h; ++r) {
-      const cpu::TapRange outputs = cpu::outputs_reading_inside(
-          r, shape.stride_h, shape.pad_h, shape.dilation_h, shape.out_h(), shape.in_h);
-      for (int64_t oh = 0; oh < shape.out_h(); ++oh) {
-        const int64_t h = oh * shape.stride_h - shape.pad_h + r * shape.dilation_h;
-        ASSERT_EQ(h >= 0 && h < shape.in_h, oh >= outputs.begin && oh < outputs.end)
-            << "tap row " << r << " output row " << oh;
+    const auto check_axis = [](const char* axis, int64_t kernel, int64_t stride, int64_t pad,
+                               int64_t dilation, int64_t out_extent, int64_t in_extent) {
+      for (int64_t tap = 0; tap < kernel; ++tap) {
+        const cpu::TapRange outputs =
+            cpu::outputs_reading_inside(tap, stride, pad, dilation, out_extent, in_extent);
+        for (int64_t out = 0; out < out_extent; ++out) {
+          const int64_t in = out * stride - pad + tap * dilation;
+          ASSERT_EQ(in >= 0 && in < in_extent, out >= outputs.begin && out < outputs.end)
+              << axis << ": tap " << tap << " output " << out;
+        }
       }
-    }
-    for (int64_t s = 0; s < shape.kernel_w; ++s) {
-      const cpu::TapRange outputs = cpu::outputs_reading_inside(
-          s, shape.stride_w, shape.pad_w, shape.dilation_w, shape.out_w(), shape.in_w);
-      for (int64_t ow = 0; ow < shape.out_w(); ++ow) {
-        const int64_t w = ow * shape.stride_w - shape.pad_w + s * shape.dilation_w;
-        ASSERT_EQ(w >= 0 && w < shape.in_w, ow >= outputs.begin && ow < outputs.end)
-            << "tap column " << s << " output column " << ow;
-      }
-    }
+    };
+    check_axis("rows", shape.kernel_h, shape.stride_h, shape.pad_h, shape.dilation_h, shape.out_h(),
+               shape.in_h);
+    check_axis("columns", shape.kernel_w, shape.stride_w, shape.pad_w, shape.dilation_w,
+               shape.out_w(), shape.in_w);
   }
 }
 
@@ -169,26 +167,30 @@ TEST(ConvCpu, ManyColumnChunksMatchNaiveReference) {
 }
 
 TEST(ConvCpu, FilterGradientDoesNotDependOnTheThreadCount) {
-  // taps * C = 144 and 20 images: the grouped filter gradient (10 groups of 2 images) on
-  // AVX-512 machines, whose summation order must not follow the threads.
-  const Conv2dShape shape = testing::conv_shape(20, 8, 8, 16, 32, 3, 3, 1, 1);
-  ConvTensors t(shape, DType::f32);
-  Stream stream;
-  Tensor no_bias, no_workspace;  // undefined: no bias; the CPU needs no workspace
-  std::vector<std::vector<float>> results;
-  const int threads_before = omp_get_max_threads();
-  for (int threads : {1, 2, 3}) {
-    omp_set_num_threads(threads);
-    Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);
-    conv2d_backward_filter(shape, t.x, t.dy, dw, no_bias, false, no_workspace, stream);
-    results.push_back(dw.to_floats(stream));
+  // Its summation order must not follow the threads, on AVX-512 machines: taps * C = 144 and
+  // 20 images is the grouped filter gradient (10 groups of 2 images); taps * C = 864 on a 4x4
+  // map (31% padding) the per-tap products, whose rows each thread shares out.
+  for (const Conv2dShape& shape : {testing::conv_shape(20, 8, 8, 16, 32, 3, 3, 1, 1),
+                                   testing::conv_shape(4, 4, 4, 96, 40, 3, 3, 1, 1)}) {
+    SCOPED_TRACE(shape.str());
+    ConvTensors t(shape, DType::f32);
+    Stream stream;
+    Tensor no_bias, no_workspace;  // undefined: no bias; the CPU needs no workspace
+    std::vector<std::vector<float>> results;
+    const int threads_before = omp_get_max_threads();
+    for (int threads : {1, 2, 3}) {
+      omp_set_num_threads(threads);
+      Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);
+      conv2d_backward_filter(shape, t.x, t.dy, dw, no_bias, false, no_workspace, stream);
+      results.push_back(dw.to_floats(stream));
+    }
+    omp_set_num_threads(threads_before);
+    EXPECT_EQ(results[0], results[1]);
+    EXPECT_EQ(results[0], results[2]);
+    EXPECT_LE(relative_error(results[0], testing::reference_conv_backward_filter(shape, t.x_values,
+                                                                                 t.dy_values)),
+              kF32Tolerance);
   }
-  omp_set_num_threads(threads_before);
-  EXPECT_EQ(results[0], results[1]);
-  EXPECT_EQ(results[0], results[2]);
-  EXPECT_LE(relative_error(results[0],
-                           testing::reference_conv_backward_filter(shape, t.x_values, t.dy_values)),
-            kF32Tolerance);
 }
 
 TEST(ConvCpu, PortableLoopsMatchNaiveReference) {
