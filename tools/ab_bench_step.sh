@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Interleaved A/B of the CPU training step: bench_step of two builds (say, the commit before a
+# change and the change), alternating pair by pair in the same minutes so that the shared
+# machine's slow spells hit both sides alike. No PyTorch; each run is its fastest of 2 rounds.
+#
+#   tools/ab_bench_step.sh BEFORE_BUILD_DIR AFTER_BUILD_DIR [PAIRS]
+#
+# Prints one line per run and, per shape, the median of the pairs' before/after ratios.
+set -euo pipefail
+if [[ $# -lt 2 ]]; then
+  echo "usage: tools/ab_bench_step.sh BEFORE_BUILD_DIR AFTER_BUILD_DIR [PAIRS]" >&2
+  exit 2
+fi
+before=$1 after=$2 pairs=${3:-3}
+for dir in "$before" "$after"; do
+  [[ -x $dir/bench/bench_step ]] || { echo "no $dir/bench/bench_step" >&2; exit 2; }
+done
+step_us() {
+  "$1/bench/bench_step" --arch resnet18 --image-size "$2" --batch "$3" --rounds 2 \
+    --min-seconds 2 --no-baseline 2>&1 | awk '/train step/ {t = $7} END {print t}'
+}
+for shape in "32 128" "64 32"; do
+  read -r size batch <<<"$shape"
+  ratios=()
+  for ((i = 1; i <= pairs; ++i)); do
+    b=$(step_us "$before" "$size" "$batch")
+    a=$(step_us "$after" "$size" "$batch")
+    echo "resnet18 ${size}px b$batch pair $i: before $b us, after $a us"
+    ratios+=("$(awk -v b="$b" -v a="$a" 'BEGIN {printf "%.3f", b / a}')")
+  done
+  median=$(printf '%s\n' "${ratios[@]}" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')
+  echo "resnet18 ${size}px b$batch: before/after per pair ${ratios[*]}; median ${median}x"
+done
