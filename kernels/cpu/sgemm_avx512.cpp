@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <vector>
@@ -113,8 +114,14 @@ void pack_panel_rows(int64_t panel, int64_t n, int64_t k, RowAt&& row_at, int64_
   const int64_t cols = std::min<int64_t>(kTileCols, n - j0);
   for (int64_t p = 0; p < k; ++p) {
     const float* row = row_at(p) + j0 * col_stride;
-    for (int64_t j = 0; j < cols; ++j)
-      out[p * kTileCols + j] = row[j * col_stride];
+    if (col_stride == 1) {
+      // Row-major B (a dY chunk, flipped filter rows): one copy per row. The strided loop
+      // below, which the compiler keeps scalar, took ~20% of the stem's filter gradient.
+      std::memcpy(out + p * kTileCols, row, static_cast<size_t>(cols) * sizeof(float));
+    } else {
+      for (int64_t j = 0; j < cols; ++j)
+        out[p * kTileCols + j] = row[j * col_stride];
+    }
     for (int64_t j = cols; j < kTileCols; ++j)
       out[p * kTileCols + j] = 0.f;
   }
