@@ -154,12 +154,7 @@ void forward_fused_fp32(const Conv2dShape& shape, const float* x, const PackedB&
         rows[i] = taps.output_row(shape, chunk.first + i);
         c_rows[i] = rows[i] * channels_out;
       }
-      if (taps.depth(shape) == 0) {
-        // No tap reads inside the input: the output is zero.
-        for (int64_t i = 0; i < chunk.count; ++i)
-          std::fill_n(y + c_rows[i], channels_out, 0.f);
-        continue;
-      }
+      // A class with no tap inside the input has no runs: the GEMM stores zeros for it.
       im2col_inside(shape, taps, x, rows.data(), chunk.count, col.data());
       sgemm_avx512_packed_runs(chunk.count, col.data(), taps.depth(shape), 1, filters,
                                runs[chunk.tap_class], 0.f, y, 0, c_rows.data());

@@ -109,7 +109,11 @@ inline double relative_error(const std::vector<float>& actual,
                              const std::vector<double>& expected) {
   double worst = 0.0, scale = 1e-30;
   for (size_t i = 0; i < expected.size(); ++i) {
-    worst = std::max(worst, std::abs(double(actual[i]) - expected[i]));
+    const double error = std::abs(double(actual[i]) - expected[i]);
+    // std::max drops a NaN operand: an element left unwritten (NaN-filled) or computed as NaN
+    // would otherwise pass.
+    if (std::isnan(error)) return INFINITY;
+    worst = std::max(worst, error);
     scale = std::max(scale, std::abs(expected[i]));
   }
   return actual.size() == expected.size() ? worst / scale : INFINITY;

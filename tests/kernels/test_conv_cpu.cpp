@@ -47,6 +47,7 @@ TEST(ConvCpu, ForwardMatchesNaiveReference) {
       SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + std::string(dtype_name(dtype)));
       ConvTensors t(shape, dtype);
       Tensor y = Tensor::empty(shape.output_shape(), dtype);
+      fill(y, NAN, stream);  // overwritten, never read
       conv2d_forward(shape, t.x, t.w, t.bias, y, stream);
       const auto expected =
           testing::reference_conv_forward(shape, t.x_values, t.w_values, &t.bias_values);
