@@ -29,4 +29,26 @@ void parallel_for(int64_t n, Body&& body) {
     body(i);
 }
 
+// Calls body(begin, end) once per thread on contiguous, equal shares of [0, n) (one call on
+// the whole range when n is small). For loops that must see their operands as locals to be
+// vectorized: body(i) reads the caller's variables through its closure.
+template <typename Body>
+void parallel_for_ranges(int64_t n, Body&& body) {
+  if (n < kParallelThreshold) {
+    body(int64_t{0}, n);
+    return;
+  }
+#pragma omp parallel
+  {
+#if defined(_OPENMP)
+    const int64_t threads = omp_get_num_threads();
+    const int64_t thread = omp_get_thread_num();
+#else
+    const int64_t threads = 1;
+    const int64_t thread = 0;
+#endif
+    body(n * thread / threads, n * (thread + 1) / threads);
+  }
+}
+
 }  // namespace engine::cpu

@@ -23,7 +23,9 @@ inline const std::vector<SgdCase> kSgdCases = {
     {"grad_scale", {0.1f, 0.5f, 0.f, 1e-3f, false, 0.25f}},
 };
 
-inline const std::vector<int64_t> kSgdSizes = {1, 3, 4, 7, 33, 1000, 4099};
+// 70001 is past the CPU's threading threshold (kernels/cpu/parallel.h), so each thread's
+// share is checked, down to the odd element at a share's end.
+inline const std::vector<int64_t> kSgdSizes = {1, 3, 4, 7, 33, 1000, 4099, 70001};
 
 // torch.optim.SGD.step (single tensor, maximize=False) for one element:
 //   d_p = grad; d_p = d_p.add(p, alpha=wd); buf = clone(d_p) | buf.mul_(m).add_(d_p, 1 - damp)
