@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/cpu/column_chunks.h"
 #include "kernels/cpu/fp32_buffer.h"
 #include "kernels/cpu/im2col.h"
 #include "kernels/cpu/isa.h"
@@ -16,56 +17,12 @@ namespace engine::cpu {
 
 namespace {
 
-// Column-matrix budget per chunk (floats): large enough for efficient GEMMs, small enough
-// to stay in the last-level cache's neighbourhood instead of materializing the whole batch.
-constexpr int64_t kColumnBudget = int64_t{1} << 21;
-
-int64_t images_per_chunk(const Conv2dShape& shape) {
-  const int64_t per_image = shape.out_h() * shape.out_w() * shape.gemm_k();
-  return std::clamp<int64_t>(kColumnBudget / std::max<int64_t>(per_image, 1), 1, shape.batch);
-}
-
 void add_bias(int64_t rows, int64_t channels, const float* bias, float* y) {
   parallel_for(rows, [&](int64_t m) {
     float* row = y + m * channels;
     for (int64_t k = 0; k < channels; ++k)
       row[k] += bias[k];
   });
-}
-
-// dbias[k] (+)= sum over rows of dy[m, k], in double for long batches.
-void bias_gradient(int64_t rows, int64_t channels, const float* dy, float* dbias, bool accumulate) {
-  std::vector<double> sums(static_cast<size_t>(channels), 0.0);
-  for (int64_t m = 0; m < rows; ++m) {
-    const float* row = dy + m * channels;
-    for (int64_t k = 0; k < channels; ++k)
-      sums[k] += row[k];
-  }
-  for (int64_t k = 0; k < channels; ++k) {
-    dbias[k] = static_cast<float>(sums[k] + (accumulate ? dbias[k] : 0.0));
-  }
-}
-
-// Calls fn(first_row, end_row, col) over chunks of whole images, col holding im2col(x) for
-// output rows [first_row, end_row).
-template <typename Fn>
-void for_each_column_chunk(const Conv2dShape& shape, const float* x, Fn&& fn) {
-  const int64_t rows_per_image = shape.out_h() * shape.out_w();
-  const int64_t chunk_images = images_per_chunk(shape);
-  const ScratchFloats col(chunk_images * rows_per_image * shape.gemm_k());
-  for (int64_t image = 0; image < shape.batch; image += chunk_images) {
-    const int64_t first = image * rows_per_image;
-    const int64_t end = std::min(shape.batch, image + chunk_images) * rows_per_image;
-    im2col(shape, x, first, end, col.data());
-    fn(first, end, col.data());
-  }
-}
-
-// Rows of a column chunk that should stay in a core's L2 while it is multiplied: about
-// 256 KiB of columns, but at least one 240-row block of the AVX-512 GEMM (MC in
-// kernels/cpu/sgemm_avx512.cpp), so the B panels are not streamed for a few rows.
-int64_t l2_chunk_rows(int64_t k) {
-  return std::max<int64_t>(240, (int64_t{1} << 16) / k);
 }
 
 // How a GEMM reads the filters: as stored, KRSC (one row of taps * C per output channel), or
@@ -231,159 +188,6 @@ std::vector<float> flip_filters(const Conv2dShape& shape, const float* w) {
   return flipped;
 }
 
-// out[r][c] = in[c][r] (+ out[r][c] when beta is 1), in being [cols x rows]: 32 x 32 blocks, so
-// that reads and writes both stay within a few cache lines per block.
-void transpose_into(const float* in, int64_t rows, int64_t cols, float beta, float* out) {
-  constexpr int64_t kBlock = 32;
-  const int64_t row_blocks = (rows + kBlock - 1) / kBlock;
-  const int64_t col_blocks = (cols + kBlock - 1) / kBlock;
-  [[maybe_unused]] const bool parallel = rows * cols >= kParallelThreshold;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t job = 0; job < row_blocks * col_blocks; ++job) {
-    const int64_t r0 = job / col_blocks * kBlock, c0 = job % col_blocks * kBlock;
-    const int64_t r1 = std::min(rows, r0 + kBlock), c1 = std::min(cols, c0 + kBlock);
-    for (int64_t r = r0; r < r1; ++r) {
-      for (int64_t c = c0; c < c1; ++c)
-        out[r * cols + c] = in[c * rows + r] + (beta == 0.f ? 0.f : out[r * cols + c]);
-    }
-  }
-}
-
-// The grouped filter gradient below: worth it while a 240-row column chunk stays within
-// about half of L2 (taps * C <= 640: ResNet's stem and 64-channel 3x3 layers), and while
-// every thread gets a group of images. Beyond that the shared chunks of the batched path win.
-bool per_image_filter_gradient_fits(const Conv2dShape& shape) {
-  return shape.gemm_k() <= 640 && shape.batch >= max_threads();
-}
-
-// Images per group of the grouped filter gradient: at most 16 groups, whatever the thread
-// count, so that the summation order, and so the result, depends on the batch alone.
-int64_t images_per_group(int64_t batch) {
-  return (batch + 15) / 16;
-}
-
-// dW^T [taps*C x K] with the AVX-512 GEMM, into `transposed`: each group of images is taken
-// by one thread, which lowers column chunks of ~240 rows into its L2 and multiplies them at
-// once, accumulating the group's partial dW^T in image order; the partials are then summed
-// in group order. The whole-image column matrices of the general path (7.4 MiB per image
-// for the stem) went through L3, and one partial per image (19 MB for a batch of 128 on
-// layer1) cost more to fill and sum than the GEMMs.
-void filter_gradient_grouped(const Conv2dShape& shape, const float* x, const float* dy,
-                             float* transposed) {
-  const int64_t k = shape.gemm_k(), channels_out = shape.out_channels;
-  const int64_t rows_per_image = shape.out_h() * shape.out_w();
-  const int64_t chunk_rows = l2_chunk_rows(k);
-  const int64_t group_images = images_per_group(shape.batch);
-  const int64_t groups = (shape.batch + group_images - 1) / group_images;
-  const int64_t partial_size = k * channels_out;
-  const ScratchFloats partials(groups * partial_size);
-#pragma omp parallel
-  {
-    const ScratchFloats col(std::min(chunk_rows, rows_per_image) * k);
-#pragma omp for schedule(static)
-    for (int64_t group = 0; group < groups; ++group) {
-      float* partial = partials.data() + group * partial_size;
-      const int64_t group_first = group * group_images * rows_per_image;
-      const int64_t group_end = std::min(shape.batch, (group + 1) * group_images) * rows_per_image;
-      for (int64_t first = group_first; first < group_end;) {
-        // Chunks never straddle an image, as im2col's row ranges need not.
-        const int64_t image_end = (first / rows_per_image + 1) * rows_per_image;
-        const int64_t end = std::min(image_end, first + chunk_rows);
-        im2col(shape, x, first, end, col.data());
-        const PackedB grad_chunk(channels_out, end - first, dy + first * channels_out, channels_out,
-                                 1);
-        sgemm_avx512_packed(k, col.data(), 1, k, grad_chunk, first == group_first ? 0.f : 1.f,
-                            partial, channels_out);
-        first = end;
-      }
-    }
-  }
-  std::copy(partials.data(), partials.data() + partial_size, transposed);
-  for (int64_t group = 1; group < groups; ++group) {
-    const float* partial = partials.data() + group * partial_size;
-    parallel_for(partial_size, [&](int64_t i) { transposed[i] += partial[i]; });
-  }
-}
-
-// The rows in [first, end) (output pixels of whole images) whose filter tap (r, s) reads
-// inside the input, as runs of consecutive rows counted from `first`: the depth runs of that
-// tap's share of the filter gradient.
-std::vector<DepthRun> tap_pixel_runs(const Conv2dShape& shape, int64_t r, int64_t s, int64_t first,
-                                     int64_t end) {
-  const int64_t out_h = shape.out_h(), out_w = shape.out_w();
-  const TapRange rows =
-      outputs_reading_inside(r, shape.stride_h, shape.pad_h, shape.dilation_h, out_h, shape.in_h);
-  const TapRange cols =
-      outputs_reading_inside(s, shape.stride_w, shape.pad_w, shape.dilation_w, out_w, shape.in_w);
-  std::vector<DepthRun> runs;
-  if (rows.count() == 0 || cols.count() == 0) return runs;
-  for (int64_t image = first / (out_h * out_w); image * out_h * out_w < end; ++image) {
-    for (int64_t oh = rows.begin; oh < rows.end; ++oh) {
-      const int64_t begin = (image * out_h + oh) * out_w + cols.begin - first;
-      if (!runs.empty() && runs.back().a_begin + runs.back().length == begin) {
-        runs.back().length += cols.count();
-      } else {
-        runs.push_back({begin, begin, cols.count()});
-      }
-    }
-  }
-  return runs;
-}
-
-// The share of a convolution's (tap, output pixel) products that read the zero padding.
-double padding_share(const Conv2dShape& shape) {
-  double rows = 0, cols = 0;
-  for (int64_t r = 0; r < shape.kernel_h; ++r) {
-    rows += static_cast<double>(outputs_reading_inside(r, shape.stride_h, shape.pad_h,
-                                                       shape.dilation_h, shape.out_h(), shape.in_h)
-                                    .count());
-  }
-  for (int64_t s = 0; s < shape.kernel_w; ++s) {
-    cols += static_cast<double>(outputs_reading_inside(s, shape.stride_w, shape.pad_w,
-                                                       shape.dilation_w, shape.out_w(), shape.in_w)
-                                    .count());
-  }
-  const double all =
-      static_cast<double>(shape.kernel_h * shape.kernel_w * shape.out_h() * shape.out_w());
-  return 1.0 - rows * cols / all;
-}
-
-// The filter gradient is one product per tap where at least this share of it is padding.
-// Per tap, each thread's rows of dW^T are a block of their own that streams the dY chunk
-// again: at a 28x28 map (7% padding) that measured 0.89x of one product, at 14x14 (14%)
-// 1.00x, at 7x7 (27%) 1.13x, at 2x2 (56%) 1.2-1.5x and at 1x1 (89%) 1.5x.
-constexpr double kPerTapFilterGradientPadding = 0.2;
-
-// dW^T [taps*C x K] (+)= col^T * dY over one chunk of whole images' output rows, one product
-// per tap over only the rows whose tap reads inside the input (tap_pixel_runs): the padding
-// zeros of the column matrix are not multiplied. Each thread takes the same share of every
-// tap's C rows; the products keep the full product's K passes, so the result has the same
-// bits as one GEMM over the whole column matrix.
-void filter_gradient_chunk(const Conv2dShape& shape, int64_t first, int64_t end, const float* col,
-                           const float* dy, float beta, float* transposed) {
-  const int64_t k = shape.gemm_k(), channels = shape.in_channels;
-  const int64_t channels_out = shape.out_channels;
-  const PackedB grad_chunk(channels_out, end - first, dy + first * channels_out, channels_out, 1);
-  std::vector<std::vector<DepthRun>> runs;
-  for (int64_t r = 0; r < shape.kernel_h; ++r) {
-    for (int64_t s = 0; s < shape.kernel_w; ++s)
-      runs.push_back(tap_pixel_runs(shape, r, s, first, end));
-  }
-  const int64_t threads = max_threads();
-  const int64_t share = ((channels + threads - 1) / threads + 11) / 12 * 12;
-#pragma omp parallel for schedule(static) if (threads > 1)
-  for (int64_t thread = 0; thread < threads; ++thread) {
-    const int64_t begin = std::min(channels, thread * share);
-    const int64_t rows = std::min(channels, begin + share) - begin;
-    if (rows == 0) continue;
-    for (int64_t tap = 0; tap < static_cast<int64_t>(runs.size()); ++tap) {
-      sgemm_avx512_packed_runs(rows, col + tap * channels + begin, 1, k, grad_chunk, runs[tap],
-                               beta, transposed + (tap * channels + begin) * channels_out,
-                               channels_out, nullptr);
-    }
-  }
-}
-
 }  // namespace
 
 void conv2d_forward(const Conv2dShape& shape, DType dtype, const void* x, const void* w,
@@ -430,44 +234,6 @@ void conv2d_backward_data(const Conv2dShape& shape, DType dtype, const void* dy,
     }
   }
   grad_in.commit();
-}
-
-void conv2d_backward_filter(const Conv2dShape& shape, DType dtype, const void* x, const void* dy,
-                            DType dw_dtype, void* dw, float* dbias, bool accumulate) {
-  const int64_t m = shape.gemm_m(), k = shape.gemm_k(), channels_out = shape.out_channels;
-  const Fp32Input input(dtype, x, shape.batch * shape.in_h * shape.in_w * shape.in_channels);
-  const Fp32Input grad_out(dtype, dy, m * channels_out);
-  Fp32Output grad_filter(dw_dtype, dw, channels_out * k, accumulate);
-  const float first_beta = accumulate ? 1.f : 0.f;
-  if (shape.is_pointwise()) {
-    sgemm(true, false, channels_out, k, m, 1.f, grad_out.data(), channels_out, input.data(), k,
-          first_beta, grad_filter.data(), k);
-  } else if (use_avx512() && per_image_filter_gradient_fits(shape)) {
-    const ScratchFloats transposed(k * channels_out);
-    filter_gradient_grouped(shape, input.data(), grad_out.data(), transposed.data());
-    transpose_into(transposed.data(), channels_out, k, first_beta, grad_filter.data());
-  } else if (use_avx512() && padding_share(shape) >= kPerTapFilterGradientPadding) {
-    // dW^T [taps*C x K] = col^T * dY, summed over column chunks, then one transpose into dW.
-    // The long side (taps * C) is the GEMM's M and the small dY chunk is what gets packed,
-    // rather than the column matrix, which dW = dY^T * col would have to pack whole.
-    const ScratchFloats transposed(k * channels_out);
-    for_each_column_chunk(shape, input.data(), [&](int64_t first, int64_t end, const float* col) {
-      filter_gradient_chunk(shape, first, end, col, grad_out.data(), first == 0 ? 0.f : 1.f,
-                            transposed.data());
-    });
-    transpose_into(transposed.data(), channels_out, k, first_beta, grad_filter.data());
-  } else {
-    // The same as one product per chunk, padding zeros included.
-    const ScratchFloats transposed(k * channels_out);
-    for_each_column_chunk(shape, input.data(), [&](int64_t first, int64_t end, const float* col) {
-      sgemm(true, false, k, channels_out, end - first, 1.f, col, k,
-            grad_out.data() + first * channels_out, channels_out, first == 0 ? 0.f : 1.f,
-            transposed.data(), channels_out);
-    });
-    transpose_into(transposed.data(), channels_out, k, first_beta, grad_filter.data());
-  }
-  grad_filter.commit();
-  if (dbias != nullptr) bias_gradient(m, channels_out, grad_out.data(), dbias, accumulate);
 }
 
 }  // namespace engine::cpu

@@ -235,6 +235,7 @@ struct Operands {
   float* c;
   int64_t ldc;
   const int64_t* c_rows;
+  APacking a_packing = APacking::kAuto;
 };
 
 // One K pass: the runs' pieces inside one window of B's rows, in A's columns (in_place) and
@@ -296,7 +297,8 @@ void compute_block(const Operands& op, int64_t row_begin, int64_t row_end, int64
       a_depth = std::max(a_depth, segment.a_begin + segment.length);
   }
   // The span of memory a transposed A's columns cover, whatever share of its rows this is.
-  const bool pack_every_tile = op.a_k_stride != 1 && a_depth * op.a_k_stride > kL2ResidentFloats;
+  const bool pack_every_tile = op.a_packing == APacking::kPacked ||
+                               (op.a_k_stride != 1 && a_depth * op.a_k_stride > kL2ResidentFloats);
   const bool prefetch_b = panel_count(op.n) * op.k * kTileCols > kL2ResidentFloats;
   const ScratchFloats packed_a((pack_every_tile ? kBlockRows : kTileRows) * max_depth);
   for (int64_t block = row_begin; block < row_end; block += kBlockRows) {
@@ -386,9 +388,10 @@ void sgemm_avx512_packed(int64_t m, const float* a, int64_t a_row_stride, int64_
 
 void sgemm_avx512_packed_runs(int64_t m, const float* a, int64_t a_row_stride, int64_t a_k_stride,
                               const PackedB& b, const std::vector<DepthRun>& runs, float beta,
-                              float* c, int64_t ldc, const int64_t* c_rows) {
-  compute_block({a, a_row_stride, a_k_stride, b.data(), b.n(), b.k(), runs, c, ldc, c_rows}, 0, m,
-                0, panel_count(b.n()), beta);
+                              float* c, int64_t ldc, const int64_t* c_rows, APacking a_packing) {
+  compute_block(
+      {a, a_row_stride, a_k_stride, b.data(), b.n(), b.k(), runs, c, ldc, c_rows, a_packing}, 0, m,
+      0, panel_count(b.n()), beta);
 }
 
 void sgemm_avx512(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row_stride,

@@ -51,6 +51,12 @@ struct DepthRun {
 void sgemm_avx512_packed(int64_t m, const float* a, int64_t a_row_stride, int64_t a_k_stride,
                          const PackedB& b, float beta, float* c, int64_t ldc);
 
+// How the GEMM reads A. kAuto: in place, except a transposed A whose columns span more than
+// L2, which is packed per K pass (and a last tile of fewer than 12 rows, always packed).
+// kPacked: every tile packed per K pass, for a transposed A that is not already in L2 and
+// feeds several B panels, such as the input read straight by the direct filter gradient.
+enum class APacking { kAuto, kPacked };
+
 // C = op(A) * B + beta * C over `runs` on the calling thread, op(A) as above; row i of C is
 // the b.n() floats at c + c_rows[i], or at c + i * ldc when c_rows is null. Rows of C from
 // anywhere, such as a convolution's output pixels whose taps inside the image are the same,
@@ -59,7 +65,8 @@ void sgemm_avx512_packed(int64_t m, const float* a, int64_t a_row_stride, int64_
 // result has the same bits as that product with the left-out terms zero.
 void sgemm_avx512_packed_runs(int64_t m, const float* a, int64_t a_row_stride, int64_t a_k_stride,
                               const PackedB& b, const std::vector<DepthRun>& runs, float beta,
-                              float* c, int64_t ldc, const int64_t* c_rows);
+                              float* c, int64_t ldc, const int64_t* c_rows,
+                              APacking a_packing = APacking::kAuto);
 
 void sgemm_avx512(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row_stride,
                   int64_t a_k_stride, const float* b, int64_t b_k_stride, int64_t b_col_stride,

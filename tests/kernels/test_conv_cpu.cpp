@@ -167,12 +167,47 @@ TEST(ConvCpu, ManyColumnChunksMatchNaiveReference) {
   expect_f32_passes_match_reference(testing::conv_shape(3, 17, 19, 24, 40, 3, 3, 1, 1), stream);
 }
 
+TEST(ConvCpu, DirectFilterGradientMatchesNaiveReference) {
+  // On AVX-512 machines a filter gradient with 32 or more input channels reads the input in
+  // place, one product per tap over runs of output pixels, in chunks of at most 384 output
+  // rows that may start and end inside an image and inside an output row.
+  Stream stream;
+  for (const Conv2dShape& shape : {
+           // taps * C = 720: chunks shared by the threads, 585 rows in two chunks of 293, the
+           // second starting in image 1's row 7 at column 7.
+           testing::conv_shape(3, 15, 13, 80, 40, 3, 3, 1, 1),
+           // Stride 2: 780 rows in three chunks of 260, each input pixel run 2 apart.
+           testing::conv_shape(5, 24, 26, 80, 24, 3, 3, 2, 1),
+           // taps * C = 288: groups of images, each thread summing its own.
+           testing::conv_shape(4, 12, 10, 32, 16, 3, 3, 1, 1),
+           // Dilated taps, strided groups, a 5x3 filter without padding.
+           testing::conv_shape(2, 9, 9, 32, 8, 3, 3, 1, 2, 2),
+           testing::conv_shape(3, 10, 12, 48, 20, 3, 3, 2, 1),
+           testing::conv_shape(2, 9, 7, 40, 12, 5, 3, 1, 0),
+           // Padding 2 on a 3x3 filter: a tap's input runs are whole input rows, which follow
+           // each other in the input but not in the output, two pixels wider.
+           testing::conv_shape(2, 6, 5, 32, 8, 3, 3, 1, 2),
+       }) {
+    SCOPED_TRACE(shape.str());
+    ConvTensors t(shape, DType::f32);
+    Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);
+    Tensor no_bias, no_workspace;  // undefined: no bias; the CPU needs no workspace
+    conv2d_backward_filter(shape, t.x, t.dy, dw, no_bias, false, no_workspace, stream);
+    EXPECT_LE(relative_error(dw.to_floats(stream), testing::reference_conv_backward_filter(
+                                                       shape, t.x_values, t.dy_values)),
+              kF32Tolerance);
+  }
+}
+
 TEST(ConvCpu, FilterGradientDoesNotDependOnTheThreadCount) {
   // Its summation order must not follow the threads, on AVX-512 machines: taps * C = 144 and
-  // 20 images is the grouped filter gradient (10 groups of 2 images); taps * C = 864 on a 4x4
-  // map (31% padding) the per-tap products, whose rows each thread shares out.
+  // 20 images is the grouped filter gradient (10 groups of 2 images); taps * C = 288, the
+  // direct one in groups; taps * C = 864 on a 4x4 map, the direct one with the channels
+  // shared out, as at stride 2 on a 12x12 map.
   for (const Conv2dShape& shape : {testing::conv_shape(20, 8, 8, 16, 32, 3, 3, 1, 1),
-                                   testing::conv_shape(4, 4, 4, 96, 40, 3, 3, 1, 1)}) {
+                                   testing::conv_shape(20, 8, 8, 32, 32, 3, 3, 1, 1),
+                                   testing::conv_shape(4, 4, 4, 96, 40, 3, 3, 1, 1),
+                                   testing::conv_shape(3, 12, 12, 96, 40, 3, 3, 2, 1)}) {
     SCOPED_TRACE(shape.str());
     ConvTensors t(shape, DType::f32);
     Stream stream;

@@ -1,0 +1,391 @@
+// The CPU filter gradient, dW = dY^T * im2col(x), and the bias gradient. On AVX-512 CPUs it
+// picks one of four ways by shape, all computing dW^T [taps*C x K] first (the long side as
+// the GEMM's M, the small dY chunk as what gets packed), then one transpose into dW:
+// - direct: the input read in place, one product per tap, no column matrix (32 or more
+//   input channels; strided only on output rows of 4 or more pixels);
+// - grouped: groups of images per thread over L2-sized column chunks (the stem);
+// - per tap over column chunks, where padding is 20% or more of the work;
+// - one product per column chunk, padding included.
+// Every way sums in an order set by the shape alone, never by the thread count.
+#include <algorithm>
+#include <vector>
+
+#include "kernels/cpu/column_chunks.h"
+#include "kernels/cpu/conv.h"
+#include "kernels/cpu/fp32_buffer.h"
+#include "kernels/cpu/im2col.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/scratch.h"
+#include "kernels/cpu/sgemm.h"
+#include "kernels/cpu/sgemm_avx512.h"
+#include "kernels/cpu/tap_classes.h"
+
+namespace engine::cpu {
+
+namespace {
+
+// dbias[k] (+)= sum over rows of dy[m, k], in double for long batches.
+void bias_gradient(int64_t rows, int64_t channels, const float* dy, float* dbias, bool accumulate) {
+  std::vector<double> sums(static_cast<size_t>(channels), 0.0);
+  for (int64_t m = 0; m < rows; ++m) {
+    const float* row = dy + m * channels;
+    for (int64_t k = 0; k < channels; ++k)
+      sums[k] += row[k];
+  }
+  for (int64_t k = 0; k < channels; ++k) {
+    dbias[k] = static_cast<float>(sums[k] + (accumulate ? dbias[k] : 0.0));
+  }
+}
+
+// out[r][c] = in[c][r] (+ out[r][c] when beta is 1), in being [cols x rows]: 32 x 32 blocks, so
+// that reads and writes both stay within a few cache lines per block.
+void transpose_into(const float* in, int64_t rows, int64_t cols, float beta, float* out) {
+  constexpr int64_t kBlock = 32;
+  const int64_t row_blocks = (rows + kBlock - 1) / kBlock;
+  const int64_t col_blocks = (cols + kBlock - 1) / kBlock;
+  [[maybe_unused]] const bool parallel = rows * cols >= kParallelThreshold;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t job = 0; job < row_blocks * col_blocks; ++job) {
+    const int64_t r0 = job / col_blocks * kBlock, c0 = job % col_blocks * kBlock;
+    const int64_t r1 = std::min(rows, r0 + kBlock), c1 = std::min(cols, c0 + kBlock);
+    for (int64_t r = r0; r < r1; ++r) {
+      for (int64_t c = c0; c < c1; ++c)
+        out[r * cols + c] = in[c * rows + r] + (beta == 0.f ? 0.f : out[r * cols + c]);
+    }
+  }
+}
+
+// The grouped filter gradient below: worth it while a 240-row column chunk stays within
+// about half of L2 (taps * C <= 640: ResNet's stem and 64-channel 3x3 layers), and while
+// every thread gets a group of images. Beyond that the shared chunks of the batched path win.
+bool per_image_filter_gradient_fits(const Conv2dShape& shape) {
+  return shape.gemm_k() <= 640 && shape.batch >= max_threads();
+}
+
+// Images per group of the grouped filter gradient: at most 16 groups, whatever the thread
+// count, so that the summation order, and so the result, depends on the batch alone.
+int64_t images_per_group(int64_t batch) {
+  return (batch + 15) / 16;
+}
+
+// transposed = the sum over groups of images of the partial dW^T [taps*C x K] that
+// fn(first_row, end_row, partial) writes for each group's output rows, each group taken by
+// one thread; the partials are then summed in group order. One partial per image (19 MB for
+// a batch of 128 on layer1) cost more to fill and sum than the GEMMs.
+template <typename Fn>
+void sum_over_image_groups(const Conv2dShape& shape, float* transposed, Fn&& fn) {
+  const int64_t rows_per_image = shape.out_h() * shape.out_w();
+  const int64_t group_images = images_per_group(shape.batch);
+  const int64_t groups = (shape.batch + group_images - 1) / group_images;
+  const int64_t partial_size = shape.gemm_k() * shape.out_channels;
+  const ScratchFloats partials(groups * partial_size);
+#pragma omp parallel for schedule(static)
+  for (int64_t group = 0; group < groups; ++group) {
+    const int64_t end_image = std::min(shape.batch, (group + 1) * group_images);
+    fn(group * group_images * rows_per_image, end_image * rows_per_image,
+       partials.data() + group * partial_size);
+  }
+  std::copy(partials.data(), partials.data() + partial_size, transposed);
+  for (int64_t group = 1; group < groups; ++group) {
+    const float* partial = partials.data() + group * partial_size;
+    parallel_for(partial_size, [&](int64_t i) { transposed[i] += partial[i]; });
+  }
+}
+
+// dW^T [taps*C x K] with the AVX-512 GEMM, into `transposed`, by groups of images: each
+// group's thread lowers column chunks of ~240 rows into its L2 and multiplies them at once.
+// The whole-image column matrices of the general path (7.4 MiB per image for the stem) went
+// through L3.
+void filter_gradient_grouped(const Conv2dShape& shape, const float* x, const float* dy,
+                             float* transposed) {
+  const int64_t k = shape.gemm_k(), channels_out = shape.out_channels;
+  const int64_t rows_per_image = shape.out_h() * shape.out_w();
+  const int64_t chunk_rows = l2_chunk_rows(k);
+  sum_over_image_groups(
+      shape, transposed, [&](int64_t group_first, int64_t group_end, float* partial) {
+        const ScratchFloats col(std::min(chunk_rows, rows_per_image) * k);
+        for (int64_t first = group_first; first < group_end;) {
+          // Chunks never straddle an image, as im2col's row ranges need not.
+          const int64_t image_end = (first / rows_per_image + 1) * rows_per_image;
+          const int64_t end = std::min(image_end, first + chunk_rows);
+          im2col(shape, x, first, end, col.data());
+          const PackedB grad_chunk(channels_out, end - first, dy + first * channels_out,
+                                   channels_out, 1);
+          sgemm_avx512_packed(k, col.data(), 1, k, grad_chunk, first == group_first ? 0.f : 1.f,
+                              partial, channels_out);
+          first = end;
+        }
+      });
+}
+
+// The rows in [first, end) (output pixels of whole images) whose filter tap (r, s) reads
+// inside the input, as runs of consecutive rows counted from `first`: the depth runs of that
+// tap's share of the filter gradient.
+std::vector<DepthRun> tap_pixel_runs(const Conv2dShape& shape, int64_t r, int64_t s, int64_t first,
+                                     int64_t end) {
+  const int64_t out_h = shape.out_h(), out_w = shape.out_w();
+  const TapRange rows =
+      outputs_reading_inside(r, shape.stride_h, shape.pad_h, shape.dilation_h, out_h, shape.in_h);
+  const TapRange cols =
+      outputs_reading_inside(s, shape.stride_w, shape.pad_w, shape.dilation_w, out_w, shape.in_w);
+  std::vector<DepthRun> runs;
+  if (rows.count() == 0 || cols.count() == 0) return runs;
+  for (int64_t image = first / (out_h * out_w); image * out_h * out_w < end; ++image) {
+    for (int64_t oh = rows.begin; oh < rows.end; ++oh) {
+      const int64_t begin = (image * out_h + oh) * out_w + cols.begin - first;
+      if (!runs.empty() && runs.back().a_begin + runs.back().length == begin) {
+        runs.back().length += cols.count();
+      } else {
+        runs.push_back({begin, begin, cols.count()});
+      }
+    }
+  }
+  return runs;
+}
+
+// The share of a convolution's (tap, output pixel) products that read the zero padding.
+double padding_share(const Conv2dShape& shape) {
+  double rows = 0, cols = 0;
+  for (int64_t r = 0; r < shape.kernel_h; ++r) {
+    rows += static_cast<double>(outputs_reading_inside(r, shape.stride_h, shape.pad_h,
+                                                       shape.dilation_h, shape.out_h(), shape.in_h)
+                                    .count());
+  }
+  for (int64_t s = 0; s < shape.kernel_w; ++s) {
+    cols += static_cast<double>(outputs_reading_inside(s, shape.stride_w, shape.pad_w,
+                                                       shape.dilation_w, shape.out_w(), shape.in_w)
+                                    .count());
+  }
+  const double all =
+      static_cast<double>(shape.kernel_h * shape.kernel_w * shape.out_h() * shape.out_w());
+  return 1.0 - rows * cols / all;
+}
+
+// The filter gradient is one product per tap where at least this share of it is padding.
+// Per tap, each thread's rows of dW^T are a block of their own that streams the dY chunk
+// again: at a 28x28 map (7% padding) that measured 0.89x of one product, at 14x14 (14%)
+// 1.00x, at 7x7 (27%) 1.13x, at 2x2 (56%) 1.2-1.5x and at 1x1 (89%) 1.5x.
+constexpr double kPerTapFilterGradientPadding = 0.2;
+
+// Calls fn(begin, end) on each thread for its share of [0, channels), in whole 12-row tiles
+// of the GEMM: the rows of dW^T that the thread computes for every tap. Each element's sum is
+// the same whichever thread computes it.
+template <typename Fn>
+void for_each_channel_share(int64_t channels, Fn&& fn) {
+  const int64_t threads = max_threads();
+  const int64_t share = ((channels + threads - 1) / threads + 11) / 12 * 12;
+#pragma omp parallel for schedule(static) if (threads > 1)
+  for (int64_t thread = 0; thread < threads; ++thread) {
+    const int64_t begin = std::min(channels, thread * share);
+    const int64_t end = std::min(channels, begin + share);
+    if (begin < end) fn(begin, end);
+  }
+}
+
+// dW^T [taps*C x K] (+)= col^T * dY over one chunk of whole images' output rows, one product
+// per tap over only the rows whose tap reads inside the input (tap_pixel_runs): the padding
+// zeros of the column matrix are not multiplied. Each thread takes the same share of every
+// tap's C rows; the products keep the full product's K passes, so the result has the same
+// bits as one GEMM over the whole column matrix.
+void filter_gradient_chunk(const Conv2dShape& shape, int64_t first, int64_t end, const float* col,
+                           const float* dy, float beta, float* transposed) {
+  const int64_t k = shape.gemm_k(), channels = shape.in_channels;
+  const int64_t channels_out = shape.out_channels;
+  const PackedB grad_chunk(channels_out, end - first, dy + first * channels_out, channels_out, 1);
+  std::vector<std::vector<DepthRun>> runs;
+  for (int64_t r = 0; r < shape.kernel_h; ++r) {
+    for (int64_t s = 0; s < shape.kernel_w; ++s)
+      runs.push_back(tap_pixel_runs(shape, r, s, first, end));
+  }
+  for_each_channel_share(channels, [&](int64_t begin, int64_t end_channel) {
+    for (int64_t tap = 0; tap < static_cast<int64_t>(runs.size()); ++tap) {
+      sgemm_avx512_packed_runs(
+          end_channel - begin, col + tap * channels + begin, 1, k, grad_chunk, runs[tap], beta,
+          transposed + (tap * channels + begin) * channels_out, channels_out, nullptr);
+    }
+  });
+}
+
+// Output rows [first, end) (any range, across images) split into equal chunks of at most
+// kDirectChunkRows: each chunk is one K pass of the GEMM (kMaxDepth in sgemm_avx512.cpp),
+// so C is loaded and stored once per chunk, and no chunk is a short remainder.
+constexpr int64_t kDirectChunkRows = 384;
+
+template <typename Fn>
+void for_each_row_chunk(int64_t first, int64_t end, Fn&& fn) {
+  const int64_t rows = end - first;
+  const int64_t chunks = (rows + kDirectChunkRows - 1) / kDirectChunkRows;
+  const int64_t size = (rows + chunks - 1) / std::max<int64_t>(chunks, 1);
+  for (int64_t begin = first; begin < end; begin += size)
+    fn(begin, std::min(end, begin + size));
+}
+
+// One tap's share of the direct filter gradient over a chunk of output rows: A's depth column
+// d is the input pixel base + d * stride_w, so A is the input itself (C floats per pixel) and
+// no column matrix is built.
+struct TapRuns {
+  int64_t base = 0;
+  std::vector<DepthRun> runs;  // b_begin counts output rows from the chunk's first
+};
+
+// The output rows in [first, end) (any range, across images) whose tap (r, s) reads inside
+// the input. A run of consecutive output pixels in one row reads input pixels stride_w apart;
+// runs that continue each other in both A and B are merged (the centre taps' rows at
+// stride 1). With in_w a multiple of stride_w every run's first pixel is the same modulo
+// stride_w, so all of them are columns of one A.
+TapRuns tap_input_runs(const Conv2dShape& shape, int64_t r, int64_t s, int64_t first, int64_t end) {
+  const int64_t out_h = shape.out_h(), out_w = shape.out_w(), stride = shape.stride_w;
+  const TapRange rows =
+      outputs_reading_inside(r, shape.stride_h, shape.pad_h, shape.dilation_h, out_h, shape.in_h);
+  const TapRange cols =
+      outputs_reading_inside(s, stride, shape.pad_w, shape.dilation_w, out_w, shape.in_w);
+  TapRuns tap;
+  if (rows.count() == 0 || cols.count() == 0) return tap;
+  const int64_t per_image = out_h * out_w;
+  int64_t base = -1;
+  for (int64_t image = first / per_image; image * per_image < end; ++image) {
+    for (int64_t oh = rows.begin; oh < rows.end; ++oh) {
+      const int64_t row_start = (image * out_h + oh) * out_w;
+      const int64_t q0 = std::max(cols.begin, first - row_start);
+      const int64_t q1 = std::min(cols.end, end - row_start);
+      if (q0 >= q1) continue;
+      const int64_t h = oh * shape.stride_h - shape.pad_h + r * shape.dilation_h;
+      const int64_t w = q0 * stride - shape.pad_w + s * shape.dilation_w;
+      const int64_t pixel = (image * shape.in_h + h) * shape.in_w + w;
+      if (base < 0) base = pixel;
+      const int64_t a_begin = (pixel - base) / stride, b_begin = row_start + q0 - first;
+      DepthRun* last = tap.runs.empty() ? nullptr : &tap.runs.back();
+      if (last != nullptr && last->a_begin + last->length == a_begin &&
+          last->b_begin + last->length == b_begin) {
+        last->length += q1 - q0;
+      } else {
+        tap.runs.push_back({a_begin, b_begin, q1 - q0});
+      }
+    }
+  }
+  tap.base = base;
+  return tap;
+}
+
+// The direct filter gradient applies where every tap's runs are columns of one A
+// (tap_input_runs) and the input has enough channels to fill the GEMM's 12-row tiles: the
+// stem's 3 channels would leave 3 of a tile's 12 rows busy (it keeps the grouped path).
+// Strided, it needs output rows of 4 pixels or more: its runs then end with every output row
+// (a column matrix's runs merge across rows), and at 2x2 outputs it measured 0.9-1.0x.
+bool direct_filter_gradient_applies(const Conv2dShape& shape) {
+  return !shape.is_pointwise() && shape.in_w % shape.stride_w == 0 && shape.in_channels >= 32 &&
+         (shape.stride_w == 1 || shape.out_w() >= 4);
+}
+
+// dW^T [taps*C x K] (+)= x^T * dY over one chunk of output rows, rows [c_begin, c_end) of
+// each tap's C: one product per tap over the output rows whose tap reads inside the input.
+// A is read from the input, which is not in L2: with 4 or more B panels (K >= 128) its tiles
+// are packed per pass, which measured 1.1-1.2x faster there, and 0.9x with K = 64.
+void direct_filter_gradient_chunk(const Conv2dShape& shape, const float* x, const PackedB& grad,
+                                  const std::vector<TapRuns>& taps, int64_t c_begin, int64_t c_end,
+                                  float beta, float* transposed) {
+  const int64_t channels = shape.in_channels, channels_out = shape.out_channels;
+  const APacking a_packing = channels_out >= 128 ? APacking::kPacked : APacking::kAuto;
+  for (int64_t tap = 0; tap < static_cast<int64_t>(taps.size()); ++tap) {
+    sgemm_avx512_packed_runs(c_end - c_begin, x + taps[tap].base * channels + c_begin, 1,
+                             shape.stride_w * channels, grad, taps[tap].runs, beta,
+                             transposed + (tap * channels + c_begin) * channels_out, channels_out,
+                             nullptr, a_packing);
+  }
+}
+
+std::vector<TapRuns> chunk_tap_runs(const Conv2dShape& shape, int64_t first, int64_t end) {
+  std::vector<TapRuns> taps;
+  for (int64_t r = 0; r < shape.kernel_h; ++r) {
+    for (int64_t s = 0; s < shape.kernel_w; ++s)
+      taps.push_back(tap_input_runs(shape, r, s, first, end));
+  }
+  return taps;
+}
+
+// The filter gradient without im2col (direct_filter_gradient_applies), into `transposed`
+// [taps*C x K]. Small filters (taps * C <= 640, as for the grouped path) take groups of
+// images per thread, each summed into its own partial, the partials then summed in group
+// order; larger ones share each chunk of dY between the threads, which split the channels.
+// Either way the summation order depends on the shape alone, not on the thread count.
+void filter_gradient_direct(const Conv2dShape& shape, const float* x, const float* dy,
+                            float* transposed) {
+  const int64_t channels = shape.in_channels, channels_out = shape.out_channels;
+  const int64_t rows_per_image = shape.out_h() * shape.out_w();
+  if (per_image_filter_gradient_fits(shape)) {
+    sum_over_image_groups(
+        shape, transposed, [&](int64_t group_first, int64_t group_end, float* partial) {
+          for_each_row_chunk(group_first, group_end, [&](int64_t first, int64_t end) {
+            const PackedB grad(channels_out, end - first, dy + first * channels_out, channels_out,
+                               1);
+            direct_filter_gradient_chunk(shape, x, grad, chunk_tap_runs(shape, first, end), 0,
+                                         channels, first == group_first ? 0.f : 1.f, partial);
+          });
+        });
+    return;
+  }
+  for_each_row_chunk(0, shape.batch * rows_per_image, [&](int64_t first, int64_t end) {
+    const PackedB grad(channels_out, end - first, dy + first * channels_out, channels_out, 1);
+    const std::vector<TapRuns> taps = chunk_tap_runs(shape, first, end);
+    for_each_channel_share(channels, [&](int64_t begin, int64_t end_channel) {
+      direct_filter_gradient_chunk(shape, x, grad, taps, begin, end_channel, first == 0 ? 0.f : 1.f,
+                                   transposed);
+    });
+  });
+}
+
+// dW^T [taps*C x K] into `transposed` on an AVX-512 CPU, by the first way (see the top of
+// this file) that applies.
+void filter_gradient_avx512(const Conv2dShape& shape, const float* x, const float* dy,
+                            float* transposed) {
+  if (direct_filter_gradient_applies(shape)) {
+    filter_gradient_direct(shape, x, dy, transposed);
+  } else if (per_image_filter_gradient_fits(shape)) {
+    filter_gradient_grouped(shape, x, dy, transposed);
+  } else if (padding_share(shape) >= kPerTapFilterGradientPadding) {
+    for_each_column_chunk(shape, x, [&](int64_t first, int64_t end, const float* col) {
+      filter_gradient_chunk(shape, first, end, col, dy, first == 0 ? 0.f : 1.f, transposed);
+    });
+  } else {
+    for_each_column_chunk(shape, x, [&](int64_t first, int64_t end, const float* col) {
+      sgemm(true, false, shape.gemm_k(), shape.out_channels, end - first, 1.f, col, shape.gemm_k(),
+            dy + first * shape.out_channels, shape.out_channels, first == 0 ? 0.f : 1.f, transposed,
+            shape.out_channels);
+    });
+  }
+}
+
+}  // namespace
+
+void conv2d_backward_filter(const Conv2dShape& shape, DType dtype, const void* x, const void* dy,
+                            DType dw_dtype, void* dw, float* dbias, bool accumulate) {
+  const int64_t m = shape.gemm_m(), k = shape.gemm_k(), channels_out = shape.out_channels;
+  const Fp32Input input(dtype, x, shape.batch * shape.in_h * shape.in_w * shape.in_channels);
+  const Fp32Input grad_out(dtype, dy, m * channels_out);
+  Fp32Output grad_filter(dw_dtype, dw, channels_out * k, accumulate);
+  const float first_beta = accumulate ? 1.f : 0.f;
+  if (shape.is_pointwise()) {
+    sgemm(true, false, channels_out, k, m, 1.f, grad_out.data(), channels_out, input.data(), k,
+          first_beta, grad_filter.data(), k);
+  } else {
+    // Every way computes dW^T [taps*C x K]: the long side (taps * C) is the GEMM's M and the
+    // small dY chunk is what gets packed, rather than the column matrix, which dW = dY^T * col
+    // would have to pack whole.
+    const ScratchFloats transposed(k * channels_out);
+    if (use_avx512()) {
+      filter_gradient_avx512(shape, input.data(), grad_out.data(), transposed.data());
+    } else {
+      for_each_column_chunk(shape, input.data(), [&](int64_t first, int64_t end, const float* col) {
+        sgemm(true, false, k, channels_out, end - first, 1.f, col, k,
+              grad_out.data() + first * channels_out, channels_out, first == 0 ? 0.f : 1.f,
+              transposed.data(), channels_out);
+      });
+    }
+    transpose_into(transposed.data(), channels_out, k, first_beta, grad_filter.data());
+  }
+  grad_filter.commit();
+  if (dbias != nullptr) bias_gradient(m, channels_out, grad_out.data(), dbias, accumulate);
+}
+
+}  // namespace engine::cpu
