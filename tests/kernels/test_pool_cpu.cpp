@@ -9,6 +9,7 @@
 #include <string>
 
 #include "close_values.h"
+#include "kernels/cpu/isa.h"
 #include "kernels/ops.h"
 #include "pool_cases.h"
 #include "tests/dtype_bytes.h"
@@ -72,6 +73,28 @@ TEST(PoolCpu, MaxPoolForwardMatchesReference) {
         EXPECT_TRUE(same(ref.y, got.y));
         EXPECT_EQ(ref.argmax, got.argmax);
       }
+    }
+  }
+}
+
+TEST(PoolCpu, MaxPoolForwardPortableLoopMatchesReference) {
+  // On AVX-512 machines the test above runs the AVX-512 copy of the f32 loop; this runs the
+  // baseline one that CPUs without it take.
+  struct Portable {
+    Portable() { cpu::force_portable_kernels(true); }
+    ~Portable() { cpu::force_portable_kernels(false); }
+  } portable;
+  Stream stream;
+  for (const Window& win : kWindows) {
+    for (const PoolShape& s : kPoolShapes) {
+      if (!fits(s, win)) continue;
+      SCOPED_TRACE(s.str() + " " + win.str());
+      std::vector<float> x = testing::normal_values(s.numel(), 1, DType::f32);
+      if (s.numel() > 40) x[37] = NAN;
+      const testing::ReferenceMaxPool ref = testing::reference_maxpool(x, s, win);
+      const MaxPoolResult got = run_maxpool(s, win, x, DType::f32, stream);
+      EXPECT_TRUE(same(ref.y, got.y));
+      EXPECT_EQ(ref.argmax, got.argmax);
     }
   }
 }
