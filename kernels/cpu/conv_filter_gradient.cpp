@@ -56,9 +56,10 @@ void transpose_into(const float* in, int64_t rows, int64_t cols, float beta, flo
   }
 }
 
-// The grouped filter gradient below: worth it while a 240-row column chunk stays within
-// about half of L2 (taps * C <= 640: ResNet's stem and 64-channel 3x3 layers), and while
-// every thread gets a group of images. Beyond that the shared chunks of the batched path win.
+// Groups of images per thread (sum_over_image_groups), for the grouped and the direct filter
+// gradient: worth it while a 240-row column chunk stays within about half of L2 (taps * C <=
+// 640: ResNet's stem and 64-channel 3x3 layers), and while every thread gets a group of
+// images. Beyond that chunks shared by the threads win.
 bool per_image_filter_gradient_fits(const Conv2dShape& shape) {
   return shape.gemm_k() <= 640 && shape.batch >= max_threads();
 }
