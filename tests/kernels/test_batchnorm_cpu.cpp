@@ -10,6 +10,7 @@
 #include "batchnorm_cases.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/ops.h"
+#include "portable_loops.h"
 #include "tests/dtype_bytes.h"
 
 namespace engine {
@@ -456,12 +457,6 @@ TEST(BatchNormCpu, BackwardStaysAccurateForLargeMean) {
   }
 }
 
-// Restores the default choice of CPU loops when a test ends, whatever happens in it.
-struct PortableLoops {
-  explicit PortableLoops(bool on) { cpu::force_portable_kernels(on); }
-  ~PortableLoops() { cpu::force_portable_kernels(false); }
-};
-
 TEST(BatchNormCpu, VectorAndPortableLoopsBothMatchReference) {
   // Channel counts that are multiples of 16 take the AVX-512 loops where the CPU has them;
   // both those and the portable loops must pass on the same inputs. Rows span several
@@ -469,7 +464,7 @@ TEST(BatchNormCpu, VectorAndPortableLoopsBothMatchReference) {
   Stream stream;
   const BnShape shapes[] = {{4, 12, 12, 64}, {3, 9, 11, 48}, {2, 7, 7, 512}, {8, 16, 16, 16}};
   for (bool portable : {false, true}) {
-    PortableLoops loops(portable);
+    testing::PortableLoops loops(portable);
     for (const BnShape& s : shapes) {
       SCOPED_TRACE(s.str() + (portable ? " portable" : " default"));
       const double mean = s.c == 16 ? 1e3 : 0.5;

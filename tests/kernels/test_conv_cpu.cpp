@@ -8,6 +8,7 @@
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/tap_classes.h"
 #include "kernels/ops.h"
+#include "portable_loops.h"
 
 namespace engine {
 namespace {
@@ -232,10 +233,7 @@ TEST(ConvCpu, FilterGradientDoesNotDependOnTheThreadCount) {
 TEST(ConvCpu, PortableLoopsMatchNaiveReference) {
   // On a CPU with AVX-512 the tests above run the fused AVX-512 paths; these are the ones a
   // CPU without it takes (whole-image column chunks, OpenBLAS or the blocked loop), in f32.
-  struct Portable {
-    Portable() { cpu::force_portable_kernels(true); }
-    ~Portable() { cpu::force_portable_kernels(false); }
-  } portable;
+  const testing::PortableLoops portable;
   Stream stream;
   for (const auto& [name, shape] : conv_cases()) {
     SCOPED_TRACE(std::string(name) + " " + shape.str());

@@ -9,9 +9,9 @@
 #include <string>
 
 #include "close_values.h"
-#include "kernels/cpu/isa.h"
 #include "kernels/ops.h"
 #include "pool_cases.h"
+#include "portable_loops.h"
 #include "tests/dtype_bytes.h"
 #include "tests/error_text.h"
 
@@ -80,10 +80,7 @@ TEST(PoolCpu, MaxPoolForwardMatchesReference) {
 TEST(PoolCpu, MaxPoolForwardPortableLoopMatchesReference) {
   // On AVX-512 machines the test above runs the AVX-512 copy of the f32 loop; this runs the
   // baseline one that CPUs without it take.
-  struct Portable {
-    Portable() { cpu::force_portable_kernels(true); }
-    ~Portable() { cpu::force_portable_kernels(false); }
-  } portable;
+  const testing::PortableLoops portable;
   Stream stream;
   for (const Window& win : kWindows) {
     for (const PoolShape& s : kPoolShapes) {

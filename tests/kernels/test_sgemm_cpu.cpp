@@ -9,6 +9,7 @@
 
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/sgemm.h"
+#include "portable_loops.h"
 
 namespace engine::cpu {
 namespace {
@@ -90,13 +91,12 @@ TEST(SgemmCpu, LargeEnoughToRunOnAllThreads) {
 TEST(SgemmCpu, PortablePathOnAvx512Machines) {
   // Where the CPU has AVX-512 the tests above run the engine's kernel; this runs the
   // OpenBLAS (or blocked-loop) path with alpha = 1 on the same machine.
-  force_portable_kernels(true);
+  const testing::PortableLoops portable;
   for (bool ta : {false, true}) {
     for (bool tb : {false, true})
       expect_matches_naive(ta, tb, 50, 70, 385, 1.f, 0.5f);
   }
   expect_matches_naive(false, true, 600, 64, 576, 1.f, 0.f);
-  force_portable_kernels(false);
 }
 
 }  // namespace
