@@ -136,7 +136,7 @@ void maxpool2d_forward(DType dtype, const void* x, void* y, int32_t* argmax, int
   const PoolGeometry geometry{h, w, c, out_h, out_w, kernel, stride, padding};
   dispatch_dtype(dtype, [&]<typename T>() {
     parallel_for_ranges(n * out_h * out_w * c, [&](int64_t begin, int64_t end) {
-      // Whole pixels: the ranges are of elements, so that small channel counts still split.
+      // The threads split the elements (the threshold counts work), each taking whole pixels.
       maxpool_forward_pixels(static_cast<const T*>(x), static_cast<T*>(y), argmax, geometry,
                              begin / c, end / c);
     });
