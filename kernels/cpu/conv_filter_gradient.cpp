@@ -107,7 +107,8 @@ void filter_gradient_grouped(const Conv2dShape& shape, const float* x, const flo
       shape, transposed, [&](int64_t group_first, int64_t group_end, float* partial) {
         const ScratchFloats col(std::min(chunk_rows, rows_per_image) * k);
         for (int64_t first = group_first; first < group_end;) {
-          // Chunks never straddle an image, as im2col's row ranges need not.
+          // Chunks end at image ends (im2col takes any range; equal chunks across images
+          // measured no faster).
           const int64_t image_end = (first / rows_per_image + 1) * rows_per_image;
           const int64_t end = std::min(image_end, first + chunk_rows);
           im2col(shape, x, first, end, col.data());
@@ -120,28 +121,52 @@ void filter_gradient_grouped(const Conv2dShape& shape, const float* x, const flo
       });
 }
 
-// The rows in [first, end) (output pixels of whole images) whose filter tap (r, s) reads
-// inside the input, as runs of consecutive rows counted from `first`: the depth runs of that
-// tap's share of the filter gradient.
-std::vector<DepthRun> tap_pixel_runs(const Conv2dShape& shape, int64_t r, int64_t s, int64_t first,
-                                     int64_t end) {
+// Calls fn(pixel, row, count) for each piece of an output row in [first, end) (any range,
+// across images) whose filter tap (r, s) reads inside the input: `count` output pixels from
+// output row index `row`, the first reading input pixel `pixel` (NHWC index over the batch).
+template <typename Fn>
+void for_each_tap_segment(const Conv2dShape& shape, int64_t r, int64_t s, int64_t first,
+                          int64_t end, Fn&& fn) {
   const int64_t out_h = shape.out_h(), out_w = shape.out_w();
   const TapRange rows =
       outputs_reading_inside(r, shape.stride_h, shape.pad_h, shape.dilation_h, out_h, shape.in_h);
   const TapRange cols =
       outputs_reading_inside(s, shape.stride_w, shape.pad_w, shape.dilation_w, out_w, shape.in_w);
-  std::vector<DepthRun> runs;
-  if (rows.count() == 0 || cols.count() == 0) return runs;
-  for (int64_t image = first / (out_h * out_w); image * out_h * out_w < end; ++image) {
+  if (rows.count() == 0 || cols.count() == 0) return;
+  const int64_t per_image = out_h * out_w;
+  for (int64_t image = first / per_image; image * per_image < end; ++image) {
     for (int64_t oh = rows.begin; oh < rows.end; ++oh) {
-      const int64_t begin = (image * out_h + oh) * out_w + cols.begin - first;
-      if (!runs.empty() && runs.back().a_begin + runs.back().length == begin) {
-        runs.back().length += cols.count();
-      } else {
-        runs.push_back({begin, begin, cols.count()});
-      }
+      const int64_t row_start = (image * out_h + oh) * out_w;
+      const int64_t q0 = std::max(cols.begin, first - row_start);
+      const int64_t q1 = std::min(cols.end, end - row_start);
+      if (q0 >= q1) continue;
+      const int64_t h = oh * shape.stride_h - shape.pad_h + r * shape.dilation_h;
+      const int64_t w = q0 * shape.stride_w - shape.pad_w + s * shape.dilation_w;
+      fn((image * shape.in_h + h) * shape.in_w + w, row_start + q0, q1 - q0);
     }
   }
+}
+
+// Appends a run, merged into the last one where it continues it in both A and B.
+void append_run(std::vector<DepthRun>& runs, int64_t a_begin, int64_t b_begin, int64_t length) {
+  DepthRun* last = runs.empty() ? nullptr : &runs.back();
+  if (last != nullptr && last->a_begin + last->length == a_begin &&
+      last->b_begin + last->length == b_begin) {
+    last->length += length;
+  } else {
+    runs.push_back({a_begin, b_begin, length});
+  }
+}
+
+// The rows in [first, end) (output pixels of whole images) whose filter tap (r, s) reads
+// inside the input, as runs of consecutive rows counted from `first`: the depth runs of that
+// tap's share of the filter gradient, A being the column chunk.
+std::vector<DepthRun> tap_pixel_runs(const Conv2dShape& shape, int64_t r, int64_t s, int64_t first,
+                                     int64_t end) {
+  std::vector<DepthRun> runs;
+  for_each_tap_segment(shape, r, s, first, end, [&](int64_t, int64_t row, int64_t count) {
+    append_run(runs, row - first, row - first, count);
+  });
   return runs;
 }
 
@@ -236,36 +261,13 @@ struct TapRuns {
 // stride 1). With in_w a multiple of stride_w every run's first pixel is the same modulo
 // stride_w, so all of them are columns of one A.
 TapRuns tap_input_runs(const Conv2dShape& shape, int64_t r, int64_t s, int64_t first, int64_t end) {
-  const int64_t out_h = shape.out_h(), out_w = shape.out_w(), stride = shape.stride_w;
-  const TapRange rows =
-      outputs_reading_inside(r, shape.stride_h, shape.pad_h, shape.dilation_h, out_h, shape.in_h);
-  const TapRange cols =
-      outputs_reading_inside(s, stride, shape.pad_w, shape.dilation_w, out_w, shape.in_w);
   TapRuns tap;
-  if (rows.count() == 0 || cols.count() == 0) return tap;
-  const int64_t per_image = out_h * out_w;
-  int64_t base = -1;
-  for (int64_t image = first / per_image; image * per_image < end; ++image) {
-    for (int64_t oh = rows.begin; oh < rows.end; ++oh) {
-      const int64_t row_start = (image * out_h + oh) * out_w;
-      const int64_t q0 = std::max(cols.begin, first - row_start);
-      const int64_t q1 = std::min(cols.end, end - row_start);
-      if (q0 >= q1) continue;
-      const int64_t h = oh * shape.stride_h - shape.pad_h + r * shape.dilation_h;
-      const int64_t w = q0 * stride - shape.pad_w + s * shape.dilation_w;
-      const int64_t pixel = (image * shape.in_h + h) * shape.in_w + w;
-      if (base < 0) base = pixel;
-      const int64_t a_begin = (pixel - base) / stride, b_begin = row_start + q0 - first;
-      DepthRun* last = tap.runs.empty() ? nullptr : &tap.runs.back();
-      if (last != nullptr && last->a_begin + last->length == a_begin &&
-          last->b_begin + last->length == b_begin) {
-        last->length += q1 - q0;
-      } else {
-        tap.runs.push_back({a_begin, b_begin, q1 - q0});
-      }
-    }
-  }
-  tap.base = base;
+  bool any = false;
+  for_each_tap_segment(shape, r, s, first, end, [&](int64_t pixel, int64_t row, int64_t count) {
+    if (!any) tap.base = pixel;
+    any = true;
+    append_run(tap.runs, (pixel - tap.base) / shape.stride_w, row - first, count);
+  });
   return tap;
 }
 

@@ -381,9 +381,8 @@ PackedB::PackedB(int64_t n, const std::vector<const float*>& rows)
 
 void sgemm_avx512_packed(int64_t m, const float* a, int64_t a_row_stride, int64_t a_k_stride,
                          const PackedB& b, float beta, float* c, int64_t ldc) {
-  const std::vector<DepthRun> runs = whole_depth(b.k());
-  compute_block({a, a_row_stride, a_k_stride, b.data(), b.n(), b.k(), runs, c, ldc, nullptr}, 0, m,
-                0, panel_count(b.n()), beta);
+  sgemm_avx512_packed_runs(m, a, a_row_stride, a_k_stride, b, whole_depth(b.k()), beta, c, ldc,
+                           nullptr);
 }
 
 void sgemm_avx512_packed_runs(int64_t m, const float* a, int64_t a_row_stride, int64_t a_k_stride,
