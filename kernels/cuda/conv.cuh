@@ -16,6 +16,9 @@ struct ConvLaunch {
   int split_k = 0;  // 0: choose_split_k
 };
 
+// One split choice for both engines: they tile C alike.
+static_assert(kFp32TileM == kWmmaTileM && kFp32TileN == kWmmaTileN);
+
 inline int filter_grad_splits(const Conv2dShape& shape, const ConvLaunch& options) {
   if (options.split_k > 0) return options.split_k;
   return choose_split_k(shape.out_channels, shape.gemm_k(), shape.gemm_m(), kFp32TileM, kFp32TileN);

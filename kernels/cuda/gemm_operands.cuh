@@ -1,34 +1,68 @@
 // Operand views for the tiled GEMM kernels. A GEMM computes C[m][n] = sum_k A(m, k) B(n, k);
-// an operand is any functor `T operator()(int64_t row, int64_t k)` (row = m for A, n for B)
-// plus kContiguousAlongK, which tells the tile loader which index to give consecutive threads
-// so that global loads coalesce. Dense matrices are here; the convolution gathers are in
-// conv_operands.cuh.
+// an operand reads element (row, k) (row = m for A, n for B) in two steps, so that what
+// depends on the row alone is worked out once per kernel and what depends on k once per K
+// tile:
+//   Row row(int32_t row) const;   K k(int32_t k) const;   T load(const Row&, const K&) const;
+// load is called only for rows and k inside the matrix. kContiguousAlongK tells the tile
+// loader which index to give consecutive threads so that global loads coalesce. Where the
+// host-side vectorizable(width) holds, uint4 load_vector(row, k) reads the 16 bytes of
+// `width` elements from (row, k) on along the contiguous index (gemm_tiles.cuh checks that
+// the matrix's extent along it is a multiple of width). Indices are
+// 32-bit (gemm_launch checks the sizes); offsets into the data are 64-bit. Dense matrices are
+// here; the convolution gathers are in conv_operands.cuh.
 #pragma once
+
+#include <cuda_runtime.h>
 
 #include <cstdint>
 
 namespace engine::cuda {
 
+// 16-byte loads of `width` elements of T from data need T * width == 16 bytes, data 16-byte
+// aligned and every vector's first element a multiple of width from it (stride % width).
+template <typename T>
+bool vector_loads_fit(const T* data, int width, int64_t stride) {
+  return static_cast<int64_t>(sizeof(T)) * width == 16 &&
+         reinterpret_cast<uintptr_t>(data) % 16 == 0 && stride % width == 0;
+}
+
+template <typename T>
+__device__ __forceinline__ uint4 load_16_bytes(const T* at) {
+  return *reinterpret_cast<const uint4*>(at);
+}
+
 // Element (row, k) at data[row * ld + k]: a row-major A, or a B stored as N x K (filters).
 template <typename T>
 struct KContiguousOperand {
   static constexpr bool kContiguousAlongK = true;
+  using Row = int64_t;  // row * ld
+  using K = int32_t;
   const T* data;
   int64_t ld;
-  __device__ __forceinline__ T operator()(int64_t row, int64_t k) const {
-    return data[row * ld + k];
+  __device__ __forceinline__ Row row(int32_t r) const { return r * ld; }
+  __device__ __forceinline__ K k(int32_t k_index) const { return k_index; }
+  __device__ __forceinline__ T load(Row r, K k_index) const { return data[r + k_index]; }
+  __device__ __forceinline__ uint4 load_vector(Row r, K k_index) const {
+    return load_16_bytes(data + r + k_index);
   }
+  bool vectorizable(int width) const { return vector_loads_fit(data, width, ld); }
 };
 
 // Element (row, k) at data[k * ld + row]: a transposed A, or a B stored as K x N.
 template <typename T>
 struct RowContiguousOperand {
   static constexpr bool kContiguousAlongK = false;
+  using Row = int32_t;
+  using K = int64_t;  // k * ld
   const T* data;
   int64_t ld;
-  __device__ __forceinline__ T operator()(int64_t row, int64_t k) const {
-    return data[k * ld + row];
+  __device__ __forceinline__ Row row(int32_t r) const { return r; }
+  __device__ __forceinline__ K k(int32_t k_index) const { return k_index * ld; }
+  __device__ __forceinline__ T load(Row r, K k_index) const { return data[k_index + r]; }
+  __device__ __forceinline__ uint4 load_vector(Row r, K k_index) const {
+    return load_16_bytes(data + k_index + r);
   }
+  bool vectorizable(int width) const { return vector_loads_fit(data, width, ld); }
 };
 
 }  // namespace engine::cuda

@@ -1,15 +1,27 @@
 // The two GEMM engines behind conv2d and linear:
-//   gemm_fp32_kernel  fp32 SIMT, 64x64 block tile, 4x4 outputs per thread, exact fp32 math;
-//   gemm_wmma_kernel  bf16 tensor cores (WMMA m16n16k16, fp32 accumulate), 64x64 block tile,
-//                     four warps of 32x32.
-// Both take operand functors (gemm_operands.cuh, conv_operands.cuh) and a store functor
+//   gemm_fp32_kernel  fp32 SIMT, 128x128 block tile, 8x8 outputs per thread, exact fp32 math;
+//   gemm_wmma_kernel  bf16 tensor cores (WMMA m16n16k16, fp32 accumulate), 128x128 block
+//                     tile, eight warps of 32x64.
+// Both read their operands through the Row/K cursors of gemm_operands.cuh and conv_operands.cuh
+// (each block works out its rows' cursors once, into shared memory), stage the next K tile in
+// registers while the tensor or FMA units work on the current one from the other of two
+// shared buffers (one barrier per K tile), hand results to a store functor
 // (gemm_epilogue.cuh), and split K over blockIdx.z: split z covers
 // [z * k_per_split, (z + 1) * k_per_split).
+//
+// What one trip through the main loop issues (tools/sass_loop_stats.py on the sm_90 code;
+// bench/results/sass-cuda-conv-gemm-loops-*.txt): fp32 1.3-2.1 instructions per FFMA; bf16
+// 6.4-15 per HMMA with 16-byte loads, 13-50 with element loads (the stem, odd channel
+// counts). The 64x64 engines before these, with 4x4 outputs per thread and a 64-bit division
+// per gathered index, issued 2.7-6.3 and 32-87. Static counts, not timings: no GPU has run
+// either yet.
 #pragma once
 
 #include <mma.h>
 
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 
 #include "kernels/cuda/device_types.cuh"
@@ -17,80 +29,197 @@
 
 namespace engine::cuda {
 
-// Fills a tile_rows x tile_k shared tile (stored [k][row] or [row][k] by Put) from an operand,
-// zero outside rows < row_limit and k < k_end. Consecutive threads take consecutive k when
-// the operand is contiguous along k, else consecutive rows, so global loads coalesce.
-template <int kTileRows, int kTileK, int kThreads, typename Operand, typename Put>
-__device__ __forceinline__ void load_tile(const Operand& operand, int64_t row0, int64_t row_limit,
-                                          int64_t k0, int64_t k_end, Put put) {
-  for (int e = threadIdx.x; e < kTileRows * kTileK; e += kThreads) {
-    int row, k;
-    if constexpr (Operand::kContiguousAlongK) {
-      k = e % kTileK;
-      row = e / kTileK;
-    } else {
-      row = e % kTileRows;
-      k = e / kTileRows;
-    }
-    const int64_t global_row = row0 + row, global_k = k0 + k;
-    const bool inside = global_row < row_limit && global_k < k_end;
-    put(row, k, inside ? to_f32(operand(global_row, global_k)) : 0.f);
+template <typename To, typename From>
+__device__ __forceinline__ To convert_element(From value) {
+  if constexpr (std::is_same_v<To, From>) {
+    return value;
+  } else {
+    return from_f32<To>(to_f32(value));
   }
+}
+
+// One operand's share of a kTileRows x kTileK tile per thread, in vectors of kVector
+// elements along the operand's contiguous index (kVector 8: 16 bytes of bf16 per load, where
+// the operand's vectorizable() holds). Consecutive threads take consecutive k when the operand
+// is contiguous along k, else consecutive rows, so global loads coalesce; each thread keeps
+// that index (its lane) for the whole kernel and steps the other by kStep over kPerThread
+// vectors. Elements at k >= k_end are 0; rows at or beyond row_limit read row 0 instead
+// (prepare_rows), which only feeds outputs that are never stored.
+template <int kTileRows, int kTileK, int kThreads, typename Operand, typename Element,
+          int kVector = 1>
+struct TileLoader {
+  static constexpr bool kAlongK = Operand::kContiguousAlongK;
+  static constexpr int kLanes = (kAlongK ? kTileK : kTileRows) / kVector;
+  static constexpr int kStep = kThreads / kLanes;
+  static constexpr int kPerThread = kTileRows * kTileK / (kThreads * kVector);
+  static_assert(kThreads % kLanes == 0 && (kAlongK ? kTileRows : kTileK) == kStep * kPerThread,
+                "the threads must cover the tile evenly");
+  static_assert(kVector == 1 || (kVector * sizeof(Element) == sizeof(uint4)),
+                "a vector is one element or 16 bytes");
+  using Row = typename Operand::Row;
+  using Staged = std::conditional_t<kVector == 1, Element, uint4>;
+
+  int lane, first;
+  Staged values[kPerThread];
+
+  __device__ __forceinline__ TileLoader()
+      : lane(threadIdx.x % kLanes), first(threadIdx.x / kLanes) {}
+
+  // The cursors of rows [row0, row0 + kTileRows) (row 0's beyond row_limit: never loaded).
+  // The caller synchronizes before the first fetch.
+  __device__ __forceinline__ static void prepare_rows(const Operand& operand, int32_t row0,
+                                                      int32_t row_limit, Row* rows) {
+    for (int r = threadIdx.x; r < kTileRows; r += kThreads)
+      rows[r] = operand.row(row0 + r < row_limit ? row0 + r : 0);
+  }
+
+  __device__ __forceinline__ static Staged load(const Operand& operand, const Row& row,
+                                                const typename Operand::K& k) {
+    if constexpr (kVector == 1) {
+      return convert_element<Element>(operand.load(row, k));
+    } else {
+      return operand.load_vector(row, k);
+    }
+  }
+
+  __device__ __forceinline__ static Staged zero() {
+    if constexpr (kVector == 1) {
+      return convert_element<Element>(0.f);
+    } else {
+      return make_uint4(0, 0, 0, 0);
+    }
+  }
+
+  // Global -> registers: the tile at K offset k0.
+  __device__ __forceinline__ void fetch(const Operand& operand, const Row* rows, int32_t k0,
+                                        int32_t k_end) {
+    if constexpr (kAlongK) {
+      const int32_t k = k0 + lane * kVector;
+      const bool inside = k < k_end;
+      const auto k_cursor = operand.k(inside ? k : 0);
+#pragma unroll
+      for (int i = 0; i < kPerThread; ++i)
+        values[i] = inside ? load(operand, rows[first + i * kStep], k_cursor) : zero();
+    } else {
+      const Row row_cursor = rows[lane * kVector];
+#pragma unroll
+      for (int i = 0; i < kPerThread; ++i) {
+        const int32_t k = k0 + first + i * kStep;
+        values[i] = k < k_end ? load(operand, row_cursor, operand.k(k)) : zero();
+      }
+    }
+  }
+
+  // Registers -> a shared tile: put(row, k, value), (row, k) the vector's first element.
+  template <typename Put>
+  __device__ __forceinline__ void store(Put put) const {
+#pragma unroll
+    for (int i = 0; i < kPerThread; ++i) {
+      if constexpr (kAlongK) {
+        put(first + i * kStep, lane * kVector, values[i]);
+      } else {
+        put(lane * kVector, first + i * kStep, values[i]);
+      }
+    }
+  }
+};
+
+// The K range of split blockIdx.z.
+__device__ __forceinline__ void split_range(int32_t k_size, int32_t k_per_split, int32_t& k_begin,
+                                            int32_t& k_end) {
+  k_begin = static_cast<int32_t>(blockIdx.z) * k_per_split;
+  k_end = k_begin + k_per_split < k_size ? k_begin + k_per_split : k_size;
 }
 
 // ---------------------------------------------------------------------------------------
 // fp32 SIMT
 
-constexpr int kFp32TileM = 64, kFp32TileN = 64, kFp32TileK = 16;
-constexpr int kFp32ThreadM = 4, kFp32ThreadN = 4;
-constexpr int kFp32Threads = (kFp32TileM / kFp32ThreadM) * (kFp32TileN / kFp32ThreadN);
+constexpr int kFp32TileM = 128, kFp32TileN = 128, kFp32TileK = 8;
+constexpr int kFp32Threads = 256;  // 16 x 16, each 8 x 8 outputs
+// A thread's 8 rows (columns) are two runs of 4, half a tile apart: its float4 reads of a
+// shared row then fall on distinct banks across a quarter warp.
+constexpr int kFp32Half = kFp32TileM / 2;
+constexpr int kFp32Pad = 4;  // row padding: the tile stores of 8 k lanes fall on 8 banks
 
 template <typename AOperand, typename BOperand, typename Store>
-__global__ void __launch_bounds__(kFp32Threads)
-    gemm_fp32_kernel(int64_t m_size, int64_t n_size, int64_t k_size, int64_t k_per_split,
+__global__ void __launch_bounds__(kFp32Threads, 2)
+    gemm_fp32_kernel(int32_t m_size, int32_t n_size, int32_t k_size, int32_t k_per_split,
                      AOperand a, BOperand b, Store store) {
-  __shared__ float a_tile[kFp32TileK][kFp32TileM];
-  __shared__ float b_tile[kFp32TileK][kFp32TileN];
-  const int64_t m0 = static_cast<int64_t>(blockIdx.x) * kFp32TileM;
-  const int64_t n0 = static_cast<int64_t>(blockIdx.y) * kFp32TileN;
-  const int split = static_cast<int>(blockIdx.z);
-  const int64_t k_begin = split * k_per_split;
-  const int64_t k_end = k_begin + k_per_split < k_size ? k_begin + k_per_split : k_size;
-  const int thread_n = threadIdx.x % (kFp32TileN / kFp32ThreadN);
-  const int thread_m = threadIdx.x / (kFp32TileN / kFp32ThreadN);
+  using ALoader = TileLoader<kFp32TileM, kFp32TileK, kFp32Threads, AOperand, float>;
+  using BLoader = TileLoader<kFp32TileN, kFp32TileK, kFp32Threads, BOperand, float>;
+  __shared__ __align__(16) float a_tile[2][kFp32TileK][kFp32TileM + kFp32Pad];
+  __shared__ __align__(16) float b_tile[2][kFp32TileK][kFp32TileN + kFp32Pad];
+  __shared__ typename AOperand::Row a_rows[kFp32TileM];
+  __shared__ typename BOperand::Row b_rows[kFp32TileN];
+  const int32_t m0 = static_cast<int32_t>(blockIdx.x) * kFp32TileM;
+  const int32_t n0 = static_cast<int32_t>(blockIdx.y) * kFp32TileN;
+  int32_t k_begin, k_end;
+  split_range(k_size, k_per_split, k_begin, k_end);
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
 
-  float acc[kFp32ThreadM][kFp32ThreadN] = {};
-  for (int64_t k0 = k_begin; k0 < k_end; k0 += kFp32TileK) {
-    load_tile<kFp32TileM, kFp32TileK, kFp32Threads>(
-        a, m0, m_size, k0, k_end, [&](int row, int k, float v) { a_tile[k][row] = v; });
-    load_tile<kFp32TileN, kFp32TileK, kFp32Threads>(
-        b, n0, n_size, k0, k_end, [&](int row, int k, float v) { b_tile[k][row] = v; });
+  ALoader::prepare_rows(a, m0, m_size, a_rows);
+  BLoader::prepare_rows(b, n0, n_size, b_rows);
+  __syncthreads();
+  ALoader a_loader;
+  BLoader b_loader;
+  const auto put = [](float(&tile)[kFp32TileK][kFp32TileM + kFp32Pad]) {
+    return [&tile](int row, int k, float value) { tile[k][row] = value; };
+  };
+
+  float acc[8][8] = {};
+  if (k_begin < k_end) {
+    a_loader.fetch(a, a_rows, k_begin, k_end);
+    b_loader.fetch(b, b_rows, k_begin, k_end);
+    a_loader.store(put(a_tile[0]));
+    b_loader.store(put(b_tile[0]));
     __syncthreads();
+  }
+  int stage = 0;
+  for (int32_t k0 = k_begin; k0 < k_end; k0 += kFp32TileK) {
+    const bool more = k0 + kFp32TileK < k_end;
+    if (more) {
+      a_loader.fetch(a, a_rows, k0 + kFp32TileK, k_end);
+      b_loader.fetch(b, b_rows, k0 + kFp32TileK, k_end);
+    }
 #pragma unroll
     for (int k = 0; k < kFp32TileK; ++k) {
-      float a_values[kFp32ThreadM], b_values[kFp32ThreadN];
+      float a_values[8], b_values[8];
 #pragma unroll
-      for (int i = 0; i < kFp32ThreadM; ++i)
-        a_values[i] = a_tile[k][thread_m * kFp32ThreadM + i];
+      for (int half = 0; half < 2; ++half) {
+        const float4 a4 =
+            *reinterpret_cast<const float4*>(&a_tile[stage][k][half * kFp32Half + ty * 4]);
+        const float4 b4 =
+            *reinterpret_cast<const float4*>(&b_tile[stage][k][half * kFp32Half + tx * 4]);
+        a_values[half * 4 + 0] = a4.x;
+        a_values[half * 4 + 1] = a4.y;
+        a_values[half * 4 + 2] = a4.z;
+        a_values[half * 4 + 3] = a4.w;
+        b_values[half * 4 + 0] = b4.x;
+        b_values[half * 4 + 1] = b4.y;
+        b_values[half * 4 + 2] = b4.z;
+        b_values[half * 4 + 3] = b4.w;
+      }
 #pragma unroll
-      for (int j = 0; j < kFp32ThreadN; ++j)
-        b_values[j] = b_tile[k][thread_n * kFp32ThreadN + j];
+      for (int i = 0; i < 8; ++i) {
 #pragma unroll
-      for (int i = 0; i < kFp32ThreadM; ++i) {
-#pragma unroll
-        for (int j = 0; j < kFp32ThreadN; ++j)
+        for (int j = 0; j < 8; ++j)
           acc[i][j] = fmaf(a_values[i], b_values[j], acc[i][j]);
       }
     }
+    if (more) {
+      a_loader.store(put(a_tile[stage ^ 1]));
+      b_loader.store(put(b_tile[stage ^ 1]));
+    }
     __syncthreads();
+    stage ^= 1;
   }
 #pragma unroll
-  for (int i = 0; i < kFp32ThreadM; ++i) {
-    const int64_t m = m0 + thread_m * kFp32ThreadM + i;
+  for (int i = 0; i < 8; ++i) {
+    const int32_t m = m0 + (i / 4) * kFp32Half + ty * 4 + i % 4;
 #pragma unroll
-    for (int j = 0; j < kFp32ThreadN; ++j) {
-      const int64_t n = n0 + thread_n * kFp32ThreadN + j;
-      if (m < m_size && n < n_size) store(split, m, n, acc[i][j]);
+    for (int j = 0; j < 8; ++j) {
+      const int32_t n = n0 + (j / 4) * kFp32Half + tx * 4 + j % 4;
+      if (m < m_size && n < n_size) store(static_cast<int>(blockIdx.z), m, n, acc[i][j]);
     }
   }
 }
@@ -98,78 +227,143 @@ __global__ void __launch_bounds__(kFp32Threads)
 // ---------------------------------------------------------------------------------------
 // bf16 tensor cores (WMMA)
 
-constexpr int kWmmaTileM = 64, kWmmaTileN = 64, kWmmaTileK = 32;
-constexpr int kWmmaThreads = 128;  // 2 x 2 warps, each 32 x 32 = 2 x 2 fragments
+constexpr int kWmmaTileM = 128, kWmmaTileN = 128, kWmmaTileK = 32;
+constexpr int kWmmaThreads = 256;  // 4 x 2 warps, each 32 x 64 = 2 x 4 fragments
 constexpr int kWmmaSkew = 8;       // row padding (elements) against shared-memory bank conflicts
+constexpr int kWmmaVector = 8;     // bf16 per 16-byte load
 
-template <typename AOperand, typename BOperand, typename Store>
+// One stage of an operand's shared tile, laid out along the operand's contiguous index so
+// that a loaded vector is one 16-byte store: [row][k] for an operand contiguous along k,
+// else [k][row]. The fragments read it as row- or column-major to match (WmmaLayout).
+template <int kRows, bool kAlongK>
+struct WmmaTile {
+  static constexpr int kLd = (kAlongK ? kWmmaTileK : kRows) + kWmmaSkew;
+  __nv_bfloat16 data[kAlongK ? kRows : kWmmaTileK][kLd];
+  __device__ __forceinline__ __nv_bfloat16* at(int row, int k) {
+    if constexpr (kAlongK) {
+      return &data[row][k];
+    } else {
+      return &data[k][row];
+    }
+  }
+};
+
+// The fragment layout that reads a WmmaTile as A (rows = m) or B (rows = n): element (row, k)
+// at row * ld + k is A row-major and B column-major; at k * ld + row the other way round.
+template <bool kIsA, bool kAlongK>
+using WmmaLayout =
+    std::conditional_t<kIsA == kAlongK, nvcuda::wmma::row_major, nvcuda::wmma::col_major>;
+
+template <typename Tile, typename Staged>
+__device__ __forceinline__ void put_staged(Tile& tile, int row, int k, const Staged& value) {
+  if constexpr (std::is_same_v<Staged, uint4>) {
+    *reinterpret_cast<uint4*>(tile.at(row, k)) = value;
+  } else {
+    *tile.at(row, k) = value;
+  }
+}
+
+template <int kVector, typename AOperand, typename BOperand, typename Store>
 __global__ void __launch_bounds__(kWmmaThreads)
-    gemm_wmma_kernel(int64_t m_size, int64_t n_size, int64_t k_size, int64_t k_per_split,
+    gemm_wmma_kernel(int32_t m_size, int32_t n_size, int32_t k_size, int32_t k_per_split,
                      AOperand a, BOperand b, Store store) {
   namespace wmma = nvcuda::wmma;
-  constexpr int kLd = kWmmaTileK + kWmmaSkew;
-  constexpr int kOutLd = kWmmaTileN + 4;
-  // a_tile is M x K row-major (matrix_a row_major); b_tile is N x K, which is K x N
-  // column-major (matrix_b col_major). The fp32 output tile reuses nothing: 17 KiB.
-  __shared__ __align__(32) __nv_bfloat16 a_tile[kWmmaTileM][kLd];
-  __shared__ __align__(32) __nv_bfloat16 b_tile[kWmmaTileN][kLd];
-  __shared__ __align__(32) float out_tile[kWmmaTileM][kOutLd];
+  using ALoader =
+      TileLoader<kWmmaTileM, kWmmaTileK, kWmmaThreads, AOperand, __nv_bfloat16, kVector>;
+  using BLoader =
+      TileLoader<kWmmaTileN, kWmmaTileK, kWmmaThreads, BOperand, __nv_bfloat16, kVector>;
+  using ATile = WmmaTile<kWmmaTileM, AOperand::kContiguousAlongK>;
+  using BTile = WmmaTile<kWmmaTileN, BOperand::kContiguousAlongK>;
+  using ALayout = WmmaLayout<true, AOperand::kContiguousAlongK>;
+  using BLayout = WmmaLayout<false, BOperand::kContiguousAlongK>;
+  // Two stages of each (17-20 KiB per operand); the epilogue stages each warp's fragments
+  // through the first 8 KiB of a_tile.
+  __shared__ __align__(32) ATile a_tile[2];
+  __shared__ __align__(32) BTile b_tile[2];
+  __shared__ typename AOperand::Row a_rows[kWmmaTileM];
+  __shared__ typename BOperand::Row b_rows[kWmmaTileN];
+  static_assert(sizeof(ATile) % 32 == 0 && sizeof(BTile) % 32 == 0,
+                "every stage starts 32-byte aligned, as fragment loads need");
+  static_assert(2 * sizeof(ATile) >= kWmmaThreads / 32 * 256 * sizeof(float),
+                "a_tile holds the epilogue's staging");
 
-  const int64_t m0 = static_cast<int64_t>(blockIdx.x) * kWmmaTileM;
-  const int64_t n0 = static_cast<int64_t>(blockIdx.y) * kWmmaTileN;
-  const int split = static_cast<int>(blockIdx.z);
-  const int64_t k_begin = split * k_per_split;
-  const int64_t k_end = k_begin + k_per_split < k_size ? k_begin + k_per_split : k_size;
-  const int warp = threadIdx.x / 32;
+  const int32_t m0 = static_cast<int32_t>(blockIdx.x) * kWmmaTileM;
+  const int32_t n0 = static_cast<int32_t>(blockIdx.y) * kWmmaTileN;
+  int32_t k_begin, k_end;
+  split_range(k_size, k_per_split, k_begin, k_end);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int warp_m = warp / 2, warp_n = warp % 2;
 
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];
+  ALoader::prepare_rows(a, m0, m_size, a_rows);
+  BLoader::prepare_rows(b, n0, n_size, b_rows);
+  __syncthreads();
+  ALoader a_loader;
+  BLoader b_loader;
+  const auto put = [](auto& tile) {
+    return [&tile](int row, int k, const auto& value) { put_staged(tile, row, k, value); };
+  };
+
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][4];
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
 #pragma unroll
-    for (int j = 0; j < 2; ++j)
+    for (int j = 0; j < 4; ++j)
       wmma::fill_fragment(acc[i][j], 0.f);
   }
-
-  for (int64_t k0 = k_begin; k0 < k_end; k0 += kWmmaTileK) {
-    load_tile<kWmmaTileM, kWmmaTileK, kWmmaThreads>(
-        a, m0, m_size, k0, k_end,
-        [&](int row, int k, float v) { a_tile[row][k] = __float2bfloat16(v); });
-    load_tile<kWmmaTileN, kWmmaTileK, kWmmaThreads>(
-        b, n0, n_size, k0, k_end,
-        [&](int row, int k, float v) { b_tile[row][k] = __float2bfloat16(v); });
+  if (k_begin < k_end) {
+    a_loader.fetch(a, a_rows, k_begin, k_end);
+    b_loader.fetch(b, b_rows, k_begin, k_end);
+    a_loader.store(put(a_tile[0]));
+    b_loader.store(put(b_tile[0]));
     __syncthreads();
+  }
+  int stage = 0;
+  for (int32_t k0 = k_begin; k0 < k_end; k0 += kWmmaTileK) {
+    const bool more = k0 + kWmmaTileK < k_end;
+    if (more) {
+      a_loader.fetch(a, a_rows, k0 + kWmmaTileK, k_end);
+      b_loader.fetch(b, b_rows, k0 + kWmmaTileK, k_end);
+    }
 #pragma unroll
     for (int k = 0; k < kWmmaTileK; k += 16) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a_frag[2];
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> b_frag[2];
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, ALayout> a_frag[2];
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, BLayout> b_frag[4];
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+        wmma::load_matrix_sync(a_frag[i], a_tile[stage].at(warp_m * 32 + i * 16, k), ATile::kLd);
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        wmma::load_matrix_sync(b_frag[j], b_tile[stage].at(warp_n * 64 + j * 16, k), BTile::kLd);
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
-        wmma::load_matrix_sync(a_frag[i], &a_tile[warp_m * 32 + i * 16][k], kLd);
-        wmma::load_matrix_sync(b_frag[i], &b_tile[warp_n * 32 + i * 16][k], kLd);
-      }
 #pragma unroll
-      for (int i = 0; i < 2; ++i) {
-#pragma unroll
-        for (int j = 0; j < 2; ++j)
+        for (int j = 0; j < 4; ++j)
           wmma::mma_sync(acc[i][j], a_frag[i], b_frag[j], acc[i][j]);
       }
     }
+    if (more) {
+      a_loader.store(put(a_tile[stage ^ 1]));
+      b_loader.store(put(b_tile[stage ^ 1]));
+    }
     __syncthreads();
+    stage ^= 1;
   }
+  // The loop ended on a barrier: a_tile is free. Each warp stores a fragment at a time into
+  // its own 16 x 16 floats and writes them out, 8 per lane.
+  float* staging = reinterpret_cast<float*>(&a_tile[0]) + warp * 256;
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
 #pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      wmma::store_matrix_sync(&out_tile[warp_m * 32 + i * 16][warp_n * 32 + j * 16], acc[i][j],
-                              kOutLd, wmma::mem_row_major);
+    for (int j = 0; j < 4; ++j) {
+      wmma::store_matrix_sync(staging, acc[i][j], 16, wmma::mem_row_major);
+      __syncwarp();
+      for (int e = lane; e < 256; e += 32) {
+        const int32_t m = m0 + warp_m * 32 + i * 16 + e / 16;
+        const int32_t n = n0 + warp_n * 64 + j * 16 + e % 16;
+        if (m < m_size && n < n_size) store(static_cast<int>(blockIdx.z), m, n, staging[e]);
+      }
+      __syncwarp();
     }
-  }
-  __syncthreads();
-  for (int e = threadIdx.x; e < kWmmaTileM * kWmmaTileN; e += kWmmaThreads) {
-    const int row = e / kWmmaTileN, col = e % kWmmaTileN;
-    const int64_t m = m0 + row, n = n0 + col;
-    if (m < m_size && n < n_size) store(split, m, n, out_tile[row][col]);
   }
 }
 
@@ -190,6 +384,16 @@ inline int choose_split_k(int64_t m, int64_t n, int64_t k, int tile_m, int tile_
   return static_cast<int>(splits < 1 ? 1 : splits);
 }
 
+// The kernels' 32-bit indices: every dimension below 2^31 (throws otherwise).
+inline void check_gemm_dims(int64_t m, int64_t n, int64_t k) {
+  constexpr int64_t kLimit = int64_t{1} << 31;
+  if (m >= kLimit || n >= kLimit || k >= kLimit) {
+    throw std::invalid_argument("gemm_launch: a GEMM of " + std::to_string(m) + " x " +
+                                std::to_string(n) + " x " + std::to_string(k) +
+                                " exceeds the kernels' 32-bit indices (each dimension < 2^31)");
+  }
+}
+
 // K per split for `splits`, rounded up to whole K-tiles so splits never share a tile.
 inline int64_t k_per_split(int64_t k, int splits, int tile_k) {
   const int64_t per_split = (k + splits - 1) / splits;
@@ -197,25 +401,39 @@ inline int64_t k_per_split(int64_t k, int splits, int tile_k) {
 }
 
 // C = A B^T over (m, n, k) with `splits` K-splits (the store must handle split > 0 when
-// splits > 1). T picks the engine: float -> fp32 SIMT, __nv_bfloat16 -> WMMA.
+// splits > 1). T picks the engine: float -> fp32 SIMT, __nv_bfloat16 -> WMMA. The kernels
+// index with 32 bits: a GEMM dimension of 2^31 or more is refused.
 template <typename T, typename AOperand, typename BOperand, typename Store>
 void gemm_launch(int64_t m, int64_t n, int64_t k, AOperand a, BOperand b, Store store, int splits,
                  cudaStream_t stream) {
   if (m == 0 || n == 0) return;
+  check_gemm_dims(m, n, k);
+  const auto dim = [](int64_t value) { return static_cast<int32_t>(value); };
   if constexpr (std::is_same_v<T, float>) {
     const int64_t per_split = k_per_split(k, splits, kFp32TileK);
     const dim3 grid(static_cast<unsigned>((m + kFp32TileM - 1) / kFp32TileM),
                     static_cast<unsigned>((n + kFp32TileN - 1) / kFp32TileN),
                     static_cast<unsigned>(splits));
-    launch(gemm_fp32_kernel<AOperand, BOperand, Store>, grid, dim3(kFp32Threads), 0, stream, m, n,
-           k, per_split, a, b, store);
+    launch(gemm_fp32_kernel<AOperand, BOperand, Store>, grid, dim3(kFp32Threads), 0, stream, dim(m),
+           dim(n), dim(k), dim(per_split), a, b, store);
   } else {
     const int64_t per_split = k_per_split(k, splits, kWmmaTileK);
     const dim3 grid(static_cast<unsigned>((m + kWmmaTileM - 1) / kWmmaTileM),
                     static_cast<unsigned>((n + kWmmaTileN - 1) / kWmmaTileN),
                     static_cast<unsigned>(splits));
-    launch(gemm_wmma_kernel<AOperand, BOperand, Store>, grid, dim3(kWmmaThreads), 0, stream, m, n,
-           k, per_split, a, b, store);
+    // 16-byte loads where both operands allow them and no vector straddles the matrix's end
+    // along its contiguous index (k for one contiguous along k, else its rows).
+    const auto fits = [&](const auto& operand, int64_t rows) {
+      return operand.vectorizable(kWmmaVector) &&
+             (operand.kContiguousAlongK ? k : rows) % kWmmaVector == 0;
+    };
+    if (fits(a, m) && fits(b, n)) {
+      launch(gemm_wmma_kernel<kWmmaVector, AOperand, BOperand, Store>, grid, dim3(kWmmaThreads), 0,
+             stream, dim(m), dim(n), dim(k), dim(per_split), a, b, store);
+    } else {
+      launch(gemm_wmma_kernel<1, AOperand, BOperand, Store>, grid, dim3(kWmmaThreads), 0, stream,
+             dim(m), dim(n), dim(k), dim(per_split), a, b, store);
+    }
   }
 }
 

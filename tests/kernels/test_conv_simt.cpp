@@ -38,11 +38,23 @@ struct SimtCase {
 
 std::vector<SimtCase> simt_cases() {
   return {
-      {"3x3 s1 p1, M over two tiles", conv_shape(2, 5, 7, 3, 5, 3, 3, 1, 1)},
+      {"3x3 s1 p1 odd sizes", conv_shape(2, 5, 7, 3, 5, 3, 3, 1, 1)},
+      // The block tiles are 128 x 128 (K tiles 8 fp32, 32 bf16): M and N over two in each
+      // pass, K over several, the scalar loads and (channel counts multiples of 8) the bf16
+      // engine's 16-byte ones. 1x1 stride-2 filters keep backward data's K short.
+      {"3x3 s1 p1, M over two tiles", conv_shape(2, 9, 9, 6, 40, 3, 3, 1, 1)},
+      {"1x1 s2, M and N over two tiles", conv_shape(2, 17, 17, 6, 136, 1, 1, 2, 0)},
+      {"1x1 s2, M and N over two tiles, vector loads", conv_shape(2, 17, 17, 16, 136, 1, 1, 2, 0)},
+      {"1x1 s2, wide input", conv_shape(1, 12, 12, 130, 6, 1, 1, 2, 0)},
+      {"1x1 s2, wide input, vector loads", conv_shape(1, 12, 12, 136, 16, 1, 1, 2, 0)},
+      {"3x3 s2 p1, vector loads", conv_shape(1, 7, 7, 16, 16, 3, 3, 2, 1)},
+      {"3x3 dilation 2 p2, vector loads", conv_shape(2, 9, 9, 16, 24, 3, 3, 1, 2, 2)},
       {"3x3 s2 p1 odd", conv_shape(1, 7, 6, 5, 3, 3, 3, 2, 1)},
       {"3x3 dilation 2", conv_shape(1, 9, 9, 3, 4, 3, 3, 1, 2, 2)},
       {"7x7 s2 p3 stem", conv_shape(1, 12, 12, 3, 16, 7, 7, 2, 3)},
-      {"pointwise, N over two tiles", conv_shape(2, 5, 5, 19, 70, 1, 1, 1, 0)},
+      {"pointwise, odd N", conv_shape(2, 5, 5, 19, 70, 1, 1, 1, 0)},
+      {"pointwise, M and N over two tiles", conv_shape(2, 9, 9, 19, 140, 1, 1, 1, 0)},
+      {"pointwise, vector loads", conv_shape(2, 9, 9, 24, 136, 1, 1, 1, 0)},
       {"1x1 s2 downsample", conv_shape(1, 6, 6, 8, 9, 1, 1, 2, 0)},
       {"3x3 long K", conv_shape(1, 4, 4, 40, 8, 3, 3, 1, 1)},
   };

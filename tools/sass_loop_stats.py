@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Static SASS figures of each GEMM kernel's main loop, for judging a CUDA kernel change on a
+machine without a GPU.
+
+    tools/sass_loop_stats.py build/kernels/CMakeFiles/engine_kernels.dir/cuda/conv.cu.o
+
+For every kernel whose name matches --kernels (a regular expression), it finds the loop that
+holds the most math instructions (FFMA, HMMA), the main K loop, and prints what one trip
+through it issues: all instructions, the math ones, global and shared loads/stores, barriers,
+calls (64-bit integer division is a call to a subroutine of ~70 instructions) and the
+instructions per math instruction, the figure a faster kernel lowers. Counts are static (one
+pass over the loop body with its inner loops counted once): a proxy to compare two builds of
+the same kernel, not a timing.
+
+It needs NVIDIA's cuobjdump and nvdisasm: on PATH, in $CUDA_BIN, or from PyPI
+(pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm; found under site-packages).
+"""
+
+import argparse
+import glob
+import os
+import re
+import shutil
+import site
+import subprocess
+import sys
+import tempfile
+
+MATH = ("FFMA", "HMMA")
+GROUPS = {
+    "math": lambda op: op.startswith(MATH),
+    "ldg": lambda op: op.startswith("LDG"),
+    "lds": lambda op: op.startswith(("LDS", "LDSM")),
+    "sts": lambda op: op.startswith("STS"),
+    "bar": lambda op: op.startswith("BAR"),
+    "call": lambda op: op.startswith("CALL"),
+}
+
+
+def find_tool(name):
+    for folder in filter(None, [os.environ.get("CUDA_BIN")]):
+        path = os.path.join(folder, name)
+        if os.access(path, os.X_OK):
+            return path
+    if shutil.which(name):
+        return shutil.which(name)
+    roots = site.getsitepackages() + [site.getusersitepackages()]
+    for root in roots:
+        for path in glob.glob(os.path.join(root, "nvidia", "*", "bin", name)):
+            if os.access(path, os.X_OK):
+                return path
+    sys.exit(f"sass_loop_stats: {name} not found (PATH, $CUDA_BIN, or "
+             f"pip install nvidia-cuda-{'cuobjdump' if name == 'cuobjdump' else 'nvdisasm'})")
+
+
+def disassemble(path):
+    nvdisasm = find_tool("nvdisasm")
+    if path.endswith(".cubin"):
+        cubins = [path]
+        folder = None
+    else:
+        folder = tempfile.mkdtemp(prefix="sass_loop_stats.")
+        subprocess.run([find_tool("cuobjdump"), "-xelf", "all", os.path.abspath(path)], cwd=folder,
+                       check=True, stdout=subprocess.DEVNULL)
+        cubins = sorted(glob.glob(os.path.join(folder, "*.cubin")))
+        if not cubins:
+            sys.exit(f"sass_loop_stats: {path} holds no cubin")
+    text = ""
+    for cubin in cubins:
+        text += subprocess.run([nvdisasm, "-c", cubin], check=True, capture_output=True,
+                               text=True).stdout
+    if folder:
+        shutil.rmtree(folder)
+    return text
+
+
+def demangle(names):
+    if not shutil.which("c++filt"):
+        return names
+    out = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True)
+    return out.stdout.splitlines()
+
+
+def functions(text):
+    """{mangled name: [(address, opcode, whole line)], labels {label: address}}"""
+    result = {}
+    current = None
+    pending_labels = []
+    for line in text.splitlines():
+        header = re.match(r"^\.text\.(\S+):$", line)
+        if header:
+            current = {"ops": [], "labels": {}}
+            result[header.group(1)] = current
+            continue
+        if current is None:
+            continue
+        label = re.match(r"^(\.L_x_\d+):$", line)
+        if label:
+            pending_labels.append(label.group(1))
+            continue
+        instruction = re.match(r"^\s*/\*([0-9a-f]+)\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)(.*);",
+                               line)
+        if instruction:
+            address = int(instruction.group(1), 16)
+            for name in pending_labels:
+                current["labels"][name] = address
+            pending_labels = []
+            current["ops"].append((address, instruction.group(2), instruction.group(3)))
+    return result
+
+
+def main_loop(function):
+    """The loop (target, branch address) holding the most math instructions."""
+    best = None
+    for address, op, rest in function["ops"]:
+        if not op.startswith("BRA"):
+            continue
+        target = re.search(r"\((\.L_x_\d+)\)", rest)
+        if not target or target.group(1) not in function["labels"]:
+            continue
+        start = function["labels"][target.group(1)]
+        if start > address:
+            continue
+        body = [o for a, o, _ in function["ops"] if start <= a <= address]
+        math = sum(GROUPS["math"](o) for o in body)
+        if math and (best is None or math > best[0]):
+            best = (math, body)
+    return best[1] if best else None
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("object", help="an object file (.o) or a .cubin")
+    parser.add_argument("--kernels", default="gemm_", help="regex on the mangled kernel names")
+    args = parser.parse_args()
+    table = functions(disassemble(args.object))
+    names = sorted(n for n in table if re.search(args.kernels, n))
+    readable = demangle(names)
+    print(f"{'instr':>6s} " + " ".join(f"{g:>5s}" for g in GROUPS) + f" {'per_math':>8s}  kernel")
+    for name, pretty in zip(names, readable):
+        body = main_loop(table[name])
+        if body is None:
+            continue
+        counts = {g: sum(test(o) for o in body) for g, test in GROUPS.items()}
+        for long, short in (("engine::cuda::", ""), ("__nv_bfloat16", "bf16"), (" >", ">")):
+            pretty = pretty.replace(long, short)
+        pretty = re.sub(r"\((int|long)(, \1)*, .*\)$", "", pretty)
+        print(f"{len(body):6d} " + " ".join(f"{counts[g]:5d}" for g in GROUPS) +
+              f" {len(body) / counts['math']:8.2f}  {pretty}")
+
+if __name__ == "__main__":
+    main()
