@@ -7,7 +7,8 @@ machine without a GPU.
 For every kernel whose name matches --kernels (a regular expression), it finds the loop that
 holds the most math instructions (FFMA, HMMA), the main K loop, and prints what one trip
 through it issues: all instructions, the math ones, global and shared loads/stores, barriers,
-calls (64-bit integer division is a call to a subroutine of ~70 instructions) and the
+calls (64-bit integer division is a call to a subroutine of ~70 instructions), generic
+loads (LD: WMMA's fragment loads compile to these, not LDS/LDSM) and the
 instructions per math instruction, the figure a faster kernel lowers. Counts are static (one
 pass over the loop body with its inner loops counted once): a proxy to compare two builds of
 the same kernel, not a timing.
@@ -31,6 +32,8 @@ GROUPS = {
     "math": lambda op: op.startswith(MATH),
     "ldg": lambda op: op.startswith("LDG"),
     "lds": lambda op: op.startswith(("LDS", "LDSM")),
+    # generic loads: shared memory read through a pointer the compiler did not place in it
+    "ld": lambda op: op == "LD" or op.startswith("LD."),
     "sts": lambda op: op.startswith("STS"),
     "bar": lambda op: op.startswith("BAR"),
     "call": lambda op: op.startswith("CALL"),
