@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/conv_shape.h"
 #include "kernels/cuda/device_types.cuh"
@@ -102,47 +103,52 @@ __device__ __forceinline__ uint4 im2col_load_vector(const T* x, const ConvGeomet
                                       : make_uint4(0, 0, 0, 0);
 }
 
-// Forward A: (pixel, rsc) of im2col(x); channels are innermost, so contiguous along K.
-template <typename T>
-struct ConvForwardInput {
-  static constexpr bool kContiguousAlongK = true;
-  using Row = WindowCursor;
-  using K = TapCursor;
+// im2col(x) as a GEMM operand: rows are output pixels and k the (tap, channel) columns, the
+// forward's A (kPixelRows; channels are innermost, so contiguous along K), or the transpose,
+// the backward filter's B (rows are (tap, channel): consecutive rows consecutive channels).
+template <typename T, bool kPixelRows>
+struct Im2colOperand {
+  static constexpr bool kContiguousAlongK = kPixelRows;
+  using Row = std::conditional_t<kPixelRows, WindowCursor, TapCursor>;
+  using K = std::conditional_t<kPixelRows, TapCursor, WindowCursor>;
   const T* x;
   ConvGeometry g;
-  ConvForwardInput(const T* x_, const Conv2dShape& shape) : x(x_), g(shape) {}
-  __device__ __forceinline__ Row row(int32_t pixel) const { return window_cursor(g, pixel); }
-  __device__ __forceinline__ K k(int32_t tap_channel) const { return tap_cursor(g, tap_channel); }
-  __device__ __forceinline__ T load(const Row& window, const K& tap) const {
-    return im2col_load(x, g, window, tap);
+  Im2colOperand(const T* x_, const Conv2dShape& shape) : x(x_), g(shape) {}
+  __device__ __forceinline__ Row row(int32_t r) const {
+    if constexpr (kPixelRows) {
+      return window_cursor(g, r);
+    } else {
+      return tap_cursor(g, r);
+    }
   }
-  __device__ __forceinline__ uint4 load_vector(const Row& window, const K& tap) const {
-    return im2col_load_vector(x, g, window, tap);
+  __device__ __forceinline__ K k(int32_t k_index) const {
+    if constexpr (kPixelRows) {
+      return tap_cursor(g, k_index);
+    } else {
+      return window_cursor(g, k_index);
+    }
+  }
+  __device__ __forceinline__ T load(const Row& r, const K& k_cursor) const {
+    if constexpr (kPixelRows) {
+      return im2col_load(x, g, r, k_cursor);
+    } else {
+      return im2col_load(x, g, k_cursor, r);
+    }
+  }
+  __device__ __forceinline__ uint4 load_vector(const Row& r, const K& k_cursor) const {
+    if constexpr (kPixelRows) {
+      return im2col_load_vector(x, g, r, k_cursor);
+    } else {
+      return im2col_load_vector(x, g, k_cursor, r);
+    }
   }
   bool vectorizable(int width) const { return vector_loads_fit(x, width, g.in_channels); }
 };
 
-// Backward-filter B: (rsc, pixel) of im2col(x); consecutive rsc are consecutive channels.
 template <typename T>
-struct ConvFilterGradInput {
-  static constexpr bool kContiguousAlongK = false;
-  using Row = TapCursor;
-  using K = WindowCursor;
-  const T* x;
-  ConvGeometry g;
-  ConvFilterGradInput(const T* x_, const Conv2dShape& shape) : x(x_), g(shape) {}
-  __device__ __forceinline__ Row row(int32_t tap_channel) const {
-    return tap_cursor(g, tap_channel);
-  }
-  __device__ __forceinline__ K k(int32_t pixel) const { return window_cursor(g, pixel); }
-  __device__ __forceinline__ T load(const Row& tap, const K& window) const {
-    return im2col_load(x, g, window, tap);
-  }
-  __device__ __forceinline__ uint4 load_vector(const Row& tap, const K& window) const {
-    return im2col_load_vector(x, g, window, tap);
-  }
-  bool vectorizable(int width) const { return vector_loads_fit(x, width, g.in_channels); }
-};
+using ConvForwardInput = Im2colOperand<T, true>;
+template <typename T>
+using ConvFilterGradInput = Im2colOperand<T, false>;
 
 // Backward-data A: (input pixel, (r, s, k_out)) = dy at the output pixel whose tap (r, s)
 // reads the input pixel, 0 when no output pixel does (stride gaps, borders).

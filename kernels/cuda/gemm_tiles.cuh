@@ -131,6 +131,52 @@ __device__ __forceinline__ void split_range(int32_t k_size, int32_t k_per_split,
   k_end = k_begin + k_per_split < k_size ? k_begin + k_per_split : k_size;
 }
 
+// One operand's path into shared memory: its loader, the operand, its rows' cursors and the
+// two stages of its shared tile, which put(tile) returns the store functor of.
+template <typename Loader, typename Operand, typename Tile, typename Put>
+struct TileFeed {
+  Loader& loader;
+  const Operand& operand;
+  const typename Operand::Row* rows;
+  Tile* stages;
+  Put put;
+  __device__ __forceinline__ void fetch(int32_t k0, int32_t k_end) {
+    loader.fetch(operand, rows, k0, k_end);
+  }
+  __device__ __forceinline__ void store(int stage) { loader.store(put(stages[stage])); }
+};
+
+// The K loop of both engines: K tile 0 fetched and stored into stage 0; then per tile, the
+// next one fetched into registers, compute(stage) on the current one, the next stored into
+// the other stage, and one barrier (the stage just stored is read only after it, the one just
+// computed is written only after the next).
+template <int kTileK, typename AFeed, typename BFeed, typename Compute>
+__device__ __forceinline__ void double_buffered_k_loop(int32_t k_begin, int32_t k_end, AFeed a,
+                                                       BFeed b, Compute compute) {
+  if (k_begin < k_end) {
+    a.fetch(k_begin, k_end);
+    b.fetch(k_begin, k_end);
+    a.store(0);
+    b.store(0);
+    __syncthreads();
+  }
+  int stage = 0;
+  for (int32_t k0 = k_begin; k0 < k_end; k0 += kTileK) {
+    const bool more = k0 + kTileK < k_end;
+    if (more) {
+      a.fetch(k0 + kTileK, k_end);
+      b.fetch(k0 + kTileK, k_end);
+    }
+    compute(stage);
+    if (more) {
+      a.store(stage ^ 1);
+      b.store(stage ^ 1);
+    }
+    __syncthreads();
+    stage ^= 1;
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 // fp32 SIMT
 
@@ -167,52 +213,35 @@ __global__ void __launch_bounds__(kFp32Threads, 2)
   };
 
   float acc[8][8] = {};
-  if (k_begin < k_end) {
-    a_loader.fetch(a, a_rows, k_begin, k_end);
-    b_loader.fetch(b, b_rows, k_begin, k_end);
-    a_loader.store(put(a_tile[0]));
-    b_loader.store(put(b_tile[0]));
-    __syncthreads();
-  }
-  int stage = 0;
-  for (int32_t k0 = k_begin; k0 < k_end; k0 += kFp32TileK) {
-    const bool more = k0 + kFp32TileK < k_end;
-    if (more) {
-      a_loader.fetch(a, a_rows, k0 + kFp32TileK, k_end);
-      b_loader.fetch(b, b_rows, k0 + kFp32TileK, k_end);
-    }
+  double_buffered_k_loop<kFp32TileK>(
+      k_begin, k_end, TileFeed{a_loader, a, a_rows, a_tile, put},
+      TileFeed{b_loader, b, b_rows, b_tile, put}, [&](int stage) {
 #pragma unroll
-    for (int k = 0; k < kFp32TileK; ++k) {
-      float a_values[8], b_values[8];
+        for (int k = 0; k < kFp32TileK; ++k) {
+          float a_values[8], b_values[8];
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const float4 a4 =
-            *reinterpret_cast<const float4*>(&a_tile[stage][k][half * kFp32Half + ty * 4]);
-        const float4 b4 =
-            *reinterpret_cast<const float4*>(&b_tile[stage][k][half * kFp32Half + tx * 4]);
-        a_values[half * 4 + 0] = a4.x;
-        a_values[half * 4 + 1] = a4.y;
-        a_values[half * 4 + 2] = a4.z;
-        a_values[half * 4 + 3] = a4.w;
-        b_values[half * 4 + 0] = b4.x;
-        b_values[half * 4 + 1] = b4.y;
-        b_values[half * 4 + 2] = b4.z;
-        b_values[half * 4 + 3] = b4.w;
-      }
+          for (int half = 0; half < 2; ++half) {
+            const float4 a4 =
+                *reinterpret_cast<const float4*>(&a_tile[stage][k][half * kFp32Half + ty * 4]);
+            const float4 b4 =
+                *reinterpret_cast<const float4*>(&b_tile[stage][k][half * kFp32Half + tx * 4]);
+            a_values[half * 4 + 0] = a4.x;
+            a_values[half * 4 + 1] = a4.y;
+            a_values[half * 4 + 2] = a4.z;
+            a_values[half * 4 + 3] = a4.w;
+            b_values[half * 4 + 0] = b4.x;
+            b_values[half * 4 + 1] = b4.y;
+            b_values[half * 4 + 2] = b4.z;
+            b_values[half * 4 + 3] = b4.w;
+          }
 #pragma unroll
-      for (int i = 0; i < 8; ++i) {
+          for (int i = 0; i < 8; ++i) {
 #pragma unroll
-        for (int j = 0; j < 8; ++j)
-          acc[i][j] = fmaf(a_values[i], b_values[j], acc[i][j]);
-      }
-    }
-    if (more) {
-      a_loader.store(put(a_tile[stage ^ 1]));
-      b_loader.store(put(b_tile[stage ^ 1]));
-    }
-    __syncthreads();
-    stage ^= 1;
-  }
+            for (int j = 0; j < 8; ++j)
+              acc[i][j] = fmaf(a_values[i], b_values[j], acc[i][j]);
+          }
+        }
+      });
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     const int32_t m = m0 + (i / 4) * kFp32Half + ty * 4 + i % 4;
@@ -310,44 +339,29 @@ __global__ void __launch_bounds__(kWmmaThreads)
     for (int j = 0; j < 4; ++j)
       wmma::fill_fragment(acc[i][j], 0.f);
   }
-  if (k_begin < k_end) {
-    a_loader.fetch(a, a_rows, k_begin, k_end);
-    b_loader.fetch(b, b_rows, k_begin, k_end);
-    a_loader.store(put(a_tile[0]));
-    b_loader.store(put(b_tile[0]));
-    __syncthreads();
-  }
-  int stage = 0;
-  for (int32_t k0 = k_begin; k0 < k_end; k0 += kWmmaTileK) {
-    const bool more = k0 + kWmmaTileK < k_end;
-    if (more) {
-      a_loader.fetch(a, a_rows, k0 + kWmmaTileK, k_end);
-      b_loader.fetch(b, b_rows, k0 + kWmmaTileK, k_end);
-    }
+  double_buffered_k_loop<kWmmaTileK>(
+      k_begin, k_end, TileFeed{a_loader, a, a_rows, a_tile, put},
+      TileFeed{b_loader, b, b_rows, b_tile, put}, [&](int stage) {
 #pragma unroll
-    for (int k = 0; k < kWmmaTileK; k += 16) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, ALayout> a_frag[2];
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, BLayout> b_frag[4];
+        for (int k = 0; k < kWmmaTileK; k += 16) {
+          wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, ALayout> a_frag[2];
+          wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, BLayout> b_frag[4];
 #pragma unroll
-      for (int i = 0; i < 2; ++i)
-        wmma::load_matrix_sync(a_frag[i], a_tile[stage].at(warp_m * 32 + i * 16, k), ATile::kLd);
+          for (int i = 0; i < 2; ++i)
+            wmma::load_matrix_sync(a_frag[i], a_tile[stage].at(warp_m * 32 + i * 16, k),
+                                   ATile::kLd);
 #pragma unroll
-      for (int j = 0; j < 4; ++j)
-        wmma::load_matrix_sync(b_frag[j], b_tile[stage].at(warp_n * 64 + j * 16, k), BTile::kLd);
+          for (int j = 0; j < 4; ++j)
+            wmma::load_matrix_sync(b_frag[j], b_tile[stage].at(warp_n * 64 + j * 16, k),
+                                   BTile::kLd);
 #pragma unroll
-      for (int i = 0; i < 2; ++i) {
+          for (int i = 0; i < 2; ++i) {
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
-          wmma::mma_sync(acc[i][j], a_frag[i], b_frag[j], acc[i][j]);
-      }
-    }
-    if (more) {
-      a_loader.store(put(a_tile[stage ^ 1]));
-      b_loader.store(put(b_tile[stage ^ 1]));
-    }
-    __syncthreads();
-    stage ^= 1;
-  }
+            for (int j = 0; j < 4; ++j)
+              wmma::mma_sync(acc[i][j], a_frag[i], b_frag[j], acc[i][j]);
+          }
+        }
+      });
   // The loop ended on a barrier: a_tile is free. Each warp stores a fragment at a time into
   // its own 16 x 16 floats and writes them out, 8 per lane.
   float* staging = reinterpret_cast<float*>(&a_tile[0]) + warp * 256;
