@@ -6,10 +6,10 @@
 // load is called only for rows and k inside the matrix. kContiguousAlongK tells the tile
 // loader which index to give consecutive threads so that global loads coalesce. Where the
 // host-side vectorizable(width) holds, uint4 load_vector(row, k) reads the 16 bytes of
-// `width` elements from (row, k) on along the contiguous index (gemm_tiles.cuh checks that
-// the matrix's extent along it is a multiple of width). Indices are
-// 32-bit (gemm_launch checks the sizes); offsets into the data are 64-bit. Dense matrices are
-// here; the convolution gathers are in conv_operands.cuh.
+// `width` elements from (row, k) on along the contiguous index (gemm_launch also checks that
+// the matrix's extent along it is a multiple of width; only the bf16 engine uses them).
+// Indices are 32-bit (gemm_launch checks the sizes); offsets into the data are 64-bit. Dense
+// matrices are here; the convolution gathers are in conv_operands.cuh.
 #pragma once
 
 #include <cuda_runtime.h>
