@@ -41,10 +41,9 @@ GROUPS = {
 
 
 def find_tool(name):
-    for folder in filter(None, [os.environ.get("CUDA_BIN")]):
-        path = os.path.join(folder, name)
-        if os.access(path, os.X_OK):
-            return path
+    folder = os.environ.get("CUDA_BIN")
+    if folder and os.access(os.path.join(folder, name), os.X_OK):
+        return os.path.join(folder, name)
     if shutil.which(name):
         return shutil.which(name)
     roots = site.getsitepackages() + [site.getusersitepackages()]

@@ -398,13 +398,17 @@ inline int choose_split_k(int64_t m, int64_t n, int64_t k, int tile_m, int tile_
   return static_cast<int>(splits < 1 ? 1 : splits);
 }
 
-// The kernels' 32-bit indices: every dimension below 2^31 (throws otherwise).
+// The kernels' 32-bit indices: every dimension below 2^31 - 2^16 (throws otherwise). The
+// margin is for the sums the kernels form past a dimension's end in int32: a tile's first row
+// plus up to 127, the next K tile's start plus up to 31, a split's start plus its share of K
+// (at most K + 32 splits * 32).
+constexpr int64_t kGemmDimLimit = (int64_t{1} << 31) - (int64_t{1} << 16);
 inline void check_gemm_dims(int64_t m, int64_t n, int64_t k) {
-  constexpr int64_t kLimit = int64_t{1} << 31;
-  if (m >= kLimit || n >= kLimit || k >= kLimit) {
+  if (m >= kGemmDimLimit || n >= kGemmDimLimit || k >= kGemmDimLimit) {
     throw std::invalid_argument("gemm_launch: a GEMM of " + std::to_string(m) + " x " +
                                 std::to_string(n) + " x " + std::to_string(k) +
-                                " exceeds the kernels' 32-bit indices (each dimension < 2^31)");
+                                " exceeds the kernels' 32-bit indices (each dimension < " +
+                                std::to_string(kGemmDimLimit) + ")");
   }
 }
 
@@ -416,7 +420,7 @@ inline int64_t k_per_split(int64_t k, int splits, int tile_k) {
 
 // C = A B^T over (m, n, k) with `splits` K-splits (the store must handle split > 0 when
 // splits > 1). T picks the engine: float -> fp32 SIMT, __nv_bfloat16 -> WMMA. The kernels
-// index with 32 bits: a GEMM dimension of 2^31 or more is refused.
+// index with 32 bits: a GEMM dimension of kGemmDimLimit or more is refused.
 template <typename T, typename AOperand, typename BOperand, typename Store>
 void gemm_launch(int64_t m, int64_t n, int64_t k, AOperand a, BOperand b, Store store, int splits,
                  cudaStream_t stream) {

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include "conv_reference.h"
 #include "elementwise_cases.h"
 #include "kernels/cpu/conv.h"
@@ -160,6 +162,19 @@ TEST(ConvSimt, EntryPointsWriteBf16FilterGradients) {
                                actual.data(), nullptr, false, workspace.data(), nullptr);
   EXPECT_LE(relative_difference(actual.values(), decode(DType::bf16, expected.data(), filters)),
             kBf16Tolerance);
+}
+
+TEST(ConvSimt, GemmLaunchRefusesDimensionsPastThe32BitIndices) {
+  // Refused before any launch, so null operands are never read.
+  const auto gemm = [](int64_t m, int64_t n, int64_t k) {
+    cuda::gemm_launch<float>(m, n, k, cuda::KContiguousOperand<float>{nullptr, k},
+                             cuda::KContiguousOperand<float>{nullptr, k},
+                             cuda::StoreToMatrix<float>{nullptr, n, nullptr, false}, 1, nullptr);
+  };
+  const int64_t limit = cuda::kGemmDimLimit;
+  EXPECT_THROW(gemm(limit, 1, 1), std::invalid_argument);
+  EXPECT_THROW(gemm(1, limit, 1), std::invalid_argument);
+  EXPECT_THROW(gemm(1, 1, limit), std::invalid_argument);
 }
 
 TEST(ConvSimt, SplitKChoiceFillsTheGpuWithoutThinSplits) {
