@@ -12,6 +12,7 @@
 #include "collectives/bootstrap.h"
 #include "kernels/error.h"
 #include "nn/resnet.h"
+#include "train/batch_dump.h"
 #include "train/cli_usage.h"
 #include "train/preflight.h"
 #include "train/stop_signal.h"
@@ -59,6 +60,8 @@ int train_main(int argc, char** argv, MpiSession& session) {
     if (session.rank() == 0 && !options.evaluate) {
       check_checkpoint_dir(options.checkpoint_dir, checkpoint_bytes(options, classes));
     }
+    // Every rank writes its own batches, perhaps to a disk of its own host.
+    if (!options.dump_batches.empty()) prepare_batch_dump_dir(options.dump_batches);
   });
   if (!ready) return 1;
   try {

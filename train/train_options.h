@@ -51,7 +51,8 @@ struct TrainOptions {
   std::string comm = "auto";  // the gradient all-reduce's communicator (comm_factory names)
   std::array<float, 3> normalize_mean = {0.485f, 0.456f, 0.406f};
   std::array<float, 3> normalize_std = {0.229f, 0.224f, 0.225f};
-  int64_t max_steps = 0;  // stop (saving `last`) after this many optimizer steps; 0: no limit
+  std::string dump_batches;  // "": none; else every step's batch, per rank (train/batch_dump.h)
+  int64_t max_steps = 0;     // stop (saving `last`) after this many optimizer steps; 0: no limit
 };
 
 // The usage text (every flag with its default), starting "usage: resnet_train".

@@ -21,6 +21,7 @@
 #include "nn/resnet.h"
 #include "nn/sgd.h"
 #include "nn/sync_batchnorm.h"
+#include "train/batch_dump.h"
 #include "train/json_line.h"
 #include "train/progress.h"
 #include "train/stop_signal.h"
@@ -275,6 +276,9 @@ int Trainer::State::train_epoch(int64_t epoch, EpochFigures& figures) {
     if (batch->ready) stream.wait(*batch->ready);
     const int64_t n = batch->images.size(0);
     ensure_setup(n);
+    if (!options.dump_batches.empty()) {
+      dump_batch(options.dump_batches, *batch, {step + 1, epoch, session.rank(), world()}, stream);
+    }
     const Tensor labels = Tensor::from_ints({n}, batch->labels).to(device, stream);
     nn::Pass pass{stream, true, false, {}};
     model.params().zero_grad();

@@ -27,7 +27,7 @@ except ImportError as error:
     print(f"SKIP: torch and torchvision are not importable by {sys.executable}: {error}")
     sys.exit(SKIP)
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 from safetensors_torch import read_safetensors  # noqa: E402
 
 

@@ -10,7 +10,8 @@ DIR is a small Fashion-MNIST ImageFolder (tools/export_fashion_mnist.py --train-
   learns_bf16   the same training with bf16 activations (fp32 master weights)
   equivalence   1 rank x batch 16 vs 2 ranks x batch 8 with --sync-bn: the same losses
   resume        stopped mid-epoch by --max-steps then --resume: the same per-step losses as
-                an uninterrupted run, bit for bit
+                an uninterrupted run, bit for bit; the resumed part's --dump-batches files
+                hold each step's batch of each rank (labels of their files, grey images)
   bad_flags     each bad flag or path: one line from rank 0 naming it, every rank non-zero
   bad_files     bad files skipped with one warning each, odd-but-good images train, counted
   sigterm       SIGTERM to one rank: every rank stops within seconds, 143, checkpoint intact
@@ -148,8 +149,9 @@ def case_resume(args):
     stopped = run(args, 2, flags + ["--checkpoint-dir", work + "/parts", "--step-metrics", parts,
                                     "--max-steps", "13"])
     check("reached --max-steps at step 13" in stopped.stdout, "no stop message:\n" + stopped.stdout)
+    dumps = os.path.join(work, "dumps")
     run(args, 2, flags + ["--checkpoint-dir", work + "/parts", "--step-metrics", parts,
-                          "--resume", work + "/parts/last.safetensors"])
+                          "--resume", work + "/parts/last.safetensors", "--dump-batches", dumps])
     # Everything but the timing: step, epoch, loss and rate, as written (17 significant digits).
     def figures(path):
         return [{k: v for k, v in line.items() if k != "comm_hidden"} for line in read_jsonl(path)]
@@ -160,7 +162,68 @@ def case_resume(args):
     first = read_jsonl(os.path.join(work, "whole", "metrics.jsonl"))
     second = read_jsonl(os.path.join(work, "parts", "metrics.jsonl"))
     check(first[-1]["val_loss"] == second[-1]["val_loss"], "final validation differs")
-    print("resume: 18 steps identical to the uninterrupted run after stopping at step 13")
+    check_dumped_batches(args, dumps, steps=range(14, 19), ranks=2, batch=16, steps_per_epoch=9)
+    print("resume: 18 steps identical to the uninterrupted run after stopping at step 13; "
+          "steps 14-18 dumped")
+
+
+def read_safetensors_plain(path):
+    """(metadata, {name: (dtype, shape, values)}) with the standard library only."""
+    with open(path, "rb") as f:
+        data = f.read()
+    (length,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + length])
+    metadata = header.pop("__metadata__", {})
+    formats = {"F32": "f", "I64": "q"}
+    tensors = {}
+    for name, entry in header.items():
+        begin, end = (8 + length + offset for offset in entry["data_offsets"])
+        code = formats[entry["dtype"]]
+        values = struct.unpack(f"<{(end - begin) // struct.calcsize(code)}{code}", data[begin:end])
+        tensors[name] = (entry["dtype"], entry["shape"], values)
+    return metadata, tensors
+
+
+def image_folder_labels(root):
+    """The class index of every file, in the ImageFolder's order (torchvision's)."""
+    classes = sorted(e.name for e in os.scandir(root) if e.is_dir())
+    labels = []
+    for index, name in enumerate(classes):
+        for folder, _, files in sorted(os.walk(os.path.join(root, name), followlinks=True)):
+            labels += [index for f in sorted(files) if f.lower().endswith((".png", ".jpg"))]
+    return labels
+
+
+def check_dumped_batches(args, folder, steps, ranks, batch, steps_per_epoch):
+    names = sorted(os.listdir(folder))
+    expected = [f"step-{s:07d}-rank-{r}.safetensors" for s in steps for r in range(ranks)]
+    check(names == expected, f"--dump-batches wrote {names}, expected {expected}")
+    labels_of = image_folder_labels(os.path.join(args.data, "train"))
+    seen = set()
+    for step in steps:
+        for rank in range(ranks):
+            path = os.path.join(folder, f"step-{step:07d}-rank-{rank}.safetensors")
+            metadata, tensors = read_safetensors_plain(path)
+            place = {"step": str(step), "rank": str(rank), "world_size": str(ranks),
+                     "epoch": str((step - 1) // steps_per_epoch),
+                     "batch_index": str((step - 1) % steps_per_epoch)}
+            check(metadata == place, f"{path}: metadata {metadata}, expected {place}")
+            dtype, shape, pixels = tensors["images"]
+            check((dtype, shape) == ("F32", [batch, 3, 32, 32]), f"{path}: images {dtype} {shape}")
+            _, _, labels = tensors["labels"]
+            _, _, indices = tensors["indices"]
+            check(list(labels) == [labels_of[i] for i in indices],
+                  f"{path}: labels {labels} are not the classes of files {indices}")
+            check(not seen & set(indices), f"{path}: a sample seen before in the epoch")
+            seen |= set(indices)
+            # Fashion-MNIST is grey: in NCHW each image's three channel planes are equal
+            # (normalized alike), which they are not if the NHWC batch was not transposed.
+            plane = 32 * 32
+            for image in range(batch):
+                red, green, blue = (pixels[(image * 3 + c) * plane:(image * 3 + c + 1) * plane]
+                                    for c in range(3))
+                check(red == green == blue, f"{path}: image {image}'s channel planes differ")
+                check(max(red) > min(red), f"{path}: image {image} is flat")
 
 
 def case_bad_flags(args):
@@ -203,6 +266,9 @@ def case_bad_flags(args):
         (["--data", no_val], 1, "no val/ folder"),
         (["--data", os.path.join(work, "nowhere")], 1, "not a folder"),
         (["--checkpoint-dir", text_file], 1, "--checkpoint-dir " + text_file),
+        (["--dump-batches", text_file], 1, "--dump-batches " + text_file),
+        (["--evaluate", "--resume", text_file, "--dump-batches", work], 2,
+         "--dump-batches does not apply to --evaluate"),
     ]
     for extra, status, words in cases:
         result = run(args, 2, extra + ["--checkpoint-dir", os.path.join(work, "ck")]

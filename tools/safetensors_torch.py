@@ -1,6 +1,6 @@
 """safetensors files read and written by hand with torch (the safetensors package is not
 installed here): 8-byte little-endian header length, JSON header, raw little-endian data.
-Shared by the test scripts that check the engine against torchvision."""
+Shared by the tools and the test scripts that check the engine against torchvision."""
 import json
 import struct
 

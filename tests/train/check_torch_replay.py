@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""tools/replay_in_torch.py reproduces resnet_train's losses (ctest train_replay_matches_torch):
+2 ranks train 3 steps and stop (a checkpoint with momentum), then resume for 2 more with
+--dump-batches; PyTorch replays those 2 from the checkpoint on the dumped batches, in float32
+and float64. The engine's loss, as PyTorch's float32 one, must be within 1e-5 (relative) of
+the float64 one at the first step, which checks the checkpoint, the images and labels and
+the forward pass; and within 1e-3 at the second, which adds the gradients, the data-parallel
+average, the loaded momentum, the SGD settings and the learning rate (leaving out the
+momentum, or summing the ranks' gradients instead of averaging them, moves it by ~3e-2).
+
+Not more steps: from the second on, a float32 loss, ours or PyTorch's, can leave float64's
+by ~1e-3 when one ReLU input within rounding of zero lands on the other side (its gradient
+is then dropped or kept), and on these small batches of a fresh model that grows to ~1e-1
+within a few steps.
+
+    /usr/bin/python3 tests/train/check_torch_replay.py --exe build/resnet_train --data DIR --work DIR
+
+Exits 77 (a ctest skip) without torch and torchvision.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+SKIP = 77
+TOLERANCE = {4: 1e-5, 5: 1e-3}  # by step
+MPI = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np", "2"]
+FLAGS = ["--arch", "resnet18", "--image-size", "32", "--crop-scale", "0.64,1", "--workers", "1",
+         "--normalize", "0.286,0.286,0.286/0.353,0.353,0.353", "--epochs", "1", "-b", "16",
+         "--lr", "0.002", "--lr-schedule", "cosine", "--momentum", "0.9", "--nesterov",
+         "--wd", "5e-4", "--label-smoothing", "0.1"]
+
+try:
+    import torch  # noqa: F401
+    import torchvision  # noqa: F401
+except ImportError as error:
+    print(f"SKIP: torch and torchvision are not importable by {sys.executable}: {error}")
+    sys.exit(SKIP)
+
+TOOL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
+                    "replay_in_torch.py")
+
+
+def train(args, extra):
+    subprocess.run(MPI + [args.exe, "--data", args.data] + FLAGS + extra, check=True,
+                   capture_output=True, timeout=300)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--exe", required=True)
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--work", required=True)
+    args = parser.parse_args()
+    if not os.path.isdir(os.path.join(args.data, "train")):
+        print(f"SKIP: no dataset at {args.data}")
+        sys.exit(SKIP)
+    shutil.rmtree(args.work, ignore_errors=True)
+    os.makedirs(args.work)
+    checkpoints, dumps = os.path.join(args.work, "ck"), os.path.join(args.work, "dumps")
+    steps = os.path.join(args.work, "steps.jsonl")
+    train(args, ["--checkpoint-dir", checkpoints, "--max-steps", "3"])
+    start = os.path.join(args.work, "at_step_3.safetensors")
+    shutil.copy(os.path.join(checkpoints, "last.safetensors"), start)
+    train(args, ["--checkpoint-dir", checkpoints, "--max-steps", "5", "--resume", start,
+                 "--dump-batches", dumps, "--step-metrics", steps])
+    rows_file = os.path.join(args.work, "replay.jsonl")
+    replay = subprocess.run([sys.executable, TOOL, "--checkpoint", start, "--batches", dumps,
+                             "--steps", steps, "--label-smoothing", "0.1", "--json", rows_file],
+                            capture_output=True, text=True, timeout=300)
+    print(replay.stdout, end="")
+    if replay.returncode != 0:
+        print(f"FAIL: replay_in_torch.py exited {replay.returncode}:\n{replay.stderr}")
+        return 1
+    with open(rows_file) as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    failures = []
+    if [row["step"] for row in rows] != sorted(TOLERANCE):
+        failures.append(f"replayed steps {[row['step'] for row in rows]}, expected 4 and 5")
+    for row in rows:
+        exact = row["torch_f64"]
+        for name in ("engine", "torch_f32"):
+            if abs(row[name] - exact) > TOLERANCE.get(row["step"], 0) * abs(exact):
+                failures.append(f"step {row['step']}: {name} loss {row[name]}, float64 {exact}")
+    for failure in failures:
+        print("FAIL:", failure)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
