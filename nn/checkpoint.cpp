@@ -37,12 +37,6 @@ bool is_filter(const ParameterInfo& p) {
   return p.kind == ParameterKind::conv_filter;
 }
 
-// torchvision's shape of a parameter: OIHW for a KRSC filter.
-Shape torch_shape(const ParameterInfo& p) {
-  if (!is_filter(p)) return p.shape;
-  return {p.shape[0], p.shape[3], p.shape[1], p.shape[2]};
-}
-
 // KRSC [o, h, w, i] <-> OIHW [o, i, h, w] for a filter of KRSC shape `krsc`.
 template <bool kToTorch>
 void convert_filter(const float* from, const Shape& krsc, float* to) {
@@ -59,6 +53,24 @@ void convert_filter(const float* from, const Shape& krsc, float* to) {
             to[engine_at] = from[torch_at];
         }
 }
+
+}  // namespace
+
+Shape torch_shape(const ParameterInfo& p) {
+  if (!is_filter(p)) return p.shape;
+  return {p.shape[0], p.shape[3], p.shape[1], p.shape[2]};
+}
+
+std::vector<float> to_torch_layout(const ParameterInfo& p, const float* values) {
+  std::vector<float> torch_order(static_cast<size_t>(p.numel()));
+  if (is_filter(p))
+    convert_filter<true>(values, p.shape, torch_order.data());
+  else
+    std::copy(values, values + p.numel(), torch_order.begin());
+  return torch_order;
+}
+
+namespace {
 
 std::string_view module_of(std::string_view name) {
   const size_t dot = name.rfind('.');
@@ -246,8 +258,7 @@ void save(const std::string& path, const ResNet& model, const Sgd* optimizer,
       const float* engine_order =
           (e.source == Source::momentum ? momentum : values).data() + p.offset;
       if (is_filter(p)) {
-        converted.emplace_back(static_cast<size_t>(p.numel()));
-        convert_filter<true>(engine_order, p.shape, converted.back().data());
+        converted.push_back(to_torch_layout(p, engine_order));
         engine_order = converted.back().data();
       }
       data = engine_order;

@@ -65,6 +65,11 @@ struct CheckpointState {
   friend bool operator==(const CheckpointState&, const CheckpointState&) = default;
 };
 
+// torchvision's shape of a parameter (OIHW for a KRSC filter), and its `p.numel()` values,
+// given in the engine's layout, in torchvision's.
+Shape torch_shape(const ParameterInfo& p);
+std::vector<float> to_torch_layout(const ParameterInfo& p, const float* values);
+
 // Writes `path` atomically (nn/safetensors.h): the model's tensors, and with an optimizer its
 // momentum buffer and flags. Waits for `stream`, the model's.
 void save_checkpoint(const std::string& path, const ResNet& model, const CheckpointState& state,

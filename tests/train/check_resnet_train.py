@@ -12,6 +12,9 @@ DIR is a small Fashion-MNIST ImageFolder (tools/export_fashion_mnist.py --train-
   resume        stopped mid-epoch by --max-steps then --resume: the same per-step losses as
                 an uninterrupted run, bit for bit; the resumed part's --dump-batches files
                 hold each step's batch of each rank (labels of their files, grey images)
+  probe         probe_step on a dumped batch gives the loss training logged for that step,
+                and as parameter gradients what a step of SGD at lr 1 (no momentum or weight
+                decay) took from the weights, in torchvision's layouts
   bad_flags     each bad flag or path: one line from rank 0 naming it, every rank non-zero
   bad_files     bad files skipped with one warning each, odd-but-good images train, counted
   sigterm       SIGTERM to one rank: every rank stops within seconds, 143, checkpoint intact
@@ -28,6 +31,7 @@ import subprocess
 import sys
 import time
 import zlib
+from array import array
 
 MPI = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
 # Small and fast: 32 px, resnet18, 1 compute thread per rank on the 2-core CI machine.
@@ -224,6 +228,69 @@ def check_dumped_batches(args, folder, steps, ranks, batch, steps_per_epoch):
                                     for c in range(3))
                 check(red == green == blue, f"{path}: image {image}'s channel planes differ")
                 check(max(red) > min(red), f"{path}: image {image} is flat")
+
+
+def read_f32_tensors(path):
+    """{name: (shape, array('f'))} of a safetensors file's F32 tensors (standard library)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    (length,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + length])
+    header.pop("__metadata__", None)
+    tensors = {}
+    for name, entry in header.items():
+        if entry["dtype"] == "F32":
+            begin, end = (8 + length + offset for offset in entry["data_offsets"])
+            values = array("f")
+            values.frombytes(data[begin:end])
+            tensors[name] = (entry["shape"], values)
+    return tensors
+
+
+def case_probe(args):
+    work = fresh(args, "probe")
+    check(args.probe_exe, "probe needs --probe-exe")
+    flags = ["--epochs", "1", "-b", "16", "--lr-schedule", "constant"]
+    run(args, 1, flags + ["--lr", "0.01", "--checkpoint-dir", work + "/a", "--max-steps", "3"])
+    before = os.path.join(work, "at_step_3.safetensors")
+    shutil.copy(os.path.join(work, "a", "last.safetensors"), before)
+    steps = os.path.join(work, "steps.jsonl")
+    # One step of p -= 1 * grad: the weights' change is the gradient.
+    run(args, 1, flags + ["--lr", "1", "--momentum", "0", "--wd", "0", "--checkpoint-dir",
+                          work + "/b", "--max-steps", "4", "--resume", before, "--dump-batches",
+                          work + "/dumps", "--step-metrics", steps])
+    probe = os.path.join(work, "probe.safetensors")
+    result = subprocess.run([args.probe_exe, "--checkpoint", before, "--batch",
+                             os.path.join(work, "dumps", "step-0000004-rank-0.safetensors"),
+                             "--out", probe], capture_output=True, text=True, timeout=120)
+    check(result.returncode == 0, f"probe_step exited {result.returncode}:\n{result.stderr}")
+    probed = read_f32_tensors(probe)
+    logged = read_jsonl(steps)[-1]
+    check(logged["step"] == 4, f"the resumed run logged step {logged['step']}, expected 4")
+    loss = probed["loss"][1][0]
+    check(abs(loss - logged["loss"]) <= 1e-6 * abs(logged["loss"]),
+          f"probe_step's loss {loss}, training logged {logged['loss']} for that step")
+    old = read_f32_tensors(before)
+    new = read_f32_tensors(os.path.join(work, "b", "last.safetensors"))
+    params = [name for name in old if not name.startswith("optimizer.")
+              and not name.endswith(("running_mean", "running_var"))]
+    check(len(params) == 62, f"{len(params)} parameters in the checkpoint, expected resnet18's 62")
+    for name in params:
+        shape, grad = probed["grad." + name]
+        check(shape == old[name][0], f"grad.{name} has shape {shape}, the parameter {old[name][0]}")
+        before_values, after_values = old[name][1], new[name][1]
+        # p_new = fl(p - g): within half an ulp of the larger of p and p_new, per element.
+        worst = max(abs(g - (a - b)) - 2.0 ** -23 * max(abs(a), abs(b))
+                    for g, a, b in zip(grad, before_values, after_values))
+        check(worst <= 0, f"grad.{name} differs from the step's change of {name} by "
+                          f"{worst:.3g} beyond rounding")
+        check(any(g != 0 for g in grad), f"grad.{name} is all zeros")
+    for layer in ("conv1", "layer1.0", "layer4.1", "fc"):
+        check(layer + ".output" in probed and layer + ".output_grad" in probed,
+              f"probe_step wrote no {layer}.output / .output_grad")
+    check(probed["conv1.output"][0] == [16, 64, 16, 16], "conv1.output is not NCHW [16, 64, 16, 16]")
+    print(f"probe: loss {loss:.7g} as logged, {len(params)} parameter gradients equal to the "
+          f"lr-1 step's change")
 
 
 def case_bad_flags(args):
@@ -439,6 +506,7 @@ def main():
     parser.add_argument("--exe", required=True)
     parser.add_argument("--data", required=True)
     parser.add_argument("--work", required=True)
+    parser.add_argument("--probe-exe", help="probe_step (the probe case)")
     args = parser.parse_args()
     if not os.path.isdir(os.path.join(args.data, "train")):
         print(f"SKIP: no dataset at {args.data} (needs Debian's dataset-fashion-mnist)")

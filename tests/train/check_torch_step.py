@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""tools/replay_in_torch.py reproduces resnet_train's losses (ctest train_replay_matches_torch):
-2 ranks train 3 steps and stop (a checkpoint with momentum), then resume for 2 more with
+"""resnet_train's steps against PyTorch's on the same state and batches (ctest
+train_step_matches_torch), with the two tools for that.
+
+tools/replay_in_torch.py: 2 ranks train 3 steps and stop (a checkpoint with momentum), then resume for 2 more with
 --dump-batches; PyTorch replays those 2 from the checkpoint on the dumped batches, in float32
 and float64. The engine's loss, as PyTorch's float32 one, must be within 1e-5 (relative) of
 the float64 one at the first step, which checks the checkpoint, the images and labels and
@@ -13,7 +15,13 @@ by ~1e-3 when one ReLU input within rounding of zero lands on the other side (it
 is then dropped or kept), and on these small batches of a fresh model that grows to ~1e-1
 within a few steps.
 
-    /usr/bin/python3 tests/train/check_torch_replay.py --exe build/resnet_train --data DIR --work DIR
+probe_step + tools/compare_step_with_torch.py: rank 0's batch of the first replayed step,
+layer by layer from the same checkpoint: our loss within 1e-6 of float64's, and the tool's
+verdict that no output or gradient leaves float64 unexplained (by more than 20 times
+PyTorch's float32 error and 1e-5; a gradient may, below a ReLU flip).
+
+    /usr/bin/python3 tests/train/check_torch_step.py --exe build/resnet_train \
+        --probe-exe build/probe_step --data DIR --work DIR
 
 Exits 77 (a ctest skip) without torch and torchvision.
 """
@@ -39,8 +47,7 @@ except ImportError as error:
     print(f"SKIP: torch and torchvision are not importable by {sys.executable}: {error}")
     sys.exit(SKIP)
 
-TOOL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
-                    "replay_in_torch.py")
+TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools")
 
 
 def train(args, extra):
@@ -52,6 +59,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--exe", required=True)
+    parser.add_argument("--probe-exe", required=True)
     parser.add_argument("--data", required=True)
     parser.add_argument("--work", required=True)
     args = parser.parse_args()
@@ -68,7 +76,7 @@ def main():
     train(args, ["--checkpoint-dir", checkpoints, "--max-steps", "5", "--resume", start,
                  "--dump-batches", dumps, "--step-metrics", steps])
     rows_file = os.path.join(args.work, "replay.jsonl")
-    replay = subprocess.run([sys.executable, TOOL, "--checkpoint", start, "--batches", dumps,
+    replay = subprocess.run([sys.executable, os.path.join(TOOLS, "replay_in_torch.py"), "--checkpoint", start, "--batches", dumps,
                              "--steps", steps, "--label-smoothing", "0.1", "--json", rows_file],
                             capture_output=True, text=True, timeout=300)
     print(replay.stdout, end="")
@@ -85,9 +93,31 @@ def main():
         for name in ("engine", "torch_f32"):
             if abs(row[name] - exact) > TOLERANCE.get(row["step"], 0) * abs(exact):
                 failures.append(f"step {row['step']}: {name} loss {row[name]}, float64 {exact}")
+    failures += check_probe(args, start, os.path.join(dumps, "step-0000004-rank-0.safetensors"))
     for failure in failures:
         print("FAIL:", failure)
     return 1 if failures else 0
+
+
+def check_probe(args, checkpoint, batch):
+    probe = os.path.join(args.work, "probe.safetensors")
+    subprocess.run([args.probe_exe, "--checkpoint", checkpoint, "--batch", batch, "--out", probe,
+                    "--label-smoothing", "0.1"], check=True, capture_output=True, timeout=300)
+    rows_file = os.path.join(args.work, "compare.jsonl")
+    compare = subprocess.run([sys.executable, os.path.join(TOOLS, "compare_step_with_torch.py"),
+                              "--probe", probe, "--json", rows_file],
+                             capture_output=True, text=True, timeout=300)
+    print(compare.stdout, end="")
+    if compare.returncode != 0:
+        return [f"compare_step_with_torch.py exited {compare.returncode}:\n{compare.stderr}"]
+    with open(rows_file) as f:
+        summary = json.loads(f.readline())
+    failures = []
+    if abs(summary["loss"] - summary["loss_f64"]) > 1e-6 * abs(summary["loss_f64"]):
+        failures.append(f"probe loss {summary['loss']}, float64 {summary['loss_f64']}")
+    if "leaves" in summary["verdict"] and "ReLU flip(s)" not in summary["verdict"]:
+        failures.append("probe: " + summary["verdict"])
+    return failures
 
 
 if __name__ == "__main__":
