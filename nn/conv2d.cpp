@@ -1,5 +1,7 @@
 #include "nn/conv2d.h"
 
+#include <algorithm>
+
 #include "kernels/ops/conv.h"
 #include "nn/shape_checks.h"
 
@@ -36,24 +38,30 @@ Shape Conv2d::setup(const Shape& input, const SetupContext& context) {
   }
   y_ = Tensor::empty(shape_.output_shape(), context.dtype, context.device);
   dx_ = context.input_grad ? Tensor::empty(input, context.dtype, context.device) : Tensor();
-  workspace_ = Tensor::empty({conv2d_backward_filter_workspace_numel(shape_, context.device)},
-                             DType::f32, context.device);
+  // One scratch for the three passes, which run one after another on the layer's stream.
+  const int64_t scratch =
+      std::max({conv2d_forward_workspace_numel(shape_, context.device),
+                conv2d_backward_data_workspace_numel(shape_, context.device),
+                conv2d_backward_filter_workspace_numel(shape_, context.device)});
+  workspace_.setup(scratch, context.scratch, context.device);
   return shape_.output_shape();
 }
 
 const Tensor& Conv2d::forward(const Tensor& x, Pass& pass) {
   x_ = x;
-  conv2d_forward(shape_, x, weight_.refresh(pass.stream), bias_, y_, pass.stream);
+  conv2d_forward(shape_, x, weight_.refresh(pass.stream), bias_, y_, workspace_.get(), pass.stream);
   return y_;
 }
 
 const Tensor& Conv2d::backward(const Tensor& dy, Pass& pass) {
   // The filter gradient first, so its all-reduce can start while the input gradient runs.
   conv2d_backward_filter(shape_, x_, dy, weight_grad_, bias_grad_, pass.accumulate_grads,
-                         workspace_, pass.stream);
+                         workspace_.get(), pass.stream);
   if (bias_id_ >= 0) pass.grad_ready(bias_id_);
   pass.grad_ready(weight_id_);
-  if (dx_.defined()) conv2d_backward_data(shape_, dy, weight_.current(), dx_, pass.stream);
+  if (dx_.defined()) {
+    conv2d_backward_data(shape_, dy, weight_.current(), dx_, workspace_.get(), pass.stream);
+  }
   return dx_;
 }
 

@@ -37,7 +37,8 @@ class Conv2d final : public Layer {
   Conv2dShape shape_;
   ComputeWeight weight_;  // the fp32 master, or its bf16 copy for bf16 activations
   Tensor weight_grad_, bias_, bias_grad_;
-  Tensor x_, y_, dx_, workspace_;
+  Tensor x_, y_, dx_;
+  LayerScratch workspace_;  // for all three passes, which run one after another
 };
 
 }  // namespace engine::nn

@@ -24,6 +24,7 @@
 #include "kernels/device.h"
 #include "kernels/stream.h"
 #include "kernels/tensor.h"
+#include "nn/layer_scratch.h"
 #include "nn/parameters.h"
 
 namespace engine::nn {
@@ -37,6 +38,8 @@ struct SetupContext {
   // false: only work out the shapes (a layer table, a memory estimate); allocate nothing and
   // touch no parameter. forward/backward must not follow such a setup.
   bool allocate = true;
+  // The network's shared scratch (nn/layer_scratch.h); null: each layer allocates its own.
+  SharedScratch* scratch = nullptr;
 };
 
 struct Pass {

@@ -35,9 +35,9 @@ Shape Linear::setup(const Shape& input, const SetupContext& context) {
   }
   y_ = Tensor::empty(out, context.dtype, context.device);
   dx_ = context.input_grad ? Tensor::empty(input, context.dtype, context.device) : Tensor();
-  workspace_ = Tensor::empty({linear_backward_weight_workspace_numel(
-                                 input[0], in_features_, out_features_, context.device)},
-                             DType::f32, context.device);
+  workspace_.setup(
+      linear_backward_weight_workspace_numel(input[0], in_features_, out_features_, context.device),
+      context.scratch, context.device);
   return out;
 }
 
@@ -48,7 +48,7 @@ const Tensor& Linear::forward(const Tensor& x, Pass& pass) {
 }
 
 const Tensor& Linear::backward(const Tensor& dy, Pass& pass) {
-  linear_backward_weight(x_, dy, weight_grad_, bias_grad_, pass.accumulate_grads, workspace_,
+  linear_backward_weight(x_, dy, weight_grad_, bias_grad_, pass.accumulate_grads, workspace_.get(),
                          pass.stream);
   if (bias_id_ >= 0) pass.grad_ready(bias_id_);
   pass.grad_ready(weight_id_);

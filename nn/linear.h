@@ -27,7 +27,8 @@ class Linear final : public Layer {
   ParameterId weight_id_ = -1, bias_id_ = -1;
   ComputeWeight weight_;  // the fp32 master, or its bf16 copy for bf16 activations
   Tensor weight_grad_, bias_, bias_grad_;
-  Tensor x_, y_, dx_, workspace_;
+  Tensor x_, y_, dx_;
+  LayerScratch workspace_;
 };
 
 }  // namespace engine::nn

@@ -114,7 +114,12 @@ void require_images(const std::string& arch, const Shape& images) {
 Shape ResNet::setup(const Shape& images, DType dtype, Stream& stream) {
   if (!params_.allocated()) fail(arch_ + ": setup() before allocate()");
   require_images(arch_, images);
-  return layers_->setup(images, SetupContext{params_.device(), dtype, stream, false});
+  scratch_.begin();
+  SetupContext context{params_.device(), dtype, stream, false};
+  context.scratch = &scratch_;
+  const Shape logits = layers_->setup(images, context);
+  scratch_.allocate(params_.device());
+  return logits;
 }
 
 Shape ResNet::plan(const Shape& images) {

@@ -51,6 +51,8 @@ class ResNet {
   ParameterSet& params() { return params_; }
   const ParameterSet& params() const { return params_; }
   const Sequential& layers() const { return *layers_; }
+  // The scratch every layer shares (nn/layer_scratch.h), allocated by setup().
+  const Tensor& scratch() const { return scratch_.tensor(); }
   // The top-level layers, to drive one by one (bench_step --profile times each).
   Sequential& layers() { return *layers_; }
   // Every Conv2d in forward order (their shapes after setup): bench_kernels' layer table.
@@ -63,6 +65,7 @@ class ResNet {
   ResNetOptions options_;
   ParameterSet params_;  // declared before the layers, which hold references to it
   std::unique_ptr<Sequential> layers_;
+  SharedScratch scratch_;  // the layers' split-K partials (nn/layer_scratch.h)
 };
 
 }  // namespace engine::nn

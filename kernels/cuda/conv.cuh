@@ -33,35 +33,77 @@ inline size_t filter_grad_workspace_bytes(const Conv2dShape& shape, int splits) 
 // ---------------------------------------------------------------------------------------
 // Launchers
 
+// Split-K for the passes whose output is the GEMM's M x N (forward: pixels x filters; input
+// gradient: input pixels x channels): a small batch leaves layer3/4 with fewer output tiles
+// than the GPU has SMs (resnet50 at 224 px, batch 32: 52 tiles at layer4 for 132 SMs), so K
+// is split over blockIdx.z into fp32 partials that splitk_reduce_kernel sums in split order.
+// A forward with a bias does not split (the reduction adds no bias; no ResNet conv has one).
+inline int output_splits(int64_t m, int64_t n, int64_t k, const ConvLaunch& options) {
+  if (options.split_k > 0) return options.split_k;
+  return choose_split_k(m, n, k, kFp32TileM, kFp32TileN);
+}
+
+inline size_t output_split_workspace_bytes(int64_t m, int64_t n, int splits) {
+  return splits > 1 ? static_cast<size_t>(splits) * static_cast<size_t>(m * n) * sizeof(float) : 0;
+}
+
+// The GEMM extents of the two passes.
+struct GemmExtent {
+  int64_t m, n, k;
+};
+inline GemmExtent forward_extent(const Conv2dShape& shape) {
+  return {shape.gemm_m(), shape.out_channels, shape.gemm_k()};
+}
+inline GemmExtent backward_data_extent(const Conv2dShape& shape) {
+  return {shape.batch * shape.in_h * shape.in_w, shape.in_channels,
+          shape.kernel_h * shape.kernel_w * shape.out_channels};
+}
+
+// Runs `gemm(store, splits)` storing into out (m x n, row-major) directly, or with split K
+// into the workspace's partials and then their sum into out. workspace: null (no split) or
+// output_split_workspace_bytes(m, n, splits) bytes.
+template <typename T, typename Gemm>
+void split_output_gemm(const GemmExtent& e, T* out, const float* bias, float* workspace,
+                       const ConvLaunch& options, cudaStream_t stream, Gemm&& gemm) {
+  const int splits =
+      workspace != nullptr && bias == nullptr ? output_splits(e.m, e.n, e.k, options) : 1;
+  if (splits == 1) {
+    gemm(StoreToMatrix<T>{out, e.n, bias, false}, 1);
+    return;
+  }
+  gemm(StoreSplitPartial{workspace, e.m, e.n}, splits);
+  splitk_reduce_launch(splits, e.m * e.n, workspace, out, false, stream);
+}
+
 template <typename T>
 void conv2d_forward_launch(const Conv2dShape& shape, const T* x, const T* w, const float* bias,
-                           T* y, cudaStream_t stream) {
-  const int64_t k = shape.gemm_k();
-  const StoreToMatrix<T> store{y, shape.out_channels, bias, false};
-  const KContiguousOperand<T> filters{w, k};
-  if (shape.is_pointwise()) {
-    gemm_launch<T>(shape.gemm_m(), shape.out_channels, k, KContiguousOperand<T>{x, k}, filters,
-                   store, 1, stream);
-  } else {
-    gemm_launch<T>(shape.gemm_m(), shape.out_channels, k, ConvForwardInput<T>{x, shape}, filters,
-                   store, 1, stream);
-  }
+                           T* y, cudaStream_t stream, float* workspace = nullptr,
+                           ConvLaunch options = {}) {
+  const GemmExtent e = forward_extent(shape);
+  const KContiguousOperand<T> filters{w, e.k};
+  split_output_gemm(e, y, bias, workspace, options, stream, [&](const auto& store, int splits) {
+    if (shape.is_pointwise()) {
+      gemm_launch<T>(e.m, e.n, e.k, KContiguousOperand<T>{x, e.k}, filters, store, splits, stream);
+    } else {
+      gemm_launch<T>(e.m, e.n, e.k, ConvForwardInput<T>{x, shape}, filters, store, splits, stream);
+    }
+  });
 }
 
 template <typename T>
 void conv2d_backward_data_launch(const Conv2dShape& shape, const T* dy, const T* w, T* dx,
-                                 cudaStream_t stream) {
-  const int64_t in_pixels = shape.batch * shape.in_h * shape.in_w;
-  const int64_t reduction = shape.kernel_h * shape.kernel_w * shape.out_channels;
-  const StoreToMatrix<T> store{dx, shape.in_channels, nullptr, false};
-  if (shape.is_pointwise()) {
-    gemm_launch<T>(in_pixels, shape.in_channels, reduction,
-                   KContiguousOperand<T>{dy, shape.out_channels},
-                   RowContiguousOperand<T>{w, shape.in_channels}, store, 1, stream);
-  } else {
-    gemm_launch<T>(in_pixels, shape.in_channels, reduction, ConvDataGradOutput<T>{dy, shape},
-                   ConvDataGradFilter<T>{w, shape}, store, 1, stream);
-  }
+                                 cudaStream_t stream, float* workspace = nullptr,
+                                 ConvLaunch options = {}) {
+  const GemmExtent e = backward_data_extent(shape);
+  split_output_gemm(e, dx, nullptr, workspace, options, stream, [&](const auto& store, int splits) {
+    if (shape.is_pointwise()) {
+      gemm_launch<T>(e.m, e.n, e.k, KContiguousOperand<T>{dy, shape.out_channels},
+                     RowContiguousOperand<T>{w, shape.in_channels}, store, splits, stream);
+    } else {
+      gemm_launch<T>(e.m, e.n, e.k, ConvDataGradOutput<T>{dy, shape},
+                     ConvDataGradFilter<T>{w, shape}, store, splits, stream);
+    }
+  });
 }
 
 template <typename T, typename TGrad>
@@ -101,19 +143,29 @@ size_t conv2d_backward_filter_workspace_bytes(const Conv2dShape& shape) {
   return filter_grad_workspace_bytes(shape, filter_grad_splits(shape, {}));
 }
 
+size_t conv2d_forward_workspace_bytes(const Conv2dShape& shape) {
+  const GemmExtent e = forward_extent(shape);
+  return output_split_workspace_bytes(e.m, e.n, output_splits(e.m, e.n, e.k, {}));
+}
+
+size_t conv2d_backward_data_workspace_bytes(const Conv2dShape& shape) {
+  const GemmExtent e = backward_data_extent(shape);
+  return output_split_workspace_bytes(e.m, e.n, output_splits(e.m, e.n, e.k, {}));
+}
+
 void conv2d_forward(const Conv2dShape& shape, DType dtype, const void* x, const void* w,
-                    const float* bias, void* y, cudaStream_t stream) {
+                    const float* bias, void* y, void* workspace, cudaStream_t stream) {
   dispatch_device_dtype(dtype, [&]<typename T>() {
     conv2d_forward_launch(shape, static_cast<const T*>(x), static_cast<const T*>(w), bias,
-                          static_cast<T*>(y), stream);
+                          static_cast<T*>(y), stream, static_cast<float*>(workspace));
   });
 }
 
 void conv2d_backward_data(const Conv2dShape& shape, DType dtype, const void* dy, const void* w,
-                          void* dx, cudaStream_t stream) {
+                          void* dx, void* workspace, cudaStream_t stream) {
   dispatch_device_dtype(dtype, [&]<typename T>() {
     conv2d_backward_data_launch(shape, static_cast<const T*>(dy), static_cast<const T*>(w),
-                                static_cast<T*>(dx), stream);
+                                static_cast<T*>(dx), stream, static_cast<float*>(workspace));
   });
 }
 

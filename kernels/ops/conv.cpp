@@ -40,10 +40,26 @@ Tensor as_image(const Tensor& rows, int64_t channels) {
   return rows.reshape({rows.size(0), 1, 1, channels});
 }
 
-}  // namespace
+// f32 elements of bytes(shape, cuda_stream) of CUDA workspace; 0 on the CPU, whose passes need
+// none. `bytes` is a generic lambda called from on_device's CUDA branch, so that a build
+// without CUDA never refers to the cuda:: function it calls.
+template <typename Bytes>
+int64_t workspace_numel(std::string_view what, const Conv2dShape& shape, Device device,
+                        Bytes&& bytes) {
+  shape.validate();
+  int64_t numel = 0;
+  ops::on_device(
+      what, device, nullptr, [] {},
+      [&](auto cuda_stream) {
+        numel =
+            static_cast<int64_t>((bytes(shape, cuda_stream) + sizeof(float) - 1) / sizeof(float));
+      });
+  return numel;
+}
 
-void conv2d_forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const Tensor& bias,
-                    Tensor& y, Stream& stream) {
+// workspace: null, or the caller's (at least the _workspace_numel the op names).
+void forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const Tensor& bias,
+             Tensor& y, Tensor* workspace, Stream& stream) {
   constexpr std::string_view op = "conv2d_forward";
   shape.validate();
   ops::require_float(op, "x", x);
@@ -56,6 +72,11 @@ void conv2d_forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, 
   if (bias.defined())
     ops::require_exact(op, "bias", bias, {shape.out_channels}, DType::f32, device, context);
   const float* bias_data = bias.defined() ? bias.data<float>() : nullptr;
+  float* scratch =
+      workspace == nullptr
+          ? nullptr
+          : ops::require_workspace(op, *workspace, conv2d_forward_workspace_numel(shape, device),
+                                   device, "conv2d_forward_workspace_numel");
   ops::require_on_stream(op, "x", x, stream);
   ops::on_device(
       op, stream,
@@ -64,12 +85,12 @@ void conv2d_forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, 
       },
       [&](auto cuda_stream) {
         cuda::conv2d_forward(shape, dtype, x.raw_data(), w.raw_data(), bias_data, y.raw_data(),
-                             cuda_stream);
+                             scratch, cuda_stream);
       });
 }
 
-void conv2d_backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, Tensor& dx,
-                          Stream& stream) {
+void backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, Tensor& dx,
+                   Tensor* workspace, Stream& stream) {
   constexpr std::string_view op = "conv2d_backward_data";
   shape.validate();
   ops::require_float(op, "dy", dy);
@@ -79,27 +100,59 @@ void conv2d_backward_data(const Conv2dShape& shape, const Tensor& dy, const Tens
   ops::require_exact(op, "dy", dy, shape.output_shape(), dtype, device, context);
   ops::require_exact(op, "w", w, shape.filter_shape(), dtype, device, context);
   ops::require_exact(op, "dx", dx, shape.input_shape(), dtype, device, context);
+  float* scratch = workspace == nullptr
+                       ? nullptr
+                       : ops::require_workspace(op, *workspace,
+                                                conv2d_backward_data_workspace_numel(shape, device),
+                                                device, "conv2d_backward_data_workspace_numel");
   ops::require_on_stream(op, "dy", dy, stream);
   ops::on_device(
       op, stream,
       [&] { cpu::conv2d_backward_data(shape, dtype, dy.raw_data(), w.raw_data(), dx.raw_data()); },
       [&](auto cuda_stream) {
         cuda::conv2d_backward_data(shape, dtype, dy.raw_data(), w.raw_data(), dx.raw_data(),
-                                   cuda_stream);
+                                   scratch, cuda_stream);
       });
 }
 
+}  // namespace
+
+int64_t conv2d_forward_workspace_numel(const Conv2dShape& shape, Device device) {
+  return workspace_numel(
+      "conv2d_forward_workspace_numel", shape, device,
+      [](const Conv2dShape& s, auto) { return cuda::conv2d_forward_workspace_bytes(s); });
+}
+
+int64_t conv2d_backward_data_workspace_numel(const Conv2dShape& shape, Device device) {
+  return workspace_numel(
+      "conv2d_backward_data_workspace_numel", shape, device,
+      [](const Conv2dShape& s, auto) { return cuda::conv2d_backward_data_workspace_bytes(s); });
+}
+
+void conv2d_forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const Tensor& bias,
+                    Tensor& y, Stream& stream) {
+  forward(shape, x, w, bias, y, nullptr, stream);
+}
+
+void conv2d_forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const Tensor& bias,
+                    Tensor& y, Tensor& workspace, Stream& stream) {
+  forward(shape, x, w, bias, y, &workspace, stream);
+}
+
+void conv2d_backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, Tensor& dx,
+                          Stream& stream) {
+  backward_data(shape, dy, w, dx, nullptr, stream);
+}
+
+void conv2d_backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, Tensor& dx,
+                          Tensor& workspace, Stream& stream) {
+  backward_data(shape, dy, w, dx, &workspace, stream);
+}
+
 int64_t conv2d_backward_filter_workspace_numel(const Conv2dShape& shape, Device device) {
-  shape.validate();
-  int64_t numel = 0;  // the CPU passes need no scratch
-  ops::on_device(
-      "conv2d_backward_filter_workspace_numel", device, nullptr, [] {},
-      [&](auto) {
-        numel = static_cast<int64_t>(
-            (cuda::conv2d_backward_filter_workspace_bytes(shape) + sizeof(float) - 1) /
-            sizeof(float));
-      });
-  return numel;
+  return workspace_numel(
+      "conv2d_backward_filter_workspace_numel", shape, device,
+      [](const Conv2dShape& s, auto) { return cuda::conv2d_backward_filter_workspace_bytes(s); });
 }
 
 void conv2d_backward_filter(const Conv2dShape& shape, const Tensor& x, const Tensor& dy, Tensor& dw,

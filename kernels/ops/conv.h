@@ -13,12 +13,24 @@
 
 namespace engine {
 
-// y = conv(x, w) + bias. bias: f32[K] or undefined.
+// f32 elements of scratch with which conv2d_forward / conv2d_backward_data split the
+// reduction where the output alone has too few tiles to fill a GPU (small batches at the last
+// stages); 0 on the CPU and where no split pays. Allocate once per layer shape, as below.
+int64_t conv2d_forward_workspace_numel(const Conv2dShape& shape, Device device);
+int64_t conv2d_backward_data_workspace_numel(const Conv2dShape& shape, Device device);
+
+// y = conv(x, w) + bias. bias: f32[K] or undefined. workspace: f32 with at least
+// conv2d_forward_workspace_numel elements (undefined when that is 0); without one, no split.
 void conv2d_forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const Tensor& bias,
                     Tensor& y, Stream& stream);
-// dx = gradient of the input; overwrites dx.
+void conv2d_forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const Tensor& bias,
+                    Tensor& y, Tensor& workspace, Stream& stream);
+// dx = gradient of the input; overwrites dx. workspace: as the forward's, of
+// conv2d_backward_data_workspace_numel elements.
 void conv2d_backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, Tensor& dx,
                           Stream& stream);
+void conv2d_backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, Tensor& dx,
+                          Tensor& workspace, Stream& stream);
 
 // f32 elements of scratch that conv2d_backward_filter needs for `shape` on `device` (split-K
 // partials on CUDA; 0 on the CPU). Allocate it once per layer shape and reuse it.

@@ -26,13 +26,19 @@ class ConvGpu : public ::testing::Test {
   }
 };
 
+// With the layers' workspaces, as nn::Conv2d passes them: forward and input gradient split K
+// where the output has few tiles (most of the table's small-batch layer3/4 shapes). Every
+// other case's forward has a bias, which never splits.
 TEST_F(ConvGpu, AllPassesMatchCpu) {
   const Device gpu = Device::cuda(0);
   Stream host;
   Stream stream(gpu);
+  int split_forwards = 0, split_input_grads = 0;
   for (DType dtype : {DType::f32, DType::bf16}) {
     const double tolerance = dtype == DType::f32 ? 1e-5 : 1.0 / 128;
+    int index = 0;
     for (const auto& [name, shape] : conv_cases()) {
+      const bool with_bias = index++ % 2 == 0;
       SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + std::string(dtype_name(dtype)));
       const bool exact = dtype == DType::bf16;
       Tensor x = Tensor::from_floats(
@@ -41,20 +47,28 @@ TEST_F(ConvGpu, AllPassesMatchCpu) {
           shape.filter_shape(), random_values(shape_numel(shape.filter_shape()), 2, exact), dtype);
       Tensor dy = Tensor::from_floats(
           shape.output_shape(), random_values(shape_numel(shape.output_shape()), 3, exact), dtype);
-      Tensor bias = Tensor::from_floats({shape.out_channels}, random_values(shape.out_channels, 4));
+      Tensor bias = with_bias ? Tensor::from_floats({shape.out_channels},
+                                                    random_values(shape.out_channels, 4))
+                              : Tensor();
       Tensor gx = x.to(gpu, stream), gw = w.to(gpu, stream), gdy = dy.to(gpu, stream);
-      Tensor gbias = bias.to(gpu, stream);
+      Tensor gbias = with_bias ? bias.to(gpu, stream) : Tensor();
+      const int64_t forward_scratch = conv2d_forward_workspace_numel(shape, gpu);
+      const int64_t input_grad_scratch = conv2d_backward_data_workspace_numel(shape, gpu);
+      split_forwards += forward_scratch > 0 && !with_bias;
+      split_input_grads += input_grad_scratch > 0;
 
       Tensor y = Tensor::empty(shape.output_shape(), dtype),
              gy = Tensor::empty(shape.output_shape(), dtype, gpu);
+      Tensor forward_workspace = Tensor::empty({forward_scratch}, DType::f32, gpu);
       conv2d_forward(shape, x, w, bias, y, host);
-      conv2d_forward(shape, gx, gw, gbias, gy, stream);
+      conv2d_forward(shape, gx, gw, gbias, gy, forward_workspace, stream);
       EXPECT_LE(relative_difference(gy.to_floats(stream), y.to_floats(host)), tolerance);
 
       Tensor dx = Tensor::empty(shape.input_shape(), dtype),
              gdx = Tensor::empty(shape.input_shape(), dtype, gpu);
+      Tensor input_grad_workspace = Tensor::empty({input_grad_scratch}, DType::f32, gpu);
       conv2d_backward_data(shape, dy, w, dx, host);
-      conv2d_backward_data(shape, gdy, gw, gdx, stream);
+      conv2d_backward_data(shape, gdy, gw, gdx, input_grad_workspace, stream);
       EXPECT_LE(relative_difference(gdx.to_floats(stream), dx.to_floats(host)), tolerance);
 
       Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32),
@@ -69,6 +83,26 @@ TEST_F(ConvGpu, AllPassesMatchCpu) {
       EXPECT_LE(relative_difference(gdw.to_floats(stream), dw.to_floats(host)), 1e-5);
       EXPECT_LE(relative_difference(gdb.to_floats(stream), db.to_floats(host)), 1e-5);
     }
+  }
+  EXPECT_GT(split_forwards, 0);
+  EXPECT_GT(split_input_grads, 0);
+}
+
+TEST_F(ConvGpu, WorkspaceSmallerThanTheSplitNeedsIsAnError) {
+  const Device gpu = Device::cuda(0);
+  Stream stream(gpu);
+  const Conv2dShape shape = testing::conv_shape(1, 2, 2, 512, 512, 3, 3, 1, 1);  // 4 pixels
+  ASSERT_GT(conv2d_forward_workspace_numel(shape, gpu), 0);
+  Tensor x = Tensor::zeros(shape.input_shape(), DType::f32, gpu, stream);
+  Tensor w = Tensor::zeros(shape.filter_shape(), DType::f32, gpu, stream);
+  Tensor y = Tensor::empty(shape.output_shape(), DType::f32, gpu);
+  Tensor small = Tensor::empty({conv2d_forward_workspace_numel(shape, gpu) - 1}, DType::f32, gpu);
+  try {
+    conv2d_forward(shape, x, w, Tensor(), y, small, stream);
+    FAIL() << "a short workspace was accepted";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("conv2d_forward_workspace_numel"), std::string::npos)
+        << error.what();
   }
 }
 

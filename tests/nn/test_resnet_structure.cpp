@@ -6,7 +6,10 @@
 #include <set>
 
 #include "kernels/error.h"
+#include "kernels/ops/conv.h"
 #include "kernels/ops/copy.h"
+#include "kernels/runtime.h"
+#include "nn/conv2d.h"
 #include "nn/cross_entropy.h"
 #include "nn/resnet.h"
 
@@ -25,6 +28,34 @@ TEST(ResNet, ParameterCountsMatchTorchvision) {
   }
   ResNet ten_classes("resnet18", {.num_classes = 10});
   EXPECT_EQ(ten_classes.params().parameter_count(), 11689512 - 990 * 513);
+}
+
+// On CUDA the conv passes split K into partials where the output has few tiles; the layers
+// share one buffer of the largest size any of them needs instead of holding one each.
+TEST(ResNetCuda, LayersShareOneScratchOfTheLargestSize) {
+  if (cuda_device_count() == 0)
+    GTEST_SKIP() << "no usable CUDA device: " << cuda_unavailable_reason();
+  const Device gpu = Device::cuda(0);
+  Stream stream(gpu);
+  ResNet model("resnet18", {.num_classes = 10});
+  model.allocate(gpu, stream);
+  model.setup({8, 32, 32, 3}, DType::f32, stream);
+  int64_t largest = 0, total = 0;
+  for (const Conv2d* conv : model.conv_layers()) {
+    const Conv2dShape& shape = conv->shape();
+    const int64_t needed = std::max({conv2d_forward_workspace_numel(shape, gpu),
+                                     conv2d_backward_data_workspace_numel(shape, gpu),
+                                     conv2d_backward_filter_workspace_numel(shape, gpu)});
+    largest = std::max(largest, needed);
+    total += needed;
+  }
+  EXPECT_GT(total, 2 * largest);  // several layers split: sharing saves memory
+  ASSERT_TRUE(model.scratch().defined());
+  EXPECT_EQ(model.scratch().numel(), largest);
+  EXPECT_EQ(model.scratch().device(), gpu);
+  // A smaller batch (an epoch's last) keeps the larger buffer.
+  model.setup({2, 32, 32, 3}, DType::f32, stream);
+  EXPECT_EQ(model.scratch().numel(), largest);
 }
 
 TEST(ResNet, NamesFollowTorchvision) {
