@@ -8,6 +8,7 @@
 
 #include "kernels/error.h"
 #include "nn/safetensors.h"
+#include "train/nchw_layout.h"
 
 namespace engine::train {
 
@@ -33,15 +34,8 @@ void dump_batch(const std::string& dir, const data::Batch& batch, const BatchDum
   const Tensor& images = batch.images;
   const int64_t n = images.size(0), height = images.size(1), width = images.size(2),
                 channels = images.size(3);
-  // NHWC (what the model reads) to NCHW (what PyTorch's models read).
-  const std::vector<float> nhwc = images.to_floats(stream);
-  std::vector<float> nchw(nhwc.size());
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t y = 0; y < height; ++y)
-      for (int64_t x = 0; x < width; ++x)
-        for (int64_t c = 0; c < channels; ++c)
-          nchw[static_cast<size_t>(((i * channels + c) * height + y) * width + x)] =
-              nhwc[static_cast<size_t>(((i * height + y) * width + x) * channels + c)];
+  const std::vector<float> nchw =
+      nhwc_to_nchw(images.to_floats(stream), n, height, width, channels);
   const std::vector<int64_t> labels(batch.labels.begin(), batch.labels.end());
   const std::vector<nn::SafetensorsTensor> tensors = {
       {"images", "F32", {n, channels, height, width}, nchw.data()},

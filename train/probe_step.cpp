@@ -27,6 +27,7 @@
 #include "nn/resnet.h"
 #include "nn/safetensors.h"
 #include "train/cli_usage.h"
+#include "train/nchw_layout.h"
 
 namespace engine::train {
 namespace {
@@ -101,13 +102,7 @@ ProbeBatch read_batch(const std::string& path) {
   b.width = images.shape[3];
   std::vector<float> nchw(static_cast<size_t>(b.n * b.channels * b.height * b.width));
   reader.read(images, std::as_writable_bytes(std::span(nchw)));
-  b.nhwc.resize(nchw.size());
-  for (int64_t i = 0; i < b.n; ++i)
-    for (int64_t c = 0; c < b.channels; ++c)
-      for (int64_t y = 0; y < b.height; ++y)
-        for (int64_t x = 0; x < b.width; ++x)
-          b.nhwc[static_cast<size_t>(((i * b.height + y) * b.width + x) * b.channels + c)] =
-              nchw[static_cast<size_t>(((i * b.channels + c) * b.height + y) * b.width + x)];
+  b.nhwc = nchw_to_nhwc(nchw, b.n, b.channels, b.height, b.width);
   std::vector<int64_t> wide(static_cast<size_t>(b.n));
   reader.read(labels, std::as_writable_bytes(std::span(wide)));
   b.labels.assign(wide.begin(), wide.end());
@@ -130,16 +125,8 @@ struct ProbeTensors {
     std::vector<float> data = t.to_floats(stream);
     Shape shape = t.shape();
     if (shape.size() == 4) {
-      const int64_t n = shape[0], h = shape[1], w = shape[2], c = shape[3];
-      std::vector<float> nchw(data.size());
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t y = 0; y < h; ++y)
-          for (int64_t x = 0; x < w; ++x)
-            for (int64_t ch = 0; ch < c; ++ch)
-              nchw[static_cast<size_t>(((i * c + ch) * h + y) * w + x)] =
-                  data[static_cast<size_t>(((i * h + y) * w + x) * c + ch)];
-      data = std::move(nchw);
-      shape = {n, c, h, w};
+      data = nhwc_to_nchw(data, shape[0], shape[1], shape[2], shape[3]);
+      shape = {shape[0], shape[3], shape[1], shape[2]};
     }
     add(std::move(name), std::move(shape), std::move(data));
   }

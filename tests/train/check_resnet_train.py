@@ -31,7 +31,9 @@ import subprocess
 import sys
 import time
 import zlib
-from array import array
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from safetensors_plain import read_safetensors_plain  # noqa: E402
 
 MPI = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
 # Small and fast: 32 px, resnet18, 1 compute thread per rank on the 2-core CI machine.
@@ -171,23 +173,6 @@ def case_resume(args):
           "steps 14-18 dumped")
 
 
-def read_safetensors_plain(path):
-    """(metadata, {name: (dtype, shape, values)}) with the standard library only."""
-    with open(path, "rb") as f:
-        data = f.read()
-    (length,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + length])
-    metadata = header.pop("__metadata__", {})
-    formats = {"F32": "f", "I64": "q"}
-    tensors = {}
-    for name, entry in header.items():
-        begin, end = (8 + length + offset for offset in entry["data_offsets"])
-        code = formats[entry["dtype"]]
-        values = struct.unpack(f"<{(end - begin) // struct.calcsize(code)}{code}", data[begin:end])
-        tensors[name] = (entry["dtype"], entry["shape"], values)
-    return metadata, tensors
-
-
 def image_folder_labels(root):
     """The class index of every file, in the ImageFolder's order (torchvision's)."""
     classes = sorted(e.name for e in os.scandir(root) if e.is_dir())
@@ -230,23 +215,6 @@ def check_dumped_batches(args, folder, steps, ranks, batch, steps_per_epoch):
                 check(max(red) > min(red), f"{path}: image {image} is flat")
 
 
-def read_f32_tensors(path):
-    """{name: (shape, array('f'))} of a safetensors file's F32 tensors (standard library)."""
-    with open(path, "rb") as f:
-        data = f.read()
-    (length,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + length])
-    header.pop("__metadata__", None)
-    tensors = {}
-    for name, entry in header.items():
-        if entry["dtype"] == "F32":
-            begin, end = (8 + length + offset for offset in entry["data_offsets"])
-            values = array("f")
-            values.frombytes(data[begin:end])
-            tensors[name] = (entry["shape"], values)
-    return tensors
-
-
 def case_probe(args):
     work = fresh(args, "probe")
     check(args.probe_exe, "probe needs --probe-exe")
@@ -264,21 +232,22 @@ def case_probe(args):
                              os.path.join(work, "dumps", "step-0000004-rank-0.safetensors"),
                              "--out", probe], capture_output=True, text=True, timeout=120)
     check(result.returncode == 0, f"probe_step exited {result.returncode}:\n{result.stderr}")
-    probed = read_f32_tensors(probe)
+    _, probed = read_safetensors_plain(probe)
     logged = read_jsonl(steps)[-1]
     check(logged["step"] == 4, f"the resumed run logged step {logged['step']}, expected 4")
-    loss = probed["loss"][1][0]
+    loss = probed["loss"][2][0]
     check(abs(loss - logged["loss"]) <= 1e-6 * abs(logged["loss"]),
           f"probe_step's loss {loss}, training logged {logged['loss']} for that step")
-    old = read_f32_tensors(before)
-    new = read_f32_tensors(os.path.join(work, "b", "last.safetensors"))
-    params = [name for name in old if not name.startswith("optimizer.")
+    _, old = read_safetensors_plain(before)
+    _, new = read_safetensors_plain(os.path.join(work, "b", "last.safetensors"))
+    params = [name for name, (dtype, _, _) in old.items() if dtype == "F32"
+              and not name.startswith("optimizer.")
               and not name.endswith(("running_mean", "running_var"))]
     check(len(params) == 62, f"{len(params)} parameters in the checkpoint, expected resnet18's 62")
     for name in params:
-        shape, grad = probed["grad." + name]
-        check(shape == old[name][0], f"grad.{name} has shape {shape}, the parameter {old[name][0]}")
-        before_values, after_values = old[name][1], new[name][1]
+        _, shape, grad = probed["grad." + name]
+        check(shape == old[name][1], f"grad.{name} has shape {shape}, the parameter {old[name][1]}")
+        before_values, after_values = old[name][2], new[name][2]
         # p_new = fl(p - g): within half an ulp of the larger of p and p_new, per element.
         worst = max(abs(g - (a - b)) - 2.0 ** -23 * max(abs(a), abs(b))
                     for g, a, b in zip(grad, before_values, after_values))
@@ -288,7 +257,7 @@ def case_probe(args):
     for layer in ("conv1", "layer1.0", "layer4.1", "fc"):
         check(layer + ".output" in probed and layer + ".output_grad" in probed,
               f"probe_step wrote no {layer}.output / .output_grad")
-    check(probed["conv1.output"][0] == [16, 64, 16, 16], "conv1.output is not NCHW [16, 64, 16, 16]")
+    check(probed["conv1.output"][1] == [16, 64, 16, 16], "conv1.output is not NCHW [16, 64, 16, 16]")
     print(f"probe: loss {loss:.7g} as logged, {len(params)} parameter gradients equal to the "
           f"lr-1 step's change")
 

@@ -37,14 +37,15 @@ Exit 77 (skip) when the dataset is missing. Usage:
                             [--probe-exe probe_step]
 """
 import argparse
-from array import array
 import json
-import struct
 import math
 import os
 import shutil
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from safetensors_plain import read_safetensors_plain  # noqa: E402
 
 COMMON = ["--arch", "resnet18", "--image-size", "32", "--crop-scale", "0.64,1", "--workers", "1",
           "--normalize", "0.286,0.286,0.286/0.353,0.353,0.353", "--print-freq", "1",
@@ -89,22 +90,6 @@ def compare(what, reference, losses, tolerances):
     return differences
 
 
-def read_f32_tensors(path):
-    """{name: array('f')} of a safetensors file's F32 tensors, and its metadata."""
-    with open(path, "rb") as f:
-        data = f.read()
-    (length,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + length])
-    metadata = header.pop("__metadata__", {})
-    tensors = {}
-    for name, entry in header.items():
-        if entry["dtype"] == "F32":
-            begin, end = (8 + length + offset for offset in entry["data_offsets"])
-            tensors[name] = array("f")
-            tensors[name].frombytes(data[begin:end])
-    return tensors, metadata
-
-
 def relative(values, reference):
     norm = math.sqrt(sum(r * r for r in reference))
     return math.sqrt(sum((v - r) ** 2 for v, r in zip(values, reference))) / max(norm, 1e-30)
@@ -120,8 +105,9 @@ def probe_on_both_devices(args, checkpoint, batch):
                                 text=True, timeout=600, env=env)
         if result.returncode != 0:
             sys.exit(f"probe_step --device {device} exited {result.returncode}\n{result.stderr}")
-        outputs[device] = read_f32_tensors(out)
-    (cpu, metadata), (cuda, cuda_metadata) = outputs["cpu"], outputs["cuda"]
+        metadata, tensors = read_safetensors_plain(out)
+        outputs[device] = metadata, {name: values for name, (_, _, values) in tensors.items()}
+    (metadata, cpu), (cuda_metadata, cuda) = outputs["cpu"], outputs["cuda"]
     if cuda_metadata.get("device") != "cuda:0":
         sys.exit(f"probe_step --device cuda ran on {cuda_metadata.get('device')}")
     layers = metadata["layers"].split(",")
