@@ -1,18 +1,20 @@
 #!/usr/bin/env python3
 """Compares one training step of the engine with PyTorch's, layer by layer: the output of
 every top-level layer, the gradient each receives, and every parameter gradient, against
-torchvision's model in float64 (the exact answer) beside PyTorch's own float32.
+torchvision's model in float64 (the exact answer) beside PyTorch's own run at our precision,
+the "peer": float32 for an fp32 probe, float32 weights under torch.autocast(bfloat16) for a
+bf16 one (PyTorch's mixed precision, as close to our bf16 activations as PyTorch comes).
 
     build/probe_step --checkpoint C --batch dumps/step-0000675-rank-0.safetensors --out P
     /usr/bin/python3 tools/compare_step_with_torch.py --probe P
 
 The checkpoint, the batch and the label smoothing are the ones probe_step recorded in P.
 Each row gives the relative error (norm of the difference over the norm of float64's) of
-ours and of PyTorch's float32. For every layer whose output has passed through a ReLU it
+ours and of the peer. For every layer whose output has passed through a ReLU it
 also counts "flips": elements that are 0 in one result and positive in float64 or the other
 way round. One flip drops or keeps a whole element's gradient, so below it the gradients of
-both float32 results can differ from float64 by far more than rounding (1e-3 is common)
-without any kernel being wrong: the verdict line says whether the first gradient that leaves
+both float32 results can differ from float64 by far more than rounding (1e-3 is common;
+in bf16, tens of percent at the stem, PyTorch's as ours) without any kernel being wrong: the verdict line says whether the first gradient that leaves
 float64 is explained by one. --json FILE writes the rows.
 
 Needs torch and torchvision (Debian's python3-torch and python3-torchvision).
@@ -29,8 +31,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from safetensors_torch import read_safetensors  # noqa: E402
 
 MOMENTUM_PREFIX = "optimizer.momentum_buffer."
-# Ours against float64 more than this many times PyTorch's float32 error (and above 1e-5)
-# counts as leaving float64.
+# Ours against float64 more than this many times the peer's error (and above 1e-5) counts as
+# leaving float64.
 FACTOR, FLOOR = 20.0, 1e-5
 
 
@@ -52,8 +54,9 @@ def module_for(model, name):
     return module
 
 
-def torch_step(checkpoint, batch, smoothing, layers, dtype):
-    """(outputs, output gradients, parameter gradients, loss) of one step in `dtype`."""
+def torch_step(checkpoint, batch, smoothing, layers, dtype, autocast=False):
+    """(outputs, output gradients, parameter gradients, loss) of one step in `dtype`, under
+    torch.autocast(cpu, bfloat16) with autocast."""
     metadata, tensors = read_safetensors(checkpoint)
     arch = metadata.get("arch")
     state = {k: v for k, v in tensors.items() if not k.startswith(MOMENTUM_PREFIX)}
@@ -74,8 +77,10 @@ def torch_step(checkpoint, batch, smoothing, layers, dtype):
 
     for name in layers:  # (the model's own ReLU module serves the stem only)
         module_for(model, name).register_forward_hook(keep(name))
-    logits = model(batch["images"].to(dtype))
-    loss = torch.nn.functional.cross_entropy(logits, batch["labels"], label_smoothing=smoothing)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        logits = model(batch["images"].to(dtype))
+    loss = torch.nn.functional.cross_entropy(logits.to(dtype), batch["labels"],
+                                             label_smoothing=smoothing)
     loss.backward()
     grads = {n: p.grad.double() for n, p in model.named_parameters()}
     return ({n: outputs[n].detach().double() for n in layers},
@@ -104,44 +109,47 @@ def main():
     smoothing = float(meta.get("label_smoothing", 0))
     out64, grad64, params64, loss64 = torch_step(meta["checkpoint"], batch, smoothing, layers,
                                                  torch.float64)
+    bf16 = meta.get("precision") == "bf16"
+    peer = "bf16 autocast" if bf16 else "f32"
     out32, grad32, params32, loss32 = torch_step(meta["checkpoint"], batch, smoothing, layers,
-                                                 torch.float32)
+                                                 torch.float32, autocast=bf16)
     our_loss = ours["loss"].item()
     print(f"{meta['arch']}, batch of {len(batch['labels'])} from {meta['batch']} "
           f"({meta.get('device', 'cpu')}, {meta.get('precision', 'fp32')})")
-    print(f"loss: ours {our_loss:.9g}, torch f32 {loss32:.9g}, f64 {loss64:.9g} "
-          f"(ours {abs(our_loss - loss64) / abs(loss64):.2e}, f32 {abs(loss32 - loss64) / abs(loss64):.2e})")
+    print(f"loss: ours {our_loss:.9g}, torch {peer} {loss32:.9g}, f64 {loss64:.9g} (ours "
+          f"{abs(our_loss - loss64) / abs(loss64):.2e}, {peer} {abs(loss32 - loss64) / abs(loss64):.2e})")
+    print(f"relative errors against float64, ours and the peer's (torch {peer}); flips: ours/peer's")
     rows = []
-    print(f"{'layer':<12} {'output ours':>12} {'f32':>9} {'flips':>6}   "
-          f"{'output grad ours':>16} {'f32':>9}")
+    print(f"{'layer':<12} {'output ours':>12} {'peer':>9} {'flips':>7}   "
+          f"{'output grad ours':>16} {'peer':>9}")
     for name in layers:
         row = {"layer": name,
                "output": relative(ours[name + ".output"], out64[name]),
-               "output_f32": relative(out32[name], out64[name]),
+               "output_peer": relative(out32[name], out64[name]),
                "flips": flips(ours[name + ".output"], out64[name]),
-               "flips_f32": flips(out32[name], out64[name]),
+               "flips_peer": flips(out32[name], out64[name]),
                "output_grad": relative(ours[name + ".output_grad"], grad64[name]),
-               "output_grad_f32": relative(grad32[name], grad64[name])}
+               "output_grad_peer": relative(grad32[name], grad64[name])}
         rows.append(row)
-        print(f"{name:<12} {row['output']:>12.2e} {row['output_f32']:>9.2e} "
-              f"{row['flips']:>3}/{row['flips_f32']:<2}   {row['output_grad']:>16.2e} "
-              f"{row['output_grad_f32']:>9.2e}")
+        print(f"{name:<12} {row['output']:>12.2e} {row['output_peer']:>9.2e} "
+              f"{row['flips']:>3}/{row['flips_peer']:<3}   {row['output_grad']:>16.2e} "
+              f"{row['output_grad_peer']:>9.2e}")
     param_rows = []
     for name, exact in params64.items():
         param_rows.append({"parameter": name, "grad": relative(ours["grad." + name], exact),
-                           "grad_f32": relative(params32[name], exact)})
+                           "grad_peer": relative(params32[name], exact)})
     worst = sorted(param_rows, key=lambda r: r["grad"], reverse=True)
     print("parameter gradients, worst 8 of ours:")
     for r in worst[:8]:
-        print(f"  {r['parameter']:<32} ours {r['grad']:.2e}  f32 {r['grad_f32']:.2e}")
+        print(f"  {r['parameter']:<32} ours {r['grad']:.2e}  peer {r['grad_peer']:.2e}")
     # The verdict: from the loss down, the first layer whose gradient leaves float64.
-    def leaves(value, f32):
-        return value > FLOOR and value > FACTOR * f32
-    verdict = "every output and gradient stays with float64 as closely as PyTorch's float32"
-    forward = [row for row in rows if leaves(row["output"], row["output_f32"])]
+    def leaves(value, peer_value):
+        return value > FLOOR and value > FACTOR * peer_value
+    verdict = f"every output and gradient stays with float64 as closely as torch {peer}'s"
+    forward = [row for row in rows if leaves(row["output"], row["output_peer"])]
     backward = [index for index in range(len(rows) - 1, -1, -1)
-                if leaves(rows[index]["output_grad"], rows[index]["output_grad_f32"])]
-    params = [r for r in param_rows if leaves(r["grad"], r["grad_f32"])]
+                if leaves(rows[index]["output_grad"], rows[index]["output_grad_peer"])]
+    params = [r for r in param_rows if leaves(r["grad"], r["grad_peer"])]
     if forward:  # the first in the forward order
         verdict = f"{forward[0]['layer']}'s output leaves float64 ({forward[0]['output']:.1e})"
     elif backward:  # the first in the backward order
@@ -150,15 +158,15 @@ def main():
         cause = (f": {above['flips']} ReLU flip(s) in {above['layer']}'s output explain it"
                  if above and above["flips"] else ": no ReLU flip above explains it")
         verdict = (f"the gradient into {row['layer']}'s output leaves float64 "
-                   f"({row['output_grad']:.1e}, f32 {row['output_grad_f32']:.1e}){cause}")
+                   f"({row['output_grad']:.1e}, {peer} {row['output_grad_peer']:.1e}){cause}")
     elif params:
         verdict = (f"{params[0]['parameter']}'s gradient leaves float64 ({params[0]['grad']:.1e}, "
-                   f"f32 {params[0]['grad_f32']:.1e}) while every layer's output gradient stays")
+                   f"{peer} {params[0]['grad_peer']:.1e}) while every layer's output gradient stays")
     print("verdict:", verdict)
     if args.json:
         with open(args.json, "w") as f:
-            f.write(json.dumps({"loss": our_loss, "loss_f32": loss32, "loss_f64": loss64,
-                                "verdict": verdict}) + "\n")
+            f.write(json.dumps({"loss": our_loss, "loss_peer": loss32, "loss_f64": loss64,
+                                "peer": peer, "verdict": verdict}) + "\n")
             for row in rows + param_rows:
                 f.write(json.dumps(row) + "\n")
 

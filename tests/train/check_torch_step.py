@@ -18,7 +18,8 @@ within a few steps.
 probe_step + tools/compare_step_with_torch.py: rank 0's batch of the first replayed step,
 layer by layer from the same checkpoint: our loss within 1e-6 of float64's, and the tool's
 verdict that no output or gradient leaves float64 unexplained (by more than 20 times
-PyTorch's float32 error and 1e-5; a gradient may, below a ReLU flip).
+PyTorch's float32 error and 1e-5; a gradient may, below a ReLU flip). Then the same with
+--precision bf16 against PyTorch's bf16 autocast: the loss within 1e-2, the same verdict.
 
     /usr/bin/python3 tests/train/check_torch_step.py --exe build/resnet_train \
         --probe-exe build/probe_step --data DIR --work DIR
@@ -100,10 +101,16 @@ def main():
 
 
 def check_probe(args, checkpoint, batch):
-    probe = os.path.join(args.work, "probe.safetensors")
+    return (check_probe_at(args, checkpoint, batch, "fp32", 1e-6) +
+            check_probe_at(args, checkpoint, batch, "bf16", 1e-2))
+
+
+def check_probe_at(args, checkpoint, batch, precision, loss_tolerance):
+    probe = os.path.join(args.work, f"probe_{precision}.safetensors")
     subprocess.run([args.probe_exe, "--checkpoint", checkpoint, "--batch", batch, "--out", probe,
-                    "--label-smoothing", "0.1"], check=True, capture_output=True, timeout=300)
-    rows_file = os.path.join(args.work, "compare.jsonl")
+                    "--label-smoothing", "0.1", "--precision", precision], check=True,
+                   capture_output=True, timeout=300)
+    rows_file = os.path.join(args.work, f"compare_{precision}.jsonl")
     compare = subprocess.run([sys.executable, os.path.join(TOOLS, "compare_step_with_torch.py"),
                               "--probe", probe, "--json", rows_file],
                              capture_output=True, text=True, timeout=300)
@@ -113,10 +120,10 @@ def check_probe(args, checkpoint, batch):
     with open(rows_file) as f:
         summary = json.loads(f.readline())
     failures = []
-    if abs(summary["loss"] - summary["loss_f64"]) > 1e-6 * abs(summary["loss_f64"]):
-        failures.append(f"probe loss {summary['loss']}, float64 {summary['loss_f64']}")
+    if abs(summary["loss"] - summary["loss_f64"]) > loss_tolerance * abs(summary["loss_f64"]):
+        failures.append(f"{precision} probe loss {summary['loss']}, float64 {summary['loss_f64']}")
     if "leaves" in summary["verdict"] and "ReLU flip(s)" not in summary["verdict"]:
-        failures.append("probe: " + summary["verdict"])
+        failures.append(f"{precision} probe: " + summary["verdict"])
     return failures
 
 
