@@ -45,7 +45,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from safetensors_plain import read_safetensors_plain  # noqa: E402
+from compare_probes import compare_probes  # noqa: E402
 
 COMMON = ["--arch", "resnet18", "--image-size", "32", "--crop-scale", "0.64,1", "--workers", "1",
           "--normalize", "0.286,0.286,0.286/0.353,0.353,0.353", "--print-freq", "1",
@@ -90,44 +90,24 @@ def compare(what, reference, losses, tolerances):
     return differences
 
 
-def relative(values, reference):
-    norm = math.sqrt(sum(r * r for r in reference))
-    return math.sqrt(sum((v - r) ** 2 for v, r in zip(values, reference))) / max(norm, 1e-30)
-
-
 def probe_on_both_devices(args, checkpoint, batch):
-    outputs = {}
+    paths = {}
     for device in ("cpu", "cuda"):
-        out = os.path.join(args.work, f"probe_{device}.safetensors")
+        paths[device] = os.path.join(args.work, f"probe_{device}.safetensors")
         env = dict(os.environ, ENGINE_SIM_DEVICE_COUNT="1")
         result = subprocess.run([args.probe_exe, "--checkpoint", checkpoint, "--batch", batch,
-                                 "--out", out, "--device", device], capture_output=True,
-                                text=True, timeout=600, env=env)
+                                 "--out", paths[device], "--device", device],
+                                capture_output=True, text=True, timeout=600, env=env)
         if result.returncode != 0:
             sys.exit(f"probe_step --device {device} exited {result.returncode}\n{result.stderr}")
-        metadata, tensors = read_safetensors_plain(out)
-        outputs[device] = metadata, {name: values for name, (_, _, values) in tensors.items()}
-    (metadata, cpu), (cuda_metadata, cuda) = outputs["cpu"], outputs["cuda"]
-    if cuda_metadata.get("device") != "cuda:0":
-        sys.exit(f"probe_step --device cuda ran on {cuda_metadata.get('device')}")
-    layers = metadata["layers"].split(",")
-    flips = 0
-    for layer in layers:
-        a, b = cpu[layer + ".output"], cuda[layer + ".output"]
-        if min(a) >= 0:  # a ReLU's output
-            flips += sum((x > 0) != (y > 0) for x, y in zip(a, b))
-    gradient_tolerance = 2e-2 if flips else 1e-4
-    worst = {"output": 0.0, "gradient": 0.0}
-    for name in cpu:
-        kind = "output" if name.endswith(".output") or name in ("logits", "loss") else "gradient"
-        difference = relative(cuda[name], cpu[name])
-        worst[kind] = max(worst[kind], difference)
-        tolerance = 1e-4 if kind == "output" else gradient_tolerance
-        if difference > tolerance:
-            sys.exit(f"probe_step: {name} on the sim device differs from the CPU's by "
-                     f"{difference:.2e} relative, more than {tolerance} ({flips} ReLU flips)")
-    print(f"probe_step, sim device against cpu: outputs within {worst['output']:.1e}, gradients "
-          f"within {worst['gradient']:.1e} ({len(cpu)} tensors, {flips} ReLU flips)")
+    summary, failures = compare_probes(paths["cpu"], paths["cuda"])
+    if failures:
+        sys.exit("probe_step, sim device against cpu:\n" + "\n".join(failures))
+    if summary["other"] != "cuda:0":
+        sys.exit(f"probe_step --device cuda ran on {summary['other']}")
+    print(f"probe_step, sim device against cpu: outputs within {summary['worst_output']:.1e}, "
+          f"gradients within {summary['worst_gradient']:.1e} ({summary['tensors']} tensors, "
+          f"{summary['flips']} ReLU flips)")
 
 
 def single_rank(args):

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Compares two probe_step files of the same checkpoint and batch, e.g. --device cuda against
+--device cpu: every tensor's relative difference (norm of the difference over the norm of
+the reference's), the worst output and the worst gradient, and the ReLU flips between them
+(elements of a ReLU's output that are 0 in one and positive in the other: each drops or keeps
+an element's gradient, so below one the gradients part by far more than rounding).
+
+    /usr/bin/python3 tools/compare_probes.py REFERENCE OTHER [--output-tolerance T]
+        [--gradient-tolerance T] [--flipped-gradient-tolerance T] [--json FILE]
+
+Exits 1 when an output differs by more than --output-tolerance (1e-4), or a gradient by more
+than --gradient-tolerance (1e-4; --flipped-gradient-tolerance, 2e-2, when a ReLU flipped).
+Standard library only (tools/safetensors_plain.py).
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from safetensors_plain import read_safetensors_plain  # noqa: E402
+
+
+def relative(values, reference):
+    norm = math.sqrt(sum(r * r for r in reference))
+    return math.sqrt(sum((v - r) ** 2 for v, r in zip(values, reference))) / max(norm, 1e-30)
+
+
+def compare_probes(reference_path, other_path, output_tolerance=1e-4, gradient_tolerance=1e-4,
+                   flipped_gradient_tolerance=2e-2):
+    """(summary dict, failure messages) of other against reference."""
+    reference_meta, reference = read_safetensors_plain(reference_path)
+    other_meta, other = read_safetensors_plain(other_path)
+    failures = []
+    for key in ("arch", "checkpoint", "batch", "layers"):
+        if reference_meta.get(key) != other_meta.get(key):
+            failures.append(f"{key} differs: {reference_meta.get(key)} vs {other_meta.get(key)}")
+    if set(reference) != set(other):
+        failures.append(f"the files hold different tensors: {sorted(set(reference) ^ set(other))[:5]}")
+    if failures:
+        return {}, failures
+    flips = 0
+    for layer in reference_meta["layers"].split(","):
+        a, b = reference[layer + ".output"][2], other[layer + ".output"][2]
+        if min(a) >= 0:  # a ReLU's output
+            flips += sum((x > 0) != (y > 0) for x, y in zip(a, b))
+    limit = {"output": output_tolerance,
+             "gradient": flipped_gradient_tolerance if flips else gradient_tolerance}
+    worst = {"output": (0.0, ""), "gradient": (0.0, "")}
+    for name, (_, _, values) in reference.items():
+        kind = "output" if name.endswith(".output") or name in ("logits", "loss") else "gradient"
+        difference = relative(other[name][2], values)
+        if not math.isfinite(difference):
+            difference = math.inf
+        if difference > worst[kind][0] or not worst[kind][1]:
+            worst[kind] = (difference, name)
+        if difference > limit[kind]:
+            failures.append(f"{name}: {difference:.2e} relative, more than {limit[kind]} "
+                            f"({flips} ReLU flips)")
+    summary = {"reference": reference_meta.get("device"), "other": other_meta.get("device"),
+               "precision": other_meta.get("precision"), "tensors": len(reference),
+               "flips": flips, "worst_output": worst["output"][0],
+               "worst_output_tensor": worst["output"][1], "worst_gradient": worst["gradient"][0],
+               "worst_gradient_tensor": worst["gradient"][1]}
+    return summary, failures
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("reference")
+    parser.add_argument("other")
+    parser.add_argument("--output-tolerance", type=float, default=1e-4)
+    parser.add_argument("--gradient-tolerance", type=float, default=1e-4)
+    parser.add_argument("--flipped-gradient-tolerance", type=float, default=2e-2)
+    parser.add_argument("--json", help="write the summary as one JSON line here")
+    args = parser.parse_args()
+    summary, failures = compare_probes(args.reference, args.other, args.output_tolerance,
+                                       args.gradient_tolerance, args.flipped_gradient_tolerance)
+    if summary:
+        print(f"{summary['other']} against {summary['reference']} ({summary['precision']}): "
+              f"outputs within {summary['worst_output']:.1e} ({summary['worst_output_tensor']}), "
+              f"gradients within {summary['worst_gradient']:.1e} "
+              f"({summary['worst_gradient_tensor']}); {summary['tensors']} tensors, "
+              f"{summary['flips']} ReLU flips")
+    if args.json and summary:
+        with open(args.json, "w") as f:
+            f.write(json.dumps(summary) + "\n")
+    for failure in failures:
+        print("FAIL:", failure)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
