@@ -28,6 +28,7 @@
 #include "nn/safetensors.h"
 #include "train/cli_usage.h"
 #include "train/nchw_layout.h"
+#include "train/train_options.h"
 
 namespace engine::train {
 namespace {
@@ -46,7 +47,8 @@ constexpr const char* kUsage =
     "  -h, --help               this text\n";
 
 struct ProbeOptions {
-  std::string checkpoint, batch, out, device = "cpu", precision = "fp32";
+  std::string checkpoint, batch, out, device = "cpu";
+  DType precision = DType::f32;
   double label_smoothing = 0;
 };
 
@@ -64,7 +66,7 @@ ProbeOptions parse(int argc, char** argv) {
     } else if (args.is("--device")) {
       o.device = args.value();
     } else if (args.is("--precision")) {
-      o.precision = args.value();
+      o.precision = parse_precision(args.value());
     } else {
       args.reject();
     }
@@ -72,9 +74,6 @@ ProbeOptions parse(int argc, char** argv) {
   for (const auto& [flag, value] : {std::pair{"--checkpoint", &o.checkpoint},
                                     std::pair{"--batch", &o.batch}, std::pair{"--out", &o.out}}) {
     if (value->empty()) throw cli::UsageError(std::string(flag) + " FILE is required");
-  }
-  if (o.precision != "fp32" && o.precision != "bf16") {
-    throw cli::UsageError("--precision takes fp32 or bf16, got '" + o.precision + "'");
   }
   if (!(o.label_smoothing >= 0 && o.label_smoothing < 1)) {
     throw cli::UsageError("--label-smoothing must be in [0, 1)");
@@ -141,7 +140,7 @@ struct ProbeTensors {
 int probe_main(int argc, char** argv) {
   const ProbeOptions o = parse(argc, argv);
   const Device device = resolve_device(o.device);
-  const DType dtype = o.precision == "bf16" ? DType::bf16 : DType::f32;
+  const DType dtype = o.precision;
   Stream stream(device);
   const std::string arch = nn::checkpoint_arch(o.checkpoint);
   const nn::CheckpointInfo info = nn::read_checkpoint_info(o.checkpoint);
@@ -189,7 +188,7 @@ int probe_main(int argc, char** argv) {
       {"arch", arch},           {"num_classes", std::to_string(info.num_classes)},
       {"layers", layer_names},  {"checkpoint", o.checkpoint},
       {"batch", o.batch},       {"label_smoothing", std::to_string(o.label_smoothing)},
-      {"device", device.str()}, {"precision", o.precision},
+      {"device", device.str()}, {"precision", dtype == DType::bf16 ? "bf16" : "fp32"},
   };
   nn::write_safetensors(o.out, out.entries(), metadata);
   std::printf("probe_step: %s, batch of %lld, loss %.7g; wrote %s\n", arch.c_str(),

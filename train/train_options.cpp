@@ -57,12 +57,6 @@ ScheduleName parse_schedule(const std::string& text) {
   throw UsageError("--lr-schedule takes step, cosine, onecycle or constant, got '" + text + "'");
 }
 
-DType parse_precision(const std::string& text) {
-  if (text == "fp32") return DType::f32;
-  if (text == "bf16") return DType::bf16;
-  throw UsageError("--precision takes fp32 or bf16, got '" + text + "'");
-}
-
 std::string join_arch_names() {
   std::string names;
   for (const std::string& name : nn::resnet_arch_names()) {
@@ -114,6 +108,12 @@ void check_values(const TrainOptions& o) {
 }
 
 }  // namespace
+
+DType parse_precision(const std::string& text) {
+  if (text == "fp32") return DType::f32;
+  if (text == "bf16") return DType::bf16;
+  throw UsageError("--precision takes fp32 or bf16, got '" + text + "'");
+}
 
 std::string_view schedule_name(ScheduleName name) {
   switch (name) {

@@ -63,6 +63,9 @@ TrainOptions parse_train_options(int argc, char** argv);
 
 std::string_view schedule_name(ScheduleName name);
 
+// --precision's values: "fp32" (DType::f32) or "bf16"; a UsageError naming the flag otherwise.
+DType parse_precision(const std::string& text);
+
 // The metrics file the options give.
 std::string metrics_path(const TrainOptions& options);
 
