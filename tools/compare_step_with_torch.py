@@ -146,27 +146,34 @@ def main():
     def leaves(value, peer_value):
         return value > FLOOR and value > FACTOR * peer_value
     verdict = f"every output and gradient stays with float64 as closely as torch {peer}'s"
+    # For scripts: None, "output", "gradient", "gradient_below_flip" (explained) or "parameter".
+    departure = None
     forward = [row for row in rows if leaves(row["output"], row["output_peer"])]
     backward = [index for index in range(len(rows) - 1, -1, -1)
                 if leaves(rows[index]["output_grad"], rows[index]["output_grad_peer"])]
     params = [r for r in param_rows if leaves(r["grad"], r["grad_peer"])]
     if forward:  # the first in the forward order
+        departure = "output"
         verdict = f"{forward[0]['layer']}'s output leaves float64 ({forward[0]['output']:.1e})"
     elif backward:  # the first in the backward order
         row = rows[backward[0]]
         above = rows[backward[0] + 1] if backward[0] + 1 < len(rows) else None
+        flipped = bool(above and above["flips"])
+        departure = "gradient_below_flip" if flipped else "gradient"
         cause = (f": {above['flips']} ReLU flip(s) in {above['layer']}'s output explain it"
-                 if above and above["flips"] else ": no ReLU flip above explains it")
+                 if flipped else ": no ReLU flip above explains it")
         verdict = (f"the gradient into {row['layer']}'s output leaves float64 "
                    f"({row['output_grad']:.1e}, {peer} {row['output_grad_peer']:.1e}){cause}")
     elif params:
+        departure = "parameter"
         verdict = (f"{params[0]['parameter']}'s gradient leaves float64 ({params[0]['grad']:.1e}, "
                    f"{peer} {params[0]['grad_peer']:.1e}) while every layer's output gradient stays")
     print("verdict:", verdict)
     if args.json:
         with open(args.json, "w") as f:
             f.write(json.dumps({"loss": our_loss, "loss_peer": loss32, "loss_f64": loss64,
-                                "peer": peer, "verdict": verdict}) + "\n")
+                                "peer": peer, "verdict": verdict,
+                                "departure": departure}) + "\n")
             for row in rows + param_rows:
                 f.write(json.dumps(row) + "\n")
 
