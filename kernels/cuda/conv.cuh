@@ -17,7 +17,7 @@ struct ConvLaunch {
 };
 
 // One split choice for both engines: they tile C alike.
-static_assert(kFp32TileM == kWmmaTileM && kFp32TileN == kWmmaTileN);
+static_assert(kFp32TileM == kMmaTileM && kFp32TileN == kMmaTileN);
 
 inline int filter_grad_splits(const Conv2dShape& shape, const ConvLaunch& options) {
   if (options.split_k > 0) return options.split_k;

@@ -1,7 +1,7 @@
 // The two GEMM engines behind conv2d and linear:
 //   gemm_fp32_kernel  fp32 SIMT, 128x128 block tile, 8x8 outputs per thread, exact fp32 math;
-//   gemm_wmma_kernel  bf16 tensor cores (WMMA m16n16k16, fp32 accumulate), 128x128 block
-//                     tile, eight warps of 32x64.
+//   gemm_mma_kernel   bf16 tensor cores (ldmatrix + mma.sync m16n8k16, fp32 accumulate),
+//                     128x128 block tile, eight warps of 32x64.
 // Both read their operands through the Row/K cursors of gemm_operands.cuh and conv_operands.cuh
 // (each block works out its rows' cursors once, into shared memory), stage the next K tile in
 // registers while the tensor or FMA units work on the current one from the other of two
@@ -10,14 +10,13 @@
 // [z * k_per_split, (z + 1) * k_per_split).
 //
 // What one trip through the main loop issues (tools/sass_loop_stats.py on the sm_90 code;
-// bench/results/sass-cuda-conv-gemm-loops-*.txt): fp32 1.3-2.1 instructions per FFMA; bf16
-// 6.4-15 per HMMA with 16-byte loads, 13-50 with element loads (the stem, odd channel
-// counts). The 64x64 engines before these, with 4x4 outputs per thread and a 64-bit division
-// per gathered index, issued 2.7-6.3 and 32-87. Static counts, not timings: no GPU has run
-// either yet.
+// bench/results/sass-cuda-*.txt): fp32 1.3-2.1 instructions per FFMA; bf16 5.3-12.5 per HMMA
+// with 16-byte loads, 12-49 with element loads (the stem, odd channel counts). The bf16
+// engine before this one used WMMA, whose fragment loads compile to 4 generic loads (LD) each
+// where one ldmatrix (LDSM) does: 5.4-14.9 and 13-50 (mma_vs_wmma file). The 64x64 engines
+// before both, with 4x4 outputs per thread and a 64-bit division per gathered index, issued
+// 2.7-6.3 and 32-87. Static counts, not timings: no GPU has run any of them yet.
 #pragma once
-
-#include <mma.h>
 
 #include <cstdint>
 #include <stdexcept>
@@ -26,6 +25,7 @@
 
 #include "kernels/cuda/device_types.cuh"
 #include "kernels/cuda/launch.h"
+#include "kernels/cuda/warp_mma.cuh"
 
 namespace engine::cuda {
 
@@ -254,20 +254,29 @@ __global__ void __launch_bounds__(kFp32Threads, 2)
 }
 
 // ---------------------------------------------------------------------------------------
-// bf16 tensor cores (WMMA)
+// bf16 tensor cores (ldmatrix + mma.sync m16n8k16, warp_mma.cuh)
 
-constexpr int kWmmaTileM = 128, kWmmaTileN = 128, kWmmaTileK = 32;
-constexpr int kWmmaThreads = 256;  // 4 x 2 warps, each 32 x 64 = 2 x 4 fragments
-constexpr int kWmmaSkew = 8;       // row padding (elements) against shared-memory bank conflicts
-constexpr int kWmmaVector = 8;     // bf16 per 16-byte load
+constexpr int kMmaTileM = 128, kMmaTileN = 128, kMmaTileK = 32;
+constexpr int kMmaThreads = 256;  // 4 x 2 warps, each 32 x 64 = 2 x 8 tiles of m16n8
+constexpr int kMmaSkew = 8;       // row padding (elements) against shared-memory bank conflicts
+constexpr int kMmaVector = 8;     // bf16 per 16-byte load
 
 // One stage of an operand's shared tile, laid out along the operand's contiguous index so
 // that a loaded vector is one 16-byte store: [row][k] for an operand contiguous along k,
-// else [k][row]. The fragments read it as row- or column-major to match (WmmaLayout).
-template <int kRows, bool kAlongK>
-struct WmmaTile {
-  static constexpr int kLd = (kAlongK ? kWmmaTileK : kRows) + kWmmaSkew;
-  __nv_bfloat16 data[kAlongK ? kRows : kWmmaTileK][kLd];
+// else [k][row] (which ldmatrix then reads transposed).
+template <int kRows, bool kAlongKLayout>
+struct MmaTile {
+  static constexpr bool kAlongK = kAlongKLayout;
+  static constexpr int kLd = (kAlongK ? kMmaTileK : kRows) + kMmaSkew;
+  // ldmatrix reads 8 rows of 16 bytes per matrix: each row starts 16-byte aligned, and an odd
+  // number of 16-byte units per row puts the 8 on distinct bank groups.
+  static_assert(kLd * sizeof(__nv_bfloat16) % 16 == 0 && kLd * sizeof(__nv_bfloat16) / 16 % 2 == 1,
+                "MmaTile rows: 16-byte aligned, an odd count of 16 bytes apart");
+  __nv_bfloat16 data[kAlongK ? kRows : kMmaTileK][kLd];
+  // Bytes from element (row, k) to (row, k + dk).
+  static constexpr int k_bytes(int dk) {
+    return (kAlongK ? dk : dk * kLd) * static_cast<int>(sizeof(__nv_bfloat16));
+  }
   __device__ __forceinline__ __nv_bfloat16* at(int row, int k) {
     if constexpr (kAlongK) {
       return &data[row][k];
@@ -277,11 +286,23 @@ struct WmmaTile {
   }
 };
 
-// The fragment layout that reads a WmmaTile as A (rows = m) or B (rows = n): element (row, k)
-// at row * ld + k is A row-major and B column-major; at k * ld + row the other way round.
-template <bool kIsA, bool kAlongK>
-using WmmaLayout =
-    std::conditional_t<kIsA == kAlongK, nvcuda::wmma::row_major, nvcuda::wmma::col_major>;
+// This lane's ldmatrix row address for the 16 rows x 16 k of `tile` at (row0, k0). Lanes
+// 8j .. 8j+7 give matrix j's 8 rows; the matrices come in mma's register order: for A
+// (kIsA) rows 0-7 then 8-15 of k 0-7, then the same of k 8-15 (a[0..3]); for B, k 0-7 then
+// 8-15 of rows (n) 0-7, then the same of rows 8-15 (b[0..1] of two n8 tiles). A tile stored
+// [k][row] has k as its memory rows: its lanes step along k instead, and ldmatrix transposes.
+template <bool kIsA, typename Tile>
+__device__ __forceinline__ const __nv_bfloat16* fragment_row(Tile& tile, int row0, int k0,
+                                                             int lane) {
+  const int matrix = lane / 8, row = lane % 8;
+  const int row_offset = (kIsA ? matrix & 1 : matrix >> 1) * 8;
+  const int k_offset = (kIsA ? matrix >> 1 : matrix & 1) * 8;
+  if constexpr (Tile::kAlongK) {
+    return tile.at(row0 + row_offset + row, k0 + k_offset);
+  } else {
+    return tile.at(row0 + row_offset, k0 + k_offset + row);
+  }
+}
 
 template <typename Tile, typename Staged>
 __device__ __forceinline__ void put_staged(Tile& tile, int row, int k, const Staged& value) {
@@ -293,31 +314,23 @@ __device__ __forceinline__ void put_staged(Tile& tile, int row, int k, const Sta
 }
 
 template <int kVector, typename AOperand, typename BOperand, typename Store>
-__global__ void __launch_bounds__(kWmmaThreads)
-    gemm_wmma_kernel(int32_t m_size, int32_t n_size, int32_t k_size, int32_t k_per_split,
-                     AOperand a, BOperand b, Store store) {
-  namespace wmma = nvcuda::wmma;
-  using ALoader =
-      TileLoader<kWmmaTileM, kWmmaTileK, kWmmaThreads, AOperand, __nv_bfloat16, kVector>;
-  using BLoader =
-      TileLoader<kWmmaTileN, kWmmaTileK, kWmmaThreads, BOperand, __nv_bfloat16, kVector>;
-  using ATile = WmmaTile<kWmmaTileM, AOperand::kContiguousAlongK>;
-  using BTile = WmmaTile<kWmmaTileN, BOperand::kContiguousAlongK>;
-  using ALayout = WmmaLayout<true, AOperand::kContiguousAlongK>;
-  using BLayout = WmmaLayout<false, BOperand::kContiguousAlongK>;
-  // Two stages of each (17-20 KiB per operand); the epilogue stages each warp's fragments
-  // through the first 8 KiB of a_tile.
-  __shared__ __align__(32) ATile a_tile[2];
-  __shared__ __align__(32) BTile b_tile[2];
-  __shared__ typename AOperand::Row a_rows[kWmmaTileM];
-  __shared__ typename BOperand::Row b_rows[kWmmaTileN];
-  static_assert(sizeof(ATile) % 32 == 0 && sizeof(BTile) % 32 == 0,
-                "every stage starts 32-byte aligned, as fragment loads need");
-  static_assert(2 * sizeof(ATile) >= kWmmaThreads / 32 * 256 * sizeof(float),
-                "a_tile holds the epilogue's staging");
+__global__ void __launch_bounds__(kMmaThreads)
+    gemm_mma_kernel(int32_t m_size, int32_t n_size, int32_t k_size, int32_t k_per_split, AOperand a,
+                    BOperand b, Store store) {
+  using ALoader = TileLoader<kMmaTileM, kMmaTileK, kMmaThreads, AOperand, __nv_bfloat16, kVector>;
+  using BLoader = TileLoader<kMmaTileN, kMmaTileK, kMmaThreads, BOperand, __nv_bfloat16, kVector>;
+  using ATile = MmaTile<kMmaTileM, AOperand::kContiguousAlongK>;
+  using BTile = MmaTile<kMmaTileN, BOperand::kContiguousAlongK>;
+  // Two stages of each (17-20 KiB per operand).
+  __shared__ __align__(16) ATile a_tile[2];
+  __shared__ __align__(16) BTile b_tile[2];
+  __shared__ typename AOperand::Row a_rows[kMmaTileM];
+  __shared__ typename BOperand::Row b_rows[kMmaTileN];
+  static_assert(sizeof(ATile) % 16 == 0 && sizeof(BTile) % 16 == 0,
+                "every stage starts 16-byte aligned, as ldmatrix needs");
 
-  const int32_t m0 = static_cast<int32_t>(blockIdx.x) * kWmmaTileM;
-  const int32_t n0 = static_cast<int32_t>(blockIdx.y) * kWmmaTileN;
+  const int32_t m0 = static_cast<int32_t>(blockIdx.x) * kMmaTileM;
+  const int32_t n0 = static_cast<int32_t>(blockIdx.y) * kMmaTileN;
   int32_t k_begin, k_end;
   split_range(k_size, k_per_split, k_begin, k_end);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -332,51 +345,58 @@ __global__ void __launch_bounds__(kWmmaThreads)
     return [&tile](int row, int k, const auto& value) { put_staged(tile, row, k, value); };
   };
 
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][4];
+  // This lane's ldmatrix addresses at k 0 of stage 0; stage s and k are fixed byte offsets.
+  SharedAddress a_fragment_rows[2], b_fragment_rows[4];
 #pragma unroll
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < 2; ++i)
+    a_fragment_rows[i] =
+        shared_address(fragment_row<true>(a_tile[0], warp_m * 32 + i * 16, 0, lane));
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
-      wmma::fill_fragment(acc[i][j], 0.f);
-  }
-  double_buffered_k_loop<kWmmaTileK>(
+  for (int j = 0; j < 4; ++j)
+    b_fragment_rows[j] =
+        shared_address(fragment_row<false>(b_tile[0], warp_n * 64 + j * 16, 0, lane));
+
+  float acc[2][8][4] = {};  // [m16 tile][n8 tile][mma's d registers]
+  double_buffered_k_loop<kMmaTileK>(
       k_begin, k_end, TileFeed{a_loader, a, a_rows, a_tile, put},
       TileFeed{b_loader, b, b_rows, b_tile, put}, [&](int stage) {
+        const int a_stage = stage * static_cast<int>(sizeof(ATile));
+        const int b_stage = stage * static_cast<int>(sizeof(BTile));
 #pragma unroll
-        for (int k = 0; k < kWmmaTileK; k += 16) {
-          wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, ALayout> a_frag[2];
-          wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, BLayout> b_frag[4];
+        for (int k = 0; k < kMmaTileK; k += 16) {
+          uint32_t a_frag[2][4], b_frag[4][4];
 #pragma unroll
           for (int i = 0; i < 2; ++i)
-            wmma::load_matrix_sync(a_frag[i], a_tile[stage].at(warp_m * 32 + i * 16, k),
-                                   ATile::kLd);
+            ldmatrix_x4<!ATile::kAlongK>(a_frag[i],
+                                         a_fragment_rows[i] + a_stage + ATile::k_bytes(k));
 #pragma unroll
           for (int j = 0; j < 4; ++j)
-            wmma::load_matrix_sync(b_frag[j], b_tile[stage].at(warp_n * 64 + j * 16, k),
-                                   BTile::kLd);
+            ldmatrix_x4<!BTile::kAlongK>(b_frag[j],
+                                         b_fragment_rows[j] + b_stage + BTile::k_bytes(k));
 #pragma unroll
           for (int i = 0; i < 2; ++i) {
 #pragma unroll
-            for (int j = 0; j < 4; ++j)
-              wmma::mma_sync(acc[i][j], a_frag[i], b_frag[j], acc[i][j]);
+            for (int j = 0; j < 8; ++j) {
+              const uint32_t b_pair[2] = {b_frag[j / 2][2 * (j % 2)],
+                                          b_frag[j / 2][2 * (j % 2) + 1]};
+              mma_m16n8k16_bf16(acc[i][j], a_frag[i], b_pair);
+            }
           }
         }
       });
-  // The loop ended on a barrier: a_tile is free. Each warp stores a fragment at a time into
-  // its own 16 x 16 floats and writes them out, 8 per lane.
-  float* staging = reinterpret_cast<float*>(&a_tile[0]) + warp * 256;
+  // Straight from the accumulators: d[0], d[1] at (row lane / 4, columns 2 (lane % 4) and +1)
+  // of each m16n8 tile, d[2], d[3] eight rows below.
+  const int group = lane / 4, pair = 2 * (lane % 4);
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      wmma::store_matrix_sync(staging, acc[i][j], 16, wmma::mem_row_major);
-      __syncwarp();
-      for (int e = lane; e < 256; e += 32) {
-        const int32_t m = m0 + warp_m * 32 + i * 16 + e / 16;
-        const int32_t n = n0 + warp_n * 64 + j * 16 + e % 16;
-        if (m < m_size && n < n_size) store(static_cast<int>(blockIdx.z), m, n, staging[e]);
+    for (int j = 0; j < 8; ++j) {
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int32_t m = m0 + warp_m * 32 + i * 16 + group + 8 * (r / 2);
+        const int32_t n = n0 + warp_n * 64 + j * 8 + pair + r % 2;
+        if (m < m_size && n < n_size) store(static_cast<int>(blockIdx.z), m, n, acc[i][j][r]);
       }
-      __syncwarp();
     }
   }
 }
@@ -419,7 +439,7 @@ inline int64_t k_per_split(int64_t k, int splits, int tile_k) {
 }
 
 // C = A B^T over (m, n, k) with `splits` K-splits (the store must handle split > 0 when
-// splits > 1). T picks the engine: float -> fp32 SIMT, __nv_bfloat16 -> WMMA. The kernels
+// splits > 1). T picks the engine: float -> fp32 SIMT, __nv_bfloat16 -> tensor cores. The kernels
 // index with 32 bits: a GEMM dimension of kGemmDimLimit or more is refused.
 template <typename T, typename AOperand, typename BOperand, typename Store>
 void gemm_launch(int64_t m, int64_t n, int64_t k, AOperand a, BOperand b, Store store, int splits,
@@ -435,21 +455,21 @@ void gemm_launch(int64_t m, int64_t n, int64_t k, AOperand a, BOperand b, Store 
     launch(gemm_fp32_kernel<AOperand, BOperand, Store>, grid, dim3(kFp32Threads), 0, stream, dim(m),
            dim(n), dim(k), dim(per_split), a, b, store);
   } else {
-    const int64_t per_split = k_per_split(k, splits, kWmmaTileK);
-    const dim3 grid(static_cast<unsigned>((m + kWmmaTileM - 1) / kWmmaTileM),
-                    static_cast<unsigned>((n + kWmmaTileN - 1) / kWmmaTileN),
+    const int64_t per_split = k_per_split(k, splits, kMmaTileK);
+    const dim3 grid(static_cast<unsigned>((m + kMmaTileM - 1) / kMmaTileM),
+                    static_cast<unsigned>((n + kMmaTileN - 1) / kMmaTileN),
                     static_cast<unsigned>(splits));
     // 16-byte loads where both operands allow them and no vector straddles the matrix's end
     // along its contiguous index (k for one contiguous along k, else its rows).
     const auto fits = [&](const auto& operand, int64_t rows) {
-      return operand.vectorizable(kWmmaVector) &&
-             (operand.kContiguousAlongK ? k : rows) % kWmmaVector == 0;
+      return operand.vectorizable(kMmaVector) &&
+             (operand.kContiguousAlongK ? k : rows) % kMmaVector == 0;
     };
     if (fits(a, m) && fits(b, n)) {
-      launch(gemm_wmma_kernel<kWmmaVector, AOperand, BOperand, Store>, grid, dim3(kWmmaThreads), 0,
+      launch(gemm_mma_kernel<kMmaVector, AOperand, BOperand, Store>, grid, dim3(kMmaThreads), 0,
              stream, dim(m), dim(n), dim(k), dim(per_split), a, b, store);
     } else {
-      launch(gemm_wmma_kernel<1, AOperand, BOperand, Store>, grid, dim3(kWmmaThreads), 0, stream,
+      launch(gemm_mma_kernel<1, AOperand, BOperand, Store>, grid, dim3(kMmaThreads), 0, stream,
              dim(m), dim(n), dim(k), dim(per_split), a, b, store);
     }
   }

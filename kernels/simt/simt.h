@@ -14,8 +14,11 @@
 //   math           __expf __logf __fdividef rsqrtf __saturatef __ldg __fmaf_rn __float2int_rn
 //                  __popc __clz __ffs min max ...                              (device_math.h)
 //   tensor cores   nvcuda::wmma fragments, load/store_matrix_sync, mma_sync          (wmma.h)
+//                  ldmatrix .x4 and mma.sync m16n8k16 bf16, through kernels/cuda/warp_mma.cuh
+//                                                                             (warp_matrix.h)
 //   __half and __nv_bfloat16 come from CUDA's own headers; printf and assert work as on the host.
-// Not emulated: cooperative groups, inline PTX, texture/surface objects, code under
+// Not emulated: cooperative groups, inline PTX (other than warp_mma.cuh's), texture/surface
+// objects, code under
 // __CUDA_ARCH__ (never defined here), dynamic parallelism.
 #pragma once
 
@@ -29,6 +32,7 @@
 #include "kernels/simt/runtime.h"
 #include "kernels/simt/shared_memory.h"
 #include "kernels/simt/sync.h"
+#include "kernels/simt/warp_matrix.h"
 #include "kernels/simt/wmma.h"
 
 #include <cstdio>

@@ -1,5 +1,5 @@
-// The CUDA conv2d kernels (implicit GEMM: fp32 SIMT for f32, WMMA tensor cores for bf16)
-// through their launchers under the SIMT emulator, against the CPU twins. The shapes are
+// The CUDA conv2d kernels (implicit GEMM: fp32 SIMT for f32, ldmatrix + mma.sync tensor cores for
+// bf16) through their launchers under the SIMT emulator, against the CPU twins. The shapes are
 // small but cross every tile edge: M, N and K not multiples of the tiles, several tiles in
 // each direction, forced split-K, padding, stride, dilation and the pointwise fast path.
 #include "kernels/simt/simt.h"
