@@ -13,7 +13,7 @@
 // bench/results/sass-cuda-*.txt): fp32 1.3-2.1 instructions per FFMA; bf16 5.3-12.5 per HMMA
 // with 16-byte loads, 12-49 with element loads (the stem, odd channel counts). The bf16
 // engine before this one used WMMA, whose fragment loads compile to 4 generic loads (LD) each
-// where one ldmatrix (LDSM) does: 5.4-14.9 and 13-50 (mma_vs_wmma file). The 64x64 engines
+// where one ldmatrix (LDSM) does: 6.4-14.9 and 13-50 (the mma-vs-wmma file). The 64x64 engines
 // before both, with 4x4 outputs per thread and a 64-bit division per gathered index, issued
 // 2.7-6.3 and 32-87. Static counts, not timings: no GPU has run any of them yet.
 #pragma once
