@@ -17,9 +17,9 @@
 //                  ldmatrix .x4 and mma.sync m16n8k16 bf16, through kernels/cuda/warp_mma.cuh
 //                                                                             (warp_matrix.h)
 //   __half and __nv_bfloat16 come from CUDA's own headers; printf and assert work as on the host.
-// Not emulated: cooperative groups, inline PTX (other than warp_mma.cuh's), texture/surface
-// objects, code under
-// __CUDA_ARCH__ (never defined here), dynamic parallelism.
+// Not emulated: cooperative groups, inline PTX (warp_mma.cuh's wrappers call warp_matrix.h's
+// emulations here instead of their PTX), texture/surface objects, code under __CUDA_ARCH__
+// (never defined here), dynamic parallelism.
 #pragma once
 
 #define SIMT_EMULATOR 1
