@@ -1,0 +1,61 @@
+// ldmatrix .x4 and mma.sync m16n8k16 (kernels/cuda/warp_mma.cuh) on a CUDA device against the
+// PTX ISA's fragment layouts: the checks the SIMT emulator's emulation of them passes
+// (tests/simt/test_warp_matrix.cpp), here on the hardware, so a wrong emulated layout shows
+// as these cases failing on a GPU rather than as a bf16 conv result off somewhere. Skipped,
+// with the reason, without a usable CUDA device.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "kernels/runtime.h"
+#include "kernels/tensor.h"
+#include "tests/kernels/warp_matrix_checks.h"
+#include "tests/kernels/warp_mma_probe.h"
+
+namespace engine {
+namespace {
+
+using namespace engine::testing;
+
+class WarpMmaGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cuda_device_count() == 0) {
+      GTEST_SKIP() << "no usable CUDA device: " << cuda_unavailable_reason();
+    }
+  }
+};
+
+void check_ldmatrix(bool transpose) {
+  Stream stream(Device::cuda(0));
+  const std::vector<float> input = ldmatrix_probe_input();
+  const Tensor matrices =
+      Tensor::from_floats({static_cast<int64_t>(input.size())}, input).to(Device::cuda(0), stream);
+  Tensor out = Tensor::zeros({32 * 4 * 2}, DType::f32, Device::cuda(0), stream);
+  launch_ldmatrix_probe(transpose, matrices.data<float>(), out.data<float>(), stream);
+  expect_ldmatrix_layout(out.to_floats(stream), transpose);
+}
+
+TEST_F(WarpMmaGpu, LdmatrixGivesEachLaneItsRowPair) {
+  check_ldmatrix(false);
+}
+
+TEST_F(WarpMmaGpu, LdmatrixTransGivesEachLaneItsColumnPair) {
+  check_ldmatrix(true);
+}
+
+TEST_F(WarpMmaGpu, MmaMatchesNaiveProductThroughThePtxFragmentLayout) {
+  Stream stream(Device::cuda(0));
+  const MmaProbeInputs in = mma_probe_inputs();
+  const auto on_gpu = [&](const std::vector<float>& values) {
+    return Tensor::from_floats({static_cast<int64_t>(values.size())}, values)
+        .to(Device::cuda(0), stream);
+  };
+  const Tensor a = on_gpu(in.a), b = on_gpu(in.b), c = on_gpu(in.c);
+  Tensor d = Tensor::zeros({16 * 8}, DType::f32, Device::cuda(0), stream);
+  launch_mma_probe(a.data<float>(), b.data<float>(), c.data<float>(), d.data<float>(), stream);
+  expect_mma_product(in, d.to_floats(stream));
+}
+
+}  // namespace
+}  // namespace engine

@@ -1,0 +1,80 @@
+// The PTX ISA's fragment layouts of ldmatrix .x4 and mma.sync m16n8k16, written out here on
+// their own (not through the emulator's formulas), as checks of what warp_matrix_kernels.cuh
+// read back: kernels index fragments by these layouts, so an emulation that only got the
+// product right would pass a kernel that fails on a GPU.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cuda_bf16.h>
+
+#include <random>
+#include <vector>
+
+namespace engine::testing {
+
+// Exact in bf16 (integers below 256): matrix i, row r, column c.
+inline float warp_matrix_element(int matrix, int row, int column) {
+  return static_cast<float>(matrix * 64 + row * 8 + column);
+}
+
+// ldmatrix_probe_kernel's input: 32 rows of 8.
+inline std::vector<float> ldmatrix_probe_input() {
+  std::vector<float> matrices(32 * 8);
+  for (int m = 0; m < 4; ++m)
+    for (int r = 0; r < 8; ++r)
+      for (int c = 0; c < 8; ++c)
+        matrices[(m * 8 + r) * 8 + c] = warp_matrix_element(m, r, c);
+  return matrices;
+}
+
+// PTX: a lane's register i holds matrix i's row lane/4, columns 2(lane%4) and +1 (the lower
+// one in the low half); .trans: column lane/4, rows 2(lane%4) and +1.
+inline void expect_ldmatrix_layout(const std::vector<float>& out, bool transpose) {
+  ASSERT_EQ(out.size(), 32u * 4 * 2);
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int i = 0; i < 4; ++i) {
+      for (int h = 0; h < 2; ++h) {
+        const int row = transpose ? 2 * (lane % 4) + h : lane / 4;
+        const int column = transpose ? lane / 4 : 2 * (lane % 4) + h;
+        EXPECT_EQ(out[(lane * 4 + i) * 2 + h], warp_matrix_element(i, row, column))
+            << "lane " << lane << " register " << i << (h ? " high" : " low");
+      }
+    }
+  }
+}
+
+struct MmaProbeInputs {
+  std::vector<float> a, b, c;  // 16 x 16, [k][n] 16 x 8, 16 x 8
+};
+
+// A and B exactly representable in bf16, so only the fp32 sum rounds.
+inline MmaProbeInputs mma_probe_inputs() {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> value(-2, 2);
+  const auto bf16 = [&] { return __bfloat162float(__float2bfloat16(value(rng))); };
+  MmaProbeInputs in{std::vector<float>(16 * 16), std::vector<float>(16 * 8),
+                    std::vector<float>(16 * 8)};
+  for (float& v : in.a)
+    v = bf16();
+  for (float& v : in.b)
+    v = bf16();
+  for (float& v : in.c)
+    v = value(rng);
+  return in;
+}
+
+inline void expect_mma_product(const MmaProbeInputs& in, const std::vector<float>& d) {
+  ASSERT_EQ(d.size(), 16u * 8);
+  for (int row = 0; row < 16; ++row) {
+    for (int n = 0; n < 8; ++n) {
+      double expected = in.c[row * 8 + n];
+      for (int k = 0; k < 16; ++k)
+        expected += static_cast<double>(in.a[row * 16 + k]) * in.b[k * 8 + n];
+      // 16 exact products summed in fp32: a few ulps of the magnitudes summed.
+      EXPECT_NEAR(d[row * 8 + n], expected, 1e-5) << "row " << row << " column " << n;
+    }
+  }
+}
+
+}  // namespace engine::testing

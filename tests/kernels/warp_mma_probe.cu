@@ -1,0 +1,21 @@
+#include "tests/kernels/warp_mma_probe.h"
+
+#include "kernels/cuda/launch.h"
+#include "tests/kernels/warp_matrix_kernels.cuh"
+
+namespace engine::testing {
+
+void launch_ldmatrix_probe(bool transpose, const float* matrices, float* out, Stream& stream) {
+  if (transpose) {
+    cuda::launch(ldmatrix_probe_kernel<true>, dim3(1), dim3(32), 0, stream.native(), matrices, out);
+  } else {
+    cuda::launch(ldmatrix_probe_kernel<false>, dim3(1), dim3(32), 0, stream.native(), matrices,
+                 out);
+  }
+}
+
+void launch_mma_probe(const float* a, const float* b, const float* c, float* d, Stream& stream) {
+  cuda::launch(mma_probe_kernel, dim3(1), dim3(32), 0, stream.native(), a, b, c, d);
+}
+
+}  // namespace engine::testing
