@@ -12,11 +12,21 @@
 #include <bit>
 #include <cstddef>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 
 #include "kernels/simt/runtime.h"
 
 namespace simt::detail {
+
+// Tensor-core emulations (wmma.h, warp_matrix.h) exchange operands through every lane: a warp
+// missing lanes is an error in the kernel, named by its instruction.
+inline void require_full_warp(const char* instruction) {
+  if (warp_alive_mask() != 0xffffffffu) {
+    throw std::logic_error(std::string(instruction) + " needs all 32 lanes of the warp");
+  }
+}
 
 template <typename T>
 T warp_exchange(WarpOp op, unsigned mask, const T& value, int lane_arg, int width) {

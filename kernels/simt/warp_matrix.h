@@ -23,7 +23,6 @@
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
-#include <string>
 
 #include <cuda_bf16.h>
 
@@ -34,28 +33,15 @@ namespace simt {
 
 namespace detail {
 
-inline void require_full_warp(const char* instruction) {
-  if (warp_alive_mask() != 0xffffffffu) {
-    throw std::logic_error(std::string(instruction) + " needs all 32 lanes of the warp");
-  }
-}
-
 inline uint16_t load_b16(const void* row, int column) {
   uint16_t value;
   std::memcpy(&value, static_cast<const char*>(row) + 2 * column, sizeof value);
   return value;
 }
 
-inline float bf16_bits_to_float(uint32_t bits) {
-  const uint32_t widened = (bits & 0xffffu) << 16;
-  float value;
-  std::memcpy(&value, &widened, sizeof value);
-  return value;
-}
-
 // Element h (0 low, 1 high) of a register holding two bf16.
 inline float bf16_half(uint32_t reg, int h) {
-  return bf16_bits_to_float(reg >> (16 * h));
+  return __bfloat162float(__ushort_as_bfloat16(static_cast<unsigned short>(reg >> (16 * h))));
 }
 
 }  // namespace detail

@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <stdexcept>
 #include <type_traits>
 
 #include <cuda_bf16.h>
@@ -142,9 +141,7 @@ void mma_sync(fragment<accumulator, M, N, K, TD>& d, const fragment<matrix_a, M,
     const A* a;
     const B* b;
   };
-  if (simt::detail::warp_alive_mask() != 0xffffffffu) {
-    throw std::logic_error("wmma::mma_sync needs all 32 lanes of the warp");
-  }
+  simt::detail::require_full_warp("wmma::mma_sync");
   const Operands mine{&a, &b};
   void** published = simt::detail::warp_scratch();
   published[simt::detail::lane_id()] = const_cast<Operands*>(&mine);
