@@ -8,8 +8,10 @@ For every kernel whose name matches --kernels (a regular expression), it finds t
 holds the most math instructions (FFMA, HMMA), the main K loop, and prints what one trip
 through it issues: all instructions, the math ones, global and shared loads/stores, barriers,
 calls (64-bit integer division is a call to a subroutine of ~70 instructions), generic
-loads (LD: WMMA's fragment loads compile to these, not LDS/LDSM) and the
-instructions per math instruction, the figure a faster kernel lowers. Counts are static (one
+loads (LD: WMMA's fragment loads compile to these, not LDS/LDSM), cp.async copies (LDGSTS,
+global to shared without registers) and the instructions per math instruction, the figure a
+faster kernel lowers; and the registers a thread of the kernel takes (they bound how many
+blocks share an SM). Counts are static (one
 pass over the loop body with its inner loops counted once): a proxy to compare two builds of
 the same kernel, not a timing.
 
@@ -30,13 +32,15 @@ import tempfile
 MATH = ("FFMA", "HMMA")
 GROUPS = {
     "math": lambda op: op.startswith(MATH),
-    "ldg": lambda op: op.startswith("LDG"),
+    # LDGSTS (cp.async) and LDGDEPBAR (its commit_group) are counted apart
+    "ldg": lambda op: op.startswith("LDG") and not op.startswith(("LDGSTS", "LDGDEPBAR")),
     "lds": lambda op: op.startswith(("LDS", "LDSM")),
     # generic loads: shared memory read through a pointer the compiler did not place in it
     "ld": lambda op: op == "LD" or op.startswith("LD."),
     "sts": lambda op: op.startswith("STS"),
     "bar": lambda op: op.startswith("BAR"),
     "call": lambda op: op.startswith("CALL"),
+    "async": lambda op: op.startswith("LDGSTS"),
 }
 
 
@@ -53,6 +57,16 @@ def find_tool(name):
                 return path
     sys.exit(f"sass_loop_stats: {name} not found (PATH, $CUDA_BIN, or "
              f"pip install nvidia-cuda-{'cuobjdump' if name == 'cuobjdump' else 'nvdisasm'})")
+
+
+def registers(path):
+    """{mangled name: registers per thread}, from cuobjdump's resource usage."""
+    out = subprocess.run([find_tool("cuobjdump"), "--dump-resource-usage", os.path.abspath(path)],
+                         check=True, capture_output=True, text=True).stdout
+    result = {}
+    for name, regs in re.findall(r"Function (\S+):\s*\n\s*REG:(\d+)", out):
+        result[name] = int(regs)
+    return result
 
 
 def disassemble(path):
@@ -136,9 +150,11 @@ def main():
     parser.add_argument("--kernels", default="gemm_", help="regex on the mangled kernel names")
     args = parser.parse_args()
     table = functions(disassemble(args.object))
+    regs = registers(args.object)
     names = sorted(n for n in table if re.search(args.kernels, n))
     readable = demangle(names)
-    print(f"{'instr':>6s} " + " ".join(f"{g:>5s}" for g in GROUPS) + f" {'per_math':>8s}  kernel")
+    print(f"{'instr':>6s} " + " ".join(f"{g:>5s}" for g in GROUPS) +
+          f" {'per_math':>8s} {'regs':>4s}  kernel")
     for name, pretty in zip(names, readable):
         body = main_loop(table[name])
         if body is None:
@@ -148,7 +164,7 @@ def main():
             pretty = pretty.replace(long, short)
         pretty = re.sub(r"\((int|long)(, \1)*, .*\)$", "", pretty)
         print(f"{len(body):6d} " + " ".join(f"{counts[g]:5d}" for g in GROUPS) +
-              f" {len(body) / counts['math']:8.2f}  {pretty}")
+              f" {len(body) / counts['math']:8.2f} {regs.get(name, 0):4d}  {pretty}")
 
 if __name__ == "__main__":
     main()

@@ -88,19 +88,19 @@ __device__ __forceinline__ bool inside_image(const ConvGeometry& g, const Window
          static_cast<uint32_t>(w) < static_cast<uint32_t>(g.in_w);
 }
 
-// im2col(x)[pixel][tap_channel], 0 in the padding; the vector: that and the next channels
-// of the same tap (in_channels a multiple of the width).
+// im2col(x)[pixel][tap_channel], 0 in the padding; the vector source: where that and the
+// next channels of the same tap are (in_channels a multiple of the width), nullptr in the
+// padding.
 template <typename T>
 __device__ __forceinline__ T im2col_load(const T* x, const ConvGeometry& g,
                                          const WindowCursor& window, const TapCursor& tap) {
   return inside_image(g, window, tap) ? x[window.offset + tap.offset] : from_f32<T>(0.f);
 }
 template <typename T>
-__device__ __forceinline__ uint4 im2col_load_vector(const T* x, const ConvGeometry& g,
-                                                    const WindowCursor& window,
-                                                    const TapCursor& tap) {
-  return inside_image(g, window, tap) ? load_16_bytes(x + window.offset + tap.offset)
-                                      : make_uint4(0, 0, 0, 0);
+__device__ __forceinline__ const T* im2col_vector_source(const T* x, const ConvGeometry& g,
+                                                         const WindowCursor& window,
+                                                         const TapCursor& tap) {
+  return inside_image(g, window, tap) ? x + window.offset + tap.offset : nullptr;
 }
 
 // im2col(x) as a GEMM operand: rows are output pixels and k the (tap, channel) columns, the
@@ -135,13 +135,14 @@ struct Im2colOperand {
       return im2col_load(x, g, k_cursor, r);
     }
   }
-  __device__ __forceinline__ uint4 load_vector(const Row& r, const K& k_cursor) const {
+  __device__ __forceinline__ const T* vector_source(const Row& r, const K& k_cursor) const {
     if constexpr (kPixelRows) {
-      return im2col_load_vector(x, g, r, k_cursor);
+      return im2col_vector_source(x, g, r, k_cursor);
     } else {
-      return im2col_load_vector(x, g, k_cursor, r);
+      return im2col_vector_source(x, g, k_cursor, r);
     }
   }
+  __device__ __forceinline__ const T* origin() const { return x; }
   bool vectorizable(int width) const { return vector_loads_fit(x, width, g.in_channels); }
 };
 
@@ -193,10 +194,11 @@ struct ConvDataGradOutput {
     const int64_t at = offset(pixel, tap);
     return at < 0 ? from_f32<T>(0.f) : dy[at];
   }
-  __device__ __forceinline__ uint4 load_vector(const Row& pixel, const K& tap) const {
+  __device__ __forceinline__ const T* vector_source(const Row& pixel, const K& tap) const {
     const int64_t at = offset(pixel, tap);
-    return at < 0 ? make_uint4(0, 0, 0, 0) : load_16_bytes(dy + at);
+    return at < 0 ? nullptr : dy + at;
   }
+  __device__ __forceinline__ const T* origin() const { return dy; }
   bool vectorizable(int width) const { return vector_loads_fit(dy, width, g.out_channels); }
 };
 
@@ -216,9 +218,10 @@ struct ConvDataGradFilter {
     return (static_cast<int64_t>(k_out) * g.taps + tap) * g.in_channels;
   }
   __device__ __forceinline__ T load(Row c, K offset) const { return w[offset + c]; }
-  __device__ __forceinline__ uint4 load_vector(Row c, K offset) const {
-    return load_16_bytes(w + offset + c);
+  __device__ __forceinline__ const T* vector_source(Row c, K offset) const {
+    return w + offset + c;
   }
+  __device__ __forceinline__ const T* origin() const { return w; }
   bool vectorizable(int width) const { return vector_loads_fit(w, width, g.in_channels); }
 };
 

@@ -5,9 +5,11 @@
 //   Row row(int32_t row) const;   K k(int32_t k) const;   T load(const Row&, const K&) const;
 // load is called only for rows and k inside the matrix. kContiguousAlongK tells the tile
 // loader which index to give consecutive threads so that global loads coalesce. Where the
-// host-side vectorizable(width) holds, uint4 load_vector(row, k) reads the 16 bytes of
-// `width` elements from (row, k) on along the contiguous index (gemm_launch also checks that
-// the matrix's extent along it is a multiple of width; only the bf16 engine uses them).
+// host-side vectorizable(width) holds, const T* vector_source(row, k) is where the 16 bytes of
+// `width` elements from (row, k) on along the contiguous index are, or nullptr where they are
+// all zeros (a convolution's padding); gemm_launch also checks that the matrix's extent along
+// it is a multiple of width. origin() is some valid address of the operand's data (the one
+// the bf16 engine's zero-filling cp.async names, unread). Only the bf16 engine uses these.
 // Indices are 32-bit (gemm_launch checks the sizes); offsets into the data are 64-bit. Dense
 // matrices are here; the convolution gathers are in conv_operands.cuh.
 #pragma once
@@ -26,11 +28,6 @@ bool vector_loads_fit(const T* data, int width, int64_t stride) {
          reinterpret_cast<uintptr_t>(data) % 16 == 0 && stride % width == 0;
 }
 
-template <typename T>
-__device__ __forceinline__ uint4 load_16_bytes(const T* at) {
-  return *reinterpret_cast<const uint4*>(at);
-}
-
 // Element (row, k) at data[row * ld + k]: a row-major A, or a B stored as N x K (filters).
 template <typename T>
 struct KContiguousOperand {
@@ -42,9 +39,10 @@ struct KContiguousOperand {
   __device__ __forceinline__ Row row(int32_t r) const { return r * ld; }
   __device__ __forceinline__ K k(int32_t k_index) const { return k_index; }
   __device__ __forceinline__ T load(Row r, K k_index) const { return data[r + k_index]; }
-  __device__ __forceinline__ uint4 load_vector(Row r, K k_index) const {
-    return load_16_bytes(data + r + k_index);
+  __device__ __forceinline__ const T* vector_source(Row r, K k_index) const {
+    return data + r + k_index;
   }
+  __device__ __forceinline__ const T* origin() const { return data; }
   bool vectorizable(int width) const { return vector_loads_fit(data, width, ld); }
 };
 
@@ -59,9 +57,10 @@ struct RowContiguousOperand {
   __device__ __forceinline__ Row row(int32_t r) const { return r; }
   __device__ __forceinline__ K k(int32_t k_index) const { return k_index * ld; }
   __device__ __forceinline__ T load(Row r, K k_index) const { return data[k_index + r]; }
-  __device__ __forceinline__ uint4 load_vector(Row r, K k_index) const {
-    return load_16_bytes(data + k_index + r);
+  __device__ __forceinline__ const T* vector_source(Row r, K k_index) const {
+    return data + k_index + r;
   }
+  __device__ __forceinline__ const T* origin() const { return data; }
   bool vectorizable(int width) const { return vector_loads_fit(data, width, ld); }
 };
 

@@ -18,11 +18,13 @@
 // 2.7-6.3 and 32-87. Static counts, not timings: no GPU has run any of them yet.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 
+#include "kernels/cuda/async_copy.cuh"
 #include "kernels/cuda/device_types.cuh"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/warp_mma.cuh"
@@ -38,87 +40,116 @@ __device__ __forceinline__ To convert_element(From value) {
   }
 }
 
-// One operand's share of a kTileRows x kTileK tile per thread, in vectors of kVector
-// elements along the operand's contiguous index (kVector 8: 16 bytes of bf16 per load, where
-// the operand's vectorizable() holds). Consecutive threads take consecutive k when the operand
-// is contiguous along k, else consecutive rows, so global loads coalesce; each thread keeps
-// that index (its lane) for the whole kernel and steps the other by kStep over kPerThread
-// vectors. Elements at k >= k_end are 0; rows at or beyond row_limit read row 0 instead
-// (prepare_rows), which only feeds outputs that are never stored.
-template <int kTileRows, int kTileK, int kThreads, typename Operand, typename Element,
-          int kVector = 1>
-struct TileLoader {
-  static constexpr bool kAlongK = Operand::kContiguousAlongK;
+// Which vectors of kVector elements of one operand's kTileRows x kTileK tile a thread loads
+// (kVector 8: 16 bytes of bf16, where the operand's vectorizable() holds), along the operand's
+// contiguous index. Consecutive threads take consecutive k when the operand is contiguous
+// along k, else consecutive rows, so global loads coalesce; each thread keeps that index (its
+// lane) for the whole kernel and steps the other by kStep over kPerThread vectors.
+template <int kTileRows, int kTileK, int kThreads, bool kAlongK, int kVector>
+struct TileLanes {
   static constexpr int kLanes = (kAlongK ? kTileK : kTileRows) / kVector;
   static constexpr int kStep = kThreads / kLanes;
   static constexpr int kPerThread = kTileRows * kTileK / (kThreads * kVector);
   static_assert(kThreads % kLanes == 0 && (kAlongK ? kTileRows : kTileK) == kStep * kPerThread,
                 "the threads must cover the tile evenly");
-  static_assert(kVector == 1 || (kVector * sizeof(Element) == sizeof(uint4)),
-                "a vector is one element or 16 bytes");
-  using Row = typename Operand::Row;
-  using Staged = std::conditional_t<kVector == 1, Element, uint4>;
-
   int lane, first;
-  Staged values[kPerThread];
-
-  __device__ __forceinline__ TileLoader()
+  __device__ __forceinline__ TileLanes()
       : lane(threadIdx.x % kLanes), first(threadIdx.x / kLanes) {}
+};
 
-  // The cursors of rows [row0, row0 + kTileRows) (row 0's beyond row_limit: never loaded).
-  // The caller synchronizes before the first fetch.
-  __device__ __forceinline__ static void prepare_rows(const Operand& operand, int32_t row0,
-                                                      int32_t row_limit, Row* rows) {
-    for (int r = threadIdx.x; r < kTileRows; r += kThreads)
-      rows[r] = operand.row(row0 + r < row_limit ? row0 + r : 0);
-  }
+// The cursors of rows [row0, row0 + kTileRows) into shared memory; rows at or beyond
+// row_limit read row 0 instead, which only feeds outputs that are never stored. The caller
+// synchronizes before the first fetch.
+template <int kTileRows, int kThreads, typename Operand>
+__device__ __forceinline__ void prepare_rows(const Operand& operand, int32_t row0,
+                                             int32_t row_limit, typename Operand::Row* rows) {
+  for (int r = threadIdx.x; r < kTileRows; r += kThreads)
+    rows[r] = operand.row(row0 + r < row_limit ? row0 + r : 0);
+}
 
-  __device__ __forceinline__ static Staged load(const Operand& operand, const Row& row,
-                                                const typename Operand::K& k) {
-    if constexpr (kVector == 1) {
-      return convert_element<Element>(operand.load(row, k));
-    } else {
-      return operand.load_vector(row, k);
-    }
-  }
+// Element by element through registers: fetch() loads the tile at K offset k0 (0 at
+// k >= k_end), store() puts it into a shared tile. Every operand can be read so.
+template <int kTileRows, int kTileK, int kThreads, typename Operand, typename Element>
+struct TileLoader : TileLanes<kTileRows, kTileK, kThreads, Operand::kContiguousAlongK, 1> {
+  using Lanes = TileLanes<kTileRows, kTileK, kThreads, Operand::kContiguousAlongK, 1>;
+  using Row = typename Operand::Row;
+  Element values[Lanes::kPerThread];
 
-  __device__ __forceinline__ static Staged zero() {
-    if constexpr (kVector == 1) {
-      return convert_element<Element>(0.f);
-    } else {
-      return make_uint4(0, 0, 0, 0);
-    }
-  }
-
-  // Global -> registers: the tile at K offset k0.
   __device__ __forceinline__ void fetch(const Operand& operand, const Row* rows, int32_t k0,
                                         int32_t k_end) {
-    if constexpr (kAlongK) {
-      const int32_t k = k0 + lane * kVector;
+    if constexpr (Operand::kContiguousAlongK) {
+      const int32_t k = k0 + this->lane;
       const bool inside = k < k_end;
       const auto k_cursor = operand.k(inside ? k : 0);
 #pragma unroll
-      for (int i = 0; i < kPerThread; ++i)
-        values[i] = inside ? load(operand, rows[first + i * kStep], k_cursor) : zero();
+      for (int i = 0; i < Lanes::kPerThread; ++i) {
+        values[i] = inside ? convert_element<Element>(
+                                 operand.load(rows[this->first + i * Lanes::kStep], k_cursor))
+                           : convert_element<Element>(0.f);
+      }
     } else {
-      const Row row_cursor = rows[lane * kVector];
+      const Row row_cursor = rows[this->lane];
 #pragma unroll
-      for (int i = 0; i < kPerThread; ++i) {
-        const int32_t k = k0 + first + i * kStep;
-        values[i] = k < k_end ? load(operand, row_cursor, operand.k(k)) : zero();
+      for (int i = 0; i < Lanes::kPerThread; ++i) {
+        const int32_t k = k0 + this->first + i * Lanes::kStep;
+        values[i] = k < k_end ? convert_element<Element>(operand.load(row_cursor, operand.k(k)))
+                              : convert_element<Element>(0.f);
       }
     }
   }
 
-  // Registers -> a shared tile: put(row, k, value), (row, k) the vector's first element.
+  // Registers -> a shared tile: put(row, k, value).
   template <typename Put>
   __device__ __forceinline__ void store(Put put) const {
 #pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      if constexpr (kAlongK) {
-        put(first + i * kStep, lane * kVector, values[i]);
+    for (int i = 0; i < Lanes::kPerThread; ++i) {
+      if constexpr (Operand::kContiguousAlongK) {
+        put(this->first + i * Lanes::kStep, this->lane, values[i]);
       } else {
-        put(lane * kVector, first + i * kStep, values[i]);
+        put(this->lane, this->first + i * Lanes::kStep, values[i]);
+      }
+    }
+  }
+};
+
+// 16-byte vectors straight from global into a shared tile with cp.async (async_copy.cuh), no
+// registers held: fetch(k0, tile) issues the tile at K offset k0 into the caller's open group,
+// zero-filled at k >= k_end and where the operand has no source (padding). Needs the
+// operand's vectorizable(kVector) and tile.at(row, k) 16-byte aligned at every vector.
+template <int kTileRows, int kTileK, int kThreads, typename Operand, int kVector>
+struct AsyncTileLoader
+    : TileLanes<kTileRows, kTileK, kThreads, Operand::kContiguousAlongK, kVector> {
+  using Lanes = TileLanes<kTileRows, kTileK, kThreads, Operand::kContiguousAlongK, kVector>;
+  using Row = typename Operand::Row;
+
+  template <typename Tile>
+  __device__ __forceinline__ static void copy(const Operand& operand, Tile& tile, int row, int k,
+                                              const void* source) {
+    cp_async_16(shared_address(tile.at(row, k)), source != nullptr ? source : operand.origin(),
+                source != nullptr);
+  }
+
+  template <typename Tile>
+  __device__ __forceinline__ void fetch(const Operand& operand, const Row* rows, int32_t k0,
+                                        int32_t k_end, Tile& tile) const {
+    if constexpr (Operand::kContiguousAlongK) {
+      const int k_in_tile = this->lane * kVector;
+      const bool inside = k0 + k_in_tile < k_end;
+      const auto k_cursor = operand.k(inside ? k0 + k_in_tile : 0);
+#pragma unroll
+      for (int i = 0; i < Lanes::kPerThread; ++i) {
+        const int row = this->first + i * Lanes::kStep;
+        copy(operand, tile, row, k_in_tile,
+             inside ? operand.vector_source(rows[row], k_cursor) : nullptr);
+      }
+    } else {
+      const Row row_cursor = rows[this->lane * kVector];
+#pragma unroll
+      for (int i = 0; i < Lanes::kPerThread; ++i) {
+        const int k_in_tile = this->first + i * Lanes::kStep;
+        const int32_t k = k0 + k_in_tile;
+        copy(operand, tile, this->lane * kVector, k_in_tile,
+             k < k_end ? operand.vector_source(row_cursor, operand.k(k)) : nullptr);
       }
     }
   }
@@ -131,8 +162,8 @@ __device__ __forceinline__ void split_range(int32_t k_size, int32_t k_per_split,
   k_end = k_begin + k_per_split < k_size ? k_begin + k_per_split : k_size;
 }
 
-// One operand's path into shared memory: its loader, the operand, its rows' cursors and the
-// two stages of its shared tile, which put(tile) returns the store functor of.
+// One operand's path into shared memory through registers: its loader, the operand, its rows'
+// cursors and the two stages of its shared tile, which put(tile) returns the store functor of.
 template <typename Loader, typename Operand, typename Tile, typename Put>
 struct TileFeed {
   Loader& loader;
@@ -146,7 +177,7 @@ struct TileFeed {
   __device__ __forceinline__ void store(int stage) { loader.store(put(stages[stage])); }
 };
 
-// The K loop of both engines: K tile 0 fetched and stored into stage 0; then per tile, the
+// The K loop through registers: K tile 0 fetched and stored into stage 0; then per tile, the
 // next one fetched into registers, compute(stage) on the current one, the next stored into
 // the other stage, and one barrier (the stage just stored is read only after it, the one just
 // computed is written only after the next).
@@ -177,6 +208,54 @@ __device__ __forceinline__ void double_buffered_k_loop(int32_t k_begin, int32_t 
   }
 }
 
+// One operand's path into shared memory by cp.async: its loader, the operand, its rows'
+// cursors and the stages of its shared tile.
+template <typename Loader, typename Operand, typename Tile>
+struct AsyncTileFeed {
+  const Loader& loader;
+  const Operand& operand;
+  const typename Operand::Row* rows;
+  Tile* stages;
+  __device__ __forceinline__ void fetch(int32_t k0, int32_t k_end, int stage) {
+    loader.fetch(operand, rows, k0, k_end, stages[stage]);
+  }
+};
+
+// The K loop by cp.async with kStages stages: kStages - 1 tiles in flight ahead of the one
+// computed. Per tile: wait for its copies (this thread's), one barrier (everyone's have
+// landed, and everyone is done with the stage computed last, which the next copies refill),
+// issue the tile kStages - 1 ahead into that stage, compute. Every step commits one group,
+// empty past the end, so "all but the newest kStages - 2 groups" is always the tile about to
+// be computed; the groups left at the end are empty.
+template <int kStages, int kTileK, typename AFeed, typename BFeed, typename Compute>
+__device__ __forceinline__ void multistage_k_loop(int32_t k_begin, int32_t k_end, AFeed a, BFeed b,
+                                                  Compute compute) {
+  static_assert(kStages >= 2, "a pipeline needs two stages or more");
+  const int32_t tiles = k_begin < k_end ? (k_end - k_begin + kTileK - 1) / kTileK : 0;
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < tiles) {
+      a.fetch(k_begin + s * kTileK, k_end, s);
+      b.fetch(k_begin + s * kTileK, k_end, s);
+    }
+    cp_async_commit();
+  }
+  int stage = 0, refill = kStages - 1;
+  for (int32_t t = 0; t < tiles; ++t) {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();
+    if (t + kStages - 1 < tiles) {
+      const int32_t k0 = k_begin + (t + kStages - 1) * kTileK;
+      a.fetch(k0, k_end, refill);
+      b.fetch(k0, k_end, refill);
+    }
+    cp_async_commit();
+    compute(stage);
+    stage = stage + 1 == kStages ? 0 : stage + 1;
+    refill = refill + 1 == kStages ? 0 : refill + 1;
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 // fp32 SIMT
 
@@ -203,8 +282,8 @@ __global__ void __launch_bounds__(kFp32Threads, 2)
   split_range(k_size, k_per_split, k_begin, k_end);
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
 
-  ALoader::prepare_rows(a, m0, m_size, a_rows);
-  BLoader::prepare_rows(b, n0, n_size, b_rows);
+  prepare_rows<kFp32TileM, kFp32Threads>(a, m0, m_size, a_rows);
+  prepare_rows<kFp32TileN, kFp32Threads>(b, n0, n_size, b_rows);
   __syncthreads();
   ALoader a_loader;
   BLoader b_loader;
@@ -260,6 +339,9 @@ constexpr int kMmaTileM = 128, kMmaTileN = 128, kMmaTileK = 32;
 constexpr int kMmaThreads = 256;  // 4 x 2 warps, each 32 x 64 = 2 x 8 tiles of m16n8
 constexpr int kMmaSkew = 8;       // row padding (elements) against shared-memory bank conflicts
 constexpr int kMmaVector = 8;     // bf16 per 16-byte load
+// Stages of the cp.async pipeline (16-byte loads): 64 KiB of shared memory a block, so two
+// blocks fit an SM of sm_80 (164 KiB) as of sm_90 (228 KiB), the most the registers allow.
+constexpr int kMmaAsyncStages = 3;
 
 // One stage of an operand's shared tile, laid out along the operand's contiguous index so
 // that a loaded vector is one 16-byte store: [row][k] for an operand contiguous along k,
@@ -304,30 +386,42 @@ __device__ __forceinline__ const __nv_bfloat16* fragment_row(Tile& tile, int row
   }
 }
 
-template <typename Tile, typename Staged>
-__device__ __forceinline__ void put_staged(Tile& tile, int row, int k, const Staged& value) {
-  if constexpr (std::is_same_v<Staged, uint4>) {
-    *reinterpret_cast<uint4*>(tile.at(row, k)) = value;
-  } else {
-    *tile.at(row, k) = value;
-  }
-}
+// gemm_mma_kernel's shared memory (dynamic: over 48 KiB with cp.async's three stages): the
+// stages of each operand's tile and the cursors of the block's rows.
+template <int kStages, typename ATile, typename BTile, typename ARow, typename BRow>
+struct MmaStorage {
+  ATile a[kStages];
+  BTile b[kStages];
+  ARow a_rows[kMmaTileM];
+  BRow b_rows[kMmaTileN];
+};
+
+// How gemm_mma_kernel<kVector> feeds its tiles: 16-byte vectors by cp.async through
+// kMmaAsyncStages stages, element loads (the stem, odd channel counts) through registers and
+// two stages.
+template <int kVector, typename AOperand, typename BOperand>
+struct MmaKernelShape {
+  static constexpr bool kAsync = kVector == kMmaVector;
+  static_assert(kAsync || kVector == 1, "the bf16 engine loads 16-byte vectors or elements");
+  static constexpr int kStages = kAsync ? kMmaAsyncStages : 2;
+  using ATile = MmaTile<kMmaTileM, AOperand::kContiguousAlongK>;
+  using BTile = MmaTile<kMmaTileN, BOperand::kContiguousAlongK>;
+  using Storage = MmaStorage<kStages, ATile, BTile, typename AOperand::Row, typename BOperand::Row>;
+  static_assert(sizeof(ATile) % 16 == 0 && sizeof(BTile) % 16 == 0,
+                "every stage starts 16-byte aligned, as ldmatrix and cp.async need");
+};
 
 template <int kVector, typename AOperand, typename BOperand, typename Store>
 __global__ void __launch_bounds__(kMmaThreads)
     gemm_mma_kernel(int32_t m_size, int32_t n_size, int32_t k_size, int32_t k_per_split, AOperand a,
                     BOperand b, Store store) {
-  using ALoader = TileLoader<kMmaTileM, kMmaTileK, kMmaThreads, AOperand, __nv_bfloat16, kVector>;
-  using BLoader = TileLoader<kMmaTileN, kMmaTileK, kMmaThreads, BOperand, __nv_bfloat16, kVector>;
-  using ATile = MmaTile<kMmaTileM, AOperand::kContiguousAlongK>;
-  using BTile = MmaTile<kMmaTileN, BOperand::kContiguousAlongK>;
-  // Two stages of each (17-20 KiB per operand).
-  __shared__ __align__(16) ATile a_tile[2];
-  __shared__ __align__(16) BTile b_tile[2];
-  __shared__ typename AOperand::Row a_rows[kMmaTileM];
-  __shared__ typename BOperand::Row b_rows[kMmaTileN];
-  static_assert(sizeof(ATile) % 16 == 0 && sizeof(BTile) % 16 == 0,
-                "every stage starts 16-byte aligned, as ldmatrix needs");
+  using Shape = MmaKernelShape<kVector, AOperand, BOperand>;
+  using ATile = typename Shape::ATile;
+  using BTile = typename Shape::BTile;
+  using Storage = typename Shape::Storage;
+  DYNAMIC_SHARED_MEMORY(Storage, storage);
+  ATile* const a_tile = storage->a;
+  BTile* const b_tile = storage->b;
 
   const int32_t m0 = static_cast<int32_t>(blockIdx.x) * kMmaTileM;
   const int32_t n0 = static_cast<int32_t>(blockIdx.y) * kMmaTileN;
@@ -336,14 +430,9 @@ __global__ void __launch_bounds__(kMmaThreads)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int warp_m = warp / 2, warp_n = warp % 2;
 
-  ALoader::prepare_rows(a, m0, m_size, a_rows);
-  BLoader::prepare_rows(b, n0, n_size, b_rows);
+  prepare_rows<kMmaTileM, kMmaThreads>(a, m0, m_size, storage->a_rows);
+  prepare_rows<kMmaTileN, kMmaThreads>(b, n0, n_size, storage->b_rows);
   __syncthreads();
-  ALoader a_loader;
-  BLoader b_loader;
-  const auto put = [](auto& tile) {
-    return [&tile](int row, int k, const auto& value) { put_staged(tile, row, k, value); };
-  };
 
   // This lane's ldmatrix addresses at k 0 of stage 0; stage s and k are fixed byte offsets.
   SharedAddress a_fragment_rows[2], b_fragment_rows[4];
@@ -357,33 +446,48 @@ __global__ void __launch_bounds__(kMmaThreads)
         shared_address(fragment_row<false>(b_tile[0], warp_n * 64 + j * 16, 0, lane));
 
   float acc[2][8][4] = {};  // [m16 tile][n8 tile][mma's d registers]
-  double_buffered_k_loop<kMmaTileK>(
-      k_begin, k_end, TileFeed{a_loader, a, a_rows, a_tile, put},
-      TileFeed{b_loader, b, b_rows, b_tile, put}, [&](int stage) {
-        const int a_stage = stage * static_cast<int>(sizeof(ATile));
-        const int b_stage = stage * static_cast<int>(sizeof(BTile));
+  const auto compute = [&](int stage) {
+    const int a_stage = stage * static_cast<int>(sizeof(ATile));
+    const int b_stage = stage * static_cast<int>(sizeof(BTile));
 #pragma unroll
-        for (int k = 0; k < kMmaTileK; k += 16) {
-          uint32_t a_frag[2][4], b_frag[4][4];
+    for (int k = 0; k < kMmaTileK; k += 16) {
+      uint32_t a_frag[2][4], b_frag[4][4];
 #pragma unroll
-          for (int i = 0; i < 2; ++i)
-            ldmatrix_x4<!ATile::kAlongK>(a_frag[i],
-                                         a_fragment_rows[i] + a_stage + ATile::k_bytes(k));
+      for (int i = 0; i < 2; ++i)
+        ldmatrix_x4<!ATile::kAlongK>(a_frag[i], a_fragment_rows[i] + a_stage + ATile::k_bytes(k));
 #pragma unroll
-          for (int j = 0; j < 4; ++j)
-            ldmatrix_x4<!BTile::kAlongK>(b_frag[j],
-                                         b_fragment_rows[j] + b_stage + BTile::k_bytes(k));
+      for (int j = 0; j < 4; ++j)
+        ldmatrix_x4<!BTile::kAlongK>(b_frag[j], b_fragment_rows[j] + b_stage + BTile::k_bytes(k));
 #pragma unroll
-          for (int i = 0; i < 2; ++i) {
+      for (int i = 0; i < 2; ++i) {
 #pragma unroll
-            for (int j = 0; j < 8; ++j) {
-              const uint32_t b_pair[2] = {b_frag[j / 2][2 * (j % 2)],
-                                          b_frag[j / 2][2 * (j % 2) + 1]};
-              mma_m16n8k16_bf16(acc[i][j], a_frag[i], b_pair);
-            }
-          }
+        for (int j = 0; j < 8; ++j) {
+          const uint32_t b_pair[2] = {b_frag[j / 2][2 * (j % 2)], b_frag[j / 2][2 * (j % 2) + 1]};
+          mma_m16n8k16_bf16(acc[i][j], a_frag[i], b_pair);
         }
-      });
+      }
+    }
+  };
+  if constexpr (Shape::kAsync) {
+    using ALoader = AsyncTileLoader<kMmaTileM, kMmaTileK, kMmaThreads, AOperand, kVector>;
+    using BLoader = AsyncTileLoader<kMmaTileN, kMmaTileK, kMmaThreads, BOperand, kVector>;
+    const ALoader a_loader;
+    const BLoader b_loader;
+    multistage_k_loop<Shape::kStages, kMmaTileK>(
+        k_begin, k_end, AsyncTileFeed{a_loader, a, storage->a_rows, a_tile},
+        AsyncTileFeed{b_loader, b, storage->b_rows, b_tile}, compute);
+  } else {
+    using ALoader = TileLoader<kMmaTileM, kMmaTileK, kMmaThreads, AOperand, __nv_bfloat16>;
+    using BLoader = TileLoader<kMmaTileN, kMmaTileK, kMmaThreads, BOperand, __nv_bfloat16>;
+    ALoader a_loader;
+    BLoader b_loader;
+    const auto put = [](auto& tile) {
+      return [&tile](int row, int k, __nv_bfloat16 value) { *tile.at(row, k) = value; };
+    };
+    double_buffered_k_loop<kMmaTileK>(k_begin, k_end,
+                                      TileFeed{a_loader, a, storage->a_rows, a_tile, put},
+                                      TileFeed{b_loader, b, storage->b_rows, b_tile, put}, compute);
+  }
   // Straight from the accumulators: d[0], d[1] at (row lane / 4, columns 2 (lane % 4) and +1)
   // of each m16n8 tile, d[2], d[3] eight rows below.
   const int group = lane / 4, pair = 2 * (lane % 4);
@@ -465,12 +569,19 @@ void gemm_launch(int64_t m, int64_t n, int64_t k, AOperand a, BOperand b, Store 
       return operand.vectorizable(kMmaVector) &&
              (operand.kContiguousAlongK ? k : rows) % kMmaVector == 0;
     };
+    const auto run = [&](auto vector) {
+      constexpr int kVector = decltype(vector)::value;
+      constexpr size_t smem_bytes =
+          sizeof(typename MmaKernelShape<kVector, AOperand, BOperand>::Storage);
+      const auto kernel = gemm_mma_kernel<kVector, AOperand, BOperand, Store>;
+      allow_dynamic_shared_memory(kernel, smem_bytes);
+      launch(kernel, grid, dim3(kMmaThreads), smem_bytes, stream, dim(m), dim(n), dim(k),
+             dim(per_split), a, b, store);
+    };
     if (fits(a, m) && fits(b, n)) {
-      launch(gemm_mma_kernel<kMmaVector, AOperand, BOperand, Store>, grid, dim3(kMmaThreads), 0,
-             stream, dim(m), dim(n), dim(k), dim(per_split), a, b, store);
+      run(std::integral_constant<int, kMmaVector>{});
     } else {
-      launch(gemm_mma_kernel<1, AOperand, BOperand, Store>, grid, dim3(kMmaThreads), 0, stream,
-             dim(m), dim(n), dim(k), dim(per_split), a, b, store);
+      run(std::integral_constant<int, 1>{});
     }
   }
 }

@@ -8,6 +8,8 @@
 //
 // Kernels that need dynamic shared memory declare it with DYNAMIC_SHARED_MEMORY(T, name),
 // which is `extern __shared__` on the GPU and a per-block, NaN-filled buffer under emulation.
+// A launch of more than 48 KiB of it is refused unless allow_dynamic_shared_memory(kernel,
+// bytes) came first (cudaFuncSetAttribute's opt-in, up to the device's per-block maximum).
 //
 // A kernels/cuda/<family>.cuh defines non-inline entry points, so it is included by exactly
 // one translation unit per binary: its .cu in the library, or one emulator test.
@@ -32,6 +34,16 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem_bytes,
   CHECK_CUDA(cudaGetLastError());
 }
 
+// Per function and device (the current one), so called before each such launch: cheap, and
+// right on whichever device the launch goes to.
+template <typename... Params>
+void allow_dynamic_shared_memory(void (*kernel)(Params...), size_t bytes) {
+  if (bytes <= 48 * 1024) return;
+  CHECK_CUDA(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(bytes)));
+}
+
 }  // namespace engine::cuda
 
 #elif defined(ENGINE_SIM_DEVICE_LAUNCH)
@@ -39,13 +51,19 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem_bytes,
 // The sim device (ENGINE_CUDA=SIM, kernels/sim/kernel_prelude.h): queued on the stream's
 // worker, then run under the SIMT emulator.
 namespace engine::cuda {
+using sim::allow_dynamic_shared_memory;
 using sim::launch;
 }  // namespace engine::cuda
 
 #elif defined(SIMT_EMULATOR)
 
+#include <cstddef>
+
 namespace engine::cuda {
 using simt::launch;
+// The emulator takes up to sm_90's opt-in maximum (simt::detail::kMaxDynamicSharedBytes).
+template <typename... Params>
+void allow_dynamic_shared_memory(void (*)(Params...), size_t) {}
 }  // namespace engine::cuda
 
 #else

@@ -7,22 +7,9 @@
 
 #include <cstdint>
 
-namespace engine::cuda {
+#include "kernels/cuda/shared_address.cuh"
 
-// A shared-memory address as ldmatrix takes it: 32 bits in the shared window on a GPU (made
-// once, outside a kernel's loops, and stepped by byte offsets), a plain pointer in the
-// emulator. Only for a kernel's own registers: the type differs between nvcc's two passes.
-#if defined(__CUDA_ARCH__)
-using SharedAddress = uint32_t;
-__device__ __forceinline__ SharedAddress shared_address(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-#else
-using SharedAddress = const char*;
-__device__ __forceinline__ SharedAddress shared_address(const void* p) {
-  return static_cast<const char*>(p);
-}
-#endif
+namespace engine::cuda {
 
 // Lanes 8i .. 8i+7 pass the addresses of matrix i's rows (16-byte aligned, shared memory).
 // r[i]: matrix i's row lane / 4, columns 2 (lane % 4) and + 1; with kTranspose its column

@@ -36,11 +36,14 @@ void enqueue_kernel(cudaStream_t stream, KernelLaunch launch) {
     result(cudaErrorInvalidConfiguration);
     return;
   }
-  if (launch.dynamic_smem_bytes > kDefaultDynamicSharedBytes) {
+  const std::size_t allowed =
+      max_dynamic_shared_bytes(reinterpret_cast<const void*>(launch.kernel));
+  if (launch.dynamic_smem_bytes > allowed) {
     explain("launch of " + kernel_name(launch) +
             " rejected: " + std::to_string(launch.dynamic_smem_bytes) +
-            " bytes of dynamic shared memory exceed the 48 KiB a kernel may have without "
-            "cudaFuncSetAttribute(..., cudaFuncAttributeMaxDynamicSharedMemorySize, ...)");
+            " bytes of dynamic shared memory exceed the " + std::to_string(allowed) +
+            " it may have on this device (48 KiB unless cudaFuncSetAttribute(..., "
+            "cudaFuncAttributeMaxDynamicSharedMemorySize, ...) allowed more)");
     result(cudaErrorInvalidValue);
     return;
   }

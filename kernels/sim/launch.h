@@ -23,8 +23,12 @@
 namespace engine::sim {
 
 // What a kernel may have without cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemory
-// Size), which the engine never calls: a launch asking for more fails on a GPU, so here too.
+// Size): a launch asking for more fails on a GPU, so here too.
 constexpr std::size_t kDefaultDynamicSharedBytes = 48 * 1024;
+
+// The dynamic shared memory a launch of `kernel` may ask for on the current device: what
+// cudaFuncSetAttribute (function_attributes.cpp) last allowed there, else the default.
+std::size_t max_dynamic_shared_bytes(const void* kernel);
 
 struct KernelLaunch {
   void (*kernel)() = nullptr;  // only to name the kernel in messages
@@ -60,6 +64,15 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem_b
   };
   enqueue_kernel(stream, std::move(spec));
   CHECK_CUDA(cudaGetLastError());
+}
+
+// As kernels/cuda/launch.h's for nvcc: the opt-in for more than 48 KiB.
+template <typename... Params>
+void allow_dynamic_shared_memory(void (*kernel)(Params...), std::size_t bytes) {
+  if (bytes <= kDefaultDynamicSharedBytes) return;
+  CHECK_CUDA(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(bytes)));
 }
 
 }  // namespace engine::sim

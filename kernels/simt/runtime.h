@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <vector_types.h>
 
@@ -81,5 +82,20 @@ unsigned warp_alive_mask();  // lanes of the caller's warp that exist and have n
 void** warp_scratch();
 void* dynamic_shared_memory();
 void thread_fence();
+
+// cp.async (async_copy.h): `bytes` (4, 8 or 16) into shared memory at dst, the first
+// src_bytes of them from src and the rest zeros. The library queues a thread's copies in
+// commit groups; the header performs the due ones in the kernel's own (instrumented) code, so
+// ThreadSanitizer and AddressSanitizer see their writes and reads.
+struct AsyncCopy {
+  void* dst;
+  const void* src;
+  unsigned bytes, src_bytes;
+};
+void async_copy_issue(const AsyncCopy& copy);  // throws std::logic_error for a bad copy
+void async_copy_commit();
+// The copies of every committed group of the caller but the newest `keep`, in issue order,
+// taken off its queue (valid until the caller's next async_copy_* call).
+const std::vector<AsyncCopy>& async_copy_due(unsigned keep);
 
 }  // namespace simt::detail

@@ -72,6 +72,7 @@ std::string Scheduler::run_block() {
     t.started = t.exited = false;
     t.wait = Wait::kNone;
     t.request = nullptr;
+    t.async_copies.clear();  // an aborted block may leave copies behind
 #if SIMT_HAS_TSAN
     std::snprintf(t.name, sizeof t.name, "simt block (%u,%u,%u) thread (%u,%u,%u)", blockIdx.x,
                   blockIdx.y, blockIdx.z, t.index.x, t.index.y, t.index.z);
@@ -102,6 +103,7 @@ Fiber* Scheduler::thread_main(void* arg) {
   SIMT_TSAN_ACQUIRE(&s.block_entry_sync_);
   try {
     s.launch_->invoke(s.launch_->closure);
+    require_no_pending_async_copies(thread);
   } catch (const AbortThread&) {
   } catch (const std::exception& e) {
     s.fail(thread, e.what());

@@ -29,6 +29,19 @@ namespace simt::detail {
 
 enum class Wait : std::uint8_t { kNone, kBlockBarrier, kWarpCollective };
 
+// A thread's cp.async copies not yet performed (async_copy.cpp): copies[0, group_ends[i]) are
+// the committed groups up to i; those after the last end form the open group.
+struct AsyncCopyQueue {
+  std::vector<AsyncCopy> copies;
+  std::vector<std::size_t> group_ends;
+  std::vector<AsyncCopy> due;  // what async_copy_due hands out
+  void clear() {
+    copies.clear();
+    group_ends.clear();
+    due.clear();
+  }
+};
+
 struct Thread {
   Fiber fiber;
   uint3 index{};
@@ -38,7 +51,8 @@ struct Thread {
   unsigned barrier_generation = 0;  // the __syncthreads it waits in
   WarpRequest* request = nullptr;   // its warp collective, on its own stack
   unsigned sync_slot = 0;           // its warp group's TSan sync object
-  char name[64] = {};               // for TSan reports
+  AsyncCopyQueue async_copies;
+  char name[64] = {};  // for TSan reports
 };
 
 struct Warp {
@@ -54,6 +68,10 @@ struct Warp {
   unsigned gathering = 0;
   unsigned gathering_mask[32] = {};
 };
+
+// Throws std::logic_error when `thread` issued cp.async copies it never waited for: their data
+// may land after the thread is gone, so nobody can rely on it (async_copy.cpp).
+void require_no_pending_async_copies(const Thread& thread);
 
 // Thrown into blocked threads to unwind them when their block is aborted. Not derived from
 // std::exception, so a kernel's catch clauses do not stop it.
@@ -72,6 +90,8 @@ class Scheduler {
   Thread& self();
   Warp& warp_of(const Thread& thread) { return warps_[thread.warp]; }
   void* dynamic_smem() { return self(), dynamic_smem_; }
+  // Whether [p, p + bytes) lies in the running block's shared memory (static or dynamic).
+  bool in_shared_memory(const void* p, std::size_t bytes) const;
   int block_barrier(BlockReduce reduce, int predicate);  // barriers.cpp
   void warp_collective(WarpRequest& request);            // barriers.cpp
   // __threadfence's TSan sync object (builtins.cpp): per scheduler, so a fence orders the

@@ -16,6 +16,8 @@
 //   tensor cores   nvcuda::wmma fragments, load/store_matrix_sync, mma_sync          (wmma.h)
 //                  ldmatrix .x4 and mma.sync m16n8k16 bf16, through kernels/cuda/warp_mma.cuh
 //                                                                             (warp_matrix.h)
+//   async copies   cp.async with zero fill, commit_group, wait_group, through
+//                  kernels/cuda/async_copy.cuh                                 (async_copy.h)
 //   __half and __nv_bfloat16 come from CUDA's own headers; printf and assert work as on the host.
 // Not emulated: cooperative groups, inline PTX (warp_mma.cuh's wrappers call warp_matrix.h's
 // emulations here instead of their PTX), texture/surface objects, code under __CUDA_ARCH__
@@ -26,6 +28,7 @@
 
 #include "kernels/simt/cuda_keywords.h"
 // The order below matters only in that cuda_keywords.h comes first.
+#include "kernels/simt/async_copy.h"
 #include "kernels/simt/atomics.h"
 #include "kernels/simt/device_math.h"
 #include "kernels/simt/launch.h"

@@ -76,7 +76,7 @@ TEST_F(SimLaunch, ABadConfigurationFailsTheLaunchAsCudaDoes) {
   EXPECT_NE(
       launch_error(dim3(0), dim3(32), 0, stream, values).find("cudaErrorInvalidConfiguration"),
       std::string::npos);
-  // Beyond 48 KiB a kernel needs cudaFuncSetAttribute first, which the engine never calls.
+  // Beyond 48 KiB a kernel needs cudaFuncSetAttribute first (DynamicSharedMemoryBeyond48KiB...).
   EXPECT_NE(
       launch_error(dim3(1), dim3(32), 48 * 1024 + 1, stream, values).find("cudaErrorInvalidValue"),
       std::string::npos);
@@ -84,6 +84,60 @@ TEST_F(SimLaunch, ABadConfigurationFailsTheLaunchAsCudaDoes) {
   // Not sticky: the stream still works.
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   EXPECT_EQ(values[0], 2.f);
+}
+
+__global__ void dynamic_smem_kernel(float* out, int n) {
+  DYNAMIC_SHARED_MEMORY(float, buffer);
+  for (int i = static_cast<int>(threadIdx.x); i < n; i += static_cast<int>(blockDim.x))
+    buffer[i] = static_cast<float>(i);
+  __syncthreads();
+  out[threadIdx.x] = buffer[n - 1 - static_cast<int>(threadIdx.x)];
+}
+
+std::string dynamic_smem_launch_error(size_t bytes, cudaStream_t stream, float* out) {
+  try {
+    engine::cuda::launch(dynamic_smem_kernel, dim3(1), dim3(32), bytes, stream, out,
+                         static_cast<int>(bytes / sizeof(float)));
+  } catch (const engine::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST_F(SimLaunch, DynamicSharedMemoryBeyond48KiBNeedsTheKernelsOptIn) {
+  constexpr size_t kBytes = 100 * 1024;
+  EXPECT_NE(dynamic_smem_launch_error(kBytes, stream, values).find("cudaErrorInvalidValue"),
+            std::string::npos);
+  engine::cuda::allow_dynamic_shared_memory(dynamic_smem_kernel, kBytes);
+  EXPECT_EQ(dynamic_smem_launch_error(kBytes, stream, values), "");
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  const int n = static_cast<int>(kBytes / sizeof(float));
+  for (int i = 0; i < 32; ++i)
+    ASSERT_EQ(values[i], static_cast<float>(n - 1 - i)) << i;
+  // The opt-in is a ceiling, per function: more than it still fails, another kernel has none.
+  EXPECT_NE(dynamic_smem_launch_error(kBytes + 16, stream, values).find("cudaErrorInvalidValue"),
+            std::string::npos);
+  EXPECT_NE(launch_error(dim3(1), dim3(32), kBytes, stream, values).find("cudaErrorInvalidValue"),
+            std::string::npos);
+}
+
+TEST_F(SimLaunch, FuncSetAttributeRefusesWhatCudaRefuses) {
+  const void* kernel = reinterpret_cast<const void*>(dynamic_smem_kernel);
+  EXPECT_EQ(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 228 * 1024),  // sm_90's opt-in limit is 227 KiB
+            cudaErrorInvalidValue);
+  EXPECT_EQ(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, -1),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(cudaFuncSetAttribute(nullptr, cudaFuncAttributeMaxDynamicSharedMemorySize, 1024),
+            cudaErrorInvalidDeviceFunction);
+  EXPECT_EQ(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 50),
+            cudaSuccess);
+  EXPECT_EQ(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 101),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(cudaFuncSetAttribute(kernel, cudaFuncAttributeRequiredClusterWidth, 2),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);  // the last failure, then cleared
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
 // Runs in the death test's child: exits 3 when everything after the fault is as CUDA has it.

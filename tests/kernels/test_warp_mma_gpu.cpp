@@ -1,14 +1,16 @@
 // ldmatrix .x4 and mma.sync m16n8k16 (kernels/cuda/warp_mma.cuh) on a CUDA device against the
-// PTX ISA's fragment layouts: the checks the SIMT emulator's emulation of them passes
-// (tests/simt/test_warp_matrix.cpp), here on the hardware, so a wrong emulated layout shows
-// as these cases failing on a GPU rather than as a bf16 conv result off somewhere. Skipped,
-// with the reason, without a usable CUDA device.
+// PTX ISA's fragment layouts, and cp.async's zero fill and commit groups
+// (kernels/cuda/async_copy.cuh): the checks the SIMT emulator's emulation of them passes
+// (tests/simt/test_warp_matrix.cpp, test_async_copy.cpp), here on the hardware, so a wrong emulated
+// layout shows as these cases failing on a GPU rather than as a bf16 conv result off somewhere.
+// Skipped, with the reason, without a usable CUDA device.
 #include <gtest/gtest.h>
 
 #include <vector>
 
 #include "kernels/runtime.h"
 #include "kernels/tensor.h"
+#include "tests/kernels/async_copy_checks.h"
 #include "tests/kernels/warp_matrix_checks.h"
 #include "tests/kernels/warp_mma_probe.h"
 
@@ -55,6 +57,17 @@ TEST_F(WarpMmaGpu, MmaMatchesNaiveProductThroughThePtxFragmentLayout) {
   Tensor d = Tensor::zeros({16 * 8}, DType::f32, Device::cuda(0), stream);
   launch_mma_probe(a.data<float>(), b.data<float>(), c.data<float>(), d.data<float>(), stream);
   expect_mma_product(in, d.to_floats(stream));
+}
+
+TEST_F(WarpMmaGpu, AsyncCopiesLandByGroupAndZeroFill) {
+  Stream stream(Device::cuda(0));
+  const std::vector<float> input = async_copy_probe_input();
+  const Tensor src =
+      Tensor::from_floats({static_cast<int64_t>(input.size())}, input).to(Device::cuda(0), stream);
+  Tensor out =
+      Tensor::zeros({static_cast<int64_t>(input.size())}, DType::f32, Device::cuda(0), stream);
+  launch_async_copy_probe(src.data<float>(), out.data<float>(), stream);
+  expect_async_copies_landed(input, out.to_floats(stream));
 }
 
 }  // namespace

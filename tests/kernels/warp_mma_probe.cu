@@ -1,6 +1,7 @@
 #include "tests/kernels/warp_mma_probe.h"
 
 #include "kernels/cuda/launch.h"
+#include "tests/kernels/async_copy_kernels.cuh"
 #include "tests/kernels/warp_matrix_kernels.cuh"
 
 namespace engine::testing {
@@ -16,6 +17,11 @@ void launch_ldmatrix_probe(bool transpose, const float* matrices, float* out, St
 
 void launch_mma_probe(const float* a, const float* b, const float* c, float* d, Stream& stream) {
   cuda::launch(mma_probe_kernel, dim3(1), dim3(32), 0, stream.native(), a, b, c, d);
+}
+
+void launch_async_copy_probe(const float* src, float* out, Stream& stream) {
+  cuda::launch(async_copy_probe_kernel, dim3(1), dim3(kAsyncCopyProbeThreads), 0, stream.native(),
+               src, out);
 }
 
 }  // namespace engine::testing
