@@ -1,6 +1,9 @@
 #include "collectives/grad_buckets.h"
 
 #include <algorithm>
+#include <array>
+#include <iterator>
+#include <utility>
 
 #include "kernels/error.h"
 
@@ -27,13 +30,16 @@ GradBuckets::GradBuckets(Tensor flat_grads, std::vector<GradRange> ranges, Commu
   reported_.assign(ranges_.size(), 0);
   if (flat_.device().is_cuda() && communicates()) {
     comm_stream_.emplace(flat_.device());
-    for (size_t b = 0; b < buckets_.size(); ++b) {
+    for (size_t b = 0; b < buckets_.size(); ++b)
       ready_events_.emplace_back(flat_.device());
-      start_events_.emplace_back(flat_.device(), /*timing=*/true);
-      end_events_.emplace_back(flat_.device(), /*timing=*/true);
+    for (CudaStepEvents& step : cuda_steps_) {
+      for (size_t b = 0; b < buckets_.size(); ++b) {
+        step.start.emplace_back(flat_.device(), /*timing=*/true);
+        step.end.emplace_back(flat_.device(), /*timing=*/true);
+      }
+      step.begin.emplace(flat_.device(), true);
+      step.backward_end.emplace(flat_.device(), true);
     }
-    begin_event_.emplace(flat_.device(), true);
-    backward_end_event_.emplace(flat_.device(), true);
   }
 }
 
@@ -58,7 +64,12 @@ void GradBuckets::begin(Stream& compute_stream, bool sync) {
         "GradBuckets::begin: the previous step was not finished (call finish() after every "
         "backward, also after a failed one)");
   }
-  if (cuda_timing_pending_) resolve_cuda_timing();  // its events are about to be re-recorded
+  if (on_cuda()) {
+    // This step records into the events of the step before last: read them first (waiting,
+    // if it has not finished yet, so the host stays at most two steps ahead).
+    current_events_ ^= 1;
+    if (cuda_steps_[current_events_].pending) resolve_cuda_timing(cuda_steps_[current_events_]);
+  }
   in_step_ = true;
   sync_ = sync;
   compute_ = &compute_stream;
@@ -71,7 +82,7 @@ void GradBuckets::begin(Stream& compute_stream, bool sync) {
   submit_s_.assign(buckets_.size(), 0.0);
   works_.clear();
   begin_time_ = Clock::now();
-  if (on_cuda()) begin_event_->record(compute_stream);
+  if (on_cuda()) cuda_steps_[current_events_].begin->record(compute_stream);
 }
 
 void GradBuckets::mark_ready(int range) {
@@ -111,10 +122,11 @@ void GradBuckets::start_bucket(int bucket) {
     // event is reached when both that and the previous bucket are done.
     ready_events_[bucket].record(*compute_);
     comm_stream_->wait(ready_events_[bucket]);
-    start_events_[bucket].record(*comm_stream_);
+    CudaStepEvents& events = cuda_steps_[current_events_];
+    events.start[bucket].record(*comm_stream_);
     Work work = comm_.all_reduce_async(view, ReduceOp::avg, *comm_stream_);
     work.wait(*comm_stream_);
-    end_events_[bucket].record(*comm_stream_);
+    events.end[bucket].record(*comm_stream_);
     works_.push_back(std::move(work));
     return;
   }
@@ -132,7 +144,10 @@ std::exception_ptr GradBuckets::wait_started_buckets(Stream& compute_stream) {
         if (!error) error = std::current_exception();
       }
     }
-    cuda_timing_pending_ = true;
+    CudaStepEvents& events = cuda_steps_[current_events_];
+    events.started = works_.size();
+    events.step = ++synced_steps_;
+    events.pending = true;
     return error;
   }
   std::exception_ptr error;
@@ -150,7 +165,7 @@ std::exception_ptr GradBuckets::wait_started_buckets(Stream& compute_stream) {
     previous_end = end;
     bytes += buckets_[completion.tag].numel * static_cast<int64_t>(dtype_size(flat_.dtype()));
   }
-  timing_ = summarize_grad_bucket_timing(backward_end_s_, std::move(intervals), bytes);
+  record_timing(summarize_grad_bucket_timing(backward_end_s_, std::move(intervals), bytes));
   return error;
 }
 
@@ -160,11 +175,11 @@ void GradBuckets::finish(Stream& compute_stream) {
   if (!sync_) return;
   backward_end_s_ = seconds_since_begin(Clock::now());
   if (!communicates()) {
-    timing_ = summarize_grad_bucket_timing(backward_end_s_, {}, 0);
+    record_timing(summarize_grad_bucket_timing(backward_end_s_, {}, 0));
     require_no_missing_ranges();
     return;
   }
-  if (on_cuda()) backward_end_event_->record(compute_stream);
+  if (on_cuda()) cuda_steps_[current_events_].backward_end->record(compute_stream);
   std::exception_ptr error;
   try {
     // Unreported ranges too: every rank issues every bucket, once, in bucket order.
@@ -195,27 +210,52 @@ void GradBuckets::require_no_missing_ranges() const {
        "its gradient hook");
 }
 
-void GradBuckets::resolve_cuda_timing() const {
-  cuda_timing_pending_ = false;
-  if (works_.empty()) return;
-  end_events_[works_.size() - 1].synchronize();
-  backward_end_event_->synchronize();
+void GradBuckets::record_timing(GradBucketTiming timing) const {
+  timing_ = timing;
+  history_.push_back(std::move(timing));
+  if (history_.size() > kTimingHistory) history_.pop_front();
+}
+
+void GradBuckets::resolve_cuda_timing(CudaStepEvents& events) const {
+  events.pending = false;
+  if (events.started == 0) {
+    record_timing(summarize_grad_bucket_timing(0, {}, 0));
+    return;
+  }
+  events.end[events.started - 1].synchronize();
+  events.backward_end->synchronize();
   const auto seconds = [&](const Event& e) {
-    return static_cast<double>(Event::elapsed_ms(*begin_event_, e)) / 1e3;
+    return static_cast<double>(Event::elapsed_ms(*events.begin, e)) / 1e3;
   };
   std::vector<BucketInterval> intervals;
   int64_t bytes = 0;
-  for (size_t b = 0; b < works_.size(); ++b) {
-    intervals.push_back({seconds(start_events_[b]), seconds(end_events_[b])});
+  for (size_t b = 0; b < events.started; ++b) {
+    intervals.push_back({seconds(events.start[b]), seconds(events.end[b])});
     bytes += buckets_[b].numel * static_cast<int64_t>(dtype_size(flat_.dtype()));
   }
-  timing_ =
-      summarize_grad_bucket_timing(seconds(*backward_end_event_), std::move(intervals), bytes);
+  record_timing(
+      summarize_grad_bucket_timing(seconds(*events.backward_end), std::move(intervals), bytes));
+}
+
+void GradBuckets::resolve_pending_timings() const {
+  // Oldest first, so the history stays in step order.
+  std::array<CudaStepEvents*, 2> steps = {&cuda_steps_[0], &cuda_steps_[1]};
+  if (steps[1]->step < steps[0]->step) std::swap(steps[0], steps[1]);
+  for (CudaStepEvents* step : steps)
+    if (step->pending) resolve_cuda_timing(*step);
 }
 
 const GradBucketTiming& GradBuckets::last_timing() const {
-  if (cuda_timing_pending_) resolve_cuda_timing();
+  resolve_pending_timings();
   return timing_;
+}
+
+std::vector<GradBucketTiming> GradBuckets::take_timings() {
+  resolve_pending_timings();
+  std::vector<GradBucketTiming> taken(std::make_move_iterator(history_.begin()),
+                                      std::make_move_iterator(history_.end()));
+  history_.clear();
+  return taken;
 }
 
 }  // namespace engine

@@ -26,7 +26,9 @@
 // micro-batch) makes mark_ready and finish do nothing at all.
 #pragma once
 
+#include <array>
 #include <chrono>
+#include <deque>
 #include <optional>
 #include <vector>
 
@@ -72,6 +74,13 @@ class GradBuckets {
   int world_size() const { return comm_.size(); }
   // The last synced step. On CUDA the first read after a step waits for its last bucket.
   const GradBucketTiming& last_timing() const;
+  // Every synced step's timing since the previous call, oldest first (at most the last
+  // kTimingHistory); on CUDA this waits for the last step's buckets. Read every few steps,
+  // it leaves the host free to queue steps ahead of the GPU (up to two: a step reuses the
+  // events of the step before last, and reads them first), where last_timing() after every
+  // step waits for each.
+  std::vector<GradBucketTiming> take_timings();
+  static constexpr size_t kTimingHistory = 1024;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -82,7 +91,17 @@ class GradBuckets {
   void start_bucket(int bucket);
   // Waits for every started bucket; the first communication error, or null.
   std::exception_ptr wait_started_buckets(Stream& compute_stream);
-  void resolve_cuda_timing() const;
+  // CUDA: one step's events, in two sets used in turn.
+  struct CudaStepEvents {
+    std::vector<Event> start, end;  // per bucket, on the comm stream
+    std::optional<Event> begin, backward_end;
+    size_t started = 0;    // buckets all-reduced in the step
+    int64_t step = 0;      // which synced step recorded them (orders the two sets)
+    bool pending = false;  // recorded, not yet read into the history
+  };
+  void record_timing(GradBucketTiming timing) const;
+  void resolve_cuda_timing(CudaStepEvents& events) const;
+  void resolve_pending_timings() const;
   void require_no_missing_ranges() const;
 
   Tensor flat_;
@@ -107,11 +126,13 @@ class GradBuckets {
 
   // CUDA only (untested on hardware).
   std::optional<Stream> comm_stream_;
-  std::vector<Event> ready_events_, start_events_, end_events_;
-  std::optional<Event> begin_event_, backward_end_event_;
+  std::vector<Event> ready_events_;
+  mutable std::array<CudaStepEvents, 2> cuda_steps_;
+  int current_events_ = 0;  // the set this step records into
+  int64_t synced_steps_ = 0;
 
-  mutable bool cuda_timing_pending_ = false;
-  mutable GradBucketTiming timing_;
+  mutable GradBucketTiming timing_;               // the last step's
+  mutable std::deque<GradBucketTiming> history_;  // since take_timings()
 };
 
 }  // namespace engine

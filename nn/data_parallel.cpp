@@ -116,10 +116,22 @@ void DataParallel::end_backward(Stream& stream) {
   buckets_->finish(stream);
 }
 
+namespace {
+CommTiming comm_timing(const GradBucketTiming& t) {
+  return {t.backward_s, t.busy_s, t.exposed_s, t.hidden_fraction, t.buckets, t.bytes};
+}
+}  // namespace
+
 const CommTiming& DataParallel::last_timing() const {
-  const GradBucketTiming& t = buckets_->last_timing();
-  timing_ = {t.backward_s, t.busy_s, t.exposed_s, t.hidden_fraction, t.buckets, t.bytes};
+  timing_ = comm_timing(buckets_->last_timing());
   return timing_;
+}
+
+std::vector<CommTiming> DataParallel::take_timings() {
+  std::vector<CommTiming> timings;
+  for (const GradBucketTiming& t : buckets_->take_timings())
+    timings.push_back(comm_timing(t));
+  return timings;
 }
 
 int DataParallel::bucket_count() const {

@@ -38,7 +38,7 @@ struct DataParallelOptions {
   bool overlap = true;           // false: every bucket all-reduced in finish() (benchmark baseline)
 };
 
-struct CommTiming {            // the last synced step
+struct CommTiming {            // one synced step
   double backward_s = 0;       // begin_backward() .. end_backward()
   double comm_busy_s = 0;      // time the buckets' all-reduces were running (union of intervals)
   double exposed_s = 0;        // end_backward() called .. last bucket done
@@ -64,7 +64,12 @@ class DataParallel {
   // Call after model.backward: waits for every bucket; the gradients are then averaged over
   // ranks.
   void end_backward(Stream& stream);
+  // The last synced step's timing (on a GPU: waits for that step's all-reduces).
   const CommTiming& last_timing() const;
+  // Every synced step's timing since the previous call, oldest first; on a GPU waits only for
+  // the last one's all-reduces (GradBuckets::take_timings), so a trainer that reads them
+  // every few steps does not hold the host back in between.
+  std::vector<CommTiming> take_timings();
   int bucket_count() const;
   int world_size() const;
 

@@ -34,6 +34,7 @@ void Progress::start_epoch(int64_t epoch, int64_t epochs, int64_t steps, int64_t
   steps_ = steps;
   first_step_ = first_step;
   epoch_totals_ = {};
+  ticked_samples_ = 0;
   started_ = last_draw_ = Clock::now();
 }
 
@@ -50,8 +51,20 @@ std::string Progress::status(int64_t index, double lr) const {
                 static_cast<int>(std::to_string(steps_).size()), static_cast<long long>(index + 1),
                 static_cast<long long>(steps_), last_loss_, epoch_totals_.loss_sum / samples,
                 100 * epoch_totals_.correct1 / samples, lr,
-                elapsed > 0 ? epoch_totals_.samples / elapsed : 0.0, format_duration(eta).c_str());
+                elapsed > 0 ? ticked_samples_ / elapsed : 0.0, format_duration(eta).c_str());
   return text;
+}
+
+void Progress::tick(int64_t index, double samples, double lr) {
+  ticked_samples_ += samples;
+  if (!terminal_) return;
+  const Clock::time_point now = Clock::now();
+  if (now - last_draw_ > std::chrono::milliseconds(200)) {
+    std::printf("\r%s\033[K", status(index, lr).c_str());
+    std::fflush(stdout);
+    last_draw_ = now;
+    bar_shown_ = true;
+  }
 }
 
 void Progress::step(int64_t index, const StepTotals& totals, double lr) {
@@ -60,19 +73,7 @@ void Progress::step(int64_t index, const StepTotals& totals, double lr) {
   epoch_totals_.correct5 += totals.correct5;
   epoch_totals_.samples += totals.samples;
   last_loss_ = totals.samples > 0 ? totals.loss_sum / totals.samples : 0;
-  if (!enabled_) return;
-  const bool print = (index + 1) % print_freq_ == 0 || index + 1 == steps_;
-  if (print) {
-    line(status(index, lr));
-    return;
-  }
-  const Clock::time_point now = Clock::now();
-  if (terminal_ && now - last_draw_ > std::chrono::milliseconds(200)) {
-    std::printf("\r%s\033[K", status(index, lr).c_str());
-    std::fflush(stdout);
-    last_draw_ = now;
-    bar_shown_ = true;
-  }
+  if (enabled_ && ((index + 1) % print_freq_ == 0 || index + 1 == steps_)) line(status(index, lr));
 }
 
 void Progress::line(const std::string& text) {

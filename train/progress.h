@@ -1,7 +1,10 @@
 // What rank 0 prints while training: a line every --print-freq steps (images/s, ETA, loss,
 // LR), redrawn in place as a live bar between those lines when stdout is a terminal (and the
 // run is not under mpirun, which gives ranks a terminal whatever mpirun writes to), and an
-// epoch summary. Every other rank prints nothing here (its errors carry its rank).
+// epoch summary. Every other rank prints nothing here (its errors carry its rank). The steps'
+// losses and counts arrive in batches, when the trainer has brought them to the host (at
+// least at every print point): the bar shows the step count and speed live, the loss as of
+// the last batch of figures.
 #pragma once
 
 #include <chrono>
@@ -33,7 +36,9 @@ class Progress {
   Progress(bool enabled, int64_t print_freq);
 
   void start_epoch(int64_t epoch, int64_t epochs, int64_t steps, int64_t first_step);
-  // After each step (index within the epoch) with the step's totals and the rate used.
+  // After each step (index within the epoch) with its global sample count and the rate used.
+  void tick(int64_t index, double samples, double lr);
+  // Each step's totals, in step order, once they are on the host; prints at the print points.
   void step(int64_t index, const StepTotals& totals, double lr);
   void epoch_summary(const EpochFigures& figures);
   // A line of its own (clears a live bar first).
@@ -48,6 +53,7 @@ class Progress {
   int64_t print_freq_;
   int64_t epoch_ = 0, epochs_ = 0, steps_ = 0, first_step_ = 0;
   StepTotals epoch_totals_;
+  double ticked_samples_ = 0;  // samples of the steps ticked this epoch (for images/s)
   double last_loss_ = 0;
   Clock::time_point started_, last_draw_;
   bool bar_shown_ = false;

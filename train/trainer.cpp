@@ -12,7 +12,6 @@
 #include "data/loader.h"
 #include "data/sampler.h"
 #include "kernels/error.h"
-#include "kernels/ops/loss.h"
 #include "kernels/runtime.h"
 #include "nn/checkpoint.h"
 #include "nn/cross_entropy.h"
@@ -23,6 +22,7 @@
 #include "nn/sync_batchnorm.h"
 #include "train/batch_dump.h"
 #include "train/json_line.h"
+#include "train/metric_rows.h"
 #include "train/progress.h"
 #include "train/stop_signal.h"
 
@@ -73,12 +73,30 @@ nn::LrSchedule make_schedule(const TrainOptions& o, int64_t steps_per_epoch) {
   return schedule;
 }
 
+// Batches whose figures wait on the device at most (a trainer drains them at every print
+// point and whenever they fill up).
+constexpr int64_t kMetricRows = 64;
+
+// A training step whose loss and counts are still on the device (metric_rows): what the host
+// knows of it.
+struct PendingStep {
+  int64_t index = 0, step = 0;  // within the epoch; the optimizer step it made
+  int64_t samples = 0;          // this rank's batch
+  double lr = 0;
+};
+
 int default_threads(const MpiSession& session) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return std::max(1, cores / std::max(1, session.world().local_size));
 }
 
 }  // namespace
+
+// An epoch's training figures so far, summed over ranks.
+struct EpochTotals {
+  StepTotals steps;
+  double comm_busy = 0, comm_exposed = 0;
+};
 
 struct Trainer::State {
   State(const TrainOptions& o, MpiSession& s, Datasets d)
@@ -110,9 +128,9 @@ struct Trainer::State {
   std::unique_ptr<data::Loader> train_loader, val_loader;
   int64_t steps_per_epoch = 0;
 
-  Shape model_shape;  // the shape setup() last saw
-  Tensor correct;     // f32[2] top-1/top-5 counts of a batch
-  int64_t step = 0;   // optimizer steps taken
+  Shape model_shape;                        // the shape setup() last saw
+  std::unique_ptr<MetricRows> metric_rows;  // the batches' figures not yet on the host
+  int64_t step = 0;                         // optimizer steps taken
   int64_t first_epoch = 0, first_batch = 0;
   double best_top1 = -1;
   int64_t evaluated_epochs = 0;  // --evaluate: the epochs the checkpoint had trained
@@ -125,6 +143,10 @@ struct Trainer::State {
   int run();
   // Returns the signal that stopped the epoch (0: it ran to its end).
   int train_epoch(int64_t epoch, EpochFigures& figures);
+  // Brings the pending steps' figures to the host, sums them over ranks with every rank's
+  // stop request, and reports them (totals, progress, --step-metrics). Returns the signal a
+  // rank was stopped by (0: none) and empties `pending`.
+  int report_steps(std::vector<PendingStep>& pending, int64_t epoch, EpochTotals& totals);
   void evaluate(EpochFigures& figures);
   void ensure_setup(int64_t batch);
   // Sums values over ranks in place (CPU, f32) through the host communicator.
@@ -163,7 +185,7 @@ void Trainer::State::build() {
   ddp = std::make_unique<nn::DataParallel>(
       model.params(), *grad_comm,
       nn::DataParallelOptions{.bucket_cap_mb = o.bucket_cap_mb, .overlap = true});
-  correct = Tensor::empty({2}, DType::f32, device);
+  metric_rows = std::make_unique<MetricRows>(kMetricRows, device);
 
   const int cores = std::max(1, default_threads(session));
   data::LoaderConfig loader;
@@ -260,6 +282,50 @@ void Trainer::State::sum_over_ranks(std::vector<float>& values) {
   values = tensor.to_floats(host);
 }
 
+int Trainer::State::report_steps(std::vector<PendingStep>& pending, int64_t epoch,
+                                 EpochTotals& totals) {
+  if (pending.empty()) return 0;
+  const std::vector<MetricRow> rows = metric_rows->drain(stream);   // the steps have finished
+  const std::vector<nn::CommTiming> timings = ddp->take_timings();  // so has their comm
+  if (timings.size() != pending.size()) {
+    fail("resnet_train: " + std::to_string(pending.size()) + " steps to report but " +
+         std::to_string(timings.size()) + " communication timings");
+  }
+  std::vector<float> sums;
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const auto n = static_cast<float>(pending[i].samples);
+    sums.insert(sums.end(), {rows[i].mean_loss * n, rows[i].correct1, rows[i].correct5, n});
+  }
+  sums.push_back(static_cast<float>(stop_signal() != 0));
+  sums.push_back(static_cast<float>(stop_signal()));
+  sum_over_ranks(sums);
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const PendingStep& p = pending[i];
+    const nn::CommTiming& timing = timings[i];
+    const StepTotals step_totals{sums[4 * i], sums[4 * i + 1], sums[4 * i + 2], sums[4 * i + 3]};
+    totals.steps.loss_sum += step_totals.loss_sum;
+    totals.steps.correct1 += step_totals.correct1;
+    totals.steps.correct5 += step_totals.correct5;
+    totals.steps.samples += step_totals.samples;
+    totals.comm_busy += timing.comm_busy_s;
+    totals.comm_exposed += timing.exposed_s;
+    progress.step(p.index, step_totals, p.lr);
+    if (rank0() && !options.step_metrics.empty()) {
+      append_line(options.step_metrics, JsonLine()
+                                            .add("step", p.step)
+                                            .add("epoch", epoch)
+                                            .add("loss", step_totals.loss_sum / step_totals.samples)
+                                            .add("lr", p.lr)
+                                            .add("comm_hidden", timing.hidden_fraction)
+                                            .str());
+    }
+  }
+  pending.clear();
+  const float stopping = sums[sums.size() - 2], signal_sum = sums.back();
+  // The signal the stopping ranks got (their mean: the same one, as a rule).
+  return stopping > 0 ? static_cast<int>(std::lround(signal_sum / stopping)) : 0;
+}
+
 int Trainer::State::train_epoch(int64_t epoch, EpochFigures& figures) {
   data::DistributedSampler sampler(static_cast<int64_t>(datasets.train->size()), world(),
                                    session.rank(), true, options.seed);
@@ -268,9 +334,13 @@ int Trainer::State::train_epoch(int64_t epoch, EpochFigures& figures) {
   train_loader->start_epoch(epoch, sampler.indices(), start_batch);
   progress.start_epoch(epoch, options.epochs, steps_per_epoch, start_batch);
   const Clock::time_point started = Clock::now();
-  StepTotals totals;
-  double comm_busy = 0, comm_exposed = 0, lr = 0;
+  EpochTotals totals;
+  std::vector<PendingStep> pending;
+  double lr = 0;
   int stopped_by = 0;
+  // No step waits for the device: the figures are fetched (and the ranks' stop requests
+  // exchanged) at the print points, at the epoch's end, at --max-steps and when metric_rows
+  // fills up, the same steps on every rank.
   for (int64_t index = start_batch; std::optional<data::Batch> batch = train_loader->next();
        ++index) {
     if (batch->ready) stream.wait(*batch->ready);
@@ -283,55 +353,34 @@ int Trainer::State::train_epoch(int64_t epoch, EpochFigures& figures) {
     nn::Pass pass{stream, true, false, {}};
     model.params().zero_grad();
     const Tensor& logits = model.forward(batch->images, pass);
-    const Tensor& batch_loss = loss.forward(logits, labels, stream);
-    topk_correct(logits, labels, correct, stream);
+    metric_rows->push(logits, labels, loss.forward(logits, labels, stream), stream);
     ddp->begin_backward(pass);
     model.backward(loss.backward(stream), pass);
     ddp->end_backward(stream);
     lr = nn::learning_rate(schedule, options.lr, step);
     sgd->step(static_cast<float>(lr), stream);
     ++step;
-    const nn::CommTiming& timing = ddp->last_timing();
-    comm_busy += timing.comm_busy_s;
-    comm_exposed += timing.exposed_s;
-
-    const std::vector<float> counts = correct.to_floats(stream);
-    std::vector<float> sums = {batch_loss.to_floats(stream)[0] * static_cast<float>(n),
-                               counts[0],
-                               counts[1],
-                               static_cast<float>(n),
-                               static_cast<float>(stop_signal() != 0),
-                               static_cast<float>(stop_signal())};
-    sum_over_ranks(sums);
-    const StepTotals step_totals{sums[0], sums[1], sums[2], sums[3]};
-    totals.loss_sum += step_totals.loss_sum;
-    totals.correct1 += step_totals.correct1;
-    totals.correct5 += step_totals.correct5;
-    totals.samples += step_totals.samples;
-    progress.step(index, step_totals, lr);
-    if (rank0() && !options.step_metrics.empty()) {
-      append_line(options.step_metrics, JsonLine()
-                                            .add("step", step)
-                                            .add("epoch", epoch)
-                                            .add("loss", step_totals.loss_sum / step_totals.samples)
-                                            .add("lr", lr)
-                                            .add("comm_hidden", timing.hidden_fraction)
-                                            .str());
-    }
-    const bool asked_to_stop = sums[4] > 0;
-    if (asked_to_stop || (options.max_steps > 0 && step >= options.max_steps)) {
-      // The signal the stopping ranks got (their mean: the same one, as a rule).
-      stopped_by = asked_to_stop ? static_cast<int>(std::lround(sums[5] / sums[4])) : -1;
-      save("last", epoch, epoch, index + 1);
-      break;
+    pending.push_back({.index = index, .step = step, .samples = n, .lr = lr});
+    progress.tick(index, static_cast<double>(n * world()), lr);
+    const bool at_max_steps = options.max_steps > 0 && step >= options.max_steps;
+    if ((index + 1) % options.print_freq == 0 || index + 1 == steps_per_epoch || at_max_steps ||
+        metric_rows->full()) {
+      stopped_by = report_steps(pending, epoch, totals);
+      if (stopped_by != 0 || at_max_steps) {
+        if (stopped_by == 0) stopped_by = -1;
+        save("last", epoch, epoch, index + 1);
+        break;
+      }
     }
   }
+  report_steps(pending, epoch, totals);  // a loader that ended early (every rank alike)
   const double elapsed = seconds_since(started);
-  figures.train_loss = totals.loss_sum / std::max(1.0, totals.samples);
-  figures.train_top1 = totals.correct1 / std::max(1.0, totals.samples);
+  figures.train_loss = totals.steps.loss_sum / std::max(1.0, totals.steps.samples);
+  figures.train_top1 = totals.steps.correct1 / std::max(1.0, totals.steps.samples);
   figures.lr = lr;
-  figures.images_per_s = totals.samples / std::max(1e-9, elapsed);
-  figures.comm_hidden = comm_busy > 0 ? std::clamp(1 - comm_exposed / comm_busy, 0.0, 1.0) : 1.0;
+  figures.images_per_s = totals.steps.samples / std::max(1e-9, elapsed);
+  figures.comm_hidden =
+      totals.comm_busy > 0 ? std::clamp(1 - totals.comm_exposed / totals.comm_busy, 0.0, 1.0) : 1.0;
   std::vector<float> skipped = {static_cast<float>(train_loader->summary().skipped)};
   sum_over_ranks(skipped);
   figures.skipped_files = static_cast<int64_t>(skipped[0]);
@@ -349,6 +398,17 @@ void Trainer::State::evaluate(EpochFigures& figures) {
                                         session.rank());
   val_loader->start_epoch(0, sampler.indices());
   double loss_sum = 0, correct1 = 0, correct5 = 0, samples = 0;
+  std::vector<int64_t> batch_sizes;  // of the batches in metric_rows
+  const auto add_pending = [&] {
+    const std::vector<MetricRow> rows = metric_rows->drain(stream);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      loss_sum += rows[i].mean_loss * static_cast<double>(batch_sizes[i]);
+      correct1 += rows[i].correct1;
+      correct5 += rows[i].correct5;
+      samples += static_cast<double>(batch_sizes[i]);
+    }
+    batch_sizes.clear();
+  };
   while (std::optional<data::Batch> batch = val_loader->next()) {
     if (batch->ready) stream.wait(*batch->ready);
     const int64_t n = batch->images.size(0);
@@ -357,13 +417,11 @@ void Trainer::State::evaluate(EpochFigures& figures) {
     const Tensor labels = Tensor::from_ints({n}, batch->labels).to(device, stream);
     nn::Pass pass{stream, false, false, {}};
     const Tensor& logits = model.forward(batch->images, pass);
-    loss_sum += loss.forward(logits, labels, stream).to_floats(stream)[0] * static_cast<double>(n);
-    topk_correct(logits, labels, correct, stream);
-    const std::vector<float> counts = correct.to_floats(stream);
-    correct1 += counts[0];
-    correct5 += counts[1];
-    samples += static_cast<double>(n);
+    metric_rows->push(logits, labels, loss.forward(logits, labels, stream), stream);
+    batch_sizes.push_back(n);
+    if (metric_rows->full()) add_pending();
   }
+  add_pending();
   std::vector<float> sums = {static_cast<float>(loss_sum), static_cast<float>(correct1),
                              static_cast<float>(correct5), static_cast<float>(samples),
                              static_cast<float>(val_loader->summary().skipped)};

@@ -3,19 +3,25 @@
 //   gemm_mma_kernel   bf16 tensor cores (ldmatrix + mma.sync m16n8k16, fp32 accumulate),
 //                     128x128 block tile, eight warps of 32x64.
 // Both read their operands through the Row/K cursors of gemm_operands.cuh and conv_operands.cuh
-// (each block works out its rows' cursors once, into shared memory), stage the next K tile in
-// registers while the tensor or FMA units work on the current one from the other of two
-// shared buffers (one barrier per K tile), hand results to a store functor
-// (gemm_epilogue.cuh), and split K over blockIdx.z: split z covers
-// [z * k_per_split, (z + 1) * k_per_split).
+// (each block works out its rows' cursors once, into shared memory), hand results to a store
+// functor (gemm_epilogue.cuh), and split K over blockIdx.z: split z covers
+// [z * k_per_split, (z + 1) * k_per_split). They feed their shared tiles in one of two ways,
+// each with one barrier per K tile:
+//   through registers (double_buffered_k_loop): the next K tile is loaded element by element
+//     while the FMA or tensor units work on the current one from the other of two stages;
+//     the fp32 engine, and the bf16 engine where 16-byte loads do not fit (the stem, odd
+//     channel counts);
+//   by cp.async (multistage_k_loop): 16-byte vectors go straight to shared memory, two K tiles
+//     in flight while the tensor cores work on a third (kMmaAsyncStages), no registers held
+//     for them; the bf16 engine where its operands allow 16-byte loads.
 //
 // What one trip through the main loop issues (tools/sass_loop_stats.py on the sm_90 code;
-// bench/results/sass-cuda-*.txt): fp32 1.3-2.1 instructions per FFMA; bf16 5.3-12.5 per HMMA
-// with 16-byte loads, 12-49 with element loads (the stem, odd channel counts). The bf16
-// engine before this one used WMMA, whose fragment loads compile to 4 generic loads (LD) each
-// where one ldmatrix (LDSM) does: 6.4-14.9 and 13-50 (the mma-vs-wmma file). The 64x64 engines
-// before both, with 4x4 outputs per thread and a 64-bit division per gathered index, issued
-// 2.7-6.3 and 32-87. Static counts, not timings: no GPU has run any of them yet.
+// bench/results/sass-cuda-*.txt): fp32 1.3-2.1 instructions per FFMA; bf16 4.7-9.6 per HMMA
+// by cp.async (94-98 registers; 5.3-12.5 and 125-127 registers when these went through
+// registers), 11-48 with element loads. Before this engine came one on WMMA, whose fragment
+// loads compile to 4 generic loads (LD) each where one ldmatrix (LDSM) does (6.4-14.9 and
+// 13-50), and before both 64x64 engines with 4x4 outputs per thread and a 64-bit division per
+// gathered index (2.7-6.3 and 32-87). Static counts, not timings: no GPU has run any of them.
 #pragma once
 
 #include <cstddef>

@@ -27,6 +27,8 @@ bool Scheduler::in_shared_memory(const void* p, std::size_t bytes) const {
   if (launch_ != nullptr && inside(p, bytes, dynamic_smem_, launch_->dynamic_smem_bytes)) {
     return true;
   }
+  // A stripped executable hides its static __shared__ variables: nothing to check against.
+  if (!static_shared_ranges_known()) return true;
   const std::vector<MemoryRange>& ranges = static_shared_ranges();
   return std::any_of(ranges.begin(), ranges.end(),
                      [&](const MemoryRange& r) { return inside(p, bytes, r.begin, r.size); });

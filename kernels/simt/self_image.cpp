@@ -123,10 +123,11 @@ class SelfImage {
   };
   std::vector<Function> functions;  // sorted by address
   std::string strings;
+  bool loaded = false;  // the symbol table was read
 
  private:
-  SelfImage() {
-    if (!load()) {
+  SelfImage() : loaded(load()) {
+    if (!loaded) {
       std::fprintf(stderr,
                    "simt: cannot read the symbol table of /proc/self/exe; static __shared__ "
                    "variables are not NaN-filled before each block\n");
@@ -222,6 +223,10 @@ const std::vector<MemoryRange>& static_shared_ranges() {
     return all;
   }();
   return ranges;
+}
+
+bool static_shared_ranges_known() {
+  return SelfImage::get().loaded;
 }
 
 std::string function_name(const void* address) {

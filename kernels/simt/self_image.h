@@ -18,6 +18,9 @@ struct MemoryRange {
 // TSan build). Read once, at the first call; empty (with a warning on stderr) when the
 // executable has no symbol table.
 const std::vector<MemoryRange>& static_shared_ranges();
+// Whether static_shared_ranges() could be read: false for a stripped executable (as
+// scripts/pack-gpu-check ships them), where an address cannot be told to be shared memory.
+bool static_shared_ranges_known();
 
 // The demangled name of the function at `address`, from the symbol table or the dynamic
 // linker; its address in hex when neither knows it.
