@@ -1,6 +1,7 @@
-// cudaStreamCreate(WithFlags), cudaStreamDestroy, cudaStreamSynchronize, cudaStreamQuery and
-// cudaDeviceSynchronize of the sim device. A stream is a worker thread with a queue: the host only
-// enqueues, the worker runs the tasks in order, so host and streams overlap as they do with a GPU.
+// cudaStreamCreate(WithFlags), cudaStreamDestroy, cudaStreamSynchronize, cudaStreamQuery,
+// cudaDeviceSynchronize and cudaLaunchHostFunc of the sim device. A stream is a worker thread with
+// a queue: the host only enqueues, the worker runs the tasks in order, so host and streams overlap
+// as they do with a GPU.
 #include "kernels/sim/streams.h"
 
 #include <condition_variable>
@@ -212,4 +213,12 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
   }
   if (const cudaError_t sticky = engine::sim::sticky_error()) return sticky;
   return stream->idle() ? cudaSuccess : cudaErrorNotReady;
+}
+
+// As on a GPU: `fn` runs on the host once everything queued before it on `stream` has, and
+// work queued after it waits for it to return.
+cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* userData) {
+  if (const cudaError_t sticky = engine::sim::sticky_error()) return sticky;
+  if (fn == nullptr) return engine::sim::result(cudaErrorInvalidValue);
+  return engine::sim::enqueue(stream, [fn, userData] { fn(userData); });
 }

@@ -16,7 +16,15 @@
 
 #include "collective_cases.h"
 #include "collectives/comm_factory.h"
+#include "collectives/grad_buckets.h"
 #include "mpi_main.h"
+#if ENGINE_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include <future>
+
+#include "kernels/cuda/check_cuda.h"
+#endif
 
 namespace engine {
 namespace {
@@ -322,6 +330,61 @@ TEST_P(Collectives, ArgumentErrorsNameTheProblemAndLeaveTheCommunicatorUsable) {
   comm_->all_reduce(data, ReduceOp::sum, *stream_);
   expect_values(expected_reductions(ReduceOp::sum, DType::f32, 5, world_, 33), data,
                 "after errors");
+}
+
+// The reducer of data parallelism on a GPU queues whole steps without waiting for the device
+// (GradBuckets: alternating event sets, timings read when asked):
+// with the compute stream held, two steps of GradBuckets (begin, every range reported,
+// finish) return on the host; released, both steps' all-reduces complete with the average and
+// take_timings() reports both. (Waiting for a step's events each step, as last_timing() did,
+// hangs here until the hold is released, and the case fails.)
+TEST_P(Collectives, GradBucketsQueueStepsWithoutWaitingForTheDevice) {
+  if (!device_.is_cuda()) GTEST_SKIP() << "the CPU path has no device to wait for";
+#if ENGINE_HAVE_CUDA
+  constexpr int64_t kRange = 16384;  // floats: 64 KiB per range, one range per bucket
+  const int ranges = 4;
+  std::vector<GradRange> layout;
+  for (int r = 0; r < ranges; ++r)
+    layout.push_back({r * kRange, kRange, "range" + std::to_string(r)});
+  std::vector<float> mine(ranges * kRange), expected(ranges * kRange);
+  for (int64_t i = 0; i < ranges * kRange; ++i) {
+    mine[i] = static_cast<float>((i % 5) + 2 * rank_);
+    expected[i] = static_cast<float>(i % 5) + static_cast<float>(world_ - 1);  // the average
+  }
+  Tensor flat = tensor(mine, DType::f32);
+  stream_->synchronize();
+  GradBucketOptions options;
+  options.first_bucket_bytes = kRange * 4;
+  options.bucket_cap_bytes = kRange * 4;
+  GradBuckets buckets(flat, layout, *comm_, options);
+  ASSERT_EQ(static_cast<int>(buckets.buckets().size()), ranges);
+  const int all_reduced = world_ > 1 ? ranges : 0;  // a world of one communicates nothing
+
+  struct Gate {
+    std::promise<void> promise;
+    std::shared_future<void> future = promise.get_future().share();
+  } gate;
+  CHECK_CUDA(cudaLaunchHostFunc(
+      stream_->native(), [](void* g) { static_cast<Gate*>(g)->future.wait(); }, &gate));
+  auto steps = std::async(std::launch::async, [&] {
+    for (int step = 0; step < 2; ++step) {
+      buckets.begin(*stream_);
+      for (int r = ranges - 1; r >= 0; --r)
+        buckets.mark_ready(r);
+      buckets.finish(*stream_);
+    }
+  });
+  const bool returned = steps.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  gate.promise.set_value();
+  steps.get();
+  EXPECT_TRUE(returned) << "two steps of GradBuckets waited for a held compute stream";
+  const std::vector<GradBucketTiming> timings = buckets.take_timings();
+  ASSERT_EQ(timings.size(), 2u);
+  for (const GradBucketTiming& t : timings)
+    EXPECT_EQ(t.buckets, all_reduced);
+  EXPECT_TRUE(buckets.take_timings().empty());
+  expect_values(expected, flat, "flat gradients after two averaging steps");
+#endif
 }
 
 INSTANTIATE_TEST_SUITE_P(Communicators, Collectives,
