@@ -68,10 +68,7 @@ void Progress::tick(int64_t index, double samples, double lr) {
 }
 
 void Progress::step(int64_t index, const StepTotals& totals, double lr) {
-  epoch_totals_.loss_sum += totals.loss_sum;
-  epoch_totals_.correct1 += totals.correct1;
-  epoch_totals_.correct5 += totals.correct5;
-  epoch_totals_.samples += totals.samples;
+  epoch_totals_.add(totals);
   last_loss_ = totals.samples > 0 ? totals.loss_sum / totals.samples : 0;
   if (enabled_ && ((index + 1) % print_freq_ == 0 || index + 1 == steps_)) line(status(index, lr));
 }

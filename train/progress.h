@@ -18,6 +18,12 @@ struct StepTotals {
   double loss_sum = 0;  // sum of per-sample losses
   double correct1 = 0, correct5 = 0;
   double samples = 0;
+  void add(const StepTotals& other) {
+    loss_sum += other.loss_sum;
+    correct1 += other.correct1;
+    correct5 += other.correct5;
+    samples += other.samples;
+  }
 };
 
 struct EpochFigures {

@@ -303,10 +303,7 @@ int Trainer::State::report_steps(std::vector<PendingStep>& pending, int64_t epoc
     const PendingStep& p = pending[i];
     const nn::CommTiming& timing = timings[i];
     const StepTotals step_totals{sums[4 * i], sums[4 * i + 1], sums[4 * i + 2], sums[4 * i + 3]};
-    totals.steps.loss_sum += step_totals.loss_sum;
-    totals.steps.correct1 += step_totals.correct1;
-    totals.steps.correct5 += step_totals.correct5;
-    totals.steps.samples += step_totals.samples;
+    totals.steps.add(step_totals);
     totals.comm_busy += timing.comm_busy_s;
     totals.comm_exposed += timing.exposed_s;
     progress.step(p.index, step_totals, p.lr);

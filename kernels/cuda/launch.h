@@ -34,16 +34,6 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem_bytes,
   CHECK_CUDA(cudaGetLastError());
 }
 
-// Per function and device (the current one), so called before each such launch: cheap, and
-// right on whichever device the launch goes to.
-template <typename... Params>
-void allow_dynamic_shared_memory(void (*kernel)(Params...), size_t bytes) {
-  if (bytes <= 48 * 1024) return;
-  CHECK_CUDA(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(bytes)));
-}
-
 }  // namespace engine::cuda
 
 #elif defined(ENGINE_SIM_DEVICE_LAUNCH)
@@ -51,7 +41,6 @@ void allow_dynamic_shared_memory(void (*kernel)(Params...), size_t bytes) {
 // The sim device (ENGINE_CUDA=SIM, kernels/sim/kernel_prelude.h): queued on the stream's
 // worker, then run under the SIMT emulator.
 namespace engine::cuda {
-using sim::allow_dynamic_shared_memory;
 using sim::launch;
 }  // namespace engine::cuda
 
@@ -68,4 +57,29 @@ void allow_dynamic_shared_memory(void (*)(Params...), size_t) {}
 
 #else
 #error "kernels/cuda/*.cuh compile with nvcc, or with g++ after kernels/simt/simt.h (SIMT emulator)"
+#endif
+
+#if defined(__CUDACC__) || defined(ENGINE_SIM_DEVICE_LAUNCH)
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+#include "kernels/cuda/check_cuda.h"
+
+namespace engine::cuda {
+
+// Per function and device (the current one), so called before each such launch: cheap, and
+// right on whichever device the launch goes to. The sim device keeps the opt-in as CUDA does
+// (kernels/sim/function_attributes.cpp) and holds launches to it.
+template <typename... Params>
+void allow_dynamic_shared_memory(void (*kernel)(Params...), size_t bytes) {
+  if (bytes <= 48 * 1024) return;  // what every kernel may have without opting in
+  CHECK_CUDA(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(bytes)));
+}
+
+}  // namespace engine::cuda
+
 #endif

@@ -66,13 +66,4 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem_b
   CHECK_CUDA(cudaGetLastError());
 }
 
-// As kernels/cuda/launch.h's for nvcc: the opt-in for more than 48 KiB.
-template <typename... Params>
-void allow_dynamic_shared_memory(void (*kernel)(Params...), std::size_t bytes) {
-  if (bytes <= kDefaultDynamicSharedBytes) return;
-  CHECK_CUDA(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(bytes)));
-}
-
 }  // namespace engine::sim
