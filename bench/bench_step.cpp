@@ -2,11 +2,12 @@
 // backward, SGD with momentum and weight decay) in images/s, beside the same step in PyTorch
 // (tools/bench_torch_step.py: the torchvision model; on the CPU the same threads, timed in
 // both of its memory formats, the faster one kept as the baseline; on a GPU channels_last with
-// cudnn.benchmark, and bf16 autocast for --precision bf16), case by case in the same run.
+// cudnn.benchmark, TF32 on for --precision tf32 and off for fp32, bf16 autocast for bf16),
+// case by case in the same run.
 //
 //   bench_step [--arch resnet18] [--image-size 64] [--batch 32] [--threads 2] [--device cpu]
 //              [--classes 1000] [--min-seconds 1] [--rounds 2] [--no-baseline] [--json]
-//              [--profile]
+//              [--precision fp32|tf32|bf16] [--profile]
 // --profile drives the model's top-level layers one by one and prints where a step spends
 // its time (forward and backward per layer, the loss, the optimizer).
 #include <omp.h>
@@ -23,6 +24,7 @@
 #include "bench/torch_baseline.h"
 #include "kernels/runtime.h"
 #include "nn/cross_entropy.h"
+#include "nn/precision.h"
 #include "nn/resnet.h"
 #include "nn/sgd.h"
 #include "train/cli_usage.h"
@@ -33,15 +35,18 @@ namespace {
 const char* const kUsage =
     "usage: bench_step [--arch resnet18|resnet34|resnet50|...] [--image-size N] [--batch N]\n"
     "                  [--threads N] [--device cpu|cuda] [--classes N] [--min-seconds S]\n"
-    "                  [--rounds N] [--precision fp32|bf16] [--no-baseline] [--json] [--profile]\n"
+    "                  [--rounds N] [--precision fp32|tf32|bf16] [--no-baseline] [--json]\n"
+    "                  [--profile]\n"
     "Times one training step (forward, cross-entropy, backward, SGD momentum 0.9, weight decay\n"
     "1e-4) of a ResNet against torchvision's in PyTorch on the same device: on the CPU with the\n"
     "same threads, its faster memory format (NCHW or channels_last) as the baseline; on a GPU\n"
     "channels_last with cudnn.benchmark. Defaults: resnet18, 64 px, batch 32, 2 threads, 1000\n"
     "classes, 2 rounds (each side keeps its fastest). --profile also prints the time of each\n"
-    "top-level layer's forward and backward, the loss and SGD. --precision bf16: bf16\n"
-    "activations with fp32 master weights; PyTorch's baseline is bf16 autocast on a GPU and\n"
-    "none on the CPU (its CPU bf16 path is not what a GPU run compares against).\n"
+    "top-level layer's forward and backward, the loss and SGD. --precision tf32 (CUDA only):\n"
+    "convolutions and linear layers on TF32 tensor cores, against PyTorch with TF32 on (fp32:\n"
+    "off). --precision bf16: bf16 activations with fp32 master weights; PyTorch's baseline is\n"
+    "bf16 autocast on a GPU and none on the CPU (its CPU bf16 path is not what a GPU run\n"
+    "compares against).\n"
     "ENGINE_TORCH_PYTHON names the python with torch (default /usr/bin/python3).\n";
 
 struct Options {
@@ -56,7 +61,7 @@ struct Options {
   bool baseline = true;
   bool json = false;
   bool profile = false;
-  DType precision = DType::f32;
+  nn::Precision precision;  // fp32
 };
 
 Options parse(int argc, char** argv) {
@@ -85,11 +90,14 @@ Options parse(int argc, char** argv) {
     else if (args.is("--profile"))
       o.profile = true;
     else if (args.is("--precision"))
-      o.precision = args.parsed(parse_dtype);
+      o.precision = args.parsed([](const std::string& text) {
+        const auto precision = nn::precision_from_name(text);
+        if (!precision) throw cli::UsageError("--precision takes fp32, tf32 or bf16");
+        return *precision;
+      });
     else
       args.reject();
   }
-  if (!is_float_dtype(o.precision)) throw cli::UsageError("--precision must be fp32 or bf16");
   if (o.image_size < 32 || o.batch < 2 || o.threads < 1 || o.classes < 1 || o.rounds < 1 ||
       !(o.min_seconds > 0)) {
     throw cli::UsageError(
@@ -105,7 +113,8 @@ class NativeStep {
   NativeStep(const Options& o, Device device)
       : stream_(device), model_(o.arch, {.num_classes = o.classes, .seed = 1}) {
     model_.allocate(device, stream_);
-    model_.setup({o.batch, o.image_size, o.image_size, 3}, o.precision, stream_);
+    stream_.set_fp32_math(o.precision.fp32_math);
+    model_.setup({o.batch, o.image_size, o.image_size, 3}, o.precision.activations, stream_);
     std::mt19937 rng(7);
     std::normal_distribution<float> normal;
     std::vector<float> pixels(static_cast<size_t>(o.batch * o.image_size * o.image_size * 3));
@@ -114,10 +123,11 @@ class NativeStep {
     std::vector<int32_t> labels(static_cast<size_t>(o.batch));
     for (size_t i = 0; i < labels.size(); ++i)
       labels[i] = static_cast<int32_t>(rng() % o.classes);
-    images_ = Tensor::from_floats({o.batch, o.image_size, o.image_size, 3}, pixels, o.precision)
+    images_ = Tensor::from_floats({o.batch, o.image_size, o.image_size, 3}, pixels,
+                                  o.precision.activations)
                   .to(device, stream_);
     labels_ = Tensor::from_ints({o.batch}, labels).to(device, stream_);
-    loss_.setup(o.batch, o.classes, o.precision, device);
+    loss_.setup(o.batch, o.classes, o.precision.activations, device);
     nn::SgdConfig config;
     config.lr = 0.1f;
     config.momentum = 0.9f;
@@ -178,7 +188,7 @@ class NativeStep {
 
 std::string case_name(const Options& o) {
   return o.arch + " " + std::to_string(o.image_size) + "x" + std::to_string(o.image_size) + " b" +
-         std::to_string(o.batch) + " " + std::string(dtype_name(o.precision)) + " train step";
+         std::to_string(o.batch) + " " + std::string(nn::precision_name(o.precision)) + " train step";
 }
 
 // The mean of a few profiled steps, per top-level layer, with each one's share of the step.
@@ -204,6 +214,9 @@ void print_profile(NativeStep& step, const Options& o) {
 int run(int argc, char** argv) {
   const Options o = parse(argc, argv);
   const Device device = resolve_device(o.device);
+  if (o.precision.fp32_math == Fp32Math::tf32 && !device.is_cuda()) {
+    throw cli::UsageError("--precision tf32 needs --device cuda (the CPU computes fp32 exactly)");
+  }
   omp_set_num_threads(o.threads);
   wait_for_startup_threads_to_sleep();
   NativeStep ours(o, device);
@@ -218,7 +231,7 @@ int run(int argc, char** argv) {
     no_baseline_note = "--no-baseline";
   } else if (sim) {
     no_baseline_note = "no PyTorch baseline on the sim device";
-  } else if (!gpu && o.precision != DType::f32) {
+  } else if (!gpu && o.precision.activations != DType::f32) {
     no_baseline_note = "no PyTorch baseline for bf16 on the CPU";
   } else {
     torch = std::make_unique<TorchProcess>("bench_torch_step.py", o.threads, o.min_seconds);
@@ -227,7 +240,7 @@ int run(int argc, char** argv) {
   const std::string line = case_name(o) + "\t" + o.arch + "\t" + std::to_string(o.image_size) +
                            "\t" + std::to_string(o.batch) + "\t" + std::to_string(o.classes) +
                            "\t" + (gpu ? "cuda" : "cpu") + "\t" +
-                           (o.precision == DType::bf16 ? "bf16" : "fp32");
+                           std::string(nn::precision_name(o.precision));
   const TimingOptions timing{o.min_seconds, 3};
   std::vector<std::vector<Row>> rounds;
   std::string torch_format;
@@ -255,7 +268,10 @@ int run(int argc, char** argv) {
   if (!torch_format.empty() && best.note.empty()) {
     best.note = "torch " + torch_format;
     if (gpu) {
-      best.note += std::string(o.precision == DType::bf16 ? ", bf16 autocast" : ", fp32 no TF32") +
+      const nn::Precision p = o.precision;
+      best.note += std::string(p.activations == DType::bf16            ? ", bf16 autocast"
+                               : p.fp32_math == Fp32Math::tf32 ? ", TF32 on"
+                                                               : ", fp32 no TF32") +
                    ", cudnn.benchmark";
     }
   }

@@ -31,13 +31,16 @@ Stream::~Stream() {
 }
 
 Stream::Stream(Stream&& other) noexcept
-    : device_(other.device_), native_(std::exchange(other.native_, nullptr)) {}
+    : device_(other.device_),
+      native_(std::exchange(other.native_, nullptr)),
+      fp32_math_(other.fp32_math_) {}
 
 Stream& Stream::operator=(Stream&& other) noexcept {
   if (this != &other) {
     Stream dying(std::move(*this));
     device_ = other.device_;
     native_ = std::exchange(other.native_, nullptr);
+    fp32_math_ = other.fp32_math_;
   }
   return *this;
 }

@@ -6,6 +6,7 @@
 
 #include "kernels/cuda/cuda_runtime.h"
 #include "kernels/device.h"
+#include "kernels/fp32_math.h"
 
 #include <chrono>
 
@@ -33,9 +34,15 @@ class Stream {
   // Work queued on this stream after this call starts after `event` has completed.
   void wait(const Event& event) const;
 
+  // How f32 convolutions and linear layers queued on this stream multiply (kernels/fp32_math.h):
+  // exact unless set; tf32 takes a CUDA device's tensor cores, the CPU stays exact.
+  Fp32Math fp32_math() const { return fp32_math_; }
+  void set_fp32_math(Fp32Math math) { fp32_math_ = math; }
+
  private:
   Device device_ = Device::cpu();
   cudaStream_t native_ = nullptr;
+  Fp32Math fp32_math_ = Fp32Math::exact;
 };
 
 class Event {

@@ -3,7 +3,7 @@
 
 Reads cases from stdin, one per line (tab-separated):
     name  arch  image_size  batch  classes  [device  precision]
-device is cpu (default) or cuda, precision fp32 (default) or bf16. Prints one line per memory
+device is cpu (default) or cuda, precision fp32 (default), tf32 (cuda only) or bf16. Prints one line per memory
 format timed (tab-separated):
     name  step_nchw|step_channels_last  time_us
 A step is what bench_step times on our side: forward in train mode, cross-entropy, backward,
@@ -14,7 +14,9 @@ Random images and labels; three warm-ups, then the median of repeats over --min-
 - cuda: channels_last only, with cudnn.benchmark on; bf16 runs the forward and the loss under
   torch.autocast(bfloat16) with fp32 weights, as our bf16 activations with fp32 master
   weights. Each timed step ends with torch.cuda.synchronize(), as ours ends with a stream
-  synchronize. TF32 stays off for fp32, matching our fp32 arithmetic.
+  synchronize. TF32 stays off for fp32, matching our exact fp32 arithmetic; tf32 turns it on
+  for cuDNN's convolutions and cuBLAS's matmuls (torch.backends.*.allow_tf32), as our tf32
+  runs both on TF32 tensor cores (PyTorch's own default has it for convolutions only).
 """
 import torch
 import torchvision
@@ -26,13 +28,15 @@ def step_passes(fields):
     arch, size, batch, classes = fields[1], int(fields[2]), int(fields[3]), int(fields[4])
     device = fields[5] if len(fields) > 5 else "cpu"
     precision = fields[6] if len(fields) > 6 else "fp32"
-    if precision not in ("fp32", "bf16"):
+    if precision not in ("fp32", "tf32", "bf16"):
         raise SystemExit(f"bench_torch_step.py: unknown precision '{precision}'")
     cuda = device == "cuda"
+    if precision == "tf32" and not cuda:
+        raise SystemExit("bench_torch_step.py: tf32 needs cuda")
     if cuda:
         torch.backends.cudnn.benchmark = True
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+        torch.backends.cudnn.allow_tf32 = precision == "tf32"
     formats = [("step_channels_last", torch.channels_last)]
     if not cuda:
         formats.insert(0, ("step_nchw", torch.contiguous_format))

@@ -43,12 +43,12 @@ constexpr const char* kUsage =
     "  --out FILE               the safetensors file to write\n"
     "  --label-smoothing S      CrossEntropyLoss label smoothing (0)\n"
     "  --device D               cpu|cuda|auto (cpu)\n"
-    "  --precision P            fp32|bf16 activations (fp32)\n"
+    "  --precision P            fp32, tf32 (CUDA only) or bf16 (fp32)\n"
     "  -h, --help               this text\n";
 
 struct ProbeOptions {
   std::string checkpoint, batch, out, device = "cpu";
-  DType precision = DType::f32;
+  nn::Precision precision;
   double label_smoothing = 0;
 };
 
@@ -140,8 +140,12 @@ struct ProbeTensors {
 int probe_main(int argc, char** argv) {
   const ProbeOptions o = parse(argc, argv);
   const Device device = resolve_device(o.device);
-  const DType dtype = o.precision;
+  const DType dtype = o.precision.activations;
+  if (o.precision.fp32_math == Fp32Math::tf32 && !device.is_cuda()) {
+    throw cli::UsageError("--precision tf32 needs --device cuda (the CPU computes fp32 exactly)");
+  }
   Stream stream(device);
+  stream.set_fp32_math(o.precision.fp32_math);
   const std::string arch = nn::checkpoint_arch(o.checkpoint);
   const nn::CheckpointInfo info = nn::read_checkpoint_info(o.checkpoint);
   nn::ResNet model(arch, {.num_classes = info.num_classes});
@@ -188,7 +192,7 @@ int probe_main(int argc, char** argv) {
       {"arch", arch},           {"num_classes", std::to_string(info.num_classes)},
       {"layers", layer_names},  {"checkpoint", o.checkpoint},
       {"batch", o.batch},       {"label_smoothing", std::to_string(o.label_smoothing)},
-      {"device", device.str()}, {"precision", dtype == DType::bf16 ? "bf16" : "fp32"},
+      {"device", device.str()}, {"precision", std::string(nn::precision_name(o.precision))},
   };
   nn::write_safetensors(o.out, out.entries(), metadata);
   std::printf("probe_step: %s, batch of %lld, loss %.7g; wrote %s\n", arch.c_str(),

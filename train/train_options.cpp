@@ -109,10 +109,9 @@ void check_values(const TrainOptions& o) {
 
 }  // namespace
 
-DType parse_precision(const std::string& text) {
-  if (text == "fp32") return DType::f32;
-  if (text == "bf16") return DType::bf16;
-  throw UsageError("--precision takes fp32 or bf16, got '" + text + "'");
+nn::Precision parse_precision(const std::string& text) {
+  if (const auto precision = nn::precision_from_name(text)) return *precision;
+  throw UsageError("--precision takes fp32, tf32 or bf16, got '" + text + "'");
 }
 
 std::string_view schedule_name(ScheduleName name) {
@@ -162,7 +161,9 @@ std::string train_usage() {
          "  --sync-bn                SyncBatchNorm: batch statistics over all ranks (off)\n"
          "  --zero-init-residual     zero-init each block's last BatchNorm weight (off)\n"
          "  --device D               auto|cpu|cuda (auto: the GPU of the local rank if any)\n"
-         "  --precision P            fp32|bf16 activations, fp32 master weights (fp32)\n"
+         "  --precision P            fp32, tf32 (fp32 with convolutions and linear layers on\n"
+         "                           TF32 tensor cores, CUDA only) or bf16 (bf16 activations,\n"
+         "                           fp32 master weights) (fp32)\n"
          "  --image-size S           training crop; validation resizes to S/0.875 (224)\n"
          "  --crop-scale MIN,MAX     RandomResizedCrop's area range (0.08,1)\n"
          "  --bucket-cap-mb MB       gradient bucket size for the all-reduce (25)\n"

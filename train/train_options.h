@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "kernels/dtype.h"
+#include "nn/precision.h"
 
 namespace engine::train {
 
@@ -40,7 +41,7 @@ struct TrainOptions {
   bool sync_bn = false;
   bool zero_init_residual = false;
   std::string device = "auto";
-  DType precision = DType::f32;
+  nn::Precision precision;  // fp32
   int64_t image_size = 224;
   std::array<double, 2> crop_scale = {0.08, 1.0};  // RandomResizedCrop's scale range
   double bucket_cap_mb = 25;
@@ -63,8 +64,9 @@ TrainOptions parse_train_options(int argc, char** argv);
 
 std::string_view schedule_name(ScheduleName name);
 
-// --precision's values: "fp32" (DType::f32) or "bf16"; a UsageError naming the flag otherwise.
-DType parse_precision(const std::string& text);
+// --precision's values: "fp32", "tf32" or "bf16" (nn/precision.h); a UsageError naming the flag
+// otherwise.
+nn::Precision parse_precision(const std::string& text);
 
 // The metrics file the options give.
 std::string metrics_path(const TrainOptions& options);

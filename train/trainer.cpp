@@ -109,7 +109,14 @@ struct Trainer::State {
                        .zero_init_residual = o.zero_init_residual,
                        .seed = o.seed}),
         loss(static_cast<float>(o.label_smoothing)),
-        progress(s.rank() == 0, o.print_freq) {}
+        progress(s.rank() == 0, o.print_freq) {
+    // The CPU has no TF32 math: running exact fp32 under the name tf32 would mislead.
+    if (o.precision.fp32_math == Fp32Math::tf32 && !device.is_cuda()) {
+      throw Error("--precision tf32 needs a CUDA device (the CPU computes fp32 exactly); rank " +
+                  std::to_string(s.rank()) + " runs on " + device.str());
+    }
+    stream.set_fp32_math(o.precision.fp32_math);
+  }
 
   const TrainOptions& options;
   MpiSession& session;
@@ -191,7 +198,7 @@ void Trainer::State::build() {
   data::LoaderConfig loader;
   loader.batch_size = static_cast<int>(o.batch_size);
   loader.workers = o.workers > 0 ? o.workers : std::min(cores, 8);
-  loader.dtype = o.precision;
+  loader.dtype = o.precision.activations;
   loader.device = device;
   loader.seed = o.seed;
   loader.transform.mean = o.normalize_mean;
@@ -269,8 +276,9 @@ void Trainer::State::resume() {
 void Trainer::State::ensure_setup(int64_t batch) {
   const Shape shape = {batch, options.image_size, options.image_size, 3};
   if (shape == model_shape) return;
-  model.setup(shape, options.precision, stream);
-  loss.setup(batch, static_cast<int64_t>(datasets.classes().size()), options.precision, device);
+  model.setup(shape, options.precision.activations, stream);
+  loss.setup(batch, static_cast<int64_t>(datasets.classes().size()), options.precision.activations,
+             device);
   model_shape = shape;
 }
 
@@ -480,7 +488,7 @@ int Trainer::State::run() {
                   std::to_string(world()) + " rank(s) on " + device.str() + " (" +
                   grad_comm->name() + "), batch " + std::to_string(options.batch_size) +
                   " per rank = " + std::to_string(options.batch_size * world()) + " global, " +
-                  std::string(options.precision == DType::bf16 ? "bf16" : "fp32") +
+                  std::string(nn::precision_name(options.precision)) +
                   (options.sync_bn ? ", SyncBN" : ""));
   }
   if (options.evaluate) {

@@ -13,10 +13,11 @@ namespace engine::cuda {
 
 // Launch options; tests force splits to cover the split-K path with small shapes.
 struct ConvLaunch {
-  int split_k = 0;  // 0: choose_split_k
+  int split_k = 0;                       // 0: choose_split_k
+  Fp32Math fp32_math = Fp32Math::exact;  // f32 tensors: fp32 SIMT or tf32 tensor cores
 };
 
-// One split choice for both engines: they tile C alike.
+// One split choice for every engine: they tile C alike.
 static_assert(kFp32TileM == kMmaTileM && kFp32TileN == kMmaTileN);
 
 inline int filter_grad_splits(const Conv2dShape& shape, const ConvLaunch& options) {
@@ -83,9 +84,9 @@ void conv2d_forward_launch(const Conv2dShape& shape, const T* x, const T* w, con
   const KContiguousOperand<T> filters{w, e.k};
   split_output_gemm(e, y, bias, workspace, options, stream, [&](const auto& store, int splits) {
     if (shape.is_pointwise()) {
-      gemm_launch<T>(e.m, e.n, e.k, KContiguousOperand<T>{x, e.k}, filters, store, splits, stream);
+      gemm_launch<T>(e.m, e.n, e.k, KContiguousOperand<T>{x, e.k}, filters, store, splits, stream, options.fp32_math);
     } else {
-      gemm_launch<T>(e.m, e.n, e.k, ConvForwardInput<T>{x, shape}, filters, store, splits, stream);
+      gemm_launch<T>(e.m, e.n, e.k, ConvForwardInput<T>{x, shape}, filters, store, splits, stream, options.fp32_math);
     }
   });
 }
@@ -98,10 +99,10 @@ void conv2d_backward_data_launch(const Conv2dShape& shape, const T* dy, const T*
   split_output_gemm(e, dx, nullptr, workspace, options, stream, [&](const auto& store, int splits) {
     if (shape.is_pointwise()) {
       gemm_launch<T>(e.m, e.n, e.k, KContiguousOperand<T>{dy, shape.out_channels},
-                     RowContiguousOperand<T>{w, shape.in_channels}, store, splits, stream);
+                     RowContiguousOperand<T>{w, shape.in_channels}, store, splits, stream, options.fp32_math);
     } else {
       gemm_launch<T>(e.m, e.n, e.k, ConvDataGradOutput<T>{dy, shape},
-                     ConvDataGradFilter<T>{w, shape}, store, splits, stream);
+                     ConvDataGradFilter<T>{w, shape}, store, splits, stream, options.fp32_math);
     }
   });
 }
@@ -116,10 +117,10 @@ void conv2d_backward_filter_launch(const Conv2dShape& shape, const T* x, const T
   auto gemm = [&](const auto& store, int split_count) {
     if (shape.is_pointwise()) {
       gemm_launch<T>(k_out, taps, pixels, grad_out, RowContiguousOperand<T>{x, taps}, store,
-                     split_count, stream);
+                     split_count, stream, options.fp32_math);
     } else {
       gemm_launch<T>(k_out, taps, pixels, grad_out, ConvFilterGradInput<T>{x, shape}, store,
-                     split_count, stream);
+                     split_count, stream, options.fp32_math);
     }
   };
   if (splits == 1) {
@@ -154,29 +155,33 @@ size_t conv2d_backward_data_workspace_bytes(const Conv2dShape& shape) {
 }
 
 void conv2d_forward(const Conv2dShape& shape, DType dtype, const void* x, const void* w,
-                    const float* bias, void* y, void* workspace, cudaStream_t stream) {
+                    const float* bias, void* y, void* workspace, Fp32Math fp32_math,
+                    cudaStream_t stream) {
   dispatch_device_dtype(dtype, [&]<typename T>() {
     conv2d_forward_launch(shape, static_cast<const T*>(x), static_cast<const T*>(w), bias,
-                          static_cast<T*>(y), stream, static_cast<float*>(workspace));
+                          static_cast<T*>(y), stream, static_cast<float*>(workspace),
+                          ConvLaunch{.fp32_math = fp32_math});
   });
 }
 
 void conv2d_backward_data(const Conv2dShape& shape, DType dtype, const void* dy, const void* w,
-                          void* dx, void* workspace, cudaStream_t stream) {
+                          void* dx, void* workspace, Fp32Math fp32_math, cudaStream_t stream) {
   dispatch_device_dtype(dtype, [&]<typename T>() {
     conv2d_backward_data_launch(shape, static_cast<const T*>(dy), static_cast<const T*>(w),
-                                static_cast<T*>(dx), stream, static_cast<float*>(workspace));
+                                static_cast<T*>(dx), stream, static_cast<float*>(workspace),
+                                ConvLaunch{.fp32_math = fp32_math});
   });
 }
 
 void conv2d_backward_filter(const Conv2dShape& shape, DType dtype, const void* x, const void* dy,
                             DType dw_dtype, void* dw, float* dbias, bool accumulate,
-                            void* workspace, cudaStream_t stream) {
+                            void* workspace, Fp32Math fp32_math, cudaStream_t stream) {
   dispatch_device_dtype(dtype, [&]<typename T>() {
     dispatch_device_dtype(dw_dtype, [&]<typename TGrad>() {
       conv2d_backward_filter_launch(shape, static_cast<const T*>(x), static_cast<const T*>(dy),
                                     static_cast<TGrad*>(dw), dbias, accumulate,
-                                    static_cast<float*>(workspace), stream);
+                                    static_cast<float*>(workspace), stream,
+                                    ConvLaunch{.fp32_math = fp32_math});
     });
   });
 }

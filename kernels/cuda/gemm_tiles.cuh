@@ -1,7 +1,9 @@
-// The two GEMM engines behind conv2d and linear:
+// The GEMM engines behind conv2d and linear:
 //   gemm_fp32_kernel  fp32 SIMT, 128x128 block tile, 8x8 outputs per thread, exact fp32 math;
-//   gemm_mma_kernel   bf16 tensor cores (ldmatrix + mma.sync m16n8k16, fp32 accumulate),
-//                     128x128 block tile, eight warps of 32x64.
+//   gemm_mma_kernel   tensor cores, 128x128 block tile, eight warps of 32x64, fp32 accumulate:
+//                     Bf16Mma (ldmatrix + mma.sync m16n8k16) for bf16 tensors, Tf32Mma
+//                     (m16n8k8, operands rounded by cvt.rna.tf32.f32; ldmatrix for tiles
+//                     stored along K, 32-bit loads for the others) for f32 under Fp32Math::tf32.
 // Both read their operands through the Row/K cursors of gemm_operands.cuh and conv_operands.cuh
 // (each block works out its rows' cursors once, into shared memory), hand results to a store
 // functor (gemm_epilogue.cuh), and split K over blockIdx.z: split z covers
@@ -9,11 +11,11 @@
 // each with one barrier per K tile:
 //   through registers (double_buffered_k_loop): the next K tile is loaded element by element
 //     while the FMA or tensor units work on the current one from the other of two stages;
-//     the fp32 engine, and the bf16 engine where 16-byte loads do not fit (the stem, odd
-//     channel counts);
+//     the fp32 engine, and the tensor-core engine where 16-byte loads do not fit (the stem,
+//     odd channel counts);
 //   by cp.async (multistage_k_loop): 16-byte vectors go straight to shared memory, two K tiles
 //     in flight while the tensor cores work on a third (kMmaAsyncStages), no registers held
-//     for them; the bf16 engine where its operands allow 16-byte loads.
+//     for them; the tensor-core engine where its operands allow 16-byte loads.
 //
 // What one trip through the main loop issues (tools/sass_loop_stats.py on the sm_90 code;
 // bench/results/sass-cuda-*.txt): fp32 1.3-2.1 instructions per FFMA; bf16 4.7-9.6 per HMMA
@@ -34,6 +36,7 @@
 #include "kernels/cuda/device_types.cuh"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/warp_mma.cuh"
+#include "kernels/fp32_math.h"
 
 namespace engine::cuda {
 
@@ -339,33 +342,72 @@ __global__ void __launch_bounds__(kFp32Threads, 2)
 }
 
 // ---------------------------------------------------------------------------------------
-// bf16 tensor cores (ldmatrix + mma.sync m16n8k16, warp_mma.cuh)
+// Tensor cores: bf16 (mma.sync m16n8k16) and tf32 (m16n8k8), fp32 accumulate (warp_mma.cuh)
 
-constexpr int kMmaTileM = 128, kMmaTileN = 128, kMmaTileK = 32;
+constexpr int kMmaTileM = 128, kMmaTileN = 128;
 constexpr int kMmaThreads = 256;  // 4 x 2 warps, each 32 x 64 = 2 x 8 tiles of m16n8
-constexpr int kMmaSkew = 8;       // row padding (elements) against shared-memory bank conflicts
-constexpr int kMmaVector = 8;     // bf16 per 16-byte load
 // Stages of the cp.async pipeline (16-byte loads): 64 KiB of shared memory a block, so two
 // blocks fit an SM of sm_80 (164 KiB) as of sm_90 (228 KiB), the most the registers allow.
 constexpr int kMmaAsyncStages = 3;
 
+// What the element type fixes. Both keep 64 bytes of K in a shared row and 32 bytes of K per
+// mma, so tiles, pipeline and ldmatrix addressing are the same in bytes.
+struct Bf16Mma {
+  using Element = __nv_bfloat16;
+  static constexpr int kTileK = 32, kStepK = 16;  // K per block tile, per mma
+  static constexpr int kVector = 8;               // elements per 16-byte load
+  // ldmatrix.trans reads a [k][row] tile's 16-bit elements into mma's layout.
+  static constexpr bool kLdmatrixTransposes = true;
+  // Row padding against bank conflicts: 16 bytes, an odd count of 16 bytes a row either way.
+  static constexpr int skew(bool /*along_k*/) { return 8; }
+  __device__ __forceinline__ static uint32_t operand(uint32_t bits) { return bits; }
+  __device__ __forceinline__ static void mma(float (&d)[4], const uint32_t (&a)[4],
+                                             const uint32_t (&b)[2]) {
+    mma_m16n8k16_bf16(d, a, b);
+  }
+};
+
+struct Tf32Mma {
+  using Element = float;
+  static constexpr int kTileK = 16, kStepK = 8;
+  static constexpr int kVector = 4;
+  // .trans would split 32-bit elements: [k][row] tiles are read element by element.
+  static constexpr bool kLdmatrixTransposes = false;
+  // [row][k]: rows of 20 (80 bytes, odd in 16 bytes, for ldmatrix); [k][row]: rows of 136,
+  // 8 banks apart, so the 4 k rows x 8 rows of one element read fall on 32 distinct banks.
+  static constexpr int skew(bool along_k) { return along_k ? 4 : 8; }
+  // fp32 bits rounded to nearest tf32 (mma itself would drop the low 13 bits).
+  __device__ __forceinline__ static uint32_t operand(uint32_t bits) { return to_tf32(bits); }
+  __device__ __forceinline__ static void mma(float (&d)[4], const uint32_t (&a)[4],
+                                             const uint32_t (&b)[2]) {
+    mma_m16n8k8_tf32(d, a, b);
+  }
+};
+
 // One stage of an operand's shared tile, laid out along the operand's contiguous index so
 // that a loaded vector is one 16-byte store: [row][k] for an operand contiguous along k,
-// else [k][row] (which ldmatrix then reads transposed).
-template <int kRows, bool kAlongKLayout>
+// else [k][row] (which ldmatrix then reads transposed, or tf32 reads element by element).
+template <typename Math, int kRows, bool kAlongKLayout>
 struct MmaTile {
+  using Element = typename Math::Element;
   static constexpr bool kAlongK = kAlongKLayout;
-  static constexpr int kLd = (kAlongK ? kMmaTileK : kRows) + kMmaSkew;
-  // ldmatrix reads 8 rows of 16 bytes per matrix: each row starts 16-byte aligned, and an odd
-  // number of 16-byte units per row puts the 8 on distinct bank groups.
-  static_assert(kLd * sizeof(__nv_bfloat16) % 16 == 0 && kLd * sizeof(__nv_bfloat16) / 16 % 2 == 1,
-                "MmaTile rows: 16-byte aligned, an odd count of 16 bytes apart");
-  __nv_bfloat16 data[kAlongK ? kRows : kMmaTileK][kLd];
-  // Bytes from element (row, k) to (row, k + dk).
+  static constexpr bool kLdmatrix = kAlongK || Math::kLdmatrixTransposes;
+  static constexpr int kLd = (kAlongK ? Math::kTileK : kRows) + Math::skew(kAlongK);
+  static constexpr int kRowBytes = kLd * static_cast<int>(sizeof(Element));
+  static_assert(kRowBytes % 16 == 0, "MmaTile rows start 16-byte aligned (cp.async, ldmatrix)");
+  // ldmatrix reads 8 rows of 16 bytes per matrix: an odd count of 16 bytes apart puts them on
+  // distinct bank groups.
+  static_assert(!kLdmatrix || kRowBytes / 16 % 2 == 1, "ldmatrix rows: odd in 16 bytes");
+  static_assert(kLdmatrix || kLd % 32 == 8, "element reads: k rows 8 banks apart");
+  Element data[kAlongK ? kRows : Math::kTileK][kLd];
+  // Bytes from element (row, k) to (row, k + dk), and to (row + dr, k).
   static constexpr int k_bytes(int dk) {
-    return (kAlongK ? dk : dk * kLd) * static_cast<int>(sizeof(__nv_bfloat16));
+    return (kAlongK ? dk : dk * kLd) * static_cast<int>(sizeof(Element));
   }
-  __device__ __forceinline__ __nv_bfloat16* at(int row, int k) {
+  static constexpr int row_bytes(int dr) {
+    return (kAlongK ? dr * kLd : dr) * static_cast<int>(sizeof(Element));
+  }
+  __device__ __forceinline__ Element* at(int row, int k) {
     if constexpr (kAlongK) {
       return &data[row][k];
     } else {
@@ -374,23 +416,72 @@ struct MmaTile {
   }
 };
 
-// This lane's ldmatrix row address for the 16 rows x 16 k of `tile` at (row0, k0). Lanes
-// 8j .. 8j+7 give matrix j's 8 rows; the matrices come in mma's register order: for A
-// (kIsA) rows 0-7 then 8-15 of k 0-7, then the same of k 8-15 (a[0..3]); for B, k 0-7 then
-// 8-15 of rows (n) 0-7, then the same of rows 8-15 (b[0..1] of two n8 tiles). A tile stored
-// [k][row] has k as its memory rows: its lanes step along k instead, and ldmatrix transposes.
-template <bool kIsA, typename Tile>
-__device__ __forceinline__ const __nv_bfloat16* fragment_row(Tile& tile, int row0, int k0,
-                                                             int lane) {
-  const int matrix = lane / 8, row = lane % 8;
-  const int row_offset = (kIsA ? matrix & 1 : matrix >> 1) * 8;
-  const int k_offset = (kIsA ? matrix >> 1 : matrix & 1) * 8;
-  if constexpr (Tile::kAlongK) {
-    return tile.at(row0 + row_offset + row, k0 + k_offset);
-  } else {
-    return tile.at(row0 + row_offset, k0 + k_offset + row);
+// One warp's fragments of an operand at one K step: A's two m16 tiles (frag[i][0..3]) or B's
+// eight n8 tiles (frag[j][0..1]) from rows [row0, row0 + 32 or 64) of a stage's tile, in
+// mma's register layout, passed through Math::operand. The constructor works out this lane's
+// addresses at stage 0, k 0; stages and K steps are fixed byte offsets from them.
+//   ldmatrix .x4 (tile.kLdmatrix): one per m16 tile of A, per two n8 tiles of B. Lanes 8j ..
+//     8j+7 give matrix j's 8 rows, the matrices in mma's register order: for A rows 0-7 then
+//     8-15 of the first half of the step's K, then the same of the second half; for B the two
+//     halves of K of rows (n) 0-7, then the same of rows 8-15. A [k][row] tile has k as its
+//     memory rows: its lanes step along k instead, and ldmatrix transposes.
+//   element reads (tf32 [k][row] tiles): one 32-bit load a register, at A's (row group (+8),
+//     k t (+4)) and B's (k t (+4), column group) with group = lane / 4, t = lane % 4.
+template <typename Math, typename Tile, bool kIsA>
+struct FragmentReader {
+  static constexpr int kTiles = kIsA ? 2 : 8, kRegisters = kIsA ? 4 : 2;
+  static constexpr int kLdmatrixLoads = kIsA ? 2 : 4;
+  static constexpr int kHalfK = Math::kStepK / 2;
+  SharedAddress base[Tile::kLdmatrix ? kLdmatrixLoads : 1];
+
+  __device__ __forceinline__ FragmentReader(Tile& tile, int row0, int lane) {
+    if constexpr (Tile::kLdmatrix) {
+      const int matrix = lane / 8, row = lane % 8;
+      const int row_offset = (kIsA ? matrix & 1 : matrix >> 1) * 8;
+      const int k_offset = (kIsA ? matrix >> 1 : matrix & 1) * kHalfK;
+#pragma unroll
+      for (int l = 0; l < kLdmatrixLoads; ++l) {
+        const int rows = row0 + 16 * l + row_offset;
+        base[l] = shared_address(Tile::kAlongK ? tile.at(rows + row, k_offset)
+                                               : tile.at(rows, k_offset + row));
+      }
+    } else {
+      base[0] = shared_address(tile.at(row0 + lane / 4, lane % 4));
+    }
   }
-}
+
+  __device__ __forceinline__ void read(uint32_t (&frag)[kTiles][kRegisters], int stage_bytes,
+                                       int k) const {
+    const int offset = stage_bytes + Tile::k_bytes(k);
+    if constexpr (Tile::kLdmatrix) {
+#pragma unroll
+      for (int l = 0; l < kLdmatrixLoads; ++l) {
+        uint32_t r[4];
+        ldmatrix_x4<!Tile::kAlongK>(r, base[l] + offset);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          if constexpr (kIsA) {
+            frag[l][e] = Math::operand(r[e]);
+          } else {
+            frag[2 * l + e / 2][e % 2] = Math::operand(r[e]);
+          }
+        }
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kTiles; ++i) {
+#pragma unroll
+        for (int r = 0; r < kRegisters; ++r) {
+          // A: register r at row + 8 (r % 2), k + 4 (r / 2); B: k + 4 r; tiles 16 (8) rows on.
+          const int rows = kIsA ? 16 * i + 8 * (r % 2) : 8 * i;
+          const int ks = kIsA ? kHalfK * (r / 2) : kHalfK * r;
+          frag[i][r] = Math::operand(
+              load_shared_b32(base[0] + offset + Tile::row_bytes(rows) + Tile::k_bytes(ks)));
+        }
+      }
+    }
+  }
+};
 
 // gemm_mma_kernel's shared memory (dynamic: over 48 KiB with cp.async's three stages): the
 // stages of each operand's tile and the cursors of the block's rows.
@@ -402,29 +493,31 @@ struct MmaStorage {
   BRow b_rows[kMmaTileN];
 };
 
-// How gemm_mma_kernel<kVector> feeds its tiles: 16-byte vectors by cp.async through
+// How gemm_mma_kernel<Math, kVector> feeds its tiles: 16-byte vectors by cp.async through
 // kMmaAsyncStages stages, element loads (the stem, odd channel counts) through registers and
 // two stages.
-template <int kVector, typename AOperand, typename BOperand>
+template <typename Math, int kVector, typename AOperand, typename BOperand>
 struct MmaKernelShape {
-  static constexpr bool kAsync = kVector == kMmaVector;
-  static_assert(kAsync || kVector == 1, "the bf16 engine loads 16-byte vectors or elements");
+  static constexpr bool kAsync = kVector == Math::kVector;
+  static_assert(kAsync || kVector == 1, "the tensor-core engine loads 16-byte vectors or elements");
   static constexpr int kStages = kAsync ? kMmaAsyncStages : 2;
-  using ATile = MmaTile<kMmaTileM, AOperand::kContiguousAlongK>;
-  using BTile = MmaTile<kMmaTileN, BOperand::kContiguousAlongK>;
+  using ATile = MmaTile<Math, kMmaTileM, AOperand::kContiguousAlongK>;
+  using BTile = MmaTile<Math, kMmaTileN, BOperand::kContiguousAlongK>;
   using Storage = MmaStorage<kStages, ATile, BTile, typename AOperand::Row, typename BOperand::Row>;
   static_assert(sizeof(ATile) % 16 == 0 && sizeof(BTile) % 16 == 0,
                 "every stage starts 16-byte aligned, as ldmatrix and cp.async need");
 };
 
-template <int kVector, typename AOperand, typename BOperand, typename Store>
+template <typename Math, int kVector, typename AOperand, typename BOperand, typename Store>
 __global__ void __launch_bounds__(kMmaThreads)
     gemm_mma_kernel(int32_t m_size, int32_t n_size, int32_t k_size, int32_t k_per_split, AOperand a,
                     BOperand b, Store store) {
-  using Shape = MmaKernelShape<kVector, AOperand, BOperand>;
+  using Shape = MmaKernelShape<Math, kVector, AOperand, BOperand>;
   using ATile = typename Shape::ATile;
   using BTile = typename Shape::BTile;
   using Storage = typename Shape::Storage;
+  using Element = typename Math::Element;
+  constexpr int kTileK = Math::kTileK;
   DYNAMIC_SHARED_MEMORY(Storage, storage);
   ATile* const a_tile = storage->a;
   BTile* const b_tile = storage->b;
@@ -440,59 +533,42 @@ __global__ void __launch_bounds__(kMmaThreads)
   prepare_rows<kMmaTileN, kMmaThreads>(b, n0, n_size, storage->b_rows);
   __syncthreads();
 
-  // This lane's ldmatrix addresses at k 0 of stage 0; stage s and k are fixed byte offsets.
-  SharedAddress a_fragment_rows[2], b_fragment_rows[4];
-#pragma unroll
-  for (int i = 0; i < 2; ++i)
-    a_fragment_rows[i] =
-        shared_address(fragment_row<true>(a_tile[0], warp_m * 32 + i * 16, 0, lane));
-#pragma unroll
-  for (int j = 0; j < 4; ++j)
-    b_fragment_rows[j] =
-        shared_address(fragment_row<false>(b_tile[0], warp_n * 64 + j * 16, 0, lane));
-
+  const FragmentReader<Math, ATile, true> a_reader(a_tile[0], warp_m * 32, lane);
+  const FragmentReader<Math, BTile, false> b_reader(b_tile[0], warp_n * 64, lane);
   float acc[2][8][4] = {};  // [m16 tile][n8 tile][mma's d registers]
   const auto compute = [&](int stage) {
-    const int a_stage = stage * static_cast<int>(sizeof(ATile));
-    const int b_stage = stage * static_cast<int>(sizeof(BTile));
 #pragma unroll
-    for (int k = 0; k < kMmaTileK; k += 16) {
-      uint32_t a_frag[2][4], b_frag[4][4];
-#pragma unroll
-      for (int i = 0; i < 2; ++i)
-        ldmatrix_x4<!ATile::kAlongK>(a_frag[i], a_fragment_rows[i] + a_stage + ATile::k_bytes(k));
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-        ldmatrix_x4<!BTile::kAlongK>(b_frag[j], b_fragment_rows[j] + b_stage + BTile::k_bytes(k));
+    for (int k = 0; k < kTileK; k += Math::kStepK) {
+      uint32_t a_frag[2][4], b_frag[8][2];
+      a_reader.read(a_frag, stage * static_cast<int>(sizeof(ATile)), k);
+      b_reader.read(b_frag, stage * static_cast<int>(sizeof(BTile)), k);
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const uint32_t b_pair[2] = {b_frag[j / 2][2 * (j % 2)], b_frag[j / 2][2 * (j % 2) + 1]};
-          mma_m16n8k16_bf16(acc[i][j], a_frag[i], b_pair);
-        }
+        for (int j = 0; j < 8; ++j)
+          Math::mma(acc[i][j], a_frag[i], b_frag[j]);
       }
     }
   };
   if constexpr (Shape::kAsync) {
-    using ALoader = AsyncTileLoader<kMmaTileM, kMmaTileK, kMmaThreads, AOperand, kVector>;
-    using BLoader = AsyncTileLoader<kMmaTileN, kMmaTileK, kMmaThreads, BOperand, kVector>;
+    using ALoader = AsyncTileLoader<kMmaTileM, kTileK, kMmaThreads, AOperand, kVector>;
+    using BLoader = AsyncTileLoader<kMmaTileN, kTileK, kMmaThreads, BOperand, kVector>;
     const ALoader a_loader;
     const BLoader b_loader;
-    multistage_k_loop<Shape::kStages, kMmaTileK>(
+    multistage_k_loop<Shape::kStages, kTileK>(
         k_begin, k_end, AsyncTileFeed{a_loader, a, storage->a_rows, a_tile},
         AsyncTileFeed{b_loader, b, storage->b_rows, b_tile}, compute);
   } else {
-    using ALoader = TileLoader<kMmaTileM, kMmaTileK, kMmaThreads, AOperand, __nv_bfloat16>;
-    using BLoader = TileLoader<kMmaTileN, kMmaTileK, kMmaThreads, BOperand, __nv_bfloat16>;
+    using ALoader = TileLoader<kMmaTileM, kTileK, kMmaThreads, AOperand, Element>;
+    using BLoader = TileLoader<kMmaTileN, kTileK, kMmaThreads, BOperand, Element>;
     ALoader a_loader;
     BLoader b_loader;
     const auto put = [](auto& tile) {
-      return [&tile](int row, int k, __nv_bfloat16 value) { *tile.at(row, k) = value; };
+      return [&tile](int row, int k, Element value) { *tile.at(row, k) = value; };
     };
-    double_buffered_k_loop<kMmaTileK>(k_begin, k_end,
-                                      TileFeed{a_loader, a, storage->a_rows, a_tile, put},
-                                      TileFeed{b_loader, b, storage->b_rows, b_tile, put}, compute);
+    double_buffered_k_loop<kTileK>(k_begin, k_end,
+                                   TileFeed{a_loader, a, storage->a_rows, a_tile, put},
+                                   TileFeed{b_loader, b, storage->b_rows, b_tile, put}, compute);
   }
   // Straight from the accumulators: d[0], d[1] at (row lane / 4, columns 2 (lane % 4) and +1)
   // of each m16n8 tile, d[2], d[3] eight rows below.
@@ -548,47 +624,60 @@ inline int64_t k_per_split(int64_t k, int splits, int tile_k) {
   return (per_split + tile_k - 1) / tile_k * tile_k;
 }
 
+// The tensor-core engine of Math over (m, n, k) with `splits` K-splits: 16-byte loads where
+// both operands allow them and no vector straddles the matrix's end along its contiguous
+// index (k for one contiguous along k, else its rows), element loads otherwise.
+template <typename Math, typename AOperand, typename BOperand, typename Store>
+void mma_gemm_launch(int64_t m, int64_t n, int64_t k, AOperand a, BOperand b, Store store,
+                     int splits, cudaStream_t stream) {
+  const int64_t per_split = k_per_split(k, splits, Math::kTileK);
+  const dim3 grid(static_cast<unsigned>((m + kMmaTileM - 1) / kMmaTileM),
+                  static_cast<unsigned>((n + kMmaTileN - 1) / kMmaTileN),
+                  static_cast<unsigned>(splits));
+  const auto fits = [&](const auto& operand, int64_t rows) {
+    return operand.vectorizable(Math::kVector) &&
+           (operand.kContiguousAlongK ? k : rows) % Math::kVector == 0;
+  };
+  const auto run = [&](auto vector) {
+    constexpr int kVector = decltype(vector)::value;
+    constexpr size_t smem_bytes =
+        sizeof(typename MmaKernelShape<Math, kVector, AOperand, BOperand>::Storage);
+    const auto kernel = gemm_mma_kernel<Math, kVector, AOperand, BOperand, Store>;
+    allow_dynamic_shared_memory(kernel, smem_bytes);
+    launch(kernel, grid, dim3(kMmaThreads), smem_bytes, stream, static_cast<int32_t>(m),
+           static_cast<int32_t>(n), static_cast<int32_t>(k), static_cast<int32_t>(per_split), a, b,
+           store);
+  };
+  if (fits(a, m) && fits(b, n)) {
+    run(std::integral_constant<int, Math::kVector>{});
+  } else {
+    run(std::integral_constant<int, 1>{});
+  }
+}
+
 // C = A B^T over (m, n, k) with `splits` K-splits (the store must handle split > 0 when
-// splits > 1). T picks the engine: float -> fp32 SIMT, __nv_bfloat16 -> tensor cores. The kernels
-// index with 32 bits: a GEMM dimension of kGemmDimLimit or more is refused.
+// splits > 1). T and fp32_math pick the engine: float -> fp32 SIMT (exact) or tf32 tensor
+// cores (tf32), __nv_bfloat16 -> bf16 tensor cores. The kernels index with 32 bits: a GEMM
+// dimension of kGemmDimLimit or more is refused.
 template <typename T, typename AOperand, typename BOperand, typename Store>
 void gemm_launch(int64_t m, int64_t n, int64_t k, AOperand a, BOperand b, Store store, int splits,
-                 cudaStream_t stream) {
+                 cudaStream_t stream, Fp32Math fp32_math = Fp32Math::exact) {
   if (m == 0 || n == 0) return;
   check_gemm_dims(m, n, k);
-  const auto dim = [](int64_t value) { return static_cast<int32_t>(value); };
   if constexpr (std::is_same_v<T, float>) {
+    if (fp32_math == Fp32Math::tf32) {
+      mma_gemm_launch<Tf32Mma>(m, n, k, a, b, store, splits, stream);
+      return;
+    }
     const int64_t per_split = k_per_split(k, splits, kFp32TileK);
     const dim3 grid(static_cast<unsigned>((m + kFp32TileM - 1) / kFp32TileM),
                     static_cast<unsigned>((n + kFp32TileN - 1) / kFp32TileN),
                     static_cast<unsigned>(splits));
-    launch(gemm_fp32_kernel<AOperand, BOperand, Store>, grid, dim3(kFp32Threads), 0, stream, dim(m),
-           dim(n), dim(k), dim(per_split), a, b, store);
+    launch(gemm_fp32_kernel<AOperand, BOperand, Store>, grid, dim3(kFp32Threads), 0, stream,
+           static_cast<int32_t>(m), static_cast<int32_t>(n), static_cast<int32_t>(k),
+           static_cast<int32_t>(per_split), a, b, store);
   } else {
-    const int64_t per_split = k_per_split(k, splits, kMmaTileK);
-    const dim3 grid(static_cast<unsigned>((m + kMmaTileM - 1) / kMmaTileM),
-                    static_cast<unsigned>((n + kMmaTileN - 1) / kMmaTileN),
-                    static_cast<unsigned>(splits));
-    // 16-byte loads where both operands allow them and no vector straddles the matrix's end
-    // along its contiguous index (k for one contiguous along k, else its rows).
-    const auto fits = [&](const auto& operand, int64_t rows) {
-      return operand.vectorizable(kMmaVector) &&
-             (operand.kContiguousAlongK ? k : rows) % kMmaVector == 0;
-    };
-    const auto run = [&](auto vector) {
-      constexpr int kVector = decltype(vector)::value;
-      constexpr size_t smem_bytes =
-          sizeof(typename MmaKernelShape<kVector, AOperand, BOperand>::Storage);
-      const auto kernel = gemm_mma_kernel<kVector, AOperand, BOperand, Store>;
-      allow_dynamic_shared_memory(kernel, smem_bytes);
-      launch(kernel, grid, dim3(kMmaThreads), smem_bytes, stream, dim(m), dim(n), dim(k),
-             dim(per_split), a, b, store);
-    };
-    if (fits(a, m) && fits(b, n)) {
-      run(std::integral_constant<int, kMmaVector>{});
-    } else {
-      run(std::integral_constant<int, 1>{});
-    }
+    mma_gemm_launch<Bf16Mma>(m, n, k, a, b, store, splits, stream);
   }
 }
 

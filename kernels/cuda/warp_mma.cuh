@@ -1,11 +1,15 @@
-// Warp-level tensor-core instructions that WMMA hides: ldmatrix (four 8x8 bf16 matrices from
-// shared memory into each lane's fragment registers, one instruction instead of WMMA's four
-// generic loads per fragment) and mma.sync m16n8k16 (bf16 in, fp32 accumulate), whose
-// fragment layouts are fixed by PTX (kernels/simt/warp_matrix.h lists them). Under nvcc they
-// are the PTX instructions (sm_80 and later); under the SIMT emulator, its emulations.
+// Warp-level tensor-core instructions that WMMA hides: ldmatrix (four 8x8 matrices of 16-bit
+// elements, or 8x4 of 32-bit ones, from shared memory into each lane's fragment registers, one
+// instruction instead of WMMA's four generic loads per fragment), mma.sync m16n8k16 (bf16 in)
+// and m16n8k8 (tf32 in), both accumulating in fp32, whose fragment layouts are fixed by PTX
+// (kernels/simt/warp_matrix.h lists them), cvt.rna.tf32.f32 and plain 32-bit shared loads.
+// Under nvcc they are the PTX instructions (sm_80 and later); under the SIMT emulator, its
+// emulations.
 #pragma once
 
+#include <bit>
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/cuda/shared_address.cuh"
 
@@ -50,6 +54,52 @@ __device__ __forceinline__ void mma_m16n8k16_bf16(float (&d)[4], const uint32_t 
   (void)d;
   (void)a;
   (void)b;
+#endif
+}
+
+// d = a b + d: A 16 x 8 tf32 (a: 4 registers), B 8 x 8 tf32 (b: 2), D 16 x 8 fp32. The
+// registers' low 13 bits are ignored: to_tf32 rounds them away first.
+__device__ __forceinline__ void mma_m16n8k8_tf32(float (&d)[4], const uint32_t (&a)[4],
+                                                 const uint32_t (&b)[2]) {
+#if defined(__CUDA_ARCH__)
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#elif defined(SIMT_EMULATOR)
+  simt::mma_m16n8k8_tf32(d, a, b, d);
+#else
+  (void)d;
+  (void)a;
+  (void)b;
+#endif
+}
+
+// The fp32 bits of `bits` rounded to tf32 (nearest, ties away from zero), as mma takes them.
+__device__ __forceinline__ uint32_t to_tf32(uint32_t bits) {
+#if defined(__CUDA_ARCH__)
+  uint32_t rounded;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(rounded) : "f"(__uint_as_float(bits)));
+  return rounded;
+#elif defined(SIMT_EMULATOR)
+  return simt::cvt_rna_tf32(std::bit_cast<float>(bits));
+#else
+  return bits;
+#endif
+}
+
+// 32 bits from shared memory. volatile, as ldmatrix: never moved across the barriers that
+// order the tile's writes before it.
+__device__ __forceinline__ uint32_t load_shared_b32(SharedAddress address) {
+#if defined(__CUDA_ARCH__)
+  uint32_t value;
+  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(value) : "r"(address));
+  return value;
+#else
+  uint32_t value;
+  std::memcpy(&value, address, sizeof value);
+  return value;
 #endif
 }
 

@@ -85,7 +85,7 @@ void forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const T
       },
       [&](auto cuda_stream) {
         cuda::conv2d_forward(shape, dtype, x.raw_data(), w.raw_data(), bias_data, y.raw_data(),
-                             scratch, cuda_stream);
+                             scratch, stream.fp32_math(), cuda_stream);
       });
 }
 
@@ -111,7 +111,7 @@ void backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, 
       [&] { cpu::conv2d_backward_data(shape, dtype, dy.raw_data(), w.raw_data(), dx.raw_data()); },
       [&](auto cuda_stream) {
         cuda::conv2d_backward_data(shape, dtype, dy.raw_data(), w.raw_data(), dx.raw_data(),
-                                   scratch, cuda_stream);
+                                   scratch, stream.fp32_math(), cuda_stream);
       });
 }
 
@@ -183,7 +183,8 @@ void conv2d_backward_filter(const Conv2dShape& shape, const Tensor& x, const Ten
       },
       [&](auto cuda_stream) {
         cuda::conv2d_backward_filter(shape, dtype, x.raw_data(), dy.raw_data(), dw.dtype(),
-                                     dw.raw_data(), dbias_data, accumulate, scratch, cuda_stream);
+                                     dw.raw_data(), dbias_data, accumulate, scratch,
+                                     stream.fp32_math(), cuda_stream);
       });
 }
 

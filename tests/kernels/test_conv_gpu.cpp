@@ -1,6 +1,7 @@
 // conv2d and linear on a CUDA device against the CPU backend, through the op API, over the
-// ResNet-50 layer table (f32: fp32 SIMT engine; bf16: tensor cores). Skipped, with the reason,
-// without a usable CUDA device.
+// ResNet-50 layer table (f32: the fp32 SIMT engine, or the tf32 tensor cores on a stream set to
+// Fp32Math::tf32, against the CPU's fp32 of the operands rounded to tf32; bf16: tensor cores).
+// Skipped, with the reason, without a usable CUDA device.
 #include <gtest/gtest.h>
 
 #include "conv_reference.h"
@@ -12,6 +13,7 @@ namespace {
 
 using testing::conv_cases;
 using testing::random_values;
+using testing::round_to_tf32;
 
 double relative_difference(const std::vector<float>& actual, const std::vector<float>& expected) {
   return testing::relative_error(actual, std::vector<double>(expected.begin(), expected.end()));
@@ -34,13 +36,27 @@ TEST_F(ConvGpu, AllPassesMatchCpu) {
   Stream host;
   Stream stream(gpu);
   int split_forwards = 0, split_input_grads = 0;
-  for (DType dtype : {DType::f32, DType::bf16}) {
+  for (const auto& [dtype, math] : {std::pair{DType::f32, Fp32Math::exact},
+                                    std::pair{DType::f32, Fp32Math::tf32},
+                                    std::pair{DType::bf16, Fp32Math::exact}}) {
+    const bool tf32 = math == Fp32Math::tf32;
+    stream.set_fp32_math(math);
+    // fp32 and tf32 differ from their CPU twins in summation order only.
     const double tolerance = dtype == DType::f32 ? 1e-5 : 1.0 / 128;
+    // What the CPU multiplies: for tf32 the operands rounded to tf32, whose products are exact.
+    const auto twin = [&](const Tensor& t) {
+      if (!tf32) return t;
+      std::vector<float> values = t.to_floats(host);
+      for (float& v : values)
+        v = round_to_tf32(v);
+      return Tensor::from_floats(t.shape(), values);
+    };
     int index = 0;
     for (const auto& [name, shape] : conv_cases()) {
       const bool with_bias = index++ % 2 == 0;
-      SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + std::string(dtype_name(dtype)));
-      const bool exact = dtype == DType::bf16;
+      SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + std::string(dtype_name(dtype)) +
+                   " " + std::string(fp32_math_name(math)));
+      const bool exact = dtype == DType::bf16;  // bf16-exact values; tf32 needs more bits
       Tensor x = Tensor::from_floats(
           shape.input_shape(), random_values(shape_numel(shape.input_shape()), 1, exact), dtype);
       Tensor w = Tensor::from_floats(
@@ -60,14 +76,15 @@ TEST_F(ConvGpu, AllPassesMatchCpu) {
       Tensor y = Tensor::empty(shape.output_shape(), dtype),
              gy = Tensor::empty(shape.output_shape(), dtype, gpu);
       Tensor forward_workspace = Tensor::empty({forward_scratch}, DType::f32, gpu);
-      conv2d_forward(shape, x, w, bias, y, host);
+      const Tensor cx = twin(x), cw = twin(w), cdy = twin(dy);
+      conv2d_forward(shape, cx, cw, bias, y, host);
       conv2d_forward(shape, gx, gw, gbias, gy, forward_workspace, stream);
       EXPECT_LE(relative_difference(gy.to_floats(stream), y.to_floats(host)), tolerance);
 
       Tensor dx = Tensor::empty(shape.input_shape(), dtype),
              gdx = Tensor::empty(shape.input_shape(), dtype, gpu);
       Tensor input_grad_workspace = Tensor::empty({input_grad_scratch}, DType::f32, gpu);
-      conv2d_backward_data(shape, dy, w, dx, host);
+      conv2d_backward_data(shape, cdy, cw, dx, host);
       conv2d_backward_data(shape, gdy, gw, gdx, input_grad_workspace, stream);
       EXPECT_LE(relative_difference(gdx.to_floats(stream), dx.to_floats(host)), tolerance);
 
@@ -78,7 +95,10 @@ TEST_F(ConvGpu, AllPassesMatchCpu) {
       Tensor no_workspace;  // the CPU needs none
       Tensor workspace =
           Tensor::empty({conv2d_backward_filter_workspace_numel(shape, gpu)}, DType::f32, gpu);
-      conv2d_backward_filter(shape, x, dy, dw, db, false, no_workspace, host);
+      Tensor unused = Tensor::empty(shape.filter_shape(), DType::f32), no_bias;
+      conv2d_backward_filter(shape, cx, cdy, dw, no_bias, false, no_workspace, host);
+      // The bias gradient sums dy itself, on no tensor cores.
+      conv2d_backward_filter(shape, x, dy, unused, db, false, no_workspace, host);
       conv2d_backward_filter(shape, gx, gdy, gdw, gdb, false, workspace, stream);
       EXPECT_LE(relative_difference(gdw.to_floats(stream), dw.to_floats(host)), 1e-5);
       EXPECT_LE(relative_difference(gdb.to_floats(stream), db.to_floats(host)), 1e-5);
@@ -86,6 +106,35 @@ TEST_F(ConvGpu, AllPassesMatchCpu) {
   }
   EXPECT_GT(split_forwards, 0);
   EXPECT_GT(split_input_grads, 0);
+}
+
+// The stream's math reaches the kernels: a tf32 forward moves away from the exact one by about
+// tf32's rounding (2^-11 relative per operand), an exact one stays within summation order.
+TEST_F(ConvGpu, Tf32StreamsRoundTheOperandsAndExactOnesDoNot) {
+  const Device gpu = Device::cuda(0);
+  Stream host;
+  const Conv2dShape shape = testing::conv_shape(2, 8, 8, 16, 32, 3, 3, 1, 1);
+  const Tensor x = Tensor::from_floats(shape.input_shape(),
+                                       random_values(shape_numel(shape.input_shape()), 1));
+  const Tensor w = Tensor::from_floats(shape.filter_shape(),
+                                       random_values(shape_numel(shape.filter_shape()), 2));
+  Tensor y = Tensor::empty(shape.output_shape(), DType::f32);
+  conv2d_forward(shape, x, w, Tensor(), y, host);
+  const std::vector<float> exact = y.to_floats(host);
+  for (const Fp32Math math : {Fp32Math::exact, Fp32Math::tf32}) {
+    Stream stream(gpu);
+    stream.set_fp32_math(math);
+    const Tensor gx = x.to(gpu, stream), gw = w.to(gpu, stream);
+    Tensor gy = Tensor::empty(shape.output_shape(), DType::f32, gpu);
+    conv2d_forward(shape, gx, gw, Tensor(), gy, stream);
+    const double difference = relative_difference(gy.to_floats(stream), exact);
+    if (math == Fp32Math::tf32) {
+      EXPECT_GT(difference, 5e-5) << "a tf32 stream computed exact fp32";
+      EXPECT_LT(difference, 5e-3);
+    } else {
+      EXPECT_LE(difference, 1e-5);
+    }
+  }
 }
 
 TEST_F(ConvGpu, WorkspaceSmallerThanTheSplitNeedsIsAnError) {

@@ -1,7 +1,9 @@
-// The CUDA conv2d kernels (implicit GEMM: fp32 SIMT for f32, ldmatrix + mma.sync tensor cores for
-// bf16) through their launchers under the SIMT emulator, against the CPU twins. The shapes are
-// small but cross every tile edge: M, N and K not multiples of the tiles, several tiles in
-// each direction, forced split-K, padding, stride, dilation and the pointwise fast path.
+// The CUDA conv2d kernels (implicit GEMM: fp32 SIMT for f32, tf32 tensor cores for f32 under
+// Fp32Math::tf32, ldmatrix + mma.sync bf16 tensor cores for bf16) through their launchers
+// under the SIMT emulator, against the CPU twins (for tf32, the CPU's fp32 conv of the
+// operands rounded to tf32, whose products are exact in fp32). The shapes are small but cross
+// every tile edge: M, N and K not multiples of the tiles, several tiles in each direction,
+// forced split-K, padding, stride, dilation and the pointwise fast path.
 #include "kernels/simt/simt.h"
 // The kernels under test, compiled here by g++ for the emulator.
 #include "kernels/cuda/conv.cuh"
@@ -21,12 +23,26 @@ namespace {
 using testing::conv_shape;
 using testing::decode;
 using testing::random_values;
+using testing::round_to_tf32;
 using testing::SimtBuffer;
 
-// fp32 engines differ from the CPU only in summation order.
+// fp32 and tf32 engines differ from their CPU twins only in summation order (tf32 operands
+// that were truncated instead of rounded would be off by about 5e-4).
 constexpr double kF32Tolerance = 1e-5;
 // bf16 outputs may round to neighbouring values: one bf16 ulp of the largest element.
 constexpr double kBf16Tolerance = 1.0 / 128;
+
+// The engines: the tensors' dtype and, for f32, the math.
+struct Engine {
+  DType dtype;
+  Fp32Math math;
+  std::string name() const {
+    return dtype == DType::bf16 ? "bf16" : math == Fp32Math::tf32 ? "tf32" : "fp32";
+  }
+  double tolerance() const { return dtype == DType::bf16 ? kBf16Tolerance : kF32Tolerance; }
+};
+constexpr Engine kEngines[] = {
+    {DType::f32, Fp32Math::exact}, {DType::f32, Fp32Math::tf32}, {DType::bf16, Fp32Math::exact}};
 
 double relative_difference(const std::vector<float>& actual, const std::vector<float>& expected) {
   std::vector<double> wide(expected.begin(), expected.end());
@@ -45,6 +61,8 @@ std::vector<SimtCase> simt_cases() {
       // pass, K over several, the scalar loads and (channel counts multiples of 8) the bf16
       // engine's 16-byte ones. 1x1 stride-2 filters keep backward data's K short.
       {"3x3 s1 p1, M over two tiles", conv_shape(2, 9, 9, 6, 40, 3, 3, 1, 1)},
+      // Channels a multiple of 4, not of 8: tf32's 16-byte loads, bf16's element loads.
+      {"3x3 s1 p1, vector loads of 4", conv_shape(1, 9, 9, 12, 20, 3, 3, 1, 1)},
       {"1x1 s2, M and N over two tiles", conv_shape(2, 17, 17, 6, 136, 1, 1, 2, 0)},
       {"1x1 s2, M and N over two tiles, vector loads", conv_shape(2, 17, 17, 16, 136, 1, 1, 2, 0)},
       {"1x1 s2, wide input", conv_shape(1, 12, 12, 130, 6, 1, 1, 2, 0)},
@@ -62,59 +80,76 @@ std::vector<SimtCase> simt_cases() {
   };
 }
 
-// Guarded buffers standing in for device memory (simt_buffer.h), in the dtype of the test.
-struct Operands {
-  Operands(const Conv2dShape& shape, DType dtype)
-      : dtype(dtype),
-        x(dtype, random_values(shape_numel(shape.input_shape()), 1, true)),
-        w(dtype, random_values(shape_numel(shape.filter_shape()), 2, true)),
-        dy(dtype, random_values(shape_numel(shape.output_shape()), 3, true)),
-        bias(DType::f32, random_values(shape.out_channels, 4)) {}
-  DType dtype;
-  SimtBuffer x, w, dy, bias;
-};
-
-double tolerance(DType dtype) {
-  return dtype == DType::f32 ? kF32Tolerance : kBf16Tolerance;
+// What the CPU twin multiplies: the buffer's bytes, or for tf32 its values rounded to tf32.
+std::vector<std::byte> twin_bytes(const SimtBuffer& buffer, const Engine& engine) {
+  std::vector<float> values = buffer.values();
+  if (engine.math == Fp32Math::tf32) {
+    for (float& v : values)
+      v = round_to_tf32(v);
+  }
+  return testing::encode(engine.dtype, values);
 }
 
+// Guarded buffers standing in for device memory (simt_buffer.h), in the dtype of the test,
+// and what the CPU twin reads of them. tf32 gets values with more bits than tf32 keeps, so
+// that its rounding shows; the others bf16-exact ones.
+struct Operands {
+  Operands(const Conv2dShape& shape, const Engine& engine)
+      : x(engine.dtype, values(shape_numel(shape.input_shape()), 1, engine)),
+        w(engine.dtype, values(shape_numel(shape.filter_shape()), 2, engine)),
+        dy(engine.dtype, values(shape_numel(shape.output_shape()), 3, engine)),
+        bias(DType::f32, random_values(shape.out_channels, 4)),
+        cpu_x(twin_bytes(x, engine)),
+        cpu_w(twin_bytes(w, engine)),
+        cpu_dy(twin_bytes(dy, engine)) {}
+  static std::vector<float> values(int64_t n, uint32_t seed, const Engine& engine) {
+    return random_values(n, seed, engine.math != Fp32Math::tf32);
+  }
+  SimtBuffer x, w, dy, bias;
+  std::vector<std::byte> cpu_x, cpu_w, cpu_dy;
+};
+
 TEST(ConvSimt, ForwardMatchesCpu) {
-  for (DType dtype : {DType::f32, DType::bf16}) {
+  for (const Engine& engine : kEngines) {
+    const DType dtype = engine.dtype;
     for (const auto& [name, shape] : simt_cases()) {
-      SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + std::string(dtype_name(dtype)));
-      Operands in(shape, dtype);
+      SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + engine.name());
+      Operands in(shape, engine);
       const int64_t outputs = shape_numel(shape.output_shape());
       std::vector<std::byte> expected(outputs * dtype_size(dtype));
       SimtBuffer actual(dtype, std::vector<float>(outputs, NAN));
-      cpu::conv2d_forward(shape, dtype, in.x.data(), in.w.data(), in.bias.floats(),
+      cpu::conv2d_forward(shape, dtype, in.cpu_x.data(), in.cpu_w.data(), in.bias.floats(),
                           expected.data());
       cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
         cuda::conv2d_forward_launch(shape, reinterpret_cast<const T*>(in.x.data()),
                                     reinterpret_cast<const T*>(in.w.data()), in.bias.floats(),
-                                    reinterpret_cast<T*>(actual.data()), nullptr);
+                                    reinterpret_cast<T*>(actual.data()), nullptr, nullptr,
+                                    cuda::ConvLaunch{.fp32_math = engine.math});
       });
       EXPECT_LE(relative_difference(actual.values(), decode(dtype, expected.data(), outputs)),
-                tolerance(dtype));
+                engine.tolerance());
     }
   }
 }
 
 TEST(ConvSimt, BackwardDataMatchesCpu) {
-  for (DType dtype : {DType::f32, DType::bf16}) {
+  for (const Engine& engine : kEngines) {
+    const DType dtype = engine.dtype;
     for (const auto& [name, shape] : simt_cases()) {
-      SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + std::string(dtype_name(dtype)));
-      Operands in(shape, dtype);
+      SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + engine.name());
+      Operands in(shape, engine);
       const int64_t inputs = shape_numel(shape.input_shape());
       std::vector<std::byte> expected(inputs * dtype_size(dtype));
       SimtBuffer actual(dtype, std::vector<float>(inputs, NAN));
-      cpu::conv2d_backward_data(shape, dtype, in.dy.data(), in.w.data(), expected.data());
+      cpu::conv2d_backward_data(shape, dtype, in.cpu_dy.data(), in.cpu_w.data(), expected.data());
       cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
         cuda::conv2d_backward_data_launch(shape, reinterpret_cast<const T*>(in.dy.data()),
                                           reinterpret_cast<const T*>(in.w.data()),
-                                          reinterpret_cast<T*>(actual.data()), nullptr);
+                                          reinterpret_cast<T*>(actual.data()), nullptr, nullptr,
+                                          cuda::ConvLaunch{.fp32_math = engine.math});
       });
       EXPECT_LE(relative_difference(actual.values(), decode(dtype, expected.data(), inputs)),
-                tolerance(dtype));
+                engine.tolerance());
     }
   }
 }
@@ -131,20 +166,23 @@ TEST(ConvSimt, ForwardAndBackwardDataMatchCpuWithSplitK) {
       {"pointwise, odd N", conv_shape(2, 5, 5, 19, 70, 1, 1, 1, 0)},
       {"3x3 long K", conv_shape(1, 4, 4, 40, 8, 3, 3, 1, 1)},
   };
-  for (DType dtype : {DType::f32, DType::bf16}) {
+  for (const Engine& engine : kEngines) {
+    const DType dtype = engine.dtype;
     for (const auto& [name, shape] : cases) {
       for (const bool with_bias : {false, true}) {
         const int splits = 3;
-        SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + std::string(dtype_name(dtype)) +
+        SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + engine.name() +
                      (with_bias ? " with bias" : ""));
-        Operands in(shape, dtype);
+        Operands in(shape, engine);
         const float* bias = with_bias ? in.bias.floats() : nullptr;
         const int64_t outputs = shape_numel(shape.output_shape());
         const int64_t inputs = shape_numel(shape.input_shape());
         std::vector<std::byte> expected_y(outputs * dtype_size(dtype));
         std::vector<std::byte> expected_dx(inputs * dtype_size(dtype));
-        cpu::conv2d_forward(shape, dtype, in.x.data(), in.w.data(), bias, expected_y.data());
-        cpu::conv2d_backward_data(shape, dtype, in.dy.data(), in.w.data(), expected_dx.data());
+        cpu::conv2d_forward(shape, dtype, in.cpu_x.data(), in.cpu_w.data(), bias,
+                            expected_y.data());
+        cpu::conv2d_backward_data(shape, dtype, in.cpu_dy.data(), in.cpu_w.data(),
+                                  expected_dx.data());
         SimtBuffer y(dtype, std::vector<float>(outputs, NAN));
         SimtBuffer dx(dtype, std::vector<float>(inputs, NAN));
         SimtBuffer y_workspace = SimtBuffer::f32(splits * outputs);
@@ -153,18 +191,19 @@ TEST(ConvSimt, ForwardAndBackwardDataMatchCpuWithSplitK) {
           cuda::conv2d_forward_launch(shape, reinterpret_cast<const T*>(in.x.data()),
                                       reinterpret_cast<const T*>(in.w.data()), bias,
                                       reinterpret_cast<T*>(y.data()), nullptr, y_workspace.floats(),
-                                      cuda::ConvLaunch{splits});
+                                      cuda::ConvLaunch{splits, engine.math});
           if (with_bias) return;  // the input gradient has none: run it once
           cuda::conv2d_backward_data_launch(shape, reinterpret_cast<const T*>(in.dy.data()),
                                             reinterpret_cast<const T*>(in.w.data()),
                                             reinterpret_cast<T*>(dx.data()), nullptr,
-                                            dx_workspace.floats(), cuda::ConvLaunch{splits});
+                                            dx_workspace.floats(),
+                                            cuda::ConvLaunch{splits, engine.math});
         });
         EXPECT_LE(relative_difference(y.values(), decode(dtype, expected_y.data(), outputs)),
-                  tolerance(dtype));
+                  engine.tolerance());
         if (!with_bias) {
           EXPECT_LE(relative_difference(dx.values(), decode(dtype, expected_dx.data(), inputs)),
-                    tolerance(dtype));
+                    engine.tolerance());
         }
       }
     }
@@ -172,19 +211,24 @@ TEST(ConvSimt, ForwardAndBackwardDataMatchCpuWithSplitK) {
 }
 
 TEST(ConvSimt, BackwardFilterMatchesCpuWithAndWithoutSplitK) {
-  for (DType dtype : {DType::f32, DType::bf16}) {
+  for (const Engine& engine : kEngines) {
+    const DType dtype = engine.dtype;
     for (const auto& [name, shape] : simt_cases()) {
       for (int splits : {1, 3}) {
-        SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + std::string(dtype_name(dtype)) +
+        SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + engine.name() +
                      " splits=" + std::to_string(splits));
-        Operands in(shape, dtype);
+        Operands in(shape, engine);
         const int64_t filters = shape_numel(shape.filter_shape());
         // Accumulate onto non-zero gradients: the second micro-batch of a step.
         const std::vector<float> previous = random_values(filters, 5);
         const std::vector<float> previous_bias = random_values(shape.out_channels, 6);
         std::vector<float> expected = previous, expected_bias = previous_bias;
+        cpu::conv2d_backward_filter(shape, dtype, in.cpu_x.data(), in.cpu_dy.data(), DType::f32,
+                                    expected.data(), nullptr, true);
+        // The bias gradient sums dy itself, on no engine's tensor cores.
+        std::vector<float> unused = previous;
         cpu::conv2d_backward_filter(shape, dtype, in.x.data(), in.dy.data(), DType::f32,
-                                    expected.data(), expected_bias.data(), true);
+                                    unused.data(), expected_bias.data(), true);
         SimtBuffer actual(DType::f32, previous), actual_bias(DType::f32, previous_bias);
         SimtBuffer workspace =
             SimtBuffer::f32(cuda::filter_grad_workspace_bytes(shape, splits) / 4);
@@ -192,7 +236,7 @@ TEST(ConvSimt, BackwardFilterMatchesCpuWithAndWithoutSplitK) {
           cuda::conv2d_backward_filter_launch(
               shape, reinterpret_cast<const T*>(in.x.data()),
               reinterpret_cast<const T*>(in.dy.data()), actual.floats(), actual_bias.floats(), true,
-              workspace.floats(), nullptr, cuda::ConvLaunch{splits});
+              workspace.floats(), nullptr, cuda::ConvLaunch{splits, engine.math});
         });
         EXPECT_LE(relative_difference(actual.values(), expected), kF32Tolerance);
         EXPECT_LE(relative_difference(actual_bias.values(), expected_bias), kF32Tolerance);
@@ -203,7 +247,7 @@ TEST(ConvSimt, BackwardFilterMatchesCpuWithAndWithoutSplitK) {
 
 TEST(ConvSimt, EntryPointsWriteBf16FilterGradients) {
   const Conv2dShape shape = conv_shape(2, 5, 7, 3, 5, 3, 3, 1, 1);
-  Operands in(shape, DType::bf16);
+  Operands in(shape, Engine{DType::bf16, Fp32Math::exact});
   const int64_t filters = shape_numel(shape.filter_shape());
   std::vector<std::byte> expected(filters * 2);
   SimtBuffer actual(DType::bf16, std::vector<float>(filters, NAN));
@@ -211,7 +255,8 @@ TEST(ConvSimt, EntryPointsWriteBf16FilterGradients) {
                               expected.data(), nullptr, false);
   SimtBuffer workspace = SimtBuffer::f32(cuda::conv2d_backward_filter_workspace_bytes(shape) / 4);
   cuda::conv2d_backward_filter(shape, DType::bf16, in.x.data(), in.dy.data(), DType::bf16,
-                               actual.data(), nullptr, false, workspace.data(), nullptr);
+                               actual.data(), nullptr, false, workspace.data(), Fp32Math::exact,
+                               nullptr);
   EXPECT_LE(relative_difference(actual.values(), decode(DType::bf16, expected.data(), filters)),
             kBf16Tolerance);
 }

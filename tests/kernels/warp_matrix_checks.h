@@ -1,5 +1,5 @@
-// The PTX ISA's fragment layouts of ldmatrix .x4 and mma.sync m16n8k16, written out here on
-// their own (not through the emulator's formulas), as checks of what warp_matrix_kernels.cuh
+// The PTX ISA's fragment layouts of ldmatrix .x4 and mma.sync m16n8k16 and m16n8k8 (tf32),
+// and cvt.rna.tf32.f32's rounding, written out here on their own (not through the emulator's formulas), as checks of what warp_matrix_kernels.cuh
 // read back: kernels index fragments by these layouts, so an emulation that only got the
 // product right would pass a kernel that fails on a GPU.
 #pragma once
@@ -8,8 +8,15 @@
 
 #include <cuda_bf16.h>
 
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
+
+#include "tests/kernels/conv_reference.h"
 
 namespace engine::testing {
 
@@ -74,6 +81,87 @@ inline void expect_mma_product(const MmaProbeInputs& in, const std::vector<float
       // 16 exact products summed in fp32: a few ulps of the magnitudes summed.
       EXPECT_NEAR(d[row * 8 + n], expected, 1e-5) << "row " << row << " column " << n;
     }
+  }
+}
+
+struct MmaTf32ProbeInputs {
+  std::vector<float> a, b, c;  // 16 x 8, [k][n] 8 x 8, 16 x 8
+};
+
+// A and B exactly representable in tf32 (tf32_exact), or with low bits set that mma ignores.
+inline MmaTf32ProbeInputs mma_tf32_probe_inputs(bool tf32_exact) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> value(-2, 2);
+  const auto operand = [&] {
+    const float v = value(rng);
+    return tf32_exact ? round_to_tf32(v) : v;
+  };
+  MmaTf32ProbeInputs in{std::vector<float>(16 * 8), std::vector<float>(8 * 8),
+                        std::vector<float>(16 * 8)};
+  for (float& v : in.a)
+    v = operand();
+  for (float& v : in.b)
+    v = operand();
+  for (float& v : in.c)
+    v = value(rng);
+  return in;
+}
+
+// The value mma reads of an fp32 operand: its upper 19 bits (the low 13 of the fraction
+// dropped), i.e. the value rounded toward zero to tf32.
+inline double tf32_truncated(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  bits &= 0xffffe000u;
+  float truncated;
+  std::memcpy(&truncated, &bits, sizeof truncated);
+  return truncated;
+}
+
+inline void expect_mma_tf32_product(const MmaTf32ProbeInputs& in, const std::vector<float>& d) {
+  ASSERT_EQ(d.size(), 16u * 8);
+  for (int row = 0; row < 16; ++row) {
+    for (int n = 0; n < 8; ++n) {
+      double expected = in.c[row * 8 + n];
+      for (int k = 0; k < 8; ++k)
+        expected += tf32_truncated(in.a[row * 8 + k]) * tf32_truncated(in.b[k * 8 + n]);
+      // 8 exact products summed in fp32; a kept low bit would move a product by ~1e-4.
+      EXPECT_NEAR(d[row * 8 + n], expected, 1e-5) << "row " << row << " column " << n;
+    }
+  }
+}
+
+// cvt.rna.tf32.f32's cases: halfway (rounded away from zero, either sign), just below and
+// above halfway, a carry into the exponent, the largest finite values (to infinity),
+// infinities, zeros of both signs, the smallest normal, and random values.
+inline std::vector<float> tf32_round_probe_input() {
+  const float tie = 1.0f + std::ldexp(1.0f, -11);
+  std::vector<float> values = {tie,
+                               -tie,
+                               std::nextafter(tie, 0.0f),
+                               std::nextafter(tie, 2.0f),
+                               1.0f + 3 * std::ldexp(1.0f, -11),
+                               std::nextafter(2.0f, 0.0f),
+                               FLT_MAX,
+                               -FLT_MAX,
+                               std::numeric_limits<float>::infinity(),
+                               -std::numeric_limits<float>::infinity(),
+                               0.0f,
+                               -0.0f,
+                               FLT_MIN};
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<float> value(-1000, 1000);
+  while (values.size() < 64)
+    values.push_back(value(rng));
+  return values;
+}
+
+inline void expect_tf32_rounded(const std::vector<float>& in, const std::vector<float>& out) {
+  ASSERT_EQ(out.size(), in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    const float expected = round_to_tf32(in[i]);
+    EXPECT_EQ(out[i], expected) << "element " << i << ": " << in[i];
+    EXPECT_EQ(std::signbit(out[i]), std::signbit(expected)) << "element " << i << ": " << in[i];
   }
 }
 

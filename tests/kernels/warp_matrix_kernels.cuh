@@ -1,5 +1,5 @@
-// Kernels that read back what ldmatrix .x4 and mma.sync m16n8k16 (kernels/cuda/warp_mma.cuh)
-// give each lane, for checking against the PTX ISA's fragment layouts
+// Kernels that read back what ldmatrix .x4, mma.sync m16n8k16 (bf16) and m16n8k8 (tf32) and
+// cvt.rna.tf32.f32 (kernels/cuda/warp_mma.cuh) give each lane, for checking against the PTX ISA's fragment layouts
 // (warp_matrix_checks.h): under the SIMT emulator (tests/simt/test_warp_matrix.cpp) and on a
 // CUDA device, real or the sim device (test_warp_mma_gpu.cpp through warp_mma_probe.cu). The
 // same checks in both places tie the emulation to the hardware. Include after the SIMT
@@ -64,6 +64,30 @@ __global__ void mma_probe_kernel(const float* a, const float* b, const float* c,
   d[group * 8 + pair + 1] = acc[1];
   d[(group + 8) * 8 + pair] = acc[2];
   d[(group + 8) * 8 + pair + 1] = acc[3];
+}
+
+// One warp: d = a b + c with A 16 x 8 (row-major), B 8 x 8 ([k][n]), C and D 16 x 8 row-major,
+// tf32 fragments filled with the operands' fp32 bits as they are (no rounding) by the PTX table.
+__global__ void mma_tf32_probe_kernel(const float* a, const float* b, const float* c, float* d) {
+  const int lane = static_cast<int>(threadIdx.x), group = lane / 4, t = lane % 4;
+  const int pair = 2 * t;
+  const auto A = [&](int row, int k) { return __float_as_uint(a[row * 8 + k]); };
+  const auto B = [&](int k, int n) { return __float_as_uint(b[k * 8 + n]); };
+  const uint32_t a_frag[4] = {A(group, t), A(group + 8, t), A(group, t + 4), A(group + 8, t + 4)};
+  const uint32_t b_frag[2] = {B(t, group), B(t + 4, group)};
+  float acc[4] = {c[group * 8 + pair], c[group * 8 + pair + 1], c[(group + 8) * 8 + pair],
+                  c[(group + 8) * 8 + pair + 1]};
+  engine::cuda::mma_m16n8k8_tf32(acc, a_frag, b_frag);
+  d[group * 8 + pair] = acc[0];
+  d[group * 8 + pair + 1] = acc[1];
+  d[(group + 8) * 8 + pair] = acc[2];
+  d[(group + 8) * 8 + pair + 1] = acc[3];
+}
+
+// out[i] = in[i] through to_tf32 (cvt.rna.tf32.f32), for i < n, one warp striding.
+__global__ void tf32_round_probe_kernel(const float* in, float* out, int n) {
+  for (int i = static_cast<int>(threadIdx.x); i < n; i += 32)
+    out[i] = __uint_as_float(engine::cuda::to_tf32(__float_as_uint(in[i])));
 }
 
 }  // namespace engine::testing

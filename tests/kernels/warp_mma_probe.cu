@@ -19,6 +19,15 @@ void launch_mma_probe(const float* a, const float* b, const float* c, float* d, 
   cuda::launch(mma_probe_kernel, dim3(1), dim3(32), 0, stream.native(), a, b, c, d);
 }
 
+void launch_mma_tf32_probe(const float* a, const float* b, const float* c, float* d,
+                           Stream& stream) {
+  cuda::launch(mma_tf32_probe_kernel, dim3(1), dim3(32), 0, stream.native(), a, b, c, d);
+}
+
+void launch_tf32_round_probe(const float* in, float* out, int n, Stream& stream) {
+  cuda::launch(tf32_round_probe_kernel, dim3(1), dim3(32), 0, stream.native(), in, out, n);
+}
+
 void launch_async_copy_probe(const float* src, float* out, Stream& stream) {
   cuda::launch(async_copy_probe_kernel, dim3(1), dim3(kAsyncCopyProbeThreads), 0, stream.native(),
                src, out);

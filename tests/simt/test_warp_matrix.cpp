@@ -1,4 +1,5 @@
-// ldmatrix .x4 and mma.sync m16n8k16 (kernels/cuda/warp_mma.cuh) under the SIMT emulator,
+// ldmatrix .x4, mma.sync m16n8k16 and m16n8k8 and cvt.rna.tf32.f32 (kernels/cuda/warp_mma.cuh)
+// under the SIMT emulator,
 // against the PTX ISA's fragment layouts (tests/kernels/warp_matrix_checks.h). The same
 // kernels and checks run on a CUDA device in kernels_conv_test's WarpMmaGpu cases.
 #include "kernels/simt/simt.h"
@@ -7,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <vector>
 
@@ -41,6 +44,35 @@ TEST(SimtWarpMatrix, MmaMatchesNaiveProductThroughThePtxFragmentLayout) {
   simt::launch(mma_probe_kernel, dim3(1), dim3(32), 0, nullptr, in.a.data(), in.b.data(),
                in.c.data(), d.data());
   expect_mma_product(in, d);
+}
+
+void check_mma_tf32(bool tf32_exact) {
+  const MmaTf32ProbeInputs in = mma_tf32_probe_inputs(tf32_exact);
+  std::vector<float> d(16 * 8, 0);
+  simt::launch(mma_tf32_probe_kernel, dim3(1), dim3(32), 0, nullptr, in.a.data(), in.b.data(),
+               in.c.data(), d.data());
+  expect_mma_tf32_product(in, d);
+}
+
+TEST(SimtWarpMatrix, MmaTf32MatchesNaiveProductThroughThePtxFragmentLayout) {
+  check_mma_tf32(true);
+}
+
+TEST(SimtWarpMatrix, MmaTf32IgnoresTheLow13BitsOfItsOperands) {
+  check_mma_tf32(false);
+}
+
+TEST(SimtWarpMatrix, Tf32RoundingIsToNearestTiesAwayFromZero) {
+  const std::vector<float> in = tf32_round_probe_input();
+  std::vector<float> out(in.size(), -1);
+  simt::launch(tf32_round_probe_kernel, dim3(1), dim3(32), 0, nullptr, in.data(), out.data(),
+               static_cast<int>(in.size()));
+  expect_tf32_rounded(in, out);
+  // A NaN stays a NaN.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  float nan_out = 0;
+  simt::launch(tf32_round_probe_kernel, dim3(1), dim3(32), 0, nullptr, &nan, &nan_out, 1);
+  EXPECT_TRUE(std::isnan(nan_out));
 }
 
 __global__ void partial_warp_ldmatrix_kernel() {
