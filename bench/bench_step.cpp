@@ -188,7 +188,8 @@ class NativeStep {
 
 std::string case_name(const Options& o) {
   return o.arch + " " + std::to_string(o.image_size) + "x" + std::to_string(o.image_size) + " b" +
-         std::to_string(o.batch) + " " + std::string(nn::precision_name(o.precision)) + " train step";
+         std::to_string(o.batch) + " " + std::string(nn::precision_name(o.precision)) +
+         " train step";
 }
 
 // The mean of a few profiled steps, per top-level layer, with each one's share of the step.
@@ -269,7 +270,7 @@ int run(int argc, char** argv) {
     best.note = "torch " + torch_format;
     if (gpu) {
       const nn::Precision p = o.precision;
-      best.note += std::string(p.activations == DType::bf16            ? ", bf16 autocast"
+      best.note += std::string(p.activations == DType::bf16    ? ", bf16 autocast"
                                : p.fp32_math == Fp32Math::tf32 ? ", TF32 on"
                                                                : ", fp32 no TF32") +
                    ", cudnn.benchmark";

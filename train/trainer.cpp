@@ -483,13 +483,12 @@ int Trainer::State::run() {
   build();
   resume();
   if (rank0()) {
-    progress.line("resnet_train: " + options.arch + ", " +
-                  std::to_string(datasets.classes().size()) + " classes, " +
-                  std::to_string(world()) + " rank(s) on " + device.str() + " (" +
-                  grad_comm->name() + "), batch " + std::to_string(options.batch_size) +
-                  " per rank = " + std::to_string(options.batch_size * world()) + " global, " +
-                  std::string(nn::precision_name(options.precision)) +
-                  (options.sync_bn ? ", SyncBN" : ""));
+    progress.line(
+        "resnet_train: " + options.arch + ", " + std::to_string(datasets.classes().size()) +
+        " classes, " + std::to_string(world()) + " rank(s) on " + device.str() + " (" +
+        grad_comm->name() + "), batch " + std::to_string(options.batch_size) +
+        " per rank = " + std::to_string(options.batch_size * world()) + " global, " +
+        std::string(nn::precision_name(options.precision)) + (options.sync_bn ? ", SyncBN" : ""));
   }
   if (options.evaluate) {
     const Clock::time_point started = Clock::now();

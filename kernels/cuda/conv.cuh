@@ -84,9 +84,11 @@ void conv2d_forward_launch(const Conv2dShape& shape, const T* x, const T* w, con
   const KContiguousOperand<T> filters{w, e.k};
   split_output_gemm(e, y, bias, workspace, options, stream, [&](const auto& store, int splits) {
     if (shape.is_pointwise()) {
-      gemm_launch<T>(e.m, e.n, e.k, KContiguousOperand<T>{x, e.k}, filters, store, splits, stream, options.fp32_math);
+      gemm_launch<T>(e.m, e.n, e.k, KContiguousOperand<T>{x, e.k}, filters, store, splits, stream,
+                     options.fp32_math);
     } else {
-      gemm_launch<T>(e.m, e.n, e.k, ConvForwardInput<T>{x, shape}, filters, store, splits, stream, options.fp32_math);
+      gemm_launch<T>(e.m, e.n, e.k, ConvForwardInput<T>{x, shape}, filters, store, splits, stream,
+                     options.fp32_math);
     }
   });
 }
@@ -99,7 +101,8 @@ void conv2d_backward_data_launch(const Conv2dShape& shape, const T* dy, const T*
   split_output_gemm(e, dx, nullptr, workspace, options, stream, [&](const auto& store, int splits) {
     if (shape.is_pointwise()) {
       gemm_launch<T>(e.m, e.n, e.k, KContiguousOperand<T>{dy, shape.out_channels},
-                     RowContiguousOperand<T>{w, shape.in_channels}, store, splits, stream, options.fp32_math);
+                     RowContiguousOperand<T>{w, shape.in_channels}, store, splits, stream,
+                     options.fp32_math);
     } else {
       gemm_launch<T>(e.m, e.n, e.k, ConvDataGradOutput<T>{dy, shape},
                      ConvDataGradFilter<T>{w, shape}, store, splits, stream, options.fp32_math);

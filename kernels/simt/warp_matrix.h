@@ -106,28 +106,27 @@ inline void ldmatrix_x4(uint32_t (&r)[4], const void* row, bool transpose) {
     r[i] = out[i];
 }
 
-// d = a b + c for A 16 x 16 (row-major fragments), B 16 x 8 (column-major), fp32 C and D.
-inline void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
-                              const float (&c)[4]) {
-  struct Operands {
-    const uint32_t* a;
-    const uint32_t* b;
-  };
-  const unsigned lane = detail::lane_id();
+namespace detail {
+
+struct MmaOperands {
+  const uint32_t* a;
+  const uint32_t* b;
+};
+
+// Both mma shapes: this lane's four outputs of the 16 x 8 D (C/D layout above), each c plus
+// the kK products product(operands_of, row, column, k) summed in fp32 in order of k.
+template <int kK, typename Product>
+void mma_m16n8(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4],
+               Product product) {
+  const unsigned lane = lane_id();
   const int group = static_cast<int>(lane / 4), pair = 2 * static_cast<int>(lane % 4);
-  const auto out = detail::read_across_warp("mma.sync", Operands{a, b}, [&](auto operands_of) {
-    const auto lane_of = [&](int group_of, int k) -> const Operands& {
-      return operands_of(4 * group_of + (k % 8) / 2);
-    };
+  const auto out = read_across_warp("mma.sync", MmaOperands{a, b}, [&](auto operands_of) {
     std::array<float, 4> sums;
     for (int i = 0; i < 4; ++i) {
       const int row = group + 8 * (i / 2), column = pair + i % 2;
       float sum = c[i];
-      for (int k = 0; k < 16; ++k) {
-        const float a_value = detail::bf16_half(lane_of(row % 8, k).a[row / 8 + 2 * (k / 8)], k % 2);
-        const float b_value = detail::bf16_half(lane_of(column, k).b[k / 8], k % 2);
-        sum += a_value * b_value;
-      }
+      for (int k = 0; k < kK; ++k)
+        sum += product(operands_of, row, column, k);
       sums[i] = sum;
     }
     return sums;
@@ -136,34 +135,29 @@ inline void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], const uint3
     d[i] = out[i];
 }
 
+}  // namespace detail
+
+// d = a b + c for A 16 x 16 (row-major fragments), B 16 x 8 (column-major), fp32 C and D.
+inline void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
+                              const float (&c)[4]) {
+  detail::mma_m16n8<16>(d, a, b, c, [](auto operands_of, int row, int column, int k) {
+    // Element k of row (column) is half k % 2 of a register of lane 4 row + (k % 8) / 2.
+    const auto& a_lane = operands_of(4 * (row % 8) + (k % 8) / 2);
+    const auto& b_lane = operands_of(4 * column + (k % 8) / 2);
+    return detail::bf16_half(a_lane.a[row / 8 + 2 * (k / 8)], k % 2) *
+           detail::bf16_half(b_lane.b[k / 8], k % 2);
+  });
+}
+
 // d = a b + c for A 16 x 8 tf32 (row-major fragments), B 8 x 8 tf32 (column-major), fp32 C, D.
 inline void mma_m16n8k8_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
                              const float (&c)[4]) {
-  struct Operands {
-    const uint32_t* a;
-    const uint32_t* b;
-  };
-  const unsigned lane = detail::lane_id();
-  const int group = static_cast<int>(lane / 4), pair = 2 * static_cast<int>(lane % 4);
-  const auto out = detail::read_across_warp("mma.sync", Operands{a, b}, [&](auto operands_of) {
-    std::array<float, 4> sums;
-    for (int i = 0; i < 4; ++i) {
-      const int row = group + 8 * (i / 2), column = pair + i % 2;
-      float sum = c[i];
-      for (int k = 0; k < 8; ++k) {
-        // A (row, k) is register (row / 8) + 2 (k / 4) of lane 4 (row % 8) + k % 4; B (k,
-        // column) register k / 4 of lane 4 column + k % 4.
-        const float a_value =
-            detail::tf32_value(operands_of(4 * (row % 8) + k % 4).a[row / 8 + 2 * (k / 4)]);
-        const float b_value = detail::tf32_value(operands_of(4 * column + k % 4).b[k / 4]);
-        sum += a_value * b_value;
-      }
-      sums[i] = sum;
-    }
-    return sums;
+  detail::mma_m16n8<8>(d, a, b, c, [](auto operands_of, int row, int column, int k) {
+    // A (row, k) is register (row / 8) + 2 (k / 4) of lane 4 (row % 8) + k % 4; B (k,
+    // column) register k / 4 of lane 4 column + k % 4.
+    return detail::tf32_value(operands_of(4 * (row % 8) + k % 4).a[row / 8 + 2 * (k / 4)]) *
+           detail::tf32_value(operands_of(4 * column + k % 4).b[k / 4]);
   });
-  for (int i = 0; i < 4; ++i)
-    d[i] = out[i];
 }
 
 // cvt.rna.tf32.f32: value rounded to tf32's 10 fraction bits, to nearest with ties away from

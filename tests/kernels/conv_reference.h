@@ -115,8 +115,7 @@ inline float round_to_tf32(float x) {
   const double unit = std::max(std::ldexp(1.0, exponent - 11), std::ldexp(1.0, -136));
   const double toward_zero = std::trunc(static_cast<double>(x) / unit) * unit;
   const double rest = std::abs(static_cast<double>(x) - toward_zero);
-  return static_cast<float>(rest * 2 >= unit ? toward_zero + std::copysign(unit, x)
-                                             : toward_zero);
+  return static_cast<float>(rest * 2 >= unit ? toward_zero + std::copysign(unit, x) : toward_zero);
 }
 
 // max |actual - expected| / max |expected|: error relative to the result's magnitude.

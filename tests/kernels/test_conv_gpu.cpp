@@ -36,9 +36,9 @@ TEST_F(ConvGpu, AllPassesMatchCpu) {
   Stream host;
   Stream stream(gpu);
   int split_forwards = 0, split_input_grads = 0;
-  for (const auto& [dtype, math] : {std::pair{DType::f32, Fp32Math::exact},
-                                    std::pair{DType::f32, Fp32Math::tf32},
-                                    std::pair{DType::bf16, Fp32Math::exact}}) {
+  for (const auto& [dtype, math] :
+       {std::pair{DType::f32, Fp32Math::exact}, std::pair{DType::f32, Fp32Math::tf32},
+        std::pair{DType::bf16, Fp32Math::exact}}) {
     const bool tf32 = math == Fp32Math::tf32;
     stream.set_fp32_math(math);
     // fp32 and tf32 differ from their CPU twins in summation order only.
@@ -114,8 +114,8 @@ TEST_F(ConvGpu, Tf32StreamsRoundTheOperandsAndExactOnesDoNot) {
   const Device gpu = Device::cuda(0);
   Stream host;
   const Conv2dShape shape = testing::conv_shape(2, 8, 8, 16, 32, 3, 3, 1, 1);
-  const Tensor x = Tensor::from_floats(shape.input_shape(),
-                                       random_values(shape_numel(shape.input_shape()), 1));
+  const Tensor x =
+      Tensor::from_floats(shape.input_shape(), random_values(shape_numel(shape.input_shape()), 1));
   const Tensor w = Tensor::from_floats(shape.filter_shape(),
                                        random_values(shape_numel(shape.filter_shape()), 2));
   Tensor y = Tensor::empty(shape.output_shape(), DType::f32);

@@ -193,11 +193,10 @@ TEST(ConvSimt, ForwardAndBackwardDataMatchCpuWithSplitK) {
                                       reinterpret_cast<T*>(y.data()), nullptr, y_workspace.floats(),
                                       cuda::ConvLaunch{splits, engine.math});
           if (with_bias) return;  // the input gradient has none: run it once
-          cuda::conv2d_backward_data_launch(shape, reinterpret_cast<const T*>(in.dy.data()),
-                                            reinterpret_cast<const T*>(in.w.data()),
-                                            reinterpret_cast<T*>(dx.data()), nullptr,
-                                            dx_workspace.floats(),
-                                            cuda::ConvLaunch{splits, engine.math});
+          cuda::conv2d_backward_data_launch(
+              shape, reinterpret_cast<const T*>(in.dy.data()),
+              reinterpret_cast<const T*>(in.w.data()), reinterpret_cast<T*>(dx.data()), nullptr,
+              dx_workspace.floats(), cuda::ConvLaunch{splits, engine.math});
         });
         EXPECT_LE(relative_difference(y.values(), decode(dtype, expected_y.data(), outputs)),
                   engine.tolerance());

@@ -63,7 +63,7 @@ TEST_F(WarpMmaGpu, MmaMatchesNaiveProductThroughThePtxFragmentLayout) {
 
 void check_mma_tf32(bool tf32_exact) {
   Stream stream(Device::cuda(0));
-  const MmaTf32ProbeInputs in = mma_tf32_probe_inputs(tf32_exact);
+  const MmaProbeInputs in = mma_tf32_probe_inputs(tf32_exact);
   const Tensor a = to_gpu(in.a, stream), b = to_gpu(in.b, stream), c = to_gpu(in.c, stream);
   Tensor d = Tensor::zeros({16 * 8}, DType::f32, Device::cuda(0), stream);
   launch_mma_tf32_probe(a.data<float>(), b.data<float>(), c.data<float>(), d.data<float>(), stream);
@@ -83,8 +83,8 @@ TEST_F(WarpMmaGpu, Tf32RoundingIsToNearestTiesAwayFromZero) {
   Stream stream(Device::cuda(0));
   const std::vector<float> input = tf32_round_probe_input();
   const Tensor in = to_gpu(input, stream);
-  Tensor out = Tensor::zeros({static_cast<int64_t>(input.size())}, DType::f32, Device::cuda(0),
-                             stream);
+  Tensor out =
+      Tensor::zeros({static_cast<int64_t>(input.size())}, DType::f32, Device::cuda(0), stream);
   launch_tf32_round_probe(in.data<float>(), out.data<float>(), static_cast<int>(input.size()),
                           stream);
   expect_tf32_rounded(input, out.to_floats(stream));

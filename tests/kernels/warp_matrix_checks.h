@@ -1,7 +1,7 @@
 // The PTX ISA's fragment layouts of ldmatrix .x4 and mma.sync m16n8k16 and m16n8k8 (tf32),
-// and cvt.rna.tf32.f32's rounding, written out here on their own (not through the emulator's formulas), as checks of what warp_matrix_kernels.cuh
-// read back: kernels index fragments by these layouts, so an emulation that only got the
-// product right would pass a kernel that fails on a GPU.
+// and cvt.rna.tf32.f32's rounding, written out here on their own (not through the emulator's
+// formulas), as checks of what warp_matrix_kernels.cuh read back: kernels index fragments by these
+// layouts, so an emulation that only got the product right would pass a kernel that fails on a GPU.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -52,7 +52,7 @@ inline void expect_ldmatrix_layout(const std::vector<float>& out, bool transpose
 }
 
 struct MmaProbeInputs {
-  std::vector<float> a, b, c;  // 16 x 16, [k][n] 16 x 8, 16 x 8
+  std::vector<float> a, b, c;  // 16 x K, [k][n] K x 8, 16 x 8 (K: 16 bf16, 8 tf32)
 };
 
 // A and B exactly representable in bf16, so only the fp32 sum rounds.
@@ -71,33 +71,36 @@ inline MmaProbeInputs mma_probe_inputs() {
   return in;
 }
 
-inline void expect_mma_product(const MmaProbeInputs& in, const std::vector<float>& d) {
+// d against c + A B (A 16 x k_size, B [k][n] k_size x 8) in double, each operand as mma reads
+// it (read): k_size exact products summed in fp32, so within a few ulps of the magnitudes.
+template <typename Read>
+void expect_mma_result(const MmaProbeInputs& in, const std::vector<float>& d, int k_size,
+                       Read read) {
   ASSERT_EQ(d.size(), 16u * 8);
   for (int row = 0; row < 16; ++row) {
     for (int n = 0; n < 8; ++n) {
       double expected = in.c[row * 8 + n];
-      for (int k = 0; k < 16; ++k)
-        expected += static_cast<double>(in.a[row * 16 + k]) * in.b[k * 8 + n];
-      // 16 exact products summed in fp32: a few ulps of the magnitudes summed.
+      for (int k = 0; k < k_size; ++k)
+        expected += read(in.a[row * k_size + k]) * read(in.b[k * 8 + n]);
       EXPECT_NEAR(d[row * 8 + n], expected, 1e-5) << "row " << row << " column " << n;
     }
   }
 }
 
-struct MmaTf32ProbeInputs {
-  std::vector<float> a, b, c;  // 16 x 8, [k][n] 8 x 8, 16 x 8
-};
+inline void expect_mma_product(const MmaProbeInputs& in, const std::vector<float>& d) {
+  expect_mma_result(in, d, 16, [](float v) { return static_cast<double>(v); });
+}
 
 // A and B exactly representable in tf32 (tf32_exact), or with low bits set that mma ignores.
-inline MmaTf32ProbeInputs mma_tf32_probe_inputs(bool tf32_exact) {
+inline MmaProbeInputs mma_tf32_probe_inputs(bool tf32_exact) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> value(-2, 2);
   const auto operand = [&] {
     const float v = value(rng);
     return tf32_exact ? round_to_tf32(v) : v;
   };
-  MmaTf32ProbeInputs in{std::vector<float>(16 * 8), std::vector<float>(8 * 8),
-                        std::vector<float>(16 * 8)};
+  MmaProbeInputs in{std::vector<float>(16 * 8), std::vector<float>(8 * 8),
+                    std::vector<float>(16 * 8)};
   for (float& v : in.a)
     v = operand();
   for (float& v : in.b)
@@ -118,17 +121,9 @@ inline double tf32_truncated(float v) {
   return truncated;
 }
 
-inline void expect_mma_tf32_product(const MmaTf32ProbeInputs& in, const std::vector<float>& d) {
-  ASSERT_EQ(d.size(), 16u * 8);
-  for (int row = 0; row < 16; ++row) {
-    for (int n = 0; n < 8; ++n) {
-      double expected = in.c[row * 8 + n];
-      for (int k = 0; k < 8; ++k)
-        expected += tf32_truncated(in.a[row * 8 + k]) * tf32_truncated(in.b[k * 8 + n]);
-      // 8 exact products summed in fp32; a kept low bit would move a product by ~1e-4.
-      EXPECT_NEAR(d[row * 8 + n], expected, 1e-5) << "row " << row << " column " << n;
-    }
-  }
+// A kept low bit would move a product by ~1e-4.
+inline void expect_mma_tf32_product(const MmaProbeInputs& in, const std::vector<float>& d) {
+  expect_mma_result(in, d, 8, tf32_truncated);
 }
 
 // cvt.rna.tf32.f32's cases: halfway (rounded away from zero, either sign), just below and

@@ -1,9 +1,9 @@
 // Kernels that read back what ldmatrix .x4, mma.sync m16n8k16 (bf16) and m16n8k8 (tf32) and
-// cvt.rna.tf32.f32 (kernels/cuda/warp_mma.cuh) give each lane, for checking against the PTX ISA's fragment layouts
-// (warp_matrix_checks.h): under the SIMT emulator (tests/simt/test_warp_matrix.cpp) and on a
-// CUDA device, real or the sim device (test_warp_mma_gpu.cpp through warp_mma_probe.cu). The
-// same checks in both places tie the emulation to the hardware. Include after the SIMT
-// prelude or under nvcc.
+// cvt.rna.tf32.f32 (kernels/cuda/warp_mma.cuh) give each lane, for checking against the PTX ISA's
+// fragment layouts (warp_matrix_checks.h): under the SIMT emulator
+// (tests/simt/test_warp_matrix.cpp) and on a CUDA device, real or the sim device
+// (test_warp_mma_gpu.cpp through warp_mma_probe.cu). The same checks in both places tie the
+// emulation to the hardware. Include after the SIMT prelude or under nvcc.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -45,6 +45,12 @@ __global__ void ldmatrix_probe_kernel(const float* matrices, float* out) {
     unpack_bf16_pair(r[i], out + (lane * 4 + i) * 2);
 }
 
+// Where register r of `lane`'s C/D fragment (16 x 8, both mma shapes) is in a row-major 16 x 8
+// matrix: row lane / 4 (+ 8 for r >= 2), column 2 (lane % 4) + r % 2.
+__host__ __device__ inline int accumulator_index(int lane, int r) {
+  return (lane / 4 + 8 * (r / 2)) * 8 + 2 * (lane % 4) + r % 2;
+}
+
 // One warp: d = a b + c with A 16 x 16 (row-major), B 16 x 8 ([k][n]), C and D 16 x 8
 // row-major; every fragment filled and read by the PTX table, not through ldmatrix.
 __global__ void mma_probe_kernel(const float* a, const float* b, const float* c, float* d) {
@@ -57,31 +63,28 @@ __global__ void mma_probe_kernel(const float* a, const float* b, const float* c,
                               pack_bf16_pair(A(group + 8, pair + 8), A(group + 8, pair + 9))};
   const uint32_t b_frag[2] = {pack_bf16_pair(B(pair, group), B(pair + 1, group)),
                               pack_bf16_pair(B(pair + 8, group), B(pair + 9, group))};
-  float acc[4] = {c[group * 8 + pair], c[group * 8 + pair + 1], c[(group + 8) * 8 + pair],
-                  c[(group + 8) * 8 + pair + 1]};
+  float acc[4];
+  for (int r = 0; r < 4; ++r)
+    acc[r] = c[accumulator_index(lane, r)];
   engine::cuda::mma_m16n8k16_bf16(acc, a_frag, b_frag);
-  d[group * 8 + pair] = acc[0];
-  d[group * 8 + pair + 1] = acc[1];
-  d[(group + 8) * 8 + pair] = acc[2];
-  d[(group + 8) * 8 + pair + 1] = acc[3];
+  for (int r = 0; r < 4; ++r)
+    d[accumulator_index(lane, r)] = acc[r];
 }
 
 // One warp: d = a b + c with A 16 x 8 (row-major), B 8 x 8 ([k][n]), C and D 16 x 8 row-major,
 // tf32 fragments filled with the operands' fp32 bits as they are (no rounding) by the PTX table.
 __global__ void mma_tf32_probe_kernel(const float* a, const float* b, const float* c, float* d) {
   const int lane = static_cast<int>(threadIdx.x), group = lane / 4, t = lane % 4;
-  const int pair = 2 * t;
   const auto A = [&](int row, int k) { return __float_as_uint(a[row * 8 + k]); };
   const auto B = [&](int k, int n) { return __float_as_uint(b[k * 8 + n]); };
   const uint32_t a_frag[4] = {A(group, t), A(group + 8, t), A(group, t + 4), A(group + 8, t + 4)};
   const uint32_t b_frag[2] = {B(t, group), B(t + 4, group)};
-  float acc[4] = {c[group * 8 + pair], c[group * 8 + pair + 1], c[(group + 8) * 8 + pair],
-                  c[(group + 8) * 8 + pair + 1]};
+  float acc[4];
+  for (int r = 0; r < 4; ++r)
+    acc[r] = c[accumulator_index(lane, r)];
   engine::cuda::mma_m16n8k8_tf32(acc, a_frag, b_frag);
-  d[group * 8 + pair] = acc[0];
-  d[group * 8 + pair + 1] = acc[1];
-  d[(group + 8) * 8 + pair] = acc[2];
-  d[(group + 8) * 8 + pair + 1] = acc[3];
+  for (int r = 0; r < 4; ++r)
+    d[accumulator_index(lane, r)] = acc[r];
 }
 
 // out[i] = in[i] through to_tf32 (cvt.rna.tf32.f32), for i < n, one warp striding.

@@ -47,7 +47,7 @@ TEST(SimtWarpMatrix, MmaMatchesNaiveProductThroughThePtxFragmentLayout) {
 }
 
 void check_mma_tf32(bool tf32_exact) {
-  const MmaTf32ProbeInputs in = mma_tf32_probe_inputs(tf32_exact);
+  const MmaProbeInputs in = mma_tf32_probe_inputs(tf32_exact);
   std::vector<float> d(16 * 8, 0);
   simt::launch(mma_tf32_probe_kernel, dim3(1), dim3(32), 0, nullptr, in.a.data(), in.b.data(),
                in.c.data(), d.data());
