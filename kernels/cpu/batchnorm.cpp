@@ -20,34 +20,40 @@ int64_t chunk_count(int64_t rows) {
   return std::max<int64_t>(1, (rows + kChunkRows - 1) / kChunkRows);
 }
 
-// Calls body(row) for every row, in parallel when the matrix is large.
-template <typename Body>
-void for_each_row(int64_t rows, int64_t channels, Body&& body) {
-  [[maybe_unused]] const bool parallel = rows * channels >= kParallelThreshold;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t r = 0; r < rows; ++r)
-    body(r);
+bool worth_threads(int64_t rows, int64_t channels) {
+  return rows * channels >= kParallelThreshold;
 }
 
-// Calls body(first_row, end_row) for blocks of rows, in parallel when the matrix is large.
-template <typename Body>
-void for_each_row_block(int64_t rows, int64_t channels, Body&& body) {
-  constexpr int64_t kBlockRows = 64;
-  const int64_t blocks = (rows + kBlockRows - 1) / kBlockRows;
-  [[maybe_unused]] const bool parallel = rows * channels >= kParallelThreshold;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t b = 0; b < blocks; ++b)
-    body(b * kBlockRows, std::min(rows, (b + 1) * kBlockRows));
-}
+// The reduce passes (the statistics, backward's sums) and the element-wise passes after them
+// split the rows alike: each thread takes the same contiguous run of chunks in both. A reduce
+// pass walks its run forward; an element-wise pass walks it backward, in blocks of 64 rows, so
+// each thread starts on the rows it read last, which are still in its L2 when its run of x
+// and dy outgrows it (a ResNet stem's activations at batch 32 and up).
 
 // Calls body(chunk, first_row, end_row) for every chunk of kChunkRows rows, in parallel.
 template <typename Body>
 void for_each_chunk(int64_t rows, int64_t channels, Body&& body) {
-  const int64_t chunks = chunk_count(rows);
-  [[maybe_unused]] const bool parallel = rows * channels >= kParallelThreshold;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t k = 0; k < chunks; ++k)
-    body(k, k * kChunkRows, std::min(rows, (k + 1) * kChunkRows));
+  for_each_thread_share(chunk_count(rows), worth_threads(rows, channels),
+                        [&](int64_t first_chunk, int64_t end_chunk) {
+                          for (int64_t k = first_chunk; k < end_chunk; ++k)
+                            body(k, k * kChunkRows, std::min(rows, (k + 1) * kChunkRows));
+                        });
+}
+
+// Calls body(first_row, end_row) for blocks of rows covering every row, each thread walking
+// its run of chunks backward (see above).
+template <typename Body>
+void for_each_row_block_reversed(int64_t rows, int64_t channels, Body&& body) {
+  constexpr int64_t kBlockRows = 64;
+  for_each_thread_share(chunk_count(rows), worth_threads(rows, channels),
+                        [&](int64_t first_chunk, int64_t end_chunk) {
+                          const int64_t begin = first_chunk * kChunkRows;
+                          const int64_t end = std::min(rows, end_chunk * kChunkRows);
+                          const int64_t blocks = (end - begin + kBlockRows - 1) / kBlockRows;
+                          for (int64_t b = blocks - 1; b >= 0; --b)
+                            body(begin + b * kBlockRows,
+                                 std::min(end, begin + (b + 1) * kBlockRows));
+                        });
 }
 
 // Chan et al.: merges the (count, mean, m2) of a second set into the first.
@@ -73,7 +79,7 @@ template <typename T>
 void apply_affine(const T* x, const ChannelAffine& affine, const T* residual, bool relu, T* y,
                   int64_t rows, int64_t channels) {
   if (std::is_same_v<T, float> && batchnorm_avx512_applies(channels)) {
-    for_each_row_block(rows, channels, [&](int64_t begin, int64_t end) {
+    for_each_row_block_reversed(rows, channels, [&](int64_t begin, int64_t end) {
       batchnorm_affine_avx512(reinterpret_cast<const float*>(x), affine.mean.data(),
                               affine.scale.data(), affine.shift.data(),
                               reinterpret_cast<const float*>(residual), relu,
@@ -81,13 +87,15 @@ void apply_affine(const T* x, const ChannelAffine& affine, const T* residual, bo
     });
     return;
   }
-  for_each_row(rows, channels, [&](int64_t r) {
-    const int64_t row = r * channels;
-    for (int64_t c = 0; c < channels; ++c) {
-      float v = (to_float(x[row + c]) - affine.mean[c]) * affine.scale[c] + affine.shift[c];
-      if (residual) v += to_float(residual[row + c]);
-      if (relu) v = v < 0.f ? 0.f : v;
-      y[row + c] = from_float<T>(v);
+  for_each_row_block_reversed(rows, channels, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t row = r * channels;
+      for (int64_t c = 0; c < channels; ++c) {
+        float v = (to_float(x[row + c]) - affine.mean[c]) * affine.scale[c] + affine.shift[c];
+        if (residual) v += to_float(residual[row + c]);
+        if (relu) v = v < 0.f ? 0.f : v;
+        y[row + c] = from_float<T>(v);
+      }
     }
   });
 }
@@ -274,7 +282,7 @@ void batchnorm_backward_elementwise(DType dtype, const void* dy, const void* x,
     const T* in = static_cast<const T*>(x);
     T* out = static_cast<T*>(dx);
     if (std::is_same_v<T, float> && batchnorm_avx512_applies(channels)) {
-      for_each_row_block(rows, channels, [&](int64_t begin, int64_t end) {
+      for_each_row_block_reversed(rows, channels, [&](int64_t begin, int64_t end) {
         batchnorm_backward_rows_avx512(
             reinterpret_cast<const float*>(grad), reinterpret_cast<const float*>(in), mean.data(),
             invstd.data(), scale.data(), mean_dy.data(), mean_dy_xhat.data(),
@@ -282,12 +290,14 @@ void batchnorm_backward_elementwise(DType dtype, const void* dy, const void* x,
       });
       return;
     }
-    for_each_row(rows, channels, [&](int64_t r) {
-      const int64_t row = r * channels;
-      for (int64_t c = 0; c < channels; ++c) {
-        const float xhat = (to_float(in[row + c]) - mean[c]) * invstd[c];
-        out[row + c] = from_float<T>(
-            scale[c] * (to_float(grad[row + c]) - mean_dy[c] - xhat * mean_dy_xhat[c]));
+    for_each_row_block_reversed(rows, channels, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const int64_t row = r * channels;
+        for (int64_t c = 0; c < channels; ++c) {
+          const float xhat = (to_float(in[row + c]) - mean[c]) * invstd[c];
+          out[row + c] = from_float<T>(
+              scale[c] * (to_float(grad[row + c]) - mean_dy[c] - xhat * mean_dy_xhat[c]));
+        }
       }
     });
   });

@@ -29,12 +29,13 @@ void parallel_for(int64_t n, Body&& body) {
     body(i);
 }
 
-// Calls body(begin, end) once per thread on contiguous, equal shares of [0, n) (one call on
-// the whole range when n is small). For loops that must see their operands as locals to be
-// vectorized: body(i) reads the caller's variables through its closure.
+// Calls body(begin, end) once per thread of a parallel region on contiguous, nearly equal
+// shares of [0, n), thread t taking [n t / T, n (t + 1) / T); one call on the whole range when
+// `parallel` is false. Two calls with the same n and team give each thread the same share,
+// which lets a second pass over data start where the thread's first pass left its cache.
 template <typename Body>
-void parallel_for_ranges(int64_t n, Body&& body) {
-  if (n < kParallelThreshold) {
+void for_each_thread_share(int64_t n, bool parallel, Body&& body) {
+  if (!parallel) {
     body(int64_t{0}, n);
     return;
   }
@@ -49,6 +50,14 @@ void parallel_for_ranges(int64_t n, Body&& body) {
 #endif
     body(n * thread / threads, n * (thread + 1) / threads);
   }
+}
+
+// Calls body(begin, end) once per thread on contiguous, equal shares of [0, n) (one call on
+// the whole range when n is small). For loops that must see their operands as locals to be
+// vectorized: body(i) reads the caller's variables through its closure.
+template <typename Body>
+void parallel_for_ranges(int64_t n, Body&& body) {
+  for_each_thread_share(n, n >= kParallelThreshold, body);
 }
 
 }  // namespace engine::cpu
