@@ -6,8 +6,8 @@
 // case by case in the same run.
 //
 //   bench_step [--arch resnet18] [--image-size 64] [--batch 32] [--threads 2] [--device cpu]
-//              [--classes 1000] [--min-seconds 1] [--rounds 2] [--no-baseline] [--json]
-//              [--precision fp32|tf32|bf16] [--profile]
+//              [--classes 1000] [--min-seconds 1] [--min-steps 3] [--rounds 2]
+//              [--no-baseline] [--json] [--precision fp32|tf32|bf16] [--profile]
 // --profile drives the model's top-level layers one by one and prints where a step spends
 // its time (forward and backward per layer, the loss, the optimizer).
 #include <omp.h>
@@ -35,18 +35,19 @@ namespace {
 const char* const kUsage =
     "usage: bench_step [--arch resnet18|resnet34|resnet50|...] [--image-size N] [--batch N]\n"
     "                  [--threads N] [--device cpu|cuda] [--classes N] [--min-seconds S]\n"
-    "                  [--rounds N] [--precision fp32|tf32|bf16] [--no-baseline] [--json]\n"
-    "                  [--profile]\n"
+    "                  [--min-steps N] [--rounds N] [--precision fp32|tf32|bf16]\n"
+    "                  [--no-baseline] [--json] [--profile]\n"
     "Times one training step (forward, cross-entropy, backward, SGD momentum 0.9, weight decay\n"
     "1e-4) of a ResNet against torchvision's in PyTorch on the same device: on the CPU with the\n"
     "same threads, its faster memory format (NCHW or channels_last) as the baseline; on a GPU\n"
     "channels_last with cudnn.benchmark. Defaults: resnet18, 64 px, batch 32, 2 threads, 1000\n"
-    "classes, 2 rounds (each side keeps its fastest). --profile also prints the time of each\n"
-    "top-level layer's forward and backward, the loss and SGD. --precision tf32 (CUDA only):\n"
-    "convolutions and linear layers on TF32 tensor cores, against PyTorch with TF32 on (fp32:\n"
-    "off). --precision bf16: bf16 activations with fp32 master weights; PyTorch's baseline is\n"
-    "bf16 autocast on a GPU and none on the CPU (its CPU bf16 path is not what a GPU run\n"
-    "compares against).\n"
+    "classes, 2 rounds (each side keeps its fastest); each round times our step, after one\n"
+    "warm-up step, for --min-seconds (1) and at least --min-steps (3) steps (the median).\n"
+    "--profile also prints the time of each top-level layer's forward and backward, the loss\n"
+    "and SGD. --precision tf32 (CUDA only): convolutions and linear layers on TF32 tensor\n"
+    "cores, against PyTorch with TF32 on (fp32: off). --precision bf16: bf16 activations with\n"
+    "fp32 master weights; PyTorch's baseline is bf16 autocast on a GPU and none on the CPU (its\n"
+    "CPU bf16 path is not what a GPU run compares against).\n"
     "ENGINE_TORCH_PYTHON names the python with torch (default /usr/bin/python3).\n";
 
 struct Options {
@@ -57,6 +58,7 @@ struct Options {
   std::string device = "cpu";
   int64_t classes = 1000;
   double min_seconds = 1.0;
+  int min_steps = 3;
   int rounds = 2;
   bool baseline = true;
   bool json = false;
@@ -81,6 +83,8 @@ Options parse(int argc, char** argv) {
       o.classes = args.integer();
     else if (args.is("--min-seconds"))
       o.min_seconds = args.number();
+    else if (args.is("--min-steps"))
+      o.min_steps = static_cast<int>(args.integer());
     else if (args.is("--rounds"))
       o.rounds = static_cast<int>(args.integer());
     else if (args.is("--no-baseline"))
@@ -99,10 +103,10 @@ Options parse(int argc, char** argv) {
       args.reject();
   }
   if (o.image_size < 32 || o.batch < 2 || o.threads < 1 || o.classes < 1 || o.rounds < 1 ||
-      !(o.min_seconds > 0)) {
+      o.min_steps < 1 || !(o.min_seconds > 0)) {
     throw cli::UsageError(
         "--image-size must be >= 32, --batch >= 2 (BatchNorm needs two values), --threads, "
-        "--classes and --rounds >= 1, --min-seconds > 0");
+        "--classes, --min-steps and --rounds >= 1, --min-seconds > 0");
   }
   return o;
 }
@@ -242,7 +246,7 @@ int run(int argc, char** argv) {
                            "\t" + std::to_string(o.batch) + "\t" + std::to_string(o.classes) +
                            "\t" + (gpu ? "cuda" : "cpu") + "\t" +
                            std::string(nn::precision_name(o.precision));
-  const TimingOptions timing{o.min_seconds, 3};
+  const TimingOptions timing{o.min_seconds, o.min_steps};
   std::vector<std::vector<Row>> rounds;
   std::string torch_format;
   for (int r = 0; r < o.rounds; ++r) {
