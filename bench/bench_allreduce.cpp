@@ -81,19 +81,6 @@ size_t parse_bytes(const std::string& flag, const std::string& text) {
   return static_cast<size_t>(value * scale);
 }
 
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = text.find(',', start);
-    parts.push_back(
-        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return parts;
-}
-
 Options parse(int argc, char** argv) {
   Options options;
   for (cli::Arguments args(argc, argv); args.next();) {
@@ -106,7 +93,7 @@ Options parse(int argc, char** argv) {
     else if (args.is("--factor"))
       options.factor = count();
     else if (args.is("--impls"))
-      options.impls = split(args.value());
+      options.impls = args.list();
     else if (args.is("--dtype"))
       options.dtype = args.parsed(parse_dtype);
     else if (args.is("--op"))

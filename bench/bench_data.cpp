@@ -13,7 +13,6 @@
 #include <fstream>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -62,17 +61,6 @@ const char* const kUsage =
     "Files that cannot be decoded are skipped, as the loader skips them: each is named once on\n"
     "stderr, and the count is reported at the end.\n";
 
-std::vector<int> parse_worker_list(const std::string& text) {
-  std::vector<int> values;
-  std::stringstream stream(text);
-  for (std::string item; std::getline(stream, item, ',');) {
-    const int value = std::atoi(item.c_str());
-    if (value <= 0) throw cli::UsageError("--workers takes positive integers, got '" + text + "'");
-    values.push_back(value);
-  }
-  return values;
-}
-
 Options parse_options(int argc, char** argv) {
   Options options;
   for (cli::Arguments args(argc, argv); args.next();) {
@@ -80,7 +68,14 @@ Options parse_options(int argc, char** argv) {
     if (args.is("--data")) {
       options.data = args.value();
     } else if (args.is("--workers")) {
-      options.workers = parse_worker_list(args.value());
+      options.workers.clear();
+      for (const int64_t workers : args.integers()) {
+        if (workers < 1 || workers > 1024) {
+          throw cli::UsageError("--workers takes counts from 1 to 1024, got " +
+                                std::to_string(workers));
+        }
+        options.workers.push_back(static_cast<int>(workers));
+      }
     } else if (args.is("--batch-size")) {
       options.batch_size = count();
     } else if (args.is("--batches")) {

@@ -19,7 +19,6 @@
 #include <memory>
 #include <optional>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -65,22 +64,6 @@ struct Options {
   bool json = false;
 };
 
-std::vector<double> parse_caps(const std::string& text) {
-  std::vector<double> caps;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    try {
-      caps.push_back(std::stod(item));
-    } catch (const std::exception&) {
-      throw cli::UsageError("--bucket-cap-mb: '" + item + "' is not a number");
-    }
-    if (!(caps.back() > 0)) throw cli::UsageError("--bucket-cap-mb: caps must be > 0");
-  }
-  if (caps.empty()) throw cli::UsageError("--bucket-cap-mb needs at least one cap");
-  return caps;
-}
-
 Options parse(int argc, char** argv) {
   Options o;
   for (cli::Arguments args(argc, argv); args.next();) {
@@ -101,7 +84,7 @@ Options parse(int argc, char** argv) {
     else if (args.is("--steps"))
       o.steps = static_cast<int>(args.integer());
     else if (args.is("--bucket-cap-mb"))
-      o.bucket_caps_mb = parse_caps(args.value());
+      o.bucket_caps_mb = args.numbers();
     else if (args.is("--world1-images-per-s"))
       o.world1_images_per_s = args.number();
     else if (args.is("--json"))
@@ -114,6 +97,9 @@ Options parse(int argc, char** argv) {
     throw cli::UsageError(
         "--image-size must be >= 32, --batch >= 2 (BatchNorm needs two values), --threads, "
         "--classes and --steps >= 1, --world1-images-per-s > 0");
+  }
+  for (const double cap : o.bucket_caps_mb) {
+    if (!(cap > 0)) throw cli::UsageError("--bucket-cap-mb: caps must be > 0");
   }
   return o;
 }

@@ -19,7 +19,6 @@
 #include <memory>
 #include <optional>
 #include <random>
-#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -60,22 +59,6 @@ struct Options {
   bool json = false;
 };
 
-std::vector<int64_t> parse_batches(const std::string& text) {
-  std::vector<int64_t> batches;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    try {
-      batches.push_back(std::stoll(item));
-    } catch (const std::exception&) {
-      throw cli::UsageError("--batches: '" + item + "' is not a whole number");
-    }
-    if (batches.back() < 1) throw cli::UsageError("--batches: batches must be >= 1");
-  }
-  if (batches.empty()) throw cli::UsageError("--batches needs at least one batch");
-  return batches;
-}
-
 Options parse(int argc, char** argv) {
   Options o;
   for (cli::Arguments args(argc, argv); args.next();) {
@@ -84,7 +67,7 @@ Options parse(int argc, char** argv) {
     else if (args.is("--image-size"))
       o.image_size = args.integer();
     else if (args.is("--batches"))
-      o.batches = parse_batches(args.value());
+      o.batches = args.integers();
     else if (args.is("--reps"))
       o.reps = static_cast<int>(args.integer());
     else if (args.is("--threads"))
@@ -102,6 +85,9 @@ Options parse(int argc, char** argv) {
   // which local BatchNorm2d needs (more than 1).
   if (o.image_size < 64 || o.reps < 1 || o.threads < 1) {
     throw cli::UsageError("--image-size must be >= 64, --reps and --threads >= 1");
+  }
+  for (const int64_t batch : o.batches) {
+    if (batch < 1) throw cli::UsageError("--batches: batches must be >= 1");
   }
   return o;
 }

@@ -46,9 +46,45 @@ double Arguments::number() {
   return parse_whole<double>(flag_, value(), "a number");
 }
 
+std::vector<std::string> Arguments::list() {
+  const std::string text = value();
+  std::vector<std::string> items = split(text, ',');
+  for (const std::string& item : items) {
+    if (item.empty()) {
+      throw UsageError(flag_ + " takes a comma-separated list, got '" + text + "'");
+    }
+  }
+  return items;
+}
+
+std::vector<int64_t> Arguments::integers() {
+  std::vector<int64_t> values;
+  for (const std::string& item : list())
+    values.push_back(parse_whole<int64_t>(flag_, item, "integers"));
+  return values;
+}
+
+std::vector<double> Arguments::numbers() {
+  std::vector<double> values;
+  for (const std::string& item : list())
+    values.push_back(parse_whole<double>(flag_, item, "numbers"));
+  return values;
+}
+
 void Arguments::reject() const {
   if (flag_.starts_with("-")) throw UsageError("unknown flag " + flag_);
   throw UsageError("unexpected argument '" + flag_ + "'");
+}
+
+std::vector<std::string> split(std::string_view text, char separator) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t end = text.find(separator, start);
+    parts.emplace_back(text.substr(start, end == std::string_view::npos ? end : end - start));
+    if (end == std::string_view::npos) return parts;
+    start = end + 1;
+  }
 }
 
 std::string single_argument(int argc, char** argv, std::string_view what) {

@@ -10,6 +10,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kernels/error.h"
 
@@ -43,6 +44,11 @@ class Arguments {
   // The value as a whole number / a number; UsageError naming the flag when it is not one.
   int64_t integer();
   double number();
+  // The value as a comma-separated list ("1,25"): its items, or each item as a whole number /
+  // a number. UsageError naming the flag and the item when an item is empty or malformed.
+  std::vector<std::string> list();
+  std::vector<int64_t> integers();
+  std::vector<double> numbers();
   // The value through `parse` (parse_dtype, parse_reduce_op, ...): its engine::Error, which
   // says what the accepted values are, becomes a UsageError.
   template <typename Parse>
@@ -65,6 +71,9 @@ class Arguments {
   int index_ = 0;
   std::string flag_;
 };
+
+// text cut at every separator: "a,,b" -> {"a", "", "b"}, "" -> {""}.
+std::vector<std::string> split(std::string_view text, char separator);
 
 // The one argument of a program that takes nothing else, such as an output directory; `what`
 // names it in the UsageError when it is missing.

@@ -12,18 +12,8 @@ namespace engine::train {
 
 namespace {
 
+using cli::split;
 using cli::UsageError;
-
-std::vector<std::string> split(std::string_view text, char separator) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (true) {
-    const size_t end = text.find(separator, start);
-    parts.emplace_back(text.substr(start, end == std::string_view::npos ? end : end - start));
-    if (end == std::string_view::npos) return parts;
-    start = end + 1;
-  }
-}
 
 double parse_double(const std::string& flag, const std::string& text) {
   double value = 0;
