@@ -3,6 +3,7 @@
 // PyTorch, the SyncBN sum of per-rank sums (also at mean 1e3 and 1e4, std 1), normalize with its
 // fused epilogues, evaluation, and the backward against centered finite differences.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <string>
@@ -500,6 +501,45 @@ TEST(BatchNormCpu, VectorAndPortableLoopsBothMatchReference) {
       EXPECT_TRUE(all_close(grads.dbias, slice(got.grad_sums, 0, s.c), 1e-5));
       EXPECT_TRUE(
           all_close(grads.dweight, slice(got.grad_sums, s.c, s.c), mean > 1.0 ? 3e-4 : 1e-5));
+    }
+  }
+}
+
+TEST(BatchNormCpu, EveryPhaseGivesTheSameBitsOnOneTwoAndThreeThreads) {
+  // Partial sums per fixed 256-row chunk, merged in chunk order; threads take runs of chunks,
+  // which the element-wise passes walk backward: none of it may change a bit with the thread
+  // count. Both shapes are above the threading threshold with a ragged last chunk; 48
+  // channels take the AVX-512 loops where the CPU has them, 40 the portable ones everywhere.
+  Stream stream;
+  const BnShape shapes[] = {{4, 17, 15, 48}, {4, 17, 15, 40}};
+  for (bool portable : {false, true}) {
+    testing::PortableLoops loops(portable);
+    for (const BnShape& s : shapes) {
+      SCOPED_TRACE(s.str() + (portable ? " portable" : " default"));
+      const std::vector<float> x = normal_values(s.numel(), 40, DType::f32, 0.5, 2.0);
+      const std::vector<float> dy = normal_values(s.numel(), 41, DType::f32);
+      const Affine affine = make_affine(s.c, 42);
+      std::vector<std::vector<float>> results;
+      const int threads_before = omp_get_max_threads();
+      for (int threads : {1, 2, 3}) {
+        omp_set_num_threads(threads);
+        const Tensor tx = activation(s, x, DType::f32);
+        std::vector<float> result = stats_of(tx, stream);
+        Tensor batch_stats = Tensor::empty({batchnorm_stats_numel(s.c)}, DType::f32);
+        Tensor none;
+        finalize(f32_tensor(result), none, none, batch_stats, stream);
+        Tensor y = Tensor::empty(tx.shape(), DType::f32);
+        batchnorm_normalize(tx, batch_stats, f32_tensor(affine.weight), f32_tensor(affine.bias), y,
+                            stream);
+        const std::vector<float> normalized = y.to_floats(stream);
+        const BackwardResult grads = run_backward(s, DType::f32, x, dy, affine.weight, stream);
+        for (const std::vector<float>* part : {&normalized, &grads.dx, &grads.grad_sums})
+          result.insert(result.end(), part->begin(), part->end());
+        results.push_back(result);
+      }
+      omp_set_num_threads(threads_before);
+      EXPECT_TRUE(results[0] == results[1]) << "1 and 2 threads differ";
+      EXPECT_TRUE(results[0] == results[2]) << "1 and 3 threads differ";
     }
   }
 }
