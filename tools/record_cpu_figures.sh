@@ -7,7 +7,7 @@
 # bench/results/<name>-<cpu kind>.txt, so a session on a new machine kind (AMD EPYC, say)
 # fills its column with one command:
 #
-#   tools/record_cpu_figures.sh [BUILD_DIR]      # default build; about 10 minutes on 2 cores
+#   tools/record_cpu_figures.sh [BUILD_DIR]      # default build; about 8 minutes on 2 cores
 #
 # PyTorch comes from ENGINE_TORCH_PYTHON (default /usr/bin/python3: Debian's python3-torch and
 # python3-torchvision); without it the rows say why and carry no ratio. Run it on an idle

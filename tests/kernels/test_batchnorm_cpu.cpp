@@ -1,17 +1,15 @@
 // The CPU batchnorm phases through the op API against naive double-precision references:
 // statistics (also for mean 1e3, std 1), their fp64 sums, finalize and running statistics as
 // PyTorch, the SyncBN sum of per-rank sums (also at mean 1e3 and 1e4, std 1), normalize with its
-// fused epilogues, evaluation, and the backward against centered finite differences.
+// fused epilogues, evaluation, and the backward against centered finite differences. The
+// loops and thread counts that must not change the results: test_batchnorm_cpu_loops.cpp.
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include <cmath>
 #include <string>
 
-#include "batchnorm_cases.h"
-#include "kernels/cpu/isa.h"
+#include "batchnorm_cpu_ops.h"
 #include "kernels/ops.h"
-#include "portable_loops.h"
 #include "tests/dtype_bytes.h"
 
 namespace engine {
@@ -26,53 +24,13 @@ using testing::normal_values;
 using testing::to_double;
 
 using testing::kDTypes;
-constexpr float kEps = 1e-5f;
-constexpr float kMomentum = 0.1f;
-
-Tensor f32_tensor(const std::vector<float>& values) {
-  return Tensor::from_floats({static_cast<int64_t>(values.size())}, values, DType::f32);
-}
-
-Tensor activation(const BnShape& s, const std::vector<float>& values, DType dtype) {
-  return Tensor::from_floats({s.n, s.h, s.w, s.c}, values, dtype);
-}
-
-// batchnorm_stats of x through the op API.
-std::vector<float> stats_of(const Tensor& x, Stream& stream) {
-  const int64_t channels = x.size(x.dim() - 1);
-  Tensor stats = Tensor::empty({batchnorm_stats_numel(channels)}, DType::f32);
-  Tensor workspace = Tensor::empty({batchnorm_workspace_numel(x)}, DType::f32);
-  batchnorm_stats(x, stats, workspace, stream);
-  return stats.to_floats(stream);
-}
-
-std::vector<float> slice(const std::vector<float>& v, int64_t begin, int64_t count) {
-  return {v.begin() + begin, v.begin() + begin + count};
-}
+using namespace testing::bn_cpu;
 
 // stats -> fp64 sums through the op API.
 std::vector<double> sums_of(const std::vector<float>& stats, Stream& stream) {
   Tensor sums = Tensor::empty({static_cast<int64_t>(stats.size())}, DType::f64);
   batchnorm_stats_to_sums(f32_tensor(stats), sums, stream);
   return sums.to_doubles(stream);
-}
-
-// What BatchNorm2d runs between the statistics and normalize: stats -> sums -> finalize.
-void finalize(const Tensor& stats, Tensor& running_mean, Tensor& running_var, Tensor& batch_stats,
-              Stream& stream) {
-  Tensor sums = Tensor::empty({stats.numel()}, DType::f64);
-  batchnorm_stats_to_sums(stats, sums, stream);
-  batchnorm_finalize_sums(sums, running_mean, running_var, kMomentum, kEps, batch_stats, stream);
-}
-
-// The m2 half of a stats block against the reference variance times the row count, relative
-// 1e-5 (the inputs are exact in both).
-::testing::AssertionResult m2_matches(const testing::ReferenceStats& ref,
-                                      const std::vector<float>& stats, const BnShape& s) {
-  std::vector<double> ref_m2(ref.var);
-  for (double& v : ref_m2)
-    v *= static_cast<double>(s.rows());
-  return all_close(ref_m2, slice(stats, s.c, s.c), 1e-5);
 }
 
 TEST(BatchNormCpu, StatsAndFinalizeMatchReference) {
@@ -258,14 +216,6 @@ TEST(BatchNormCpu, FinalizeSumsEdgeCases) {
   EXPECT_TRUE(std::isnan(rv.to_floats(stream)[0]));
 }
 
-struct Affine {
-  std::vector<float> weight, bias;
-};
-Affine make_affine(int64_t channels, uint32_t seed) {
-  return {normal_values(channels, seed, DType::f32, 1.0, 0.5),
-          normal_values(channels, seed + 1, DType::f32, 0.0, 0.5)};
-}
-
 TEST(BatchNormCpu, NormalizeWithEpiloguesMatchesReference) {
   Stream stream;
   for (DType dtype : kDTypes) {
@@ -279,10 +229,7 @@ TEST(BatchNormCpu, NormalizeWithEpiloguesMatchesReference) {
         Affine affine = make_affine(s.c, 8);
         if (variant == 3) affine = {std::vector<float>(s.c, 1.f), std::vector<float>(s.c, 0.f)};
         Tensor tx = activation(s, x, dtype);
-        Tensor stats = f32_tensor(stats_of(tx, stream));
-        Tensor batch_stats = Tensor::empty({batchnorm_stats_numel(s.c)}, DType::f32);
-        Tensor none;
-        finalize(stats, none, none, batch_stats, stream);
+        const Tensor batch_stats = batch_stats_from(stats_of(tx, stream), stream);
 
         BatchNormEpilogue epilogue;
         epilogue.relu = variant == 1 || variant == 2;
@@ -331,42 +278,6 @@ TEST(BatchNormCpu, EvalForwardUsesRunningStats) {
       }
     }
   }
-}
-
-// Runs stats -> finalize -> backward_reduce -> backward_elementwise on the CPU.
-struct BackwardResult {
-  std::vector<float> dx, grad_sums;
-};
-BackwardResult run_backward(const BnShape& s, DType dtype, const std::vector<float>& x,
-                            const std::vector<float>& dy, const std::vector<float>& weight,
-                            Stream& stream) {
-  Tensor tx = activation(s, x, dtype);
-  Tensor tdy = activation(s, dy, dtype);
-  Tensor batch_stats = Tensor::empty({batchnorm_stats_numel(s.c)}, DType::f32);
-  Tensor none;
-  finalize(f32_tensor(stats_of(tx, stream)), none, none, batch_stats, stream);
-  Tensor grad_sums = Tensor::empty({2 * s.c}, DType::f32);
-  Tensor workspace = Tensor::empty({batchnorm_workspace_numel(tx)}, DType::f32);
-  batchnorm_backward_reduce(tdy, tx, batch_stats, grad_sums, workspace, stream);
-  Tensor dx = Tensor::empty(tx.shape(), dtype);
-  batchnorm_backward_elementwise(tdy, tx, batch_stats, f32_tensor(weight), grad_sums, dx, stream);
-  return {dx.to_floats(stream), grad_sums.to_floats(stream)};
-}
-
-// Per element: |w| * invstd * RMS(dy) of its channel, the size of the terms whose difference
-// is dx (with few rows they nearly cancel: with two rows dx is almost 0).
-std::vector<double> term_scales(const BnShape& s, const std::vector<float>& x,
-                                const std::vector<float>& dy, const std::vector<float>& weight) {
-  const testing::ReferenceStats ref = testing::reference_stats(x, s.rows(), s.c);
-  std::vector<double> dy_sq(s.c, 0.0);
-  for (size_t i = 0; i < dy.size(); ++i)
-    dy_sq[i % s.c] += static_cast<double>(dy[i]) * dy[i] / static_cast<double>(s.rows());
-  std::vector<double> scales(x.size());
-  for (size_t i = 0; i < x.size(); ++i) {
-    const size_t c = i % static_cast<size_t>(s.c);
-    scales[i] = std::abs(weight[c]) / std::sqrt(ref.var[c] + kEps) * std::sqrt(dy_sq[c]);
-  }
-  return scales;
 }
 
 TEST(BatchNormCpu, BackwardMatchesFiniteDifferences) {
@@ -455,92 +366,6 @@ TEST(BatchNormCpu, BackwardStaysAccurateForLargeMean) {
     EXPECT_TRUE(all_close_scaled(ref.dx, got.dx, dtype == DType::f32 ? 1e-4 : kBf16Ulp, scales));
     EXPECT_TRUE(all_close(ref.dbias, slice(got.grad_sums, 0, s.c), 1e-5));
     EXPECT_TRUE(all_close(ref.dweight, slice(got.grad_sums, s.c, s.c), 3e-4));
-  }
-}
-
-TEST(BatchNormCpu, VectorAndPortableLoopsBothMatchReference) {
-  // Channel counts that are multiples of 16 take the AVX-512 loops where the CPU has them;
-  // both those and the portable loops must pass on the same inputs. Rows span several
-  // 256-row chunks and 64-row blocks with ragged ends; the last shape has mean 1e3, std 1.
-  Stream stream;
-  const BnShape shapes[] = {{4, 12, 12, 64}, {3, 9, 11, 48}, {2, 7, 7, 512}, {8, 16, 16, 16}};
-  for (bool portable : {false, true}) {
-    testing::PortableLoops loops(portable);
-    for (const BnShape& s : shapes) {
-      SCOPED_TRACE(s.str() + (portable ? " portable" : " default"));
-      const double mean = s.c == 16 ? 1e3 : 0.5;
-      const std::vector<float> x = normal_values(s.numel(), 30, DType::f32, mean, 2.0);
-      const std::vector<float> dy = normal_values(s.numel(), 31, DType::f32);
-      const std::vector<float> res = normal_values(s.numel(), 32, DType::f32);
-      const Affine affine = make_affine(s.c, 33);
-      const testing::ReferenceStats ref = testing::reference_stats(x, s.rows(), s.c);
-
-      const std::vector<float> stats = stats_of(activation(s, x, DType::f32), stream);
-      // fp32 of the data's scale (as StatsAndFinalizeMatchReference); 1e-4 std at mean 1e3.
-      EXPECT_TRUE(all_close(ref.mean, slice(stats, 0, s.c), mean > 1.0 ? 1e-7 : 1e-6, mean + 2.0));
-      EXPECT_TRUE(m2_matches(ref, stats, s));
-
-      Tensor batch_stats = Tensor::empty({batchnorm_stats_numel(s.c)}, DType::f32);
-      Tensor none;
-      finalize(f32_tensor(stats), none, none, batch_stats, stream);
-      BatchNormEpilogue epilogue;
-      epilogue.relu = true;
-      epilogue.residual = activation(s, res, DType::f32);
-      Tensor y = Tensor::empty({s.n, s.h, s.w, s.c}, DType::f32);
-      batchnorm_normalize(activation(s, x, DType::f32), batch_stats, f32_tensor(affine.weight),
-                          f32_tensor(affine.bias), y, stream, epilogue);
-      EXPECT_TRUE(all_close(testing::reference_bn_apply(to_double(x), ref.mean, ref.var, kEps,
-                                                        affine.weight, affine.bias, &res, true),
-                            y.to_floats(stream), mean > 1.0 ? 1e-4 : 1e-5));
-
-      const BackwardResult got = run_backward(s, DType::f32, x, dy, affine.weight, stream);
-      const testing::ReferenceBnGrads grads =
-          testing::reference_bn_backward(x, dy, s.c, kEps, affine.weight);
-      EXPECT_TRUE(all_close_scaled(grads.dx, got.dx, mean > 1.0 ? 1e-4 : 1e-5,
-                                   term_scales(s, x, dy, affine.weight)));
-      EXPECT_TRUE(all_close(grads.dbias, slice(got.grad_sums, 0, s.c), 1e-5));
-      EXPECT_TRUE(
-          all_close(grads.dweight, slice(got.grad_sums, s.c, s.c), mean > 1.0 ? 3e-4 : 1e-5));
-    }
-  }
-}
-
-TEST(BatchNormCpu, EveryPhaseGivesTheSameBitsOnOneTwoAndThreeThreads) {
-  // Partial sums per fixed 256-row chunk, merged in chunk order; threads take runs of chunks,
-  // which the element-wise passes walk backward: none of it may change a bit with the thread
-  // count. Both shapes are above the threading threshold with a ragged last chunk; 48
-  // channels take the AVX-512 loops where the CPU has them, 40 the portable ones everywhere.
-  Stream stream;
-  const BnShape shapes[] = {{4, 17, 15, 48}, {4, 17, 15, 40}};
-  for (bool portable : {false, true}) {
-    testing::PortableLoops loops(portable);
-    for (const BnShape& s : shapes) {
-      SCOPED_TRACE(s.str() + (portable ? " portable" : " default"));
-      const std::vector<float> x = normal_values(s.numel(), 40, DType::f32, 0.5, 2.0);
-      const std::vector<float> dy = normal_values(s.numel(), 41, DType::f32);
-      const Affine affine = make_affine(s.c, 42);
-      std::vector<std::vector<float>> results;
-      const int threads_before = omp_get_max_threads();
-      for (int threads : {1, 2, 3}) {
-        omp_set_num_threads(threads);
-        const Tensor tx = activation(s, x, DType::f32);
-        std::vector<float> result = stats_of(tx, stream);
-        Tensor batch_stats = Tensor::empty({batchnorm_stats_numel(s.c)}, DType::f32);
-        Tensor none;
-        finalize(f32_tensor(result), none, none, batch_stats, stream);
-        Tensor y = Tensor::empty(tx.shape(), DType::f32);
-        batchnorm_normalize(tx, batch_stats, f32_tensor(affine.weight), f32_tensor(affine.bias), y,
-                            stream);
-        const std::vector<float> normalized = y.to_floats(stream);
-        const BackwardResult grads = run_backward(s, DType::f32, x, dy, affine.weight, stream);
-        for (const std::vector<float>* part : {&normalized, &grads.dx, &grads.grad_sums})
-          result.insert(result.end(), part->begin(), part->end());
-        results.push_back(result);
-      }
-      omp_set_num_threads(threads_before);
-      EXPECT_TRUE(results[0] == results[1]) << "1 and 2 threads differ";
-      EXPECT_TRUE(results[0] == results[2]) << "1 and 3 threads differ";
-    }
   }
 }
 
