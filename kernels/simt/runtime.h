@@ -62,6 +62,19 @@ enum class WarpOp : std::uint8_t {
   kReduceXor,
   kMatchAny,
   kMatchAll,
+  // Tensor-core instructions (warp_matrix.h): the last lane to arrive computes the whole
+  // warp's results, so each costs one warp barrier and runs outside the kernel's code.
+  kLdmatrix,       // value: this lane's 16-byte row; result: its four registers
+  kLdmatrixTrans,  // the same, .trans
+  kMmaBf16,        // m16n8k16; value: this lane's MmaFragments; result: its four of D
+  kMmaTf32,        // m16n8k8; the same
+};
+
+// One lane's operands of mma.sync, in the fragment layouts of warp_matrix.h.
+struct MmaFragments {
+  std::uint32_t a[4];
+  std::uint32_t b[2];
+  float c[4];
 };
 
 struct WarpRequest {
@@ -70,7 +83,7 @@ struct WarpRequest {
   int lane_arg = 0;   // srcLane, delta or laneMask of a shuffle
   int width = 32;     // shuffle segment width
   unsigned size = 0;  // bytes of `value` in use
-  alignas(16) unsigned char value[16] = {};
+  alignas(16) unsigned char value[sizeof(MmaFragments)] = {};
   alignas(16) unsigned char result[16] = {};
 };
 void sync_warp(WarpRequest& request);

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "kernels/simt/format.h"
+#include "kernels/simt/warp_matrix_collective.h"
 
 namespace simt::detail {
 namespace {
@@ -143,6 +144,14 @@ const char* warp_op_name(WarpOp op) {
       return "__match_any_sync";
     case WarpOp::kMatchAll:
       return "__match_all_sync";
+    case WarpOp::kLdmatrix:
+      return "ldmatrix";
+    case WarpOp::kLdmatrixTrans:
+      return "ldmatrix.trans";
+    case WarpOp::kMmaBf16:
+      return "mma.sync m16n8k16 bf16";
+    case WarpOp::kMmaTf32:
+      return "mma.sync m16n8k8 tf32";
   }
   return "warp collective";
 }
@@ -162,6 +171,12 @@ std::string complete_warp_collective(const std::array<WarpRequest*, 32>& lanes,
     }
   });
   if (!mismatch.empty()) return mismatch;
+  const bool matrix = model.op == WarpOp::kLdmatrix || model.op == WarpOp::kLdmatrixTrans ||
+                      model.op == WarpOp::kMmaBf16 || model.op == WarpOp::kMmaTf32;
+  if (matrix && participants != 0xffffffffu) {
+    return format("%s needs all 32 lanes of the warp (mask 0x%08x, lanes 0x%08x)",
+                  warp_op_name(model.op), model.mask, participants);
+  }
 
   using I = int;
   using U = unsigned;
@@ -208,6 +223,14 @@ std::string complete_warp_collective(const std::array<WarpRequest*, 32>& lanes,
     case WarpOp::kMatchAny:
     case WarpOp::kMatchAll:
       match(lanes, participants, model.op);
+      break;
+    case WarpOp::kLdmatrix:
+    case WarpOp::kLdmatrixTrans:
+      complete_ldmatrix(lanes, model.op == WarpOp::kLdmatrixTrans);
+      break;
+    case WarpOp::kMmaBf16:
+    case WarpOp::kMmaTf32:
+      complete_mma(lanes, model.op);
       break;
   }
   return {};

@@ -21,12 +21,14 @@
 //     B (8 x 8, col):    b[0] (k t, column group), b[1] (k t + 4, column group).
 //   ldmatrix of 32-bit elements (16-byte rows of 4): r[i] holds matrix i's row `group`,
 //             element t, which is tf32 A's and B's layout; .trans would split elements.
-// Both are warp-collective, as wmma.h's mma_sync: lanes publish pointers, meet at a warp
-// barrier, read what they need, and meet again before any of it can change. Products of
-// bf16 are exact in fp32; the sum runs from c over k = 0..15 in fp32 (the hardware's order
-// is unspecified, so kernels' tests allow for rounding). tf32 mma reads the upper 19 bits of
-// each 32-bit operand and ignores the low 13, as the hardware does with fp32 bits that no
-// cvt.rna.tf32.f32 rounded (its products are exact in fp32 too).
+// Each is one warp collective (WarpOp kLdmatrix .. kMmaTf32): every lane hands in its operands
+// (ldmatrix: its 16-byte row, read from memory by the lane that names it; mma: copies of its
+// fragments) and the last to arrive computes every lane's results (warp_matrix_collective.cpp),
+// so an instruction costs one warp barrier. Products of bf16 are exact in fp32; the sum runs
+// from c over k in fp32 (the hardware's order is unspecified, so kernels' tests allow for
+// rounding). tf32 mma reads the upper 19 bits of each 32-bit operand and ignores the low 13, as
+// the hardware does with fp32 bits that no cvt.rna.tf32.f32 rounded (its products are exact in
+// fp32 too).
 #pragma once
 
 #include <array>
@@ -36,8 +38,6 @@
 #include <cstring>
 #include <stdexcept>
 
-#include <cuda_bf16.h>
-
 #include "kernels/simt/runtime.h"
 #include "kernels/simt/sync.h"
 
@@ -45,36 +45,18 @@ namespace simt {
 
 namespace detail {
 
-inline uint16_t load_b16(const void* row, int column) {
-  uint16_t value;
-  std::memcpy(&value, static_cast<const char*>(row) + 2 * column, sizeof value);
-  return value;
-}
-
-// Element h (0 low, 1 high) of a register holding two bf16.
-inline float bf16_half(uint32_t reg, int h) {
-  return __bfloat162float(__ushort_as_bfloat16(static_cast<unsigned short>(reg >> (16 * h))));
-}
-
-// The value a tf32 operand register stands for: its upper 19 bits.
-inline float tf32_value(uint32_t reg) {
-  return std::bit_cast<float>(reg & 0xffffe000u);
-}
-
-// The warp-collective pattern of every instruction here: each lane publishes a pointer to its
-// operands, the lanes meet, read(operands_of) computes this lane's results from anyone's
-// operands (operands_of(lane)), and they meet again before any operand can change.
-template <typename Operands, typename Read>
-auto read_across_warp(const char* instruction, const Operands& mine, Read read) {
+// One warp collective of a matrix instruction: `operands` in, this lane's 16 bytes out.
+template <typename Operands>
+void warp_matrix_op(const char* instruction, WarpOp op, const Operands& operands, void* result) {
+  static_assert(sizeof(Operands) <= sizeof(WarpRequest::value));
   require_full_warp(instruction);
-  void** published = warp_scratch();
-  published[lane_id()] = const_cast<Operands*>(&mine);
-  __syncwarp();
-  const auto results = read([published](int lane) -> const Operands& {
-    return *static_cast<const Operands*>(published[lane]);
-  });
-  __syncwarp();  // every lane has read the operands: they may change now
-  return results;
+  WarpRequest request;
+  request.op = op;
+  request.mask = 0xffffffffu;
+  request.size = sizeof(Operands);
+  std::memcpy(request.value, &operands, sizeof(Operands));
+  sync_warp(request);
+  std::memcpy(result, request.result, 16);
 }
 
 }  // namespace detail
@@ -85,54 +67,21 @@ inline void ldmatrix_x4(uint32_t (&r)[4], const void* row, bool transpose) {
   if (reinterpret_cast<uintptr_t>(row) % 16 != 0) {
     throw std::logic_error("ldmatrix: a row address is not 16-byte aligned");
   }
-  const unsigned lane = detail::lane_id();
-  const int group = static_cast<int>(lane / 4), pair = 2 * static_cast<int>(lane % 4);
-  const auto out = detail::read_across_warp("ldmatrix", row, [&](auto row_of) {
-    std::array<uint32_t, 4> regs;
-    for (int i = 0; i < 4; ++i) {
-      uint32_t low, high;
-      if (transpose) {
-        low = detail::load_b16(row_of(8 * i + pair), group);
-        high = detail::load_b16(row_of(8 * i + pair + 1), group);
-      } else {
-        low = detail::load_b16(row_of(8 * i + group), pair);
-        high = detail::load_b16(row_of(8 * i + group), pair + 1);
-      }
-      regs[i] = low | (high << 16);
-    }
-    return regs;
-  });
-  for (int i = 0; i < 4; ++i)
-    r[i] = out[i];
+  std::array<unsigned char, 16> bytes;  // this lane's row, read here: the kernel's own access
+  std::memcpy(bytes.data(), row, bytes.size());
+  detail::warp_matrix_op(
+      "ldmatrix", transpose ? detail::WarpOp::kLdmatrixTrans : detail::WarpOp::kLdmatrix, bytes, r);
 }
 
 namespace detail {
 
-struct MmaOperands {
-  const uint32_t* a;
-  const uint32_t* b;
-};
-
-// Both mma shapes: this lane's four outputs of the 16 x 8 D (C/D layout above), each c plus
-// the kK products product(operands_of, row, column, k) summed in fp32 in order of k.
-template <int kK, typename Product>
-void mma_m16n8(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4],
-               Product product) {
-  const unsigned lane = lane_id();
-  const int group = static_cast<int>(lane / 4), pair = 2 * static_cast<int>(lane % 4);
-  const auto out = read_across_warp("mma.sync", MmaOperands{a, b}, [&](auto operands_of) {
-    std::array<float, 4> sums;
-    for (int i = 0; i < 4; ++i) {
-      const int row = group + 8 * (i / 2), column = pair + i % 2;
-      float sum = c[i];
-      for (int k = 0; k < kK; ++k)
-        sum += product(operands_of, row, column, k);
-      sums[i] = sum;
-    }
-    return sums;
-  });
-  for (int i = 0; i < 4; ++i)
-    d[i] = out[i];
+inline void mma(const char* instruction, WarpOp op, float (&d)[4], const uint32_t (&a)[4],
+                const uint32_t (&b)[2], const float (&c)[4]) {
+  MmaFragments fragments;
+  std::memcpy(fragments.a, a, sizeof fragments.a);
+  std::memcpy(fragments.b, b, sizeof fragments.b);
+  std::memcpy(fragments.c, c, sizeof fragments.c);
+  warp_matrix_op(instruction, op, fragments, d);
 }
 
 }  // namespace detail
@@ -140,24 +89,13 @@ void mma_m16n8(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], co
 // d = a b + c for A 16 x 16 (row-major fragments), B 16 x 8 (column-major), fp32 C and D.
 inline void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
                               const float (&c)[4]) {
-  detail::mma_m16n8<16>(d, a, b, c, [](auto operands_of, int row, int column, int k) {
-    // Element k of row (column) is half k % 2 of a register of lane 4 row + (k % 8) / 2.
-    const auto& a_lane = operands_of(4 * (row % 8) + (k % 8) / 2);
-    const auto& b_lane = operands_of(4 * column + (k % 8) / 2);
-    return detail::bf16_half(a_lane.a[row / 8 + 2 * (k / 8)], k % 2) *
-           detail::bf16_half(b_lane.b[k / 8], k % 2);
-  });
+  detail::mma("mma.sync", detail::WarpOp::kMmaBf16, d, a, b, c);
 }
 
 // d = a b + c for A 16 x 8 tf32 (row-major fragments), B 8 x 8 tf32 (column-major), fp32 C, D.
 inline void mma_m16n8k8_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
                              const float (&c)[4]) {
-  detail::mma_m16n8<8>(d, a, b, c, [](auto operands_of, int row, int column, int k) {
-    // A (row, k) is register (row / 8) + 2 (k / 4) of lane 4 (row % 8) + k % 4; B (k,
-    // column) register k / 4 of lane 4 column + k % 4.
-    return detail::tf32_value(operands_of(4 * (row % 8) + k % 4).a[row / 8 + 2 * (k / 4)]) *
-           detail::tf32_value(operands_of(4 * column + k % 4).b[k / 4]);
-  });
+  detail::mma("mma.sync", detail::WarpOp::kMmaTf32, d, a, b, c);
 }
 
 // cvt.rna.tf32.f32: value rounded to tf32's 10 fraction bits, to nearest with ties away from
