@@ -24,30 +24,21 @@ float tf32_value(uint32_t reg) {
   return std::bit_cast<float>(reg & 0xffffe000u);
 }
 
-// The warp's A (16 x kK), B (kK x 8) and C (16 x 8) gathered from the lanes' fragments,
-// then D = A B + C, each element summed from C over k = 0 .. kK - 1 in fp32 (the products of
-// bf16 and of tf32 are exact in fp32, so fusing them into the sums changes nothing), then
-// scattered back in C/D's layout: lane (group = lane / 4, pair = 2 (lane % 4)) holds rows group
-// and group + 8, columns pair and pair + 1.
-template <int kK, typename Operand>
-void multiply(const std::array<WarpRequest*, 32>& lanes, Operand operand) {
-  std::array<MmaFragments, 32> fragments;
-  for (int lane = 0; lane < 32; ++lane)
-    fragments[lane] = fragments_of(*lanes[lane]);
+// The warp's A (16 x kK), B (kK x 8) and C (16 x 8), each lane's fragments put in place by
+// unpack(fragments, group, t, a, b) (group = lane / 4, t = lane % 4); then D = A B + C, each
+// element summed from C over k = 0 .. kK - 1 in fp32 (the products of bf16 and of tf32 are
+// exact in fp32, so fusing them into the sums would change nothing); then D scattered back in
+// C/D's layout: lane (group, t) holds rows group and group + 8, columns 2t and 2t + 1.
+template <int kK, typename Unpack>
+void multiply(const std::array<WarpRequest*, 32>& lanes, Unpack unpack) {
   float a[16][kK], b[kK][8], c[16][8];
-  for (int row = 0; row < 16; ++row) {
-    for (int k = 0; k < kK; ++k)
-      a[row][k] = operand(fragments, /*is_a=*/true, row, k);
-  }
-  for (int k = 0; k < kK; ++k) {
-    for (int column = 0; column < 8; ++column)
-      b[k][column] = operand(fragments, /*is_a=*/false, column, k);
-  }
   for (int lane = 0; lane < 32; ++lane) {
+    const MmaFragments fragments = fragments_of(*lanes[lane]);
+    const int group = lane / 4, t = lane % 4;
+    unpack(fragments, group, t, a, b);
     for (int i = 0; i < 4; ++i)
-      c[lane / 4 + 8 * (i / 2)][2 * (lane % 4) + i % 2] = fragments[lane].c[i];
+      c[group + 8 * (i / 2)][2 * t + i % 2] = fragments.c[i];
   }
-  float d[16][8];
   for (int row = 0; row < 16; ++row) {
     float sums[8];
     for (int column = 0; column < 8; ++column)
@@ -57,12 +48,12 @@ void multiply(const std::array<WarpRequest*, 32>& lanes, Operand operand) {
         sums[column] += a[row][k] * b[k][column];
     }
     for (int column = 0; column < 8; ++column)
-      d[row][column] = sums[column];
+      c[row][column] = sums[column];
   }
   for (int lane = 0; lane < 32; ++lane) {
-    float out[4];
-    for (int i = 0; i < 4; ++i)
-      out[i] = d[lane / 4 + 8 * (i / 2)][2 * (lane % 4) + i % 2];
+    const int group = lane / 4, t = lane % 4;
+    const float out[4] = {c[group][2 * t], c[group][2 * t + 1], c[group + 8][2 * t],
+                          c[group + 8][2 * t + 1]};
     std::memcpy(lanes[lane]->result, out, sizeof out);
   }
 }
@@ -90,22 +81,30 @@ void complete_ldmatrix(const std::array<WarpRequest*, 32>& lanes, bool transpose
 }
 
 void complete_mma(const std::array<WarpRequest*, 32>& lanes, WarpOp op) {
-  using Fragments = std::array<MmaFragments, 32>;
   if (op == WarpOp::kMmaBf16) {
-    // A (row, k): half k % 2 of register row / 8 + 2 (k / 8) of lane 4 (row % 8) + (k % 8) / 2;
-    // B (k, column): half k % 2 of register k / 8 of lane 4 column + (k % 8) / 2.
-    multiply<16>(lanes, [](const Fragments& f, bool is_a, int index, int k) {
-      const MmaFragments& lane = f[4 * (index % 8) + (k % 8) / 2];
-      return is_a ? bf16_half(lane.a[index / 8 + 2 * (k / 8)], k % 2)
-                  : bf16_half(lane.b[k / 8], k % 2);
-    });
+    // Register j of A holds row group + 8 (j % 2), k 8 (j / 2) + 2t and + 1 (low, high half);
+    // register j of B holds column group, k 8j + 2t and + 1.
+    multiply<16>(lanes,
+                 [](const MmaFragments& f, int group, int t, float(&a)[16][16], float(&b)[16][8]) {
+                   for (int j = 0; j < 4; ++j) {
+                     for (int h = 0; h < 2; ++h)
+                       a[group + 8 * (j % 2)][8 * (j / 2) + 2 * t + h] = bf16_half(f.a[j], h);
+                   }
+                   for (int j = 0; j < 2; ++j) {
+                     for (int h = 0; h < 2; ++h)
+                       b[8 * j + 2 * t + h][group] = bf16_half(f.b[j], h);
+                   }
+                 });
   } else {
-    // A (row, k): register row / 8 + 2 (k / 4) of lane 4 (row % 8) + k % 4; B (k, column):
-    // register k / 4 of lane 4 column + k % 4.
-    multiply<8>(lanes, [](const Fragments& f, bool is_a, int index, int k) {
-      const MmaFragments& lane = f[4 * (index % 8) + k % 4];
-      return tf32_value(is_a ? lane.a[index / 8 + 2 * (k / 4)] : lane.b[k / 4]);
-    });
+    // Register j of A holds row group + 8 (j % 2), k t + 4 (j / 2); register j of B holds
+    // column group, k t + 4j.
+    multiply<8>(lanes,
+                [](const MmaFragments& f, int group, int t, float(&a)[16][8], float(&b)[8][8]) {
+                  for (int j = 0; j < 4; ++j)
+                    a[group + 8 * (j % 2)][t + 4 * (j / 2)] = tf32_value(f.a[j]);
+                  for (int j = 0; j < 2; ++j)
+                    b[t + 4 * j][group] = tf32_value(f.b[j]);
+                });
   }
 }
 
