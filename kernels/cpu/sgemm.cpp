@@ -92,20 +92,30 @@ void sgemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, 
     return;
   }
 #if ENGINE_HAVE_OPENBLAS
-  // Split the longer of M and N into one slice per thread (slices of whole 16-element
-  // panels), unless the product is too small to be worth waking the threads.
-  int threads = 1;
-#if defined(_OPENMP)
-  if (m * n * k >= (int64_t{1} << 18) && !omp_in_parallel()) threads = omp_get_max_threads();
-#endif
+  // Split the longer of M and N into slices of whole 16-element panels, one OpenBLAS call
+  // each. The slicing follows the shape alone, never the thread count or the calling context:
+  // OpenBLAS picks its kernels (and so its summation order) by the call's shape, so an
+  // element's bits would otherwise change with the threads (the filter gradient differed on 1,
+  // 2 and 3 threads, and 1 rank x 2 threads parted from 2 ranks x 1 thread). Up to
+  // kMaxSlices slices, none under kMinSliceExtent rows or columns: each slice packs the other
+  // operand again, which costs under 1% of its product at that size.
+  constexpr int64_t kMaxSlices = 16, kMinSliceExtent = 256;
   const bool split_rows = m >= n;
   const int64_t extent = split_rows ? m : n;
-  const int64_t slice = ((extent + threads - 1) / threads + 15) / 16 * 16;
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
-  for (int t = 0; t < threads; ++t) {
-    const int64_t begin = t * slice;
+  const bool worth_splitting = m * n * k >= (int64_t{1} << 18);
+  const int64_t slice =
+      worth_splitting
+          ? (std::max(kMinSliceExtent, (extent + kMaxSlices - 1) / kMaxSlices) + 15) / 16 * 16
+          : extent;
+  const int64_t slices = (extent + slice - 1) / slice;
+  bool parallel = false;
+#if defined(_OPENMP)
+  parallel = slices > 1 && !omp_in_parallel() && omp_get_max_threads() > 1;
+#endif
+#pragma omp parallel for schedule(static, 1) if (parallel)
+  for (int64_t s = 0; s < slices; ++s) {
+    const int64_t begin = s * slice;
     const int64_t end = std::min(extent, begin + slice);
-    if (begin >= end) continue;
     if (split_rows) {
       const float* a_slice = transpose_a ? a + begin : a + begin * lda;
       openblas_sgemm(transpose_a, transpose_b, end - begin, n, k, alpha, a_slice, lda, b, ldb, beta,
