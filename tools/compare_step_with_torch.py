@@ -12,10 +12,13 @@ The checkpoint, the batch and the label smoothing are the ones probe_step record
 Each row gives the relative error (norm of the difference over the norm of float64's) of
 ours and of the peer. For every layer whose output has passed through a ReLU it
 also counts "flips": elements that are 0 in one result and positive in float64 or the other
-way round. One flip drops or keeps a whole element's gradient, so below it the gradients of
-both float32 results can differ from float64 by far more than rounding (1e-3 is common;
-in bf16, tens of percent at the stem, PyTorch's as ours) without any kernel being wrong: the verdict line says whether the first gradient that leaves
-float64 is explained by one. --json FILE writes the rows.
+way round; for the max-pool, also the windows whose maximum sits elsewhere than float64's
+(two inputs within rounding of each other: an upsampled image repeats its pixels, and
+float64 can tie them where float32 parts them by an ulp). One flip drops, keeps or moves a
+whole element's gradient, so below it the gradients of both float32 results can differ from
+float64 by far more than rounding (1e-3 is common; in bf16, tens of percent at the stem,
+PyTorch's as ours) without any kernel being wrong: the verdict line says whether the first
+gradient that leaves float64 is explained by one. --json FILE writes the rows.
 
 Needs torch and torchvision (Debian's python3-torch and python3-torchvision).
 """
@@ -99,6 +102,21 @@ def flips(a, exact):
     return int(((a > 0) != (exact > 0)).sum().item())
 
 
+def moved_maxima(pool, ours_input, exact_input, tie=1e-5):
+    """Windows of the max-pool `pool` whose maximum our input puts elsewhere than float64's,
+    counted only where float64's values at the two places are within `tie` (relative) of each
+    other: a near tie that rounding decides. A maximum moved anywhere else is not counted, so
+    a wrong max-pool still leaves the gradient unexplained."""
+    def argmax(x):
+        return torch.nn.functional.max_pool2d(x.double(), pool.kernel_size, pool.stride,
+                                              pool.padding, return_indices=True)[1].flatten(2)
+    ours_at, exact_at = argmax(ours_input), argmax(exact_input)
+    plane = exact_input.double().flatten(2)
+    ours_pick, exact_pick = plane.gather(2, ours_at), plane.gather(2, exact_at)
+    near = (ours_pick - exact_pick).abs() <= tie * exact_pick.abs()
+    return int(((ours_at != exact_at) & near).sum().item())
+
+
 def main():
     args = parse_args()
     if args.threads > 0:
@@ -130,6 +148,10 @@ def main():
                "flips_peer": flips(out32[name], out64[name]),
                "output_grad": relative(ours[name + ".output_grad"], grad64[name]),
                "output_grad_peer": relative(grad32[name], grad64[name])}
+        if name == "maxpool" and rows:  # its input is the previous layer's output
+            pool = getattr(torchvision.models, meta["arch"])().maxpool
+            row["moved_maxima"] = moved_maxima(pool, ours[rows[-1]["layer"] + ".output"],
+                                               out64[rows[-1]["layer"]])
         rows.append(row)
         print(f"{name:<12} {row['output']:>12.2e} {row['output_peer']:>9.2e} "
               f"{row['flips']:>3}/{row['flips_peer']:<3}   {row['output_grad']:>16.2e} "
@@ -158,10 +180,16 @@ def main():
     elif backward:  # the first in the backward order
         row = rows[backward[0]]
         above = rows[backward[0] + 1] if backward[0] + 1 < len(rows) else None
-        flipped = bool(above and above["flips"])
+        moved = above.get("moved_maxima", 0) if above else 0
+        flipped = bool(above and (above["flips"] or moved))
         departure = "gradient_below_flip" if flipped else "gradient"
-        cause = (f": {above['flips']} ReLU flip(s) in {above['layer']}'s output explain it"
-                 if flipped else ": no ReLU flip above explains it")
+        if not flipped:
+            cause = ": no ReLU flip or moved max-pool maximum above explains it"
+        elif above["flips"]:
+            cause = f": {above['flips']} ReLU flip(s) in {above['layer']}'s output explain it"
+        else:
+            cause = (f": {moved} {above['layer']} window(s) whose maximum moved between inputs "
+                     "tied within rounding explain it")
         verdict = (f"the gradient into {row['layer']}'s output leaves float64 "
                    f"({row['output_grad']:.1e}, {peer} {row['output_grad_peer']:.1e}){cause}")
     elif params:
