@@ -7,8 +7,11 @@
 #   tools/record_bench.sh kernels-cpu-resnet18 build/bench/bench_kernels --rounds 2
 #   tools/record_bench.sh step-cpu-resnet18-64px build/bench/bench_step --image-size 64
 #
-# <cpu> names the machine kind (intel-xeon, amd-epyc, or the model name made file-safe), so
-# each kind keeps its own file. The file is replaced only after the command succeeds.
+# <cpu> names the machine kind (intel-xeon, amd-epyc, or the model name made file-safe), with
+# -avx2 (or -no-avx2) appended where the CPU offers no AVX-512F: the same EPYC model has come
+# both with and without AVX-512 exposed by its VM, and the CPU kernels take different paths
+# (AVX-512 loops, or OpenBLAS and the portable loops), so each kind keeps its own file. The
+# file is replaced only after the command succeeds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,14 +22,31 @@ usage() {
 }
 
 cpu_model() { lscpu | sed -n 's/^Model name: *//p' | head -1; }
+cpu_has_flag() {
+  local flags
+  flags=$(grep -m1 '^flags' /proc/cpuinfo || true)
+  [[ " $flags " == *" $1 "* ]]
+}
+# The widest vector ISA the CPU kernels can use here (kernels/cpu/isa.h chooses at run time).
+cpu_vector_isa() {
+  if cpu_has_flag avx512f; then
+    echo avx512
+  elif cpu_has_flag avx2; then
+    echo avx2
+  else
+    echo no-avx2
+  fi
+}
 cpu_tag() {
-  local model
+  local model kind isa
   model=$(cpu_model)
   case $model in
-    *EPYC*) echo amd-epyc ;;
-    *Xeon*) echo intel-xeon ;;
-    *) echo "$model" | tr 'A-Z' 'a-z' | tr -cs 'a-z0-9' '-' | sed 's/-$//' ;;
+    *EPYC*) kind=amd-epyc ;;
+    *Xeon*) kind=intel-xeon ;;
+    *) kind=$(echo "$model" | tr 'A-Z' 'a-z' | tr -cs 'a-z0-9' '-' | sed 's/-$//') ;;
   esac
+  isa=$(cpu_vector_isa)
+  [[ $isa == avx512 ]] && echo "$kind" || echo "$kind-$isa"
 }
 
 if [[ $# -ge 1 && ($1 == --help || $1 == -h) ]]; then
@@ -46,7 +66,9 @@ table=$(mktemp)
 trap 'rm -f "$table"' EXIT
 {
   echo "# date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-  echo "# machine: $(cpu_model), $(nproc) cores, L2 $(lscpu | sed -n 's/^L2 cache: *//p')," \
+  echo "# machine: $(cpu_model) (family $(sed -n 's/^cpu family\t*: //p' /proc/cpuinfo | head -1)" \
+       "model $(sed -n 's/^model\t*: //p' /proc/cpuinfo | head -1), vector ISA $(cpu_vector_isa))," \
+       "$(nproc) cores, L2 $(lscpu | sed -n 's/^L2 cache: *//p')," \
        "L3 $(lscpu | sed -n 's/^L3 cache: *//p'), $(free -g | awk '/^Mem:/{print $2}') GiB," \
        "$(uname -sr)"
   # The results files being rewritten do not make the code dirty.
