@@ -4,6 +4,7 @@
 #include "kernels/cpu/sgemm_avx512.h"
 
 #include <algorithm>
+#include <bit>
 #include <vector>
 
 #if ENGINE_HAVE_OPENBLAS
@@ -96,17 +97,21 @@ void sgemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, 
   // each. The slicing follows the shape alone, never the thread count or the calling context:
   // OpenBLAS picks its kernels (and so its summation order) by the call's shape, so an
   // element's bits would otherwise change with the threads (the filter gradient differed on 1,
-  // 2 and 3 threads, and 1 rank x 2 threads parted from 2 ranks x 1 thread). Up to
-  // kMaxSlices slices, none under kMinSliceExtent rows or columns: each slice packs the other
-  // operand again, which costs under 1% of its product at that size.
-  constexpr int64_t kMaxSlices = 16, kMinSliceExtent = 256;
+  // 2 and 3 threads, and 1 rank x 2 threads parted from 2 ranks x 1 thread). A power of two
+  // of equal slices: one per kSliceExtent rows or columns, rounded down, two at least (so two
+  // threads share any product worth splitting, the stem's filter gradient with its 147 rows
+  // included) and kMaxSlices at most: 2, 4, 8 or 16 threads get equal shares. Each slice
+  // packs the other operand again (the filter gradient's dY chunk, the largest), so the
+  // count stays low: with one slice per 256, the step on 2 threads was 7-16% slower than with
+  // a slice per thread; with this, within the machine's noise of it (tools/ab_bench_step.sh).
+  constexpr int64_t kMaxSlices = 16, kSliceExtent = 1024;
   const bool split_rows = m >= n;
   const int64_t extent = split_rows ? m : n;
   const bool worth_splitting = m * n * k >= (int64_t{1} << 18);
-  const int64_t slice =
-      worth_splitting
-          ? (std::max(kMinSliceExtent, (extent + kMaxSlices - 1) / kMaxSlices) + 15) / 16 * 16
-          : extent;
+  const int64_t wanted = worth_splitting ? std::bit_floor(static_cast<uint64_t>(std::clamp<int64_t>(
+                                               extent / kSliceExtent, 2, kMaxSlices)))
+                                         : 1;
+  const int64_t slice = ((extent + wanted - 1) / wanted + 15) / 16 * 16;
   const int64_t slices = (extent + slice - 1) / slice;
   bool parallel = false;
 #if defined(_OPENMP)
