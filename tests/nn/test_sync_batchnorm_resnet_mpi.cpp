@@ -18,7 +18,13 @@
 // were cut differently (a 2026-12-01 draft of the padding-tap skip) flipped one in layer3.0
 // at 3 ranks (relative RMS error 0.012 in layer3.0.bn2 and every parameter before it, 1e-5
 // in every one after it), while ten other seeds stayed at 1e-5. A flip shows as that step
-// at one layer; a bug does not leave the layers after it exact.
+// at one layer; a bug does not leave the layers after it exact. So the test allows one such
+// step: walking from fc back to conv1, the parameters before the first that misses the
+// tolerance must all meet it, and that one and all the rest (the layers the flip's change
+// reaches) must stay within kFlipNormTolerance RMS. The AMD EPYC without AVX-512 (OpenBLAS
+// and the portable loops) flips one in layer3.0 at 3 ranks: 0.006-0.012 from layer3.0.bn2
+// back to conv1, 1.5e-5 or less from layer3.1 on. A SyncBN that reduced the wrong sums would
+// move layer4's BatchNorms, next to the loss, as much as the stem's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -39,7 +45,7 @@ namespace {
 
 constexpr int64_t kPerRank = 2, kSize = 32, kClasses = 10;
 constexpr uint64_t kModelSeed = 5;
-constexpr double kNormTolerance = 2e-4, kElementTolerance = 1e-2;
+constexpr double kNormTolerance = 2e-4, kElementTolerance = 1e-2, kFlipNormTolerance = 5e-2;
 
 struct StepResult {
   std::vector<float> grads, buffers;
@@ -131,7 +137,12 @@ TEST(SyncResNet, Resnet18GradientsOnNRanksEqualTheGlobalBatch) {
 
   nn::ResNet layout("resnet18", {.num_classes = kClasses, .seed = kModelSeed});
   layout.allocate(Device::cpu(), stream);
-  std::string first_bad;
+  // Each parameter's errors, in the layout's (forward) order.
+  struct Errors {
+    std::string name;
+    double norm = 0, element = 0;
+  };
+  std::vector<Errors> errors;
   double worst_norm = 0, worst_element = 0;
   for (const nn::ParameterInfo& p : layout.params().parameters()) {
     double sq = 0, diff_sq = 0;
@@ -151,10 +162,7 @@ TEST(SyncResNet, Resnet18GradientsOnNRanksEqualTheGlobalBatch) {
     }
     worst_norm = std::max(worst_norm, norm_error);
     worst_element = std::max(worst_element, element_error);
-    if ((norm_error > kNormTolerance || element_error > kElementTolerance) && first_bad.empty()) {
-      first_bad = p.name + " (relative RMS error " + std::to_string(norm_error) +
-                  ", worst element " + std::to_string(element_error) + ")";
-    }
+    errors.push_back({p.name, norm_error, element_error});
     if (world == 1) {
       const std::vector<float> want(reference.grads.begin() + p.offset,
                                     reference.grads.begin() + p.offset + p.numel());
@@ -163,8 +171,28 @@ TEST(SyncResNet, Resnet18GradientsOnNRanksEqualTheGlobalBatch) {
       EXPECT_EQ(want, got) << p.name << " differs on one rank (SyncBN must equal BatchNorm2d)";
     }
   }
-  EXPECT_TRUE(first_bad.empty()) << "rank " << rank << "/" << world
-                                 << ": first diverging parameter " << first_bad;
+  // From fc back to conv1: the first parameter that misses the tolerance is where a flip's
+  // step would be (see the header comment); it and everything before it in the network must
+  // stay within kFlipNormTolerance.
+  size_t step = errors.size();
+  while (step > 0 && errors[step - 1].norm <= kNormTolerance &&
+         errors[step - 1].element <= kElementTolerance)
+    --step;
+  std::string beyond_flip;
+  for (size_t i = 0; i < step; ++i) {
+    if (!(errors[i].norm <= kFlipNormTolerance) && beyond_flip.empty()) {
+      beyond_flip = errors[i].name + " (relative RMS error " + std::to_string(errors[i].norm) + ")";
+    }
+  }
+  EXPECT_TRUE(beyond_flip.empty())
+      << "rank " << rank << "/" << world << ": " << beyond_flip
+      << " is further from the global batch than a flipped ReLU would move it";
+  if (step > 0 && rank == 0) {
+    std::printf(
+        "  a step at %s (relative RMS error %.3g), every later parameter within the "
+        "tolerance: a flipped ReLU's\n",
+        errors[step - 1].name.c_str(), errors[step - 1].norm);
+  }
   if (rank == 0) {
     std::printf(
         "  resnet18 on %d rank(s) x %lld images: worst relative RMS error %.3g, worst "

@@ -132,7 +132,11 @@ def case_equivalence(args):
     work = fresh(args, "equivalence")
     # Few steps at a small rate: fp32 rounding differences between the two runs (sums taken in
     # another order) flip max-pool and ReLU decisions that later steps amplify; changing the
-    # rate by 5e-5 relative moves the third step's loss by 4e-3 and the fourth's by 2e-2.
+    # rate by 5e-5 relative moves the third step's loss by 4e-3 and the fourth's by 2e-2. So
+    # the first two steps are held to 1e-5 and the third to 1e-2: on the AMD EPYC without
+    # AVX-512 (OpenBLAS and the portable loops) they measured 4.5e-7, 7.6e-7 and 5.7e-4, where
+    # the AVX-512 paths stay under 1e-4 at the third. A rank that normalized with its own
+    # batch's statistics would miss at the first step.
     flags = ["--sync-bn", "--epochs", "1", "--max-steps", "3", "--lr", "0.002", "--momentum", "0.9"]
     one = os.path.join(work, "one.jsonl")
     two = os.path.join(work, "two.jsonl")
@@ -140,9 +144,13 @@ def case_equivalence(args):
     run(args, 2, flags + ["-b", "8", "--checkpoint-dir", work + "/2", "--step-metrics", two])
     a, b = step_losses(one), step_losses(two)
     check(len(a) == 3 and len(b) == 3, f"expected 3 steps each, got {len(a)} and {len(b)}")
-    worst = max(abs(x[1] - y[1]) / abs(x[1]) for x, y in zip(a, b))
-    check(worst < 1e-4, f"losses differ by {worst:.2e} relative:\n1 rank  {a}\n2 ranks {b}")
-    print(f"equivalence: 3 steps, largest relative loss difference {worst:.2e} (tolerance 1e-4)")
+    tolerances = [1e-5, 1e-5, 1e-2]
+    differences = [abs(x[1] - y[1]) / abs(x[1]) for x, y in zip(a, b)]
+    check(all(d < t for d, t in zip(differences, tolerances)),
+          f"losses differ by {', '.join(f'{d:.2e}' for d in differences)} relative (tolerances "
+          f"{tolerances}):\n1 rank  {a}\n2 ranks {b}")
+    print(f"equivalence: 3 steps, relative loss differences "
+          f"{', '.join(f'{d:.2e}' for d in differences)} (tolerances {tolerances})")
 
 
 def case_resume(args):
