@@ -31,6 +31,7 @@ import torch
 import torchvision
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_probes import moved_maxima  # noqa: E402
 from safetensors_torch import read_safetensors  # noqa: E402
 
 MOMENTUM_PREFIX = "optimizer.momentum_buffer."
@@ -102,21 +103,6 @@ def flips(a, exact):
     return int(((a > 0) != (exact > 0)).sum().item())
 
 
-def moved_maxima(pool, ours_input, exact_input, tie=1e-5):
-    """Windows of the max-pool `pool` whose maximum our input puts elsewhere than float64's,
-    counted only where float64's values at the two places are within `tie` (relative) of each
-    other: a near tie that rounding decides. A maximum moved anywhere else is not counted, so
-    a wrong max-pool still leaves the gradient unexplained."""
-    def argmax(x):
-        return torch.nn.functional.max_pool2d(x.double(), pool.kernel_size, pool.stride,
-                                              pool.padding, return_indices=True)[1].flatten(2)
-    ours_at, exact_at = argmax(ours_input), argmax(exact_input)
-    plane = exact_input.double().flatten(2)
-    ours_pick, exact_pick = plane.gather(2, ours_at), plane.gather(2, exact_at)
-    near = (ours_pick - exact_pick).abs() <= tie * exact_pick.abs()
-    return int(((ours_at != exact_at) & near).sum().item())
-
-
 def main():
     args = parse_args()
     if args.threads > 0:
@@ -149,9 +135,10 @@ def main():
                "output_grad": relative(ours[name + ".output_grad"], grad64[name]),
                "output_grad_peer": relative(grad32[name], grad64[name])}
         if name == "maxpool" and rows:  # its input is the previous layer's output
-            pool = getattr(torchvision.models, meta["arch"])().maxpool
-            row["moved_maxima"] = moved_maxima(pool, ours[rows[-1]["layer"] + ".output"],
-                                               out64[rows[-1]["layer"]])
+            exact = out64[rows[-1]["layer"]]
+            row["moved_maxima"] = moved_maxima(
+                list(exact.shape), exact.flatten().tolist(),
+                ours[rows[-1]["layer"] + ".output"].double().flatten().tolist())
         rows.append(row)
         print(f"{name:<12} {row['output']:>12.2e} {row['output_peer']:>9.2e} "
               f"{row['flips']:>3}/{row['flips_peer']:<3}   {row['output_grad']:>16.2e} "
