@@ -89,12 +89,13 @@ def compare_probes(reference_path, other_path, output_tolerance=1e-4, gradient_t
         if min(a) >= 0:  # a ReLU's output
             flips += sum((x > 0) != (y > 0) for x, y in zip(a, b))
     below_pool = set()
-    if "maxpool" in layers and layers.index("maxpool") > 0:
-        pool_input = layers[layers.index("maxpool") - 1] + ".output"
-        dtype, shape, values = reference[pool_input]
+    pool = layers.index("maxpool") if "maxpool" in layers else 0
+    if pool > 0:  # its input is the previous layer's output
+        pool_input = layers[pool - 1] + ".output"
+        _, shape, values = reference[pool_input]
         moved = moved_maxima(shape, values, other[pool_input][2])
         if moved:
-            below_pool = {layer + ".output_grad" for layer in layers[:layers.index("maxpool")]}
+            below_pool = {layer + ".output_grad" for layer in layers[:pool]}
     limit = {"output": output_tolerance,
              "gradient": flipped_gradient_tolerance if flips or moved else gradient_tolerance}
     worst = {"output": (0.0, ""), "gradient": (0.0, "")}
