@@ -1,13 +1,54 @@
 #include "kernels/cpu/isa.h"
 
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 namespace engine::cpu {
 
 namespace {
 bool portable_forced = false;
+Bf16Products bf16_ceiling = Bf16Products::kAmx;
+
+// CPUID leaf 7, sub-leaf `sub`: {eax, ebx, ecx, edx}, zeros where the leaf is absent.
+struct Leaf7 {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+};
+Leaf7 cpuid_leaf7(unsigned sub) {
+  Leaf7 leaf;
+  if (__get_cpuid_max(0, nullptr) < 7) return leaf;
+  __cpuid_count(7, sub, leaf.eax, leaf.ebx, leaf.ecx, leaf.edx);
+  return leaf;
+}
+
+// Linux keeps AMX's 8 KiB of tile data out of a process's signal frames and context switches
+// until the process asks for it; without the grant the first tile instruction faults.
+bool linux_grants_amx_tile_data() {
+  constexpr long kArchReqXcompPerm = 0x1023;
+  constexpr long kXfeatureXtileData = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtileData) == 0;
+}
 }  // namespace
 
 bool cpu_has_avx512() {
   static const bool has = __builtin_cpu_supports("avx512f");
+  return has;
+}
+
+bool cpu_has_avx512_bf16() {
+  // CPUID.(7, 1):EAX bit 5 is AVX512_BF16; avx512bw for the byte/word shuffles of the packing.
+  static const bool has = cpu_has_avx512() && __builtin_cpu_supports("avx512bw") &&
+                          (cpuid_leaf7(1).eax & (1u << 5)) != 0;
+  return has;
+}
+
+bool cpu_has_amx_bf16() {
+  // CPUID.(7, 0):EDX bit 22 is AMX-BF16, bit 24 AMX-TILE.
+  static const bool has = [] {
+    const unsigned edx = cpuid_leaf7(0).edx;
+    const bool amx = (edx & (1u << 22)) != 0 && (edx & (1u << 24)) != 0;
+    return amx && cpu_has_avx512_bf16() && linux_grants_amx_tile_data();
+  }();
   return has;
 }
 
@@ -17,6 +58,31 @@ bool use_avx512() {
 
 void force_portable_kernels(bool on) {
   portable_forced = on;
+}
+
+Bf16Products bf16_products() {
+  if (!use_avx512()) return Bf16Products::kWidened;
+  if (bf16_ceiling == Bf16Products::kAmx && cpu_has_amx_bf16()) return Bf16Products::kAmx;
+  if (bf16_ceiling != Bf16Products::kWidened && cpu_has_avx512_bf16()) {
+    return Bf16Products::kAvx512Bf16;
+  }
+  return Bf16Products::kWidened;
+}
+
+void force_bf16_products(Bf16Products way) {
+  bf16_ceiling = way;
+}
+
+const char* bf16_products_name(Bf16Products way) {
+  switch (way) {
+    case Bf16Products::kAmx:
+      return "amx";
+    case Bf16Products::kAvx512Bf16:
+      return "avx512-bf16";
+    case Bf16Products::kWidened:
+      break;
+  }
+  return "widened-fp32";
 }
 
 }  // namespace engine::cpu

@@ -1,6 +1,7 @@
 // Which vector instruction set the CPU kernels use. The library is built for baseline x86-64
 // so that one binary runs anywhere; the hot loops (GEMM, BatchNorm) also have AVX-512 versions
-// that are chosen at run time when the CPU has AVX-512F.
+// that are chosen at run time when the CPU has AVX-512F, and bf16 products have kernels for
+// AVX512_BF16 (vdpbf16ps) and Intel AMX (tdpbf16ps) where the CPU and the kernel offer them.
 #pragma once
 
 namespace engine::cpu {
@@ -8,11 +9,35 @@ namespace engine::cpu {
 // The CPU supports AVX-512F.
 bool cpu_has_avx512();
 
+// The CPU supports AVX512_BF16 (with AVX512F and AVX512BW, which every such CPU has).
+bool cpu_has_avx512_bf16();
+
+// The CPU supports AMX-BF16 tiles and Linux granted this process their state
+// (arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA), asked once).
+bool cpu_has_amx_bf16();
+
 // Whether the CPU ops take their AVX-512 paths: cpu_has_avx512(), unless the portable loops
 // are forced (tests use that to check both paths on one machine).
 bool use_avx512();
 
 // Forces (or stops forcing) the portable loops. Not thread-safe: call between ops.
 void force_portable_kernels(bool on);
+
+// How the CPU multiplies bf16 operands (convolutions and linear layers with bf16 tensors).
+enum class Bf16Products {
+  kWidened,     // widened to fp32 and multiplied by the fp32 GEMM (any CPU)
+  kAvx512Bf16,  // vdpbf16ps: pairs of bf16 products summed into fp32 lanes
+  kAmx,         // AMX tiles: tdpbf16ps, 16 x 16 fp32 results of 16 x 32 by 32 x 16 bf16
+};
+
+// The fastest way this CPU offers (kAmx, else kAvx512Bf16, else kWidened), or the forced one
+// when it is available; kWidened when the portable loops are forced.
+Bf16Products bf16_products();
+
+// Forces one way (tests check each on one machine); a way the CPU lacks falls back as above.
+// Passing kAmx restores the default. Not thread-safe: call between ops.
+void force_bf16_products(Bf16Products way);
+
+const char* bf16_products_name(Bf16Products way);
 
 }  // namespace engine::cpu

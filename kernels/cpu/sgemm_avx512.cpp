@@ -8,37 +8,17 @@
 #include <new>
 #include <vector>
 
+#include "kernels/cpu/transpose_avx512.h"
+
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
 
 namespace engine::cpu {
 
-namespace {
-
-constexpr int kTileRows = 12;  // MR: rows of C per register tile
-constexpr int kTileCols = 32;  // NR: two zmm registers of C per row
-// KC: the deepest K pass; one B panel slice (KC x 32 floats, 48 KiB) is reused from L1/L2 by
-// every row tile of a block.
-constexpr int64_t kMaxDepth = 384;
-// MC: rows per block; the block's slice of A (MC x KC floats, 360 KiB) stays in the 1 MiB L2
-// while every B panel passes over it.
-constexpr int64_t kBlockRows = 240;
-// An operand of more floats than this (1 MiB, the L2 of the smallest core we run on) is
-// taken to come from L3: a transposed A that large is packed, and a B that large is
-// prefetched a panel ahead (see compute_block).
-constexpr int64_t kL2ResidentFloats = int64_t{1} << 18;
-// Row tiles a block needs before the next B panel slice is prefetched while it is computed.
-constexpr int64_t kMinTilesToPrefetch = 12;
-
-int64_t panel_count(int64_t n) {
-  return (n + kTileCols - 1) / kTileCols;
-}
-
-// dst[p * dst_stride + i] = src[i * src_stride + p] for a 16 x 16 block, in four rounds of
-// two-source permutes: pairs of rows interleaved, then pairs of pairs, then 128-bit lanes
-// twice. (vpermt2ps throughout: GCC 12's unpack and shuffle intrinsics pass an undefined
-// operand that it then reports as uninitialized.)
+// In four rounds of two-source permutes: pairs of rows interleaved, then pairs of pairs, then
+// 128-bit lanes twice. (vpermt2ps throughout: GCC 12's unpack and shuffle intrinsics pass an
+// undefined operand that it then reports as uninitialized.)
 __attribute__((target("avx512f"))) void transpose_16x16(const float* src, int64_t src_stride,
                                                         float* dst, int64_t dst_stride) {
   // Indices into the 32 floats of (a, b): b's are 16 + i.
@@ -88,6 +68,27 @@ __attribute__((target("avx512f"))) void transpose_16x16(const float* src, int64_
     _mm512_storeu_ps(dst + (8 + q) * dst_stride, _mm512_permutex2var_ps(high01, lanes02, high23));
     _mm512_storeu_ps(dst + (12 + q) * dst_stride, _mm512_permutex2var_ps(high01, lanes13, high23));
   }
+}
+
+namespace {
+
+constexpr int kTileRows = 12;  // MR: rows of C per register tile
+constexpr int kTileCols = 32;  // NR: two zmm registers of C per row
+// KC: the deepest K pass; one B panel slice (KC x 32 floats, 48 KiB) is reused from L1/L2 by
+// every row tile of a block.
+constexpr int64_t kMaxDepth = 384;
+// MC: rows per block; the block's slice of A (MC x KC floats, 360 KiB) stays in the 1 MiB L2
+// while every B panel passes over it.
+constexpr int64_t kBlockRows = 240;
+// An operand of more floats than this (1 MiB, the L2 of the smallest core we run on) is
+// taken to come from L3: a transposed A that large is packed, and a B that large is
+// prefetched a panel ahead (see compute_block).
+constexpr int64_t kL2ResidentFloats = int64_t{1} << 18;
+// Row tiles a block needs before the next B panel slice is prefetched while it is computed.
+constexpr int64_t kMinTilesToPrefetch = 12;
+
+int64_t panel_count(int64_t n) {
+  return (n + kTileCols - 1) / kTileCols;
 }
 
 // Calls pack(panel) for every 32-column panel of B, in parallel unless already inside a

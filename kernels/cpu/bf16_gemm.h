@@ -1,0 +1,72 @@
+// The CPU's bf16 GEMM: bf16 operands, products summed in fp32, on AVX512_BF16 (vdpbf16ps) or
+// Intel AMX tiles (tdpbf16ps), chosen at run time (kernels/cpu/isa.h: bf16_products()).
+//
+// Both instructions multiply pairs of bf16 along K and add them into fp32, so B is packed
+// once into "pair rows": for each 32-column panel and each pair of K rows (2q, 2q + 1), the
+// 32 columns' two values side by side (the VNNI layout AMX's B tiles need, and two zmm
+// registers of vdpbf16ps operands). A is read in place, rows contiguous along K. A bf16
+// product is exact in fp32, so the only error against the exact sum is the fp32
+// accumulation's, as with the widened fp32 GEMM (the instructions flush denormals to zero).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/bfloat16.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/scratch.h"
+#include "kernels/cpu/sgemm_avx512.h"
+
+namespace engine::cpu {
+
+// B [k x n] packed into 32-column panels of pair rows; k rounded up to even with a zero row,
+// columns beyond n zero. Its storage is the constructing thread's kept scratch.
+class PackedPairsB {
+ public:
+  // Element (p, j) of B is b[p * b_k_stride + j * b_col_stride].
+  PackedPairsB(int64_t n, int64_t k, const bf16* b, int64_t b_k_stride, int64_t b_col_stride);
+  // B given row by row: row p is the n contiguous values at rows[p] (k = rows.size()).
+  PackedPairsB(int64_t n, const std::vector<const bf16*>& rows);
+  PackedPairsB(const PackedPairsB&) = delete;
+  PackedPairsB& operator=(const PackedPairsB&) = delete;
+  int64_t n() const { return n_; }
+  int64_t k() const { return k_; }
+  // Panel j's pair row q: the 64 values at data() + (j * pair_rows() + q) * 64.
+  int64_t pair_rows() const { return (k_ + 1) / 2; }
+  const uint16_t* data() const { return reinterpret_cast<const uint16_t*>(storage_.data()); }
+
+ private:
+  int64_t n_, k_;
+  ScratchFloats storage_;
+};
+
+// Where a bf16 GEMM writes row i of C: at c + c_rows[i] (elements) when c_rows is set, else at
+// c + i * ldc; bf16 (rounded to nearest even, as bf16(float)) or fp32 (plus beta * C). bias,
+// when set, is added to every row before rounding.
+struct Bf16GemmOutput {
+  void* c = nullptr;
+  bool c_is_bf16 = false;
+  int64_t ldc = 0;
+  const int64_t* c_rows = nullptr;
+  float beta = 0.f;  // fp32 C only
+  const float* bias = nullptr;
+};
+
+// Whether a product over these runs can take the bf16 kernels: every run starts at an even
+// row of B and has an even length (a pair never straddles two runs).
+bool bf16_runs_are_paired(const std::vector<DepthRun>& runs);
+
+// C = A * B over `runs` (A's columns [a_begin, a_begin + length) times B's rows [b_begin, ...),
+// summed over the runs) on the calling thread, A's row i at a + i * lda, with `way` (not
+// kWidened). Requires bf16_runs_are_paired(runs).
+void bf16_gemm_packed_runs(Bf16Products way, int64_t m, const bf16* a, int64_t lda,
+                           const PackedPairsB& b, const std::vector<DepthRun>& runs,
+                           const Bf16GemmOutput& out);
+
+// C [m x n] = A [m x k] * B [k x n] on the OpenMP threads, A's row i at a + i * lda, B's
+// element (p, j) at b[p * b_k_stride + j * b_col_stride]; k even. Each element of C is
+// summed in the same order whatever the thread count.
+void bf16_gemm(Bf16Products way, int64_t m, int64_t n, int64_t k, const bf16* a, int64_t lda,
+               const bf16* b, int64_t b_k_stride, int64_t b_col_stride, const Bf16GemmOutput& out);
+
+}  // namespace engine::cpu

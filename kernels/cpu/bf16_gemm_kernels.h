@@ -1,0 +1,42 @@
+// The bf16 GEMM's inner kernels (kernels/cpu/bf16_gemm.h): one block of C, kernel_rows(way)
+// rows by one 32-column panel, summed over depth runs into an fp32 tile. Internal to
+// bf16_gemm.cpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/sgemm_avx512.h"
+
+namespace engine::cpu::bf16_kernels {
+
+constexpr int kPanelCols = 32;       // columns of a B panel and of a block of C
+constexpr int kPairRowValues = 64;   // bf16 values in one pair row of a panel
+constexpr int kAmxRows = 32;         // two 16-row A tiles, four 16 x 16 C tiles
+constexpr int kAvx512Bf16Rows = 12;  // 12 x 2 zmm accumulators
+
+inline int kernel_rows(Bf16Products way) {
+  return way == Bf16Products::kAmx ? kAmxRows : kAvx512Bf16Rows;
+}
+
+// A block's operands: A's row i at a + i * lda (kernel_rows rows readable, contiguous along
+// K), the panel's pair rows, and the runs (b_begin and length even).
+struct Block {
+  const uint16_t* a;
+  int64_t lda;
+  const uint16_t* panel;
+  const DepthRun* runs;
+  size_t run_count;
+};
+
+// tile[i * 32 + j] = sum over the runs of A(i, p) * B(p, j), for i < kernel_rows(way).
+void amx_block(const Block& block, float* tile);
+void avx512_bf16_block(const Block& block, float* tile);
+
+// AMX's tile registers are configured per thread before amx_block and released after, so
+// that a thread that leaves them keeps no 8 KiB of tile state in its context switches.
+void amx_configure();
+void amx_release();
+
+}  // namespace engine::cpu::bf16_kernels

@@ -1,0 +1,222 @@
+// The CPU's bf16 GEMM (kernels/cpu/bf16_gemm.h) on each way this CPU offers (AMX tiles,
+// AVX512_BF16), against a double-precision product of the same bf16 values: a bf16 product
+// is exact in fp32, so the only error allowed is the fp32 accumulation's, (k + 1) units of
+// 2^-24 of the sum of |a b|, and for a bf16 C its one rounding. Edges of every blocking:
+// 12- and 32-row kernels, 256-row blocks, 32-column panels, 32-deep AMX steps and their
+// partial last step; both B layouts; runs with gaps; scattered C rows; bias and beta; the
+// same bits on one and two threads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/bf16_gemm.h"
+#include "kernels/cpu/isa.h"
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace engine::cpu {
+namespace {
+
+std::vector<bf16> random_bf16(int64_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-2.f, 2.f);
+  std::vector<bf16> values(static_cast<size_t>(count));
+  for (bf16& v : values)
+    v = bf16(uniform(rng));
+  return values;
+}
+
+double value(bf16 v) {
+  return static_cast<float>(v);
+}
+
+std::vector<Bf16Products> ways_here() {
+  std::vector<Bf16Products> ways;
+  if (cpu_has_amx_bf16()) ways.push_back(Bf16Products::kAmx);
+  if (cpu_has_avx512_bf16()) ways.push_back(Bf16Products::kAvx512Bf16);
+  return ways;
+}
+
+#define SKIP_WITHOUT_BF16_KERNELS()                                                 \
+  if (ways_here().empty()) {                                                        \
+    GTEST_SKIP() << "this CPU has neither AMX-BF16 nor AVX512_BF16 (bf16 products " \
+                    "are widened to fp32 here)";                                    \
+  }
+
+// A product to check: A [m x lda] (row-major), B either row-major [k x ldb] or its columns
+// contiguous ([n x ldb]), over `runs`.
+struct Case {
+  int64_t m, n, k;
+  bool b_columns_contiguous = false;
+  std::vector<DepthRun> runs;  // empty: the whole depth
+};
+
+struct Checked {
+  double worst_ratio = 0;  // |error| / allowed, the largest over C
+};
+
+Checked check(Bf16Products way, const Case& test, bool c_is_bf16, float beta, bool with_bias,
+              bool scattered_rows) {
+  SCOPED_TRACE(::testing::Message()
+               << bf16_products_name(way) << " m=" << test.m << " n=" << test.n << " k=" << test.k
+               << " b_columns=" << test.b_columns_contiguous << " runs=" << test.runs.size()
+               << " bf16_c=" << c_is_bf16 << " beta=" << beta << " bias=" << with_bias
+               << " scattered=" << scattered_rows);
+  const std::vector<DepthRun> runs =
+      test.runs.empty() ? std::vector<DepthRun>{{0, 0, test.k}} : test.runs;
+  int64_t a_width = 0;
+  for (const DepthRun& run : runs)
+    a_width = std::max(a_width, run.a_begin + run.length);
+  const int64_t lda = a_width + 2, ldb = (test.b_columns_contiguous ? test.k : test.n) + 2;
+  const auto a = random_bf16(test.m * lda, 1);
+  const auto b = random_bf16((test.b_columns_contiguous ? test.n : test.k) * ldb, 2);
+  const auto b_at = [&](int64_t p, int64_t j) {
+    return value(test.b_columns_contiguous ? b[j * ldb + p] : b[p * ldb + j]);
+  };
+  std::vector<float> bias(static_cast<size_t>(test.n));
+  for (int64_t j = 0; j < test.n; ++j)
+    bias[j] = 0.25f * static_cast<float>(j % 7) - 0.5f;
+  // C rows in reverse order, ldc wider than n, when scattered.
+  const int64_t ldc = test.n + 3;
+  std::vector<int64_t> c_rows(static_cast<size_t>(test.m));
+  for (int64_t i = 0; i < test.m; ++i)
+    c_rows[i] = (scattered_rows ? test.m - 1 - i : i) * ldc;
+  std::vector<float> c_f32(static_cast<size_t>(test.m * ldc));
+  for (size_t i = 0; i < c_f32.size(); ++i)
+    c_f32[i] = 0.125f * static_cast<float>(i % 11) - 0.5f;
+  std::vector<bf16> c_b16(c_f32.size(), bf16(3.f));
+  const std::vector<float> c_before = c_f32;
+  const PackedPairsB packed = test.b_columns_contiguous
+                                  ? PackedPairsB(test.n, test.k, b.data(), 1, ldb)
+                                  : PackedPairsB(test.n, test.k, b.data(), ldb, 1);
+  Bf16GemmOutput out;
+  out.c = c_is_bf16 ? static_cast<void*>(c_b16.data()) : c_f32.data();
+  out.c_is_bf16 = c_is_bf16;
+  out.c_rows = c_rows.data();
+  out.beta = beta;
+  out.bias = with_bias ? bias.data() : nullptr;
+  bf16_gemm_packed_runs(way, test.m, a.data(), lda, packed, runs, out);
+  Checked result;
+  for (int64_t i = 0; i < test.m; ++i) {
+    for (int64_t j = 0; j < ldc; ++j) {
+      const int64_t at = c_rows[i] + j;
+      if (j >= test.n) {  // beyond n: never written
+        if (c_is_bf16) {
+          EXPECT_EQ(c_b16[at].bits, bf16(3.f).bits) << "column " << j << " of row " << i;
+        } else {
+          EXPECT_EQ(c_f32[at], c_before[at]) << "column " << j << " of row " << i;
+        }
+        continue;
+      }
+      double sum = 0, magnitude = 0;
+      for (const DepthRun& run : runs) {
+        for (int64_t p = 0; p < run.length; ++p) {
+          const double product = value(a[i * lda + run.a_begin + p]) * b_at(run.b_begin + p, j);
+          sum += product;
+          magnitude += std::abs(product);
+        }
+      }
+      if (with_bias) sum += bias[j];
+      if (!c_is_bf16) sum += beta * c_before[at];
+      const double got = c_is_bf16 ? value(c_b16[at]) : c_f32[at];
+      double allowed = (test.k + 2) * std::ldexp(magnitude + std::abs(sum) + 1.0, -24);
+      if (c_is_bf16) allowed += std::ldexp(std::abs(sum), -8);
+      result.worst_ratio = std::max(result.worst_ratio, std::abs(got - sum) / allowed);
+      if (std::abs(got - sum) > allowed) {
+        ADD_FAILURE() << "C(" << i << ", " << j << ") = " << got << ", expected " << sum
+                      << " within " << allowed;
+        return result;
+      }
+    }
+  }
+  return result;
+}
+
+TEST(Bf16GemmCpu, EveryEdgeOfTheBlockingAgainstDouble) {
+  SKIP_WITHOUT_BF16_KERNELS();
+  for (Bf16Products way : ways_here()) {
+    double worst = 0;
+    for (int64_t m : {1, 11, 12, 13, 31, 32, 33, 257, 300}) {
+      for (int64_t n : {1, 16, 31, 32, 33, 70}) {
+        for (int64_t k : {2, 30, 32, 34, 64, 98, 576}) {
+          for (bool columns : {false, true})
+            worst = std::max(
+                worst, check(way, {m, n, k, columns, {}}, false, 0.f, false, false).worst_ratio);
+        }
+      }
+    }
+    // Odd k: B's last pair row is half zero, and the one run is paired only if k is even.
+    std::printf("%s: worst error %.3f of allowed\n", bf16_products_name(way), worst);
+    EXPECT_GT(worst, 0.0) << "the check can fail: some error is measured";
+  }
+}
+
+TEST(Bf16GemmCpu, OutputsBiasBetaAndScatteredRows) {
+  SKIP_WITHOUT_BF16_KERNELS();
+  for (Bf16Products way : ways_here()) {
+    for (bool scattered : {false, true}) {
+      check(way, {45, 70, 96, false, {}}, true, 0.f, false, scattered);
+      check(way, {45, 70, 96, true, {}}, true, 0.f, true, scattered);
+      check(way, {45, 70, 96, false, {}}, false, 1.f, false, scattered);
+      check(way, {45, 70, 96, true, {}}, false, 0.5f, true, scattered);
+    }
+  }
+}
+
+TEST(Bf16GemmCpu, RunsWithGapsAndPartialSteps) {
+  SKIP_WITHOUT_BF16_KERNELS();
+  // A's columns [a_begin, +length) times B's rows [b_begin, +length): as a convolution's tap
+  // classes use it (64-deep taps), and with lengths that leave a partial 32-deep AMX step.
+  const std::vector<DepthRun> taps = {{0, 64, 128}, {128, 256, 64}, {192, 448, 64}};
+  const std::vector<DepthRun> ragged = {{0, 2, 6}, {6, 40, 34}, {40, 100, 2}, {42, 102, 60}};
+  for (Bf16Products way : ways_here()) {
+    for (int64_t m : {13, 40, 300}) {
+      check(way, {m, 64, 576, false, taps}, true, 0.f, false, true);
+      check(way, {m, 33, 576, true, taps}, false, 0.f, false, false);
+      check(way, {m, 40, 170, false, ragged}, false, 1.f, false, false);
+      check(way, {m, 40, 170, true, ragged}, true, 0.f, true, true);
+    }
+  }
+}
+
+TEST(Bf16GemmCpu, UnpairedRunsAreRefused) {
+  EXPECT_TRUE(bf16_runs_are_paired({{0, 0, 64}, {64, 128, 2}}));
+  EXPECT_FALSE(bf16_runs_are_paired({{0, 1, 64}}));
+  EXPECT_FALSE(bf16_runs_are_paired({{0, 0, 63}}));
+}
+
+TEST(Bf16GemmCpu, SameBitsOnOneAndTwoThreads) {
+  SKIP_WITHOUT_BF16_KERNELS();
+#if defined(_OPENMP)
+  const int64_t m = 517, n = 96, k = 320;
+  const auto a = random_bf16(m * k, 5), b = random_bf16(n * k, 6);
+  for (Bf16Products way : ways_here()) {
+    std::vector<std::vector<bf16>> results;
+    for (int threads : {1, 2, 3}) {
+      omp_set_num_threads(threads);
+      std::vector<bf16> c(static_cast<size_t>(m * n));
+      Bf16GemmOutput out;
+      out.c = c.data();
+      out.c_is_bf16 = true;
+      out.ldc = n;
+      bf16_gemm(way, m, n, k, a.data(), k, b.data(), 1, k, out);
+      results.push_back(c);
+    }
+    omp_set_num_threads(2);
+    for (size_t r = 1; r < results.size(); ++r) {
+      EXPECT_EQ(std::memcmp(results[0].data(), results[r].data(), results[0].size() * 2), 0)
+          << bf16_products_name(way) << ": " << r + 1 << " threads";
+    }
+  }
+#else
+  GTEST_SKIP() << "built without OpenMP";
+#endif
+}
+
+}  // namespace
+}  // namespace engine::cpu
