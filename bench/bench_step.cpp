@@ -22,6 +22,7 @@
 #include "bench/bench_report.h"
 #include "bench/timing.h"
 #include "bench/torch_baseline.h"
+#include "kernels/cpu/isa.h"
 #include "kernels/runtime.h"
 #include "nn/cross_entropy.h"
 #include "nn/precision.h"
@@ -46,8 +47,8 @@ const char* const kUsage =
     "--profile also prints the time of each top-level layer's forward and backward, the loss\n"
     "and SGD. --precision tf32 (CUDA only): convolutions and linear layers on TF32 tensor\n"
     "cores, against PyTorch with TF32 on (fp32: off). --precision bf16: bf16 activations with\n"
-    "fp32 master weights; PyTorch's baseline is bf16 autocast on a GPU and none on the CPU (its\n"
-    "CPU bf16 path is not what a GPU run compares against).\n"
+    "fp32 master weights, against PyTorch's bf16 autocast (fp32 weights) on the same device;\n"
+    "on the CPU the note names how our bf16 products ran (amx, avx512-bf16 or widened-fp32).\n"
     "ENGINE_TORCH_PYTHON names the python with torch (default /usr/bin/python3).\n";
 
 struct Options {
@@ -225,9 +226,8 @@ int run(int argc, char** argv) {
   omp_set_num_threads(o.threads);
   wait_for_startup_threads_to_sleep();
   NativeStep ours(o, device);
-  // The baseline: PyTorch on the same device. On the CPU fp32 only (its CPU bf16 path is not
-  // what a GPU run compares against) in both memory formats; on a GPU channels_last, fp32 or
-  // bf16 autocast; none on the sim device (no PyTorch runs there).
+  // The baseline: PyTorch on the same device, fp32 or bf16 autocast: on the CPU in both memory
+  // formats, on a GPU channels_last; none on the sim device (no PyTorch runs there).
   const bool gpu = device.is_cuda();
   const bool sim = gpu && cuda_is_sim_device();
   std::string no_baseline_note;
@@ -236,8 +236,6 @@ int run(int argc, char** argv) {
     no_baseline_note = "--no-baseline";
   } else if (sim) {
     no_baseline_note = "no PyTorch baseline on the sim device";
-  } else if (!gpu && o.precision.activations != DType::f32) {
-    no_baseline_note = "no PyTorch baseline for bf16 on the CPU";
   } else {
     torch = std::make_unique<TorchProcess>("bench_torch_step.py", o.threads, o.min_seconds);
   }
@@ -272,6 +270,10 @@ int run(int argc, char** argv) {
   if (o.profile && !o.json) print_profile(ours, o);
   if (!torch_format.empty() && best.note.empty()) {
     best.note = "torch " + torch_format;
+    if (!gpu && o.precision.activations == DType::bf16) {
+      best.note +=
+          std::string(", bf16 autocast; ours ") + cpu::bf16_products_name(cpu::bf16_products());
+    }
     if (gpu) {
       const nn::Precision p = o.precision;
       best.note += std::string(p.activations == DType::bf16    ? ", bf16 autocast"

@@ -9,8 +9,10 @@ format timed (tab-separated):
 A step is what bench_step times on our side: forward in train mode, cross-entropy, backward,
 and torch.optim.SGD(lr=0.1, momentum=0.9, weight_decay=1e-4).step(), with zero_grad first.
 Random images and labels; three warm-ups, then the median of repeats over --min-seconds.
-- cpu: fp32 in both memory formats (NCHW is PyTorch's default; bench_step keeps the faster),
-  --threads intra-op threads. Debian's python3-torch (1.13) and python3-torchvision.
+- cpu: both memory formats (NCHW is PyTorch's default; bench_step keeps the faster),
+  --threads intra-op threads; bf16 runs the forward and the loss under
+  torch.autocast("cpu", bfloat16) with fp32 weights (oneDNN's bf16 kernels: AMX or
+  AVX512_BF16 where the CPU has them). Debian's python3-torch (1.13) and python3-torchvision.
 - cuda: channels_last only, with cudnn.benchmark on; bf16 runs the forward and the loss under
   torch.autocast(bfloat16) with fp32 weights, as our bf16 activations with fp32 master
   weights. Each timed step ends with torch.cuda.synchronize(), as ours ends with a stream

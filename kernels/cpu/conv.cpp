@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/column_chunks.h"
 #include "kernels/cpu/fp32_buffer.h"
 #include "kernels/cpu/im2col.h"
@@ -78,30 +79,39 @@ std::vector<ClassChunk> class_chunks(const Conv2dShape& shape,
   return chunks;
 }
 
-// With the AVX-512 GEMM: the filters are packed once, the output pixels are grouped by which
+// The runs of every tap class's column rows (tap_class_runs), in the classes' order.
+std::vector<std::vector<DepthRun>> class_runs(const Conv2dShape& shape,
+                                              const std::vector<TapClass>& classes) {
+  std::vector<std::vector<DepthRun>> runs;
+  for (const TapClass& taps : classes)
+    runs.push_back(tap_class_runs(shape, taps));
+  return runs;
+}
+
+// With the AVX-512 GEMMs: the filters are packed once, the output pixels are grouped by which
 // taps read inside the input (kernels/cpu/tap_classes.h), and each thread lowers a chunk of
 // one class into its own column buffer, those taps only, and multiplies it at once by the
 // filter rows of those taps while the buffer is still in its L2, storing each row straight
 // to its pixel. Padding taps are neither copied nor multiplied: at a 2x2 map that is 5 of 9.
-// The GEMM keeps the K passes of the full product (kernels/cpu/sgemm_avx512.cpp), so every
-// output has the same bits as a product over the zero-padded column matrix would give.
-void forward_fused_fp32(const Conv2dShape& shape, const float* x, const PackedB& filters,
-                        float* y) {
+// multiply(count, col, depth, runs, c_rows) is the GEMM: fp32 (sgemm_avx512.h, whose K passes
+// are those of the full product, so every output has the same bits as a product over the
+// zero-padded column matrix would give) or bf16 (bf16_gemm.h). T is the columns' type.
+template <typename T, typename Multiply>
+void forward_fused(const Conv2dShape& shape, const T* x, Multiply&& multiply) {
   const int64_t channels_out = shape.out_channels;
   const std::vector<TapClass> classes = tap_classes(shape);
-  std::vector<std::vector<DepthRun>> runs;
-  for (const TapClass& taps : classes)
-    runs.push_back(tap_class_runs(shape, taps));
+  const std::vector<std::vector<DepthRun>> runs = class_runs(shape, classes);
   const std::vector<ClassChunk> chunks = class_chunks(shape, classes);
-  int64_t column_floats = 0, max_rows = 0;
+  int64_t column_values = 0, max_rows = 0;
   for (const ClassChunk& chunk : chunks) {
-    column_floats = std::max(column_floats, chunk.count * classes[chunk.tap_class].depth(shape));
+    column_values = std::max(column_values, chunk.count * classes[chunk.tap_class].depth(shape));
     max_rows = std::max(max_rows, chunk.count);
   }
   [[maybe_unused]] const bool parallel = chunks.size() > 1;
 #pragma omp parallel if (parallel)
   {
-    const ScratchFloats col(column_floats);
+    const ScratchFloats col_storage((column_values * int64_t{sizeof(T)} + 3) / 4);
+    T* col = reinterpret_cast<T*>(col_storage.data());
     std::vector<int64_t> rows(static_cast<size_t>(max_rows)), c_rows(rows.size());
 #pragma omp for schedule(dynamic, 1)
     for (size_t index = 0; index < chunks.size(); ++index) {
@@ -112,11 +122,45 @@ void forward_fused_fp32(const Conv2dShape& shape, const float* x, const PackedB&
         c_rows[i] = rows[i] * channels_out;
       }
       // A class with no tap inside the input has no runs: the GEMM stores zeros for it.
-      im2col_inside(shape, taps, x, rows.data(), chunk.count, col.data());
-      sgemm_avx512_packed_runs(chunk.count, col.data(), taps.depth(shape), 1, filters,
-                               runs[chunk.tap_class], 0.f, y, 0, c_rows.data());
+      im2col_inside(shape, taps, x, rows.data(), chunk.count, col);
+      multiply(chunk.count, col, taps.depth(shape), runs[chunk.tap_class], c_rows.data());
     }
   }
+}
+
+void forward_fused_fp32(const Conv2dShape& shape, const float* x, const PackedB& filters,
+                        float* y) {
+  forward_fused(shape, x,
+                [&](int64_t count, const float* col, int64_t depth,
+                    const std::vector<DepthRun>& runs, const int64_t* c_rows) {
+                  sgemm_avx512_packed_runs(count, col, depth, 1, filters, runs, 0.f, y, 0, c_rows);
+                });
+}
+
+// The bf16 twin: bf16 columns, the bf16 GEMM's products, each output rounded once into y
+// (plus bias when set). Only where every class's runs are paired (bf16_runs_are_paired: an
+// even number of input channels).
+void forward_fused_bf16(Bf16Products way, const Conv2dShape& shape, const bf16* x,
+                        const PackedPairsB& filters, const float* bias, bf16* y) {
+  forward_fused(shape, x,
+                [&](int64_t count, const bf16* col, int64_t depth,
+                    const std::vector<DepthRun>& runs, const int64_t* c_rows) {
+                  Bf16GemmOutput out;
+                  out.c = y;
+                  out.c_is_bf16 = true;
+                  out.c_rows = c_rows;
+                  out.bias = bias;
+                  bf16_gemm_packed_runs(way, count, col, depth, filters, runs, out);
+                });
+}
+
+// Whether the bf16 GEMM can take a tap-class convolution of this shape.
+bool tap_classes_are_paired(const Conv2dShape& shape) {
+  const std::vector<TapClass> classes = tap_classes(shape);
+  for (const std::vector<DepthRun>& runs : class_runs(shape, classes)) {
+    if (!bf16_runs_are_paired(runs)) return false;
+  }
+  return true;
 }
 
 // y = conv(x, w) in fp32: one GEMM for pointwise convolutions, else GEMMs over column chunks.
@@ -166,10 +210,11 @@ Conv2dShape backward_data_as_convolution(const Conv2dShape& shape) {
 // w[k][R-1-r][S-1-s][:], where t = (r, s). The AVX-512 path packs these rows straight into
 // the GEMM's panels; building w'[c][r'][s'][k] in KRSC order instead took a transpose, which
 // with its transposed pack cost 0.5-1 ms more on layer4.
-std::vector<const float*> flipped_filter_rows(const Conv2dShape& shape, const float* w) {
+template <typename T>
+std::vector<const T*> flipped_filter_rows(const Conv2dShape& shape, const T* w) {
   const int64_t taps = shape.kernel_h * shape.kernel_w, C = shape.in_channels;
   const int64_t K = shape.out_channels;
-  std::vector<const float*> rows(static_cast<size_t>(taps * K));
+  std::vector<const T*> rows(static_cast<size_t>(taps * K));
   for (int64_t row = 0; row < taps * K; ++row) {
     const int64_t tap = row / K, k = row % K;
     rows[row] = w + (k * taps + (taps - 1 - tap)) * C;
@@ -188,10 +233,78 @@ std::vector<float> flip_filters(const Conv2dShape& shape, const float* w) {
   return flipped;
 }
 
+// y = conv(x, w) (+ bias) with bf16 x, w and y on the bf16 GEMM: a pointwise convolution is
+// one product, any other goes through the tap classes. False (nothing written) where the
+// CPU has no bf16 kernel or the input channels are odd (the stem's 3): the widened fp32 path.
+bool forward_bf16(const Conv2dShape& shape, const bf16* x, const bf16* w, const float* bias,
+                  bf16* y) {
+  const Bf16Products way = bf16_products();
+  const int64_t k = shape.gemm_k(), channels_out = shape.out_channels;
+  if (way == Bf16Products::kWidened || shape.in_channels % 2 != 0) return false;
+  if (shape.is_pointwise()) {
+    Bf16GemmOutput out;
+    out.c = y;
+    out.c_is_bf16 = true;
+    out.ldc = channels_out;
+    out.bias = bias;
+    bf16_gemm(way, shape.gemm_m(), channels_out, k, x, k, w, 1, k, out);
+    return true;
+  }
+  if (!tap_classes_are_paired(shape)) return false;
+  forward_fused_bf16(way, shape, x, PackedPairsB(channels_out, k, w, 1, k), bias, y);
+  return true;
+}
+
+// dx = conv^T(dy, w) with bf16 tensors on the bf16 GEMM, as backward_data in fp32 below:
+// pointwise one product, stride 1 the flipped convolution, otherwise a product into an fp32
+// column matrix that col2im sums (fp32) before one rounding. False where the output channels
+// (the products' depth) are odd or the CPU has no bf16 kernel.
+bool backward_data_bf16(const Conv2dShape& shape, const bf16* dy, const bf16* w, bf16* dx) {
+  const Bf16Products way = bf16_products();
+  const int64_t m = shape.gemm_m(), k = shape.gemm_k(), channels_out = shape.out_channels;
+  if (way == Bf16Products::kWidened || channels_out % 2 != 0) return false;
+  Bf16GemmOutput out;
+  if (shape.is_pointwise()) {
+    out.c = dx;
+    out.c_is_bf16 = true;
+    out.ldc = k;
+    bf16_gemm(way, m, k, channels_out, dy, channels_out, w, k, 1, out);
+    return true;
+  }
+  if (backward_data_is_a_convolution(shape)) {
+    const Conv2dShape flipped_shape = backward_data_as_convolution(shape);
+    if (!tap_classes_are_paired(flipped_shape)) return false;
+    forward_fused_bf16(way, flipped_shape, dy,
+                       PackedPairsB(shape.in_channels, flipped_filter_rows(shape, w)), nullptr, dx);
+    return true;
+  }
+  const int64_t pixels = shape.batch * shape.in_h * shape.in_w * shape.in_channels;
+  Fp32Output grad_in(DType::bf16, dx, pixels, false);
+  const int64_t rows_per_image = shape.out_h() * shape.out_w();
+  const int64_t chunk_images = images_per_chunk(shape);
+  const ScratchFloats col(chunk_images * rows_per_image * k);
+  out.c = col.data();
+  out.ldc = k;
+  for (int64_t image = 0; image < shape.batch; image += chunk_images) {
+    const int64_t end_image = std::min(shape.batch, image + chunk_images);
+    const int64_t first = image * rows_per_image, end = end_image * rows_per_image;
+    bf16_gemm(way, end - first, k, channels_out, dy + first * channels_out, channels_out, w, k, 1,
+              out);
+    col2im(shape, col.data(), image, end_image, grad_in.data());
+  }
+  grad_in.commit();
+  return true;
+}
+
 }  // namespace
 
 void conv2d_forward(const Conv2dShape& shape, DType dtype, const void* x, const void* w,
                     const float* bias, void* y) {
+  if (dtype == DType::bf16 &&
+      forward_bf16(shape, static_cast<const bf16*>(x), static_cast<const bf16*>(w), bias,
+                   static_cast<bf16*>(y))) {
+    return;
+  }
   const int64_t m = shape.gemm_m(), channels_out = shape.out_channels;
   const Fp32Input input(dtype, x, shape.batch * shape.in_h * shape.in_w * shape.in_channels);
   const Fp32Input filter(dtype, w, channels_out * shape.gemm_k());
@@ -203,6 +316,11 @@ void conv2d_forward(const Conv2dShape& shape, DType dtype, const void* x, const 
 
 void conv2d_backward_data(const Conv2dShape& shape, DType dtype, const void* dy, const void* w,
                           void* dx) {
+  if (dtype == DType::bf16 &&
+      backward_data_bf16(shape, static_cast<const bf16*>(dy), static_cast<const bf16*>(w),
+                         static_cast<bf16*>(dx))) {
+    return;
+  }
   const int64_t m = shape.gemm_m(), k = shape.gemm_k(), channels_out = shape.out_channels;
   const Fp32Input grad_out(dtype, dy, m * channels_out);
   const Fp32Input filter(dtype, w, channels_out * k);

@@ -46,21 +46,22 @@ void im2col(const Conv2dShape& shape, const float* x, int64_t first_row, int64_t
   }
 }
 
-void im2col_inside(const Conv2dShape& shape, const TapClass& taps, const float* x,
-                   const int64_t* rows, int64_t count, float* col) {
+template <typename T>
+void im2col_inside(const Conv2dShape& shape, const TapClass& taps, const T* x, const int64_t* rows,
+                   int64_t count, T* col) {
   const int64_t out_h = shape.out_h(), out_w = shape.out_w();
   const int64_t channels = shape.in_channels, row_length = taps.depth(shape);
   const int64_t tap_cols = taps.cols.count();
   const size_t run_bytes = static_cast<size_t>((shape.dilation_w == 1 ? tap_cols : 1) * channels *
-                                               static_cast<int64_t>(sizeof(float)));
+                                               static_cast<int64_t>(sizeof(T)));
   for (int64_t i = 0; i < count; ++i) {
     const int64_t m = rows[i];
     const int64_t n = m / (out_h * out_w), p = (m / out_w) % out_h, q = m % out_w;
-    float* dst = col + i * row_length;
+    T* dst = col + i * row_length;
     const int64_t w_first = q * shape.stride_w - shape.pad_w + taps.cols.begin * shape.dilation_w;
     for (int64_t r = taps.rows.begin; r < taps.rows.end; ++r) {
       const int64_t h = p * shape.stride_h - shape.pad_h + r * shape.dilation_h;
-      const float* row = x + ((n * shape.in_h + h) * shape.in_w + w_first) * channels;
+      const T* row = x + ((n * shape.in_h + h) * shape.in_w + w_first) * channels;
       if (shape.dilation_w == 1) {
         // The taps of a filter row inside the input read neighbouring pixels: one copy.
         std::memcpy(dst, row, run_bytes);
@@ -72,6 +73,11 @@ void im2col_inside(const Conv2dShape& shape, const TapClass& taps, const float* 
     }
   }
 }
+
+template void im2col_inside(const Conv2dShape&, const TapClass&, const float*, const int64_t*,
+                            int64_t, float*);
+template void im2col_inside(const Conv2dShape&, const TapClass&, const bf16*, const int64_t*,
+                            int64_t, bf16*);
 
 namespace {
 // The output coordinate whose tap `tap` reads input coordinate `in`, or -1.

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "kernels/bfloat16.h"
 #include "kernels/conv_shape.h"
 #include "kernels/cpu/tap_classes.h"
 
@@ -18,9 +19,10 @@ void im2col(const Conv2dShape& shape, const float* x, int64_t first_row, int64_t
 // The column rows of `count` output pixels of one tap class, its taps only: row i of col is,
 // for output row rows[i], the depth(shape) values its taps inside the input read, in KRSC
 // order of those taps (tap (r, s) at ((r - taps.rows.begin) * taps.cols.count() + s -
-// taps.cols.begin) * in_channels).
-void im2col_inside(const Conv2dShape& shape, const TapClass& taps, const float* x,
-                   const int64_t* rows, int64_t count, float* col);
+// taps.cols.begin) * in_channels). T is float or bf16 (a copy: no arithmetic).
+template <typename T>
+void im2col_inside(const Conv2dShape& shape, const TapClass& taps, const T* x, const int64_t* rows,
+                   int64_t count, T* col);
 
 // The adjoint for whole images [first_image, end_image): dx[n, h, w, c] = sum over the
 // (p, q, r, s) that read (h, w) of col[...]; overwrites those images of dx. Gathers per

@@ -3,12 +3,29 @@
 #include <cpuid.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
 
 namespace engine::cpu {
 
 namespace {
 bool portable_forced = false;
-Bf16Products bf16_ceiling = Bf16Products::kAmx;
+
+// ENGINE_CPU_BF16 (amx, avx512-bf16 or widened-fp32) caps the way bf16 is multiplied, for
+// benchmarks that compare the ways in one build; unset or unknown, the fastest the CPU has.
+Bf16Products bf16_ceiling_from_environment() {
+  const char* text = std::getenv("ENGINE_CPU_BF16");
+  if (text == nullptr) return Bf16Products::kAmx;
+  for (Bf16Products way : {Bf16Products::kAmx, Bf16Products::kAvx512Bf16, Bf16Products::kWidened}) {
+    if (std::strcmp(text, bf16_products_name(way)) == 0) return way;
+  }
+  std::fprintf(stderr, "ENGINE_CPU_BF16=%s is not amx, avx512-bf16 or widened-fp32: ignored\n",
+               text);
+  return Bf16Products::kAmx;
+}
+Bf16Products bf16_ceiling = bf16_ceiling_from_environment();
 
 // CPUID leaf 7, sub-leaf `sub`: {eax, ebx, ecx, edx}, zeros where the leaf is absent.
 struct Leaf7 {

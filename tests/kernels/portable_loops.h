@@ -15,4 +15,13 @@ struct PortableLoops {
   PortableLoops& operator=(const PortableLoops&) = delete;
 };
 
+// Makes the CPU's bf16 products take `way` (kernels/cpu/isa.h: a way the CPU lacks falls
+// back) while in scope, and restores the default when the scope ends.
+struct ForcedBf16Products {
+  explicit ForcedBf16Products(cpu::Bf16Products way) { cpu::force_bf16_products(way); }
+  ~ForcedBf16Products() { cpu::force_bf16_products(cpu::Bf16Products::kAmx); }
+  ForcedBf16Products(const ForcedBf16Products&) = delete;
+  ForcedBf16Products& operator=(const ForcedBf16Products&) = delete;
+};
+
 }  // namespace engine::testing

@@ -72,6 +72,37 @@ TEST(ConvCpu, BackwardDataMatchesNaiveReference) {
   }
 }
 
+// The bf16 forward and input gradient on each way of multiplying bf16 this CPU has (AMX tiles,
+// AVX512_BF16, widened to fp32): every case, including the odd channel counts that the bf16
+// kernels leave to the widened path.
+TEST(ConvCpu, Bf16OnEveryWayOfMultiplyingMatchesNaiveReference) {
+  Stream stream;
+  std::vector<cpu::Bf16Products> ways = {cpu::Bf16Products::kWidened};
+  if (cpu::cpu_has_avx512_bf16()) ways.push_back(cpu::Bf16Products::kAvx512Bf16);
+  if (cpu::cpu_has_amx_bf16()) ways.push_back(cpu::Bf16Products::kAmx);
+  for (cpu::Bf16Products way : ways) {
+    const testing::ForcedBf16Products forced(way);
+    ASSERT_EQ(cpu::bf16_products(), way);
+    for (const auto& [name, shape] : conv_cases()) {
+      SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + cpu::bf16_products_name(way));
+      ConvTensors t(shape, DType::bf16);
+      Tensor y = Tensor::empty(shape.output_shape(), DType::bf16);
+      fill(y, NAN, stream);
+      conv2d_forward(shape, t.x, t.w, t.bias, y, stream);
+      EXPECT_LE(
+          relative_error(y.to_floats(stream), testing::reference_conv_forward(
+                                                  shape, t.x_values, t.w_values, &t.bias_values)),
+          kBf16Tolerance);
+      Tensor dx = Tensor::empty(shape.input_shape(), DType::bf16);
+      fill(dx, NAN, stream);
+      conv2d_backward_data(shape, t.dy, t.w, dx, stream);
+      EXPECT_LE(relative_error(dx.to_floats(stream), testing::reference_conv_backward_data(
+                                                         shape, t.dy_values, t.w_values)),
+                kBf16Tolerance);
+    }
+  }
+}
+
 TEST(ConvCpu, BackwardFilterAndBiasMatchNaiveReference) {
   Stream stream;
   Tensor no_bias, no_workspace;  // undefined: no bias; the CPU needs no workspace
