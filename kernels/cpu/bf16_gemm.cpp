@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "kernels/cpu/bf16_gemm_kernels.h"
+#include "kernels/cpu/bf16_round_avx512.h"
 #include "kernels/cpu/transpose_avx512.h"
 
 #if defined(_OPENMP)
@@ -65,23 +66,26 @@ __attribute__((target("avx512f,avx512bw"))) void interleave_full_rows(const uint
 
 // Panel `panel` from B's rows (row p at row_at(p), columns contiguous): pair row q interleaves
 // rows 2q and 2q + 1 (zero beyond k), columns beyond n zero.
+// A null row is zeros.
 template <typename RowAt>
 void pack_panel_from_rows(int64_t panel, int64_t n, int64_t k, RowAt&& row_at, uint16_t* packed) {
+  alignas(64) static constexpr uint16_t kZeros[kPanelCols] = {};
   const int64_t pair_rows = (k + 1) / 2;
   uint16_t* out = packed + panel * pair_rows * kPairRowValues;
   const int64_t j0 = panel * kPanelCols;
   const int64_t cols = std::min<int64_t>(kPanelCols, n - j0);
   for (int64_t q = 0; q < pair_rows; ++q, out += kPairRowValues) {
-    const uint16_t* row0 = row_at(2 * q) + j0;
-    const uint16_t* row1 = 2 * q + 1 < k ? row_at(2 * q + 1) + j0 : nullptr;
-    if (cols == kPanelCols && row1 != nullptr) {
-      interleave_full_rows(row0, row1, out);
+    const uint16_t* row0 = row_at(2 * q);
+    const uint16_t* row1 = 2 * q + 1 < k ? row_at(2 * q + 1) : nullptr;
+    if (cols == kPanelCols) {
+      interleave_full_rows(row0 != nullptr ? row0 + j0 : kZeros,
+                           row1 != nullptr ? row1 + j0 : kZeros, out);
       continue;
     }
     std::memset(out, 0, kPairRowValues * sizeof(uint16_t));
     for (int64_t j = 0; j < cols; ++j) {
-      out[2 * j] = row0[j];
-      if (row1 != nullptr) out[2 * j + 1] = row1[j];
+      if (row0 != nullptr) out[2 * j] = row0[j0 + j];
+      if (row1 != nullptr) out[2 * j + 1] = row1[j0 + j];
     }
   }
 }
@@ -122,19 +126,8 @@ const uint16_t* bits(const bf16* values) {
   return reinterpret_cast<const uint16_t*>(values);
 }
 
-// Rounds 16 floats to bf16 as bf16(float) does (nearest even, any NaN to 0x7FFF). (The maskz
-// forms: GCC 12's plain shift and narrowing intrinsics pass an undefined operand that it then
-// reports as uninitialized.)
-__attribute__((target("avx512f"))) __m256i round_to_bf16(__m512 values) {
-  constexpr __mmask16 kAll = 0xFFFF;
-  const __m512i x = _mm512_castps_si512(values);
-  const __m512i lsb = _mm512_and_si512(_mm512_maskz_srli_epi32(kAll, x, 16), _mm512_set1_epi32(1));
-  __m512i rounded = _mm512_maskz_srli_epi32(
-      kAll, _mm512_add_epi32(x, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
-  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)),
-                                                _mm512_set1_epi32(0x7f800000));
-  rounded = _mm512_mask_mov_epi32(rounded, nan, _mm512_set1_epi32(0x7fff));
-  return _mm512_maskz_cvtepi32_epi16(kAll, rounded);
+uint16_t* packed_storage(const ScratchFloats& storage) {
+  return reinterpret_cast<uint16_t*>(storage.data());
 }
 
 __mmask16 column_mask(int64_t cols) {
@@ -186,10 +179,28 @@ int64_t a_extent(const std::vector<DepthRun>& runs) {
 
 }  // namespace
 
+PairPanels PairPanels::panels(int64_t first, int64_t count) const {
+  return {data + first * pair_rows() * kPairRowValues,
+          std::min(n - first * kPanelCols, count * kPanelCols), k};
+}
+
+int64_t pair_panels_values(int64_t n, int64_t k) {
+  return packed_values(n, k);
+}
+
+void pack_pair_panels(int64_t n, const std::vector<const bf16*>& rows, int64_t panel_begin,
+                      int64_t panel_end, uint16_t* out) {
+  const int64_t k = static_cast<int64_t>(rows.size());
+  for (int64_t panel = panel_begin; panel < panel_end; ++panel) {
+    pack_panel_from_rows(
+        panel, n, k, [&](int64_t p) { return bits(rows[p]); }, out);
+  }
+}
+
 PackedPairsB::PackedPairsB(int64_t n, int64_t k, const bf16* b, int64_t b_k_stride,
                            int64_t b_col_stride)
     : n_(n), k_(k), storage_(floats_for(packed_values(n, k))) {
-  uint16_t* packed = reinterpret_cast<uint16_t*>(storage_.data());
+  uint16_t* packed = packed_storage(storage_);
   for_each_panel(n, [&](int64_t panel) {
     if (b_k_stride == 1) {
       pack_panel_from_columns(panel, n, k, bits(b), b_col_stride, packed);
@@ -204,11 +215,8 @@ PackedPairsB::PackedPairsB(int64_t n, int64_t k, const bf16* b, int64_t b_k_stri
 
 PackedPairsB::PackedPairsB(int64_t n, const std::vector<const bf16*>& rows)
     : n_(n), k_(static_cast<int64_t>(rows.size())), storage_(floats_for(packed_values(n, k_))) {
-  uint16_t* packed = reinterpret_cast<uint16_t*>(storage_.data());
-  for_each_panel(n, [&](int64_t panel) {
-    pack_panel_from_rows(
-        panel, n, k_, [&](int64_t p) { return bits(rows[p]); }, packed);
-  });
+  uint16_t* packed = packed_storage(storage_);
+  for_each_panel(n, [&](int64_t panel) { pack_pair_panels(n, rows, panel, panel + 1, packed); });
 }
 
 bool bf16_runs_are_paired(const std::vector<DepthRun>& runs) {
@@ -218,14 +226,14 @@ bool bf16_runs_are_paired(const std::vector<DepthRun>& runs) {
 }
 
 void bf16_gemm_packed_runs(Bf16Products way, int64_t m, const bf16* a, int64_t lda,
-                           const PackedPairsB& b, const std::vector<DepthRun>& runs,
+                           const PairPanels& b, const std::vector<DepthRun>& runs,
                            const Bf16GemmOutput& out) {
   if (way == Bf16Products::kWidened || !bf16_runs_are_paired(runs)) {
     throw std::invalid_argument("bf16_gemm_packed_runs: needs a bf16 kernel and paired runs");
   }
   const bool amx = way == Bf16Products::kAmx;
   const int rows_per_kernel = bf16_kernels::kernel_rows(way);
-  const int64_t panels = panel_count(b.n());
+  const int64_t panels = panel_count(b.n);
   const int64_t extent = a_extent(runs);
   // A partial last kernel's rows, copied and zero-padded so the kernel reads whole rows.
   const ScratchFloats tail(floats_for(rows_per_kernel * std::max<int64_t>(extent, 2)));
@@ -242,7 +250,7 @@ void bf16_gemm_packed_runs(Bf16Products way, int64_t m, const bf16* a, int64_t l
         std::memcpy(tail_a + i * extent, bits(a) + (full_end + i) * lda, extent * sizeof(uint16_t));
     }
     for (int64_t panel = 0; panel < panels; ++panel) {
-      const uint16_t* panel_data = b.data() + panel * b.pair_rows() * kPairRowValues;
+      const uint16_t* panel_data = b.data + panel * b.pair_rows() * kPairRowValues;
       for (int64_t i0 = block; i0 < block_end; i0 += rows_per_kernel) {
         const bool partial = i0 >= full_end;
         const Block operands{partial ? tail_a : bits(a) + i0 * lda, partial ? extent : lda,
@@ -252,8 +260,7 @@ void bf16_gemm_packed_runs(Bf16Products way, int64_t m, const bf16* a, int64_t l
         } else {
           bf16_kernels::avx512_bf16_block(operands, tile);
         }
-        write_block(tile, partial ? tail_rows : rows_per_kernel, i0, panel * kPanelCols, b.n(),
-                    out);
+        write_block(tile, partial ? tail_rows : rows_per_kernel, i0, panel * kPanelCols, b.n, out);
       }
     }
   }

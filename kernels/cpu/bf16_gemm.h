@@ -19,21 +19,39 @@
 
 namespace engine::cpu {
 
-// B [k x n] packed into 32-column panels of pair rows; k rounded up to even with a zero row,
-// columns beyond n zero. Its storage is the constructing thread's kept scratch.
+// A B [k x n] packed into 32-column panels of pair rows (not owned): panel j's pair row q is
+// the 64 values at data + (j * pair_rows() + q) * 64, k rounded up to even with a zero row,
+// columns beyond n zero.
+struct PairPanels {
+  const uint16_t* data = nullptr;
+  int64_t n = 0, k = 0;
+  int64_t pair_rows() const { return (k + 1) / 2; }
+  // Panels [first, first + count) as a B of their own (n clipped to them).
+  PairPanels panels(int64_t first, int64_t count) const;
+};
+
+// Values (uint16) that B [k x n] takes packed.
+int64_t pair_panels_values(int64_t n, int64_t k);
+
+// Packs panels [panel_begin, panel_end) of B given row by row into `out` (all of B's layout):
+// row p is the n contiguous values at rows[p], or zeros where rows[p] is null. On the calling
+// thread.
+void pack_pair_panels(int64_t n, const std::vector<const bf16*>& rows, int64_t panel_begin,
+                      int64_t panel_end, uint16_t* out);
+
+// B [k x n] packed (PairPanels) in storage of its own: the constructing thread's kept scratch.
 class PackedPairsB {
  public:
   // Element (p, j) of B is b[p * b_k_stride + j * b_col_stride].
   PackedPairsB(int64_t n, int64_t k, const bf16* b, int64_t b_k_stride, int64_t b_col_stride);
-  // B given row by row: row p is the n contiguous values at rows[p] (k = rows.size()).
+  // B given row by row: row p is the n contiguous values at rows[p] (k = rows.size()), zeros
+  // where it is null.
   PackedPairsB(int64_t n, const std::vector<const bf16*>& rows);
   PackedPairsB(const PackedPairsB&) = delete;
   PackedPairsB& operator=(const PackedPairsB&) = delete;
   int64_t n() const { return n_; }
   int64_t k() const { return k_; }
-  // Panel j's pair row q: the 64 values at data() + (j * pair_rows() + q) * 64.
-  int64_t pair_rows() const { return (k_ + 1) / 2; }
-  const uint16_t* data() const { return reinterpret_cast<const uint16_t*>(storage_.data()); }
+  PairPanels panels() const { return {reinterpret_cast<const uint16_t*>(storage_.data()), n_, k_}; }
 
  private:
   int64_t n_, k_;
@@ -60,8 +78,13 @@ bool bf16_runs_are_paired(const std::vector<DepthRun>& runs);
 // summed over the runs) on the calling thread, A's row i at a + i * lda, with `way` (not
 // kWidened). Requires bf16_runs_are_paired(runs).
 void bf16_gemm_packed_runs(Bf16Products way, int64_t m, const bf16* a, int64_t lda,
-                           const PackedPairsB& b, const std::vector<DepthRun>& runs,
+                           const PairPanels& b, const std::vector<DepthRun>& runs,
                            const Bf16GemmOutput& out);
+inline void bf16_gemm_packed_runs(Bf16Products way, int64_t m, const bf16* a, int64_t lda,
+                                  const PackedPairsB& b, const std::vector<DepthRun>& runs,
+                                  const Bf16GemmOutput& out) {
+  bf16_gemm_packed_runs(way, m, a, lda, b.panels(), runs, out);
+}
 
 // C [m x n] = A [m x k] * B [k x n] on the OpenMP threads, A's row i at a + i * lda, B's
 // element (p, j) at b[p * b_k_stride + j * b_col_stride]; k even. Each element of C is

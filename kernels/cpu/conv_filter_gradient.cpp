@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/column_chunks.h"
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/fp32_buffer.h"
@@ -359,11 +360,109 @@ void filter_gradient_avx512(const Conv2dShape& shape, const float* x, const floa
   }
 }
 
+// Output pixels per step of the bf16 filter gradient: the packed input of every tap for them
+// (pixels x taps * C bf16, 1.2 MiB for 64 channels, 9 taps) and dY^T's slice stay in L2.
+constexpr int64_t kBf16GradientPixels = 1024;
+
+// dY [M x K] transposed into [K x padded_m] (padded_m = M rounded up to even, the pad zero):
+// the bf16 GEMM's A, rows contiguous along the output pixels it sums over.
+void transpose_grad_output(const Conv2dShape& shape, const bf16* dy, int64_t padded_m, bf16* out) {
+  const int64_t m = shape.gemm_m(), channels_out = shape.out_channels;
+  constexpr int64_t kBlock = 32;
+  const int64_t pixel_blocks = (padded_m + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (m * channels_out >= kParallelThreshold)
+  for (int64_t block = 0; block < pixel_blocks; ++block) {
+    const int64_t p0 = block * kBlock, p1 = std::min(padded_m, p0 + kBlock);
+    for (int64_t k = 0; k < channels_out; ++k) {
+      for (int64_t p = p0; p < p1; ++p)
+        out[k * padded_m + p] = p < m ? dy[p * channels_out + k] : bf16();
+    }
+  }
+}
+
+// Row p of tap (r, s)'s B for output pixels [first, first + count): the input pixel that tap
+// reads for output pixel first + p, or null where it reads the padding (or p is past the last
+// pixel, in the pad of an odd M).
+void tap_rows(const Conv2dShape& shape, const bf16* x, int64_t r, int64_t s, int64_t first,
+              int64_t count, std::vector<const bf16*>& rows) {
+  const int64_t out_h = shape.out_h(), out_w = shape.out_w(), m = shape.gemm_m();
+  rows.assign(static_cast<size_t>(count), nullptr);
+  for (int64_t p = 0; p < count && first + p < m; ++p) {
+    const int64_t pixel = first + p;
+    const int64_t n = pixel / (out_h * out_w), oh = pixel / out_w % out_h, ow = pixel % out_w;
+    const int64_t h = oh * shape.stride_h - shape.pad_h + r * shape.dilation_h;
+    const int64_t w = ow * shape.stride_w - shape.pad_w + s * shape.dilation_w;
+    if (h >= 0 && h < shape.in_h && w >= 0 && w < shape.in_w) {
+      rows[p] = x + ((n * shape.in_h + h) * shape.in_w + w) * shape.in_channels;
+    }
+  }
+}
+
+// dW [K x taps * C] (+)= dY^T * im2col(x) on the bf16 GEMM, with bf16 x and dY and an fp32
+// dW: the GEMM's A is dY^T (K rows along the output pixels) and its B, per tap, the input
+// pixels that tap reads, packed straight from x into pair rows (no column matrix): the
+// C columns of that tap's share of dW. Steps of kBf16GradientPixels pixels are summed into dW
+// in order, each (tap, 32-column panel) by one thread, so the bits do not depend on the
+// thread count. For input channels that are a multiple of 32 (every ResNet layer but the
+// stem), so a panel never straddles two taps; false (nothing written) otherwise or without a
+// bf16 kernel.
+bool filter_gradient_bf16(const Conv2dShape& shape, const bf16* x, const bf16* dy, float* dw,
+                          bool accumulate) {
+  const Bf16Products way = bf16_products();
+  if (way == Bf16Products::kWidened || shape.in_channels % 32 != 0) return false;
+  const int64_t m = shape.gemm_m(), padded_m = (m + 1) / 2 * 2;
+  const int64_t channels = shape.in_channels, channels_out = shape.out_channels;
+  const int64_t taps = shape.kernel_h * shape.kernel_w, k = shape.gemm_k();
+  const ScratchFloats transposed(channels_out * padded_m / 2);
+  bf16* dy_t = reinterpret_cast<bf16*>(transposed.data());
+  transpose_grad_output(shape, dy, padded_m, dy_t);
+  const int64_t step_pixels = std::min(kBf16GradientPixels, padded_m);
+  const int64_t tap_values = pair_panels_values(channels, step_pixels);
+  const ScratchFloats packed((taps * tap_values + 1) / 2);
+  uint16_t* packed_taps = reinterpret_cast<uint16_t*>(packed.data());
+  const int64_t panels = (channels + 31) / 32;
+  for (int64_t first = 0; first < padded_m; first += step_pixels) {
+    const int64_t count = std::min(step_pixels, padded_m - first);
+    Bf16GemmOutput out;
+    out.ldc = k;
+    out.beta = first == 0 && !accumulate ? 0.f : 1.f;
+    const std::vector<DepthRun> runs = {DepthRun{0, 0, count}};
+#pragma omp parallel
+    {
+      std::vector<const bf16*> rows;
+#pragma omp for schedule(static)
+      for (int64_t tap = 0; tap < taps; ++tap) {
+        tap_rows(shape, x, tap / shape.kernel_w, tap % shape.kernel_w, first, count, rows);
+        pack_pair_panels(channels, rows, 0, panels, packed_taps + tap * tap_values);
+      }
+#pragma omp for schedule(static)
+      for (int64_t job = 0; job < taps * panels; ++job) {
+        const int64_t tap = job / panels, panel = job % panels;
+        const PairPanels b =
+            PairPanels{packed_taps + tap * tap_values, channels, count}.panels(panel, 1);
+        Bf16GemmOutput job_out = out;
+        job_out.c = dw + tap * channels + panel * 32;
+        bf16_gemm_packed_runs(way, channels_out, dy_t + first, padded_m, b, runs, job_out);
+      }
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 void conv2d_backward_filter(const Conv2dShape& shape, DType dtype, const void* x, const void* dy,
                             DType dw_dtype, void* dw, float* dbias, bool accumulate) {
   const int64_t m = shape.gemm_m(), k = shape.gemm_k(), channels_out = shape.out_channels;
+  if (dtype == DType::bf16 && dw_dtype == DType::f32 &&
+      filter_gradient_bf16(shape, static_cast<const bf16*>(x), static_cast<const bf16*>(dy),
+                           static_cast<float*>(dw), accumulate)) {
+    if (dbias != nullptr) {
+      bias_gradient(m, channels_out, Fp32Input(dtype, dy, m * channels_out).data(), dbias,
+                    accumulate);
+    }
+    return;
+  }
   const Fp32Input input(dtype, x, shape.batch * shape.in_h * shape.in_w * shape.in_channels);
   const Fp32Input grad_out(dtype, dy, m * channels_out);
   Fp32Output grad_filter(dw_dtype, dw, channels_out * k, accumulate);

@@ -1,5 +1,7 @@
 #include "kernels/cpu/copy.h"
 
+#include "kernels/cpu/bf16_round.h"
+#include "kernels/cpu/isa.h"
 #include "kernels/cpu/parallel.h"
 
 namespace engine::cpu {
@@ -18,6 +20,16 @@ void fill(DType dtype, void* dst, int64_t n, float value) {
 }
 
 void cast(DType src_dtype, const void* src, DType dst_dtype, void* dst, int64_t n) {
+  if (src_dtype == DType::f32 && dst_dtype == DType::bf16 && use_avx512()) {
+    // The bf16 compute weights of every layer, cast from the fp32 master each step: the
+    // scalar loop took 8% of a resnet18 bf16 step.
+    const float* in = static_cast<const float*>(src);
+    uint16_t* out = static_cast<uint16_t*>(dst);
+    parallel_for_ranges(n, [&](int64_t begin, int64_t end) {
+      round_to_bf16_avx512(in + begin, out + begin, end - begin);
+    });
+    return;
+  }
   dispatch_dtype(src_dtype, [&]<typename TIn>() {
     dispatch_dtype(dst_dtype, [&]<typename TOut>() {
       const TIn* in = static_cast<const TIn*>(src);

@@ -72,9 +72,10 @@ TEST(ConvCpu, BackwardDataMatchesNaiveReference) {
   }
 }
 
-// The bf16 forward and input gradient on each way of multiplying bf16 this CPU has (AMX tiles,
-// AVX512_BF16, widened to fp32): every case, including the odd channel counts that the bf16
-// kernels leave to the widened path.
+// The bf16 filter gradient (accumulated onto dW: fp32 sums of exact products, so held to fp32's
+// tolerance), forward and input gradient on each way of multiplying bf16 this CPU has (AMX
+// tiles, AVX512_BF16, widened to fp32): every case, including the channel counts that the
+// bf16 kernels leave to the widened path.
 TEST(ConvCpu, Bf16OnEveryWayOfMultiplyingMatchesNaiveReference) {
   Stream stream;
   std::vector<cpu::Bf16Products> ways = {cpu::Bf16Products::kWidened};
@@ -86,6 +87,15 @@ TEST(ConvCpu, Bf16OnEveryWayOfMultiplyingMatchesNaiveReference) {
     for (const auto& [name, shape] : conv_cases()) {
       SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + cpu::bf16_products_name(way));
       ConvTensors t(shape, DType::bf16);
+      Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);  // fp32 master gradient
+      fill(dw, 0.5f, stream);
+      Tensor no_bias, no_workspace;
+      conv2d_backward_filter(shape, t.x, t.dy, dw, no_bias, true, no_workspace, stream);
+      std::vector<double> expected_dw =
+          testing::reference_conv_backward_filter(shape, t.x_values, t.dy_values);
+      for (double& value : expected_dw)
+        value += 0.5;  // accumulated onto what dW held
+      EXPECT_LE(relative_error(dw.to_floats(stream), expected_dw), kF32Tolerance);
       Tensor y = Tensor::empty(shape.output_shape(), DType::bf16);
       fill(y, NAN, stream);
       conv2d_forward(shape, t.x, t.w, t.bias, y, stream);
@@ -236,12 +246,17 @@ TEST(ConvCpu, FilterGradientDoesNotDependOnTheThreadCount) {
   // 20 images is the grouped filter gradient (10 groups of 2 images); taps * C = 288, the
   // direct one in groups; taps * C = 864 on a 4x4 map, the direct one with the channels
   // shared out, as at stride 2 on a 12x12 map.
-  for (const Conv2dShape& shape : {testing::conv_shape(20, 8, 8, 16, 32, 3, 3, 1, 1),
-                                   testing::conv_shape(20, 8, 8, 32, 32, 3, 3, 1, 1),
-                                   testing::conv_shape(4, 4, 4, 96, 40, 3, 3, 1, 1),
-                                   testing::conv_shape(3, 12, 12, 96, 40, 3, 3, 2, 1)}) {
-    SCOPED_TRACE(shape.str());
-    ConvTensors t(shape, DType::f32);
+  // In bf16 (on the bf16 GEMM where the CPU has one), 64 channels over 1105 output pixels:
+  // two steps of 1024 pixels and an odd count.
+  const std::vector<std::pair<Conv2dShape, DType>> cases = {
+      {testing::conv_shape(20, 8, 8, 16, 32, 3, 3, 1, 1), DType::f32},
+      {testing::conv_shape(20, 8, 8, 32, 32, 3, 3, 1, 1), DType::f32},
+      {testing::conv_shape(4, 4, 4, 96, 40, 3, 3, 1, 1), DType::f32},
+      {testing::conv_shape(3, 12, 12, 96, 40, 3, 3, 2, 1), DType::f32},
+      {testing::conv_shape(5, 13, 17, 64, 40, 3, 3, 1, 1), DType::bf16}};
+  for (const auto& [shape, dtype] : cases) {
+    SCOPED_TRACE(shape.str() + " " + std::string(dtype_name(dtype)));
+    ConvTensors t(shape, dtype);
     Stream stream;
     Tensor no_bias, no_workspace;  // undefined: no bias; the CPU needs no workspace
     std::vector<std::vector<float>> results;
