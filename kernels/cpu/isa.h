@@ -30,12 +30,14 @@ enum class Bf16Products {
   kAmx,         // AMX tiles: tdpbf16ps, 16 x 16 fp32 results of 16 x 32 by 32 x 16 bf16
 };
 
-// The fastest way this CPU offers (kAmx, else kAvx512Bf16, else kWidened), or the forced one
-// when it is available; kWidened when the portable loops are forced.
+// kAmx where the CPU has it, else kWidened (kAvx512Bf16, slower than kWidened where measured,
+// only when forced), or the forced way when the CPU has it; kWidened when the portable loops
+// are forced.
 Bf16Products bf16_products();
 
-// Forces one way (tests check each on one machine); a way the CPU lacks falls back as above.
-// Passing kAmx restores the default. Not thread-safe: call between ops.
+// Forces one way (tests and benchmarks check each on one machine; ENGINE_CPU_BF16 sets it at
+// start); a way the CPU lacks falls back to kWidened. Passing kAmx restores the default. Not
+// thread-safe: call between ops.
 void force_bf16_products(Bf16Products way);
 
 const char* bf16_products_name(Bf16Products way);
