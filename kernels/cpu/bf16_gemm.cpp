@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/bf16_gemm_kernels.h"
 #include "kernels/cpu/bf16_round_avx512.h"
+#include "kernels/cpu/parallel.h"
 #include "kernels/cpu/transpose_avx512.h"
 
 #if defined(_OPENMP)
@@ -35,17 +36,10 @@ int64_t floats_for(int64_t values) {
   return (values + 1) / 2;
 }
 
-// Calls pack(panel) for every panel, in parallel unless already inside a parallel region.
+// Calls pack(panel) for every panel of B, in parallel unless already inside a parallel region.
 template <typename PackPanel>
 void for_each_panel(int64_t n, PackPanel&& pack) {
-  const int64_t panels = panel_count(n);
-  [[maybe_unused]] bool nested = false;
-#if defined(_OPENMP)
-  nested = omp_in_parallel();
-#endif
-#pragma omp parallel for schedule(static) if (panels > 1 && !nested)
-  for (int64_t panel = 0; panel < panels; ++panel)
-    pack(panel);
+  parallel_for_unless_nested(panel_count(n), pack);
 }
 
 // Interleaves two rows' 32 values (the panel's columns) into one pair row: out[2j + t] is

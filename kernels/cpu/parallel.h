@@ -29,6 +29,20 @@ void parallel_for(int64_t n, Body&& body) {
     body(i);
 }
 
+// Calls body(i) for i in [0, n), in parallel unless n is 1 or this is already inside a parallel
+// region (then all on the calling thread): for work such as packing a GEMM operand's panels,
+// which a caller may do on each of its own threads.
+template <typename Body>
+void parallel_for_unless_nested(int64_t n, Body&& body) {
+  [[maybe_unused]] bool nested = false;
+#if defined(_OPENMP)
+  nested = omp_in_parallel();
+#endif
+#pragma omp parallel for schedule(static) if (n > 1 && !nested)
+  for (int64_t i = 0; i < n; ++i)
+    body(i);
+}
+
 // Calls body(begin, end) once per thread of a parallel region on contiguous, nearly equal
 // shares of [0, n), thread t taking [n t / T, n (t + 1) / T); one call on the whole range when
 // `parallel` is false. Two calls with the same n and team give each thread the same share,

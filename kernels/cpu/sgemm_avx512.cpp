@@ -8,6 +8,7 @@
 #include <new>
 #include <vector>
 
+#include "kernels/cpu/parallel.h"
 #include "kernels/cpu/transpose_avx512.h"
 
 #if defined(_OPENMP)
@@ -91,18 +92,10 @@ int64_t panel_count(int64_t n) {
   return (n + kTileCols - 1) / kTileCols;
 }
 
-// Calls pack(panel) for every 32-column panel of B, in parallel unless already inside a
-// parallel region.
+// Calls pack(panel) for every panel of B, in parallel unless already inside a parallel region.
 template <typename PackPanel>
 void for_each_panel(int64_t n, PackPanel&& pack) {
-  const int64_t panels = panel_count(n);
-  [[maybe_unused]] bool nested = false;
-#if defined(_OPENMP)
-  nested = omp_in_parallel();
-#endif
-#pragma omp parallel for schedule(static) if (panels > 1 && !nested)
-  for (int64_t panel = 0; panel < panels; ++panel)
-    pack(panel);
+  parallel_for_unless_nested(panel_count(n), pack);
 }
 
 // Panel `panel` of B (rows p = 0..k-1 of 32 consecutive floats, zero beyond n) from B's rows:
