@@ -19,6 +19,9 @@
 
 namespace engine::cpu {
 
+// Columns of a packed B's panel (and of the blocks of C the kernels compute).
+constexpr int64_t kBf16PanelColumns = 32;
+
 // A B [k x n] packed into 32-column panels of pair rows (not owned): panel j's pair row q is
 // the 64 values at data + (j * pair_rows() + q) * 64, k rounded up to even with a zero row,
 // columns beyond n zero.

@@ -6,12 +6,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/sgemm_avx512.h"
 
 namespace engine::cpu::bf16_kernels {
 
-constexpr int kPanelCols = 32;       // columns of a B panel and of a block of C
+constexpr int kPanelCols = kBf16PanelColumns;
 constexpr int kPairRowValues = 64;   // bf16 values in one pair row of a panel
 constexpr int kAmxRows = 32;         // two 16-row A tiles, four 16 x 16 C tiles
 constexpr int kAvx512Bf16Rows = 12;  // 12 x 2 zmm accumulators

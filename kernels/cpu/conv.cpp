@@ -79,14 +79,23 @@ std::vector<ClassChunk> class_chunks(const Conv2dShape& shape,
   return chunks;
 }
 
-// The runs of every tap class's column rows (tap_class_runs), in the classes' order.
-std::vector<std::vector<DepthRun>> class_runs(const Conv2dShape& shape,
-                                              const std::vector<TapClass>& classes) {
+// A convolution's tap classes and the runs of each class's column rows (tap_class_runs), in
+// the classes' order.
+struct TapClassPlan {
+  std::vector<TapClass> classes;
   std::vector<std::vector<DepthRun>> runs;
-  for (const TapClass& taps : classes)
-    runs.push_back(tap_class_runs(shape, taps));
-  return runs;
-}
+
+  explicit TapClassPlan(const Conv2dShape& shape) : classes(tap_classes(shape)) {
+    for (const TapClass& taps : classes)
+      runs.push_back(tap_class_runs(shape, taps));
+  }
+  // Whether the bf16 GEMM can take every class's product (bf16_runs_are_paired).
+  bool paired() const {
+    return std::all_of(runs.begin(), runs.end(), [](const std::vector<DepthRun>& class_runs) {
+      return bf16_runs_are_paired(class_runs);
+    });
+  }
+};
 
 // With the AVX-512 GEMMs: the filters are packed once, the output pixels are grouped by which
 // taps read inside the input (kernels/cpu/tap_classes.h), and each thread lowers a chunk of
@@ -97,10 +106,11 @@ std::vector<std::vector<DepthRun>> class_runs(const Conv2dShape& shape,
 // are those of the full product, so every output has the same bits as a product over the
 // zero-padded column matrix would give) or bf16 (bf16_gemm.h). T is the columns' type.
 template <typename T, typename Multiply>
-void forward_fused(const Conv2dShape& shape, const T* x, Multiply&& multiply) {
+void forward_fused(const Conv2dShape& shape, const TapClassPlan& plan, const T* x,
+                   Multiply&& multiply) {
   const int64_t channels_out = shape.out_channels;
-  const std::vector<TapClass> classes = tap_classes(shape);
-  const std::vector<std::vector<DepthRun>> runs = class_runs(shape, classes);
+  const std::vector<TapClass>& classes = plan.classes;
+  const std::vector<std::vector<DepthRun>>& runs = plan.runs;
   const std::vector<ClassChunk> chunks = class_chunks(shape, classes);
   int64_t column_values = 0, max_rows = 0;
   for (const ClassChunk& chunk : chunks) {
@@ -130,7 +140,7 @@ void forward_fused(const Conv2dShape& shape, const T* x, Multiply&& multiply) {
 
 void forward_fused_fp32(const Conv2dShape& shape, const float* x, const PackedB& filters,
                         float* y) {
-  forward_fused(shape, x,
+  forward_fused(shape, TapClassPlan(shape), x,
                 [&](int64_t count, const float* col, int64_t depth,
                     const std::vector<DepthRun>& runs, const int64_t* c_rows) {
                   sgemm_avx512_packed_runs(count, col, depth, 1, filters, runs, 0.f, y, 0, c_rows);
@@ -138,29 +148,16 @@ void forward_fused_fp32(const Conv2dShape& shape, const float* x, const PackedB&
 }
 
 // The bf16 twin: bf16 columns, the bf16 GEMM's products, each output rounded once into y
-// (plus bias when set). Only where every class's runs are paired (bf16_runs_are_paired: an
-// even number of input channels).
-void forward_fused_bf16(Bf16Products way, const Conv2dShape& shape, const bf16* x,
-                        const PackedPairsB& filters, const float* bias, bf16* y) {
-  forward_fused(shape, x,
+// (plus bias when set). Requires plan.paired() (an even number of input channels).
+void forward_fused_bf16(Bf16Products way, const Conv2dShape& shape, const TapClassPlan& plan,
+                        const bf16* x, const PackedPairsB& filters, const float* bias, bf16* y) {
+  forward_fused(shape, plan, x,
                 [&](int64_t count, const bf16* col, int64_t depth,
                     const std::vector<DepthRun>& runs, const int64_t* c_rows) {
-                  Bf16GemmOutput out;
-                  out.c = y;
-                  out.c_is_bf16 = true;
-                  out.c_rows = c_rows;
-                  out.bias = bias;
-                  bf16_gemm_packed_runs(way, count, col, depth, filters, runs, out);
+                  bf16_gemm_packed_runs(
+                      way, count, col, depth, filters, runs,
+                      {.c = y, .c_is_bf16 = true, .c_rows = c_rows, .bias = bias});
                 });
-}
-
-// Whether the bf16 GEMM can take a tap-class convolution of this shape.
-bool tap_classes_are_paired(const Conv2dShape& shape) {
-  const std::vector<TapClass> classes = tap_classes(shape);
-  for (const std::vector<DepthRun>& runs : class_runs(shape, classes)) {
-    if (!bf16_runs_are_paired(runs)) return false;
-  }
-  return true;
 }
 
 // y = conv(x, w) in fp32: one GEMM for pointwise convolutions, else GEMMs over column chunks.
@@ -242,16 +239,13 @@ bool forward_bf16(const Conv2dShape& shape, const bf16* x, const bf16* w, const 
   const int64_t k = shape.gemm_k(), channels_out = shape.out_channels;
   if (way == Bf16Products::kWidened || shape.in_channels % 2 != 0) return false;
   if (shape.is_pointwise()) {
-    Bf16GemmOutput out;
-    out.c = y;
-    out.c_is_bf16 = true;
-    out.ldc = channels_out;
-    out.bias = bias;
-    bf16_gemm(way, shape.gemm_m(), channels_out, k, x, k, w, 1, k, out);
+    bf16_gemm(way, shape.gemm_m(), channels_out, k, x, k, w, 1, k,
+              {.c = y, .c_is_bf16 = true, .ldc = channels_out, .bias = bias});
     return true;
   }
-  if (!tap_classes_are_paired(shape)) return false;
-  forward_fused_bf16(way, shape, x, PackedPairsB(channels_out, k, w, 1, k), bias, y);
+  const TapClassPlan plan(shape);
+  if (!plan.paired()) return false;
+  forward_fused_bf16(way, shape, plan, x, PackedPairsB(channels_out, k, w, 1, k), bias, y);
   return true;
 }
 
@@ -263,18 +257,16 @@ bool backward_data_bf16(const Conv2dShape& shape, const bf16* dy, const bf16* w,
   const Bf16Products way = bf16_products();
   const int64_t m = shape.gemm_m(), k = shape.gemm_k(), channels_out = shape.out_channels;
   if (way == Bf16Products::kWidened || channels_out % 2 != 0) return false;
-  Bf16GemmOutput out;
   if (shape.is_pointwise()) {
-    out.c = dx;
-    out.c_is_bf16 = true;
-    out.ldc = k;
-    bf16_gemm(way, m, k, channels_out, dy, channels_out, w, k, 1, out);
+    bf16_gemm(way, m, k, channels_out, dy, channels_out, w, k, 1,
+              {.c = dx, .c_is_bf16 = true, .ldc = k});
     return true;
   }
   if (backward_data_is_a_convolution(shape)) {
     const Conv2dShape flipped_shape = backward_data_as_convolution(shape);
-    if (!tap_classes_are_paired(flipped_shape)) return false;
-    forward_fused_bf16(way, flipped_shape, dy,
+    const TapClassPlan plan(flipped_shape);
+    if (!plan.paired()) return false;
+    forward_fused_bf16(way, flipped_shape, plan, dy,
                        PackedPairsB(shape.in_channels, flipped_filter_rows(shape, w)), nullptr, dx);
     return true;
   }
@@ -283,8 +275,7 @@ bool backward_data_bf16(const Conv2dShape& shape, const bf16* dy, const bf16* w,
   const int64_t rows_per_image = shape.out_h() * shape.out_w();
   const int64_t chunk_images = images_per_chunk(shape);
   const ScratchFloats col(chunk_images * rows_per_image * k);
-  out.c = col.data();
-  out.ldc = k;
+  const Bf16GemmOutput out{.c = col.data(), .ldc = k};
   for (int64_t image = 0; image < shape.batch; image += chunk_images) {
     const int64_t end_image = std::min(shape.batch, image + chunk_images);
     const int64_t first = image * rows_per_image, end = end_image * rows_per_image;

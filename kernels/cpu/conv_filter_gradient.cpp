@@ -403,13 +403,13 @@ void tap_rows(const Conv2dShape& shape, const bf16* x, int64_t r, int64_t s, int
 // pixels that tap reads, packed straight from x into pair rows (no column matrix): the
 // C columns of that tap's share of dW. Steps of kBf16GradientPixels pixels are summed into dW
 // in order, each (tap, 32-column panel) by one thread, so the bits do not depend on the
-// thread count. For input channels that are a multiple of 32 (every ResNet layer but the
-// stem), so a panel never straddles two taps; false (nothing written) otherwise or without a
-// bf16 kernel.
+// thread count. For input channels that are a multiple of the panel width (32: every ResNet
+// layer but the stem), so a panel never straddles two taps; false (nothing written) otherwise or
+// without a bf16 kernel.
 bool filter_gradient_bf16(const Conv2dShape& shape, const bf16* x, const bf16* dy, float* dw,
                           bool accumulate) {
   const Bf16Products way = bf16_products();
-  if (way == Bf16Products::kWidened || shape.in_channels % 32 != 0) return false;
+  if (way == Bf16Products::kWidened || shape.in_channels % kBf16PanelColumns != 0) return false;
   const int64_t m = shape.gemm_m(), padded_m = (m + 1) / 2 * 2;
   const int64_t channels = shape.in_channels, channels_out = shape.out_channels;
   const int64_t taps = shape.kernel_h * shape.kernel_w, k = shape.gemm_k();
@@ -420,12 +420,10 @@ bool filter_gradient_bf16(const Conv2dShape& shape, const bf16* x, const bf16* d
   const int64_t tap_values = pair_panels_values(channels, step_pixels);
   const ScratchFloats packed((taps * tap_values + 1) / 2);
   uint16_t* packed_taps = reinterpret_cast<uint16_t*>(packed.data());
-  const int64_t panels = (channels + 31) / 32;
+  const int64_t panels = (channels + kBf16PanelColumns - 1) / kBf16PanelColumns;
   for (int64_t first = 0; first < padded_m; first += step_pixels) {
     const int64_t count = std::min(step_pixels, padded_m - first);
-    Bf16GemmOutput out;
-    out.ldc = k;
-    out.beta = first == 0 && !accumulate ? 0.f : 1.f;
+    const Bf16GemmOutput out{.ldc = k, .beta = first == 0 && !accumulate ? 0.f : 1.f};
     const std::vector<DepthRun> runs = {DepthRun{0, 0, count}};
 #pragma omp parallel
     {
@@ -441,7 +439,7 @@ bool filter_gradient_bf16(const Conv2dShape& shape, const bf16* x, const bf16* d
         const PairPanels b =
             PairPanels{packed_taps + tap * tap_values, channels, count}.panels(panel, 1);
         Bf16GemmOutput job_out = out;
-        job_out.c = dw + tap * channels + panel * 32;
+        job_out.c = dw + tap * channels + panel * kBf16PanelColumns;
         bf16_gemm_packed_runs(way, channels_out, dy_t + first, padded_m, b, runs, job_out);
       }
     }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/cpu/copy.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/dtype.h"
 
@@ -52,8 +53,7 @@ class Fp32Output {
   // Rounds the fp32 results into the destination (no-op for f32).
   void commit() {
     if (dtype_ == DType::f32) return;
-    bf16* out = static_cast<bf16*>(destination_);
-    parallel_for(n_, [&](int64_t i) { out[i] = bf16(widened_[i]); });
+    cast(DType::f32, widened_.data(), DType::bf16, destination_, n_);
   }
 
  private:
