@@ -29,6 +29,7 @@
 #include "bench/resnet_layers.h"
 #include "bench/timing.h"
 #include "bench/torch_baseline.h"
+#include "kernels/cpu/isa.h"
 #include "kernels/ops.h"
 #include "kernels/runtime.h"
 #include "train/cli_usage.h"
@@ -188,8 +189,21 @@ OpRowOptions op_row_options(const Options& options, const std::string& arch, int
   return rows;
 }
 
-// One round on the CPU: the conv rows (three per layer) and the op rows, each with PyTorch's
-// time from a baseline run of this round.
+// The dtypes --dtype asks for, in table order.
+std::vector<DType> selected_dtypes(const Options& options) {
+  std::vector<DType> dtypes;
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    if (options.dtype == "both" || parse_dtype(options.dtype) == dtype) dtypes.push_back(dtype);
+  }
+  return dtypes;
+}
+
+std::string dtype_suffix(DType dtype) {
+  return std::string(" ") + std::string(dtype_name(dtype));
+}
+
+// One round on the CPU: the conv rows (three per layer and dtype) and the op rows (fp32),
+// each with PyTorch's time from a baseline run of this round.
 std::pair<std::vector<Row>, std::vector<Row>> run_cpu_round(const Options& options,
                                                             const std::string& arch, int64_t batch,
                                                             const std::vector<ConvLayer>& layers) {
@@ -200,16 +214,19 @@ std::pair<std::vector<Row>, std::vector<Row>> run_cpu_round(const Options& optio
                            : TorchProcess("--no-baseline");
   std::vector<Row> conv_rows;
   Stream stream;
-  for (const ConvLayer& layer : layers) {
-    const std::map<std::string, double> base_times = torch.time_case(torch_conv_case(layer), 3);
-    const PassTimes ours = time_native_conv(layer.shape, DType::f32, stream, timing);
-    std::optional<PassTimes> base;
-    if (base_times.size() == 3) {
-      base =
-          PassTimes{base_times.at("fwd"), base_times.at("bwd_data"), base_times.at("bwd_filter")};
+  for (DType dtype : selected_dtypes(options)) {
+    for (const ConvLayer& layer : layers) {
+      const std::map<std::string, double> base_times =
+          torch.time_case(torch_conv_case(layer, dtype), 3);
+      const PassTimes ours = time_native_conv(layer.shape, dtype, stream, timing);
+      std::optional<PassTimes> base;
+      if (base_times.size() == 3) {
+        base =
+            PassTimes{base_times.at("fwd"), base_times.at("bwd_data"), base_times.at("bwd_filter")};
+      }
+      add_pass_rows(conv_rows, layer, dtype_suffix(dtype), ours, "torch", base,
+                    base ? "" : torch.unavailable_reason());
     }
-    add_pass_rows(conv_rows, layer, "", ours, "torch", base,
-                  base ? "" : torch.unavailable_reason());
   }
   std::vector<Row> op_rows =
       run_op_rows(op_row_options(options, arch, batch, {DType::f32}, threads), stream, timing);
@@ -222,19 +239,28 @@ std::vector<Row> run_cpu(const Options& options) {
   const int rounds = options.rounds > 0 ? options.rounds : 2;
   const std::vector<ConvLayer> layers = selected_layers(options, arch, batch);
   std::fprintf(stderr,
-               "CPU: %d threads, %s batch %lld, fp32; baseline: PyTorch (same threads); fastest "
-               "of %d rounds\n",
-               omp_get_max_threads(), arch.c_str(), static_cast<long long>(batch), rounds);
+               "CPU: %d threads, %s batch %lld, bf16 products: %s; baseline: PyTorch (same "
+               "threads; bf16: its faster of NCHW and channels_last); fastest of %d rounds\n",
+               omp_get_max_threads(), arch.c_str(), static_cast<long long>(batch),
+               cpu::bf16_products_name(cpu::bf16_products()), rounds);
   std::vector<std::vector<Row>> conv_rounds, op_rounds;
   for (int round = 0; round < rounds; ++round) {
     auto [conv_rows, op_rows] = run_cpu_round(options, arch, batch, layers);
     conv_rounds.push_back(std::move(conv_rows));
     op_rounds.push_back(std::move(op_rows));
   }
-  std::vector<Row> rows = fastest_of_rounds(conv_rounds);
-  if (!layers.empty()) {
-    rows.push_back(
-        network_total(arch + " all conv layers fwd+bwd (x count)", layers, rows, "torch"));
+  const std::vector<Row> conv_rows = fastest_of_rounds(conv_rounds);
+  std::vector<Row> rows;
+  const size_t per_dtype = 3 * layers.size();
+  size_t begin = 0;
+  for (DType dtype : selected_dtypes(options)) {
+    rows.insert(rows.end(), conv_rows.begin() + begin, conv_rows.begin() + begin + per_dtype);
+    begin += per_dtype;
+    if (!layers.empty()) {
+      rows.push_back(
+          network_total(arch + " all conv layers fwd+bwd" + dtype_suffix(dtype) + " (x count)",
+                        layers, rows, "torch"));
+    }
   }
   const std::vector<Row> ops = fastest_of_rounds(op_rounds);
   rows.insert(rows.end(), ops.begin(), ops.end());
@@ -249,14 +275,11 @@ std::vector<Row> run_gpu(const Options& options, Device device) {
   const TimingOptions timing{options.min_seconds, 5};
   Stream stream(device);
   std::vector<Row> rows;
-  std::vector<DType> dtypes;
-  for (DType dtype : {DType::f32, DType::bf16}) {
-    if (options.dtype == "both" || parse_dtype(options.dtype) == dtype) dtypes.push_back(dtype);
-  }
+  const std::vector<DType> dtypes = selected_dtypes(options);
   const bool sim = cuda_is_sim_device();
   const std::string conv_baseline = sim ? "cpu" : "cudnn";
   for (DType dtype : dtypes) {
-    const std::string suffix = std::string(" ") + std::string(dtype_name(dtype));
+    const std::string suffix = dtype_suffix(dtype);
     for (const ConvLayer& layer : layers) {
       const PassTimes ours = time_native_conv(layer.shape, dtype, stream, timing);
       std::optional<PassTimes> base;

@@ -177,12 +177,12 @@ std::optional<std::string> TorchProcess::read_line() {
   }
 }
 
-std::string torch_conv_case(const ConvLayer& layer) {
+std::string torch_conv_case(const ConvLayer& layer, DType dtype) {
   const Conv2dShape& s = layer.shape;
   std::ostringstream line;
   line << layer.name << '\t' << s.batch << '\t' << s.in_h << '\t' << s.in_w << '\t' << s.in_channels
        << '\t' << s.out_channels << '\t' << s.kernel_h << '\t' << s.kernel_w << '\t' << s.stride_h
-       << '\t' << s.pad_h;
+       << '\t' << s.pad_h << '\t' << dtype_name(dtype);
   return line.str();
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "bench/resnet_layers.h"
+#include "kernels/dtype.h"
 
 namespace engine::bench {
 
@@ -48,7 +49,7 @@ class TorchProcess {
   std::string reason_;
 };
 
-// The case line tools/bench_torch_kernels.py reads for a convolution layer.
-std::string torch_conv_case(const ConvLayer& layer);
+// The case line tools/bench_torch_kernels.py reads for a convolution layer in `dtype`.
+std::string torch_conv_case(const ConvLayer& layer, DType dtype);
 
 }  // namespace engine::bench

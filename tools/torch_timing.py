@@ -27,8 +27,9 @@ def median_time_us(fn, min_seconds, min_reps):
 def serve_cases(description, timed_passes):
     """Parses --threads, --min-seconds and --min-reps, then reads tab-separated case lines from
     stdin one at a time, as they arrive (bench_kernels sends each just before it times its own),
-    and for every (pass, fn) that timed_passes(fields) returns prints "name<TAB>pass<TAB>time_us",
-    name being the line's first field."""
+    and for every pass that timed_passes(fields) returns as (pass, fn) pairs prints
+    "name<TAB>pass<TAB>time_us", name being the line's first field; a pass returned more than
+    once (one fn per memory layout) is printed once, with its fastest time."""
     parser = argparse.ArgumentParser(description=description,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=0)
@@ -43,6 +44,9 @@ def serve_cases(description, timed_passes):
             if not line.strip():
                 continue
             fields = line.rstrip("\n").split("\t")
+            fastest = {}  # pass -> time: a pass offered in several ways keeps its fastest
             for pass_name, fn in timed_passes(fields):
                 time_us = median_time_us(fn, args.min_seconds, args.min_reps)
+                fastest[pass_name] = min(time_us, fastest.get(pass_name, time_us))
+            for pass_name, time_us in fastest.items():
                 print(f"{fields[0]}\t{pass_name}\t{time_us:.1f}", flush=True)

@@ -14,19 +14,18 @@ namespace {
 bool portable_forced = false;
 
 // ENGINE_CPU_BF16 (amx, avx512-bf16 or widened-fp32) picks the way bf16 is multiplied, for
-// benchmarks that compare the ways in one build; unset or unknown, the default (kAmx).
-Bf16Products bf16_requested_from_environment() {
+// benchmarks that compare the ways in one build; unset or unknown, the default.
+std::optional<Bf16Products> bf16_requested_from_environment() {
   const char* text = std::getenv("ENGINE_CPU_BF16");
-  if (text == nullptr) return Bf16Products::kAmx;
+  if (text == nullptr) return std::nullopt;
   for (Bf16Products way : {Bf16Products::kAmx, Bf16Products::kAvx512Bf16, Bf16Products::kWidened}) {
     if (std::strcmp(text, bf16_products_name(way)) == 0) return way;
   }
   std::fprintf(stderr, "ENGINE_CPU_BF16=%s is not amx, avx512-bf16 or widened-fp32: ignored\n",
                text);
-  return Bf16Products::kAmx;
+  return std::nullopt;
 }
-// The way asked for (kAmx: the default); bf16_products() falls back where the CPU lacks it.
-Bf16Products bf16_requested = bf16_requested_from_environment();
+std::optional<Bf16Products> bf16_requested = bf16_requested_from_environment();
 
 // CPUID leaf 7, sub-leaf `sub`: {eax, ebx, ecx, edx}, zeros where the leaf is absent.
 struct Leaf7 {
@@ -78,18 +77,30 @@ void force_portable_kernels(bool on) {
   portable_forced = on;
 }
 
-Bf16Products bf16_products() {
-  if (!use_avx512()) return Bf16Products::kWidened;
-  if (bf16_requested == Bf16Products::kAmx && cpu_has_amx_bf16()) return Bf16Products::kAmx;
-  // AVX512_BF16 only when asked for: on the Intel Xeon its kernel's resnet18 step ran at 0.86x
-  // of the widened fp32 GEMM's (bench/results/step-cpu-resnet18-64px-b32-bf16-ways-intel-xeon.txt).
-  if (bf16_requested == Bf16Products::kAvx512Bf16 && cpu_has_avx512_bf16()) {
-    return Bf16Products::kAvx512Bf16;
+Bf16Products choose_bf16_products(std::optional<Bf16Products> requested,
+                                  const Bf16Hardware& hardware) {
+  const bool amx = hardware.avx512 && hardware.amx_bf16;
+  const bool avx512_bf16 = hardware.avx512 && hardware.avx512_bf16;
+  if (!requested) {
+    if (amx) return Bf16Products::kAmx;
+    return avx512_bf16 && hardware.amd ? Bf16Products::kAvx512Bf16 : Bf16Products::kWidened;
   }
+  if (*requested == Bf16Products::kAmx && amx) return Bf16Products::kAmx;
+  if (*requested == Bf16Products::kAvx512Bf16 && avx512_bf16) return Bf16Products::kAvx512Bf16;
   return Bf16Products::kWidened;
 }
 
-void force_bf16_products(Bf16Products way) {
+Bf16Products bf16_products() {
+  static const bool amd = __builtin_cpu_is("amd");
+  const bool avx512 = use_avx512();
+  return choose_bf16_products(bf16_requested,
+                              Bf16Hardware{.avx512 = avx512,
+                                           .avx512_bf16 = avx512 && cpu_has_avx512_bf16(),
+                                           .amx_bf16 = avx512 && cpu_has_amx_bf16(),
+                                           .amd = amd});
+}
+
+void force_bf16_products(std::optional<Bf16Products> way) {
   bf16_requested = way;
 }
 

@@ -1,8 +1,10 @@
 // Which vector instruction set the CPU kernels use. The library is built for baseline x86-64
 // so that one binary runs anywhere; the hot loops (GEMM, BatchNorm) also have AVX-512 versions
 // that are chosen at run time when the CPU has AVX-512F, and bf16 products have kernels for
-// AVX512_BF16 (vdpbf16ps) and Intel AMX (tdpbf16ps) where the CPU and the kernel offer them.
+// AVX512_BF16 (vdpbf16ps) and Intel AMX (tdpbf16ps), chosen per CPU (choose_bf16_products).
 #pragma once
+
+#include <optional>
 
 namespace engine::cpu {
 
@@ -30,15 +32,31 @@ enum class Bf16Products {
   kAmx,         // AMX tiles: tdpbf16ps, 16 x 16 fp32 results of 16 x 32 by 32 x 16 bf16
 };
 
-// kAmx where the CPU has it, else kWidened (kAvx512Bf16, slower than kWidened where measured,
-// only when forced), or the forced way when the CPU has it; kWidened when the portable loops
-// are forced.
+// What decides the way bf16 is multiplied on this CPU.
+struct Bf16Hardware {
+  bool avx512 = false;       // use_avx512(): false also when the portable loops are forced
+  bool avx512_bf16 = false;  // cpu_has_avx512_bf16()
+  bool amx_bf16 = false;     // cpu_has_amx_bf16()
+  bool amd = false;          // an AMD CPU (Zen 4 and later have AVX512_BF16 but no AMX)
+};
+
+// The way for `hardware`: the requested way where the hardware has it, else kWidened; with
+// nothing requested, kAmx where present, else kAvx512Bf16 on AMD CPUs, else kWidened.
+// vdpbf16ps does twice the work of an fp32 FMA per instruction; Zen 4 issues both at the same
+// rate (IREE measured its bf16 matmul kernel at 2x its fp32 one there, iree-org/iree#15089),
+// while Intel's cores issue fp32 FMAs on two ports and vdpbf16ps on one: on the Intel Xeon our
+// kernel ran the resnet18 step at 0.86x of the widened GEMM's
+// (bench/results/step-cpu-resnet18-64px-b32-bf16-ways-intel-xeon.txt).
+Bf16Products choose_bf16_products(std::optional<Bf16Products> requested,
+                                  const Bf16Hardware& hardware);
+
+// choose_bf16_products() for this CPU and the way forced (or named by ENGINE_CPU_BF16).
 Bf16Products bf16_products();
 
 // Forces one way (tests and benchmarks check each on one machine; ENGINE_CPU_BF16 sets it at
-// start); a way the CPU lacks falls back to kWidened. Passing kAmx restores the default. Not
+// start); a way the CPU lacks falls back to kWidened; nothing restores the default. Not
 // thread-safe: call between ops.
-void force_bf16_products(Bf16Products way);
+void force_bf16_products(std::optional<Bf16Products> way);
 
 const char* bf16_products_name(Bf16Products way);
 

@@ -19,7 +19,7 @@ struct PortableLoops {
 // back) while in scope, and restores the default when the scope ends.
 struct ForcedBf16Products {
   explicit ForcedBf16Products(cpu::Bf16Products way) { cpu::force_bf16_products(way); }
-  ~ForcedBf16Products() { cpu::force_bf16_products(cpu::Bf16Products::kAmx); }
+  ~ForcedBf16Products() { cpu::force_bf16_products(std::nullopt); }
   ForcedBf16Products(const ForcedBf16Products&) = delete;
   ForcedBf16Products& operator=(const ForcedBf16Products&) = delete;
 };

@@ -48,6 +48,27 @@ std::vector<Bf16Products> ways_here() {
                     "are widened to fp32 here)";                                    \
   }
 
+// The default way per kind of CPU, and a requested way only where the CPU has it.
+TEST(Bf16GemmCpu, WayFollowsTheHardwareAndTheRequest) {
+  const Bf16Hardware amx_xeon{.avx512 = true, .avx512_bf16 = true, .amx_bf16 = true};
+  const Bf16Hardware cooper_lake{.avx512 = true, .avx512_bf16 = true};
+  const Bf16Hardware zen4{.avx512 = true, .avx512_bf16 = true, .amd = true};
+  const Bf16Hardware avx2_epyc{.amd = true};
+  const Bf16Hardware portable_forced{.avx512_bf16 = true, .amx_bf16 = true};
+  EXPECT_EQ(choose_bf16_products(std::nullopt, amx_xeon), Bf16Products::kAmx);
+  EXPECT_EQ(choose_bf16_products(std::nullopt, cooper_lake), Bf16Products::kWidened);
+  EXPECT_EQ(choose_bf16_products(std::nullopt, zen4), Bf16Products::kAvx512Bf16);
+  EXPECT_EQ(choose_bf16_products(std::nullopt, avx2_epyc), Bf16Products::kWidened);
+  EXPECT_EQ(choose_bf16_products(std::nullopt, portable_forced), Bf16Products::kWidened);
+  EXPECT_EQ(choose_bf16_products(Bf16Products::kAvx512Bf16, amx_xeon), Bf16Products::kAvx512Bf16);
+  EXPECT_EQ(choose_bf16_products(Bf16Products::kAvx512Bf16, cooper_lake),
+            Bf16Products::kAvx512Bf16);
+  EXPECT_EQ(choose_bf16_products(Bf16Products::kWidened, zen4), Bf16Products::kWidened);
+  EXPECT_EQ(choose_bf16_products(Bf16Products::kAmx, zen4), Bf16Products::kWidened);
+  EXPECT_EQ(choose_bf16_products(Bf16Products::kAvx512Bf16, avx2_epyc), Bf16Products::kWidened);
+  EXPECT_EQ(choose_bf16_products(Bf16Products::kAmx, portable_forced), Bf16Products::kWidened);
+}
+
 // A product to check: A [m x lda] (row-major), B either row-major [k x ldb] or its columns
 // contiguous ([n x ldb]), over `runs`.
 struct Case {
