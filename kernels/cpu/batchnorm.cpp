@@ -78,12 +78,10 @@ struct ChannelAffine {
 template <typename T>
 void apply_affine(const T* x, const ChannelAffine& affine, const T* residual, bool relu, T* y,
                   int64_t rows, int64_t channels) {
-  if (std::is_same_v<T, float> && batchnorm_avx512_applies(channels)) {
+  if (batchnorm_avx512_applies(channels)) {
     for_each_row_block_reversed(rows, channels, [&](int64_t begin, int64_t end) {
-      batchnorm_affine_avx512(reinterpret_cast<const float*>(x), affine.mean.data(),
-                              affine.scale.data(), affine.shift.data(),
-                              reinterpret_cast<const float*>(residual), relu,
-                              reinterpret_cast<float*>(y), begin, end, channels);
+      batchnorm_affine_avx512(x, affine.mean.data(), affine.scale.data(), affine.shift.data(),
+                              residual, relu, y, begin, end, channels);
     });
     return;
   }
@@ -113,7 +111,7 @@ void batchnorm_stats(DType dtype, const void* x, int64_t rows, int64_t channels,
   dispatch_dtype(dtype, [&]<typename T>() {
     const T* in = static_cast<const T*>(x);
     const int64_t chunks = chunk_count(rows);
-    const bool avx512 = std::is_same_v<T, float> && batchnorm_avx512_applies(channels);
+    const bool avx512 = batchnorm_avx512_applies(channels);
     // Per chunk and channel: mean and m2, from sums of x - (the chunk's first row), which is
     // within a few standard deviations of the mean, so s2 - s1^2/n does not cancel.
     std::vector<double> chunk_mean(chunks * channels), chunk_m2(chunks * channels);
@@ -123,8 +121,7 @@ void batchnorm_stats(DType dtype, const void* x, int64_t rows, int64_t channels,
       for (int64_t c = 0; c < channels; ++c)
         shift[c] = to_float(in[begin * channels + c]);
       if (avx512) {
-        batchnorm_shifted_sums_avx512(reinterpret_cast<const float*>(in), begin, end, channels,
-                                      shift.data(), s1.data(), s2.data());
+        batchnorm_shifted_sums_avx512(in, begin, end, channels, shift.data(), s1.data(), s2.data());
       } else {
         for (int64_t r = begin; r < end; ++r) {
           for (int64_t c = 0; c < channels; ++c) {
@@ -218,7 +215,7 @@ void batchnorm_backward_reduce(DType dtype, const void* dy, const void* x, const
     const T* grad = static_cast<const T*>(dy);
     const T* in = static_cast<const T*>(x);
     const int64_t chunks = chunk_count(rows);
-    const bool avx512 = std::is_same_v<T, float> && batchnorm_avx512_applies(channels);
+    const bool avx512 = batchnorm_avx512_applies(channels);
     std::vector<double> sum_dy(chunks * channels), sum_dy_xmu(chunks * channels);
     for_each_chunk(rows, channels, [&](int64_t k, int64_t begin, int64_t end) {
       double* s_dy = sum_dy.data() + k * channels;
@@ -226,9 +223,7 @@ void batchnorm_backward_reduce(DType dtype, const void* dy, const void* x, const
       std::fill(s_dy, s_dy + channels, 0.0);
       std::fill(s_dy_xmu, s_dy_xmu + channels, 0.0);
       if (avx512) {
-        batchnorm_backward_sums_avx512(reinterpret_cast<const float*>(grad),
-                                       reinterpret_cast<const float*>(in), batch_stats, begin, end,
-                                       channels, s_dy, s_dy_xmu);
+        batchnorm_backward_sums_avx512(grad, in, batch_stats, begin, end, channels, s_dy, s_dy_xmu);
         return;
       }
       // fp32 sums over blocks of 64 rows (vectorized), folded into the chunk's fp64 sums.
@@ -281,12 +276,11 @@ void batchnorm_backward_elementwise(DType dtype, const void* dy, const void* x,
     const T* grad = static_cast<const T*>(dy);
     const T* in = static_cast<const T*>(x);
     T* out = static_cast<T*>(dx);
-    if (std::is_same_v<T, float> && batchnorm_avx512_applies(channels)) {
+    if (batchnorm_avx512_applies(channels)) {
       for_each_row_block_reversed(rows, channels, [&](int64_t begin, int64_t end) {
-        batchnorm_backward_rows_avx512(
-            reinterpret_cast<const float*>(grad), reinterpret_cast<const float*>(in), mean.data(),
-            invstd.data(), scale.data(), mean_dy.data(), mean_dy_xhat.data(),
-            reinterpret_cast<float*>(out), begin, end, channels);
+        batchnorm_backward_rows_avx512(grad, in, mean.data(), invstd.data(), scale.data(),
+                                       mean_dy.data(), mean_dy_xhat.data(), out, begin, end,
+                                       channels);
       });
       return;
     }

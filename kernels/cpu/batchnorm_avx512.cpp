@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "kernels/cpu/bf16_round_avx512.h"
 #include "kernels/cpu/isa.h"
 
 namespace engine::cpu {
@@ -17,8 +18,9 @@ bool batchnorm_avx512_applies(int64_t channels) {
 }
 
 // Everything below is compiled for AVX-512F, lambdas included, and runs only when
-// batchnorm_avx512_applies. It defines no inline or template entity visible outside this file
-// (the helpers are in an anonymous namespace), so no AVX-512 copy of a shared definition can
+// batchnorm_avx512_applies. It defines no inline entity visible outside this file (the helpers
+// are in an anonymous namespace) and its templates are defined only here (the header declares
+// them, the end of this file instantiates them), so no AVX-512 copy of a shared definition can
 // be picked by the linker for the portable code.
 #pragma GCC push_options
 #pragma GCC target("avx512f")
@@ -35,6 +37,22 @@ constexpr int64_t kBlockRows = 64;
 // Rows in flight per loop iteration, each with its own accumulators, so the adds of
 // consecutive rows do not wait on each other.
 constexpr int kUnroll = 4;
+
+// 16 activations as fp32 lanes, and back: bf16 widens exactly and rounds once on store.
+__m512 load16(const float* p) {
+  return _mm512_loadu_ps(p);
+}
+__m512 load16(const bf16* p) {
+  const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(
+      _mm512_maskz_slli_epi32(0xFFFF, _mm512_maskz_cvtepu16_epi32(0xFFFF, bits), 16));
+}
+void store16(float* p, __m512 v) {
+  _mm512_storeu_ps(p, v);
+}
+void store16(bf16* p, __m512 v) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), round_to_bf16(v));
+}
 
 // acc[i] += lane i of v, in fp64 (once per 64 rows: a scalar loop costs nothing here).
 void fold_into(double* acc, __m512 v) {
@@ -79,66 +97,80 @@ void paired_sums(int64_t begin, int64_t end, LoadA load_a, Product product, doub
 
 }  // namespace
 
-void batchnorm_shifted_sums_avx512(const float* x, int64_t begin, int64_t end, int64_t channels,
+template <typename T>
+void batchnorm_shifted_sums_avx512(const T* x, int64_t begin, int64_t end, int64_t channels,
                                    const float* shift, double* s1, double* s2) {
   for (int64_t c0 = 0; c0 < channels; c0 += kLanes) {
     const __m512 shift_v = _mm512_loadu_ps(shift + c0);
     paired_sums(
         begin, end,
-        [&](int64_t r) { return _mm512_sub_ps(_mm512_loadu_ps(x + r * channels + c0), shift_v); },
+        [&](int64_t r) { return _mm512_sub_ps(load16(x + r * channels + c0), shift_v); },
         [](int64_t, __m512 d) { return d; }, s1 + c0, s2 + c0);
   }
 }
 
-void batchnorm_affine_avx512(const float* x, const float* mean, const float* scale,
-                             const float* shift, const float* residual, bool relu, float* y,
-                             int64_t begin, int64_t end, int64_t channels) {
+template <typename T>
+void batchnorm_affine_avx512(const T* x, const float* mean, const float* scale, const float* shift,
+                             const T* residual, bool relu, T* y, int64_t begin, int64_t end,
+                             int64_t channels) {
   const __m512 zero = _mm512_setzero_ps();
   for (int64_t r = begin; r < end; ++r) {
     for (int64_t c0 = 0; c0 < channels; c0 += kLanes) {
       const int64_t at = r * channels + c0;
-      __m512 v = _mm512_fmadd_ps(_mm512_sub_ps(_mm512_loadu_ps(x + at), _mm512_loadu_ps(mean + c0)),
+      __m512 v = _mm512_fmadd_ps(_mm512_sub_ps(load16(x + at), _mm512_loadu_ps(mean + c0)),
                                  _mm512_loadu_ps(scale + c0), _mm512_loadu_ps(shift + c0));
-      if (residual) v = _mm512_add_ps(v, _mm512_loadu_ps(residual + at));
+      if (residual) v = _mm512_add_ps(v, load16(residual + at));
       // Negative lanes to zero; NaN stays NaN, as in the portable loop.
       if (relu) v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, zero, _CMP_LT_OQ), zero);
-      _mm512_storeu_ps(y + at, v);
+      store16(y + at, v);
     }
   }
 }
 
-void batchnorm_backward_sums_avx512(const float* dy, const float* x, const float* mean,
-                                    int64_t begin, int64_t end, int64_t channels, double* sum_dy,
+template <typename T>
+void batchnorm_backward_sums_avx512(const T* dy, const T* x, const float* mean, int64_t begin,
+                                    int64_t end, int64_t channels, double* sum_dy,
                                     double* sum_dy_xmu) {
   for (int64_t c0 = 0; c0 < channels; c0 += kLanes) {
     const __m512 mean_v = _mm512_loadu_ps(mean + c0);
     paired_sums(
-        begin, end, [&](int64_t r) { return _mm512_loadu_ps(dy + r * channels + c0); },
-        [&](int64_t r, __m512) {
-          return _mm512_sub_ps(_mm512_loadu_ps(x + r * channels + c0), mean_v);
-        },
+        begin, end, [&](int64_t r) { return load16(dy + r * channels + c0); },
+        [&](int64_t r, __m512) { return _mm512_sub_ps(load16(x + r * channels + c0), mean_v); },
         sum_dy + c0, sum_dy_xmu + c0);
   }
 }
 
-void batchnorm_backward_rows_avx512(const float* dy, const float* x, const float* mean,
-                                    const float* invstd, const float* scale, const float* mean_dy,
-                                    const float* mean_dy_xhat, float* dx, int64_t begin,
-                                    int64_t end, int64_t channels) {
+template <typename T>
+void batchnorm_backward_rows_avx512(const T* dy, const T* x, const float* mean, const float* invstd,
+                                    const float* scale, const float* mean_dy,
+                                    const float* mean_dy_xhat, T* dx, int64_t begin, int64_t end,
+                                    int64_t channels) {
   for (int64_t r = begin; r < end; ++r) {
     for (int64_t c0 = 0; c0 < channels; c0 += kLanes) {
       const int64_t at = r * channels + c0;
-      const __m512 xhat =
-          _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + at), _mm512_loadu_ps(mean + c0)),
-                        _mm512_loadu_ps(invstd + c0));
-      const __m512 centred = _mm512_sub_ps(_mm512_loadu_ps(dy + at), _mm512_loadu_ps(mean_dy + c0));
-      _mm512_storeu_ps(
-          dx + at,
-          _mm512_mul_ps(_mm512_loadu_ps(scale + c0),
-                        _mm512_fnmadd_ps(xhat, _mm512_loadu_ps(mean_dy_xhat + c0), centred)));
+      const __m512 xhat = _mm512_mul_ps(_mm512_sub_ps(load16(x + at), _mm512_loadu_ps(mean + c0)),
+                                        _mm512_loadu_ps(invstd + c0));
+      const __m512 centred = _mm512_sub_ps(load16(dy + at), _mm512_loadu_ps(mean_dy + c0));
+      store16(dx + at,
+              _mm512_mul_ps(_mm512_loadu_ps(scale + c0),
+                            _mm512_fnmadd_ps(xhat, _mm512_loadu_ps(mean_dy_xhat + c0), centred)));
     }
   }
 }
+
+#define ENGINE_BATCHNORM_AVX512_FOR(T)                                                             \
+  template void batchnorm_shifted_sums_avx512(const T*, int64_t, int64_t, int64_t, const float*,   \
+                                              double*, double*);                                   \
+  template void batchnorm_affine_avx512(const T*, const float*, const float*, const float*,        \
+                                        const T*, bool, T*, int64_t, int64_t, int64_t);            \
+  template void batchnorm_backward_sums_avx512(const T*, const T*, const float*, int64_t, int64_t, \
+                                               int64_t, double*, double*);                         \
+  template void batchnorm_backward_rows_avx512(const T*, const T*, const float*, const float*,     \
+                                               const float*, const float*, const float*, T*,       \
+                                               int64_t, int64_t, int64_t);
+ENGINE_BATCHNORM_AVX512_FOR(float)
+ENGINE_BATCHNORM_AVX512_FOR(bf16)
+#undef ENGINE_BATCHNORM_AVX512_FOR
 
 #pragma GCC diagnostic pop
 #pragma GCC pop_options

@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "batchnorm_cpu_ops.h"
@@ -66,6 +67,57 @@ TEST(BatchNormCpu, VectorAndPortableLoopsBothMatchReference) {
   }
 }
 
+TEST(BatchNormCpu, Bf16VectorAndPortableLoopsBothMatchReference) {
+  // bf16 activations: the AVX-512 loops widen them on load and round once on store, as the
+  // portable loops do. On bf16-exact inputs the statistics and grad_sums are fp32 sums of
+  // exact values (the f32 tolerances); y and dx round once to bf16, so each is within one bf16
+  // unit of the fp64 reference (dx relative to its terms, which nearly cancel), and the two
+  // loops' outputs are within one unit of each other.
+  Stream stream;
+  const BnShape shapes[] = {{4, 12, 12, 64}, {3, 9, 11, 48}, {2, 7, 7, 512}};
+  for (const BnShape& s : shapes) {
+    SCOPED_TRACE(s.str());
+    const std::vector<float> x = normal_values(s.numel(), 50, DType::bf16, 0.5, 2.0);
+    const std::vector<float> dy = normal_values(s.numel(), 51, DType::bf16);
+    const std::vector<float> res = normal_values(s.numel(), 52, DType::bf16);
+    const Affine affine = make_affine(s.c, 53);
+    const testing::ReferenceStats ref = testing::reference_stats(x, s.rows(), s.c);
+    const testing::ReferenceBnGrads grads =
+        testing::reference_bn_backward(x, dy, s.c, kEps, affine.weight);
+    const std::vector<double> expected_y = testing::reference_bn_apply(
+        to_double(x), ref.mean, ref.var, kEps, affine.weight, affine.bias, &res, true);
+    std::vector<std::vector<float>> ys, dxs;
+    for (bool portable : {false, true}) {
+      SCOPED_TRACE(portable ? "portable" : "default");
+      testing::PortableLoops loops(portable);
+      const std::vector<float> stats = stats_of(activation(s, x, DType::bf16), stream);
+      EXPECT_TRUE(all_close(ref.mean, slice(stats, 0, s.c), 1e-6, 2.5));
+      EXPECT_TRUE(m2_matches(ref, stats, s));
+
+      BatchNormEpilogue epilogue;
+      epilogue.relu = true;
+      epilogue.residual = activation(s, res, DType::bf16);
+      Tensor y = Tensor::empty({s.n, s.h, s.w, s.c}, DType::bf16);
+      batchnorm_normalize(activation(s, x, DType::bf16), batch_stats_from(stats, stream),
+                          f32_tensor(affine.weight), f32_tensor(affine.bias), y, stream, epilogue);
+      ys.push_back(y.to_floats(stream));
+      EXPECT_TRUE(all_close_scaled(expected_y, ys.back(), testing::kBf16Ulp,
+                                   std::vector<double>(expected_y.size(), 0.0)));
+
+      const BackwardResult got = run_backward(s, DType::bf16, x, dy, affine.weight, stream);
+      dxs.push_back(got.dx);
+      EXPECT_TRUE(all_close_scaled(grads.dx, got.dx, testing::kBf16Ulp,
+                                   term_scales(s, x, dy, affine.weight)));
+      EXPECT_TRUE(all_close(grads.dbias, slice(got.grad_sums, 0, s.c), 1e-5));
+      EXPECT_TRUE(all_close(grads.dweight, slice(got.grad_sums, s.c, s.c), 1e-5));
+    }
+    EXPECT_TRUE(
+        all_close_scaled(ys[1], ys[0], testing::kBf16Ulp, std::vector<double>(ys[0].size(), 0.0)));
+    EXPECT_TRUE(
+        all_close_scaled(dxs[1], dxs[0], testing::kBf16Ulp, term_scales(s, x, dy, affine.weight)));
+  }
+}
+
 TEST(BatchNormCpu, EveryPhaseGivesTheSameBitsOnOneTwoAndThreeThreads) {
   // Partial sums per fixed 256-row chunk, merged in chunk order; threads take runs of chunks,
   // which the element-wise passes walk backward: none of it may change a bit with the thread
@@ -73,25 +125,28 @@ TEST(BatchNormCpu, EveryPhaseGivesTheSameBitsOnOneTwoAndThreeThreads) {
   // channels take the AVX-512 loops where the CPU has them, 40 the portable ones everywhere.
   Stream stream;
   const BnShape shapes[] = {{4, 17, 15, 48}, {4, 17, 15, 40}};
-  for (bool portable : {false, true}) {
+  for (const auto& [portable, dtype] :
+       {std::pair{false, DType::f32}, std::pair{true, DType::f32}, std::pair{false, DType::bf16},
+        std::pair{true, DType::bf16}}) {
     testing::PortableLoops loops(portable);
     for (const BnShape& s : shapes) {
-      SCOPED_TRACE(s.str() + (portable ? " portable" : " default"));
-      const std::vector<float> x = normal_values(s.numel(), 40, DType::f32, 0.5, 2.0);
-      const std::vector<float> dy = normal_values(s.numel(), 41, DType::f32);
+      SCOPED_TRACE(s.str() + (portable ? " portable " : " default ") +
+                   std::string(dtype_name(dtype)));
+      const std::vector<float> x = normal_values(s.numel(), 40, dtype, 0.5, 2.0);
+      const std::vector<float> dy = normal_values(s.numel(), 41, dtype);
       const Affine affine = make_affine(s.c, 42);
       std::vector<std::vector<float>> results;
       const int threads_before = omp_get_max_threads();
       for (int threads : {1, 2, 3}) {
         omp_set_num_threads(threads);
-        const Tensor tx = activation(s, x, DType::f32);
+        const Tensor tx = activation(s, x, dtype);
         std::vector<float> result = stats_of(tx, stream);
         const Tensor batch_stats = batch_stats_from(result, stream);
-        Tensor y = Tensor::empty(tx.shape(), DType::f32);
+        Tensor y = Tensor::empty(tx.shape(), dtype);
         batchnorm_normalize(tx, batch_stats, f32_tensor(affine.weight), f32_tensor(affine.bias), y,
                             stream);
         const std::vector<float> normalized = y.to_floats(stream);
-        const BackwardResult grads = run_backward(s, DType::f32, x, dy, affine.weight, stream);
+        const BackwardResult grads = run_backward(s, dtype, x, dy, affine.weight, stream);
         for (const std::vector<float>* part : {&normalized, &grads.dx, &grads.grad_sums})
           result.insert(result.end(), part->begin(), part->end());
         results.push_back(result);
