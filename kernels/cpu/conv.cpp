@@ -230,14 +230,42 @@ std::vector<float> flip_filters(const Conv2dShape& shape, const float* w) {
   return flipped;
 }
 
+// `values` [rows x channels] with a zero channel appended to each row.
+std::vector<bf16> with_zero_channel(const bf16* values, int64_t rows, int64_t channels) {
+  std::vector<bf16> padded(static_cast<size_t>(rows * (channels + 1)));
+  parallel_for(rows, [&](int64_t row) {
+    std::copy_n(values + row * channels, channels, padded.data() + row * (channels + 1));
+  });
+  return padded;
+}
+
+bool forward_bf16(const Conv2dShape& shape, const bf16* x, const bf16* w, const float* bias,
+                  bf16* y);
+
+// The convolution of an odd number of input channels (the stem's 3), which the bf16 GEMM's
+// pairs along the depth cannot take, as one of C + 1 with a zero channel in x and w: the same
+// products plus exact zeros, for a third more multiplications on the stem (AMX multiplies them
+// several times faster than the widened fp32 GEMM). The copies are small beside the product.
+bool forward_bf16_odd_channels(const Conv2dShape& shape, const bf16* x, const bf16* w,
+                               const float* bias, bf16* y) {
+  Conv2dShape even = shape;
+  even.in_channels = shape.in_channels + 1;
+  const std::vector<bf16> padded_x =
+      with_zero_channel(x, shape.batch * shape.in_h * shape.in_w, shape.in_channels);
+  const std::vector<bf16> padded_w =
+      with_zero_channel(w, shape.out_channels * shape.kernel_h * shape.kernel_w, shape.in_channels);
+  return forward_bf16(even, padded_x.data(), padded_w.data(), bias, y);
+}
+
 // y = conv(x, w) (+ bias) with bf16 x, w and y on the bf16 GEMM: a pointwise convolution is
-// one product, any other goes through the tap classes. False (nothing written) where the
-// CPU has no bf16 kernel or the input channels are odd (the stem's 3): the widened fp32 path.
+// one product, any other goes through the tap classes; odd input channels get a zero channel.
+// False (nothing written) where the CPU has no bf16 kernel: the widened fp32 path.
 bool forward_bf16(const Conv2dShape& shape, const bf16* x, const bf16* w, const float* bias,
                   bf16* y) {
   const Bf16Products way = bf16_products();
   const int64_t k = shape.gemm_k(), channels_out = shape.out_channels;
-  if (way == Bf16Products::kWidened || shape.in_channels % 2 != 0) return false;
+  if (way == Bf16Products::kWidened) return false;
+  if (shape.in_channels % 2 != 0) return forward_bf16_odd_channels(shape, x, w, bias, y);
   if (shape.is_pointwise()) {
     bf16_gemm(way, shape.gemm_m(), channels_out, k, x, k, w, 1, k,
               {.c = y, .c_is_bf16 = true, .ldc = channels_out, .bias = bias});

@@ -399,47 +399,63 @@ void tap_rows(const Conv2dShape& shape, const bf16* x, int64_t r, int64_t s, int
 }
 
 // dW [K x taps * C] (+)= dY^T * im2col(x) on the bf16 GEMM, with bf16 x and dY and an fp32
-// dW: the GEMM's A is dY^T (K rows along the output pixels) and its B, per tap, the input
-// pixels that tap reads, packed straight from x into pair rows (no column matrix): the
-// C columns of that tap's share of dW. Steps of kBf16GradientPixels pixels are summed into dW
-// in order, each (tap, 32-column panel) by one thread, so the bits do not depend on the
-// thread count. For input channels that are a multiple of the panel width (32: every ResNet
-// layer but the stem), so a panel never straddles two taps; false (nothing written) otherwise or
-// without a bf16 kernel.
+// dW: the GEMM's A is dY^T (K rows along the output pixels) and its B the column rows of the
+// output pixels, packed into pair rows in groups of dW's columns. Where the input channels are
+// a multiple of the panel width (32: every ResNet layer but the stem) a group is one tap's C
+// columns, packed straight from x (no column matrix) and a panel never straddles two taps;
+// otherwise (the stem's 3 channels) one group holds all taps * C columns, packed from a bf16
+// im2col of the step. Steps of kBf16GradientPixels pixels are summed into dW in order, each
+// (group, 32-column panel) by one thread, so the bits do not depend on the thread count. False
+// (nothing written) without a bf16 kernel.
 bool filter_gradient_bf16(const Conv2dShape& shape, const bf16* x, const bf16* dy, float* dw,
                           bool accumulate) {
   const Bf16Products way = bf16_products();
-  if (way == Bf16Products::kWidened || shape.in_channels % kBf16PanelColumns != 0) return false;
+  if (way == Bf16Products::kWidened) return false;
   const int64_t m = shape.gemm_m(), padded_m = (m + 1) / 2 * 2;
   const int64_t channels = shape.in_channels, channels_out = shape.out_channels;
   const int64_t taps = shape.kernel_h * shape.kernel_w, k = shape.gemm_k();
+  const bool per_tap = channels % kBf16PanelColumns == 0;
+  const int64_t groups = per_tap ? taps : 1, group_columns = per_tap ? channels : k;
   const ScratchFloats transposed(channels_out * padded_m / 2);
   bf16* dy_t = reinterpret_cast<bf16*>(transposed.data());
   transpose_grad_output(shape, dy, padded_m, dy_t);
   const int64_t step_pixels = std::min(kBf16GradientPixels, padded_m);
-  const int64_t tap_values = pair_panels_values(channels, step_pixels);
-  const ScratchFloats packed((taps * tap_values + 1) / 2);
-  uint16_t* packed_taps = reinterpret_cast<uint16_t*>(packed.data());
-  const int64_t panels = (channels + kBf16PanelColumns - 1) / kBf16PanelColumns;
+  const int64_t group_values = pair_panels_values(group_columns, step_pixels);
+  const ScratchFloats packed((groups * group_values + 1) / 2);
+  uint16_t* packed_groups = reinterpret_cast<uint16_t*>(packed.data());
+  const ScratchFloats col_storage(per_tap ? 0 : (step_pixels * k + 1) / 2);
+  bf16* col = reinterpret_cast<bf16*>(col_storage.data());
+  const int64_t panels = (group_columns + kBf16PanelColumns - 1) / kBf16PanelColumns;
+  // Packing jobs: one per tap, or one per panel of the single group.
+  const int64_t pack_jobs = per_tap ? taps : panels;
   for (int64_t first = 0; first < padded_m; first += step_pixels) {
     const int64_t count = std::min(step_pixels, padded_m - first);
+    const int64_t inside = std::min(count, m - first);  // pixels before the pad of an odd M
+    if (!per_tap) im2col(shape, x, first, first + inside, col);
     const Bf16GemmOutput out{.ldc = k, .beta = first == 0 && !accumulate ? 0.f : 1.f};
     const std::vector<DepthRun> runs = {DepthRun{0, 0, count}};
 #pragma omp parallel
     {
       std::vector<const bf16*> rows;
 #pragma omp for schedule(static)
-      for (int64_t tap = 0; tap < taps; ++tap) {
-        tap_rows(shape, x, tap / shape.kernel_w, tap % shape.kernel_w, first, count, rows);
-        pack_pair_panels(channels, rows, 0, panels, packed_taps + tap * tap_values);
+      for (int64_t job = 0; job < pack_jobs; ++job) {
+        if (per_tap) {
+          tap_rows(shape, x, job / shape.kernel_w, job % shape.kernel_w, first, count, rows);
+          pack_pair_panels(channels, rows, 0, panels, packed_groups + job * group_values);
+        } else {
+          rows.assign(static_cast<size_t>(count), nullptr);
+          for (int64_t p = 0; p < inside; ++p)
+            rows[p] = col + p * k;
+          pack_pair_panels(k, rows, job, job + 1, packed_groups);
+        }
       }
 #pragma omp for schedule(static)
-      for (int64_t job = 0; job < taps * panels; ++job) {
-        const int64_t tap = job / panels, panel = job % panels;
+      for (int64_t job = 0; job < groups * panels; ++job) {
+        const int64_t group = job / panels, panel = job % panels;
         const PairPanels b =
-            PairPanels{packed_taps + tap * tap_values, channels, count}.panels(panel, 1);
+            PairPanels{packed_groups + group * group_values, group_columns, count}.panels(panel, 1);
         Bf16GemmOutput job_out = out;
-        job_out.c = dw + tap * channels + panel * kBf16PanelColumns;
+        job_out.c = dw + group * group_columns + panel * kBf16PanelColumns;
         bf16_gemm_packed_runs(way, channels_out, dy_t + first, padded_m, b, runs, job_out);
       }
     }

@@ -7,21 +7,21 @@
 
 namespace engine::cpu {
 
-void im2col(const Conv2dShape& shape, const float* x, int64_t first_row, int64_t end_row,
-            float* col) {
+template <typename T>
+void im2col(const Conv2dShape& shape, const T* x, int64_t first_row, int64_t end_row, T* col) {
   const int64_t out_h = shape.out_h(), out_w = shape.out_w();
   const int64_t channels = shape.in_channels, row_length = shape.gemm_k();
-  const size_t channel_bytes = static_cast<size_t>(channels) * sizeof(float);
+  const size_t channel_bytes = static_cast<size_t>(channels) * sizeof(T);
 #pragma omp parallel for schedule(static) if ((end_row - first_row) * row_length >= \
                                               kParallelThreshold)
   for (int64_t m = first_row; m < end_row; ++m) {
     const int64_t n = m / (out_h * out_w);
     const int64_t p = (m / out_w) % out_h;
     const int64_t q = m % out_w;
-    float* dst = col + (m - first_row) * row_length;
+    T* dst = col + (m - first_row) * row_length;
     const int64_t w_first = q * shape.stride_w - shape.pad_w;
     // With dilation 1 the taps of a filter row read kernel_w neighbouring pixels: one copy
-    // of kernel_w * channels floats when they are all inside the image.
+    // of kernel_w * channels values when they are all inside the image.
     const bool row_contiguous =
         shape.dilation_w == 1 && w_first >= 0 && w_first + shape.kernel_w <= shape.in_w;
     for (int64_t r = 0; r < shape.kernel_h; ++r) {
@@ -37,7 +37,7 @@ void im2col(const Conv2dShape& shape, const float* x, int64_t first_row, int64_t
         const int64_t w = w_first + s * shape.dilation_w;
         const bool padding = !row_inside || w < 0 || w >= shape.in_w;
         if (padding) {
-          std::memset(dst, 0, channel_bytes);
+          std::fill_n(dst, channels, T{});
         } else {
           std::memcpy(dst, x + ((n * shape.in_h + h) * shape.in_w + w) * channels, channel_bytes);
         }
@@ -74,6 +74,8 @@ void im2col_inside(const Conv2dShape& shape, const TapClass& taps, const T* x, c
   }
 }
 
+template void im2col(const Conv2dShape&, const float*, int64_t, int64_t, float*);
+template void im2col(const Conv2dShape&, const bf16*, int64_t, int64_t, bf16*);
 template void im2col_inside(const Conv2dShape&, const TapClass&, const float*, const int64_t*,
                             int64_t, float*);
 template void im2col_inside(const Conv2dShape&, const TapClass&, const bf16*, const int64_t*,

@@ -12,9 +12,9 @@
 namespace engine::cpu {
 
 // col[(m - first_row) * gemm_k + (r * kernel_w + s) * in_channels + c] for m in
-// [first_row, end_row); taps outside the image (padding) are 0.
-void im2col(const Conv2dShape& shape, const float* x, int64_t first_row, int64_t end_row,
-            float* col);
+// [first_row, end_row); taps outside the image (padding) are 0. T is float or bf16.
+template <typename T>
+void im2col(const Conv2dShape& shape, const T* x, int64_t first_row, int64_t end_row, T* col);
 
 // The column rows of `count` output pixels of one tap class, its taps only: row i of col is,
 // for output row rows[i], the depth(shape) values its taps inside the input read, in KRSC

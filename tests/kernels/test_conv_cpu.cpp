@@ -75,16 +75,19 @@ TEST(ConvCpu, BackwardDataMatchesNaiveReference) {
 // The bf16 filter gradient (accumulated onto dW: fp32 sums of exact products, so held to fp32's
 // tolerance), forward and input gradient on each way of multiplying bf16 this CPU has (AMX
 // tiles, AVX512_BF16, widened to fp32): every case, including the channel counts that the
-// bf16 kernels leave to the widened path.
+// bf16 kernels take with a zero channel (odd C) or an im2col (C not a multiple of 32), and a
+// stem whose filter gradient sums two 1024-pixel steps and an odd last pixel.
 TEST(ConvCpu, Bf16OnEveryWayOfMultiplyingMatchesNaiveReference) {
   Stream stream;
+  std::vector<testing::ConvCase> cases = conv_cases();
+  cases.push_back({"stem, 1125 pixels", testing::conv_shape(5, 30, 30, 3, 64, 7, 7, 2, 3)});
   std::vector<cpu::Bf16Products> ways = {cpu::Bf16Products::kWidened};
   if (cpu::cpu_has_avx512_bf16()) ways.push_back(cpu::Bf16Products::kAvx512Bf16);
   if (cpu::cpu_has_amx_bf16()) ways.push_back(cpu::Bf16Products::kAmx);
   for (cpu::Bf16Products way : ways) {
     const testing::ForcedBf16Products forced(way);
     ASSERT_EQ(cpu::bf16_products(), way);
-    for (const auto& [name, shape] : conv_cases()) {
+    for (const auto& [name, shape] : cases) {
       SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + cpu::bf16_products_name(way));
       ConvTensors t(shape, DType::bf16);
       Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);  // fp32 master gradient
