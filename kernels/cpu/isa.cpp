@@ -3,6 +3,7 @@
 #include <cpuid.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -11,7 +12,7 @@
 namespace engine::cpu {
 
 namespace {
-bool portable_forced = false;
+VectorIsa vector_isa_cap = VectorIsa::kAvx512;
 
 // ENGINE_CPU_BF16 (amx, avx512-bf16 or widened-fp32) picks the way bf16 is multiplied, for
 // benchmarks that compare the ways in one build; unset or unknown, the default.
@@ -69,12 +70,28 @@ bool cpu_has_amx_bf16() {
   return has;
 }
 
+bool cpu_has_avx2() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has;
+}
+
+VectorIsa vector_isa() {
+  static const VectorIsa widest = cpu_has_avx512() ? VectorIsa::kAvx512
+                                  : cpu_has_avx2() ? VectorIsa::kAvx2
+                                                   : VectorIsa::kBaseline;
+  return std::min(widest, vector_isa_cap);
+}
+
+void cap_vector_isa(VectorIsa widest) {
+  vector_isa_cap = widest;
+}
+
 bool use_avx512() {
-  return cpu_has_avx512() && !portable_forced;
+  return vector_isa() == VectorIsa::kAvx512;
 }
 
 void force_portable_kernels(bool on) {
-  portable_forced = on;
+  cap_vector_isa(on ? VectorIsa::kBaseline : VectorIsa::kAvx512);
 }
 
 Bf16Products choose_bf16_products(std::optional<Bf16Products> requested,

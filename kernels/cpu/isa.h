@@ -18,11 +18,22 @@ bool cpu_has_avx512_bf16();
 // (arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA), asked once).
 bool cpu_has_amx_bf16();
 
-// Whether the CPU ops take their AVX-512 paths: cpu_has_avx512(), unless the portable loops
-// are forced (tests use that to check both paths on one machine).
+// The CPU supports AVX2 and FMA (every x86-64 CPU since 2013-2015; AMD EPYC VMs here expose
+// no more).
+bool cpu_has_avx2();
+
+// The widest vector loops the CPU ops take: the widest the CPU has, capped by
+// cap_vector_isa() (tests use the cap to check every level's loops on one machine).
+enum class VectorIsa { kBaseline, kAvx2, kAvx512 };
+VectorIsa vector_isa();
+
+// Caps vector_isa() (kAvx512: no cap). Not thread-safe: call between ops.
+void cap_vector_isa(VectorIsa widest);
+
+// Whether the CPU ops take their AVX-512 paths: vector_isa() == kAvx512.
 bool use_avx512();
 
-// Forces (or stops forcing) the portable loops. Not thread-safe: call between ops.
+// cap_vector_isa(kBaseline) when on, else no cap: the portable loops.
 void force_portable_kernels(bool on);
 
 // How the CPU multiplies bf16 operands (convolutions and linear layers with bf16 tensors).

@@ -15,6 +15,15 @@ struct PortableLoops {
   PortableLoops& operator=(const PortableLoops&) = delete;
 };
 
+// Caps the CPU ops' vector loops at `widest` (kernels/cpu/isa.h) while in scope, and removes
+// the cap when the scope ends: how the tests reach the AVX2 loops on an AVX-512 machine.
+struct CappedVectorIsa {
+  explicit CappedVectorIsa(cpu::VectorIsa widest) { cpu::cap_vector_isa(widest); }
+  ~CappedVectorIsa() { cpu::cap_vector_isa(cpu::VectorIsa::kAvx512); }
+  CappedVectorIsa(const CappedVectorIsa&) = delete;
+  CappedVectorIsa& operator=(const CappedVectorIsa&) = delete;
+};
+
 // Makes the CPU's bf16 products take `way` (kernels/cpu/isa.h: a way the CPU lacks falls
 // back) while in scope, and restores the default when the scope ends.
 struct ForcedBf16Products {
