@@ -12,7 +12,20 @@
 namespace engine::cpu {
 
 namespace {
-VectorIsa vector_isa_cap = VectorIsa::kAvx512;
+// ENGINE_CPU_VECTOR (baseline, avx2 or avx512) caps the vector loops from the start, for
+// benchmarks that compare the levels in one build (an AVX-512 machine standing in for an
+// AVX2-only one); unset or unknown, no cap.
+VectorIsa vector_isa_cap_from_environment() {
+  const char* text = std::getenv("ENGINE_CPU_VECTOR");
+  if (text == nullptr) return VectorIsa::kAvx512;
+  if (std::strcmp(text, "baseline") == 0) return VectorIsa::kBaseline;
+  if (std::strcmp(text, "avx2") == 0) return VectorIsa::kAvx2;
+  if (std::strcmp(text, "avx512") != 0) {
+    std::fprintf(stderr, "ENGINE_CPU_VECTOR=%s is not baseline, avx2 or avx512: ignored\n", text);
+  }
+  return VectorIsa::kAvx512;
+}
+VectorIsa vector_isa_cap = vector_isa_cap_from_environment();
 
 // ENGINE_CPU_BF16 (amx, avx512-bf16 or widened-fp32) picks the way bf16 is multiplied, for
 // benchmarks that compare the ways in one build; unset or unknown, the default.

@@ -27,7 +27,8 @@ bool cpu_has_avx2();
 enum class VectorIsa { kBaseline, kAvx2, kAvx512 };
 VectorIsa vector_isa();
 
-// Caps vector_isa() (kAvx512: no cap). Not thread-safe: call between ops.
+// Caps vector_isa() (kAvx512: no cap; ENGINE_CPU_VECTOR=baseline|avx2|avx512 sets it at
+// start). Not thread-safe: call between ops.
 void cap_vector_isa(VectorIsa widest);
 
 // Whether the CPU ops take their AVX-512 paths: vector_isa() == kAvx512.

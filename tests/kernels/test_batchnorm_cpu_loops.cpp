@@ -1,6 +1,7 @@
 // The CPU batchnorm phases give the same results whichever loops and threads run them: the
-// AVX-512 loops (channels a multiple of 16, on CPUs that have it) and the portable ones both
-// against the references, and every phase bit-identical on 1, 2 and 3 OpenMP threads.
+// AVX-512 loops (channels a multiple of 16, on CPUs that have it), the portable loops compiled
+// for AVX2 and for baseline x86-64, each against the references, and every phase bit-identical on
+// 1, 2 and 3 OpenMP threads.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -15,6 +16,15 @@
 namespace engine {
 namespace {
 
+// Every vector level this CPU offers, widest first, with its name.
+std::vector<std::pair<cpu::VectorIsa, const char*>> vector_levels() {
+  std::vector<std::pair<cpu::VectorIsa, const char*>> levels;
+  if (cpu::cpu_has_avx512()) levels.emplace_back(cpu::VectorIsa::kAvx512, "avx512");
+  if (cpu::cpu_has_avx2()) levels.emplace_back(cpu::VectorIsa::kAvx2, "avx2");
+  levels.emplace_back(cpu::VectorIsa::kBaseline, "baseline");
+  return levels;
+}
+
 using testing::all_close;
 using testing::all_close_scaled;
 using testing::BnShape;
@@ -24,14 +34,14 @@ using namespace testing::bn_cpu;
 
 TEST(BatchNormCpu, VectorAndPortableLoopsBothMatchReference) {
   // Channel counts that are multiples of 16 take the AVX-512 loops where the CPU has them;
-  // both those and the portable loops must pass on the same inputs. Rows span several
+  // those, the AVX2 and the baseline loops must all pass on the same inputs. Rows span several
   // 256-row chunks and 64-row blocks with ragged ends; the last shape has mean 1e3, std 1.
   Stream stream;
   const BnShape shapes[] = {{4, 12, 12, 64}, {3, 9, 11, 48}, {2, 7, 7, 512}, {8, 16, 16, 16}};
-  for (bool portable : {false, true}) {
-    testing::PortableLoops loops(portable);
+  for (const auto& [level, level_name] : vector_levels()) {
+    testing::CappedVectorIsa loops(level);
     for (const BnShape& s : shapes) {
-      SCOPED_TRACE(s.str() + (portable ? " portable" : " default"));
+      SCOPED_TRACE(s.str() + " " + level_name);
       const double mean = s.c == 16 ? 1e3 : 0.5;
       const std::vector<float> x = normal_values(s.numel(), 30, DType::f32, mean, 2.0);
       const std::vector<float> dy = normal_values(s.numel(), 31, DType::f32);
@@ -87,9 +97,9 @@ TEST(BatchNormCpu, Bf16VectorAndPortableLoopsBothMatchReference) {
     const std::vector<double> expected_y = testing::reference_bn_apply(
         to_double(x), ref.mean, ref.var, kEps, affine.weight, affine.bias, &res, true);
     std::vector<std::vector<float>> ys, dxs;
-    for (bool portable : {false, true}) {
-      SCOPED_TRACE(portable ? "portable" : "default");
-      testing::PortableLoops loops(portable);
+    for (const auto& [level, level_name] : vector_levels()) {
+      SCOPED_TRACE(level_name);
+      testing::CappedVectorIsa loops(level);
       const std::vector<float> stats = stats_of(activation(s, x, DType::bf16), stream);
       EXPECT_TRUE(all_close(ref.mean, slice(stats, 0, s.c), 1e-6, 2.5));
       EXPECT_TRUE(m2_matches(ref, stats, s));
@@ -122,38 +132,37 @@ TEST(BatchNormCpu, EveryPhaseGivesTheSameBitsOnOneTwoAndThreeThreads) {
   // Partial sums per fixed 256-row chunk, merged in chunk order; threads take runs of chunks,
   // which the element-wise passes walk backward: none of it may change a bit with the thread
   // count. Both shapes are above the threading threshold with a ragged last chunk; 48
-  // channels take the AVX-512 loops where the CPU has them, 40 the portable ones everywhere.
+  // channels take the AVX-512 loops where the CPU has them, 40 the AVX2 or baseline ones.
   Stream stream;
   const BnShape shapes[] = {{4, 17, 15, 48}, {4, 17, 15, 40}};
-  for (const auto& [portable, dtype] :
-       {std::pair{false, DType::f32}, std::pair{true, DType::f32}, std::pair{false, DType::bf16},
-        std::pair{true, DType::bf16}}) {
-    testing::PortableLoops loops(portable);
-    for (const BnShape& s : shapes) {
-      SCOPED_TRACE(s.str() + (portable ? " portable " : " default ") +
-                   std::string(dtype_name(dtype)));
-      const std::vector<float> x = normal_values(s.numel(), 40, dtype, 0.5, 2.0);
-      const std::vector<float> dy = normal_values(s.numel(), 41, dtype);
-      const Affine affine = make_affine(s.c, 42);
-      std::vector<std::vector<float>> results;
-      const int threads_before = omp_get_max_threads();
-      for (int threads : {1, 2, 3}) {
-        omp_set_num_threads(threads);
-        const Tensor tx = activation(s, x, dtype);
-        std::vector<float> result = stats_of(tx, stream);
-        const Tensor batch_stats = batch_stats_from(result, stream);
-        Tensor y = Tensor::empty(tx.shape(), dtype);
-        batchnorm_normalize(tx, batch_stats, f32_tensor(affine.weight), f32_tensor(affine.bias), y,
-                            stream);
-        const std::vector<float> normalized = y.to_floats(stream);
-        const BackwardResult grads = run_backward(s, dtype, x, dy, affine.weight, stream);
-        for (const std::vector<float>* part : {&normalized, &grads.dx, &grads.grad_sums})
-          result.insert(result.end(), part->begin(), part->end());
-        results.push_back(result);
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    for (const auto& [level, level_name] : vector_levels()) {
+      testing::CappedVectorIsa loops(level);
+      for (const BnShape& s : shapes) {
+        SCOPED_TRACE(s.str() + " " + level_name + " " + std::string(dtype_name(dtype)));
+        const std::vector<float> x = normal_values(s.numel(), 40, dtype, 0.5, 2.0);
+        const std::vector<float> dy = normal_values(s.numel(), 41, dtype);
+        const Affine affine = make_affine(s.c, 42);
+        std::vector<std::vector<float>> results;
+        const int threads_before = omp_get_max_threads();
+        for (int threads : {1, 2, 3}) {
+          omp_set_num_threads(threads);
+          const Tensor tx = activation(s, x, dtype);
+          std::vector<float> result = stats_of(tx, stream);
+          const Tensor batch_stats = batch_stats_from(result, stream);
+          Tensor y = Tensor::empty(tx.shape(), dtype);
+          batchnorm_normalize(tx, batch_stats, f32_tensor(affine.weight), f32_tensor(affine.bias),
+                              y, stream);
+          const std::vector<float> normalized = y.to_floats(stream);
+          const BackwardResult grads = run_backward(s, dtype, x, dy, affine.weight, stream);
+          for (const std::vector<float>* part : {&normalized, &grads.dx, &grads.grad_sums})
+            result.insert(result.end(), part->begin(), part->end());
+          results.push_back(result);
+        }
+        omp_set_num_threads(threads_before);
+        EXPECT_TRUE(results[0] == results[1]) << "1 and 2 threads differ";
+        EXPECT_TRUE(results[0] == results[2]) << "1 and 3 threads differ";
       }
-      omp_set_num_threads(threads_before);
-      EXPECT_TRUE(results[0] == results[1]) << "1 and 2 threads differ";
-      EXPECT_TRUE(results[0] == results[2]) << "1 and 3 threads differ";
     }
   }
 }
