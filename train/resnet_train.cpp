@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 
 #include "collectives/bootstrap.h"
@@ -48,11 +49,35 @@ bool checks_pass_on_every_rank(const MpiSession& session, const std::function<vo
   return !failed[1];
 }
 
+// --resume auto: rank 0 looks for <checkpoint-dir>/last.safetensors (the file it writes) and
+// tells every rank, so that all resume or all start fresh; each rank then reads the file as
+// with --resume FILE, and one that cannot fails the preflight naming it.
+void resolve_resume_auto(TrainOptions& options, const MpiSession& session) {
+  if (options.resume != kResumeAuto) return;
+  const std::string path = auto_resume_path(options);
+  int found = 0;
+  if (session.rank() == 0) {
+    std::error_code error;
+    found = std::filesystem::is_regular_file(path, error) ? 1 : 0;
+  }
+  MPI_Bcast(&found, 1, MPI_INT, 0, session.comm());
+  options.resume = found ? path : "";
+  if (session.rank() == 0 && !found && !options.evaluate) {
+    std::printf("resnet_train: --resume auto: no %s yet, starting from scratch\n", path.c_str());
+    std::fflush(stdout);
+  }
+}
+
 int train_main(int argc, char** argv, MpiSession& session) {
-  const TrainOptions options = parse_train_options(argc, argv);
+  TrainOptions options = parse_train_options(argc, argv);
+  resolve_resume_auto(options, session);
   install_stop_handlers();
   std::optional<Datasets> datasets;
   const bool ready = checks_pass_on_every_rank(session, [&] {
+    if (options.evaluate && options.resume.empty()) {
+      throw Error("--evaluate --resume auto: there is no " + auto_resume_path(options) +
+                  " to evaluate");
+    }
     (void)session.device(options.device);
     datasets.emplace(scan_datasets(options));
     const auto classes = static_cast<int64_t>(datasets->classes().size());

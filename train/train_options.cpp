@@ -118,6 +118,10 @@ std::string_view schedule_name(ScheduleName name) {
   return "?";
 }
 
+std::string auto_resume_path(const TrainOptions& options) {
+  return options.checkpoint_dir + "/last.safetensors";
+}
+
 std::string metrics_path(const TrainOptions& options) {
   return options.metrics.empty() ? options.checkpoint_dir + "/metrics.jsonl" : options.metrics;
 }
@@ -144,7 +148,10 @@ std::string train_usage() {
          "  -j, --workers N          data loading threads per rank (0: the rank's cores, <= 8)\n"
          "  --threads N              compute threads per rank (0: cores / ranks on the host)\n"
          "  --resume FILE            continue from a checkpoint (or start from a torchvision\n"
-         "                           state_dict saved as safetensors)\n"
+         "                           state_dict saved as safetensors); auto: from\n"
+         "                           <checkpoint-dir>/last.safetensors if it exists, else\n"
+         "                           from scratch (for a scheduler's restarts; ./auto for a\n"
+         "                           file named auto)\n"
          "  -e, --evaluate           validate --resume FILE on DIR/val and exit\n"
          "  --seed N                 weights, sampler order and augmentation (0)\n"
          "  -p, --print-freq N       progress line every N steps (10)\n"

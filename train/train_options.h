@@ -32,9 +32,9 @@ struct TrainOptions {
   int64_t warmup_epochs = 0;
   double warmup_start_factor = 0.01;
   double label_smoothing = 0;
-  int workers = 0;  // 0: the cores this rank has, at most 8
-  int threads = 0;  // compute threads per rank; 0: the host's cores / ranks on the host
-  std::string resume;
+  int workers = 0;     // 0: the cores this rank has, at most 8
+  int threads = 0;     // compute threads per rank; 0: the host's cores / ranks on the host
+  std::string resume;  // a checkpoint, "" for none, or kResumeAuto before resolve_resume_auto
   bool evaluate = false;
   uint64_t seed = 0;
   int64_t print_freq = 10;
@@ -67,6 +67,12 @@ std::string_view schedule_name(ScheduleName name);
 // --precision's values: "fp32", "tf32" or "bf16" (nn/precision.h); a UsageError naming the flag
 // otherwise.
 nn::Precision parse_precision(const std::string& text);
+
+// --resume's value that picks <checkpoint-dir>/last.safetensors when it exists.
+inline constexpr std::string_view kResumeAuto = "auto";
+
+// The checkpoint --resume auto continues from: <checkpoint-dir>/last.safetensors.
+std::string auto_resume_path(const TrainOptions& options);
 
 // The metrics file the options give.
 std::string metrics_path(const TrainOptions& options);

@@ -160,12 +160,18 @@ def case_resume(args):
     whole = os.path.join(work, "whole.jsonl")
     run(args, 2, flags + ["--checkpoint-dir", work + "/whole", "--step-metrics", whole])
     parts = os.path.join(work, "parts.jsonl")
+    # --resume auto twice, as a job scheduler's restarts would: no last.safetensors the first
+    # time (a fresh start), then the one the stopped run left.
     stopped = run(args, 2, flags + ["--checkpoint-dir", work + "/parts", "--step-metrics", parts,
-                                    "--max-steps", "13"])
+                                    "--max-steps", "13", "--resume", "auto"])
     check("reached --max-steps at step 13" in stopped.stdout, "no stop message:\n" + stopped.stdout)
+    check("--resume auto: no " + work + "/parts/last.safetensors yet, starting from scratch"
+          in stopped.stdout, "no fresh-start message:\n" + stopped.stdout)
     dumps = os.path.join(work, "dumps")
-    run(args, 2, flags + ["--checkpoint-dir", work + "/parts", "--step-metrics", parts,
-                          "--resume", work + "/parts/last.safetensors", "--dump-batches", dumps])
+    resumed = run(args, 2, flags + ["--checkpoint-dir", work + "/parts", "--step-metrics", parts,
+                                    "--resume", "auto", "--dump-batches", dumps])
+    check("resumed from " + work + "/parts/last.safetensors (epoch 2, step 13)" in resumed.stdout,
+          "--resume auto did not continue from parts/last.safetensors:\n" + resumed.stdout)
     # Everything but the timing: step, epoch, loss and rate, as written (17 significant digits).
     def figures(path):
         return [{k: v for k, v in line.items() if k != "comm_hidden"} for line in read_jsonl(path)]
@@ -177,8 +183,8 @@ def case_resume(args):
     second = read_jsonl(os.path.join(work, "parts", "metrics.jsonl"))
     check(first[-1]["val_loss"] == second[-1]["val_loss"], "final validation differs")
     check_dumped_batches(args, dumps, steps=range(14, 19), ranks=2, batch=16, steps_per_epoch=9)
-    print("resume: 18 steps identical to the uninterrupted run after stopping at step 13; "
-          "steps 14-18 dumped")
+    print("resume: 18 steps identical to the uninterrupted run after stopping at step 13 "
+          "(--resume auto: fresh, then continued); steps 14-18 dumped")
 
 
 def image_folder_labels(root):
@@ -300,6 +306,7 @@ def case_bad_flags(args):
         (["--lr-schedule", "linear"], 2, "--lr-schedule takes step, cosine, onecycle"),
         (["--normalize", "1,2/3"], 2, "--normalize takes 3 comma-separated numbers"),
         (["--evaluate"], 2, "--evaluate needs --resume FILE"),
+        (["--evaluate", "--resume", "auto"], 1, "--evaluate --resume auto: there is no"),
         (["--device", "cuda"], 1, "cuda"),
         (["--resume", os.path.join(work, "missing.safetensors")], 1, "missing.safetensors: no such file"),
         (["--resume", text_file], 1, "notes.safetensors"),
