@@ -92,6 +92,7 @@ void check_values(const TrainOptions& o) {
   for (float s : o.normalize_std)
     require(s > 0, "--normalize: every std must be > 0");
   require(o.max_steps >= 0, "--max-steps must be >= 0");
+  require(o.save_every_steps >= 0, "--save-every-steps must be >= 0");
   require(!o.evaluate || o.dump_batches.empty(), "--dump-batches does not apply to --evaluate");
   require(!o.evaluate || !o.resume.empty(),
           "--evaluate needs --resume FILE (the checkpoint to evaluate)");
@@ -173,6 +174,8 @@ std::string train_usage() {
          "                           hosts, ring-nccl (our ring over NCCL) on GPUs)\n"
          "  --normalize M,M,M/S,S,S  Normalize mean/std (ImageNet's)\n"
          "  --max-steps N            stop after N optimizer steps, saving last (0: no limit)\n"
+         "  --save-every-steps N     also save last every N optimizer steps inside an epoch,\n"
+         "                           for long epochs (0: at each epoch's end only)\n"
          "  --dump-batches DIR       each step's batch of each rank, for replaying the run\n"
          "                           in PyTorch (tools/replay_in_torch.py) (none)\n"
          "  -h, --help               this text\n";
@@ -262,6 +265,8 @@ TrainOptions parse_train_options(int argc, char** argv) {
       o.dump_batches = args.value();
     } else if (args.is("--max-steps")) {
       o.max_steps = whole();
+    } else if (args.is("--save-every-steps")) {
+      o.save_every_steps = whole();
     } else {
       args.reject();
     }

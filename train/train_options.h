@@ -54,6 +54,7 @@ struct TrainOptions {
   std::array<float, 3> normalize_std = {0.229f, 0.224f, 0.225f};
   std::string dump_batches;  // "": none; else every step's batch, per rank (train/batch_dump.h)
   int64_t max_steps = 0;     // stop (saving `last`) after this many optimizer steps; 0: no limit
+  int64_t save_every_steps = 0;  // also save `last` every N steps inside an epoch; 0: never
 };
 
 // The usage text (every flag with its default), starting "usage: resnet_train".

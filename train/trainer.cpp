@@ -368,13 +368,23 @@ int Trainer::State::train_epoch(int64_t epoch, EpochFigures& figures) {
     pending.push_back({.index = index, .step = step, .samples = n, .lr = lr});
     progress.tick(index, static_cast<double>(n * world()), lr);
     const bool at_max_steps = options.max_steps > 0 && step >= options.max_steps;
+    // Inside the epoch only: its end saves `last` after the evaluation.
+    const bool save_point = options.save_every_steps > 0 && step % options.save_every_steps == 0 &&
+                            index + 1 < steps_per_epoch;
     if ((index + 1) % options.print_freq == 0 || index + 1 == steps_per_epoch || at_max_steps ||
-        metric_rows->full()) {
+        save_point || metric_rows->full()) {
       stopped_by = report_steps(pending, epoch, totals);
       if (stopped_by != 0 || at_max_steps) {
         if (stopped_by == 0) stopped_by = -1;
         save("last", epoch, epoch, index + 1);
         break;
+      }
+      if (save_point) {
+        save("last", epoch, epoch, index + 1);
+        if (rank0()) {
+          progress.line("saved " + options.checkpoint_dir + "/last.safetensors at step " +
+                        std::to_string(step));
+        }
       }
     }
   }

@@ -158,7 +158,12 @@ def case_resume(args):
     flags = ["--epochs", "2", "-b", "16", "--lr", "0.05", "--lr-schedule", "onecycle", "--nesterov",
              "--wd", "1e-4"]
     whole = os.path.join(work, "whole.jsonl")
-    run(args, 2, flags + ["--checkpoint-dir", work + "/whole", "--step-metrics", whole])
+    # Saving inside the epochs (steps 4, 8, 12, 16; 9 and 18 end epochs) changes nothing.
+    saving = run(args, 2, flags + ["--checkpoint-dir", work + "/whole", "--step-metrics", whole,
+                                   "--save-every-steps", "4"])
+    saves = [int(l.split()[-1]) for l in saving.stdout.splitlines()
+             if l.startswith("saved " + work + "/whole/last.safetensors at step ")]
+    check(saves == [4, 8, 12, 16], f"--save-every-steps 4 saved at steps {saves}:\n{saving.stdout}")
     parts = os.path.join(work, "parts.jsonl")
     # --resume auto twice, as a job scheduler's restarts would: no last.safetensors the first
     # time (a fresh start), then the one the stopped run left.
@@ -183,8 +188,8 @@ def case_resume(args):
     second = read_jsonl(os.path.join(work, "parts", "metrics.jsonl"))
     check(first[-1]["val_loss"] == second[-1]["val_loss"], "final validation differs")
     check_dumped_batches(args, dumps, steps=range(14, 19), ranks=2, batch=16, steps_per_epoch=9)
-    print("resume: 18 steps identical to the uninterrupted run after stopping at step 13 "
-          "(--resume auto: fresh, then continued); steps 14-18 dumped")
+    print("resume: 18 steps identical to the uninterrupted run (saving every 4 steps) after "
+          "stopping at step 13 (--resume auto: fresh, then continued); steps 14-18 dumped")
 
 
 def image_folder_labels(root):
