@@ -112,14 +112,30 @@ ImageFolder ImageFolder::scan(const std::string& root, const ImageFolderOptions&
   return folder;
 }
 
+ImageFolder ImageFolder::synthetic(const std::string& name, int64_t images, int64_t classes) {
+  ENGINE_REQUIRE(images >= 1 && classes >= 1,
+                 "ImageFolder::synthetic: " + name + " needs at least one image and one class");
+  ImageFolder folder;
+  folder.root_ = name;
+  folder.synthetic_ = true;
+  for (int64_t c = 0; c < classes; ++c)
+    folder.classes_.push_back(std::to_string(c));
+  folder.labels_.resize(static_cast<size_t>(images));
+  for (int64_t i = 0; i < images; ++i)
+    folder.labels_[static_cast<size_t>(i)] = static_cast<int32_t>(i % classes);
+  return folder;
+}
+
 std::string_view ImageFolder::relative_path(size_t index) const {
   ENGINE_REQUIRE(index < labels_.size(), "ImageFolder: sample index " + std::to_string(index) +
                                              " out of range (" + std::to_string(size()) + ")");
+  if (synthetic_) return {};
   const uint64_t begin = index == 0 ? 0 : path_ends_[index - 1];
   return std::string_view(path_bytes_).substr(begin, path_ends_[index] - begin);
 }
 
 std::string ImageFolder::path(size_t index) const {
+  if (synthetic_) return root_ + "/" + std::to_string(index);
   std::string path = root_;
   path += '/';
   path += relative_path(index);

@@ -34,6 +34,14 @@ class ImageFolder {
   // Throws engine::Error naming `root` when it cannot be read, has no class folder, or no
   // class folder holds an image file.
   static ImageFolder scan(const std::string& root, const ImageFolderOptions& options = {});
+  // A dataset of `images` random images in `classes` classes (named "0", "1", ...), image i
+  // of class i % classes, with no files: the loader fills each with uniform [0, 1) values
+  // from the seed and its index (torchvision's FakeData, pytorch/examples' --dummy). `name`
+  // stands for the root in messages.
+  static ImageFolder synthetic(const std::string& name, int64_t images, int64_t classes);
+
+  // Whether the images are synthetic (no files to read).
+  bool is_synthetic() const { return synthetic_; }
 
   const std::string& root() const { return root_; }
   const std::vector<std::string>& classes() const { return classes_; }
@@ -41,9 +49,10 @@ class ImageFolder {
   const std::vector<std::string>& empty_classes() const { return empty_classes_; }
   size_t size() const { return labels_.size(); }
 
-  // root + "/" + class + "/" + ... + name, as torchvision's os.path.join builds it.
+  // root + "/" + class + "/" + ... + name, as torchvision's os.path.join builds it (synthetic:
+  // name + "/" + index).
   std::string path(size_t index) const;
-  // The path below root: "<class>/.../<name>".
+  // The path below root: "<class>/.../<name>" (synthetic: empty).
   std::string_view relative_path(size_t index) const;
   int label(size_t index) const { return labels_[index]; }
 
@@ -59,6 +68,7 @@ class ImageFolder {
   std::string path_bytes_;
   std::vector<uint64_t> path_ends_;
   std::vector<int32_t> labels_;
+  bool synthetic_ = false;
 };
 
 }  // namespace engine::data

@@ -140,6 +140,10 @@ Batch Loader::build_batch(int64_t batch_index, int64_t epoch, std::span<const in
   const size_t sample_bytes =
       static_cast<size_t>(processor.values_per_sample()) * dtype_size(config_.dtype);
   auto* slots = static_cast<std::byte*>(batch.images.raw_data());
+  if (dataset_.is_synthetic()) {
+    fill_synthetic(indices, slots, batch);
+    return batch;
+  }
   int64_t filled = 0;
   for (const int64_t index : indices) {
     const auto sample = static_cast<size_t>(index);
@@ -187,6 +191,22 @@ Batch Loader::build_batch(int64_t batch_index, int64_t epoch, std::span<const in
     batch.images = shorter;
   }
   return batch;
+}
+
+void Loader::fill_synthetic(std::span<const int64_t> indices, std::byte* slots,
+                            Batch& batch) const {
+  const int64_t values = int64_t{config_.transform.output_size} * config_.transform.output_size * 3;
+  dispatch_dtype(config_.dtype, [&]<typename T>() {
+    T* out = reinterpret_cast<T*>(slots);
+    for (const int64_t index : indices) {
+      // The same image for an index in every epoch, as FakeData's; 24 random bits per value.
+      SampleRandom random(config_.seed, 0, static_cast<uint64_t>(index));
+      for (int64_t v = 0; v < values; ++v, ++out)
+        *out = from_float<T>(static_cast<float>(random.next_u64() >> 40) * 0x1p-24f);
+      batch.labels.push_back(dataset_.label(static_cast<size_t>(index)));
+      batch.indices.push_back(index);
+    }
+  });
 }
 
 std::optional<int64_t> Loader::replacement_candidate(int64_t batch_index, int64_t k) const {

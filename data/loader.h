@@ -7,6 +7,9 @@
 // identical whatever the number of workers, and an epoch resumed at batch k continues exactly
 // as the uninterrupted one would have.
 //
+// A synthetic dataset (ImageFolder::synthetic) has no files: each image is uniform [0, 1)
+// values from (seed, index), the same in every epoch, with no transform.
+//
 // Bad files never stop training: each is skipped with one warning (path and reason; once per
 // path per BadFileLog) and counted. With refill_skipped (training) the batch takes the next
 // readable sample of the epoch's order in its place and keeps its size; without (evaluation,
@@ -107,6 +110,8 @@ class Loader {
   void worker_loop();
   Batch build_batch(int64_t batch_index, int64_t epoch, std::span<const int64_t> indices,
                     SampleProcessor& processor, std::vector<uint8_t>& file_bytes);
+  // The batch's images of a synthetic dataset: uniform [0, 1) values from (seed, index).
+  void fill_synthetic(std::span<const int64_t> indices, std::byte* slots, Batch& batch) const;
   void copy_to_device(Batch& batch);
   // The k-th sample of the epoch's order after batch `batch_index` (wrapping); nullopt once
   // every sample has been offered.

@@ -42,6 +42,15 @@ const std::vector<std::string>& Datasets::classes() const {
 }
 
 Datasets scan_datasets(const TrainOptions& options) {
+  if (options.dummy) {
+    std::optional<data::ImageFolder> train;
+    if (!options.evaluate) {
+      train.emplace(data::ImageFolder::synthetic("--dummy train", options.dummy_images[0],
+                                                 options.dummy_classes));
+    }
+    return {std::move(train), data::ImageFolder::synthetic("--dummy val", options.dummy_images[1],
+                                                           options.dummy_classes)};
+  }
   std::error_code error;
   if (!fs::is_directory(options.data, error)) {
     fail("--data " + options.data + ": not a folder (expected train/ and val/ in it)");

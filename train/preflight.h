@@ -21,7 +21,7 @@ struct Datasets {
   const std::vector<std::string>& classes() const;
 };
 
-// Scans DIR/train (unless evaluating) and DIR/val.
+// Scans DIR/train (unless evaluating) and DIR/val; with --dummy, random datasets instead.
 Datasets scan_datasets(const TrainOptions& options);
 
 // Creates the folder, writes and removes a probe file in it, and checks that the file system

@@ -65,7 +65,11 @@ void check_values(const TrainOptions& o) {
   const auto& archs = nn::resnet_arch_names();
   require(std::find(archs.begin(), archs.end(), o.arch) != archs.end(),
           "--arch: unknown architecture '" + o.arch + "' (choose from " + join_arch_names() + ")");
-  require(!o.data.empty(), "--data DIR is required");
+  require(!o.data.empty() || o.dummy, "--data DIR is required (or --dummy for random images)");
+  require(o.data.empty() || !o.dummy, "--dummy trains on random images: drop --data or --dummy");
+  require(o.dummy_classes >= 1, "--dummy-classes must be >= 1");
+  require(o.dummy_images[0] >= 1 && o.dummy_images[1] >= 1,
+          "--dummy-images TRAIN,VAL needs at least one image in each");
   require(o.epochs >= 1, "--epochs must be >= 1");
   require(o.batch_size >= 1, "--batch-size must be >= 1 (it is per rank)");
   require(o.lr >= 0, "--lr must be >= 0");
@@ -132,6 +136,10 @@ std::string train_usage() {
          "ranks)\n"
          "Trains a torchvision ResNet data-parallel on an ImageFolder tree DIR/train, DIR/val.\n"
          "  --data DIR               dataset root with train/ and val/ (required)\n"
+         "  --dummy                  random images instead of --data: uniform [0, 1), no\n"
+         "                           transform, --image-size square (a first run on a node)\n"
+         "  --dummy-classes N        --dummy's classes (1000)\n"
+         "  --dummy-images T,V       --dummy's training and validation images (1281167,50000)\n"
          "  -a, --arch NAME          resnet18|resnet34|resnet50|resnet101|resnet152 (resnet18)\n"
          "  --epochs N               total epochs (90)\n"
          "  -b, --batch-size N       images per rank per step (64); the global batch is printed\n"
@@ -187,6 +195,19 @@ TrainOptions parse_train_options(int argc, char** argv) {
     const auto whole = [&] { return args.integer(); };
     if (args.is("--data")) {
       o.data = args.value();
+    } else if (args.is("--dummy")) {
+      o.dummy = true;
+    } else if (args.is("--dummy-classes")) {
+      o.dummy_classes = whole();
+    } else if (args.is("--dummy-images")) {
+      const std::string text = args.value();
+      const std::array<double, 2> counts = parse_list<2, double>("--dummy-images", text);
+      for (double count : counts) {
+        if (count != std::floor(count) || count > 1e15) {
+          throw UsageError("--dummy-images takes two whole numbers TRAIN,VAL, got '" + text + "'");
+        }
+      }
+      o.dummy_images = {static_cast<int64_t>(counts[0]), static_cast<int64_t>(counts[1])};
     } else if (args.is("-a") || args.is("--arch")) {
       o.arch = args.value();
     } else if (args.is("--epochs")) {

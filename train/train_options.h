@@ -18,6 +18,11 @@ enum class ScheduleName { constant, step, cosine, onecycle };
 
 struct TrainOptions {
   std::string data;  // DIR with train/ and val/
+  // --dummy: random images instead of a folder (pytorch/examples' flag, torchvision's
+  // FakeData sizes by default: ImageNet's 1,281,167 + 50,000 images in 1000 classes).
+  bool dummy = false;
+  int64_t dummy_classes = 1000;
+  std::array<int64_t, 2> dummy_images = {1281167, 50000};  // train, val
   std::string arch = "resnet18";
   int64_t epochs = 90;
   int64_t batch_size = 64;  // per rank

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <string>
+#include <tuple>
 
 #include "data/file_io.h"
 #include "data/loader.h"
@@ -215,6 +217,60 @@ TEST_F(LoaderTest, Bf16BatchesAreTheF32BatchesRounded) {
       ASSERT_EQ(static_cast<float>(bf16(f32.images[b][i])), bf16_batches.images[b][i]);
     }
   }
+}
+
+// --dummy's dataset: no files; each image uniform [0, 1) values from (seed, index), the same
+// in every epoch and for any worker count, its label index % classes; bf16 batches are the
+// f32 ones rounded.
+TEST(LoaderSynthetic, ImagesComeFromTheSeedAndIndexAlone) {
+  const ImageFolder dataset = ImageFolder::synthetic("--dummy train", 22, 3);
+  ASSERT_TRUE(dataset.is_synthetic());
+  ASSERT_EQ(dataset.size(), 22u);
+  EXPECT_EQ(dataset.classes(), (std::vector<std::string>{"0", "1", "2"}));
+  EXPECT_EQ(dataset.path(5), "--dummy train/5");
+  LoaderConfig config;
+  config.batch_size = 4;
+  config.transform.output_size = 8;
+  config.seed = 3;
+  Stream stream;
+  // image index -> its values, from every batch of every run.
+  std::map<int64_t, std::vector<float>> seen;
+  int64_t images = 0;
+  for (const auto& [workers, dtype, epoch] :
+       {std::tuple{1, DType::f32, int64_t{0}}, std::tuple{3, DType::f32, int64_t{1}},
+        std::tuple{2, DType::bf16, int64_t{0}}}) {
+    config.workers = workers;
+    config.dtype = dtype;
+    Loader loader(dataset, config);
+    DistributedSampler sampler(22, 1, 0, true, config.seed);
+    sampler.set_epoch(epoch);
+    loader.start_epoch(epoch, sampler.indices());
+    while (std::optional<Batch> batch = loader.next()) {
+      ASSERT_EQ(batch->images.size(0), static_cast<int64_t>(batch->indices.size()));
+      const std::vector<float> values = batch->images.to_floats(stream);
+      for (size_t i = 0; i < batch->indices.size(); ++i) {
+        const int64_t index = batch->indices[i];
+        EXPECT_EQ(batch->labels[i], index % 3);
+        const std::vector<float> image(values.begin() + static_cast<int64_t>(i) * 192,
+                                       values.begin() + static_cast<int64_t>(i + 1) * 192);
+        for (float v : image)
+          ASSERT_TRUE(v >= 0.f && v <= 1.f) << v;
+        ++images;
+        const auto [known, inserted] = seen.emplace(index, image);
+        if (inserted) continue;
+        if (dtype == DType::f32) {
+          EXPECT_EQ(known->second, image) << "image " << index;
+        } else {
+          for (size_t v = 0; v < image.size(); ++v)
+            EXPECT_EQ(static_cast<float>(bf16(known->second[v])), image[v]) << "image " << index;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(images, 3 * 22);
+  EXPECT_EQ(seen.size(), 22u);
+  // Different images differ.
+  EXPECT_NE(seen[0], seen[1]);
 }
 
 TEST_F(LoaderTest, MisuseIsAClearError) {

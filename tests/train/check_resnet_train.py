@@ -17,6 +17,7 @@ DIR is a small Fashion-MNIST ImageFolder (tools/export_fashion_mnist.py --train-
                 decay) took from the weights, in torchvision's layouts
   bad_flags     each bad flag or path: one line from rank 0 naming it, every rank non-zero
   bad_files     bad files skipped with one warning each, odd-but-good images train, counted
+  dummy         --dummy: random images, no folder; the run, its checkpoint and --evaluate
   sigterm       SIGTERM to one rank: every rank stops within seconds, 143, checkpoint intact
   sigkill       SIGKILL of one rank: the others end within the timeout, naming the dead rank
 Only the Python standard library is used.
@@ -192,6 +193,31 @@ def case_resume(args):
           "stopping at step 13 (--resume auto: fresh, then continued); steps 14-18 dumped")
 
 
+def case_dummy(args):
+    """--dummy: random images and no folder; the run, its checkpoint and --evaluate work."""
+    work = fresh(args, "dummy")
+    dummy = ["--dummy", "--dummy-classes", "7", "--dummy-images", "96,40"]
+    command = (MPI + ["-np", "2", args.exe] + COMMON + dummy +
+               ["--epochs", "2", "-b", "8", "--lr", "0.01", "--checkpoint-dir", work])
+    started = time.monotonic()
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    seconds = time.monotonic() - started
+    check(result.returncode == 0, f"--dummy exited {result.returncode}:\n{result.stderr}")
+    check("7 classes" in result.stdout, f"the banner does not say 7 classes:\n{result.stdout}")
+    epochs = read_jsonl(os.path.join(work, "metrics.jsonl"))
+    check(len(epochs) == 2, f"{len(epochs)} metrics lines, expected 2")
+    check(all(e["skipped_files"] == 0 for e in epochs), "files skipped from random images")
+    evaluate = subprocess.run(MPI + ["-np", "2", args.exe] + COMMON + dummy +
+                              ["--evaluate", "--resume", os.path.join(work, "last.safetensors"),
+                               "--checkpoint-dir", work], capture_output=True, text=True,
+                              timeout=120)
+    check(evaluate.returncode == 0, f"--evaluate --dummy exited {evaluate.returncode}:\n"
+                                    f"{evaluate.stderr}")
+    check("(40 images)" in evaluate.stdout, f"evaluate did not count 40 images:\n{evaluate.stdout}")
+    print(f"dummy: 2 epochs of 96 random images in 7 classes ({seconds:.0f} s), then --evaluate "
+          "of 40")
+
+
 def image_folder_labels(root):
     """The class index of every file, in the ImageFolder's order (torchvision's)."""
     classes = sorted(e.name for e in os.scandir(root) if e.is_dir())
@@ -311,6 +337,8 @@ def case_bad_flags(args):
         (["--lr-schedule", "linear"], 2, "--lr-schedule takes step, cosine, onecycle"),
         (["--normalize", "1,2/3"], 2, "--normalize takes 3 comma-separated numbers"),
         (["--evaluate"], 2, "--evaluate needs --resume FILE"),
+        (["--dummy"], 2, "--dummy trains on random images: drop --data or --dummy"),
+        (["--dummy-images", "10.5,4"], 2, "--dummy-images takes two whole numbers"),
         (["--evaluate", "--resume", "auto"], 1, "--evaluate --resume auto: there is no"),
         (["--device", "cuda"], 1, "cuda"),
         (["--resume", os.path.join(work, "missing.safetensors")], 1, "missing.safetensors: no such file"),
