@@ -72,6 +72,9 @@ void check_values(const TrainOptions& o) {
           "--dummy-images TRAIN,VAL needs at least one image in each");
   require(o.epochs >= 1, "--epochs must be >= 1");
   require(o.batch_size >= 1, "--batch-size must be >= 1 (it is per rank)");
+  require(o.accum_steps >= 1 && o.accum_steps <= 64, "--accum-steps must be in 1..64");
+  require(o.accum_steps == 1 || o.dump_batches.empty(),
+          "--dump-batches writes one batch per step: it does not apply with --accum-steps");
   require(o.lr >= 0, "--lr must be >= 0");
   require(o.momentum >= 0 && o.momentum < 1, "--momentum must be in [0, 1)");
   require(!o.nesterov || o.momentum > 0, "--nesterov needs --momentum > 0");
@@ -143,6 +146,8 @@ std::string train_usage() {
          "  -a, --arch NAME          resnet18|resnet34|resnet50|resnet101|resnet152 (resnet18)\n"
          "  --epochs N               total epochs (90)\n"
          "  -b, --batch-size N       images per rank per step (64); the global batch is printed\n"
+         "  --accum-steps N          accumulate N batches' gradients per optimizer step,\n"
+         "                           all-reduced once: an N times larger batch (1)\n"
          "  --lr LR                  base learning rate; onecycle's maximum (0.1)\n"
          "  --momentum M             SGD momentum (0.9)\n"
          "  --wd, --weight-decay W   weight decay (1e-4)\n"
@@ -214,6 +219,8 @@ TrainOptions parse_train_options(int argc, char** argv) {
       o.epochs = whole();
     } else if (args.is("-b") || args.is("--batch-size")) {
       o.batch_size = whole();
+    } else if (args.is("--accum-steps")) {
+      o.accum_steps = whole();
     } else if (args.is("--lr")) {
       o.lr = args.number();
     } else if (args.is("--momentum")) {

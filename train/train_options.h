@@ -26,6 +26,7 @@ struct TrainOptions {
   std::string arch = "resnet18";
   int64_t epochs = 90;
   int64_t batch_size = 64;  // per rank
+  int64_t accum_steps = 1;  // batches per optimizer step (gradient accumulation)
   double lr = 0.1;
   double momentum = 0.9;
   double weight_decay = 1e-4;

@@ -81,7 +81,8 @@ constexpr int64_t kMetricRows = 64;
 // knows of it.
 struct PendingStep {
   int64_t index = 0, step = 0;  // within the epoch; the optimizer step it made
-  int64_t samples = 0;          // this rank's batch
+  int64_t samples = 0;          // this rank's batch (all its micro-batches)
+  int64_t micro_batches = 1;    // its rows in metric_rows (--accum-steps)
   double lr = 0;
 };
 
@@ -216,12 +217,15 @@ void Trainer::State::build() {
     train_loader = std::make_unique<data::Loader>(*datasets.train, train);
     const data::DistributedSampler sampler(static_cast<int64_t>(datasets.train->size()), world(),
                                            session.rank(), true, o.seed);
-    steps_per_epoch = sampler.num_samples() / o.batch_size;
+    // Optimizer steps: --accum-steps batches each; an epoch's last batches that make no whole
+    // step are left out, as drop_last leaves out a partial batch.
+    steps_per_epoch = sampler.num_samples() / (o.batch_size * o.accum_steps);
     if (steps_per_epoch == 0) {
-      fail("--batch-size " + std::to_string(o.batch_size) + ": each of the " +
-           std::to_string(world()) + " ranks gets " + std::to_string(sampler.num_samples()) +
-           " of the " + std::to_string(datasets.train->size()) +
-           " training images per epoch, less than one batch");
+      fail("--batch-size " + std::to_string(o.batch_size) + " x --accum-steps " +
+           std::to_string(o.accum_steps) + ": each of the " + std::to_string(world()) +
+           " ranks gets " + std::to_string(sampler.num_samples()) + " of the " +
+           std::to_string(datasets.train->size()) +
+           " training images per epoch, less than one optimizer step");
     }
     schedule = make_schedule(o, steps_per_epoch);
   }
@@ -249,10 +253,12 @@ void Trainer::State::resume() {
     };
     if (saved.sampler.index > 0) {
       // Mid-epoch: the same world size and batch give the same sample order onward.
-      const std::string here =
-          std::to_string(world()) + " ranks x batch " + std::to_string(options.batch_size);
-      const std::string then =
-          extra("world_size").value_or("?") + " ranks x batch " + extra("batch_size").value_or("?");
+      const std::string here = std::to_string(world()) + " ranks x batch " +
+                               std::to_string(options.batch_size) + " x " +
+                               std::to_string(options.accum_steps) + " accumulated";
+      const std::string then = extra("world_size").value_or("?") + " ranks x batch " +
+                               extra("batch_size").value_or("?") + " x " +
+                               extra("accum_steps").value_or("1") + " accumulated";
       if (here != then) {
         fail("--resume " + options.resume + " stopped mid-epoch with " + then +
              "; continuing it exactly needs the same, this run has " + here);
@@ -299,10 +305,20 @@ int Trainer::State::report_steps(std::vector<PendingStep>& pending, int64_t epoc
     fail("resnet_train: " + std::to_string(pending.size()) + " steps to report but " +
          std::to_string(timings.size()) + " communication timings");
   }
+  // A step's figures sum its micro-batches' rows (equal batches: drop_last and refills keep
+  // every training batch full). Rows past the last step are of a step never taken.
   std::vector<float> sums;
-  for (size_t i = 0; i < pending.size(); ++i) {
-    const auto n = static_cast<float>(pending[i].samples);
-    sums.insert(sums.end(), {rows[i].mean_loss * n, rows[i].correct1, rows[i].correct5, n});
+  size_t row = 0;
+  for (const PendingStep& p : pending) {
+    const auto micro_samples = static_cast<float>(p.samples / p.micro_batches);
+    float loss_sum = 0, correct1 = 0, correct5 = 0;
+    for (int64_t m = 0; m < p.micro_batches; ++m, ++row) {
+      if (row >= rows.size()) fail("resnet_train: fewer metric rows than micro-batches");
+      loss_sum += rows[row].mean_loss * micro_samples;
+      correct1 += rows[row].correct1;
+      correct5 += rows[row].correct5;
+    }
+    sums.insert(sums.end(), {loss_sum, correct1, correct5, static_cast<float>(p.samples)});
   }
   sums.push_back(static_cast<float>(stop_signal() != 0));
   sums.push_back(static_cast<float>(stop_signal()));
@@ -335,9 +351,10 @@ int Trainer::State::train_epoch(int64_t epoch, EpochFigures& figures) {
   data::DistributedSampler sampler(static_cast<int64_t>(datasets.train->size()), world(),
                                    session.rank(), true, options.seed);
   sampler.set_epoch(epoch);
-  const int64_t start_batch = epoch == first_epoch ? first_batch : 0;
+  const int64_t accum = options.accum_steps;
+  const int64_t start_batch = epoch == first_epoch ? first_batch : 0;  // loader batches
   train_loader->start_epoch(epoch, sampler.indices(), start_batch);
-  progress.start_epoch(epoch, options.epochs, steps_per_epoch, start_batch);
+  progress.start_epoch(epoch, options.epochs, steps_per_epoch, start_batch / accum);
   const Clock::time_point started = Clock::now();
   EpochTotals totals;
   std::vector<PendingStep> pending;
@@ -346,8 +363,16 @@ int Trainer::State::train_epoch(int64_t epoch, EpochFigures& figures) {
   // No step waits for the device: the figures are fetched (and the ranks' stop requests
   // exchanged) at the print points, at the epoch's end, at --max-steps and when metric_rows
   // fills up, the same steps on every rank.
-  for (int64_t index = start_batch; std::optional<data::Batch> batch = train_loader->next();
-       ++index) {
+  // With --accum-steps N each optimizer step takes N loader batches: the gradients of the
+  // first N - 1 accumulate locally (no_sync), the N-th's backward all-reduces the sum, each
+  // batch's loss scaled by 1/N, so the step is that of one N times larger batch (BatchNorm
+  // aside: it normalizes each batch on its own, as in PyTorch).
+  int64_t step_samples = 0;
+  for (int64_t batch_index = start_batch; std::optional<data::Batch> batch = train_loader->next();
+       ++batch_index) {
+    const int64_t index = batch_index / accum;  // the optimizer step within the epoch
+    if (index >= steps_per_epoch) break;        // batches that make no whole step
+    const int64_t micro = batch_index % accum;
     if (batch->ready) stream.wait(*batch->ready);
     const int64_t n = batch->images.size(0);
     ensure_setup(n);
@@ -356,31 +381,36 @@ int Trainer::State::train_epoch(int64_t epoch, EpochFigures& figures) {
     }
     const Tensor labels = Tensor::from_ints({n}, batch->labels).to(device, stream);
     nn::Pass pass{stream, true, false, {}};
-    model.params().zero_grad();
+    if (micro == 0) model.params().zero_grad();
     const Tensor& logits = model.forward(batch->images, pass);
     metric_rows->push(logits, labels, loss.forward(logits, labels, stream), stream);
-    ddp->begin_backward(pass);
-    model.backward(loss.backward(stream), pass);
+    ddp->begin_backward(pass, micro == accum - 1);
+    model.backward(loss.backward(stream, 1.f / static_cast<float>(accum)), pass);
     ddp->end_backward(stream);
+    step_samples += n;
+    if (micro != accum - 1) continue;
     lr = nn::learning_rate(schedule, options.lr, step);
     sgd->step(static_cast<float>(lr), stream);
     ++step;
-    pending.push_back({.index = index, .step = step, .samples = n, .lr = lr});
-    progress.tick(index, static_cast<double>(n * world()), lr);
+    pending.push_back(
+        {.index = index, .step = step, .samples = step_samples, .micro_batches = accum, .lr = lr});
+    progress.tick(index, static_cast<double>(step_samples * world()), lr);
+    step_samples = 0;
     const bool at_max_steps = options.max_steps > 0 && step >= options.max_steps;
     // Inside the epoch only: its end saves `last` after the evaluation.
     const bool save_point = options.save_every_steps > 0 && step % options.save_every_steps == 0 &&
                             index + 1 < steps_per_epoch;
+    // metric_rows must have room for the next step's micro-batches.
     if ((index + 1) % options.print_freq == 0 || index + 1 == steps_per_epoch || at_max_steps ||
-        save_point || metric_rows->full()) {
+        save_point || metric_rows->size() + accum > kMetricRows) {
       stopped_by = report_steps(pending, epoch, totals);
       if (stopped_by != 0 || at_max_steps) {
         if (stopped_by == 0) stopped_by = -1;
-        save("last", epoch, epoch, index + 1);
+        save("last", epoch, epoch, batch_index + 1);
         break;
       }
       if (save_point) {
-        save("last", epoch, epoch, index + 1);
+        save("last", epoch, epoch, batch_index + 1);
         if (rank0()) {
           progress.line("saved " + options.checkpoint_dir + "/last.safetensors at step " +
                         std::to_string(step));
@@ -462,6 +492,7 @@ void Trainer::State::save(const std::string& name, int64_t epochs_done, int64_t 
   state.seed = options.seed;
   state.extra["world_size"] = std::to_string(world());
   state.extra["batch_size"] = std::to_string(options.batch_size);
+  state.extra["accum_steps"] = std::to_string(options.accum_steps);
   state.extra["lr_schedule"] = std::string(schedule_name(options.lr_schedule));
   if (best_top1 >= 0) state.extra["best_val_top1"] = json_number(best_top1);
   const std::string path = options.checkpoint_dir + "/" + name + ".safetensors";
@@ -496,8 +527,10 @@ int Trainer::State::run() {
     progress.line(
         "resnet_train: " + options.arch + ", " + std::to_string(datasets.classes().size()) +
         " classes, " + std::to_string(world()) + " rank(s) on " + device.str() + " (" +
-        grad_comm->name() + "), batch " + std::to_string(options.batch_size) +
-        " per rank = " + std::to_string(options.batch_size * world()) + " global, " +
+        grad_comm->name() + "), batch " + std::to_string(options.batch_size) + " per rank" +
+        (options.accum_steps > 1 ? " x " + std::to_string(options.accum_steps) + " accumulated"
+                                 : std::string()) +
+        " = " + std::to_string(options.batch_size * options.accum_steps * world()) + " global, " +
         std::string(nn::precision_name(options.precision)) + (options.sync_bn ? ", SyncBN" : ""));
   }
   if (options.evaluate) {

@@ -17,6 +17,8 @@ DIR is a small Fashion-MNIST ImageFolder (tools/export_fashion_mnist.py --train-
                 decay) took from the weights, in torchvision's layouts
   bad_flags     each bad flag or path: one line from rank 0 naming it, every rank non-zero
   bad_files     bad files skipped with one warning each, odd-but-good images train, counted
+  accum         --accum-steps 2: steps of two batches, resumed mid-epoch exactly, against
+                the 2x batch (the same steps and rates, BatchNorm aside)
   dummy         --dummy: random images, no folder; the run, its checkpoint and --evaluate
   sigterm       SIGTERM to one rank: every rank stops within seconds, 143, checkpoint intact
   sigkill       SIGKILL of one rank: the others end within the timeout, naming the dead rank
@@ -193,6 +195,61 @@ def case_resume(args):
           "stopping at step 13 (--resume auto: fresh, then continued); steps 14-18 dumped")
 
 
+def case_accum(args):
+    """--accum-steps 2: an optimizer step of two batches, all-reduced once; resumable exactly."""
+    work = fresh(args, "accum")
+    flags = ["--epochs", "2", "--lr", "0.05", "--lr-schedule", "onecycle", "--nesterov"]
+    accum = flags + ["-b", "8", "--accum-steps", "2"]
+    # 150 images per rank: 18 batches of 8, 9 optimizer steps an epoch.
+    whole_steps = os.path.join(work, "whole.jsonl")
+    whole = run(args, 2, accum + ["--checkpoint-dir", work + "/whole", "--step-metrics",
+                                  whole_steps])
+    check("batch 8 per rank x 2 accumulated = 32 global" in whole.stdout,
+          "the banner does not give the accumulated global batch:\n" + whole.stdout)
+    a = read_jsonl(whole_steps)
+    check([line["step"] for line in a] == list(range(1, 19)), f"steps {[l['step'] for l in a]}")
+    # Stopped inside epoch 1 and resumed: the same steps, bit for bit.
+    parts_steps = os.path.join(work, "parts.jsonl")
+    run(args, 2, accum + ["--checkpoint-dir", work + "/parts", "--step-metrics", parts_steps,
+                          "--max-steps", "5"])
+    run(args, 2, accum + ["--checkpoint-dir", work + "/parts", "--step-metrics", parts_steps,
+                          "--resume", "auto"])
+    def figures(lines):
+        return [{k: v for k, v in line.items() if k != "comm_hidden"} for line in lines]
+    b = read_jsonl(parts_steps)
+    check(figures(a) == figures(b), "resumed accumulated steps differ:\n" +
+          "".join(f"{x} | {y}\n" for x, y in zip(figures(a), figures(b)) if x != y))
+    # Against the 2x larger batch: the same steps and schedule; the losses differ only as
+    # BatchNorm normalizes 8 images instead of 16 (a few percent at step 1).
+    large_steps = os.path.join(work, "large.jsonl")
+    run(args, 2, flags + ["-b", "16", "--checkpoint-dir", work + "/large", "--step-metrics",
+                          large_steps])
+    c = read_jsonl(large_steps)
+    check([(l["step"], l["lr"]) for l in c] == [(l["step"], l["lr"]) for l in a],
+          "the 2x batch has other steps or rates")
+    ratio = a[0]["loss"] / c[0]["loss"]
+    check(0.9 < ratio < 1.1, f"step 1: loss {a[0]['loss']} accumulated, {c[0]['loss']} batch 16")
+    # After one step SGD's momentum buffer holds that step's gradient, from the same initial
+    # weights. fc.bias's is the mean over the 32 images of softmax - one-hot, which BatchNorm
+    # moves only through the logits (a fresh network's lower layers' gradients point elsewhere
+    # with each batch split: cosine 0.07 at conv1); an accumulation that summed instead of
+    # averaging would make it 2x.
+    bias = {}
+    for name, extra in (("accum1", accum), ("large1", flags + ["-b", "16"])):
+        run(args, 2, extra + ["--checkpoint-dir", os.path.join(work, name), "--max-steps", "1"])
+        _, tensors = read_safetensors_plain(os.path.join(work, name, "last.safetensors"))
+        bias[name] = list(tensors["optimizer.momentum_buffer.fc.bias"][2])
+    b_a, b_l = bias["accum1"], bias["large1"]
+    difference = sum((x - y) ** 2 for x, y in zip(b_a, b_l)) ** 0.5
+    size = sum(y * y for y in b_l) ** 0.5
+    check(size > 0 and difference < 0.2 * size,
+          f"step 1's fc.bias gradient: accumulated vs batch 16 differ by {difference / size:.2f} "
+          f"of its size ({b_a} vs {b_l})")
+    print(f"accum: 18 steps of 2 x 8 per rank, resumed at step 5 == uninterrupted; step 1 "
+          f"loss {a[0]['loss']:.4f} vs batch 16's {c[0]['loss']:.4f}, its fc.bias gradient "
+          f"{difference / size:.3f} of its size apart")
+
+
 def case_dummy(args):
     """--dummy: random images and no folder; the run, its checkpoint and --evaluate work."""
     work = fresh(args, "dummy")
@@ -338,6 +395,7 @@ def case_bad_flags(args):
         (["--normalize", "1,2/3"], 2, "--normalize takes 3 comma-separated numbers"),
         (["--evaluate"], 2, "--evaluate needs --resume FILE"),
         (["--dummy"], 2, "--dummy trains on random images: drop --data or --dummy"),
+        (["--accum-steps", "0"], 2, "--accum-steps must be in 1..64"),
         (["--dummy-images", "10.5,4"], 2, "--dummy-images takes two whole numbers"),
         (["--evaluate", "--resume", "auto"], 1, "--evaluate --resume auto: there is no"),
         (["--device", "cuda"], 1, "cuda"),
