@@ -9,6 +9,7 @@
 #include "kernels/cpu/batchnorm_avx512.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/vector_loops.h"
 
 namespace engine::cpu {
 namespace {
@@ -76,121 +77,12 @@ struct ChannelAffine {
   std::vector<float> mean, scale, shift;
 };
 
-// The portable loops, written once and compiled twice: for baseline x86-64 (4-float SSE
-// vectors) and inlined into the AVX2 functions below (8 floats, FMA), taken where
-// vector_isa() is kAvx2 (CPUs without AVX-512, where the baseline loops ran layer1-2's backward
-// at 0.63-0.71x of PyTorch: bench/results/kernels-cpu-resnet18-amd-epyc-avx2.txt).
-
-// Over rows [begin, end): s1[c] += sum(x - shift[c]), s2[c] += sum((x - shift[c])^2), in fp64.
-template <typename T>
-__attribute__((always_inline)) inline void shifted_sums_body(const T* in, int64_t begin,
-                                                             int64_t end, int64_t channels,
-                                                             const float* shift, double* s1,
-                                                             double* s2) {
-  for (int64_t r = begin; r < end; ++r) {
-    for (int64_t c = 0; c < channels; ++c) {
-      const double d = static_cast<double>(to_float(in[r * channels + c])) - shift[c];
-      s1[c] += d;
-      s2[c] += d * d;
-    }
-  }
-}
-
-template <typename T>
-__attribute__((always_inline)) inline void affine_rows_body(const T* x, const float* mean,
-                                                            const float* scale, const float* shift,
-                                                            const T* residual, bool relu, T* y,
-                                                            int64_t begin, int64_t end,
-                                                            int64_t channels) {
-  for (int64_t r = begin; r < end; ++r) {
-    const int64_t row = r * channels;
-    for (int64_t c = 0; c < channels; ++c) {
-      float v = (to_float(x[row + c]) - mean[c]) * scale[c] + shift[c];
-      if (residual) v += to_float(residual[row + c]);
-      if (relu) v = v < 0.f ? 0.f : v;
-      y[row + c] = from_float<T>(v);
-    }
-  }
-}
-
-// Over rows [begin, end): sum_dy[c] += sum(dy), sum_dy_xmu[c] += sum(dy * (x - mean[c])), in
-// fp32 over blocks of 64 rows (block_dy, block_dy_xmu: `channels` floats of scratch), folded
-// into the fp64 sums.
-template <typename T>
-__attribute__((always_inline)) inline void backward_sums_body(const T* grad, const T* in,
-                                                              const float* mean, int64_t begin,
-                                                              int64_t end, int64_t channels,
-                                                              float* block_dy, float* block_dy_xmu,
-                                                              double* s_dy, double* s_dy_xmu) {
-  constexpr int64_t kBlockRows = 64;
-  for (int64_t block = begin; block < end; block += kBlockRows) {
-    for (int64_t c = 0; c < channels; ++c)
-      block_dy[c] = block_dy_xmu[c] = 0.f;
-    for (int64_t r = block; r < std::min(end, block + kBlockRows); ++r) {
-      for (int64_t c = 0; c < channels; ++c) {
-        const float g = to_float(grad[r * channels + c]);
-        block_dy[c] += g;
-        block_dy_xmu[c] += g * (to_float(in[r * channels + c]) - mean[c]);
-      }
-    }
-    for (int64_t c = 0; c < channels; ++c) {
-      s_dy[c] += block_dy[c];
-      s_dy_xmu[c] += block_dy_xmu[c];
-    }
-  }
-}
-
-template <typename T>
-__attribute__((always_inline)) inline void backward_rows_body(
-    const T* grad, const T* in, const float* mean, const float* invstd, const float* scale,
-    const float* mean_dy, const float* mean_dy_xhat, T* out, int64_t begin, int64_t end,
-    int64_t channels) {
-  for (int64_t r = begin; r < end; ++r) {
-    const int64_t row = r * channels;
-    for (int64_t c = 0; c < channels; ++c) {
-      const float xhat = (to_float(in[row + c]) - mean[c]) * invstd[c];
-      out[row + c] =
-          from_float<T>(scale[c] * (to_float(grad[row + c]) - mean_dy[c] - xhat * mean_dy_xhat[c]));
-    }
-  }
-}
-
-template <typename T>
-__attribute__((target("avx2,fma"))) void shifted_sums_avx2(const T* in, int64_t begin, int64_t end,
-                                                           int64_t channels, const float* shift,
-                                                           double* s1, double* s2) {
-  shifted_sums_body(in, begin, end, channels, shift, s1, s2);
-}
-
-template <typename T>
-__attribute__((target("avx2,fma"))) void affine_rows_avx2(const T* x, const float* mean,
-                                                          const float* scale, const float* shift,
-                                                          const T* residual, bool relu, T* y,
-                                                          int64_t begin, int64_t end,
-                                                          int64_t channels) {
-  affine_rows_body(x, mean, scale, shift, residual, relu, y, begin, end, channels);
-}
-
-template <typename T>
-__attribute__((target("avx2,fma"))) void backward_sums_avx2(const T* grad, const T* in,
-                                                            const float* mean, int64_t begin,
-                                                            int64_t end, int64_t channels,
-                                                            float* block_dy, float* block_dy_xmu,
-                                                            double* s_dy, double* s_dy_xmu) {
-  backward_sums_body(grad, in, mean, begin, end, channels, block_dy, block_dy_xmu, s_dy, s_dy_xmu);
-}
-
-template <typename T>
-__attribute__((target("avx2,fma"))) void backward_rows_avx2(
-    const T* grad, const T* in, const float* mean, const float* invstd, const float* scale,
-    const float* mean_dy, const float* mean_dy_xhat, T* out, int64_t begin, int64_t end,
-    int64_t channels) {
-  backward_rows_body(grad, in, mean, invstd, scale, mean_dy, mean_dy_xhat, out, begin, end,
-                     channels);
-}
-
-bool use_avx2_loops() {
-  return vector_isa() >= VectorIsa::kAvx2;
+// The vector width of the portable loops: AVX2 where the CPU has it (kernels/cpu/
+// vector_loops.h), for CPUs without AVX-512 and channel counts the AVX-512 loops do not take.
+// The baseline loops ran layer1-2's backward at 0.63-0.71x of PyTorch on the AVX2-only EPYC
+// (bench/results/kernels-cpu-resnet18-amd-epyc-avx2.txt).
+VectorIsa portable_loops_level() {
+  return std::min(vector_isa(), VectorIsa::kAvx2);
 }
 
 template <typename T>
@@ -203,15 +95,19 @@ void apply_affine(const T* x, const ChannelAffine& affine, const T* residual, bo
     });
     return;
   }
-  const bool avx2 = use_avx2_loops();
+  const VectorIsa level = portable_loops_level();
   for_each_row_block_reversed(rows, channels, [&](int64_t begin, int64_t end) {
-    if (avx2) {
-      affine_rows_avx2(x, affine.mean.data(), affine.scale.data(), affine.shift.data(), residual,
-                       relu, y, begin, end, channels);
-    } else {
-      affine_rows_body(x, affine.mean.data(), affine.scale.data(), affine.shift.data(), residual,
-                       relu, y, begin, end, channels);
-    }
+    run_loops_at(level, [&] {
+      for (int64_t r = begin; r < end; ++r) {
+        const int64_t row = r * channels;
+        for (int64_t c = 0; c < channels; ++c) {
+          float v = (to_float(x[row + c]) - affine.mean[c]) * affine.scale[c] + affine.shift[c];
+          if (residual) v += to_float(residual[row + c]);
+          if (relu) v = v < 0.f ? 0.f : v;
+          y[row + c] = from_float<T>(v);
+        }
+      }
+    });
   });
 }
 
@@ -228,7 +124,8 @@ void batchnorm_stats(DType dtype, const void* x, int64_t rows, int64_t channels,
   dispatch_dtype(dtype, [&]<typename T>() {
     const T* in = static_cast<const T*>(x);
     const int64_t chunks = chunk_count(rows);
-    const bool avx512 = batchnorm_avx512_applies(channels), avx2 = use_avx2_loops();
+    const bool avx512 = batchnorm_avx512_applies(channels);
+    const VectorIsa level = portable_loops_level();
     // Per chunk and channel: mean and m2, from sums of x - (the chunk's first row), which is
     // within a few standard deviations of the mean, so s2 - s1^2/n does not cancel.
     std::vector<double> chunk_mean(chunks * channels), chunk_m2(chunks * channels);
@@ -240,11 +137,15 @@ void batchnorm_stats(DType dtype, const void* x, int64_t rows, int64_t channels,
       if (avx512) {
         batchnorm_shifted_sums_avx512(in, begin, end, channels, shift.data(), s1.data(), s2.data());
       } else {
-        if (avx2) {
-          shifted_sums_avx2(in, begin, end, channels, shift.data(), s1.data(), s2.data());
-        } else {
-          shifted_sums_body(in, begin, end, channels, shift.data(), s1.data(), s2.data());
-        }
+        run_loops_at(level, [&] {
+          for (int64_t r = begin; r < end; ++r) {
+            for (int64_t c = 0; c < channels; ++c) {
+              const double d = static_cast<double>(to_float(in[r * channels + c])) - shift[c];
+              s1[c] += d;
+              s2[c] += d * d;
+            }
+          }
+        });
       }
       const double n = static_cast<double>(end - begin);
       for (int64_t c = 0; c < channels; ++c) {
@@ -330,7 +231,8 @@ void batchnorm_backward_reduce(DType dtype, const void* dy, const void* x, const
     const T* grad = static_cast<const T*>(dy);
     const T* in = static_cast<const T*>(x);
     const int64_t chunks = chunk_count(rows);
-    const bool avx512 = batchnorm_avx512_applies(channels), avx2 = use_avx2_loops();
+    const bool avx512 = batchnorm_avx512_applies(channels);
+    const VectorIsa level = portable_loops_level();
     std::vector<double> sum_dy(chunks * channels), sum_dy_xmu(chunks * channels);
     for_each_chunk(rows, channels, [&](int64_t k, int64_t begin, int64_t end) {
       double* s_dy = sum_dy.data() + k * channels;
@@ -341,14 +243,26 @@ void batchnorm_backward_reduce(DType dtype, const void* dy, const void* x, const
         batchnorm_backward_sums_avx512(grad, in, batch_stats, begin, end, channels, s_dy, s_dy_xmu);
         return;
       }
+      // fp32 sums over blocks of 64 rows (vectorized), folded into the chunk's fp64 sums.
+      constexpr int64_t kBlockRows = 64;
       std::vector<float> block_dy(channels), block_dy_xmu(channels);
-      if (avx2) {
-        backward_sums_avx2(grad, in, batch_stats, begin, end, channels, block_dy.data(),
-                           block_dy_xmu.data(), s_dy, s_dy_xmu);
-      } else {
-        backward_sums_body(grad, in, batch_stats, begin, end, channels, block_dy.data(),
-                           block_dy_xmu.data(), s_dy, s_dy_xmu);
-      }
+      run_loops_at(level, [&] {
+        for (int64_t block = begin; block < end; block += kBlockRows) {
+          std::fill(block_dy.begin(), block_dy.end(), 0.f);
+          std::fill(block_dy_xmu.begin(), block_dy_xmu.end(), 0.f);
+          for (int64_t r = block; r < std::min(end, block + kBlockRows); ++r) {
+            for (int64_t c = 0; c < channels; ++c) {
+              const float g = to_float(grad[r * channels + c]);
+              block_dy[c] += g;
+              block_dy_xmu[c] += g * (to_float(in[r * channels + c]) - batch_stats[c]);
+            }
+          }
+          for (int64_t c = 0; c < channels; ++c) {
+            s_dy[c] += block_dy[c];
+            s_dy_xmu[c] += block_dy_xmu[c];
+          }
+        }
+      });
     });
     for (int64_t c = 0; c < channels; ++c) {
       double total_dy = 0, total_dy_xmu = 0;
@@ -389,15 +303,18 @@ void batchnorm_backward_elementwise(DType dtype, const void* dy, const void* x,
       });
       return;
     }
-    const bool avx2 = use_avx2_loops();
+    const VectorIsa level = portable_loops_level();
     for_each_row_block_reversed(rows, channels, [&](int64_t begin, int64_t end) {
-      if (avx2) {
-        backward_rows_avx2(grad, in, mean.data(), invstd.data(), scale.data(), mean_dy.data(),
-                           mean_dy_xhat.data(), out, begin, end, channels);
-      } else {
-        backward_rows_body(grad, in, mean.data(), invstd.data(), scale.data(), mean_dy.data(),
-                           mean_dy_xhat.data(), out, begin, end, channels);
-      }
+      run_loops_at(level, [&] {
+        for (int64_t r = begin; r < end; ++r) {
+          const int64_t row = r * channels;
+          for (int64_t c = 0; c < channels; ++c) {
+            const float xhat = (to_float(in[row + c]) - mean[c]) * invstd[c];
+            out[row + c] = from_float<T>(
+                scale[c] * (to_float(grad[row + c]) - mean_dy[c] - xhat * mean_dy_xhat[c]));
+          }
+        }
+      });
     });
   });
 }
