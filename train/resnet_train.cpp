@@ -54,7 +54,7 @@ bool checks_pass_on_every_rank(const MpiSession& session, const std::function<vo
 // with --resume FILE, and one that cannot fails the preflight naming it.
 void resolve_resume_auto(TrainOptions& options, const MpiSession& session) {
   if (options.resume != kResumeAuto) return;
-  const std::string path = auto_resume_path(options);
+  const std::string path = checkpoint_path(options, "last");
   int found = 0;
   if (session.rank() == 0) {
     std::error_code error;
@@ -75,7 +75,7 @@ int train_main(int argc, char** argv, MpiSession& session) {
   std::optional<Datasets> datasets;
   const bool ready = checks_pass_on_every_rank(session, [&] {
     if (options.evaluate && options.resume.empty()) {
-      throw Error("--evaluate --resume auto: there is no " + auto_resume_path(options) +
+      throw Error("--evaluate --resume auto: there is no " + checkpoint_path(options, "last") +
                   " to evaluate");
     }
     (void)session.device(options.device);

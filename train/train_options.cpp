@@ -126,8 +126,8 @@ std::string_view schedule_name(ScheduleName name) {
   return "?";
 }
 
-std::string auto_resume_path(const TrainOptions& options) {
-  return options.checkpoint_dir + "/last.safetensors";
+std::string checkpoint_path(const TrainOptions& options, std::string_view name) {
+  return options.checkpoint_dir + "/" + std::string(name) + ".safetensors";
 }
 
 std::string metrics_path(const TrainOptions& options) {

@@ -78,8 +78,8 @@ nn::Precision parse_precision(const std::string& text);
 // --resume's value that picks <checkpoint-dir>/last.safetensors when it exists.
 inline constexpr std::string_view kResumeAuto = "auto";
 
-// The checkpoint --resume auto continues from: <checkpoint-dir>/last.safetensors.
-std::string auto_resume_path(const TrainOptions& options);
+// <checkpoint-dir>/<name>.safetensors: `last` (what --resume auto continues from) or `best`.
+std::string checkpoint_path(const TrainOptions& options, std::string_view name);
 
 // The metrics file the options give.
 std::string metrics_path(const TrainOptions& options);

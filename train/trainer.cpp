@@ -81,8 +81,7 @@ constexpr int64_t kMetricRows = 64;
 // knows of it.
 struct PendingStep {
   int64_t index = 0, step = 0;  // within the epoch; the optimizer step it made
-  int64_t samples = 0;          // this rank's batch (all its micro-batches)
-  int64_t micro_batches = 1;    // its rows in metric_rows (--accum-steps)
+  int64_t samples = 0;          // this rank's batch (all its --accum-steps micro-batches)
   double lr = 0;
 };
 
@@ -310,9 +309,9 @@ int Trainer::State::report_steps(std::vector<PendingStep>& pending, int64_t epoc
   std::vector<float> sums;
   size_t row = 0;
   for (const PendingStep& p : pending) {
-    const auto micro_samples = static_cast<float>(p.samples / p.micro_batches);
+    const auto micro_samples = static_cast<float>(p.samples / options.accum_steps);
     float loss_sum = 0, correct1 = 0, correct5 = 0;
-    for (int64_t m = 0; m < p.micro_batches; ++m, ++row) {
+    for (int64_t m = 0; m < options.accum_steps; ++m, ++row) {
       if (row >= rows.size()) fail("resnet_train: fewer metric rows than micro-batches");
       loss_sum += rows[row].mean_loss * micro_samples;
       correct1 += rows[row].correct1;
@@ -392,8 +391,7 @@ int Trainer::State::train_epoch(int64_t epoch, EpochFigures& figures) {
     lr = nn::learning_rate(schedule, options.lr, step);
     sgd->step(static_cast<float>(lr), stream);
     ++step;
-    pending.push_back(
-        {.index = index, .step = step, .samples = step_samples, .micro_batches = accum, .lr = lr});
+    pending.push_back({.index = index, .step = step, .samples = step_samples, .lr = lr});
     progress.tick(index, static_cast<double>(step_samples * world()), lr);
     step_samples = 0;
     const bool at_max_steps = options.max_steps > 0 && step >= options.max_steps;
@@ -412,7 +410,7 @@ int Trainer::State::train_epoch(int64_t epoch, EpochFigures& figures) {
       if (save_point) {
         save("last", epoch, epoch, batch_index + 1);
         if (rank0()) {
-          progress.line("saved " + options.checkpoint_dir + "/last.safetensors at step " +
+          progress.line("saved " + checkpoint_path(options, "last") + " at step " +
                         std::to_string(step));
         }
       }
@@ -495,8 +493,7 @@ void Trainer::State::save(const std::string& name, int64_t epochs_done, int64_t 
   state.extra["accum_steps"] = std::to_string(options.accum_steps);
   state.extra["lr_schedule"] = std::string(schedule_name(options.lr_schedule));
   if (best_top1 >= 0) state.extra["best_val_top1"] = json_number(best_top1);
-  const std::string path = options.checkpoint_dir + "/" + name + ".safetensors";
-  nn::save_checkpoint(path, model, *sgd, state, stream);
+  nn::save_checkpoint(checkpoint_path(options, name), model, *sgd, state, stream);
 }
 
 void Trainer::State::write_epoch_metrics(const EpochFigures& f, bool trained) {
@@ -558,8 +555,8 @@ int Trainer::State::run() {
         progress.line(
             std::string("resnet_train: ") +
             (stopped_by > 0 ? "stopped by " + signal_name(stopped_by) : "reached --max-steps") +
-            " at step " + std::to_string(step) + "; saved " + options.checkpoint_dir +
-            "/last.safetensors (continue with --resume)");
+            " at step " + std::to_string(step) + "; saved " + checkpoint_path(options, "last") +
+            " (continue with --resume)");
       }
       // Rank 0 may still be writing: nobody leaves before it has (mpirun would end it).
       host_comm->barrier();
