@@ -15,6 +15,14 @@ WorldInfo query_world(MPI_Comm comm) {
   CHECK_MPI(MPI_Comm_rank(node, &world.local_rank));
   CHECK_MPI(MPI_Comm_size(node, &world.local_size));
   CHECK_MPI(MPI_Comm_free(&node));
+  // Each host's first rank counts it; the fewest and most ranks on a host tell whether the
+  // hosts are alike (what a hierarchical all-reduce needs).
+  int counts[3] = {world.local_rank == 0 ? 1 : 0, -world.local_size, world.local_size};
+  int totals[3] = {};
+  CHECK_MPI(MPI_Allreduce(&counts[0], &totals[0], 1, MPI_INT, MPI_SUM, comm));
+  CHECK_MPI(MPI_Allreduce(&counts[1], &totals[1], 2, MPI_INT, MPI_MAX, comm));
+  world.hosts = totals[0];
+  world.same_ranks_per_host = -totals[1] == totals[2];
   return world;
 }
 

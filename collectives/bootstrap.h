@@ -19,8 +19,10 @@ namespace engine {
 struct WorldInfo {
   int rank = 0;
   int size = 1;
-  int local_rank = 0;  // among the ranks of this host
-  int local_size = 1;  // ranks on this host
+  int local_rank = 0;               // among the ranks of this host
+  int local_size = 1;               // ranks on this host
+  int hosts = 1;                    // hosts the job spans
+  bool same_ranks_per_host = true;  // every host runs local_size ranks
 };
 
 class MpiSession {
@@ -49,7 +51,7 @@ class MpiSession {
   bool owns_mpi_ = false;
 };
 
-// Ranks that share a host, from MPI_Comm_split_type(SHARED) over `comm`.
+// Ranks that share a host, from MPI_Comm_split_type(SHARED) over `comm`; collective.
 WorldInfo query_world(MPI_Comm comm);
 
 }  // namespace engine

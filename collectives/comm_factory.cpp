@@ -1,5 +1,7 @@
 #include "collectives/comm_factory.h"
 
+#include "collectives/check_mpi.h"
+#include "collectives/hierarchical_communicator.h"
 #include "collectives/mpi_communicator.h"
 #include "collectives/mpi_transport.h"
 #include "collectives/ring_communicator.h"
@@ -15,8 +17,8 @@
 namespace engine {
 
 const std::vector<std::string_view>& communicator_names() {
-  static const std::vector<std::string_view> names = {"ring-shm", "ring-mpi", "ring-nccl", "mpi",
-                                                      "nccl"};
+  static const std::vector<std::string_view> names = {"ring-shm",  "ring-mpi", "ring-hier",
+                                                      "ring-nccl", "mpi",      "nccl"};
   return names;
 }
 
@@ -29,6 +31,15 @@ std::string communicator_unavailable_reason(std::string_view impl, const MpiSess
     return everywhere ? "" : "ring-shm needs every rank on one host (use ring-mpi)";
   }
   if (impl == "ring-mpi" || impl == "mpi") return "";
+  if (impl == "ring-hier") {
+    // WorldInfo's fields are the same on every rank.
+    if (!world.same_ranks_per_host) {
+      return "ring-hier needs the same number of ranks on every host (this job has " +
+             std::to_string(world.size) + " ranks on " + std::to_string(world.hosts) +
+             " hosts; use ring-mpi)";
+    }
+    return "";
+  }
   if (impl == "ring-nccl" || impl == "nccl") {
 #if ENGINE_HAVE_NCCL
     int devices = cuda_device_count(), fewest = 0;
@@ -47,6 +58,35 @@ std::string communicator_unavailable_reason(std::string_view impl, const MpiSess
   return "unknown communicator '" + std::string(impl) + "' (use one of " + names + ")";
 }
 
+CommChoice choose_host_communicator(const WorldInfo& world) {
+  if (world.hosts == 1) return {"ring-shm", "every rank on one host"};
+  const std::string spread =
+      std::to_string(world.size) + " ranks on " + std::to_string(world.hosts) + " hosts";
+  if (world.local_size > 1 && world.same_ranks_per_host) {
+    return {"ring-hier", spread + ": shared memory within each host, rings across"};
+  }
+  if (world.local_size == 1 && world.same_ranks_per_host) {
+    return {"ring-mpi", spread + ", one per host"};
+  }
+  return {"ring-mpi", spread + ", not as many on each"};
+}
+
+namespace {
+
+// This host's number: the job rank of its first rank (collective).
+int host_number(const MpiSession& session) {
+  MPI_Comm node = MPI_COMM_NULL;
+  CHECK_MPI(MPI_Comm_split_type(session.comm(), MPI_COMM_TYPE_SHARED, session.rank(), MPI_INFO_NULL,
+                                &node));
+  int first = session.rank();
+  const int status = MPI_Bcast(&first, 1, MPI_INT, 0, node);
+  MPI_Comm_free(&node);
+  CHECK_MPI(status);
+  return first;
+}
+
+}  // namespace
+
 std::unique_ptr<Communicator> make_communicator(std::string_view impl, const MpiSession& session,
                                                 const CommOptions& options,
                                                 std::string_view device) {
@@ -61,6 +101,9 @@ std::unique_ptr<Communicator> make_communicator(std::string_view impl, const Mpi
         std::make_unique<MpiTransport>(session.comm(), options.mpi_transport), info, options);
   }
   if (impl == "mpi") return std::make_unique<MpiCommunicator>(session.comm(), info, options);
+  if (impl == "ring-hier" && world.same_ranks_per_host) {
+    return make_hierarchical_communicator(session.comm(), host_number(session), options);
+  }
 #if ENGINE_HAVE_NCCL
   if (impl == "ring-nccl" || impl == "nccl") {
     const Device gpu = session.device(device);

@@ -27,6 +27,7 @@ MpiTransport::MpiTransport(MPI_Comm comm, const MpiTransportOptions& options) : 
   CHECK_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
   CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
   CHECK_MPI(MPI_Comm_size(comm_, &world_));
+  peers_ = PeerNames::of(comm_);
   spin_iterations_ = options.spin_iterations >= 0
                          ? options.spin_iterations
                          : spin_iterations_for(query_world(comm_).local_size);
@@ -56,7 +57,10 @@ void MpiTransport::wait(MPI_Request& request, int peer, std::string_view waiting
   while (true) {
     CHECK_MPI(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
     if (done) return;
-    if (deadline.expired()) handle_timeout(context_, peer, waiting_for, deadline.waited_seconds());
+    if (deadline.expired()) {
+      handle_timeout(context_, peers_.world_rank(peer), waiting_for, deadline.waited_seconds(),
+                     peers_.where(peer));
+    }
     backoff.pause();
   }
 }

@@ -12,6 +12,7 @@
 
 #include "collectives/comm_options.h"
 #include "collectives/host_transport.h"
+#include "collectives/peer_names.h"
 
 namespace engine {
 
@@ -44,6 +45,7 @@ class MpiTransport : public HostTransport {
   void wait(MPI_Request& request, int peer, std::string_view waiting_for);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
+  PeerNames peers_;  // timeouts name a peer by its rank in the job and its host
   int rank_ = 0;
   int world_ = 1;
   MpiTransportOptions options_;

@@ -50,20 +50,26 @@ void* RingAlgorithms::scratch(size_t bytes) {
   return scratch_.get();
 }
 
-void RingAlgorithms::all_reduce(void* data, int64_t count, DType dtype, ReduceOp op) {
+void RingAlgorithms::all_reduce(void* data, int64_t count, DType dtype, ReduceOp op,
+                                int avg_divisor) {
+  const int divisor = avg_divisor > 0 ? avg_divisor : world_;
+  ENGINE_REQUIRE(
+      world_ > 1 || op != ReduceOp::avg || divisor == 1,
+      "RingAlgorithms: an avg over one rank cannot divide by " + std::to_string(divisor));
   if (world_ == 1 || count == 0) return;  // avg over one rank divides by 1
   const size_t bytes = static_cast<size_t>(count) * dtype_size(dtype);
   // The direct exchange sends the whole buffer to each of the n-1 peers: worth it while the
   // latency of 2(n-1) ring steps costs more than the extra bytes.
   const size_t direct_limit = transport_.small_message_bytes() / (world_ - 1);
   if (bytes <= direct_limit && bytes <= transport_.max_message_bytes()) {
-    all_reduce_direct(data, count, dtype, op);
+    all_reduce_direct(data, count, dtype, op, divisor);
   } else {
-    all_reduce_ring(data, count, dtype, op);
+    all_reduce_ring(data, count, dtype, op, divisor);
   }
 }
 
-void RingAlgorithms::all_reduce_ring(void* data, int64_t count, DType dtype, ReduceOp op) {
+void RingAlgorithms::all_reduce_ring(void* data, int64_t count, DType dtype, ReduceOp op,
+                                     int divisor) {
   const int n = world_, right = ring_right(rank_, n), left = ring_left(rank_, n);
   const int64_t piece_elements = message_elements(dtype) * n;
   for (int64_t piece = 0; piece < piece_count(count, piece_elements); ++piece) {
@@ -87,8 +93,9 @@ void RingAlgorithms::all_reduce_ring(void* data, int64_t count, DType dtype, Red
       if (part.count == 0) continue;
       const bool last = step == n - 2;
       void* at = offset(data, part.begin, dtype);
-      transport_.transfer(Transfer::recv_reduce_send(
-          left, right, at, last ? at : nullptr, part.count, reduction_of(dtype, op, last ? n : 1)));
+      transport_.transfer(Transfer::recv_reduce_send(left, right, at, last ? at : nullptr,
+                                                     part.count,
+                                                     reduction_of(dtype, op, last ? divisor : 1)));
     }
     // All-gather: (n-2) x receive-copy-forward, then receive.
     for (int step = 0; step < n - 1; ++step) {
@@ -104,14 +111,16 @@ void RingAlgorithms::all_reduce_ring(void* data, int64_t count, DType dtype, Red
   }
 }
 
-void RingAlgorithms::all_reduce_direct(void* data, int64_t count, DType dtype, ReduceOp op) {
+void RingAlgorithms::all_reduce_direct(void* data, int64_t count, DType dtype, ReduceOp op,
+                                       int divisor) {
   const int n = world_;
   const size_t bytes = static_cast<size_t>(count) * dtype_size(dtype);
   if (n == 2) {
     // op(a, b) == op(b, a) for every op in fp32, so both ranks get the same bits.
     const int peer = 1 - rank_;
     transport_.transfer(Transfer::send(peer, data, count, dtype));
-    transport_.transfer(Transfer::recv_reduce(peer, data, data, count, reduction_of(dtype, op, n)));
+    transport_.transfer(
+        Transfer::recv_reduce(peer, data, data, count, reduction_of(dtype, op, divisor)));
     return;
   }
   // Everyone's data side by side, then reduced in rank order so every rank gets the same bits.
@@ -123,7 +132,7 @@ void RingAlgorithms::all_reduce_direct(void* data, int64_t count, DType dtype, R
     transport_.transfer(Transfer::recv(from, all + from * bytes, count, dtype));
   }
   for (int r = 1; r < n; ++r) {
-    const Reduction reduction = reduction_of(dtype, op, r == n - 1 ? n : 1);
+    const Reduction reduction = reduction_of(dtype, op, r == n - 1 ? divisor : 1);
     transport_.reduce(reduction, data, r == 1 ? all : data, all + r * bytes, count);
   }
 }

@@ -26,8 +26,9 @@ class RingAlgorithms {
   // memory: the CPU, or the CUDA device of an NCCL transport).
   RingAlgorithms(Transport& transport, Device scratch_device);
 
-  // data (count elements) becomes op over every rank's data.
-  void all_reduce(void* data, int64_t count, DType dtype, ReduceOp op);
+  // data (count elements) becomes op over every rank's data. avg divides by avg_divisor
+  // when it is set (a stage of a larger all-reduce), else by the number of ranks.
+  void all_reduce(void* data, int64_t count, DType dtype, ReduceOp op, int avg_divisor = 0);
   // output (block elements) becomes block `rank` of op over every rank's input (n blocks).
   void reduce_scatter(const void* input, void* output, int64_t block, DType dtype, ReduceOp op);
   // output (n blocks) becomes every rank's input (one block each), in rank order.
@@ -43,8 +44,8 @@ class RingAlgorithms {
   void barrier();
 
  private:
-  void all_reduce_ring(void* data, int64_t count, DType dtype, ReduceOp op);
-  void all_reduce_direct(void* data, int64_t count, DType dtype, ReduceOp op);
+  void all_reduce_ring(void* data, int64_t count, DType dtype, ReduceOp op, int divisor);
+  void all_reduce_direct(void* data, int64_t count, DType dtype, ReduceOp op, int divisor);
   int64_t message_elements(DType dtype) const;
   void* scratch(size_t bytes);
 

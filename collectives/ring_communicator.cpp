@@ -45,7 +45,12 @@ Work RingCommunicator::execute(const CollectiveRequest& request, const OpContext
 }
 
 void RingCommunicator::run(const CollectiveRequest& request, const OpContext& context) {
-  transport_->begin(context);
+  run_ring_collective(algorithms_, *transport_, request, context);
+}
+
+void run_ring_collective(RingAlgorithms& algorithms, Transport& transport,
+                         const CollectiveRequest& request, const OpContext& context) {
+  transport.begin(context);
   const Tensor& reference = request.reference();
   const DType dtype = reference.dtype();
   // The request's tensors are handles; the collective writes through the output's.
@@ -53,31 +58,31 @@ void RingCommunicator::run(const CollectiveRequest& request, const OpContext& co
   const void* input = request.input_data();
   switch (request.kind) {
     case CollectiveKind::all_reduce:
-      algorithms_.all_reduce(output, reference.numel(), dtype, request.op);
+      algorithms.all_reduce(output, reference.numel(), dtype, request.op);
       break;
     case CollectiveKind::broadcast:
-      algorithms_.broadcast(output, reference.numel(), dtype, request.root);
+      algorithms.broadcast(output, reference.numel(), dtype, request.root);
       break;
     case CollectiveKind::reduce:
-      algorithms_.reduce(output, reference.numel(), dtype, request.op, request.root);
+      algorithms.reduce(output, reference.numel(), dtype, request.op, request.root);
       break;
     case CollectiveKind::all_gather:
-      algorithms_.all_gather(input, output, request.input.numel(), dtype);
+      algorithms.all_gather(input, output, request.input.numel(), dtype);
       break;
     case CollectiveKind::reduce_scatter:
-      algorithms_.reduce_scatter(input, output, request.output.numel(), dtype, request.op);
+      algorithms.reduce_scatter(input, output, request.output.numel(), dtype, request.op);
       break;
     case CollectiveKind::gather:
-      algorithms_.gather(input, output, request.input.numel(), dtype, request.root);
+      algorithms.gather(input, output, request.input.numel(), dtype, request.root);
       break;
     case CollectiveKind::scatter:
-      algorithms_.scatter(input, output, request.output.numel(), dtype, request.root);
+      algorithms.scatter(input, output, request.output.numel(), dtype, request.root);
       break;
     case CollectiveKind::barrier:
-      algorithms_.barrier();
+      algorithms.barrier();
       break;
   }
-  transport_->finish();
+  transport.finish();
 }
 
 }  // namespace engine

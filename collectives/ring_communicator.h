@@ -14,6 +14,11 @@
 
 namespace engine {
 
+// Runs one collective of `request` with `algorithms` over `transport`, bracketed by the
+// transport's begin(context) and finish().
+void run_ring_collective(RingAlgorithms& algorithms, Transport& transport,
+                         const CollectiveRequest& request, const OpContext& context);
+
 class RingCommunicator : public Communicator {
  public:
   // info.rank/size must match the transport's.

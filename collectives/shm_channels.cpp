@@ -170,7 +170,8 @@ void ShmChannels::wait(Ready&& ready, int peer, std::string_view waiting_for) {
     if (ready()) break;
     if (deadline.expired()) {
       mine.sleeping.store(0, std::memory_order_relaxed);
-      handle_timeout(context_, peer, waiting_for, deadline.waited_seconds(), peer_note(peer));
+      const int named = peer_ranks_.empty() ? peer : peer_ranks_.at(peer);
+      handle_timeout(context_, named, waiting_for, deadline.waited_seconds(), peer_note(peer));
     }
   }
   mine.sleeping.store(0, std::memory_order_relaxed);

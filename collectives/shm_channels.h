@@ -52,6 +52,9 @@ class ShmChannels {
 
   // The collective in progress (names it in timeout messages; sets the deadline).
   void set_context(const OpContext& context) { context_ = context; }
+  // How timeout messages number the peers (default: as the segment does). A host's ranks
+  // are a slice of the job; messages give their ranks in the job.
+  void set_peer_ranks(std::vector<int> ranks) { peer_ranks_ = std::move(ranks); }
 
   // The place for the next message to `to`, waiting while `to` has `slots` messages unread.
   std::byte* begin_send(int to, size_t bytes);
@@ -89,6 +92,7 @@ class ShmChannels {
   std::vector<uint64_t> sent_;            // messages sent, per destination
   std::vector<uint64_t> known_consumed_;  // the destination's last seen read count
   std::vector<uint64_t> received_;        // messages received, per source
+  std::vector<int> peer_ranks_;           // empty: peers are named by their index
 };
 
 }  // namespace engine

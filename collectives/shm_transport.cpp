@@ -10,6 +10,7 @@
 #include "collectives/bootstrap.h"
 #include "collectives/check_mpi.h"
 #include "collectives/cpu/reduce.h"
+#include "collectives/peer_names.h"
 #include "kernels/error.h"
 
 namespace engine {
@@ -84,7 +85,13 @@ std::unique_ptr<ShmTransport> ShmTransport::create(MPI_Comm comm, const ShmOptio
     fail("ShmTransport: could not set up shared memory" +
          (error.empty() ? std::string(" (another rank failed)") : ": " + error));
   }
-  return std::make_unique<ShmTransport>(std::move(segment), rank, world, options);
+  auto transport = std::make_unique<ShmTransport>(std::move(segment), rank, world, options);
+  const PeerNames peers = PeerNames::of(comm);
+  std::vector<int> ranks(world);
+  for (int peer = 0; peer < world; ++peer)
+    ranks[peer] = peers.world_rank(peer);
+  transport->channels_.set_peer_ranks(std::move(ranks));
+  return transport;
 }
 
 void ShmTransport::begin(const OpContext& context) {

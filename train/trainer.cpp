@@ -36,18 +36,14 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// The gradient communicator for --comm auto: our ring, over shared memory when every rank is
-// on this host, over MPI otherwise, over NCCL on GPUs.
-std::string gradient_comm_name(const TrainOptions& options, const MpiSession& session,
-                               Device device) {
-  if (options.comm != "auto") return options.comm;
-  if (!device.is_cpu()) return "ring-nccl";
-  return session.world().local_size == session.size() ? "ring-shm" : "ring-mpi";
-}
-
-// The host communicator for the per-step figures (CPU tensors whatever the device).
-std::string host_comm_name(const MpiSession& session) {
-  return session.world().local_size == session.size() ? "ring-shm" : "ring-mpi";
+// The gradient communicator and why, for the banner: --comm, or for auto our ring over NCCL
+// on GPUs, else the host communicator that suits how the ranks are spread over hosts.
+CommChoice gradient_comm(const TrainOptions& options, const MpiSession& session, Device device) {
+  if (options.comm != "auto") return {options.comm, "--comm"};
+  if (!device.is_cpu()) return {"ring-nccl", "auto: CUDA tensors"};
+  CommChoice choice = choose_host_communicator(session.world());
+  choice.why = "auto: " + choice.why;
+  return choice;
 }
 
 nn::LrSchedule make_schedule(const TrainOptions& o, int64_t steps_per_epoch) {
@@ -129,6 +125,7 @@ struct Trainer::State {
 
   std::unique_ptr<Communicator> grad_comm, host_comm_owned;
   Communicator* host_comm = nullptr;
+  CommChoice grad_comm_choice;
   std::unique_ptr<nn::DataParallel> ddp;
   std::unique_ptr<nn::Sgd> sgd;
   nn::LrSchedule schedule;
@@ -168,7 +165,8 @@ void Trainer::State::build() {
   omp_set_num_threads(o.threads > 0 ? o.threads : default_threads(session));
   CommOptions comm_options;
   comm_options.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.comm_timeout_s * 1e3));
-  const std::string grad_name = gradient_comm_name(o, session, device);
+  grad_comm_choice = gradient_comm(o, session, device);
+  const std::string& grad_name = grad_comm_choice.name;
   if (const std::string why = communicator_unavailable_reason(grad_name, session); !why.empty()) {
     fail("--comm " + grad_name + ": " + why);
   }
@@ -176,7 +174,9 @@ void Trainer::State::build() {
   if (grad_comm->supports(Device::cpu())) {
     host_comm = grad_comm.get();
   } else {
-    host_comm_owned = make_communicator(host_comm_name(session), session, comm_options);
+    // The per-step figures' communicator (CPU tensors whatever the device).
+    host_comm_owned =
+        make_communicator(choose_host_communicator(session.world()).name, session, comm_options);
     host_comm = host_comm_owned.get();
   }
 
@@ -524,7 +524,8 @@ int Trainer::State::run() {
     progress.line(
         "resnet_train: " + options.arch + ", " + std::to_string(datasets.classes().size()) +
         " classes, " + std::to_string(world()) + " rank(s) on " + device.str() + " (" +
-        grad_comm->name() + "), batch " + std::to_string(options.batch_size) + " per rank" +
+        grad_comm->name() + ", " + grad_comm_choice.why + "), batch " +
+        std::to_string(options.batch_size) + " per rank" +
         (options.accum_steps > 1 ? " x " + std::to_string(options.accum_steps) + " accumulated"
                                  : std::string()) +
         " = " + std::to_string(options.batch_size * options.accum_steps * world()) + " global, " +

@@ -17,6 +17,7 @@
 #include "collective_cases.h"
 #include "collectives/comm_factory.h"
 #include "collectives/grad_buckets.h"
+#include "collectives/hierarchical_communicator.h"
 #include "mpi_main.h"
 #if ENGINE_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -51,16 +52,30 @@ class ReleaseCommunicators : public ::testing::Environment {
   void TearDown() override { communicators().clear(); }
 };
 
+// ring-hier's three stages on one machine: pretend hosts of two ranks each.
+constexpr std::string_view kPretendHosts = "ring-hier-pairs";
+
 class Collectives : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    const std::string why = communicator_unavailable_reason(GetParam(), *session());
+    const bool pretend_hosts = GetParam() == kPretendHosts;
+    std::string why = communicator_unavailable_reason(GetParam(), *session());
+    if (pretend_hosts) {
+      why = session()->size() % 2          ? "pretend hosts of two need an even world"
+            : session()->world().hosts > 1 ? "the ranks span real hosts: see ring_hier"
+                                           : "";
+    }
     if (!why.empty()) GTEST_SKIP() << why;
     auto& comm = communicators()[GetParam()];
     if (!comm) {
       CommOptions options;
       options.timeout = std::chrono::seconds(60);  // a hang ends the job, never the CI
-      comm = make_communicator(GetParam(), *session(), options);
+      if (pretend_hosts) {
+        comm = make_hierarchical_communicator(session()->comm(), session()->rank() / 2, options,
+                                              GetParam());
+      } else {
+        comm = make_communicator(GetParam(), *session(), options);
+      }
     }
     comm_ = comm.get();
     device_ =
@@ -388,24 +403,50 @@ TEST_P(Collectives, GradBucketsQueueStepsWithoutWaitingForTheDevice) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Communicators, Collectives,
-                         ::testing::Values("ring-shm", "ring-mpi", "mpi", "ring-nccl", "nccl"),
+                         ::testing::Values("ring-shm", "ring-mpi", "ring-hier",
+                                           std::string(kPretendHosts), "mpi", "ring-nccl", "nccl"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });
 
-TEST(Bootstrap, WorldMatchesMpiAndLocalRanksNumberThisHost) {
+// The placement the bootstrap should find, from every rank's host name alone: on one host
+// (CI) and on simulated hosts (tests/hosts) under --map-by slot or node.
+TEST(Bootstrap, WorldMatchesMpiAndLocalRanksNumberEachHost) {
   int size = 0, rank = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  char mine[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  MPI_Get_processor_name(mine, &length);
+  std::vector<char> all(static_cast<size_t>(size) * MPI_MAX_PROCESSOR_NAME);
+  MPI_Allgather(mine, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
+                MPI_CHAR, MPI_COMM_WORLD);
+  std::map<std::string, int> per_host;
+  int local_rank = -1;
+  for (int r = 0; r < size; ++r) {
+    const std::string host(all.data() + static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME);
+    if (r == rank) local_rank = per_host[host];
+    ++per_host[host];
+  }
+  const int local_size = per_host[mine];
+  const bool alike = std::all_of(per_host.begin(), per_host.end(),
+                                 [&](const auto& host) { return host.second == local_size; });
+
   const WorldInfo& world = session()->world();
   EXPECT_EQ(world.size, size);
   EXPECT_EQ(world.rank, rank);
-  // CI runs every rank on one host.
-  EXPECT_EQ(world.local_size, size);
-  EXPECT_EQ(world.local_rank, rank);
+  EXPECT_EQ(world.local_size, local_size) << "on " << mine;
+  EXPECT_EQ(world.local_rank, local_rank) << "on " << mine;
+  EXPECT_EQ(world.hosts, static_cast<int>(per_host.size()));
+  EXPECT_EQ(world.same_ranks_per_host, alike);
   EXPECT_EQ(process_rank(), size > 1 ? rank : -1);
+  const CommChoice choice = choose_host_communicator(world);
+  EXPECT_EQ(choice.name, per_host.size() == 1      ? "ring-shm"
+                         : alike && local_size > 1 ? "ring-hier"
+                                                   : "ring-mpi")
+      << choice.why;
 }
 
 TEST(Bootstrap, UnknownCommunicatorSaysWhichExist) {

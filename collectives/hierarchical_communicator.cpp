@@ -1,0 +1,133 @@
+#include "collectives/hierarchical_communicator.h"
+
+#include <cstring>
+
+#include "collectives/check_mpi.h"
+#include "collectives/mpi_transport.h"
+#include "collectives/ring_communicator.h"
+#include "collectives/shm_transport.h"
+#include "kernels/error.h"
+
+namespace engine {
+
+HierarchicalCommunicator::HierarchicalCommunicator(Transports transports, CommInfo info,
+                                                   CommOptions options)
+    : Communicator(std::move(info), std::move(options)),
+      transports_(std::move(transports)),
+      host_ring_(*transports_.host, Device::cpu()),
+      across_ring_(*transports_.across, Device::cpu()),
+      world_ring_(*transports_.world, Device::cpu()),
+      executor_(name()) {
+  Transport& host = *transports_.host;
+  Transport& across = *transports_.across;
+  Transport& world = *transports_.world;
+  ENGINE_REQUIRE(world.rank() == rank() && world.world() == size(),
+                 "HierarchicalCommunicator: the world transport's rank/size differ");
+  ENGINE_REQUIRE(host.world() * across.world() == size(),
+                 "HierarchicalCommunicator: " + std::to_string(host.world()) +
+                     " ranks per host x " + std::to_string(across.world()) +
+                     " hosts != " + std::to_string(size()) + " ranks");
+  for (Transport* transport : {&host, &across, &world}) {
+    ENGINE_REQUIRE(transport->memory() == DeviceKind::cpu && transport->stream() == nullptr,
+                   "HierarchicalCommunicator: its transports must be host transports");
+  }
+}
+
+HierarchicalCommunicator::~HierarchicalCommunicator() = default;
+
+Work HierarchicalCommunicator::execute(const CollectiveRequest& request, const OpContext& context,
+                                       Stream&, bool blocking) {
+  if (blocking) {
+    executor_.run([&] { run(request, context); });
+    return {};
+  }
+  return executor_.submit([this, request, context] { run(request, context); });
+}
+
+void HierarchicalCommunicator::run(const CollectiveRequest& request, const OpContext& context) {
+  if (request.kind != CollectiveKind::all_reduce) {
+    run_ring_collective(world_ring_, *transports_.world, request, context);
+    return;
+  }
+  const Tensor& tensor = request.reference();
+  all_reduce(request.output_data(), tensor.numel(), tensor.dtype(), request.op, context);
+}
+
+void HierarchicalCommunicator::all_reduce(void* data, int64_t count, DType dtype, ReduceOp op,
+                                          const OpContext& context) {
+  Transport& host = *transports_.host;
+  Transport& across = *transports_.across;
+  // One host, or one rank per host: a single level is the whole all-reduce.
+  for (auto [level, ring] : {std::pair{&host, &host_ring_}, std::pair{&across, &across_ring_}}) {
+    if (level->world() == size()) {
+      level->begin(context);
+      ring->all_reduce(data, count, dtype, op);
+      level->finish();
+      return;
+    }
+  }
+  const int local = host.world();
+  const size_t element = dtype_size(dtype);
+  const int64_t block = (count + local - 1) / local;  // the shard of each local rank
+  const size_t padded_bytes = static_cast<size_t>(block) * local * element;
+  const size_t bytes = static_cast<size_t>(count) * element;
+  // A count that the host's ranks do not divide is padded (with zeros: the padding is
+  // reduced like data but never copied back).
+  std::byte* whole = static_cast<std::byte*>(data);
+  if (padded_bytes != bytes) {
+    staging_.resize(padded_bytes);
+    std::memcpy(staging_.data(), data, bytes);
+    std::memset(staging_.data() + bytes, 0, padded_bytes - bytes);
+    whole = staging_.data();
+  }
+  shard_.resize(static_cast<size_t>(block) * element);
+  // avg: the hosts' sums are summed across hosts, divided there by the number of all ranks.
+  const ReduceOp within = op == ReduceOp::avg ? ReduceOp::sum : op;
+  host.begin(context);
+  host_ring_.reduce_scatter(whole, shard_.data(), block, dtype, within);
+  host.finish();
+  across.begin(context);
+  across_ring_.all_reduce(shard_.data(), block, dtype, op, size());
+  across.finish();
+  host.begin(context);
+  host_ring_.all_gather(shard_.data(), whole, block, dtype);
+  host.finish();
+  if (whole != data) std::memcpy(data, whole, bytes);
+}
+
+std::unique_ptr<HierarchicalCommunicator> make_hierarchical_communicator(MPI_Comm comm, int host,
+                                                                         const CommOptions& options,
+                                                                         const std::string& name) {
+  CommInfo info;
+  info.name = name;
+  CHECK_MPI(MPI_Comm_rank(comm, &info.rank));
+  CHECK_MPI(MPI_Comm_size(comm, &info.size));
+  MPI_Comm host_comm = MPI_COMM_NULL, across_comm = MPI_COMM_NULL;
+  CHECK_MPI(MPI_Comm_split(comm, host, info.rank, &host_comm));
+  int local_size = 0;
+  CHECK_MPI(MPI_Comm_rank(host_comm, &info.local_rank));
+  CHECK_MPI(MPI_Comm_size(host_comm, &local_size));
+  CHECK_MPI(MPI_Comm_split(comm, info.local_rank, info.rank, &across_comm));
+  int sizes[2] = {-local_size, local_size}, extremes[2] = {};
+  CHECK_MPI(MPI_Allreduce(sizes, extremes, 2, MPI_INT, MPI_MAX, comm));
+  HierarchicalCommunicator::Transports transports;
+  try {
+    if (-extremes[0] != extremes[1]) {
+      fail(name + " needs the same number of ranks on every host, but hosts have from " +
+           std::to_string(-extremes[0]) + " to " + std::to_string(extremes[1]) + " ranks");
+    }
+    transports.host = ShmTransport::create(host_comm, options.shm);
+    transports.across = std::make_unique<MpiTransport>(across_comm, options.mpi_transport);
+    transports.world = std::make_unique<MpiTransport>(comm, options.mpi_transport);
+  } catch (...) {
+    MPI_Comm_free(&host_comm);
+    MPI_Comm_free(&across_comm);
+    throw;
+  }
+  CHECK_MPI(MPI_Comm_free(&host_comm));
+  CHECK_MPI(MPI_Comm_free(&across_comm));
+  return std::make_unique<HierarchicalCommunicator>(std::move(transports), std::move(info),
+                                                    options);
+}
+
+}  // namespace engine

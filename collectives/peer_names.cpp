@@ -1,0 +1,62 @@
+#include "collectives/peer_names.h"
+
+#include <algorithm>
+
+#include "collectives/check_mpi.h"
+#include "kernels/error.h"
+
+namespace engine {
+
+std::string this_host_name() {
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  CHECK_MPI(MPI_Get_processor_name(name, &length));
+  return std::string(name, static_cast<size_t>(std::max(0, length)));
+}
+
+PeerNames PeerNames::of(MPI_Comm comm) {
+  int size = 1, world_rank = 0;
+  CHECK_MPI(MPI_Comm_size(comm, &size));
+  CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
+  char host[MPI_MAX_PROCESSOR_NAME] = {};
+  const std::string mine = this_host_name();
+  mine.copy(host, sizeof(host) - 1);
+  std::vector<char> hosts(static_cast<size_t>(size) * sizeof(host));
+  PeerNames names;
+  names.world_rank_.resize(size);
+  CHECK_MPI(MPI_Allgather(&world_rank, 1, MPI_INT, names.world_rank_.data(), 1, MPI_INT, comm));
+  CHECK_MPI(
+      MPI_Allgather(host, sizeof(host), MPI_CHAR, hosts.data(), sizeof(host), MPI_CHAR, comm));
+  for (int peer = 0; peer < size; ++peer)
+    names.host_.emplace_back(hosts.data() + static_cast<size_t>(peer) * sizeof(host));
+  names.spans_hosts_ = std::any_of(names.host_.begin(), names.host_.end(),
+                                   [&](const std::string& h) { return h != names.host_[0]; });
+  return names;
+}
+
+PeerNames PeerNames::identity(int world) {
+  PeerNames names;
+  for (int peer = 0; peer < world; ++peer) {
+    names.world_rank_.push_back(peer);
+    names.host_.emplace_back();
+  }
+  return names;
+}
+
+int PeerNames::world_rank(int peer) const {
+  ENGINE_REQUIRE(peer >= 0 && peer < static_cast<int>(world_rank_.size()),
+                 "PeerNames: no peer " + std::to_string(peer));
+  return world_rank_[peer];
+}
+
+const std::string& PeerNames::host(int peer) const {
+  ENGINE_REQUIRE(peer >= 0 && peer < static_cast<int>(host_.size()),
+                 "PeerNames: no peer " + std::to_string(peer));
+  return host_[peer];
+}
+
+std::string PeerNames::where(int peer) const {
+  return spans_hosts_ ? "it runs on host " + host(peer) : std::string();
+}
+
+}  // namespace engine
