@@ -41,7 +41,8 @@ struct Options {
   size_t min_bytes = 4;
   size_t max_bytes = 64 << 20;
   int factor = 2;
-  std::vector<std::string> impls = {"ring-shm", "ring-mpi", "mpi", "ring-nccl", "nccl"};
+  std::vector<std::string> impls = {"ring-shm", "ring-mpi",  "ring-hier",
+                                    "mpi",      "ring-nccl", "nccl"};
   DType dtype = DType::f32;
   ReduceOp op = ReduceOp::sum;
   double seconds_per_point = 0.03;  // timed per trial
@@ -52,7 +53,8 @@ struct Options {
 
 const char* const kUsage =
     "usage: bench_allreduce [--min-bytes 4] [--max-bytes 64M] [--factor 2]\n"
-    "                       [--impls ring-shm,ring-mpi,mpi,ring-nccl,nccl] [--dtype f32|bf16]\n"
+    "                       [--impls ring-shm,ring-mpi,ring-hier,mpi,ring-nccl,nccl]\n"
+    "                       [--dtype f32|bf16]\n"
     "                       [--op sum|avg|min|max] [--seconds 0.03] [--trials 7] [--json]\n"
     "                       [--shm-slot-bytes B] [--shm-slots N] [--shm-small-bytes B]\n"
     "                       [--shm-spin N] [--mpi-message-bytes B]\n"

@@ -28,6 +28,12 @@ struct NcclTransportOptions {
   size_t small_message_bytes = 64 << 10;  // direct path up to this / (ranks - 1) bytes
 };
 
+struct HierarchicalOptions {
+  // Buffers are all-reduced in segments of about this size, so that one segment crosses the
+  // network while the host reduces the next and gathers the previous.
+  size_t segment_bytes = 4 << 20;
+};
+
 struct CommOptions {
   // A collective that waits this long for a peer ends the job (see timeout.h).
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
@@ -35,6 +41,7 @@ struct CommOptions {
   ShmOptions shm;
   MpiTransportOptions mpi_transport;
   NcclTransportOptions nccl_transport;
+  HierarchicalOptions hierarchical;
 };
 
 }  // namespace engine

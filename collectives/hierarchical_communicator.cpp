@@ -1,5 +1,6 @@
 #include "collectives/hierarchical_communicator.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "collectives/check_mpi.h"
@@ -17,6 +18,7 @@ HierarchicalCommunicator::HierarchicalCommunicator(Transports transports, CommIn
       host_ring_(*transports_.host, Device::cpu()),
       across_ring_(*transports_.across, Device::cpu()),
       world_ring_(*transports_.world, Device::cpu()),
+      across_executor_(name() + " across hosts"),
       executor_(name()) {
   Transport& host = *transports_.host;
   Transport& across = *transports_.across;
@@ -68,31 +70,82 @@ void HierarchicalCommunicator::all_reduce(void* data, int64_t count, DType dtype
   }
   const int local = host.world();
   const size_t element = dtype_size(dtype);
-  const int64_t block = (count + local - 1) / local;  // the shard of each local rank
-  const size_t padded_bytes = static_cast<size_t>(block) * local * element;
-  const size_t bytes = static_cast<size_t>(count) * element;
-  // A count that the host's ranks do not divide is padded (with zeros: the padding is
-  // reduced like data but never copied back).
-  std::byte* whole = static_cast<std::byte*>(data);
-  if (padded_bytes != bytes) {
-    staging_.resize(padded_bytes);
-    std::memcpy(staging_.data(), data, bytes);
-    std::memset(staging_.data() + bytes, 0, padded_bytes - bytes);
-    whole = staging_.data();
-  }
-  shard_.resize(static_cast<size_t>(block) * element);
-  // avg: the hosts' sums are summed across hosts, divided there by the number of all ranks.
+  // Segments of a whole number of elements per local rank, the last one shorter.
+  const int64_t segment_block = std::max<int64_t>(
+      1, static_cast<int64_t>(options().hierarchical.segment_bytes / element) / local);
+  const int64_t segment = segment_block * local;
+  const int64_t segments = (count + segment - 1) / segment;
+  for (std::vector<std::byte>& shard : shards_)
+    shard.resize(static_cast<size_t>(std::min(segment, count + local - 1) / local) * element);
+  // avg: the hosts' sums are summed across hosts and divided there by the number of ranks.
   const ReduceOp within = op == ReduceOp::avg ? ReduceOp::sum : op;
+  auto* bytes = static_cast<std::byte*>(data);
+  auto segment_count = [&](int64_t k) { return std::min(segment, count - k * segment); };
+  auto block_of = [&](int64_t k) { return (segment_count(k) + local - 1) / local; };
+  Work crossing[2];
+  try {
+    for (int64_t k = 0; k <= segments; ++k) {
+      if (k < segments) {
+        std::byte* shard = shards_[k % 2].data();
+        const int64_t block = block_of(k);
+        reduce_scatter_in_host(bytes + k * segment * element, segment_count(k), shard, block, dtype,
+                               within, context);
+        crossing[k % 2] = across_executor_.submit([this, shard, block, dtype, op, context] {
+          Transport& across = *transports_.across;
+          across.begin(context);
+          across_ring_.all_reduce(shard, block, dtype, op, size());
+          across.finish();
+        });
+      }
+      if (k > 0) {
+        const int64_t previous = k - 1;
+        crossing[previous % 2].wait();
+        all_gather_in_host(shards_[previous % 2].data(), block_of(previous),
+                           bytes + previous * segment * element, segment_count(previous), dtype,
+                           context);
+      }
+    }
+  } catch (...) {
+    // The crossing stage still uses the shards: let it end (it fails too, or times out).
+    for (Work& work : crossing) {
+      try {
+        work.wait();
+      } catch (...) {
+      }
+    }
+    throw;
+  }
+}
+
+void HierarchicalCommunicator::reduce_scatter_in_host(const std::byte* data, int64_t count,
+                                                      std::byte* shard, int64_t block, DType dtype,
+                                                      ReduceOp op, const OpContext& context) {
+  Transport& host = *transports_.host;
+  const size_t bytes = static_cast<size_t>(count) * dtype_size(dtype);
+  const size_t padded = static_cast<size_t>(block) * host.world() * dtype_size(dtype);
+  if (padded != bytes) {
+    // Zeros: the padding is reduced like data but never copied back.
+    staging_.resize(padded);
+    std::memcpy(staging_.data(), data, bytes);
+    std::memset(staging_.data() + bytes, 0, padded - bytes);
+    data = staging_.data();
+  }
   host.begin(context);
-  host_ring_.reduce_scatter(whole, shard_.data(), block, dtype, within);
+  host_ring_.reduce_scatter(data, shard, block, dtype, op);
   host.finish();
-  across.begin(context);
-  across_ring_.all_reduce(shard_.data(), block, dtype, op, size());
-  across.finish();
+}
+
+void HierarchicalCommunicator::all_gather_in_host(const std::byte* shard, int64_t block,
+                                                  std::byte* data, int64_t count, DType dtype,
+                                                  const OpContext& context) {
+  Transport& host = *transports_.host;
+  const size_t bytes = static_cast<size_t>(count) * dtype_size(dtype);
+  const size_t padded = static_cast<size_t>(block) * host.world() * dtype_size(dtype);
+  std::byte* gathered = padded != bytes ? (staging_.resize(padded), staging_.data()) : data;
   host.begin(context);
-  host_ring_.all_gather(shard_.data(), whole, block, dtype);
+  host_ring_.all_gather(shard, gathered, block, dtype);
   host.finish();
-  if (whole != data) std::memcpy(data, whole, bytes);
+  if (gathered != data) std::memcpy(data, gathered, bytes);
 }
 
 std::unique_ptr<HierarchicalCommunicator> make_hierarchical_communicator(MPI_Comm comm, int host,

@@ -5,6 +5,8 @@
 //   2. all-reduces shard l across the hosts among the ranks with local rank l, one ring per
 //      local rank over MPI, all of them at once;
 //   3. all-gathers the shards within each host.
+// Buffers go in segments, pipelined: while one segment crosses the network (on a thread of
+// its own), the host reduce-scatters the next and all-gathers the one before.
 // Only step 2 crosses the network, and each host sends 2(H-1)/H of the buffer in all, split
 // over its L ranks (and their connections); a flat ring through every rank sends
 // 2(N-1)/N of it on each link it crosses between hosts. This is Horovod's hierarchical
@@ -49,14 +51,21 @@ class HierarchicalCommunicator : public Communicator {
  private:
   void run(const CollectiveRequest& request, const OpContext& context);
   void all_reduce(void* data, int64_t count, DType dtype, ReduceOp op, const OpContext& context);
+  // A segment's reduce-scatter and all-gather within the host (a count the host's ranks do
+  // not divide goes through the padded staging buffer).
+  void reduce_scatter_in_host(const std::byte* data, int64_t count, std::byte* shard, int64_t block,
+                              DType dtype, ReduceOp op, const OpContext& context);
+  void all_gather_in_host(const std::byte* shard, int64_t block, std::byte* data, int64_t count,
+                          DType dtype, const OpContext& context);
 
   Transports transports_;
   RingAlgorithms host_ring_;
   RingAlgorithms across_ring_;
   RingAlgorithms world_ring_;
-  std::vector<std::byte> shard_;    // this rank's shard between the stages
-  std::vector<std::byte> staging_;  // the buffer padded to a multiple of the host's ranks
-  HostExecutor executor_;           // last: its jobs use the rest
+  std::vector<std::byte> shards_[2];  // this rank's shards of two segments in flight
+  std::vector<std::byte> staging_;    // a segment padded to a multiple of the host's ranks
+  HostExecutor across_executor_;      // the stage across hosts, beside the host's stages
+  HostExecutor executor_;             // last: its jobs use the rest
 };
 
 // One over `comm` (collective): ranks passing the same `host` form a host, numbered in

@@ -34,7 +34,13 @@ subnet=198.18.0.0/24
 self=$(readlink -f "${BASH_SOURCE[0]}")
 
 usage() {
-  sed -n '14,22p' "$self" | sed 's/^# *//' >&2
+  echo "usage: tools/sim_hosts.sh up|mpirun|exec|rate|link|pids|shm|down ..."
+  sed -n '14,22p' "$self" | sed 's/^# */  /'
+}
+
+bad_usage() {
+  echo "sim_hosts: $*" >&2
+  usage >&2
   exit 2
 }
 
@@ -102,7 +108,7 @@ up() {
     case $1 in
       --hosts) hosts=$2; shift 2 ;;
       --rate) rate=$2; shift 2 ;;
-      *) usage ;;
+      *) bad_usage "up: unknown flag $1" ;;
     esac
   done
   [[ $hosts =~ ^[1-9][0-9]?$ ]] || die "--hosts $hosts: expected 1 to 99"
@@ -218,7 +224,7 @@ case $command in
   rate) set_rate "${1:?rate: RATE or none}" ;;
   link)
     require_host "${1:?link: HOST up|down}"
-    [[ ${2:-} == up || ${2:-} == down ]] || usage
+    [[ ${2:-} == up || ${2:-} == down ]] || bad_usage "link: expected up or down, not '${2:-}'"
     ip -n "$1" link set eth0 "$2"
     ;;
   pids) pids "$@" ;;
@@ -226,5 +232,6 @@ case $command in
     require_host "${1:?shm: HOST}"
     enter "$1" ls -A /dev/shm
     ;;
-  *) usage ;;
+  -h | --help) usage ;;
+  *) bad_usage "unknown command or flag '$command'" ;;
 esac
