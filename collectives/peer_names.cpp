@@ -59,4 +59,35 @@ std::string PeerNames::where(int peer) const {
   return spans_hosts_ ? "it runs on host " + host(peer) : std::string();
 }
 
+std::string PeerNames::placement() const {
+  std::vector<std::string> hosts;
+  std::vector<std::vector<int>> ranks;
+  for (size_t peer = 0; peer < host_.size(); ++peer) {
+    const auto index =
+        static_cast<size_t>(std::find(hosts.begin(), hosts.end(), host_[peer]) - hosts.begin());
+    if (index == hosts.size()) {
+      hosts.push_back(host_[peer]);
+      ranks.emplace_back();
+    }
+    ranks[index].push_back(world_rank_[peer]);
+  }
+  std::string text;
+  for (size_t h = 0; h < hosts.size(); ++h) {
+    std::vector<int> list = ranks[h];
+    std::sort(list.begin(), list.end());
+    text.append(h ? ", " : "").append(hosts[h]).append(list.size() > 1 ? " (ranks " : " (rank ");
+    // Runs of consecutive ranks as "a-b".
+    for (size_t i = 0; i < list.size();) {
+      size_t end = i;
+      while (end + 1 < list.size() && list[end + 1] == list[end] + 1)
+        ++end;
+      text.append(i ? ", " : "").append(std::to_string(list[i]));
+      if (end > i) text.append(end == i + 1 ? ", " : "-").append(std::to_string(list[end]));
+      i = end + 1;
+    }
+    text.append(")");
+  }
+  return text;
+}
+
 }  // namespace engine

@@ -23,6 +23,9 @@ class PeerNames {
   bool spans_hosts() const { return spans_hosts_; }
   // "it runs on host node3" when the peers span hosts, else "".
   std::string where(int peer) const;
+  // Which job ranks each host runs, hosts in order of their first rank:
+  // "node0 (ranks 0-7), node1 (ranks 8-15)".
+  std::string placement() const;
 
  private:
   std::vector<int> world_rank_;

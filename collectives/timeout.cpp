@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <thread>
 
+#include "collectives/launcher_guard.h"
+
 namespace engine {
 
 std::string timeout_message(const OpContext& context, int peer, std::string_view waiting_for,
@@ -38,7 +40,13 @@ void abort_job(const std::string& message, int exit_code) {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
-  if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, exit_code);
+  if (initialized && !finalized) abort_mpi_job(exit_code);
+  std::_Exit(exit_code);
+}
+
+void abort_mpi_job(int exit_code) {
+  guard_launcher_exit(kLauncherExitGrace);
+  MPI_Abort(MPI_COMM_WORLD, exit_code);
   std::_Exit(exit_code);
 }
 

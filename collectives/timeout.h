@@ -52,6 +52,9 @@ std::string timeout_message(const OpContext& context, int peer, std::string_view
 
 // Ends the whole job after printing `message` (MPI_Abort when MPI is running).
 [[noreturn]] void abort_job(const std::string& message, int exit_code);
+// MPI_Abort, with a guard that ends this host's launcher daemon if it has not ended the job
+// a few seconds later (launcher_guard.h). MPI must be initialized.
+[[noreturn]] void abort_mpi_job(int exit_code);
 
 class Deadline {
  public:

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "collectives/bootstrap.h"
+#include "collectives/timeout.h"
 #include "kernels/error.h"
 #include "nn/resnet.h"
 #include "train/batch_dump.h"
@@ -96,7 +97,7 @@ int train_main(int argc, char** argv, MpiSession& session) {
     // One rank failed mid-run: the others would wait in a collective until its timeout.
     std::fprintf(stderr, "resnet_train: %s\n", e.what());
     std::fflush(stderr);
-    if (session.size() > 1) MPI_Abort(session.comm(), 1);
+    if (session.size() > 1) abort_mpi_job(1);
     return 1;
   }
 }

@@ -10,6 +10,10 @@ Cases:
                stages, the bootstrap's placement against the ranks' host names) on 2 hosts x
                2 ranks under --map-by slot and --map-by node, and on 2 + 1 ranks (uneven
                hosts: ring-hier refuses, the rest run)
+  faults       training on 2 hosts x 2 ranks, the second host lost mid-epoch (its link down,
+               its processes SIGKILLed, or stopped): the job ends, mpirun included, within
+               --comm-timeout + 10 s with a message naming a rank on the lost host; nothing is
+               left on either host (the stalled one once resumed); last.safetensors resumes
   train        resnet_train on 2 hosts x 2 ranks against 1 host x 4 ranks: the same per-step
                losses and checkpoints, bit for bit where the reduction order is the same
                (ring-mpi's ring, MPI_Allreduce), within the equivalence tolerances where it
@@ -22,6 +26,7 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -70,16 +75,17 @@ class SimHosts:
         self.check_clean(" ".join(placement))
         return result
 
-    def check_clean(self, after):
-        """No process and nothing in /dev/shm on any host once a job has ended."""
-        deadline = time.monotonic() + 5
+    def check_clean(self, after, wait=5, hosts=HOSTS):
+        """No process and nothing in /dev/shm on the hosts once a job has ended (within `wait`
+        seconds: an aborting rank's launcher guard lives a few seconds)."""
+        deadline = time.monotonic() + wait
         while True:
-            left = self.tool("pids").stdout.split()
+            left = self.tool("pids", *hosts).stdout.split()
             if not left or time.monotonic() > deadline:
                 break
             time.sleep(0.1)
         check(not left, f"after {after}: processes left on the hosts: {self.describe(left)}")
-        for host in HOSTS:
+        for host in hosts:
             entries = self.tool("shm", host).stdout.split()
             check(not entries, f"after {after}: /dev/shm on {host} holds {entries}")
 
@@ -180,6 +186,9 @@ def case_train(args, hosts):
                 check("(ring-hier, auto: 4 ranks on 2 hosts" in result.stdout,
                       "--comm auto did not pick ring-hier across hosts, or did not say so:\n" +
                       result.stdout[:1500])
+                placed = f"hosts: {HOSTS[0]} (ranks 0, 1), {HOSTS[1]} (ranks 2, 3)"
+                check(placed in result.stdout, f"the banner lacks '{placed}':\n" +
+                      result.stdout[:1500])
                 _, ref_losses, ref_tensors = reference["ring-mpi"]
                 differences = [abs(x[1] - y[1]) / abs(x[1]) for x, y in zip(ref_losses, losses)]
                 check(len(losses) == 3 and all(d < t for d, t in zip(differences, tolerances)),
@@ -202,7 +211,104 @@ def case_train(args, hosts):
                       f"({result.seconds:.0f} s)")
 
 
-CASES = {"collectives": case_collectives, "train": case_train}
+def wait_for_steps(path, count, process, timeout=120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        check(process.poll() is None, "the run ended before the fault")
+        if os.path.exists(path) and len(read_jsonl(path)) >= count:
+            return
+        time.sleep(0.1)
+    raise Failure(f"no {count} steps within {timeout} s")
+
+
+FAULT_TIMEOUT = 10  # --comm-timeout of the fault runs, in seconds
+
+
+def inject(hosts, fault):
+    """Takes the second host away: its link down, its processes killed or stopped."""
+    victim = HOSTS[1]
+    if fault == "link-down":
+        hosts.tool("link", victim, "down")
+        return
+    pids = [int(p) for p in hosts.tool("pids", victim).stdout.split()]
+    check(pids, f"no processes on {victim} to {fault}")
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL if fault == "host-killed" else signal.SIGSTOP)
+        except ProcessLookupError:
+            pass
+
+
+def recover(hosts, fault):
+    """What an operator would do once the job has ended: the link back, the host resumed."""
+    victim = HOSTS[1]
+    if fault == "link-down":
+        hosts.tool("link", victim, "up")
+    elif fault == "host-stalled":
+        for pid in hosts.tool("pids", victim).stdout.split():
+            try:
+                os.kill(int(pid), signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+
+
+def case_faults(args, hosts):
+    """A host lost mid-epoch ends the whole job (mpirun too) within --comm-timeout + 10 s,
+    names the lost host, leaves nothing behind, and its last checkpoint resumes."""
+    faults = os.environ.get("HOSTS_FAULTS", "link-down,host-killed,host-stalled").split(",")
+    for fault in faults:
+        work = os.path.join(args.work, "fault-" + fault)
+        shutil.rmtree(work, ignore_errors=True)
+        os.makedirs(work)
+        steps = os.path.join(work, "steps.jsonl")
+        command = [hosts.script, "mpirun", *placement((2, 2)), args.exe, "--data", args.data,
+                   *COMMON, "--epochs", "5", "-b", "4", "--lr", "0.002", "--checkpoint-dir", work,
+                   "--step-metrics", steps, "--save-every-steps", "2", "--comm-timeout",
+                   str(FAULT_TIMEOUT)]
+        process = subprocess.Popen(command, env=hosts.env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            wait_for_steps(steps, 5, process)
+            inject(hosts, fault)
+            struck = time.monotonic()
+            try:
+                out, err = process.communicate(timeout=FAULT_TIMEOUT + 30)
+            except subprocess.TimeoutExpired:
+                raise Failure(f"{fault}: mpirun still running {FAULT_TIMEOUT + 30} s later")
+            seconds = time.monotonic() - struck
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.communicate()
+        check(process.returncode != 0, f"{fault}: mpirun exited 0")
+        check(seconds <= FAULT_TIMEOUT + 10,
+              f"{fault}: the job took {seconds:.1f} s to end, more than --comm-timeout + 10 s")
+        # Our timeout names the rank and its host; when the host's processes die, Open MPI
+        # ends the job first, naming the host (the banner gives its ranks).
+        named = [line for line in err.splitlines() if HOSTS[1] in line and
+                 ("rank" in line or "Remote daemon" in line)]
+        check(named, f"{fault}: no message names {HOSTS[1]} (exit "
+              f"{process.returncode} after {seconds:.1f} s):\n--- stderr\n{err[-3000:]}\n"
+              f"--- stdout\n{out[-1500:]}")
+        # Nothing left on either host, before and after the host comes back (a stalled
+        # host's processes are still there, stopped, until it resumes: then they must go).
+        hosts.check_clean(fault, wait=10,
+                          hosts=HOSTS[:1] if fault == "host-stalled" else HOSTS)
+        recover(hosts, fault)
+        hosts.check_clean(fault + " once recovered", wait=10)
+        saved = [line["step"] for line in read_jsonl(steps) if line["step"] % 2 == 0]
+        resumed = hosts.mpirun(placement((2, 2)), [
+            args.exe, "--data", args.data, *COMMON, "--epochs", "5", "-b", "4", "--lr", "0.002",
+            "--checkpoint-dir", work, "--resume", os.path.join(work, "last.safetensors"),
+            "--max-steps", str(saved[-1] + 1)])
+        check("resumed from " + os.path.join(work, "last.safetensors") in resumed.stdout,
+              f"{fault}: --resume did not continue:\n{resumed.stdout[-2000:]}")
+        print(f"faults: {fault}: the job ended {seconds:.1f} s after the fault "
+              f"(--comm-timeout {FAULT_TIMEOUT}), nothing left on the hosts, last.safetensors "
+              f"resumed; the message: {named[0].strip()[:200]}")
+
+
+CASES = {"collectives": case_collectives, "train": case_train, "faults": case_faults}
 
 
 def main():
@@ -211,14 +317,14 @@ def main():
     parser.add_argument("case", choices=sorted(CASES))
     parser.add_argument("--sim-hosts", required=True, help="tools/sim_hosts.sh")
     parser.add_argument("--build", required=True, help="the build directory")
-    parser.add_argument("--exe", help="resnet_train (train)")
-    parser.add_argument("--data", help="a small ImageFolder (train)")
-    parser.add_argument("--work", help="a scratch directory (train)")
+    parser.add_argument("--exe", help="resnet_train (train, faults)")
+    parser.add_argument("--data", help="a small ImageFolder (train, faults)")
+    parser.add_argument("--work", help="a scratch directory (train, faults)")
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("SKIP: simulated hosts need root (network and mount namespaces)")
         sys.exit(77)
-    if args.case == "train" and not os.path.isdir(os.path.join(args.data or "", "train")):
+    if args.case != "collectives" and not os.path.isdir(os.path.join(args.data or "", "train")):
         print(f"SKIP: no dataset at {args.data} (needs Debian's dataset-fashion-mnist)")
         sys.exit(77)
     try:
