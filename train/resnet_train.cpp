@@ -11,11 +11,13 @@
 #include <optional>
 
 #include "collectives/bootstrap.h"
+#include "collectives/peer_names.h"
 #include "collectives/timeout.h"
 #include "kernels/error.h"
 #include "nn/resnet.h"
 #include "train/batch_dump.h"
 #include "train/cli_usage.h"
+#include "train/dataset_agreement.h"
 #include "train/preflight.h"
 #include "train/stop_signal.h"
 #include "train/train_options.h"
@@ -45,7 +47,11 @@ bool checks_pass_on_every_rank(const MpiSession& session, const std::function<vo
   int failed[2] = {session.rank() == 0 && !error.empty(), !error.empty()};
   MPI_Allreduce(MPI_IN_PLACE, failed, 2, MPI_INT, MPI_MAX, session.comm());
   if (!error.empty() && (session.rank() == 0 || !failed[0])) {
-    std::fprintf(stderr, "resnet_train: %s\n", error.c_str());
+    // Across hosts a path can exist on one host and not on another: say where it failed.
+    const std::string where = session.rank() != 0 && session.world().hosts > 1
+                                  ? " (on host " + this_host_name() + ")"
+                                  : "";
+    std::fprintf(stderr, "resnet_train: %s%s\n", error.c_str(), where.c_str());
   }
   return !failed[1];
 }
@@ -90,6 +96,11 @@ int train_main(int argc, char** argv, MpiSession& session) {
     if (!options.dump_batches.empty()) prepare_batch_dump_dir(options.dump_batches);
   });
   if (!ready) return 1;
+  if (const std::string why = dataset_disagreement(session, *datasets, options.data);
+      !why.empty()) {
+    if (session.rank() == 0) std::fprintf(stderr, "resnet_train: %s\n", why.c_str());
+    return 1;
+  }
   try {
     Trainer trainer(options, session, std::move(*datasets));
     return trainer.run();

@@ -14,6 +14,9 @@ Cases:
                its processes SIGKILLed, or stopped): the job ends, mpirun included, within
                --comm-timeout + 10 s with a message naming a rank on the lost host; nothing is
                left on either host (the stalled one once resumed); last.safetensors resumes
+  data         a different copy of --data on the second host (a file missing, a file
+               renamed) stops every rank before any work with one message naming the host;
+               a --resume file missing there is named with its host
   train        resnet_train on 2 hosts x 2 ranks against 1 host x 4 ranks: the same per-step
                losses and checkpoints, bit for bit where the reduction order is the same
                (ring-mpi's ring, MPI_Allreduce), within the equivalence tolerances where it
@@ -308,7 +311,63 @@ def case_faults(args, hosts):
               f"resumed; the message: {named[0].strip()[:200]}")
 
 
-CASES = {"collectives": case_collectives, "train": case_train, "faults": case_faults}
+def case_data(args, hosts):
+    """Each host its own copy of --data (a bind mount inside the second host's mount
+    namespace): a copy that differs stops every rank before any work, naming the host; so
+    does a --resume file that only the first host has."""
+    copy = os.path.join(args.work, "other-copy")
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(args.data, copy)
+    first_class = os.path.join(copy, "train", sorted(os.listdir(os.path.join(copy, "train")))[0])
+    victim = os.path.join(first_class, sorted(os.listdir(first_class))[0])
+    train = [args.exe, "--data", args.data, *COMMON, "--epochs", "1", "--max-steps", "1",
+             "-b", "4", "--checkpoint-dir", os.path.join(args.work, "data-checks")]
+    hosts.tool("exec", HOSTS[1], "mount", "--bind", copy, args.data)
+    try:
+        for change in ("a file missing", "a file renamed"):
+            if change == "a file missing":
+                os.rename(victim, victim + ".away")  # no image extension: not scanned
+                expected = "has 10 classes and 299 images, on host"
+            else:
+                os.rename(victim + ".away", victim[:-4] + "_renamed.png")
+                expected = "has 10 classes and 300 images but other class or file names"
+            result = hosts.mpirun(placement((2, 2)), train, expect_ok=False)
+            message = (f"--data: the ranks see different datasets: {args.data}/train on host "
+                       f"{HOSTS[1]} (rank 2) {expected}")
+            check(result.returncode != 0 and message in result.stderr,
+                  f"{change} on {HOSTS[1]}: expected '{message}' and a failure, got exit "
+                  f"{result.returncode}:\n{result.stderr[-2000:]}")
+            check(result.stderr.count("the ranks see different datasets") == 1,
+                  "more than one rank printed the dataset message:\n" + result.stderr)
+            print(f"data: {change} on {HOSTS[1]}: every rank stopped, one message: "
+                  f"{message} ... ({result.seconds:.1f} s)")
+    finally:
+        hosts.tool("exec", HOSTS[1], "umount", args.data, check_rc=False)
+    # A checkpoint only the first host sees (an empty folder over it on the second).
+    here = os.path.join(args.work, "resume-here")
+    shutil.rmtree(here, ignore_errors=True)
+    os.makedirs(here)
+    run_train(hosts, args, "resume-source", (4,), "ring-mpi", [], local=True)
+    shutil.copy(os.path.join(args.work, "resume-source", "last.safetensors"), here)
+    empty = os.path.join(args.work, "resume-empty")
+    os.makedirs(empty, exist_ok=True)
+    hosts.tool("exec", HOSTS[1], "mount", "--bind", empty, here)
+    try:
+        resume = os.path.join(here, "last.safetensors")
+        result = hosts.mpirun(placement((2, 2)), train + ["--resume", resume], expect_ok=False)
+    finally:
+        hosts.tool("exec", HOSTS[1], "umount", here, check_rc=False)
+    named = [line for line in result.stderr.splitlines()
+             if "--resume" in line and line.endswith(f"(on host {HOSTS[1]})")]
+    check(result.returncode != 0 and named,
+          f"a --resume file missing on {HOSTS[1]} was not named with its host:\n" +
+          result.stderr[-2000:])
+    print(f"data: --resume missing on {HOSTS[1]} only: "
+          f"{named[0]}")
+
+
+CASES = {"collectives": case_collectives, "train": case_train, "faults": case_faults,
+         "data": case_data}
 
 
 def main():

@@ -1,0 +1,77 @@
+#include "train/dataset_agreement.h"
+
+#include <mpi.h>
+
+#include <array>
+#include <vector>
+
+#include "collectives/check_mpi.h"
+#include "collectives/peer_names.h"
+
+namespace engine::train {
+namespace {
+
+constexpr uint64_t kFnvOffset = 14695981039346656037ull;
+constexpr uint64_t kFnvPrime = 1099511628211ull;
+
+void mix(uint64_t& hash, std::string_view bytes) {
+  for (const char c : bytes) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= kFnvPrime;
+  }
+  hash ^= 0xff;  // a separator no name contains, so "ab"+"c" != "a"+"bc"
+  hash *= kFnvPrime;
+}
+
+std::string describe(const DatasetFingerprint& print) {
+  return std::to_string(print.classes) + " classes and " + std::to_string(print.images) + " images";
+}
+
+}  // namespace
+
+DatasetFingerprint fingerprint(const data::ImageFolder& folder) {
+  DatasetFingerprint print;
+  print.classes = static_cast<int64_t>(folder.classes().size());
+  print.images = static_cast<int64_t>(folder.size());
+  print.hash = kFnvOffset;
+  for (const std::string& name : folder.classes())
+    mix(print.hash, name);
+  for (size_t i = 0; i < folder.size(); ++i) {
+    mix(print.hash, folder.relative_path(i));
+    mix(print.hash, std::to_string(folder.label(i)));
+  }
+  return print;
+}
+
+std::string dataset_disagreement(const MpiSession& session, const Datasets& datasets,
+                                 const std::string& data_flag) {
+  // train/ (zeros with --evaluate, on every rank alike) and val/.
+  const DatasetFingerprint mine[2] = {
+      datasets.train ? fingerprint(*datasets.train) : DatasetFingerprint{},
+      fingerprint(datasets.val)};
+  static_assert(sizeof(DatasetFingerprint) == 3 * sizeof(int64_t));
+  std::vector<DatasetFingerprint> all(2 * static_cast<size_t>(session.size()));
+  CHECK_MPI(MPI_Allgather(mine, sizeof(mine), MPI_BYTE, all.data(), sizeof(mine), MPI_BYTE,
+                          session.comm()));
+  const PeerNames peers = PeerNames::of(session.comm());
+  for (int rank = 1; rank < session.size(); ++rank) {
+    for (int split = 0; split < 2; ++split) {
+      const DatasetFingerprint& first = all[split];
+      const DatasetFingerprint& other = all[2 * static_cast<size_t>(rank) + split];
+      if (first.classes == other.classes && first.images == other.images &&
+          first.hash == other.hash) {
+        continue;
+      }
+      const std::string folder = data_flag + (split == 0 ? "/train" : "/val");
+      const bool counts_differ = first.classes != other.classes || first.images != other.images;
+      return "--data: the ranks see different datasets: " + folder + " on host " +
+             peers.host(rank) + " (rank " + std::to_string(rank) + ") has " + describe(other) +
+             (counts_differ ? "" : " but other class or file names") + ", on host " +
+             peers.host(0) + " (rank 0) " + describe(first) +
+             "; every host needs the same copy (labels and epochs would not match)";
+    }
+  }
+  return "";
+}
+
+}  // namespace engine::train
