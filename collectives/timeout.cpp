@@ -16,9 +16,13 @@ std::string timeout_message(const OpContext& context, int peer, std::string_view
   char waited[32];
   std::snprintf(waited, sizeof(waited), "%.1f", waited_seconds);
   std::string message = rank_prefix();
-  message.append(context.op).append(" #").append(std::to_string(context.sequence));
-  message.append(" (").append(context.impl).append(", ");
-  message.append(std::to_string(context.bytes)).append(" bytes) timed out after ");
+  if (context.sequence == 0) {  // not a collective: a phase such as a program's startup
+    message.append(context.op).append(" (").append(context.impl).append(") timed out after ");
+  } else {
+    message.append(context.op).append(" #").append(std::to_string(context.sequence));
+    message.append(" (").append(context.impl).append(", ");
+    message.append(std::to_string(context.bytes)).append(" bytes) timed out after ");
+  }
   message.append(waited).append(" s: rank ").append(std::to_string(context.rank));
   if (peer >= 0) {
     message.append(" waited for ")

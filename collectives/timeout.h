@@ -33,6 +33,7 @@ struct OpContext {
   std::string_view op = "collective";  // "all_reduce", "barrier", ...
   std::string_view impl = "";          // "ring-shm", "mpi", ...
   uint64_t sequence = 0;               // the communicator's count of collectives, from 1
+                                       // (0: a phase of a program, not a collective)
   size_t bytes = 0;
   int rank = 0;
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};

@@ -13,6 +13,7 @@
 #include "collectives/bootstrap.h"
 #include "collectives/peer_names.h"
 #include "collectives/timeout.h"
+#include "collectives/watchdog.h"
 #include "kernels/error.h"
 #include "nn/resnet.h"
 #include "train/batch_dump.h"
@@ -77,6 +78,17 @@ void resolve_resume_auto(TrainOptions& options, const MpiSession& session) {
 
 int train_main(int argc, char** argv, MpiSession& session) {
   TrainOptions options = parse_train_options(argc, argv);
+  // Everything collective before the first step (the preflight's agreements, the
+  // communicators, the weights' broadcast, NCCL's setup) has --comm-timeout too: a rank
+  // stalled on another host would otherwise keep every rank waiting forever.
+  Watchdog startup_watchdog;
+  OpContext startup;
+  startup.op = "startup";
+  startup.impl = "resnet_train: the preflight checks and setup";
+  startup.rank = session.rank();
+  startup.timeout = std::chrono::milliseconds(static_cast<int64_t>(options.comm_timeout_s * 1e3));
+  std::optional<Watchdog::Scope> setting_up;
+  if (session.size() > 1) setting_up.emplace(startup_watchdog, startup);
   resolve_resume_auto(options, session);
   install_stop_handlers();
   std::optional<Datasets> datasets;
@@ -103,7 +115,7 @@ int train_main(int argc, char** argv, MpiSession& session) {
   }
   try {
     Trainer trainer(options, session, std::move(*datasets));
-    return trainer.run();
+    return trainer.run([&] { setting_up.reset(); });
   } catch (const std::exception& e) {
     // One rank failed mid-run: the others would wait in a collective until its timeout.
     std::fprintf(stderr, "resnet_train: %s\n", e.what());

@@ -146,7 +146,7 @@ struct Trainer::State {
 
   void build();
   void resume();
-  int run();
+  int run(const std::function<void()>& set_up);
   // Returns the signal that stopped the epoch (0: it ran to its end).
   int train_epoch(int64_t epoch, EpochFigures& figures);
   // Brings the pending steps' figures to the host, sums them over ranks with every rank's
@@ -520,9 +520,10 @@ void Trainer::State::write_epoch_metrics(const EpochFigures& f, bool trained) {
   append_line(metrics_path(options), line.str());
 }
 
-int Trainer::State::run() {
+int Trainer::State::run(const std::function<void()>& set_up) {
   build();
   resume();
+  if (set_up) set_up();
   if (rank0()) {
     progress.line(
         "resnet_train: " + options.arch + ", " + std::to_string(datasets.classes().size()) +
@@ -585,8 +586,8 @@ Trainer::Trainer(const TrainOptions& options, MpiSession& session, Datasets data
 
 Trainer::~Trainer() = default;
 
-int Trainer::run() {
-  return state_->run();
+int Trainer::run(const std::function<void()>& set_up) {
+  return state_->run(set_up);
 }
 
 }  // namespace engine::train

@@ -8,6 +8,7 @@
 // all-reduce that also carries the ranks' stop requests, so all ranks stop at the same step.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "collectives/bootstrap.h"
@@ -24,8 +25,9 @@ class Trainer {
   Trainer& operator=(const Trainer&) = delete;
 
   // Trains (or with --evaluate validates) and returns the exit status: 0, or 128 + signal
-  // when a SIGINT/SIGTERM stopped it. Throws engine::Error on failure.
-  int run();
+  // when a SIGINT/SIGTERM stopped it. Throws engine::Error on failure. `set_up` is called
+  // once the collective setup is done (communicators, weights, a resumed checkpoint).
+  int run(const std::function<void()>& set_up = {});
 
  private:
   struct State;

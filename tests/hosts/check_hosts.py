@@ -11,9 +11,10 @@ Cases:
                2 ranks under --map-by slot and --map-by node, and on 2 + 1 ranks (uneven
                hosts: ring-hier refuses, the rest run)
   faults       training on 2 hosts x 2 ranks, the second host lost mid-epoch (its link down,
-               its processes SIGKILLed, or stopped): the job ends, mpirun included, within
-               --comm-timeout + 10 s with a message naming a rank on the lost host; nothing is
-               left on either host (the stalled one once resumed); last.safetensors resumes
+               its processes SIGKILLed, or stopped) or stopped during the startup: the job
+               ends, mpirun included, within --comm-timeout + 10 s with a message naming the
+               lost host (at startup: the phase); nothing is left on either host (the stalled
+               one once resumed); last.safetensors resumes
   data         a different copy of --data on the second host (a file missing, a file
                renamed) stops every rank before any work with one message naming the host;
                a --resume file missing there is named with its host
@@ -242,12 +243,24 @@ def inject(hosts, fault):
             pass
 
 
+def stall_at_startup(hosts, process):
+    """Stops the second host once rank 0 is past MPI_Init (its --resume auto line), inside
+    the preflight checks and setup, which take a second or more."""
+    line = process.stdout.readline()
+    check("--resume auto" in line, f"expected rank 0's --resume auto line first, got {line!r}")
+    for pid in hosts.tool("pids", HOSTS[1]).stdout.split():
+        try:
+            os.kill(int(pid), signal.SIGSTOP)
+        except ProcessLookupError:
+            pass
+
+
 def recover(hosts, fault):
     """What an operator would do once the job has ended: the link back, the host resumed."""
     victim = HOSTS[1]
     if fault == "link-down":
         hosts.tool("link", victim, "up")
-    elif fault == "host-stalled":
+    elif fault.startswith("host-stalled"):
         for pid in hosts.tool("pids", victim).stdout.split():
             try:
                 os.kill(int(pid), signal.SIGCONT)
@@ -258,7 +271,8 @@ def recover(hosts, fault):
 def case_faults(args, hosts):
     """A host lost mid-epoch ends the whole job (mpirun too) within --comm-timeout + 10 s,
     names the lost host, leaves nothing behind, and its last checkpoint resumes."""
-    faults = os.environ.get("HOSTS_FAULTS", "link-down,host-killed,host-stalled").split(",")
+    faults = os.environ.get("HOSTS_FAULTS",
+                            "link-down,host-killed,host-stalled,host-stalled-at-startup").split(",")
     for fault in faults:
         work = os.path.join(args.work, "fault-" + fault)
         shutil.rmtree(work, ignore_errors=True)
@@ -267,12 +281,15 @@ def case_faults(args, hosts):
         command = [hosts.script, "mpirun", *placement((2, 2)), args.exe, "--data", args.data,
                    *COMMON, "--epochs", "5", "-b", "4", "--lr", "0.002", "--checkpoint-dir", work,
                    "--step-metrics", steps, "--save-every-steps", "2", "--comm-timeout",
-                   str(FAULT_TIMEOUT)]
+                   str(FAULT_TIMEOUT)] + (["--resume", "auto"] if fault.endswith("startup") else [])
         process = subprocess.Popen(command, env=hosts.env, stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True, start_new_session=True)
         try:
-            wait_for_steps(steps, 5, process)
-            inject(hosts, fault)
+            if fault.endswith("startup"):
+                stall_at_startup(hosts, process)
+            else:
+                wait_for_steps(steps, 5, process)
+                inject(hosts, fault)
             struck = time.monotonic()
             try:
                 out, err = process.communicate(timeout=FAULT_TIMEOUT + 30)
@@ -290,15 +307,23 @@ def case_faults(args, hosts):
         # ends the job first, naming the host (the banner gives its ranks).
         named = [line for line in err.splitlines() if HOSTS[1] in line and
                  ("rank" in line or "Remote daemon" in line)]
+        if fault.endswith("startup"):  # MPI's collectives cannot say who is missing
+            named = [line for line in err.splitlines() if "startup (resnet_train: the "
+                     "preflight checks and setup) timed out after" in line]
         check(named, f"{fault}: no message names {HOSTS[1]} (exit "
               f"{process.returncode} after {seconds:.1f} s):\n--- stderr\n{err[-3000:]}\n"
               f"--- stdout\n{out[-1500:]}")
         # Nothing left on either host, before and after the host comes back (a stalled
         # host's processes are still there, stopped, until it resumes: then they must go).
         hosts.check_clean(fault, wait=10,
-                          hosts=HOSTS[:1] if fault == "host-stalled" else HOSTS)
+                          hosts=HOSTS[:1] if fault.startswith("host-stalled") else HOSTS)
         recover(hosts, fault)
         hosts.check_clean(fault + " once recovered", wait=10)
+        if fault.endswith("startup"):
+            print(f"faults: {fault}: the job ended {seconds:.1f} s after the fault "
+                  f"(--comm-timeout {FAULT_TIMEOUT}), nothing left on the hosts; the message: "
+                  f"{named[0].strip()[:200]}")
+            continue
         saved = [line["step"] for line in read_jsonl(steps) if line["step"] % 2 == 0]
         resumed = hosts.mpirun(placement((2, 2)), [
             args.exe, "--data", args.data, *COMMON, "--epochs", "5", "-b", "4", "--lr", "0.002",
