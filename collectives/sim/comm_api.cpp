@@ -18,22 +18,33 @@
 namespace engine::sim_nccl {
 namespace {
 
-// What a unique id holds: a mark that the shim made it, and the name of a POSIX shared
-// memory segment no other communicator uses (pid, a per-process counter and the time).
+// What a unique id holds: a mark that the shim made it, the name of a POSIX shared memory
+// segment no other communicator uses (pid, a per-process counter and the time), and the host
+// it was made on: the shim joins the ranks of one host only (real NCCL crosses hosts).
 constexpr char kIdMark[] = "sim-nccl";
 constexpr char kSegmentPrefix[] = "/engine-nccl-";
+constexpr size_t kHostBytes = 64;
 struct IdContent {
   char mark[sizeof(kIdMark)];
-  char segment[NCCL_UNIQUE_ID_BYTES - sizeof(kIdMark)];
+  char segment[NCCL_UNIQUE_ID_BYTES - sizeof(kIdMark) - kHostBytes];
+  char host[kHostBytes];
 };
 static_assert(sizeof(IdContent) == NCCL_UNIQUE_ID_BYTES);
 
-bool read_id(const ncclUniqueId& id, std::string& segment) {
+std::string this_host() {
+  char name[kHostBytes] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return {};
+  return name;
+}
+
+bool read_id(const ncclUniqueId& id, std::string& segment, std::string& host) {
   IdContent content;
   std::memcpy(&content, id.internal, sizeof(content));
   if (std::memcmp(content.mark, kIdMark, sizeof(kIdMark)) != 0) return false;
   if (std::memchr(content.segment, '\0', sizeof(content.segment)) == nullptr) return false;
+  if (std::memchr(content.host, '\0', sizeof(content.host)) == nullptr) return false;
   segment = content.segment;
+  host = content.host;
   return segment.rfind(kSegmentPrefix, 0) == 0;
 }
 
@@ -60,6 +71,8 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
   IdContent content{};
   std::memcpy(content.mark, kIdMark, sizeof(kIdMark));
   std::memcpy(content.segment, segment.c_str(), segment.size() + 1);
+  const std::string host = this_host();
+  std::memcpy(content.host, host.c_str(), host.size() + 1);
   std::memcpy(uniqueId->internal, &content, sizeof(content));
   return ncclSuccess;
 }
@@ -73,10 +86,18 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId,
     return fail(ncclInvalidArgument,
                 where + ": rank is out of range (0.." + std::to_string(nranks - 1) + ")");
   }
-  std::string segment;
-  if (!read_id(commId, segment)) {
+  std::string segment, host;
+  if (!read_id(commId, segment, host)) {
     return fail(ncclInvalidArgument,
                 where + ": the unique id was not made by ncclGetUniqueId (of the sim device)");
+  }
+  if (const std::string here = this_host(); here != host) {
+    return fail(ncclInvalidUsage,
+                where +
+                    ": the sim device's NCCL joins the ranks of one host, but the unique id "
+                    "was made on host " +
+                    host + " and this rank runs on host " + here +
+                    " (NCCL itself crosses hosts; the sim device emulates one machine)");
   }
   ncclResult_t status = ncclSuccess;
   std::string why;

@@ -2,8 +2,10 @@
 // receive that would wait forever (within a bound) and leaves the asynchronous error; queued
 // work behind it does nothing; a receive of another size than its send is reported; bad
 // arguments give NCCL's result codes with ncclGetLastError naming the call, rank and argument;
-// ncclCommInitRank refuses bad ranks, foreign ids and ranks that disagree on nranks.
+// ncclCommInitRank refuses bad ranks, foreign ids, a rank on another host and ranks that
+// disagree on nranks.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -209,6 +211,49 @@ TEST(SimNcclArguments, BadArgumentsGiveNcclsCodesAndNameTheCallRankAndArgument) 
                     "asyncError is NULL");
   EXPECT_EQ(cudaFree(buffer), cudaSuccess);
   release_sim_ranks(ranks);
+}
+
+// A rank on another host (a child in a UTS namespace of its own, with another hostname) is
+// refused at once with a message naming both hosts, not left to the join timeout.
+TEST(SimNcclInit, InitRefusesARankOnAnotherHost) {
+  ncclUniqueId id{};
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  int report[2] = {-1, -1};
+  ASSERT_EQ(pipe(report), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(report[0]);
+    std::string text;
+    ncclResult_t status = ncclSuccess;
+    if (unshare(CLONE_NEWUTS) != 0 || sethostname("elsewhere", 9) != 0) {
+      text = "SKIP";
+    } else {
+      ncclComm_t comm = nullptr;
+      status = ncclCommInitRank(&comm, 2, id, 1);
+      text = std::to_string(static_cast<int>(status)) + " " + ncclGetLastError(nullptr);
+    }
+    const ssize_t written = write(report[1], text.data(), text.size());
+    _exit(written == static_cast<ssize_t>(text.size()) ? 0 : 1);
+  }
+  close(report[1]);
+  std::string text;
+  char buffer[512];
+  for (ssize_t got; (got = read(report[0], buffer, sizeof(buffer))) > 0;)
+    text.append(buffer, static_cast<size_t>(got));
+  close(report[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  if (text == "SKIP") GTEST_SKIP() << "no UTS namespace here (needs root)";
+  EXPECT_EQ(text.substr(0, text.find(' ')), std::to_string(static_cast<int>(ncclInvalidUsage)))
+      << text;
+  char here[64] = {};
+  gethostname(here, sizeof(here) - 1);
+  EXPECT_NE(text.find("ncclCommInitRank on rank 1 of 2: the sim device's NCCL joins the ranks "
+                      "of one host, but the unique id was made on host " +
+                      std::string(here) + " and this rank runs on host elsewhere"),
+            std::string::npos)
+      << text;
 }
 
 TEST(SimNcclInit, InitRefusesBadRanksForeignIdsAndRanksThatDisagreeOnNranks) {
