@@ -26,6 +26,17 @@ void NcclComm::abort() {
   if (comm_ != nullptr && !aborted_.exchange(true)) ncclCommAbort(comm_);
 }
 
+std::string NcclComm::async_error() const {
+  if (comm_ == nullptr || aborted_.load()) return {};
+  ncclResult_t result = ncclSuccess;
+  if (ncclCommGetAsyncError(comm_, &result) != ncclSuccess) return {};
+  if (result == ncclSuccess || result == ncclInProgress) return {};
+  const char* last = ncclGetLastError(comm_);
+  std::string text = std::string("NCCL reports ") + ncclGetErrorString(result);
+  if (last != nullptr && *last != '\0') text.append(": ").append(last);
+  return text;
+}
+
 ncclDataType_t nccl_datatype(DType dtype) {
   switch (dtype) {
     case DType::f32:

@@ -7,6 +7,7 @@
 #include <nccl.h>
 
 #include <atomic>
+#include <string>
 
 #include "kernels/device.h"
 #include "kernels/dtype.h"
@@ -27,6 +28,9 @@ class NcclComm {
   int size() const { return size_; }
   // ncclCommAbort: queued NCCL work stops; callable from another thread (timeouts).
   void abort();
+  // What ncclCommGetAsyncError reports, with ncclGetLastError's words ("" while nothing failed,
+  // and after our own abort); callable from another thread (the watchdog).
+  std::string async_error() const;
 
  private:
   ncclComm_t comm_ = nullptr;

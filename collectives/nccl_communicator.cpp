@@ -34,7 +34,8 @@ NcclCommunicator::NcclCommunicator(std::shared_ptr<NcclComm> comm, CommInfo info
       comm_(std::move(comm)),
       stream_(comm_->device()),
       barrier_word_(allocate_storage(sizeof(float), comm_->device())),
-      watchdog_([comm = comm_] { comm->abort(); }) {}
+      watchdog_([comm = comm_] { comm->abort(); }, [comm = comm_] { return comm->async_error(); }) {
+}
 
 NcclCommunicator::~NcclCommunicator() = default;
 

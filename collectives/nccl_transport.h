@@ -35,6 +35,7 @@ class NcclTransport : public Transport {
   void finish() override { flush_send(); }
   Stream* stream() override { return &stream_; }
   void abort() override { comm_->abort(); }
+  std::string async_error() override { return comm_->async_error(); }
   void copy(void* dst, const void* src, size_t bytes) override;
   void reduce(const Reduction& reduction, void* dst, const void* a, const void* b,
               int64_t count) override;

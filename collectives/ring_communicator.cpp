@@ -14,7 +14,8 @@ RingCommunicator::RingCommunicator(std::unique_ptr<Transport> transport, CommInf
   ENGINE_REQUIRE(transport_->rank() == rank() && transport_->world() == size(),
                  "RingCommunicator: transport rank/world differ from the communicator's");
   if (transport_->stream() != nullptr) {
-    watchdog_ = std::make_unique<Watchdog>([this] { transport_->abort(); });
+    watchdog_ = std::make_unique<Watchdog>([this] { transport_->abort(); },
+                                           [this] { return transport_->async_error(); });
   }
 }
 

@@ -11,19 +11,30 @@
 
 namespace engine {
 
-std::string timeout_message(const OpContext& context, int peer, std::string_view waiting_for,
-                            double waited_seconds, std::string_view note) {
+namespace {
+
+// "[rank R] all_reduce #12 (ring-shm, 4194304 bytes) <what> after 3.0 s: "
+std::string collective_head(const OpContext& context, std::string_view what,
+                            double waited_seconds) {
   char waited[32];
   std::snprintf(waited, sizeof(waited), "%.1f", waited_seconds);
   std::string message = rank_prefix();
   if (context.sequence == 0) {  // not a collective: a phase such as a program's startup
-    message.append(context.op).append(" (").append(context.impl).append(") timed out after ");
+    message.append(context.op).append(" (").append(context.impl).append(") ");
   } else {
     message.append(context.op).append(" #").append(std::to_string(context.sequence));
     message.append(" (").append(context.impl).append(", ");
-    message.append(std::to_string(context.bytes)).append(" bytes) timed out after ");
+    message.append(std::to_string(context.bytes)).append(" bytes) ");
   }
-  message.append(waited).append(" s: rank ").append(std::to_string(context.rank));
+  return message.append(what).append(" after ").append(waited).append(" s: ");
+}
+
+}  // namespace
+
+std::string timeout_message(const OpContext& context, int peer, std::string_view waiting_for,
+                            double waited_seconds, std::string_view note) {
+  std::string message = collective_head(context, "timed out", waited_seconds);
+  message.append("rank ").append(std::to_string(context.rank));
   if (peer >= 0) {
     message.append(" waited for ")
         .append(waiting_for)
@@ -36,6 +47,11 @@ std::string timeout_message(const OpContext& context, int peer, std::string_view
   }
   if (!note.empty()) message.append("; ").append(note);
   return message;
+}
+
+std::string failure_message(const OpContext& context, std::string_view error,
+                            double waited_seconds) {
+  return collective_head(context, "failed", waited_seconds).append(error);
 }
 
 void abort_job(const std::string& message, int exit_code) {

@@ -46,6 +46,11 @@ struct OpContext {
 std::string timeout_message(const OpContext& context, int peer, std::string_view waiting_for,
                             double waited_seconds, std::string_view note = {});
 
+// "all_reduce #12 (nccl, 4194304 bytes) failed after 0.3 s: <error>": a collective that the
+// library reports failed, asynchronously.
+std::string failure_message(const OpContext& context, std::string_view error,
+                            double waited_seconds);
+
 // Builds the message and acts on context.on_timeout. waiting_for completes "rank R waited
 // for ... rank P", e.g. "data from" or "a free slot at".
 [[noreturn]] void handle_timeout(const OpContext& context, int peer, std::string_view waiting_for,

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "collectives/reduce_op.h"
@@ -98,6 +99,8 @@ class Transport {
   // Device transports: cancels queued communication (NCCL: ncclCommAbort) before a timed
   // out job ends, from another thread.
   virtual void abort() {}
+  // Device transports: a failure the library reports asynchronously ("" while none).
+  virtual std::string async_error() { return {}; }
 
   // Local operations on this transport's memory, ordered with the transfers.
   virtual void copy(void* dst, const void* src, size_t bytes) = 0;

@@ -7,7 +7,8 @@ namespace {
 constexpr auto kProbeInterval = std::chrono::milliseconds(20);
 }  // namespace
 
-Watchdog::Watchdog(BeforeAbort before_abort) : before_abort_(std::move(before_abort)) {}
+Watchdog::Watchdog(BeforeAbort before_abort, AsyncError async_error)
+    : before_abort_(std::move(before_abort)), async_error_(std::move(async_error)) {}
 
 Watchdog::~Watchdog() {
   {
@@ -37,6 +38,15 @@ void Watchdog::loop() {
     changed_.wait_for(lock, kProbeInterval);
     const auto now = std::chrono::steady_clock::now();
     std::erase_if(watched_, [](Watched& w) { return w.finished && w.finished(); });
+    if (async_error_ && !watched_.empty()) {
+      if (const std::string error = async_error_(); !error.empty()) {
+        const Watched& w = watched_.front();  // the oldest: the one the failure stopped
+        const double waited = std::chrono::duration<double>(now - w.start).count();
+        const std::string message = failure_message(w.context, error, waited);
+        if (before_abort_) before_abort_();
+        abort_job(message, kCollectiveTimeoutExitCode);
+      }
+    }
     for (const Watched& w : watched_) {
       if (now - w.start < w.context.timeout) continue;
       const double waited = std::chrono::duration<double>(now - w.start).count();

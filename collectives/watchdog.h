@@ -2,7 +2,10 @@
 // or NCCL work queued on a stream. Each watched collective either finishes (finish(), or
 // its probe returns true) or, past its deadline, ends the job with the timeout message
 // (timeout.h) after an optional last action (NCCL: abort the communicator). The library
-// does not say which peer is missing, so the message says so.
+// does not say which peer is missing, so the message says so. A library that reports
+// failures asynchronously (NCCL's ncclCommGetAsyncError: a peer's process gone, a network
+// error) is polled too, so such a failure ends the job in milliseconds, with the library's
+// words, instead of idling every rank until the deadline.
 #pragma once
 
 #include <chrono>
@@ -10,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -21,8 +25,10 @@ class Watchdog {
  public:
   using Probe = std::function<bool()>;  // true once the collective has completed
   using BeforeAbort = std::function<void()>;
+  // "" while the library reports no failure, else what it says went wrong.
+  using AsyncError = std::function<std::string()>;
 
-  explicit Watchdog(BeforeAbort before_abort = {});
+  explicit Watchdog(BeforeAbort before_abort = {}, AsyncError async_error = {});
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
@@ -55,6 +61,7 @@ class Watchdog {
   void loop();
 
   BeforeAbort before_abort_;
+  AsyncError async_error_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<Watched> watched_;

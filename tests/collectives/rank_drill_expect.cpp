@@ -21,6 +21,7 @@ struct Wording {
   std::string shown;
   std::regex pattern;
   std::vector<std::string> names;  // of the placeholders, in order
+  bool before_deadline = false;    // a failure the library reported, not a timeout
 };
 
 Wording compile(const std::string& shown) {
@@ -49,27 +50,42 @@ Wording compile(const std::string& shown) {
   return wording;
 }
 
-// collectives/timeout.cpp (timeout_message, abort_job) and watchdog.cpp, per communicator.
-std::optional<Wording> wording_for(const DrillSetup& setup) {
+// collectives/timeout.cpp (timeout_message, failure_message, abort_job) and watchdog.cpp,
+// per communicator: the forms a survivor's message may take (none: an unknown --impl).
+std::vector<Wording> wording_for(const DrillSetup& setup) {
   const std::string head = "[rank <prefix>] all_reduce #<sequence> (" + setup.impl + ", " +
                            std::to_string(setup.elements * 4) +
                            " bytes) timed out after <seconds> s: rank <waiter> waited for ";
   const std::string tail = "; aborting the job";
   if (setup.impl == "ring-shm") {
-    return compile(head + "{what:data from|a free slot at} rank <peer>, which never answered; " +
-                   "its process <pid> {state:has exited|is alive}" + tail);
+    return {compile(head + "{what:data from|a free slot at} rank <peer>, which never answered; " +
+                    "its process <pid> {state:has exited|is alive}" + tail)};
   }
   if (setup.impl == "ring-mpi") {
-    return compile(head + "{what:data from|an earlier message to be taken by} rank <peer>, " +
-                   "which never answered" + tail);
+    return {compile(head + "{what:data from|an earlier message to be taken by} rank <peer>, " +
+                    "which never answered" + tail)};
   }
   // MPI's own collectives, and NCCL's work queued on a stream (the NCCL communicator's, or our
   // ring's over NcclTransport), cannot tell which peer is missing: the watchdog says so.
   if (setup.impl == "mpi" || setup.impl == "nccl" || setup.impl == "ring-nccl") {
-    return compile(head + "the other ranks (the library does not say which rank never answered)" +
-                   tail);
+    std::vector<Wording> forms = {compile(
+        head + "the other ranks (the library does not say which rank never answered)" + tail)};
+    // But NCCL reports a peer whose process is gone (ncclCommGetAsyncError; the sim device's
+    // words), which the watchdog polls: then the job ends before the deadline.
+    if (setup.impl != "mpi" && setup.mode == "kill") {
+      Wording failed = compile(
+          "[rank <prefix>] all_reduce #<sequence> (" + setup.impl + ", " +
+          std::to_string(setup.elements * 4) +
+          " bytes) failed after <seconds> s: NCCL reports remote process exited or there was a "
+          "network error: {call:nccl[A-Za-z]+} on rank <waiter> of <ranks>: peer rank <peer> "
+          "(process <pid>) {state:has exited}; waiting until ncclCommAbort" +
+          tail);
+      failed.before_deadline = true;
+      forms.push_back(std::move(failed));
+    }
+    return forms;
   }
-  return std::nullopt;
+  return {};
 }
 
 bool names(const Wording& wording, const std::string& name) {
@@ -80,15 +96,21 @@ struct TimeoutLine {
   int prefix_rank = -1, waiting_rank = -1;
   std::string waited_s;  // as printed
   int peer = -1;         // -1: the message names none (MPI's own collectives)
-  int64_t peer_pid = 0;  // ring-shm's note on the peer's process
+  bool names_peer = false;
+  bool reported = false;  // a failure the library reported, before the timeout
+  int64_t peer_pid = 0;   // ring-shm's note on the peer's process
   std::string peer_state;
 };
 
+// The lines that end a job: a timeout, or a failure the library reported.
 std::vector<std::string> timeout_lines(const std::string& log) {
   std::vector<std::string> lines;
   std::istringstream in(log);
   for (std::string line; std::getline(in, line);) {
-    if (line.find("timed out after") != std::string::npos) lines.push_back(line);
+    if (line.find("timed out after") != std::string::npos ||
+        line.find(" failed after ") != std::string::npos) {
+      lines.push_back(line);
+    }
   }
   return lines;
 }
@@ -108,6 +130,9 @@ std::string seconds(double s) {
   return text;
 }
 
+// How soon after a peer dies a survivor must end where the library reports the death.
+constexpr double kReportedWithinS = 10.0;
+
 std::string rank_name(int rank) {
   return "rank " + std::to_string(rank);
 }
@@ -118,8 +143,8 @@ class Checker {
       : setup_(setup), outcome_(outcome) {}
 
   std::vector<std::string> run() {
-    const std::optional<Wording> wording = wording_for(setup_);
-    if (!wording) {
+    const std::vector<Wording> wordings = wording_for(setup_);
+    if (wordings.empty()) {
       fail("no known timeout wording for --impl " + setup_.impl);
       return failures_;
     }
@@ -131,13 +156,34 @@ class Checker {
            rank_name(setup_.victim) + "'s");
     }
     check_victim_end();
-    std::map<int, TimeoutLine> messages;
+    // Where the library reports a dead peer (NCCL), the first survivor to hear of it ends the
+    // job long before the timeout: a survivor the abort ends first prints nothing, but every
+    // survivor must end within kReportedWithinS of the victim, and one must have reported it.
+    const bool reported_expected = std::any_of(wordings.begin(), wordings.end(),
+                                               [](const Wording& w) { return w.before_deadline; });
+    std::map<int, TimeoutLine> messages;  // the survivors whose message names a peer
+    int reporters = 0;
     for (int rank = 0; rank < setup_.ranks; ++rank) {
       if (rank == setup_.victim) continue;
       check_survivor_end(rank);
-      if (auto line = survivor_message(rank, *wording)) messages[rank] = *line;
+      if (reported_expected) {
+        const auto after = after_victim_s(rank);
+        if (after && *after > kReportedWithinS) {
+          fail(rank_name(rank) + " ended " + seconds(*after) + " after " +
+               rank_name(setup_.victim) + " died; NCCL reports a dead peer, so the limit is " +
+               seconds(kReportedWithinS));
+        }
+        if (timeout_lines(outcome_.ranks[rank].log).empty()) continue;
+      }
+      if (auto line = survivor_message(rank, wordings); line && line->names_peer) {
+        messages[rank] = *line;
+        reporters += line->reported ? 1 : 0;
+      }
     }
-    if (names(*wording, "peer")) check_named_peers(messages);
+    if (reported_expected && reporters == 0) {
+      fail("no survivor reported the failure NCCL reports when a peer's process is gone");
+    }
+    check_named_peers(messages);
     return failures_;
   }
 
@@ -186,7 +232,7 @@ class Checker {
     }
   }
 
-  std::optional<TimeoutLine> survivor_message(int rank, const Wording& wording) {
+  std::optional<TimeoutLine> survivor_message(int rank, const std::vector<Wording>& wordings) {
     const std::vector<std::string> lines = timeout_lines(outcome_.ranks[rank].log);
     const std::string who = rank_name(rank);
     if (lines.empty()) {
@@ -197,19 +243,30 @@ class Checker {
       fail(who + " printed " + std::to_string(lines.size()) +
            " timeout messages; the first must end it");
     std::smatch match;
-    if (!std::regex_match(lines[0], match, wording.pattern)) {
+    const auto matching = std::find_if(wordings.begin(), wordings.end(), [&](const Wording& w) {
+      return std::regex_match(lines[0], match, w.pattern);
+    });
+    if (matching == wordings.end()) {
+      std::string expected;
+      for (const Wording& w : wordings)
+        expected += "\n      expected: " + w.shown;
       fail(who + "'s timeout message is not in the library's words:\n      got:      " + lines[0] +
-           "\n      expected: " + wording.shown);
+           expected);
       return std::nullopt;
     }
+    const Wording& wording = *matching;
     std::map<std::string, std::string> field;
     for (size_t group = 0; group < wording.names.size(); ++group)
       field[wording.names[group]] = match[group + 1];
     TimeoutLine line;
+    line.reported = wording.before_deadline;
     line.prefix_rank = std::stoi(field["prefix"]);
     line.waited_s = field["seconds"];
     line.waiting_rank = std::stoi(field["waiter"]);
-    if (field.count("peer")) line.peer = std::stoi(field["peer"]);
+    if (field.count("peer")) {
+      line.peer = std::stoi(field["peer"]);
+      line.names_peer = true;
+    }
     if (field.count("pid")) {
       line.peer_pid = std::stoll(field["pid"]);
       line.peer_state = field["state"];
@@ -219,8 +276,14 @@ class Checker {
     if (line.waiting_rank != rank)
       fail(who + "'s message says rank " + std::to_string(line.waiting_rank) +
            " waited: it must name itself");
-    // The message prints the wait with one decimal.
-    if (std::stod(line.waited_s) < setup_.timeout_s - 0.05) {
+    // The message prints the wait with one decimal. A reported failure ends the job before
+    // the deadline (else the timeout would have said it first).
+    if (wording.before_deadline) {
+      if (std::stod(line.waited_s) >= setup_.timeout_s) {
+        fail(who + " reported the failure after " + line.waited_s + " s, not before the " +
+             seconds(setup_.timeout_s) + " timeout");
+      }
+    } else if (std::stod(line.waited_s) < setup_.timeout_s - 0.05) {
       fail(who + " timed out after " + line.waited_s + " s, before the configured " +
            seconds(setup_.timeout_s));
     }
