@@ -137,6 +137,13 @@ std::string rank_name(int rank) {
   return "rank " + std::to_string(rank);
 }
 
+// Whether the library reports the victim's death (then survivors must end sooner).
+bool reported_death(const DrillSetup& setup) {
+  const std::vector<Wording> wordings = wording_for(setup);
+  return std::any_of(wordings.begin(), wordings.end(),
+                     [](const Wording& w) { return w.before_deadline; });
+}
+
 class Checker {
  public:
   Checker(const DrillSetup& setup, const DrillOutcome& outcome)
@@ -159,8 +166,7 @@ class Checker {
     // Where the library reports a dead peer (NCCL), the first survivor to hear of it ends the
     // job long before the timeout: a survivor the abort ends first prints nothing, but every
     // survivor must end within kReportedWithinS of the victim, and one must have reported it.
-    const bool reported_expected = std::any_of(wordings.begin(), wordings.end(),
-                                               [](const Wording& w) { return w.before_deadline; });
+    const bool reported_expected = reported_death(setup_);
     std::map<int, TimeoutLine> messages;  // the survivors whose message names a peer
     int reporters = 0;
     for (int rank = 0; rank < setup_.ranks; ++rank) {
@@ -358,10 +364,12 @@ std::vector<std::string> check_drill(const DrillSetup& setup, const DrillOutcome
 }
 
 std::string describe_outcome(const DrillSetup& setup, const DrillOutcome& outcome) {
-  std::string text = "drill: " + setup.impl + ", " + std::to_string(setup.ranks) + " ranks, " +
-                     rank_name(setup.victim) + " " + (setup.mode == "kill" ? "killed" : "silent") +
-                     ", timeout " + seconds(setup.timeout_s) + "; survivors must end within " +
-                     seconds(deadline_after_victim_s(setup)) + " of that\n";
+  std::string text =
+      "drill: " + setup.impl + ", " + std::to_string(setup.ranks) + " ranks, " +
+      rank_name(setup.victim) + " " + (setup.mode == "kill" ? "killed" : "silent") + ", timeout " +
+      seconds(setup.timeout_s) + "; survivors must end within " +
+      seconds(reported_death(setup) ? kReportedWithinS : deadline_after_victim_s(setup)) +
+      " of that\n";
   for (int rank = 0; rank < setup.ranks; ++rank) {
     const RankOutcome& ranked = outcome.ranks[rank];
     char line[160];
