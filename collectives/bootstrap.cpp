@@ -1,5 +1,9 @@
 #include "collectives/bootstrap.h"
 
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
 #include "collectives/check_mpi.h"
 #include "kernels/error.h"
 #include "kernels/runtime.h"
@@ -53,7 +57,43 @@ MpiSession::~MpiSession() {
   if (owns_mpi_ && !finalized) MPI_Finalize();
 }
 
+namespace {
+
+// One visible GPU per rank (SLURM's --gpus-per-task=1, or CUDA_VISIBLE_DEVICES set per rank):
+// fine when the GPUs differ, which their UUIDs tell; collective over this host's ranks.
+void require_own_gpu(MPI_Comm comm, const WorldInfo& world) {
+  MPI_Comm node = MPI_COMM_NULL;
+  CHECK_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, world.rank, MPI_INFO_NULL, &node));
+  constexpr int kBytes = 32;
+  char mine[kBytes + 1] = {};
+  cuda_device_uuid(0).copy(mine, kBytes);
+  std::vector<char> all(static_cast<size_t>(world.local_size) * kBytes);
+  const int status = MPI_Allgather(mine, kBytes, MPI_CHAR, all.data(), kBytes, MPI_CHAR, node);
+  MPI_Comm_free(&node);
+  CHECK_MPI(status);
+  for (int other = 0; other < world.local_size; ++other) {
+    if (other == world.local_rank ||
+        std::memcmp(all.data() + static_cast<size_t>(other) * kBytes, mine, kBytes) != 0) {
+      continue;
+    }
+    fail("this host runs " + std::to_string(world.local_size) +
+         " ranks and each sees one CUDA device, but local ranks " +
+         std::to_string(std::min(other, world.local_rank)) + " and " +
+         std::to_string(std::max(other, world.local_rank)) + " see the same one (UUID " +
+         std::string(mine) +
+         "); give each rank its own GPU (CUDA_VISIBLE_DEVICES, or --gpus-per-task=1) or start "
+         "at most one rank per GPU");
+  }
+}
+
+}  // namespace
+
 Device MpiSession::device(std::string_view request) const {
+  if ((request == "cuda" || request == "auto") && world_.local_size > 1 &&
+      cuda_device_count() == 1) {
+    require_own_gpu(comm(), world_);
+    return Device::cuda(0);
+  }
   const Device device = resolve_device(request, world_.local_rank);
   if (device.is_cuda() && (request == "cuda" || request == "auto") &&
       world_.local_size > cuda_device_count()) {

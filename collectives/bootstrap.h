@@ -42,8 +42,9 @@ class MpiSession {
   MPI_Comm comm() const { return MPI_COMM_WORLD; }
 
   // The device for `request` ("auto", "cpu", "cuda", "cuda:N"; see resolve_device):
-  // "cuda"/"auto" mean the GPU numbered by the local rank, and asking for CUDA on a host with
-  // more ranks than GPUs is an error that says so.
+  // "cuda"/"auto" mean the GPU numbered by the local rank, or cuda:0 when each rank sees one
+  // GPU of its own (SLURM's --gpus-per-task=1; collective over the host's ranks then), and
+  // asking for CUDA on a host with more ranks than GPUs is an error that says so.
   Device device(std::string_view request) const;
 
  private:

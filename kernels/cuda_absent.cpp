@@ -18,6 +18,9 @@ DeviceQuery query_devices() {
 void set_device(int) {
   no_cuda("set_device");
 }
+std::string device_uuid(int) {
+  no_cuda("device_uuid");
+}
 void* device_malloc(size_t, int) {
   no_cuda("device_malloc");
 }

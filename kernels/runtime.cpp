@@ -29,6 +29,9 @@ int cuda_device_count() {
 std::string cuda_unavailable_reason() {
   return device_query().why_none;
 }
+std::string cuda_device_uuid(int index) {
+  return cuda_runtime::device_uuid(index);
+}
 bool cuda_is_sim_device() {
 #ifdef ENGINE_SIM_DEVICE
   return true;

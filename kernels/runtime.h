@@ -14,6 +14,8 @@ namespace engine {
 int cuda_device_count();
 // Why cuda_device_count() is 0 ("" when it is not).
 std::string cuda_unavailable_reason();
+// The UUID of visible CUDA device `index`, in hex (the same in every process seeing that GPU).
+std::string cuda_device_uuid(int index);
 // Whether this build's CUDA devices are the sim device (ENGINE_CUDA=SIM: the CUDA backend on
 // the CPU, for correctness, not speed), so benchmarks compare it with the CPU backend and skip
 // the GPU libraries it does not emulate.

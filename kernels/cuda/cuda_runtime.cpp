@@ -23,6 +23,19 @@ void set_device(int device) {
   CHECK_CUDA(cudaSetDevice(device));
 }
 
+std::string device_uuid(int device) {
+  cudaDeviceProp properties{};
+  CHECK_CUDA(cudaGetDeviceProperties(&properties, device));
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string text;
+  for (const char byte : properties.uuid.bytes) {
+    const auto value = static_cast<unsigned char>(byte);
+    text.push_back(kHex[value >> 4]);
+    text.push_back(kHex[value & 15]);
+  }
+  return text;
+}
+
 namespace {
 // " (N MiB free of M MiB)" for the current device, or "" when CUDA cannot say.
 std::string free_memory_note() {

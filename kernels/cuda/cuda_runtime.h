@@ -24,6 +24,8 @@ struct DeviceQuery {
 DeviceQuery query_devices();
 
 void set_device(int device);
+// The device's UUID in hex: the same for every process that sees the same GPU.
+std::string device_uuid(int device);
 // Throws engine::OutOfMemoryError when the device is out of memory.
 void* device_malloc(size_t bytes, int device);
 void device_free(void* ptr, int device);

@@ -34,7 +34,9 @@ cudaDeviceProp properties(int device) {
   cudaDeviceProp p;
   std::memset(&p, 0, sizeof p);
   std::strncpy(p.name, "engine sim device (H100 figures, SIMT emulator)", sizeof p.name - 1);
-  p.uuid.bytes[0] = static_cast<char>(device);
+  // The machine's device, as a real UUID is: two processes seeing one GPU agree on it.
+  p.uuid.bytes[0] = static_cast<char>(machine_device(device));
+  p.uuid.bytes[15] = 0x5e;
   p.totalGlobalMem = device_memory_bytes();
   p.sharedMemPerBlock = kSharedPerBlock;
   p.sharedMemPerBlockOptin = kSharedPerBlockOptin;

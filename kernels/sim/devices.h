@@ -6,8 +6,11 @@
 
 namespace engine::sim {
 
-// The configured device count; -1 when ENGINE_SIM_DEVICE_COUNT is not a count (said on stderr).
+// The devices this process sees: the machine's ENGINE_SIM_DEVICE_COUNT, or those that
+// CUDA_VISIBLE_DEVICES lists; -1 when ENGINE_SIM_DEVICE_COUNT is not a count (said on stderr).
 int device_count();
+// The machine's number of visible device `device` (what its UUID tells apart).
+int machine_device(int device);
 // Bytes each device can hold at once: cudaMalloc beyond it fails with cudaErrorMemoryAllocation.
 std::size_t device_memory_bytes();
 // cudaSetDevice's choice for this host thread (0 until it is called).

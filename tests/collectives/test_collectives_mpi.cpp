@@ -9,8 +9,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <memory>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -18,6 +20,7 @@
 #include "collectives/comm_factory.h"
 #include "collectives/grad_buckets.h"
 #include "collectives/hierarchical_communicator.h"
+#include "kernels/runtime.h"
 #include "mpi_main.h"
 #if ENGINE_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -449,6 +452,37 @@ TEST(Bootstrap, WorldMatchesMpiAndLocalRanksNumberEachHost) {
                          : alike && local_size > 1 ? "ring-hier"
                                                    : "ring-mpi")
       << choice.why;
+}
+
+// Each rank seeing one GPU (CUDA_VISIBLE_DEVICES per rank, as SLURM's --gpus-per-task=1
+// sets it): accepted as cuda:0 when the ranks' GPUs differ, refused naming the ranks when
+// two see the same one. Run on the sim device by collectives_mpi_test_sim_{own,shared}_gpu.
+TEST(Bootstrap, OneGpuPerRankIsItsCuda0UnlessShared) {
+  const WorldInfo& world = session()->world();
+  if (cuda_device_count() != 1 || world.local_size < 2)
+    GTEST_SKIP() << "needs ranks on one host that each see one CUDA device";
+  constexpr int kBytes = 64;
+  char mine[kBytes] = {};
+  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"))
+    std::string(visible).copy(mine, kBytes - 1);
+  std::vector<char> all(static_cast<size_t>(world.size) * kBytes);
+  MPI_Allgather(mine, kBytes, MPI_CHAR, all.data(), kBytes, MPI_CHAR, MPI_COMM_WORLD);
+  std::set<std::string> distinct;
+  for (int r = 0; r < world.size; ++r)
+    distinct.insert(all.data() + static_cast<size_t>(r) * kBytes);
+  if (distinct.size() == static_cast<size_t>(world.size)) {
+    EXPECT_EQ(session()->device("cuda"), Device::cuda(0));
+    EXPECT_EQ(session()->device("auto"), Device::cuda(0));
+    return;
+  }
+  try {
+    session()->device("cuda");
+    ADD_FAILURE() << "two ranks on one GPU were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("local ranks 0 and 1 see the same one (UUID "),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Bootstrap, UnknownCommunicatorSaysWhichExist) {
