@@ -18,7 +18,10 @@ WorldInfo query_world(MPI_Comm comm) {
   CHECK_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, world.rank, MPI_INFO_NULL, &node));
   CHECK_MPI(MPI_Comm_rank(node, &world.local_rank));
   CHECK_MPI(MPI_Comm_size(node, &world.local_size));
+  world.host = world.rank;
+  const int status = MPI_Bcast(&world.host, 1, MPI_INT, 0, node);
   CHECK_MPI(MPI_Comm_free(&node));
+  CHECK_MPI(status);
   // Each host's first rank counts it; the fewest and most ranks on a host tell whether the
   // hosts are alike (what a hierarchical all-reduce needs).
   int counts[3] = {world.local_rank == 0 ? 1 : 0, -world.local_size, world.local_size};
@@ -47,6 +50,7 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   }
   CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
   world_ = query_world(MPI_COMM_WORLD);
+  peers_ = PeerNames::of(MPI_COMM_WORLD);
   // A world of one prints no "[rank 0]" prefix.
   set_process_rank(world_.size > 1 ? world_.rank : -1);
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "collectives/peer_names.h"
 #include "kernels/device.h"
 
 namespace engine {
@@ -22,6 +23,7 @@ struct WorldInfo {
   int local_rank = 0;               // among the ranks of this host
   int local_size = 1;               // ranks on this host
   int hosts = 1;                    // hosts the job spans
+  int host = 0;                     // this host's number: the job rank of its first rank
   bool same_ranks_per_host = true;  // every host runs local_size ranks
 };
 
@@ -40,6 +42,8 @@ class MpiSession {
   int local_rank() const { return world_.local_rank; }
   // MPI_COMM_WORLD, with MPI_ERRORS_RETURN so CHECK_MPI sees the error codes.
   MPI_Comm comm() const { return MPI_COMM_WORLD; }
+  // Every rank's host, gathered once at the start, for messages and the banner.
+  const PeerNames& peers() const { return peers_; }
 
   // The device for `request` ("auto", "cpu", "cuda", "cuda:N"; see resolve_device):
   // "cuda"/"auto" mean the GPU numbered by the local rank, or cuda:0 when each rank sees one
@@ -49,6 +53,7 @@ class MpiSession {
 
  private:
   WorldInfo world_;
+  PeerNames peers_;
   bool owns_mpi_ = false;
 };
 

@@ -1,6 +1,5 @@
 #include "collectives/comm_factory.h"
 
-#include "collectives/check_mpi.h"
 #include "collectives/hierarchical_communicator.h"
 #include "collectives/mpi_communicator.h"
 #include "collectives/mpi_transport.h"
@@ -71,22 +70,6 @@ CommChoice choose_host_communicator(const WorldInfo& world) {
   return {"ring-mpi", spread + ", not as many on each"};
 }
 
-namespace {
-
-// This host's number: the job rank of its first rank (collective).
-int host_number(const MpiSession& session) {
-  MPI_Comm node = MPI_COMM_NULL;
-  CHECK_MPI(MPI_Comm_split_type(session.comm(), MPI_COMM_TYPE_SHARED, session.rank(), MPI_INFO_NULL,
-                                &node));
-  int first = session.rank();
-  const int status = MPI_Bcast(&first, 1, MPI_INT, 0, node);
-  MPI_Comm_free(&node);
-  CHECK_MPI(status);
-  return first;
-}
-
-}  // namespace
-
 std::unique_ptr<Communicator> make_communicator(std::string_view impl, const MpiSession& session,
                                                 const CommOptions& options,
                                                 std::string_view device) {
@@ -102,7 +85,7 @@ std::unique_ptr<Communicator> make_communicator(std::string_view impl, const Mpi
   }
   if (impl == "mpi") return std::make_unique<MpiCommunicator>(session.comm(), info, options);
   if (impl == "ring-hier" && world.same_ranks_per_host) {
-    return make_hierarchical_communicator(session.comm(), host_number(session), options);
+    return make_hierarchical_communicator(session.comm(), world.host, options);
   }
 #if ENGINE_HAVE_NCCL
   if (impl == "ring-nccl" || impl == "nccl") {

@@ -39,11 +39,7 @@ HierarchicalCommunicator::~HierarchicalCommunicator() = default;
 
 Work HierarchicalCommunicator::execute(const CollectiveRequest& request, const OpContext& context,
                                        Stream&, bool blocking) {
-  if (blocking) {
-    executor_.run([&] { run(request, context); });
-    return {};
-  }
-  return executor_.submit([this, request, context] { run(request, context); });
+  return executor_.execute(blocking, [this, request, context] { run(request, context); });
 }
 
 void HierarchicalCommunicator::run(const CollectiveRequest& request, const OpContext& context) {

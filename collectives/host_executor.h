@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "collectives/work.h"
 
@@ -43,6 +44,17 @@ class HostExecutor {
 
   // Queues job for the worker thread; its Work completes when the job has run.
   Work submit(std::function<void()> job);
+
+  // A communicator's collective: run() when blocking (a completed Work), else submit(). The
+  // job must own what it uses (capture by value): it may outlive the call.
+  template <typename Job>
+  Work execute(bool blocking, Job&& job) {
+    if (blocking) {
+      run(job);
+      return {};
+    }
+    return submit(std::forward<Job>(job));
+  }
 
  private:
   struct Queued {

@@ -71,17 +71,10 @@ MpiCommunicator::~MpiCommunicator() {
 
 Work MpiCommunicator::execute(const CollectiveRequest& request, const OpContext& context, Stream&,
                               bool blocking) {
-  if (!blocking) {
-    return executor_.submit([this, request, context] {
-      const Watchdog::Scope watched(watchdog_, context);
-      run(request);
-    });
-  }
-  executor_.run([&] {
+  return executor_.execute(blocking, [this, request, context] {
     const Watchdog::Scope watched(watchdog_, context);
     run(request);
   });
-  return {};
 }
 
 void MpiCommunicator::run(const CollectiveRequest& request) {

@@ -6,13 +6,17 @@
 #include "kernels/error.h"
 
 namespace engine {
+namespace {
 
+// This process's host name, as MPI reports it.
 std::string this_host_name() {
   char name[MPI_MAX_PROCESSOR_NAME] = {};
   int length = 0;
   CHECK_MPI(MPI_Get_processor_name(name, &length));
   return std::string(name, static_cast<size_t>(std::max(0, length)));
 }
+
+}  // namespace
 
 PeerNames PeerNames::of(MPI_Comm comm) {
   int size = 1, world_rank = 0;
@@ -31,15 +35,6 @@ PeerNames PeerNames::of(MPI_Comm comm) {
     names.host_.emplace_back(hosts.data() + static_cast<size_t>(peer) * sizeof(host));
   names.spans_hosts_ = std::any_of(names.host_.begin(), names.host_.end(),
                                    [&](const std::string& h) { return h != names.host_[0]; });
-  return names;
-}
-
-PeerNames PeerNames::identity(int world) {
-  PeerNames names;
-  for (int peer = 0; peer < world; ++peer) {
-    names.world_rank_.push_back(peer);
-    names.host_.emplace_back();
-  }
   return names;
 }
 

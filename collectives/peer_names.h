@@ -14,13 +14,9 @@ class PeerNames {
  public:
   // Collective over `comm`: every rank's MPI_COMM_WORLD rank and host name.
   static PeerNames of(MPI_Comm comm);
-  // Threads standing in for ranks: peer i is rank i, on this host.
-  static PeerNames identity(int world);
 
   int world_rank(int peer) const;
   const std::string& host(int peer) const;
-  // Whether the peers run on more than one host (then messages name the host).
-  bool spans_hosts() const { return spans_hosts_; }
   // "it runs on host node3" when the peers span hosts, else "".
   std::string where(int peer) const;
   // Which job ranks each host runs, hosts in order of their first rank:
@@ -30,10 +26,7 @@ class PeerNames {
  private:
   std::vector<int> world_rank_;
   std::vector<std::string> host_;
-  bool spans_hosts_ = false;
+  bool spans_hosts_ = false;  // then messages name the host
 };
-
-// This process's host name, as MPI reports it (MPI_Get_processor_name).
-std::string this_host_name();
 
 }  // namespace engine

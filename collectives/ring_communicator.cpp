@@ -33,11 +33,7 @@ bool RingCommunicator::supports(Device device) const {
 Work RingCommunicator::execute(const CollectiveRequest& request, const OpContext& context,
                                Stream& stream, bool blocking) {
   if (transport_->stream() == nullptr) {
-    if (blocking) {
-      executor_.run([&] { run(request, context); });
-      return {};
-    }
-    return executor_.submit([this, request, context] { run(request, context); });
+    return executor_.execute(blocking, [this, request, context] { run(request, context); });
   }
   // Device transport: the transfers queue on its communication stream.
   return queue_on_comm_stream(*transport_->stream(), stream, context, *watchdog_, blocking,

@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "collectives/check_mpi.h"
-#include "collectives/peer_names.h"
 
 namespace engine::train {
 namespace {
@@ -53,7 +52,7 @@ std::string dataset_disagreement(const MpiSession& session, const Datasets& data
   std::vector<DatasetFingerprint> all(2 * static_cast<size_t>(session.size()));
   CHECK_MPI(MPI_Allgather(mine, sizeof(mine), MPI_BYTE, all.data(), sizeof(mine), MPI_BYTE,
                           session.comm()));
-  const PeerNames peers = PeerNames::of(session.comm());
+  const PeerNames& peers = session.peers();
   for (int rank = 1; rank < session.size(); ++rank) {
     for (int split = 0; split < 2; ++split) {
       const DatasetFingerprint& first = all[split];

@@ -11,7 +11,6 @@
 #include <optional>
 
 #include "collectives/bootstrap.h"
-#include "collectives/peer_names.h"
 #include "collectives/timeout.h"
 #include "collectives/watchdog.h"
 #include "kernels/error.h"
@@ -50,7 +49,7 @@ bool checks_pass_on_every_rank(const MpiSession& session, const std::function<vo
   if (!error.empty() && (session.rank() == 0 || !failed[0])) {
     // Across hosts a path can exist on one host and not on another: say where it failed.
     const std::string where = session.rank() != 0 && session.world().hosts > 1
-                                  ? " (on host " + this_host_name() + ")"
+                                  ? " (on host " + session.peers().host(session.rank()) + ")"
                                   : "";
     std::fprintf(stderr, "resnet_train: %s%s\n", error.c_str(), where.c_str());
   }

@@ -9,7 +9,6 @@
 #include <thread>
 
 #include "collectives/comm_factory.h"
-#include "collectives/peer_names.h"
 #include "data/loader.h"
 #include "data/sampler.h"
 #include "kernels/error.h"
@@ -127,7 +126,6 @@ struct Trainer::State {
   std::unique_ptr<Communicator> grad_comm, host_comm_owned;
   Communicator* host_comm = nullptr;
   CommChoice grad_comm_choice;
-  std::string placement;  // which ranks run on which host, when there are several
   std::unique_ptr<nn::DataParallel> ddp;
   std::unique_ptr<nn::Sgd> sgd;
   nn::LrSchedule schedule;
@@ -167,7 +165,6 @@ void Trainer::State::build() {
   omp_set_num_threads(o.threads > 0 ? o.threads : default_threads(session));
   CommOptions comm_options;
   comm_options.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.comm_timeout_s * 1e3));
-  if (session.world().hosts > 1) placement = PeerNames::of(session.comm()).placement();
   grad_comm_choice = gradient_comm(o, session, device);
   const std::string& grad_name = grad_comm_choice.name;
   if (const std::string why = communicator_unavailable_reason(grad_name, session); !why.empty()) {
@@ -534,7 +531,7 @@ int Trainer::State::run(const std::function<void()>& set_up) {
                                  : std::string()) +
         " = " + std::to_string(options.batch_size * options.accum_steps * world()) + " global, " +
         std::string(nn::precision_name(options.precision)) + (options.sync_bn ? ", SyncBN" : ""));
-    if (!placement.empty()) progress.line("hosts: " + placement);
+    if (session.world().hosts > 1) progress.line("hosts: " + session.peers().placement());
   }
   if (options.evaluate) {
     const Clock::time_point started = Clock::now();
