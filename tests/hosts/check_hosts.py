@@ -39,7 +39,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
 sys.path.insert(0, os.path.join(HERE, "..", "train"))
 from safetensors_plain import read_safetensors_plain  # noqa: E402
-from check_resnet_train import COMMON, Failure, check, read_jsonl, step_losses  # noqa: E402
+from check_resnet_train import (COMMON, MPI, Failure, check, read_jsonl, step_losses,  # noqa: E402
+                                wait_for_steps)
 
 PREFIX = "cihost"
 HOSTS = [PREFIX + "0", PREFIX + "1"]
@@ -145,8 +146,7 @@ def run_train(hosts, args, name, per_host, comm, extra, local=False):
         "--epochs", "1", "--max-steps", "3", "-b", "4", "--lr", "0.002", "--momentum", "0.9",
         "--comm", comm, "--checkpoint-dir", work, "--step-metrics", steps] + extra
     if local:  # every rank on one host: plain mpirun, as every other test
-        command = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
-                   "-np", str(sum(per_host))] + train
+        command = MPI + ["-np", str(sum(per_host))] + train
         result = subprocess.run(command, capture_output=True, text=True, timeout=600)
         check(result.returncode == 0, f"{' '.join(command)} exited {result.returncode}:\n"
               f"{result.stderr[-3000:]}")
@@ -213,16 +213,6 @@ def case_train(args, hosts):
                 print(f"train {label}: {comm} on 2 hosts x 2 ranks = 1 host x 4 bit for bit "
                       f"(losses {[round(l, 5) for _, l in losses]}, checkpoint) "
                       f"({result.seconds:.0f} s)")
-
-
-def wait_for_steps(path, count, process, timeout=120):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        check(process.poll() is None, "the run ended before the fault")
-        if os.path.exists(path) and len(read_jsonl(path)) >= count:
-            return
-        time.sleep(0.1)
-    raise Failure(f"no {count} steps within {timeout} s")
 
 
 FAULT_TIMEOUT = 10  # --comm-timeout of the fault runs, in seconds
