@@ -267,8 +267,25 @@ std::vector<Row> run_cpu(const Options& options) {
   return rows;
 }
 
+// With --json, prints the rows measured since its last call: a GPU run stopped at its time
+// limit (scripts/gpu-check) keeps every layer it timed.
+class RowPrinter {
+ public:
+  explicit RowPrinter(bool json) : json_(json) {}
+  void print_new(const std::vector<Row>& rows) {
+    if (!json_) return;
+    for (; printed_ < rows.size(); ++printed_)
+      std::printf("%s\n", to_json(rows[printed_]).c_str());
+    std::fflush(stdout);
+  }
+
+ private:
+  bool json_;
+  size_t printed_ = 0;
+};
+
 #if ENGINE_HAVE_CUDA
-std::vector<Row> run_gpu(const Options& options, Device device) {
+std::vector<Row> run_gpu(const Options& options, Device device, RowPrinter& printer) {
   const std::string arch = options.arch.empty() ? "resnet50" : options.arch;
   const int64_t batch = options.batch > 0 ? options.batch : 128;
   const std::vector<ConvLayer> layers = selected_layers(options, arch, batch);
@@ -302,6 +319,7 @@ std::vector<Row> run_gpu(const Options& options, Device device) {
 #endif
       }
       add_pass_rows(rows, layer, suffix, ours, conv_baseline, base, note);
+      printer.print_new(rows);
     }
     if (!layers.empty()) {
       rows.push_back(network_total(arch + " all conv layers fwd+bwd" + suffix + " (x count)",
@@ -343,16 +361,16 @@ int run(int argc, char** argv) {
   const Device device = resolve_device(options.device);
   wait_for_startup_threads_to_sleep();
   std::vector<Row> rows;
+  RowPrinter printer(options.json);
   if (device.is_cpu()) {
     rows = run_cpu(options);
   } else {
 #if ENGINE_HAVE_CUDA
-    rows = run_gpu(options, device);
+    rows = run_gpu(options, device, printer);
 #endif
   }
   if (options.json) {
-    for (const Row& row : rows)
-      std::printf("%s\n", to_json(row).c_str());
+    printer.print_new(rows);
   } else {
     print_table(rows);
   }
