@@ -8,12 +8,15 @@
 namespace engine {
 namespace {
 
-ncclRedOp_t nccl_op(ReduceOp op) {
+// On a communicator of one rank, avg is sum: NCCL before 2.29.7 leaves the tail of a one-rank
+// avg unwritten (NVIDIA/nccl#1950; NCCL 2.28.9 on an H200 skipped the last element of 65537
+// f64, bench/results/gpu-check-h200-2026-12-04), while its one-rank sum is a plain copy.
+ncclRedOp_t nccl_op(ReduceOp op, int ranks) {
   switch (op) {
     case ReduceOp::sum:
       return ncclSum;
     case ReduceOp::avg:
-      return ncclAvg;
+      return ranks == 1 ? ncclSum : ncclAvg;
     case ReduceOp::max:
       return ncclMax;
     case ReduceOp::min:
@@ -62,21 +65,23 @@ void NcclCommunicator::enqueue(const CollectiveRequest& request) {
   const int root = request.root;
   switch (request.kind) {
     case CollectiveKind::all_reduce:
-      CHECK_NCCL(ncclAllReduce(output, output, count, type, nccl_op(request.op), comm, stream));
+      CHECK_NCCL(
+          ncclAllReduce(output, output, count, type, nccl_op(request.op, size()), comm, stream));
       break;
     case CollectiveKind::broadcast:
       CHECK_NCCL(ncclBroadcast(output, output, count, type, root, comm, stream));
       break;
     case CollectiveKind::reduce:
       // Non-root ranks keep their data: NCCL writes recvbuff only on the root.
-      CHECK_NCCL(ncclReduce(output, output, count, type, nccl_op(request.op), root, comm, stream));
+      CHECK_NCCL(
+          ncclReduce(output, output, count, type, nccl_op(request.op, size()), root, comm, stream));
       break;
     case CollectiveKind::all_gather:
       CHECK_NCCL(ncclAllGather(input, output, request.input.numel(), type, comm, stream));
       break;
     case CollectiveKind::reduce_scatter:
-      CHECK_NCCL(ncclReduceScatter(input, output, request.output.numel(), type, nccl_op(request.op),
-                                   comm, stream));
+      CHECK_NCCL(ncclReduceScatter(input, output, request.output.numel(), type,
+                                   nccl_op(request.op, size()), comm, stream));
       break;
     case CollectiveKind::gather: {
       const int64_t block = request.input.numel();

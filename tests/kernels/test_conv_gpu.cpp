@@ -70,8 +70,10 @@ TEST_F(ConvGpu, AllPassesMatchCpu) {
         std::pair{DType::bf16, Fp32Math::exact}}) {
     const bool tf32 = math == Fp32Math::tf32;
     stream.set_fp32_math(math);
-    // fp32 and tf32 differ from their CPU twins in summation order only.
-    const double tolerance = dtype == DType::f32 ? 1e-5 : 1.0 / 128;
+    // fp32 differs from its CPU twin in summation order only; tf32 also in how the tensor cores
+    // accumulate, truncating where fp32 FFMA rounds (an H200 parted by 1.27e-5 at K = 4608,
+    // exact fp32 there by 2.1e-6: bench/results/gpu-check-h200-2026-12-04).
+    const double tolerance = dtype == DType::bf16 ? 1.0 / 128 : tf32 ? 5e-5 : 1e-5;
     // What the CPU multiplies: for tf32 the operands rounded to tf32, whose products are exact.
     const auto twin = [&](const Tensor& t) {
       if (!tf32) return t;

@@ -28,9 +28,11 @@ TEST_F(OptimGpu, SgdStepsMatchCpu) {
         sgd_step(c.options, params, grads, buffer, step == 0, cpu_stream);
         sgd_step(c.options, gpu_params, on_gpu(grads), gpu_buffer, step == 0, gpu_stream());
       }
-      // nvcc may fuse multiply-adds that the CPU rounds twice: a few ulps over five steps.
-      EXPECT_TRUE(all_close(host_values(params), host_values(gpu_params), 1e-6, 1e-2));
-      EXPECT_TRUE(all_close(host_values(buffer), host_values(gpu_buffer), 1e-6, 1e-2));
+      // nvcc fuses multiply-adds that the CPU rounds twice: a few ulps of the O(1) operands
+      // over five steps, also where the update cancels a parameter down to 1e-2 (an H200 parted
+      // by 3e-7 there: bench/results/gpu-check-h200-2026-12-04). Hence the scale of 1.
+      EXPECT_TRUE(all_close(host_values(params), host_values(gpu_params), 1e-6, 1.0));
+      EXPECT_TRUE(all_close(host_values(buffer), host_values(gpu_buffer), 1e-6, 1.0));
     }
   }
 }
