@@ -113,14 +113,13 @@ PassTimes time_native_conv(const Conv2dShape& s, DType dtype, Stream& stream,
       Tensor::empty({conv2d_backward_filter_workspace_numel(s, device)}, DType::f32, device);
   fill(x, 0.5f, stream);
   fill(w, 0.25f, stream);
-  auto sync = [&] { stream.synchronize(); };
   PassTimes times{};
   times.forward_us =
-      median_time_us([&] { conv2d_forward(s, x, w, no_bias, y, stream); }, sync, timing);
+      median_stream_time_us([&] { conv2d_forward(s, x, w, no_bias, y, stream); }, stream, timing);
   times.backward_data_us =
-      median_time_us([&] { conv2d_backward_data(s, y, w, x, stream); }, sync, timing);
-  times.backward_filter_us = median_time_us(
-      [&] { conv2d_backward_filter(s, x, y, dw, no_bias, false, workspace, stream); }, sync,
+      median_stream_time_us([&] { conv2d_backward_data(s, y, w, x, stream); }, stream, timing);
+  times.backward_filter_us = median_stream_time_us(
+      [&] { conv2d_backward_filter(s, x, y, dw, no_bias, false, workspace, stream); }, stream,
       timing);
   return times;
 }
@@ -336,10 +335,10 @@ std::vector<Row> run_gpu(const Options& options, Device device, RowPrinter& prin
   Tensor b = Tensor::zeros({elements}, DType::f32, device, stream);
   Tensor out = Tensor::empty({elements}, DType::f32, device);
   const double copy_us = time_device_memcpy(elements * 4, stream, timing);
-  auto sync = [&] { stream.synchronize(); };
-  const double relu_us = median_time_us([&] { relu_forward(a, out, stream); }, sync, timing);
+  const double relu_us =
+      median_stream_time_us([&] { relu_forward(a, out, stream); }, stream, timing);
   const double add_relu_us =
-      median_time_us([&] { add_relu_forward(a, b, out, stream); }, sync, timing);
+      median_stream_time_us([&] { add_relu_forward(a, b, out, stream); }, stream, timing);
   Row copy{"kernels", "memcpy", "d2d copy 256 MiB", copy_us};
   copy.gbps = 2.0 * elements * 4 / (copy_us * 1e3);
   Row relu{"kernels", "native", "relu fwd f32 256 MiB", relu_us};

@@ -67,7 +67,6 @@ ConvPassTimes time_cudnn_conv(const Conv2dShape& s, DType dtype, Stream& stream,
   Tensor w = Tensor::zeros(s.filter_shape(), dtype, device, stream);
   Tensor y = Tensor::zeros(s.output_shape(), dtype, device, stream);
   const float one = 1.f, zero = 0.f;
-  auto sync = [&] { stream.synchronize(); };
   ConvPassTimes times;
 
   int returned = 0;
@@ -75,27 +74,27 @@ ConvPassTimes time_cudnn_conv(const Conv2dShape& s, DType dtype, Stream& stream,
   CHECK_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(
       conv.handle, conv.x_desc, conv.w_desc, conv.conv_desc, conv.y_desc, 8, &returned, fwd));
   Tensor fwd_ws = Tensor::empty({static_cast<int64_t>(fwd[0].memory / 4 + 1)}, DType::f32, device);
-  times.forward_us = median_time_us(
+  times.forward_us = median_stream_time_us(
       [&] {
         CHECK_CUDNN(cudnnConvolutionForward(
             conv.handle, &one, conv.x_desc, x.raw_data(), conv.w_desc, w.raw_data(), conv.conv_desc,
             fwd[0].algo, fwd_ws.raw_data(), fwd[0].memory, &zero, conv.y_desc, y.raw_data()));
       },
-      sync, options);
+      stream, options);
 
   cudnnConvolutionBwdDataAlgoPerf_t bwd_data[8];
   CHECK_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(
       conv.handle, conv.w_desc, conv.y_desc, conv.conv_desc, conv.x_desc, 8, &returned, bwd_data));
   Tensor data_ws =
       Tensor::empty({static_cast<int64_t>(bwd_data[0].memory / 4 + 1)}, DType::f32, device);
-  times.backward_data_us = median_time_us(
+  times.backward_data_us = median_stream_time_us(
       [&] {
         CHECK_CUDNN(cudnnConvolutionBackwardData(
             conv.handle, &one, conv.w_desc, w.raw_data(), conv.y_desc, y.raw_data(), conv.conv_desc,
             bwd_data[0].algo, data_ws.raw_data(), bwd_data[0].memory, &zero, conv.x_desc,
             x.raw_data()));
       },
-      sync, options);
+      stream, options);
 
   cudnnConvolutionBwdFilterAlgoPerf_t bwd_filter[8];
   CHECK_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(conv.handle, conv.x_desc, conv.y_desc,
@@ -103,14 +102,14 @@ ConvPassTimes time_cudnn_conv(const Conv2dShape& s, DType dtype, Stream& stream,
                                                             &returned, bwd_filter));
   Tensor filter_ws =
       Tensor::empty({static_cast<int64_t>(bwd_filter[0].memory / 4 + 1)}, DType::f32, device);
-  times.backward_filter_us = median_time_us(
+  times.backward_filter_us = median_stream_time_us(
       [&] {
         CHECK_CUDNN(cudnnConvolutionBackwardFilter(
             conv.handle, &one, conv.x_desc, x.raw_data(), conv.y_desc, y.raw_data(), conv.conv_desc,
             bwd_filter[0].algo, filter_ws.raw_data(), bwd_filter[0].memory, &zero, conv.w_desc,
             w.raw_data()));
       },
-      sync, options);
+      stream, options);
   return times;
 }
 
@@ -142,22 +141,23 @@ LinearPassTimes time_cublas_linear(int64_t rows, int64_t in, int64_t out, DType 
                               b.raw_data(), type, static_cast<int>(ldb), &zero, c.raw_data(),
                               c_type, static_cast<int>(ldc), compute, CUBLAS_GEMM_DEFAULT));
   };
-  auto sync = [&] { stream.synchronize(); };
   LinearPassTimes times;
   // y^T (out x rows) = w (w^T stored, transposed back) * x^T.
-  times.forward_us = median_time_us(
-      [&] { gemm(CUBLAS_OP_T, CUBLAS_OP_N, out, rows, in, w, in, x, in, y, out); }, sync, options);
+  times.forward_us = median_stream_time_us(
+      [&] { gemm(CUBLAS_OP_T, CUBLAS_OP_N, out, rows, in, w, in, x, in, y, out); }, stream,
+      options);
   // dx^T (in x rows) = w^T (as stored) * dy^T (as stored).
-  times.backward_data_us = median_time_us(
-      [&] { gemm(CUBLAS_OP_N, CUBLAS_OP_N, in, rows, out, w, in, y, out, x, in); }, sync, options);
+  times.backward_data_us = median_stream_time_us(
+      [&] { gemm(CUBLAS_OP_N, CUBLAS_OP_N, in, rows, out, w, in, y, out, x, in); }, stream,
+      options);
   // dw^T (in x out) = x^T (as stored) * dy (dy^T stored, transposed back); then
   // db (out x 1) = dy^T (as stored) * ones (rows x 1).
-  times.backward_weight_us = median_time_us(
+  times.backward_weight_us = median_stream_time_us(
       [&] {
         gemm(CUBLAS_OP_N, CUBLAS_OP_T, in, out, rows, x, in, y, out, dw, in);
         gemm(CUBLAS_OP_N, CUBLAS_OP_N, out, 1, rows, y, out, ones, rows, db, out);
       },
-      sync, options);
+      stream, options);
   cublasDestroy(handle);
   return times;
 }
@@ -165,12 +165,12 @@ LinearPassTimes time_cublas_linear(int64_t rows, int64_t in, int64_t out, DType 
 double time_device_memcpy(int64_t bytes, Stream& stream, const TimingOptions& options) {
   Tensor src = Tensor::zeros({bytes / 4}, DType::f32, stream.device(), stream);
   Tensor dst = Tensor::empty({bytes / 4}, DType::f32, stream.device());
-  return median_time_us(
+  return median_stream_time_us(
       [&] {
         CHECK_CUDA(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), bytes, cudaMemcpyDeviceToDevice,
                                    stream.native()));
       },
-      [&] { stream.synchronize(); }, options);
+      stream, options);
 }
 
 double time_cudnn_add_relu(int64_t n, Stream& stream, const TimingOptions& options) {
@@ -192,14 +192,14 @@ double time_cudnn_add_relu(int64_t n, Stream& stream, const TimingOptions& optio
   Tensor b = Tensor::zeros({n}, DType::f32, stream.device(), stream);
   Tensor y = Tensor::empty({n}, DType::f32, stream.device());
   const float one = 1.f, zero = 0.f;
-  const double time_us = median_time_us(
+  const double time_us = median_stream_time_us(
       [&] {
         CHECK_CUDNN(cudnnOpTensor(handle, add, &one, desc, a.raw_data(), &one, desc, b.raw_data(),
                                   &zero, desc, y.raw_data()));
         CHECK_CUDNN(cudnnActivationForward(handle, relu, &one, desc, y.raw_data(), &zero, desc,
                                            y.raw_data()));
       },
-      [&] { stream.synchronize(); }, options);
+      stream, options);
   cudnnDestroyActivationDescriptor(relu);
   cudnnDestroyOpTensorDescriptor(add);
   cudnnDestroyTensorDescriptor(desc);

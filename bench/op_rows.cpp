@@ -32,7 +32,7 @@ double device_copy_us(double bytes, Stream& stream, const TimingOptions& timing)
   const int64_t elements = static_cast<int64_t>(bytes / 8);
   Tensor src = Tensor::zeros({elements}, DType::f32, stream.device(), stream);
   Tensor dst = Tensor::empty({elements}, DType::f32, stream.device());
-  return median_time_us([&] { copy(src, dst, stream); }, [&] { stream.synchronize(); }, timing);
+  return median_stream_time_us([&] { copy(src, dst, stream); }, stream, timing);
 }
 
 // Each row's baseline, timed right before the row: PyTorch on the CPU; on a GPU, cuBLAS for the
@@ -140,8 +140,7 @@ std::vector<Row> run_op_rows(const OpRowOptions& options, Stream& stream,
       // The baseline first: PyTorch's process is then idle, past its start-up, while ours run.
       Row row("kernels", "native", c.name + suffix, 0);
       baselines.attach(c, dtype, row);
-      row.time_us = median_time_us(
-          op, [&] { stream.synchronize(); }, timing);
+      row.time_us = median_stream_time_us(op, stream, timing);
       if (c.is_gemm()) {
         row.gflops = c.flops / (row.time_us * 1e3);
       } else {

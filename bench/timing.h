@@ -1,12 +1,15 @@
-// Wall-clock timing of a callable: one warm-up call, then repeats until min_seconds have
-// passed (and at least min_reps ran); returns the median in microseconds. `sync` runs after
-// each call (stream synchronize for GPU work) so the clock sees finished work.
+// Timing of a callable: one warm-up call, then repeats until min_seconds have passed (and at
+// least min_reps ran); returns the median in microseconds. median_time_us reads the wall clock,
+// with `sync` after each call so the clock sees finished work; median_stream_time_us reads a
+// CUDA stream's work from timing events around each call.
 #pragma once
 
 #include <algorithm>
 #include <chrono>
 #include <thread>
 #include <vector>
+
+#include "kernels/stream.h"
 
 namespace engine::bench {
 
@@ -28,6 +31,33 @@ double median_time_us(Fn&& fn, Sync&& sync, const TimingOptions& options = {}) {
     fn();
     sync();
     times.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+  }
+  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+  return times[times.size() / 2];
+}
+
+// The median time of the work `fn` queues on `stream`. On a CUDA stream, from timing events
+// recorded before and after each call: the GPU's clock, without the host's launch and
+// synchronize latency (tens of microseconds, most of a small kernel's time on a host clock).
+// On the CPU stream, where ops run as they are called, from the wall clock.
+template <typename Fn>
+double median_stream_time_us(Fn&& fn, const Stream& stream, const TimingOptions& options = {}) {
+  if (stream.device().is_cpu())
+    return median_time_us(
+        fn, [] {}, options);
+  using Clock = std::chrono::steady_clock;
+  Event start(stream.device(), /*timing=*/true), end(stream.device(), /*timing=*/true);
+  fn();
+  stream.synchronize();
+  std::vector<double> times;
+  const auto first = Clock::now();
+  while (static_cast<int>(times.size()) < options.min_reps ||
+         std::chrono::duration<double>(Clock::now() - first).count() < options.min_seconds) {
+    start.record(stream);
+    fn();
+    end.record(stream);
+    end.synchronize();
+    times.push_back(1e3 * Event::elapsed_ms(start, end));
   }
   std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
   return times[times.size() / 2];

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
@@ -27,6 +29,17 @@ inline double rms(const std::vector<double>& values) {
   for (double v : values)
     if (std::isfinite(v)) sum += v * v;
   return values.empty() ? 0.0 : std::sqrt(sum / static_cast<double>(values.size()));
+}
+
+// With ENGINE_TEST_REPORT_ERRORS set (scripts/gpu-check sets it), a comparison that passes
+// prints the worst error it measured beside its tolerance: on a GPU, how near a case sits to
+// its bound shows before it fails.
+inline void report_measured_error(double worst, double rel, size_t elements) {
+  if (std::getenv("ENGINE_TEST_REPORT_ERRORS") == nullptr) return;
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::printf("[ measured ] %s.%s: worst relative error %.3g of tolerance %.3g over %zu values\n",
+              test != nullptr ? test->test_suite_name() : "?", test != nullptr ? test->name() : "?",
+              worst, rel, elements);
 }
 
 // Element i passes when |actual_i - expected_i| <= rel * max(|expected_i|, scales_i).
@@ -58,7 +71,10 @@ template <typename E, typename A>
     }
     if (std::isfinite(error) && magnitude > 0) worst = std::max(worst, error / magnitude);
   }
-  if (failures == 0) return ::testing::AssertionSuccess();
+  if (failures == 0) {
+    report_measured_error(worst, rel, expected.size());
+    return ::testing::AssertionSuccess();
+  }
   return ::testing::AssertionFailure()
          << failures << " of " << expected.size() << " elements differ; first at " << first << ": "
          << static_cast<double>(actual[first]) << " vs expected " << expected[first] << " (rel "
