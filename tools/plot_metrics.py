@@ -21,6 +21,11 @@ def read_jsonl(path):
         sys.exit(f"{path}: {error}")
 
 
+def percent(line, key):
+    """An accuracy in percent: KEY_pct, or KEY as a fraction in files written before 2026-12-04."""
+    return line[key + "_pct"] if key + "_pct" in line else 100 * line[key]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -54,9 +59,9 @@ def main():
     loss_axes.legend()
     for key, style, label in (("train_top1", "o-", "train top-1"), ("val_top1", "s-", "val top-1"),
                               ("val_top5", "^-", "val top-5")):
-        accuracy_axes.plot(x, [100 * e[key] for e in epochs], style, label=label)
-    best = max(epochs, key=lambda e: e["val_top1"])
-    accuracy_axes.annotate(f"{100 * best['val_top1']:.2f}%", (best["epoch"], 100 * best["val_top1"]),
+        accuracy_axes.plot(x, [percent(e, key) for e in epochs], style, label=label)
+    best = max(epochs, key=lambda e: percent(e, "val_top1"))
+    accuracy_axes.annotate(f"{percent(best, 'val_top1'):.2f}%", (best["epoch"], percent(best, "val_top1")),
                            textcoords="offset points", xytext=(-10, -16))
     accuracy_axes.set_xlabel("epoch")
     accuracy_axes.set_ylabel("accuracy (%)")

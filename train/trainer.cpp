@@ -264,7 +264,12 @@ void Trainer::State::resume() {
       }
       first_batch = saved.sampler.index / options.batch_size;
     }
-    if (const auto best = extra("best_val_top1")) best_top1 = std::stod(*best);
+    // A percent since 2026-12-04 (best_val_top1_pct); earlier checkpoints saved a fraction.
+    if (const auto best = extra("best_val_top1_pct")) {
+      best_top1 = std::stod(*best) / 100;
+    } else if (const auto fraction = extra("best_val_top1")) {
+      best_top1 = std::stod(*fraction);
+    }
   }
   // Every rank read the same file; rank 0's copy is the one all keep (and a state_dict's
   // BatchNorm buffers reach every rank).
@@ -336,7 +341,7 @@ int Trainer::State::report_steps(std::vector<PendingStep>& pending, int64_t epoc
                                             .add("epoch", epoch)
                                             .add("loss", step_totals.loss_sum / step_totals.samples)
                                             .add("lr", p.lr)
-                                            .add("comm_hidden", timing.hidden_fraction)
+                                            .add("comm_hidden_pct", 100 * timing.hidden_fraction)
                                             .str());
     }
   }
@@ -492,7 +497,7 @@ void Trainer::State::save(const std::string& name, int64_t epochs_done, int64_t 
   state.extra["batch_size"] = std::to_string(options.batch_size);
   state.extra["accum_steps"] = std::to_string(options.accum_steps);
   state.extra["lr_schedule"] = std::string(schedule_name(options.lr_schedule));
-  if (best_top1 >= 0) state.extra["best_val_top1"] = json_number(best_top1);
+  if (best_top1 >= 0) state.extra["best_val_top1_pct"] = json_number(100 * best_top1);
   nn::save_checkpoint(checkpoint_path(options, name), model, *sgd, state, stream);
 }
 
@@ -501,16 +506,17 @@ void Trainer::State::write_epoch_metrics(const EpochFigures& f, bool trained) {
   JsonLine line;
   line.add("epoch", f.epoch + 1);
   const double none = std::nan("");
+  // Accuracies and shares in percents, as the progress lines print them (--help says so).
   line.add("train_loss", trained ? f.train_loss : none)
-      .add("train_top1", trained ? f.train_top1 : none)
+      .add("train_top1_pct", trained ? 100 * f.train_top1 : none)
       .add("val_loss", f.val_loss)
-      .add("val_top1", f.val_top1)
-      .add("val_top5", f.val_top5)
+      .add("val_top1_pct", 100 * f.val_top1)
+      .add("val_top5_pct", 100 * f.val_top5)
       .add("lr", trained ? f.lr : none)
       .add("images_per_s", trained ? f.images_per_s : none)
       .add("epoch_s", f.epoch_s)
       .add("skipped_files", f.skipped_files)
-      .add("comm_hidden", trained ? f.comm_hidden : none)
+      .add("comm_hidden_pct", trained ? 100 * f.comm_hidden : none)
       .add("step", step)
       .add("world_size", world())
       .add("arch", options.arch);

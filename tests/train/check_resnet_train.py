@@ -27,6 +27,7 @@ Only the Python standard library is used.
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import struct
@@ -42,8 +43,9 @@ MPI = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
 # Small and fast: 32 px, resnet18, 1 compute thread per rank on the 2-core CI machine.
 COMMON = ["--arch", "resnet18", "--image-size", "32", "--crop-scale", "0.64,1", "--workers", "1",
           "--normalize", "0.286,0.286,0.286/0.353,0.353,0.353", "--print-freq", "5"]
-METRIC_KEYS = ["epoch", "train_loss", "train_top1", "val_loss", "val_top1", "val_top5", "lr",
-               "images_per_s", "epoch_s", "skipped_files", "comm_hidden"]
+# Accuracies and shares in percents (_pct), as printed and in the checkpoint.
+METRIC_KEYS = ["epoch", "train_loss", "train_top1_pct", "val_loss", "val_top1_pct", "val_top5_pct",
+               "lr", "images_per_s", "epoch_s", "skipped_files", "comm_hidden_pct"]
 
 
 class Failure(Exception):
@@ -91,8 +93,9 @@ def train_and_check_learning(args, name, extra):
         check(not missing, f"metrics line lacks {missing}: {line}")
     losses = [line["train_loss"] for line in epochs]
     check(losses[-1] < 0.8 * losses[0], f"train loss did not fall: {losses}")
-    check(epochs[-1]["val_top1"] > 0.3, f"val top-1 {epochs[-1]['val_top1']} not above chance (0.1)")
-    check(0 <= epochs[-1]["comm_hidden"] <= 1, "comm_hidden outside [0, 1]")
+    check(epochs[-1]["val_top1_pct"] > 30,
+          f"val top-1 {epochs[-1]['val_top1_pct']}% not above chance (10%)")
+    check(0 <= epochs[-1]["comm_hidden_pct"] <= 100, "comm_hidden_pct outside [0, 100]")
     return work, result, epochs
 
 
@@ -100,7 +103,42 @@ def case_learns_bf16(args):
     _, result, epochs = train_and_check_learning(args, "learns_bf16", ["--precision", "bf16"])
     check("bf16" in result.stdout, "the banner does not say bf16")
     print(f"learns_bf16: train loss {[e['train_loss'] for e in epochs]}, val top-1 "
-          f"{[e['val_top1'] for e in epochs]}, {result.seconds:.0f} s")
+          f"{[e['val_top1_pct'] for e in epochs]}, {result.seconds:.0f} s")
+
+
+def best_in_checkpoint(path):
+    """The checkpoint's best val top-1 (metadata key ...best_val_top1_pct), with its key."""
+    metadata, _ = read_safetensors_plain(path)
+    keys = [key for key in metadata if key.endswith("best_val_top1_pct")]
+    check(len(keys) == 1, f"{path}: no best_val_top1_pct in its metadata {sorted(metadata)}")
+    return keys[0], float(metadata[keys[0]])
+
+
+def check_one_metrics_convention(work, stdout, epochs):
+    """Printed epoch summaries, metrics.jsonl and the checkpoint agree, all in percents."""
+    printed = re.findall(r"epoch (\d+)/\d+ done .*\| val loss \S+ top1 (\S+)% top5 (\S+)%", stdout)
+    check(len(printed) == len(epochs), f"{len(printed)} printed epoch summaries, {len(epochs)} lines")
+    for (epoch, top1, top5), line in zip(printed, epochs):
+        check(f"{line['val_top1_pct']:.2f}" == top1 and f"{line['val_top5_pct']:.2f}" == top5,
+              f"epoch {epoch}: printed top1 {top1}% top5 {top5}%, metrics.jsonl {line}")
+    _, best = best_in_checkpoint(os.path.join(work, "last.safetensors"))
+    check(abs(best - max(line["val_top1_pct"] for line in epochs)) < 1e-9,
+          f"the checkpoint's best_val_top1_pct {best} is not the best epoch's val top-1")
+
+
+def rewrite_best_as_fraction(path, fraction):
+    """An older checkpoint's form: best_val_top1 as a fraction (before 2026-12-04)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    (length,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + length])
+    key, _ = best_in_checkpoint(path)
+    del header["__metadata__"][key]
+    header["__metadata__"][key[:-len("_pct")]] = repr(fraction)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    check(len(text) <= length, "the rewritten header is longer")
+    with open(path, "wb") as f:
+        f.write(data[:8] + text + b" " * (length - len(text)) + data[8 + length:])
 
 
 def case_learns(args):
@@ -122,8 +160,21 @@ def case_learns(args):
     check(abs(evaluated["val_loss"] - epochs[-1]["val_loss"]) < 1e-4 * max(1, epochs[-1]["val_loss"]),
           f"--evaluate gives val loss {evaluated['val_loss']}, training logged "
           f"{epochs[-1]['val_loss']}")
-    check(evaluated["val_top1"] == epochs[-1]["val_top1"], "--evaluate top-1 differs")
-    print(f"learns: train loss {losses}, val top-1 {[l['val_top1'] for l in epochs]}, "
+    check(evaluated["val_top1_pct"] == epochs[-1]["val_top1_pct"], "--evaluate top-1 differs")
+    check_one_metrics_convention(work, result.stdout, epochs)
+    # An older checkpoint's best (a fraction, 0.999 = 99.9%) still reads as a fraction: a fifth
+    # epoch below 99.9% is not the best (read as a percent, 0.999% would be beaten).
+    rewrite_best_as_fraction(os.path.join(work, "last.safetensors"), 0.999)
+    more = run(args, 2, ["--epochs", "5", "-b", "16", "--lr", "0.02", "--lr-schedule", "onecycle",
+                         "--wd", "5e-4", "--nesterov", "--checkpoint-dir", work, "--resume",
+                         os.path.join(work, "last.safetensors")])
+    fifth = read_jsonl(os.path.join(work, "metrics.jsonl"))[-1]
+    check(fifth["epoch"] == 5 and fifth["val_top1_pct"] < 99.9, f"epoch 5: {fifth}")
+    check("epoch 5/5 done" in more.stdout and "(best)" not in more.stdout,
+          "an older checkpoint's fractional best was read as a percent:\n" + more.stdout)
+    check(abs(best_in_checkpoint(os.path.join(work, "last.safetensors"))[1] - 99.9) < 1e-9,
+          "the resumed run did not keep the older best, in percent")
+    print(f"learns: train loss {losses}, val top-1 {[l['val_top1_pct'] for l in epochs]}%, "
           f"{result.seconds:.0f} s")
 
 
@@ -182,7 +233,7 @@ def case_resume(args):
           "--resume auto did not continue from parts/last.safetensors:\n" + resumed.stdout)
     # Everything but the timing: step, epoch, loss and rate, as written (17 significant digits).
     def figures(path):
-        return [{k: v for k, v in line.items() if k != "comm_hidden"} for line in read_jsonl(path)]
+        return [{k: v for k, v in line.items() if k != "comm_hidden_pct"} for line in read_jsonl(path)]
     a, b = figures(whole), figures(parts)
     check(len(a) == 18, f"the uninterrupted run took {len(a)} steps, expected 18")
     check(a == b, "resumed losses differ:\n" + "".join(f"{x} | {y}\n"
@@ -215,7 +266,7 @@ def case_accum(args):
     run(args, 2, accum + ["--checkpoint-dir", work + "/parts", "--step-metrics", parts_steps,
                           "--resume", "auto"])
     def figures(lines):
-        return [{k: v for k, v in line.items() if k != "comm_hidden"} for line in lines]
+        return [{k: v for k, v in line.items() if k != "comm_hidden_pct"} for line in lines]
     b = read_jsonl(parts_steps)
     check(figures(a) == figures(b), "resumed accumulated steps differ:\n" +
           "".join(f"{x} | {y}\n" for x, y in zip(figures(a), figures(b)) if x != y))

@@ -63,7 +63,7 @@ def torchvision_evaluate(model, folder):
 
 def compare(what, ours, model, folder):
     loss, correct, count = torchvision_evaluate(model, folder)
-    our_correct = round(ours["val_top1"] * count)
+    our_correct = round(ours["val_top1_pct"] / 100 * count)
     print(f"{what}: resnet_train val loss {ours['val_loss']:.6f} top-1 {our_correct}/{count}; "
           f"torchvision {loss:.6f} {correct}/{count}")
     failures = []
