@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace engine::train {
 
@@ -91,6 +92,11 @@ void Progress::epoch_summary(const EpochFigures& f) {
                 format_duration(f.epoch_s).c_str(), f.train_loss, 100 * f.train_top1, f.val_loss,
                 100 * f.val_top1, 100 * f.val_top5, f.best ? " (best)" : "", f.images_per_s,
                 static_cast<long long>(f.skipped_files), 100 * f.comm_hidden);
+  if (f.has_ema) {
+    const size_t used = std::strlen(text);
+    std::snprintf(text + used, sizeof text - used, " | ema val loss %.4f top1 %.2f%% top5 %.2f%%",
+                  f.ema_val_loss, 100 * f.ema_val_top1, 100 * f.ema_val_top5);
+  }
   line(text);
 }
 

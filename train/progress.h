@@ -30,6 +30,8 @@ struct EpochFigures {
   int64_t epoch = 0, epochs = 0;
   double train_loss = 0, train_top1 = 0;
   double val_loss = 0, val_top1 = 0, val_top5 = 0;
+  bool has_ema = false;  // --ema: the weight average's validation too
+  double ema_val_loss = 0, ema_val_top1 = 0, ema_val_top5 = 0;
   double lr = 0;
   double images_per_s = 0, epoch_s = 0;
   int64_t skipped_files = 0;

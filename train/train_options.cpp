@@ -194,6 +194,10 @@ std::string train_usage() {
          "  --max-steps N            stop after N optimizer steps, saving last (0: no limit)\n"
          "  --save-every-steps N     also save last every N optimizer steps inside an epoch,\n"
          "                           for long epochs (0: at each epoch's end only)\n"
+         "  --ema DECAY              also keep an exponential moving average of the weights\n"
+         "                           and BatchNorm statistics (e.g. 0.9998), updated every\n"
+         "                           optimizer step, evaluated beside them each epoch and\n"
+         "                           saved as ema.safetensors with last (off)\n"
          "  --dump-batches DIR       each step's batch of each rank, for replaying the run\n"
          "                           in PyTorch (tools/replay_in_torch.py) (none)\n"
          "  -h, --help               this text\n";
@@ -300,6 +304,9 @@ TrainOptions parse_train_options(int argc, char** argv) {
       o.max_steps = whole();
     } else if (args.is("--save-every-steps")) {
       o.save_every_steps = whole();
+    } else if (args.is("--ema")) {
+      o.ema_decay = args.number();
+      require(o.ema_decay >= 0 && o.ema_decay < 1, "--ema must be in [0, 1)");
     } else {
       args.reject();
     }

@@ -61,6 +61,7 @@ struct TrainOptions {
   std::string dump_batches;  // "": none; else every step's batch, per rank (train/batch_dump.h)
   int64_t max_steps = 0;     // stop (saving `last`) after this many optimizer steps; 0: no limit
   int64_t save_every_steps = 0;  // also save `last` every N steps inside an epoch; 0: never
+  double ema_decay = -1;  // >= 0: a moving average of the weights (train/weight_ema.h); < 0: none
 };
 
 // The usage text (every flag with its default), starting "usage: resnet_train".

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <optional>
 #include <thread>
 
@@ -25,6 +26,7 @@
 #include "train/metric_rows.h"
 #include "train/progress.h"
 #include "train/stop_signal.h"
+#include "train/weight_ema.h"
 
 namespace engine::train {
 
@@ -128,6 +130,7 @@ struct Trainer::State {
   CommChoice grad_comm_choice;
   std::unique_ptr<nn::DataParallel> ddp;
   std::unique_ptr<nn::Sgd> sgd;
+  std::unique_ptr<WeightEma> ema;  // --ema
   nn::LrSchedule schedule;
   std::unique_ptr<data::Loader> train_loader, val_loader;
   int64_t steps_per_epoch = 0;
@@ -144,6 +147,9 @@ struct Trainer::State {
 
   void build();
   void resume();
+  // --ema: the average starts from the (resumed) weights, or from the ema.safetensors saved
+  // beside the resumed checkpoint at its step.
+  void start_ema();
   int run(const std::function<void()>& set_up);
   // Returns the signal that stopped the epoch (0: it ran to its end).
   int train_epoch(int64_t epoch, EpochFigures& figures);
@@ -283,6 +289,30 @@ void Trainer::State::resume() {
   }
 }
 
+void Trainer::State::start_ema() {
+  if (options.ema_decay < 0 || options.evaluate) return;
+  ema = std::make_unique<WeightEma>(model.params(), options.ema_decay, stream);
+  if (options.resume.empty()) return;
+  const std::string saved =
+      std::filesystem::path(options.resume).parent_path().empty()
+          ? std::string("ema.safetensors")
+          : (std::filesystem::path(options.resume).parent_path() / "ema.safetensors").string();
+  std::string what;
+  if (!std::filesystem::exists(saved)) {
+    what = "no " + saved + ": the weight average starts from the resumed weights";
+  } else if (const int64_t at = nn::read_checkpoint_info(saved).state.step; at != step) {
+    what = saved + " is at step " + std::to_string(at) + ", the checkpoint at step " +
+           std::to_string(step) + ": the weight average starts again from the resumed weights";
+  } else {
+    // Loaded through the model: its weights are the average's while the two are swapped.
+    ema->swap(stream);
+    nn::load_checkpoint(saved, model, stream);
+    ema->swap(stream);
+    what = "resumed the weight average from " + saved;
+  }
+  if (rank0()) progress.line(what);
+}
+
 void Trainer::State::ensure_setup(int64_t batch) {
   const Shape shape = {batch, options.image_size, options.image_size, 3};
   if (shape == model_shape) return;
@@ -395,6 +425,7 @@ int Trainer::State::train_epoch(int64_t epoch, EpochFigures& figures) {
     if (micro != accum - 1) continue;
     lr = nn::learning_rate(schedule, options.lr, step);
     sgd->step(static_cast<float>(lr), stream);
+    if (ema) ema->update(stream);
     ++step;
     pending.push_back({.index = index, .step = step, .samples = step_samples, .lr = lr});
     progress.tick(index, static_cast<double>(step_samples * world()), lr);
@@ -498,6 +529,13 @@ void Trainer::State::save(const std::string& name, int64_t epochs_done, int64_t 
   state.extra["accum_steps"] = std::to_string(options.accum_steps);
   state.extra["lr_schedule"] = std::string(schedule_name(options.lr_schedule));
   if (best_top1 >= 0) state.extra["best_val_top1_pct"] = json_number(100 * best_top1);
+  if (ema && name == "last") {
+    // Written before `last`: a run killed between the two finds an average of a later step
+    // than `last`, which --resume names and starts again rather than mixing them.
+    ema->swap(stream);
+    nn::save_checkpoint(checkpoint_path(options, "ema"), model, state, stream);
+    ema->swap(stream);
+  }
   nn::save_checkpoint(checkpoint_path(options, name), model, *sgd, state, stream);
 }
 
@@ -520,12 +558,18 @@ void Trainer::State::write_epoch_metrics(const EpochFigures& f, bool trained) {
       .add("step", step)
       .add("world_size", world())
       .add("arch", options.arch);
+  if (f.has_ema) {
+    line.add("ema_val_loss", f.ema_val_loss)
+        .add("ema_val_top1_pct", 100 * f.ema_val_top1)
+        .add("ema_val_top5_pct", 100 * f.ema_val_top5);
+  }
   append_line(metrics_path(options), line.str());
 }
 
 int Trainer::State::run(const std::function<void()>& set_up) {
   build();
   resume();
+  start_ema();
   if (set_up) set_up();
   if (rank0()) {
     progress.line(
@@ -572,6 +616,16 @@ int Trainer::State::run(const std::function<void()>& set_up) {
       return stopped_by > 0 ? 128 + stopped_by : 0;
     }
     evaluate(figures);
+    if (ema) {
+      EpochFigures averaged;
+      ema->swap(stream);
+      evaluate(averaged);
+      ema->swap(stream);
+      figures.has_ema = true;
+      figures.ema_val_loss = averaged.val_loss;
+      figures.ema_val_top1 = averaged.val_top1;
+      figures.ema_val_top5 = averaged.val_top5;
+    }
     figures.epoch_s = seconds_since(started);
     figures.best = figures.val_top1 > best_top1;
     if (figures.best) best_top1 = figures.val_top1;

@@ -246,6 +246,64 @@ def case_resume(args):
           "stopping at step 13 (--resume auto: fresh, then continued); steps 14-18 dumped")
 
 
+def float_tensors(path):
+    """{name: values} of a checkpoint's float tensors (weights and BatchNorm statistics)."""
+    _, tensors = read_safetensors_plain(path)
+    return {name: values for name, (dtype, _, values) in tensors.items() if dtype == "F32"}
+
+
+def case_ema(args):
+    """--ema 0.5: the average of the weights and BatchNorm statistics, evaluated each epoch,
+    saved with last, one step of it checked against the formula, resumed exactly."""
+    work = fresh(args, "ema")
+    flags = ["--epochs", "2", "-b", "16", "--lr", "0.05", "--lr-schedule", "onecycle", "--ema", "0.5"]
+    whole = run(args, 2, flags + ["--checkpoint-dir", work + "/whole"])
+    epochs = read_jsonl(os.path.join(work, "whole", "metrics.jsonl"))
+    for line in epochs:
+        missing = [k for k in ("ema_val_loss", "ema_val_top1_pct", "ema_val_top5_pct") if k not in line]
+        check(not missing, f"metrics line lacks {missing}: {line}")
+    printed = re.findall(r"\| ema val loss (\S+) top1 (\S+)% top5 (\S+)%", whole.stdout)
+    check([f"{l['ema_val_top1_pct']:.2f}" for l in epochs] == [p[1] for p in printed],
+          f"printed EMA figures {printed}, metrics.jsonl {epochs}")
+    check(epochs[-1]["ema_val_loss"] != epochs[-1]["val_loss"], "the average evaluated as the weights")
+    # Stopped at step 13 and resumed: the average resumes from ema.safetensors, exactly.
+    parts = work + "/parts"
+    run(args, 2, flags + ["--checkpoint-dir", parts, "--max-steps", "13"])
+    at13 = work + "/at13"
+    shutil.copytree(parts, at13)
+    resumed = run(args, 2, flags + ["--checkpoint-dir", parts, "--resume", parts + "/last.safetensors"])
+    check("resumed the weight average from " + parts + "/ema.safetensors" in resumed.stdout,
+          "no resumed-average line:\n" + resumed.stdout)
+    a = float_tensors(os.path.join(work, "whole", "ema.safetensors"))
+    b = float_tensors(os.path.join(parts, "ema.safetensors"))
+    check(a.keys() == b.keys() and all(a[k] == b[k] for k in a),
+          "the resumed average differs from the uninterrupted one")
+    # One step from step 13: ema14 = 0.5 * ema13 + 0.5 * w14, the weights and the statistics.
+    one = work + "/one"
+    run(args, 2, flags + ["--checkpoint-dir", one, "--resume", at13 + "/last.safetensors",
+                          "--max-steps", "14"])
+    before, weights, after = (float_tensors(os.path.join(d, f)) for d, f in
+                              ((at13, "ema.safetensors"), (one, "last.safetensors"),
+                               (one, "ema.safetensors")))
+    worst = 0.0
+    for name, values in after.items():
+        scale = max(1e-3, max(abs(v) for v in weights[name]))
+        for e, w, x in zip(before[name], weights[name], values):
+            worst = max(worst, abs(x - (0.5 * e + 0.5 * w)) / scale)
+    check(worst < 1e-6, f"ema after one step parts from 0.5 * ema + 0.5 * w by {worst:.2e}")
+    check(any(before[k] != after[k] for k in after), "the average did not move in a step")
+    check(any("running_var" in k for k in after), "the average has no BatchNorm statistics")
+    # Not resumable from another step: named, and the average starts again.
+    shutil.copy(os.path.join(parts, "ema.safetensors"), os.path.join(at13, "ema.safetensors"))
+    again = run(args, 2, flags + ["--checkpoint-dir", work + "/again", "--resume",
+                                  at13 + "/last.safetensors", "--max-steps", "14"])
+    check(at13 + "/ema.safetensors is at step 18, the checkpoint at step 13" in again.stdout,
+          "an average of another step was not named:\n" + again.stdout)
+    print(f"ema: val top-1 {[l['val_top1_pct'] for l in epochs]}%, average "
+          f"{[l['ema_val_top1_pct'] for l in epochs]}%; resumed at step 13 == uninterrupted; one "
+          f"step == 0.5 ema + 0.5 w within {worst:.1e}")
+
+
 def case_accum(args):
     """--accum-steps 2: an optimizer step of two batches, all-reduced once; resumable exactly."""
     work = fresh(args, "accum")

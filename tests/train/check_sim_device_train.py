@@ -50,7 +50,8 @@ from compare_probes import compare_probes  # noqa: E402
 COMMON = ["--arch", "resnet18", "--image-size", "32", "--crop-scale", "0.64,1", "--workers", "1",
           "--normalize", "0.286,0.286,0.286/0.353,0.353,0.353", "--print-freq", "1",
           "--epochs", "1", "--lr", "0.002", "--momentum", "0.9"]
-SINGLE_RANK = ["--comm", "ring-shm", "-b", "8", "--max-steps", "2"]
+# --ema: the weight average (sgd_step and copies on the device) saved at the stop, compared too.
+SINGLE_RANK = ["--comm", "ring-shm", "-b", "8", "--max-steps", "2", "--ema", "0.9"]
 MULTI_RANK = ["--sync-bn", "-b", "2"]
 RELATIVE_TOLERANCE = 1e-4
 MULTI_RANK_TOLERANCES = [1e-5, 2e-3]  # per step; see the docstring for why
@@ -119,10 +120,27 @@ def single_rank(args):
         sys.exit(f"expected 2 steps each, got {len(cpu)} (cpu) and {len(cuda)} (cuda)")
     worst = max(compare("cuda against cpu", cpu, cuda, [RELATIVE_TOLERANCE] * 2))
     print(f"worst relative difference {worst:.2e} (tolerance {RELATIVE_TOLERANCE})")
+    compare_weight_averages(args)
     if args.probe_exe:
         probe_on_both_devices(args, os.path.join(args.work, "cpu", "last.safetensors"),
                               os.path.join(args.work, "dumps", "step-0000002-rank-0.safetensors"))
     out_of_memory(args)
+
+
+def compare_weight_averages(args):
+    """ema.safetensors of the two devices' runs: every float tensor within 1e-4 of its RMS."""
+    from safetensors_plain import read_safetensors_plain
+    averages = {}
+    for device in ("cpu", "cuda"):
+        _, tensors = read_safetensors_plain(os.path.join(args.work, device, "ema.safetensors"))
+        averages[device] = {k: v for k, (dtype, _, v) in tensors.items() if dtype == "F32"}
+    worst = 0.0
+    for name, expected in averages["cpu"].items():
+        scale = max(1e-3, math.sqrt(sum(v * v for v in expected) / max(1, len(expected))))
+        worst = max([worst] + [abs(a - b) / scale for a, b in zip(averages["cuda"][name], expected)])
+    if averages["cpu"].keys() != averages["cuda"].keys() or worst > RELATIVE_TOLERANCE:
+        sys.exit(f"--ema: the sim device's weight average parts from the CPU's by {worst:.2e}")
+    print(f"--ema 0.9: the weight averages within {worst:.1e} of the CPU's")
 
 
 def out_of_memory(args):
