@@ -91,6 +91,14 @@ void check_values(const TrainOptions& o) {
   require(o.threads >= 0, "--threads must be >= 0");
   require(o.print_freq >= 1, "--print-freq must be >= 1");
   require(o.image_size >= 32, "--image-size must be >= 32 (the ResNet's five downsamplings)");
+  require(o.val_image_size == 0 || o.val_image_size >= 32,
+          "--val-image-size must be >= 32 (the ResNet's five downsamplings)");
+  if (o.progressive.min > 0) {
+    require(o.progressive.min >= 32 && o.progressive.min <= o.image_size,
+            "--progressive-resize MIN,FIRST,LAST needs 32 <= MIN <= --image-size");
+    require(o.progressive.first >= 1 && o.progressive.first < o.progressive.last,
+            "--progressive-resize MIN,FIRST,LAST needs 1 <= FIRST < LAST (epochs)");
+  }
   require(o.crop_scale[0] > 0 && o.crop_scale[0] <= o.crop_scale[1] && o.crop_scale[1] <= 1,
           "--crop-scale MIN,MAX needs 0 < MIN <= MAX <= 1");
   require(o.bucket_cap_mb > 0, "--bucket-cap-mb must be > 0");
@@ -124,6 +132,23 @@ std::string_view schedule_name(ScheduleName name) {
       return "onecycle";
   }
   return "?";
+}
+
+int64_t train_image_size(const TrainOptions& options, int64_t epoch) {
+  const TrainOptions::ProgressiveResize& p = options.progressive;
+  if (p.min <= 0) return options.image_size;
+  const int64_t number = epoch + 1;
+  if (number <= p.first) return p.min;
+  if (number >= p.last) return options.image_size;
+  const double grown =
+      static_cast<double>(p.min) + static_cast<double>(options.image_size - p.min) *
+                                       static_cast<double>(number - p.first) /
+                                       static_cast<double>(p.last - p.first);
+  return std::max(p.min, static_cast<int64_t>(grown) / 8 * 8);
+}
+
+int64_t val_image_size(const TrainOptions& options) {
+  return options.val_image_size > 0 ? options.val_image_size : options.image_size;
 }
 
 std::string checkpoint_path(const TrainOptions& options, std::string_view name) {
@@ -176,6 +201,11 @@ std::string train_usage() {
          "                           TF32 tensor cores, CUDA only) or bf16 (bf16 activations,\n"
          "                           fp32 master weights) (fp32)\n"
          "  --image-size S           training crop; validation resizes to S/0.875 (224)\n"
+         "  --val-image-size V       validation's center crop, resized to V/0.875 first\n"
+         "                           (--image-size)\n"
+         "  --progressive-resize MIN,FIRST,LAST\n"
+         "                           training crop MIN px through epoch FIRST, growing to\n"
+         "                           --image-size at epoch LAST, in steps of 8 px (off)\n"
          "  --crop-scale MIN,MAX     RandomResizedCrop's area range (0.08,1)\n"
          "  --bucket-cap-mb MB       gradient bucket size for the all-reduce (25)\n"
          "  --checkpoint-dir DIR     last.safetensors, best.safetensors (checkpoints)\n"
@@ -304,6 +334,15 @@ TrainOptions parse_train_options(int argc, char** argv) {
       o.max_steps = whole();
     } else if (args.is("--save-every-steps")) {
       o.save_every_steps = whole();
+    } else if (args.is("--val-image-size")) {
+      o.val_image_size = whole();
+    } else if (args.is("--progressive-resize")) {
+      const auto v = parse_list<3, double>("--progressive-resize", args.value());
+      for (double x : v) {
+        require(x > 0 && x == std::floor(x), "--progressive-resize takes three whole numbers > 0");
+      }
+      o.progressive = {static_cast<int64_t>(v[0]), static_cast<int64_t>(v[1]),
+                       static_cast<int64_t>(v[2])};
     } else if (args.is("--ema")) {
       o.ema_decay = args.number();
       require(o.ema_decay >= 0 && o.ema_decay < 1, "--ema must be in [0, 1)");

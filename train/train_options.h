@@ -62,7 +62,19 @@ struct TrainOptions {
   int64_t max_steps = 0;     // stop (saving `last`) after this many optimizer steps; 0: no limit
   int64_t save_every_steps = 0;  // also save `last` every N steps inside an epoch; 0: never
   double ema_decay = -1;  // >= 0: a moving average of the weights (train/weight_ema.h); < 0: none
+  int64_t val_image_size = 0;  // validation's center crop; 0: image_size
+  // Progressive resizing (FFCV's ImageNet recipe): the training crop is min px through epoch
+  // first (1-based), grows linearly to image_size at epoch last, then stays; min 0: off.
+  struct ProgressiveResize {
+    int64_t min = 0, first = 0, last = 0;
+  } progressive;
 };
+
+// The training crop of `epoch` (0-based): image_size, or with progressive resizing the size
+// its ramp gives that epoch, rounded down to a multiple of 8 px.
+int64_t train_image_size(const TrainOptions& options, int64_t epoch);
+// Validation's center crop: val_image_size, else image_size.
+int64_t val_image_size(const TrainOptions& options);
 
 // The usage text (every flag with its default), starting "usage: resnet_train".
 std::string train_usage();

@@ -158,13 +158,23 @@ struct Trainer::State {
   // rank was stopped by (0: none) and empties `pending`.
   int report_steps(std::vector<PendingStep>& pending, int64_t epoch, EpochTotals& totals);
   void evaluate(EpochFigures& figures);
-  void ensure_setup(int64_t batch);
+  // Sets the model up for a batch of these images' shape (NHWC), when it changes.
+  void ensure_setup(const Tensor& images);
   // Sums values over ranks in place (CPU, f32) through the host communicator.
   void sum_over_ranks(std::vector<float>& values);
   void save(const std::string& name, int64_t epochs_done, int64_t sampler_epoch,
             int64_t sampler_batches);
   void write_epoch_metrics(const EpochFigures& figures, bool trained);
 };
+
+namespace {
+// A crop of `size` px; validation first resizes the shorter side to size / 0.875, as
+// torchvision's references (224 from 256).
+void set_image_size(data::LoaderConfig& config, int64_t size) {
+  config.transform.output_size = static_cast<int>(size);
+  config.transform.resize_size = static_cast<int>(std::lround(static_cast<double>(size) / 0.875));
+}
+}  // namespace
 
 void Trainer::State::build() {
   const TrainOptions& o = options;
@@ -209,8 +219,7 @@ void Trainer::State::build() {
   loader.seed = o.seed;
   loader.transform.mean = o.normalize_mean;
   loader.transform.std = o.normalize_std;
-  loader.transform.output_size = static_cast<int>(o.image_size);
-  loader.transform.resize_size = static_cast<int>(std::lround(o.image_size / 0.875));
+  set_image_size(loader, train_image_size(o, 0));
   loader.transform.crop.scale_min = o.crop_scale[0];
   loader.transform.crop.scale_max = o.crop_scale[1];
   loader.bad_files = std::make_shared<data::BadFileLog>();
@@ -236,6 +245,7 @@ void Trainer::State::build() {
   }
   data::LoaderConfig val = loader;
   val.transform.augmentation = data::Augmentation::eval;
+  set_image_size(val, val_image_size(o));
   val_loader = std::make_unique<data::Loader>(datasets.val, val);
 }
 
@@ -313,8 +323,9 @@ void Trainer::State::start_ema() {
   if (rank0()) progress.line(what);
 }
 
-void Trainer::State::ensure_setup(int64_t batch) {
-  const Shape shape = {batch, options.image_size, options.image_size, 3};
+void Trainer::State::ensure_setup(const Tensor& images) {
+  const Shape shape = {images.size(0), images.size(1), images.size(2), 3};
+  const int64_t batch = shape[0];
   if (shape == model_shape) return;
   model.setup(shape, options.precision.activations, stream);
   loss.setup(batch, static_cast<int64_t>(datasets.classes().size()), options.precision.activations,
@@ -387,6 +398,18 @@ int Trainer::State::train_epoch(int64_t epoch, EpochFigures& figures) {
   sampler.set_epoch(epoch);
   const int64_t accum = options.accum_steps;
   const int64_t start_batch = epoch == first_epoch ? first_batch : 0;  // loader batches
+  if (const int64_t size = train_image_size(options, epoch);
+      size != train_loader->config().transform.output_size) {
+    // Progressive resizing: the epoch's crop (the loader's workers hold their transform).
+    data::LoaderConfig config = train_loader->config();
+    set_image_size(config, size);
+    train_loader.reset();
+    train_loader = std::make_unique<data::Loader>(*datasets.train, config);
+  }
+  if (rank0() && options.progressive.min > 0) {
+    progress.line("epoch " + std::to_string(epoch + 1) + ": training crop " +
+                  std::to_string(train_loader->config().transform.output_size) + " px");
+  }
   train_loader->start_epoch(epoch, sampler.indices(), start_batch);
   progress.start_epoch(epoch, options.epochs, steps_per_epoch, start_batch / accum);
   const Clock::time_point started = Clock::now();
@@ -409,7 +432,7 @@ int Trainer::State::train_epoch(int64_t epoch, EpochFigures& figures) {
     const int64_t micro = batch_index % accum;
     if (batch->ready) stream.wait(*batch->ready);
     const int64_t n = batch->images.size(0);
-    ensure_setup(n);
+    ensure_setup(batch->images);
     if (!options.dump_batches.empty()) {
       dump_batch(options.dump_batches, *batch, {step + 1, epoch, session.rank(), world()}, stream);
     }
@@ -492,7 +515,7 @@ void Trainer::State::evaluate(EpochFigures& figures) {
     if (batch->ready) stream.wait(*batch->ready);
     const int64_t n = batch->images.size(0);
     if (n == 0) continue;
-    ensure_setup(n);
+    ensure_setup(batch->images);
     const Tensor labels = Tensor::from_ints({n}, batch->labels).to(device, stream);
     nn::Pass pass{stream, false, false, {}};
     const Tensor& logits = model.forward(batch->images, pass);

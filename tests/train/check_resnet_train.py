@@ -6,7 +6,9 @@
 DIR is a small Fashion-MNIST ImageFolder (tools/export_fashion_mnist.py --train-per-class 30
 --val-per-class 10). Cases:
   learns        2 ranks, 4 epochs: train loss falls, val top-1 above chance, metrics valid,
-                last/best checkpoints written and loadable by --evaluate
+                last/best checkpoints written and loadable by --evaluate; printed figures ==
+                metrics.jsonl == the checkpoint's best, in percents; an older checkpoint's
+                fractional best resumes as a fraction
   learns_bf16   the same training with bf16 activations (fp32 master weights)
   equivalence   1 rank x batch 16 vs 2 ranks x batch 8 with --sync-bn: the same losses
   resume        stopped mid-epoch by --max-steps then --resume: the same per-step losses as
@@ -20,6 +22,10 @@ DIR is a small Fashion-MNIST ImageFolder (tools/export_fashion_mnist.py --train-
   accum         --accum-steps 2: steps of two batches, resumed mid-epoch exactly, against
                 the 2x batch (the same steps and rates, BatchNorm aside)
   dummy         --dummy: random images, no folder; the run, its checkpoint and --evaluate
+  ema           --ema 0.5: the weight average's figures printed and in the metrics, one step
+                of it against the formula, resumed at step 13 == uninterrupted bit for bit
+  resize        --progressive-resize and --val-image-size: each epoch's batches at its crop,
+                validation at its own size (== --evaluate at that size)
   sigterm       SIGTERM to one rank: every rank stops within seconds, 143, checkpoint intact
   sigkill       SIGKILL of one rank: the others end within the timeout, naming the dead rank
 Only the Python standard library is used.
@@ -304,6 +310,37 @@ def case_ema(args):
           f"step == 0.5 ema + 0.5 w within {worst:.1e}")
 
 
+def case_resize(args):
+    """--progressive-resize 32,1,3 to --image-size 48: each epoch's batches at its crop (32, 40,
+    48 px, as printed); --val-image-size 40 validates at 40 px, as --evaluate of the checkpoint
+    at 40 does, and not as at 32."""
+    work = fresh(args, "resize")
+    dumps = os.path.join(work, "dumps")
+    flags = ["--epochs", "3", "-b", "16", "--lr", "0.05", "--image-size", "48",
+             "--progressive-resize", "32,1,3", "--val-image-size", "40"]
+    result = run(args, 2, flags + ["--checkpoint-dir", work, "--dump-batches", dumps])
+    sizes = [int(m) for m in re.findall(r"^epoch \d+: training crop (\d+) px$", result.stdout, re.M)]
+    check(sizes == [32, 40, 48], f"training crops {sizes}, expected [32, 40, 48]:\n{result.stdout}")
+    steps_per_epoch = 9
+    for epoch, size in enumerate(sizes):
+        step = epoch * steps_per_epoch + 1
+        _, tensors = read_safetensors_plain(os.path.join(dumps, f"step-{step:07d}-rank-0.safetensors"))
+        check(tensors["images"][1] == [16, 3, size, size],
+              f"epoch {epoch + 1}'s batch is {tensors['images'][1]}, expected {size} px")
+    last = read_jsonl(os.path.join(work, "metrics.jsonl"))[-1]
+    evaluated = {}
+    for size in (40, 32):
+        metrics = os.path.join(work, f"eval-{size}.jsonl")
+        run(args, 1, ["--evaluate", "--resume", os.path.join(work, "last.safetensors"), "--metrics",
+                      metrics, "--val-image-size", str(size)])
+        evaluated[size] = read_jsonl(metrics)[0]["val_loss"]
+    check(abs(evaluated[40] - last["val_loss"]) <= 1e-4 * max(1, last["val_loss"]),
+          f"validation at 40 px: training logged {last['val_loss']}, --evaluate {evaluated[40]}")
+    check(evaluated[32] != evaluated[40], "--val-image-size 32 and 40 evaluate alike")
+    print(f"resize: crops {sizes} px by epoch; val loss at 40 px {evaluated[40]:.4f} (training "
+          f"{last['val_loss']:.4f}), at 32 px {evaluated[32]:.4f}")
+
+
 def case_accum(args):
     """--accum-steps 2: an optimizer step of two batches, all-reduced once; resumable exactly."""
     work = fresh(args, "accum")
@@ -505,6 +542,9 @@ def case_bad_flags(args):
         (["--evaluate"], 2, "--evaluate needs --resume FILE"),
         (["--dummy"], 2, "--dummy trains on random images: drop --data or --dummy"),
         (["--accum-steps", "0"], 2, "--accum-steps must be in 1..64"),
+        (["--ema", "1"], 2, "--ema must be in [0, 1)"),
+        (["--progressive-resize", "16,1,3"], 2, "needs 32 <= MIN <= --image-size"),
+        (["--progressive-resize", "32,3,3"], 2, "needs 1 <= FIRST < LAST"),
         (["--dummy-images", "10.5,4"], 2, "--dummy-images takes two whole numbers"),
         (["--evaluate", "--resume", "auto"], 1, "--evaluate --resume auto: there is no"),
         (["--device", "cuda"], 1, "cuda"),
