@@ -3,7 +3,7 @@
 # Fashion-MNIST subset (TRAIN_PER_CLASS, default 1500: 15,000 images; VAL_PER_CLASS, default
 # 500), 2 ranks, 6 epochs of the demo's recipe at a final crop of 64 px, validated at 64 px:
 #   fixed        --image-size 64 every epoch
-#   progressive  --progressive-resize 32,1,5: 32, 40, 48, 56, 64, 64 px
+#   progressive  --progressive-resize RAMP (default 32,1,5: 32, 40, 48, 56, 64, 64 px)
 # Prints each run's epochs (crop, val top-1, cumulative seconds of training and validation) and the
 # first epoch and training time at which val top-1 reached each of 80, 85 and 88%.
 #
@@ -31,7 +31,7 @@ recipe=(--arch resnet18 --device cpu --image-size 64 --val-image-size 64 --crop-
   --print-freq 1000)
 for run in fixed progressive; do
   extra=()
-  [[ $run == progressive ]] && extra=(--progressive-resize 32,1,5)
+  [[ $run == progressive ]] && extra=(--progressive-resize "${RAMP:-32,1,5}")
   rm -rf "${work:?}/$run"
   echo "== $run: resnet_train ${recipe[*]} ${extra[*]} $*"
   "${mpi[@]}" "$build/resnet_train" --data "$data" "${recipe[@]}" "${extra[@]}" \
