@@ -26,6 +26,7 @@
 
 #include "bench/bench_report.h"
 #include "bench/op_rows.h"
+#include "bench/random_fill.h"
 #include "bench/resnet_layers.h"
 #include "bench/timing.h"
 #include "bench/torch_baseline.h"
@@ -111,8 +112,9 @@ PassTimes time_native_conv(const Conv2dShape& s, DType dtype, Stream& stream,
   Tensor no_bias;
   Tensor workspace =
       Tensor::empty({conv2d_backward_filter_workspace_numel(s, device)}, DType::f32, device);
-  fill(x, 0.5f, stream);
-  fill(w, 0.25f, stream);
+  fill_random(x, stream, 1);
+  fill_random(w, stream, 2);
+  fill_random(y, stream, 3);  // the output gradient of the backward passes
   PassTimes times{};
   times.forward_us =
       median_stream_time_us([&] { conv2d_forward(s, x, w, no_bias, y, stream); }, stream, timing);

@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "bench/random_fill.h"
 #include "kernels/cuda/check_cublas.h"
 #include "kernels/cuda/check_cuda.h"
 #include "kernels/cuda/check_cudnn.h"
@@ -63,9 +64,13 @@ ConvPassTimes time_cudnn_conv(const Conv2dShape& s, DType dtype, Stream& stream,
                               const TimingOptions& options) {
   const Device device = stream.device();
   CudnnConv conv(s, dtype, stream.native());
-  Tensor x = Tensor::zeros(s.input_shape(), dtype, device, stream);
-  Tensor w = Tensor::zeros(s.filter_shape(), dtype, device, stream);
-  Tensor y = Tensor::zeros(s.output_shape(), dtype, device, stream);
+  Tensor x = Tensor::empty(s.input_shape(), dtype, device);
+  Tensor w = Tensor::empty(s.filter_shape(), dtype, device);
+  Tensor y = Tensor::empty(s.output_shape(), dtype, device);
+  // The inputs ours are timed on (bench_kernels' time_native_conv).
+  fill_random(x, stream, 1);
+  fill_random(w, stream, 2);
+  fill_random(y, stream, 3);
   const float one = 1.f, zero = 0.f;
   ConvPassTimes times;
 
@@ -116,9 +121,13 @@ ConvPassTimes time_cudnn_conv(const Conv2dShape& s, DType dtype, Stream& stream,
 LinearPassTimes time_cublas_linear(int64_t rows, int64_t in, int64_t out, DType dtype,
                                    Stream& stream, const TimingOptions& options) {
   const Device device = stream.device();
-  Tensor x = Tensor::zeros({rows, in}, dtype, device, stream);
-  Tensor w = Tensor::zeros({out, in}, dtype, device, stream);
-  Tensor y = Tensor::zeros({rows, out}, dtype, device, stream);  // also dy
+  Tensor x = Tensor::empty({rows, in}, dtype, device);
+  Tensor w = Tensor::empty({out, in}, dtype, device);
+  Tensor y = Tensor::empty({rows, out}, dtype, device);  // also dy
+  // The operands ours are timed on (bench/op_runners.cpp's linear_op).
+  fill_random(x, stream, 1);
+  fill_random(w, stream, 2);
+  fill_random(y, stream, 3);
   Tensor dw = Tensor::zeros({out, in}, DType::f32, device, stream);
   Tensor db = Tensor::zeros({out}, DType::f32, device, stream);
   Tensor ones = Tensor::zeros({rows}, dtype, device, stream);
