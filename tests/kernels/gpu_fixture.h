@@ -1,5 +1,5 @@
-// The fixture of the GPU suites of the batchnorm, pool, loss and optim ops: skipped, with the
-// reason, when this process has no usable CUDA device; helpers that run the same op on CPU
+// The fixture of the GPU suites (conv, warp mma, batchnorm, pool, loss, optim): skipped, with
+// the reason, when this process has no usable CUDA device; helpers that run the same op on CPU
 // tensors and on their GPU copies.
 #pragma once
 

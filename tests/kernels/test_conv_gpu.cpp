@@ -9,6 +9,7 @@
 #include <string>
 
 #include "conv_reference.h"
+#include "gpu_fixture.h"
 #include "kernels/ops.h"
 #include "kernels/runtime.h"
 
@@ -47,14 +48,8 @@ class WorstErrors {
   std::map<std::string, Worst> worst_;
 };
 
-class ConvGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (cuda_device_count() == 0) {
-      GTEST_SKIP() << "no usable CUDA device: " << cuda_unavailable_reason();
-    }
-  }
-};
+// Skipped, with the reason, without a usable CUDA device.
+class ConvGpu : public testing::GpuOpTest {};
 
 // With the layers' workspaces, as nn::Conv2d passes them: forward and input gradient split K
 // where the output has few tiles (most of the table's small-batch layer3/4 shapes). Every

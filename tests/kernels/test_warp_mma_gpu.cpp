@@ -12,6 +12,7 @@
 #include "kernels/runtime.h"
 #include "kernels/tensor.h"
 #include "tests/kernels/async_copy_checks.h"
+#include "tests/kernels/gpu_fixture.h"
 #include "tests/kernels/warp_matrix_checks.h"
 #include "tests/kernels/warp_mma_probe.h"
 
@@ -20,14 +21,8 @@ namespace {
 
 using namespace engine::testing;
 
-class WarpMmaGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (cuda_device_count() == 0) {
-      GTEST_SKIP() << "no usable CUDA device: " << cuda_unavailable_reason();
-    }
-  }
-};
+// Skipped, with the reason, without a usable CUDA device.
+class WarpMmaGpu : public testing::GpuOpTest {};
 
 void check_ldmatrix(bool transpose) {
   Stream stream(Device::cuda(0));
