@@ -105,16 +105,14 @@ struct PassTimes {
 PassTimes time_native_conv(const Conv2dShape& s, DType dtype, Stream& stream,
                            const TimingOptions& timing) {
   const Device device = stream.device();
-  Tensor x = Tensor::zeros(s.input_shape(), dtype, device, stream);
-  Tensor w = Tensor::zeros(s.filter_shape(), dtype, device, stream);
-  Tensor y = Tensor::zeros(s.output_shape(), dtype, device, stream);
+  Tensor x = random_tensor(s.input_shape(), dtype, stream, 1);
+  Tensor w = random_tensor(s.filter_shape(), dtype, stream, 2);
+  // The output, and the output gradient of the backward passes.
+  Tensor y = random_tensor(s.output_shape(), dtype, stream, 3);
   Tensor dw = Tensor::zeros(s.filter_shape(), DType::f32, device, stream);
   Tensor no_bias;
   Tensor workspace =
       Tensor::empty({conv2d_backward_filter_workspace_numel(s, device)}, DType::f32, device);
-  fill_random(x, stream, 1);
-  fill_random(w, stream, 2);
-  fill_random(y, stream, 3);  // the output gradient of the backward passes
   PassTimes times{};
   times.forward_us =
       median_stream_time_us([&] { conv2d_forward(s, x, w, no_bias, y, stream); }, stream, timing);

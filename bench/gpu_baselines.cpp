@@ -64,13 +64,10 @@ ConvPassTimes time_cudnn_conv(const Conv2dShape& s, DType dtype, Stream& stream,
                               const TimingOptions& options) {
   const Device device = stream.device();
   CudnnConv conv(s, dtype, stream.native());
-  Tensor x = Tensor::empty(s.input_shape(), dtype, device);
-  Tensor w = Tensor::empty(s.filter_shape(), dtype, device);
-  Tensor y = Tensor::empty(s.output_shape(), dtype, device);
   // The inputs ours are timed on (bench_kernels' time_native_conv).
-  fill_random(x, stream, 1);
-  fill_random(w, stream, 2);
-  fill_random(y, stream, 3);
+  Tensor x = random_tensor(s.input_shape(), dtype, stream, 1);
+  Tensor w = random_tensor(s.filter_shape(), dtype, stream, 2);
+  Tensor y = random_tensor(s.output_shape(), dtype, stream, 3);
   const float one = 1.f, zero = 0.f;
   ConvPassTimes times;
 
@@ -121,13 +118,10 @@ ConvPassTimes time_cudnn_conv(const Conv2dShape& s, DType dtype, Stream& stream,
 LinearPassTimes time_cublas_linear(int64_t rows, int64_t in, int64_t out, DType dtype,
                                    Stream& stream, const TimingOptions& options) {
   const Device device = stream.device();
-  Tensor x = Tensor::empty({rows, in}, dtype, device);
-  Tensor w = Tensor::empty({out, in}, dtype, device);
-  Tensor y = Tensor::empty({rows, out}, dtype, device);  // also dy
   // The operands ours are timed on (bench/op_runners.cpp's linear_op).
-  fill_random(x, stream, 1);
-  fill_random(w, stream, 2);
-  fill_random(y, stream, 3);
+  Tensor x = random_tensor({rows, in}, dtype, stream, 1);
+  Tensor w = random_tensor({out, in}, dtype, stream, 2);
+  Tensor y = random_tensor({rows, out}, dtype, stream, 3);  // also dy
   Tensor dw = Tensor::zeros({out, in}, DType::f32, device, stream);
   Tensor db = Tensor::zeros({out}, DType::f32, device, stream);
   Tensor ones = Tensor::zeros({rows}, dtype, device, stream);

@@ -98,12 +98,9 @@ std::function<void()> avgpool_op(const OpCase& c, Stream& stream) {
 std::function<void()> linear_op(const OpCase& c, DType dtype, Stream& stream) {
   const int64_t rows = c.dims[0], in = c.dims[1], out = c.dims[2];
   // Random operands, as cuBLAS's baseline gets (bench/random_fill.h says why).
-  Tensor x = Tensor::empty({rows, in}, dtype, stream.device());
-  Tensor w = Tensor::empty({out, in}, dtype, stream.device());
-  Tensor y = Tensor::empty({rows, out}, dtype, stream.device());
-  fill_random(x, stream, 1);
-  fill_random(w, stream, 2);
-  fill_random(y, stream, 3);
+  Tensor x = random_tensor({rows, in}, dtype, stream, 1);
+  Tensor w = random_tensor({out, in}, dtype, stream, 2);
+  Tensor y = random_tensor({rows, out}, dtype, stream, 3);
   if (c.op == "linear_fwd") {
     Tensor bias = filled({out}, DType::f32, 0.5f, stream);
     return [=, &stream]() mutable { linear_forward(x, w, bias, y, stream); };

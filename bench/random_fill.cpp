@@ -26,4 +26,10 @@ void fill_random(Tensor& t, Stream& stream, uint32_t seed) {
   }
 }
 
+Tensor random_tensor(const Shape& shape, DType dtype, Stream& stream, uint32_t seed) {
+  Tensor t = Tensor::empty(shape, dtype, stream.device());
+  fill_random(t, stream, seed);
+  return t;
+}
+
 }  // namespace engine::bench

@@ -15,5 +15,7 @@ namespace engine::bench {
 // repeated values (an 8192^3 bf16 product on an H200: 788 TFLOP/s on random values, 894 on
 // zeros, as the device tool's notes record).
 void fill_random(Tensor& t, Stream& stream, uint32_t seed);
+// A new tensor of `shape` on the stream's device, filled so.
+Tensor random_tensor(const Shape& shape, DType dtype, Stream& stream, uint32_t seed);
 
 }  // namespace engine::bench

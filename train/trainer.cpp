@@ -304,9 +304,7 @@ void Trainer::State::start_ema() {
   ema = std::make_unique<WeightEma>(model.params(), options.ema_decay, stream);
   if (options.resume.empty()) return;
   const std::string saved =
-      std::filesystem::path(options.resume).parent_path().empty()
-          ? std::string("ema.safetensors")
-          : (std::filesystem::path(options.resume).parent_path() / "ema.safetensors").string();
+      (std::filesystem::path(options.resume).parent_path() / "ema.safetensors").string();
   std::string what;
   if (!std::filesystem::exists(saved)) {
     what = "no " + saved + ": the weight average starts from the resumed weights";

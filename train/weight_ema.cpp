@@ -52,9 +52,4 @@ void WeightEma::swap(Stream& stream) {
   exchange(buffers_, params_.flat_buffers(), scratch_, stream);
 }
 
-void WeightEma::restart(Stream& stream) {
-  copy(params_.flat_values(), values_, stream);
-  if (buffers_.defined() && buffers_.numel() > 0) copy(params_.flat_buffers(), buffers_, stream);
-}
-
 }  // namespace engine::train

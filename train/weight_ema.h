@@ -21,8 +21,6 @@ class WeightEma {
   // Exchanges the average with the model's weights and buffers: the model then holds the
   // average (to evaluate or save it); a second swap restores both.
   void swap(Stream& stream);
-  // Starts the average again from the model's current weights and buffers.
-  void restart(Stream& stream);
 
   double decay() const { return decay_; }
 
