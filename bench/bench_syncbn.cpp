@@ -27,7 +27,7 @@
 #include "bench/mpi_bench_main.h"
 #include "bench/timing.h"
 #include "collectives/comm_factory.h"
-#include "collectives/timeout.h"
+#include "collectives/core/timeout.h"
 #include "kernels/runtime.h"
 #include "nn/batchnorm2d.h"
 #include "nn/resnet.h"

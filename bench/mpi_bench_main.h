@@ -17,7 +17,7 @@
 
 #include "collectives/bootstrap.h"
 #include "collectives/comm_factory.h"
-#include "collectives/timeout.h"
+#include "collectives/core/timeout.h"
 #include "train/cli_usage.h"
 
 namespace engine::bench {

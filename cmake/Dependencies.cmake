@@ -150,7 +150,7 @@ if(ENGINE_HAVE_CUDA)
     "disables --conv-impl cudnn and the cuDNN benchmark baselines")
   engine_report("cuBLAS" ON "${CUDAToolkit_VERSION}" "")
 elseif(ENGINE_SIM_DEVICE)
-  # The sim device's NCCL shim (collectives/sim/: between the processes of an mpirun job on
+  # The sim device's NCCL shim (sim/nccl/: between the processes of an mpirun job on
   # one host) is engine::nccl; NVIDIA's nccl.h declares it (CUDA 13's toolkit and libnccl-dev
   # ship it; Debian's nvidia-cuda-dev alone does not).
   find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${ENGINE_CUDA_INCLUDE_DIR} ENV NCCL_HOME PATH_SUFFIXES include)

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "collectives/check_mpi.h"
+#include "collectives/core/check_mpi.h"
 #include "kernels/error.h"
 #include "kernels/runtime.h"
 

@@ -1,16 +1,16 @@
 #include "collectives/comm_factory.h"
 
-#include "collectives/hierarchical_communicator.h"
-#include "collectives/mpi_communicator.h"
-#include "collectives/mpi_transport.h"
-#include "collectives/ring_communicator.h"
-#include "collectives/shm_transport.h"
+#include "collectives/communicators/mpi_communicator.h"
+#include "collectives/ring/hierarchical_communicator.h"
+#include "collectives/ring/ring_communicator.h"
+#include "collectives/transports/mpi_transport.h"
+#include "collectives/transports/shm_transport.h"
 #include "kernels/error.h"
 #include "kernels/runtime.h"
 #if ENGINE_HAVE_NCCL
-#include "collectives/nccl_comm.h"
-#include "collectives/nccl_communicator.h"
-#include "collectives/nccl_transport.h"
+#include "collectives/communicators/nccl_comm.h"
+#include "collectives/communicators/nccl_communicator.h"
+#include "collectives/transports/nccl_transport.h"
 #endif
 
 namespace engine {

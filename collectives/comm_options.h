@@ -5,7 +5,7 @@
 #include <chrono>
 #include <cstddef>
 
-#include "collectives/timeout.h"
+#include "collectives/core/timeout.h"
 
 namespace engine {
 

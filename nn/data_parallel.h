@@ -1,8 +1,8 @@
 // DataParallel: PyTorch's DistributedDataParallel for a ParameterSet. Each rank runs the same
 // model on its own batch; during backward the gradients are all-reduced (averaged) over the
-// ranks in buckets (collectives/grad_buckets.h) as soon as each bucket's gradients are final,
-// so communication runs while backward computes the rest. After end_backward every rank holds
-// the same averaged gradients and the optimizer step keeps the replicas identical.
+// ranks in buckets (collectives/buckets/grad_buckets.h) as soon as each bucket's gradients are
+// final, so communication runs while backward computes the rest. After end_backward every rank
+// holds the same averaged gradients and the optimizer step keeps the replicas identical.
 //
 //   DataParallel ddp(model.params(), comm, {.bucket_cap_mb = 25});
 //   ddp.broadcast_from_rank0(stream);          // once: every replica starts from rank 0's
@@ -24,8 +24,8 @@
 #include <memory>
 #include <vector>
 
+#include "collectives/buckets/grad_buckets.h"
 #include "collectives/communicator.h"
-#include "collectives/grad_buckets.h"
 #include "kernels/stream.h"
 #include "nn/layer.h"
 #include "nn/parameters.h"

@@ -5,7 +5,7 @@
 #include <array>
 #include <vector>
 
-#include "collectives/check_mpi.h"
+#include "collectives/core/check_mpi.h"
 
 namespace engine::train {
 namespace {

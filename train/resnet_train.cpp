@@ -11,8 +11,8 @@
 #include <optional>
 
 #include "collectives/bootstrap.h"
-#include "collectives/timeout.h"
-#include "collectives/watchdog.h"
+#include "collectives/core/timeout.h"
+#include "collectives/execution/watchdog.h"
 #include "kernels/error.h"
 #include "nn/resnet.h"
 #include "train/batch_dump.h"

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "collectives/reduce_op.h"
+#include "collectives/core/reduce_op.h"
 
 namespace engine::cpu {
 

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "collectives/reduce_op.h"
+#include "collectives/core/reduce_op.h"
 #include "kernels/cuda/cuda_runtime.h"
 
 namespace engine::cuda {

@@ -3,7 +3,7 @@
 // no registers held for them. A thread's copies form commit groups; cp_async_wait<N>() returns
 // once all but its newest N groups have landed, and a barrier after it makes them visible to
 // the other threads. Under nvcc these are the PTX instructions; under the SIMT emulator its
-// emulations (kernels/simt/async_copy.h), which land each copy as late as PTX allows.
+// emulations (sim/simt/async_copy.h), which land each copy as late as PTX allows.
 #pragma once
 
 #include "kernels/cuda/shared_address.cuh"

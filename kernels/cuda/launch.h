@@ -1,9 +1,9 @@
 // The one way launchers start a kernel: launch(kernel, grid, block, smem_bytes, stream, args...).
 //
 // Under nvcc this is a real <<<...>>> launch followed by an error check. Under the SIMT
-// emulator (kernels/simt/simt.h, included before any kernel header) the same call runs the
+// emulator (sim/simt/simt.h, included before any kernel header) the same call runs the
 // kernel on the CPU, one block at a time, each CUDA thread a fiber; on the sim device
-// (kernels/sim/launch.h) it is queued on the stream and then run so. Launchers never use
+// (sim/cuda/launch.h) it is queued on the stream and then run so. Launchers never use
 // <<<...>>> themselves, so every kernel can be checked in CI without a GPU.
 //
 // Kernels that need dynamic shared memory declare it with DYNAMIC_SHARED_MEMORY(T, name),
@@ -38,7 +38,7 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem_bytes,
 
 #elif defined(ENGINE_SIM_DEVICE_LAUNCH)
 
-// The sim device (ENGINE_CUDA=SIM, kernels/sim/kernel_prelude.h): queued on the stream's
+// The sim device (ENGINE_CUDA=SIM, sim/cuda/kernel_prelude.h): queued on the stream's
 // worker, then run under the SIMT emulator.
 namespace engine::cuda {
 using sim::launch;
@@ -56,7 +56,7 @@ void allow_dynamic_shared_memory(void (*)(Params...), size_t) {}
 }  // namespace engine::cuda
 
 #else
-#error "kernels/cuda/*.cuh compile with nvcc, or with g++ after kernels/simt/simt.h (SIMT emulator)"
+#error "kernels/cuda/*.cuh compile with nvcc, or with g++ after sim/simt/simt.h (SIMT emulator)"
 #endif
 
 #if defined(__CUDACC__) || defined(ENGINE_SIM_DEVICE_LAUNCH)
@@ -71,7 +71,7 @@ namespace engine::cuda {
 
 // Per function and device (the current one), so called before each such launch: cheap, and
 // right on whichever device the launch goes to. The sim device keeps the opt-in as CUDA does
-// (kernels/sim/function_attributes.cpp) and holds launches to it.
+// (sim/cuda/function_attributes.cpp) and holds launches to it.
 template <typename... Params>
 void allow_dynamic_shared_memory(void (*kernel)(Params...), size_t bytes) {
   if (bytes <= 48 * 1024) return;  // what every kernel may have without opting in

@@ -2,7 +2,7 @@
 // elements, or 8x4 of 32-bit ones, from shared memory into each lane's fragment registers, one
 // instruction instead of WMMA's four generic loads per fragment), mma.sync m16n8k16 (bf16 in)
 // and m16n8k8 (tf32 in), both accumulating in fp32, whose fragment layouts are fixed by PTX
-// (kernels/simt/warp_matrix.h lists them), cvt.rna.tf32.f32 and plain 32-bit shared loads.
+// (sim/simt/warp_matrix.h lists them), cvt.rna.tf32.f32 and plain 32-bit shared loads.
 // Under nvcc they are the PTX instructions (sm_80 and later); under the SIMT emulator, its
 // emulations.
 #pragma once

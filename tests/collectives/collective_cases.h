@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/reduce_op.h"
+#include "collectives/core/reduce_op.h"
 #include "kernels/dtype.h"
 #include "tests/dtype_bytes.h"
 

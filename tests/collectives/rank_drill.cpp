@@ -3,7 +3,7 @@
 //   - the victim left (was SIGKILLed, or went silent) at a recorded moment;
 //   - every survivor ended with a non-zero status within --timeout-s + 10 s of that moment,
 //     as this program measures it (mpirun's own exit status says nothing under recovery);
-//   - every survivor printed the library's timeout message (collectives/timeout.cpp), word
+//   - every survivor printed the library's timeout message (collectives/core/timeout.cpp), word
 //     for word, naming the collective, the communicator, the bytes, itself as the rank that
 //     waited for at least --timeout-s, and the peer that never answered (rank_drill_expect.h).
 // ctest's TIMEOUT is only a backstop: a job still running at --timeout-s + 30 s is killed

@@ -50,7 +50,7 @@ Wording compile(const std::string& shown) {
   return wording;
 }
 
-// collectives/timeout.cpp (timeout_message, failure_message, abort_job) and watchdog.cpp,
+// collectives/core/timeout.cpp (timeout_message, failure_message, abort_job) and watchdog.cpp,
 // per communicator: the forms a survivor's message may take (none: an unknown --impl).
 std::vector<Wording> wording_for(const DrillSetup& setup) {
   const std::string head = "[rank <prefix>] all_reduce #<sequence> (" + setup.impl + ", " +

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/shm_transport.h"
+#include "collectives/transports/shm_transport.h"
 
 namespace engine::testing {
 

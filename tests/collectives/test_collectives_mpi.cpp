@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "collective_cases.h"
+#include "collectives/buckets/grad_buckets.h"
 #include "collectives/comm_factory.h"
-#include "collectives/grad_buckets.h"
-#include "collectives/hierarchical_communicator.h"
+#include "collectives/ring/hierarchical_communicator.h"
 #include "kernels/runtime.h"
 #include "mpi_main.h"
 #if ENGINE_HAVE_CUDA

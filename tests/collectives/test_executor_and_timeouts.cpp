@@ -9,9 +9,9 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/collective_request.h"
-#include "collectives/host_executor.h"
-#include "collectives/watchdog.h"
+#include "collectives/communicators/collective_request.h"
+#include "collectives/execution/host_executor.h"
+#include "collectives/execution/watchdog.h"
 
 namespace engine {
 namespace {

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "collective_cases.h"
-#include "collectives/grad_buckets.h"
-#include "collectives/ring_communicator.h"
+#include "collectives/buckets/grad_buckets.h"
+#include "collectives/ring/ring_communicator.h"
 #include "shm_ranks.h"
 
 namespace engine {

@@ -3,7 +3,7 @@
 // and f64 (computed in double), with and without avg's division, aligned (vector path) and one
 // element off (scalar path), the default grid and a 2-block grid that forces the grid-stride loop,
 // and in place.
-#include "kernels/simt/simt.h"
+#include "sim/simt/simt.h"
 // The kernels under test, compiled here by g++ for the emulator.
 #include "collectives/cuda/reduce.cuh"
 

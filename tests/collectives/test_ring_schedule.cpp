@@ -8,7 +8,7 @@
 #include <set>
 #include <vector>
 
-#include "collectives/ring_schedule.h"
+#include "collectives/ring/ring_schedule.h"
 
 namespace engine {
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "collective_cases.h"
-#include "collectives/ring_algorithms.h"
+#include "collectives/ring/ring_algorithms.h"
 #include "shm_ranks.h"
 
 namespace engine {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "kernels/dtype.h"
-#include "kernels/simt/guarded_buffer.h"
+#include "sim/simt/guarded_buffer.h"
 #include "tests/dtype_bytes.h"
 
 namespace engine::testing {

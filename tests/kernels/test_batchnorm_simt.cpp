@@ -3,7 +3,7 @@
 // bf16, the 16-byte vector path (C a multiple of the width)
 // and the scalar path (odd C, or pointers one element off), the default grid and small grids
 // that force several partials per channel, several channel tiles and the row-stride loop.
-#include "kernels/simt/simt.h"
+#include "sim/simt/simt.h"
 // The kernels under test, compiled here by g++ for the emulator.
 #include "kernels/cuda/batchnorm.cuh"
 

@@ -4,7 +4,7 @@
 // operands rounded to tf32, whose products are exact in fp32). The shapes are small but cross
 // every tile edge: M, N and K not multiples of the tiles, several tiles in each direction,
 // forced split-K, padding, stride, dilation and the pointwise fast path.
-#include "kernels/simt/simt.h"
+#include "sim/simt/simt.h"
 // The kernels under test, compiled here by g++ for the emulator.
 #include "kernels/cuda/conv.cuh"
 

@@ -2,7 +2,7 @@
 // under the SIMT emulator and compared bit for bit with the CPU twins. Each case runs with
 // aligned pointers (vector path) and with pointers one element off (scalar path), with the
 // default grid and with a 2-block grid that forces the grid-stride loop.
-#include "kernels/simt/simt.h"
+#include "sim/simt/simt.h"
 // The kernels under test, compiled here by g++ for the emulator.
 #include "kernels/cuda/activation.cuh"
 #include "kernels/cuda/copy.cuh"

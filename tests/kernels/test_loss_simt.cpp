@@ -2,7 +2,7 @@
 // twins: cross-entropy forward (per-sample and mean) and backward with and without label
 // smoothing, invalid labels, top-1/top-5 counts with ties; default grids and a 2-block grid
 // that makes warps stride over rows.
-#include "kernels/simt/simt.h"
+#include "sim/simt/simt.h"
 // The kernels under test, compiled here by g++ for the emulator.
 #include "kernels/cuda/loss.cuh"
 

@@ -1,7 +1,7 @@
 // The CUDA fused SGD kernel through its launcher under the SIMT emulator, against the CPU
 // twin: five steps for every option set and size, the 16-byte vector path (aligned) and the
 // scalar path (one element off), the default grid and a 2-block grid (grid-stride loop).
-#include "kernels/simt/simt.h"
+#include "sim/simt/simt.h"
 // The kernel under test, compiled here by g++ for the emulator.
 #include "kernels/cuda/optim.cuh"
 

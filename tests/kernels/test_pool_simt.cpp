@@ -1,7 +1,7 @@
 // The CUDA pooling kernels through their launchers under the SIMT emulator, against the CPU
 // twins: max pooling (values and argmax bit for bit, ties and NaN), its gathering backward,
 // and global average pooling (vector and scalar channel paths), with default and small grids.
-#include "kernels/simt/simt.h"
+#include "sim/simt/simt.h"
 // The kernels under test, compiled here by g++ for the emulator.
 #include "kernels/cuda/pool.cuh"
 

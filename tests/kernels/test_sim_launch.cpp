@@ -1,8 +1,8 @@
-// Kernel launches on the sim device (kernels/sim/launch.h): queued on the stream, not run by
+// Kernel launches on the sim device (sim/cuda/launch.h): queued on the stream, not run by
 // the launch call; parameters copied at the launch; a bad configuration fails the launch call
 // with CUDA's error through CHECK_CUDA; a kernel fault becomes the sticky
 // cudaErrorLaunchFailure (in a child process: the error lasts for the process's life).
-#include "kernels/sim/kernel_prelude.h"
+#include "sim/cuda/kernel_prelude.h"
 // After the prelude: launch() is engine::sim::launch here, as in the CUDA backend's .cu files.
 #include "kernels/cuda/launch.h"
 
@@ -15,7 +15,7 @@
 #include <string>
 
 #include "kernels/error.h"
-#include "kernels/sim/streams.h"
+#include "sim/cuda/streams.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// The sim device's emulated CUDA runtime (kernels/sim/): stream order, waits on events across
+// The sim device's emulated CUDA runtime (sim/cuda/): stream order, waits on events across
 // streams, tracked allocations and their errors, memsets and synchronous copies, memory and
 // pointer queries, device properties, devices and capacity from the environment
 // (ctest sets ENGINE_SIM_DEVICE_COUNT=2 and ENGINE_SIM_DEVICE_MEMORY_MIB=64).
@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "kernels/sim/streams.h"
+#include "sim/cuda/streams.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <thread>
 
-#include "collectives/grad_buckets.h"
+#include "collectives/buckets/grad_buckets.h"
 #include "ddp_cases.h"
 #include "tests/collectives/collective_cases.h"
 

@@ -18,8 +18,8 @@
 
 #include <cstdio>
 
-#include "collectives/stream_work.h"
-#include "collectives/watchdog.h"
+#include "collectives/execution/stream_work.h"
+#include "collectives/execution/watchdog.h"
 #include "kernels/device.h"
 #include "kernels/stream.h"
 #include "tests/simt/planted_bug_cli.h"

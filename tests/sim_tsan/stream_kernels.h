@@ -5,7 +5,7 @@
 // defines the kernels: one translation unit per binary includes it.
 #pragma once
 
-#include "kernels/sim/kernel_prelude.h"
+#include "sim/cuda/kernel_prelude.h"
 // After the prelude: launch() is engine::sim::launch here.
 #include "kernels/cuda/launch.h"
 
@@ -15,7 +15,7 @@
 #include <chrono>
 #include <thread>
 
-#include "kernels/sim/streams.h"
+#include "sim/cuda/streams.h"
 
 namespace sim_tsan {
 

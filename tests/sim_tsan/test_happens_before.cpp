@@ -1,4 +1,4 @@
-// No false positives: each happens-before edge CUDA promises (kernels/sim/happens_before.h)
+// No false positives: each happens-before edge CUDA promises (sim/cuda/happens_before.h)
 // orders a kernel's writes on one stream before the reads on the other side, so this suite,
 // built under ThreadSanitizer with halt_on_error, passes only when TSan stays silent; the
 // values are checked too. The planted programs next to it show that TSan does report when

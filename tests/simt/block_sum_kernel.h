@@ -4,7 +4,7 @@
 // unsynchronized). Works for any block shape, including partial last warps.
 #pragma once
 
-#include "kernels/simt/simt.h"
+#include "sim/simt/simt.h"
 
 // Sums `value` over the lanes that exist in this warp (`lanes` of them, from lane 0 up).
 __device__ inline int warp_sum(int value, unsigned lane, unsigned lanes) {

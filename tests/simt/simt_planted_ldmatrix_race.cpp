@@ -1,6 +1,6 @@
 // The planted bug for ThreadSanitizer through a tensor-core load: warp 1 fills a shared tile
 // that warp 0 reads with ldmatrix, with no __syncthreads between them. ldmatrix is emulated as
-// one warp collective computed by the last lane to arrive (kernels/simt/warp_matrix.h), but
+// one warp collective computed by the last lane to arrive (sim/simt/warp_matrix.h), but
 // each lane reads its own row in the kernel's instrumented code first, so TSan must still see
 // those reads race with warp 1's writes. CI passes when TSan reports a data race in the
 // kernel and exits with its exit code (check_sanitizer_report.cmake), and fails when the same
@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "kernels/simt/simt.h"
+#include "sim/simt/simt.h"
 #include "tests/simt/planted_bug_cli.h"
 
 __global__ void ldmatrix_without_barrier_kernel(unsigned* out) {

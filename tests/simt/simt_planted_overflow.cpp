@@ -4,7 +4,7 @@
 // without ASan (simt_planted_overflow_blind).
 #include <cstdio>
 
-#include "kernels/simt/simt.h"
+#include "sim/simt/simt.h"
 #include "tests/simt/planted_bug_cli.h"
 
 __global__ void overflow_kernel(unsigned n) {

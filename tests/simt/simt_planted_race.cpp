@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "kernels/simt/simt.h"
+#include "sim/simt/simt.h"
 #include "tests/simt/block_sum_kernel.h"
 #include "tests/simt/planted_bug_cli.h"
 

@@ -1,7 +1,7 @@
 // cp.async (kernels/cuda/async_copy.cuh) under the SIMT emulator: the probe kernel that also
 // runs on a CUDA device (kernels_conv_test's WarpMmaGpu), the emulator's latest-legal-moment
 // landing that makes a missing wait visible, and the copies PTX forbids.
-#include "kernels/simt/simt.h"
+#include "sim/simt/simt.h"
 // The wrappers and probe kernels under test, compiled here by g++ for the emulator.
 #include "tests/kernels/async_copy_kernels.cuh"
 

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "kernels/simt/simt.h"
+#include "sim/simt/simt.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "kernels/simt/simt.h"
+#include "sim/simt/simt.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/simt/simt.h"
+#include "sim/simt/simt.h"
 
 namespace {
 

@@ -9,8 +9,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/simt/guarded_buffer.h"
-#include "kernels/simt/simt.h"
+#include "sim/simt/guarded_buffer.h"
+#include "sim/simt/simt.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <numeric>
 #include <vector>
 
-#include "kernels/simt/simt.h"
+#include "sim/simt/simt.h"
 #include "tests/simt/block_sum_kernel.h"
 
 namespace {

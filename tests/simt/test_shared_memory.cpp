@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/simt/simt.h"
+#include "sim/simt/simt.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/simt/simt.h"
+#include "sim/simt/simt.h"
 
 namespace {
 

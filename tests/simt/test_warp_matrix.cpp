@@ -2,7 +2,7 @@
 // under the SIMT emulator,
 // against the PTX ISA's fragment layouts (tests/kernels/warp_matrix_checks.h). The same
 // kernels and checks run on a CUDA device in kernels_conv_test's WarpMmaGpu cases.
-#include "kernels/simt/simt.h"
+#include "sim/simt/simt.h"
 // The wrappers and probe kernels under test, compiled here by g++ for the emulator.
 #include "tests/kernels/warp_matrix_kernels.cuh"
 

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "kernels/simt/simt.h"
+#include "sim/simt/simt.h"
 
 namespace {
 

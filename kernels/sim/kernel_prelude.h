@@ -1,9 +1,0 @@
-// What every CUDA-backend .cu file includes first in an ENGINE_CUDA=SIM build (kernels/
-// CMakeLists.txt passes it with -include): the SIMT emulator, so g++ compiles the unchanged
-// kernels, and the sim device's launch, so launchers queue them on their streams.
-#pragma once
-
-#include "kernels/simt/simt.h"
-// After simt.h: kernels/cuda/launch.h then takes engine::sim::launch instead of simt::launch.
-#define ENGINE_SIM_DEVICE_LAUNCH 1
-#include "kernels/sim/launch.h"
