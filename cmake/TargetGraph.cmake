@@ -1,0 +1,48 @@
+# engine_write_target_graph(<file>): every target the project defines, one per line as
+#   <target> TAB <its folder, relative to the source root> TAB <what it links, ;-separated>
+# with aliases resolved, for tests/layout/check_layers.py to check that no arrow of the
+# target graph climbs back up a layer (e.g. the emulators in sim/ linking the engine).
+# Run at the end of the top-level CMakeLists.txt, when every target exists.
+
+function(engine_collect_targets dir out)
+  get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
+  get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
+  foreach(sub ${subdirs})
+    engine_collect_targets(${sub} sub_targets)
+    list(APPEND targets ${sub_targets})
+  endforeach()
+  set(${out} ${targets} PARENT_SCOPE)
+endfunction()
+
+function(engine_write_target_graph file)
+  engine_collect_targets(${PROJECT_SOURCE_DIR} targets)
+  set(lines "")
+  foreach(target ${targets})
+    get_target_property(type ${target} TYPE)
+    if(type STREQUAL "UTILITY")
+      continue()
+    endif()
+    get_target_property(source_dir ${target} SOURCE_DIR)
+    file(RELATIVE_PATH folder ${PROJECT_SOURCE_DIR} ${source_dir})
+    get_target_property(links ${target} LINK_LIBRARIES)
+    get_target_property(interface_links ${target} INTERFACE_LINK_LIBRARIES)
+    set(resolved "")
+    foreach(link ${links} ${interface_links})
+      # $<LINK_ONLY:x> and other generator expressions: keep the target name they wrap.
+      string(REGEX REPLACE "^\\$<[A-Z_]+:(.*)>$" "\\1" link "${link}")
+      if(link MATCHES "NOTFOUND$" OR link MATCHES "^\\$<")
+        continue()
+      endif()
+      if(TARGET ${link})
+        get_target_property(aliased ${link} ALIASED_TARGET)
+        if(aliased)
+          set(link ${aliased})
+        endif()
+      endif()
+      list(APPEND resolved ${link})
+    endforeach()
+    list(REMOVE_DUPLICATES resolved)
+    string(APPEND lines "${target}\t${folder}\t${resolved}\n")
+  endforeach()
+  file(WRITE ${file} "${lines}")
+endfunction()
