@@ -120,9 +120,11 @@ float bias_at(const float* bias, int64_t c) {
 
 }  // namespace
 
-void batchnorm_stats(DType dtype, const void* x, int64_t rows, int64_t channels, float* stats) {
-  dispatch_dtype(dtype, [&]<typename T>() {
-    const T* in = static_cast<const T*>(x);
+void batchnorm_stats(const BatchNormStatsArgs& args) {
+  const int64_t rows = args.rows, channels = args.channels;
+  float* stats = args.stats;
+  dispatch_dtype(args.dtype, [&]<typename T>() {
+    const T* in = static_cast<const T*>(args.x);
     const int64_t chunks = chunk_count(rows);
     const bool avx512 = batchnorm_avx512_applies(channels);
     const VectorIsa level = portable_loops_level();
@@ -166,7 +168,10 @@ void batchnorm_stats(DType dtype, const void* x, int64_t rows, int64_t channels,
   });
 }
 
-void batchnorm_stats_to_sums(const float* stats, int64_t channels, double* sums) {
+void batchnorm_stats_to_sums(const BatchNormStatsToSumsArgs& args) {
+  const float* stats = args.stats;
+  const int64_t channels = args.channels;
+  double* sums = args.sums;
   const float count = stats[2 * channels];
   for (int64_t c = 0; c < channels; ++c) {
     const ChannelSums channel = batchnorm_channel_sums(count, stats[c], stats[channels + c]);
@@ -176,60 +181,63 @@ void batchnorm_stats_to_sums(const float* stats, int64_t channels, double* sums)
   sums[2 * channels] = static_cast<double>(count);
 }
 
-void batchnorm_finalize_sums(const double* sums, int64_t channels, float momentum, float eps,
-                             float* running_mean, float* running_var, float* batch_stats) {
+void batchnorm_finalize_sums(const BatchNormFinalizeSumsArgs& args) {
+  const double* sums = args.sums;
+  const int64_t channels = args.channels;
+  float* running_mean = args.running_mean;
+  float* running_var = args.running_var;
+  float* batch_stats = args.batch_stats;
   const double count = sums[2 * channels];
   for (int64_t c = 0; c < channels; ++c) {
     const ChannelMoments moments = batchnorm_channel_moments(sums[c], sums[channels + c], count);
     batch_stats[c] = static_cast<float>(moments.mean);
-    batch_stats[channels + c] = batchnorm_invstd(moments.var, eps);
+    batch_stats[channels + c] = batchnorm_invstd(moments.var, args.eps);
     if (running_mean) {
-      running_mean[c] = batchnorm_running_update(running_mean[c], moments.mean, momentum);
+      running_mean[c] = batchnorm_running_update(running_mean[c], moments.mean, args.momentum);
     }
     if (running_var) {
       running_var[c] = batchnorm_running_update(
-          running_var[c], batchnorm_unbiased_var(moments.var, count), momentum);
+          running_var[c], batchnorm_unbiased_var(moments.var, count), args.momentum);
     }
   }
   batch_stats[2 * channels] = static_cast<float>(count);
 }
 
-void batchnorm_normalize(DType dtype, const void* x, const float* batch_stats, const float* weight,
-                         const float* bias, const void* residual, bool relu, void* y, int64_t rows,
-                         int64_t channels) {
+void batchnorm_normalize(const BatchNormNormalizeArgs& args) {
+  const int64_t channels = args.channels;
   ChannelAffine affine(channels);
   for (int64_t c = 0; c < channels; ++c) {
-    affine.mean[c] = batch_stats[c];
-    affine.scale[c] = batch_stats[channels + c] * weight_at(weight, c);
-    affine.shift[c] = bias_at(bias, c);
+    affine.mean[c] = args.batch_stats[c];
+    affine.scale[c] = args.batch_stats[channels + c] * weight_at(args.weight, c);
+    affine.shift[c] = bias_at(args.bias, c);
   }
-  dispatch_dtype(dtype, [&]<typename T>() {
-    apply_affine(static_cast<const T*>(x), affine, static_cast<const T*>(residual), relu,
-                 static_cast<T*>(y), rows, channels);
+  dispatch_dtype(args.dtype, [&]<typename T>() {
+    apply_affine(static_cast<const T*>(args.x), affine, static_cast<const T*>(args.residual),
+                 args.relu, static_cast<T*>(args.y), args.rows, channels);
   });
 }
 
-void batchnorm_eval_forward(DType dtype, const void* x, const float* running_mean,
-                            const float* running_var, const float* weight, const float* bias,
-                            float eps, const void* residual, bool relu, void* y, int64_t rows,
-                            int64_t channels) {
+void batchnorm_eval_forward(const BatchNormEvalForwardArgs& args) {
+  const int64_t channels = args.channels;
   ChannelAffine affine(channels);
   for (int64_t c = 0; c < channels; ++c) {
-    affine.mean[c] = running_mean[c];
-    affine.scale[c] = weight_at(weight, c) / std::sqrt(running_var[c] + eps);
-    affine.shift[c] = bias_at(bias, c);
+    affine.mean[c] = args.running_mean[c];
+    affine.scale[c] = weight_at(args.weight, c) / std::sqrt(args.running_var[c] + args.eps);
+    affine.shift[c] = bias_at(args.bias, c);
   }
-  dispatch_dtype(dtype, [&]<typename T>() {
-    apply_affine(static_cast<const T*>(x), affine, static_cast<const T*>(residual), relu,
-                 static_cast<T*>(y), rows, channels);
+  dispatch_dtype(args.dtype, [&]<typename T>() {
+    apply_affine(static_cast<const T*>(args.x), affine, static_cast<const T*>(args.residual),
+                 args.relu, static_cast<T*>(args.y), args.rows, channels);
   });
 }
 
-void batchnorm_backward_reduce(DType dtype, const void* dy, const void* x, const float* batch_stats,
-                               float* grad_sums, int64_t rows, int64_t channels) {
-  dispatch_dtype(dtype, [&]<typename T>() {
-    const T* grad = static_cast<const T*>(dy);
-    const T* in = static_cast<const T*>(x);
+void batchnorm_backward_reduce(const BatchNormBackwardReduceArgs& args) {
+  const int64_t rows = args.rows, channels = args.channels;
+  const float* batch_stats = args.batch_stats;
+  float* grad_sums = args.grad_sums;
+  dispatch_dtype(args.dtype, [&]<typename T>() {
+    const T* grad = static_cast<const T*>(args.dy);
+    const T* in = static_cast<const T*>(args.x);
     const int64_t chunks = chunk_count(rows);
     const bool avx512 = batchnorm_avx512_applies(channels);
     const VectorIsa level = portable_loops_level();
@@ -276,10 +284,10 @@ void batchnorm_backward_reduce(DType dtype, const void* dy, const void* x, const
   });
 }
 
-void batchnorm_backward_elementwise(DType dtype, const void* dy, const void* x,
-                                    const float* batch_stats, const float* weight,
-                                    const float* grad_sums, void* dx, int64_t rows,
-                                    int64_t channels) {
+void batchnorm_backward_elementwise(const BatchNormBackwardElementwiseArgs& args) {
+  const int64_t rows = args.rows, channels = args.channels;
+  const float* batch_stats = args.batch_stats;
+  const float* grad_sums = args.grad_sums;
   // Per-channel coefficients as separate arrays, so the inner loop over channels vectorizes.
   const float count = batch_stats[2 * channels];
   std::vector<float> mean(channels), invstd(channels), scale(channels), mean_dy(channels),
@@ -287,14 +295,14 @@ void batchnorm_backward_elementwise(DType dtype, const void* dy, const void* x,
   for (int64_t c = 0; c < channels; ++c) {
     mean[c] = batch_stats[c];
     invstd[c] = batch_stats[channels + c];
-    scale[c] = invstd[c] * weight_at(weight, c);
+    scale[c] = invstd[c] * weight_at(args.weight, c);
     mean_dy[c] = grad_sums[c] / count;
     mean_dy_xhat[c] = grad_sums[channels + c] / count;
   }
-  dispatch_dtype(dtype, [&]<typename T>() {
-    const T* grad = static_cast<const T*>(dy);
-    const T* in = static_cast<const T*>(x);
-    T* out = static_cast<T*>(dx);
+  dispatch_dtype(args.dtype, [&]<typename T>() {
+    const T* grad = static_cast<const T*>(args.dy);
+    const T* in = static_cast<const T*>(args.x);
+    T* out = static_cast<T*>(args.dx);
     if (batchnorm_avx512_applies(channels)) {
       for_each_row_block_reversed(rows, channels, [&](int64_t begin, int64_t end) {
         batchnorm_backward_rows_avx512(grad, in, mean.data(), invstd.data(), scale.data(),

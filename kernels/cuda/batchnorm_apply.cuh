@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/args/batchnorm.h"
 #include "kernels/cuda/channel_tile.cuh"
+#include "kernels/cuda/device_types.cuh"
 
 namespace engine::cuda {
 
@@ -84,42 +86,52 @@ __global__ void batchnorm_backward_elementwise_kernel(const T* dy, const T* x,
 // ---------------------------------------------------------------------------------------
 // Launchers
 
-// Training normalize: batch_stats = (mean, invstd, count). weight, bias, residual: or null.
-template <typename T>
-void batchnorm_normalize_launch(const T* x, const float* batch_stats, const float* weight,
-                                const float* bias, const T* residual, bool relu, T* y, int64_t rows,
-                                int64_t channels, cudaStream_t stream,
-                                const ChannelTileLaunch& shape = {}) {
-  dispatch_channel_vector<T>(channel_vector_width<T>(channels, x, residual, y), [&]<int kVec>() {
-    const ChannelTileGrid layout = channel_tile_grid(rows, channels / kVec, shape);
-    launch(batchnorm_apply_kernel<T, kVec, false>, layout.grid, layout.block, 0, stream, x,
-           batch_stats, batch_stats + channels, 0.f, weight, bias, residual, relu, y, rows,
-           channels);
+// The element-wise entry points (kernels/cuda/batchnorm.h) with their launch geometry: the
+// SIMT tests force grids through it.
+inline void batchnorm_normalize(const BatchNormNormalizeArgs& args, cudaStream_t stream,
+                                const ChannelTileLaunch& shape) {
+  dispatch_device_dtype(args.dtype, [&]<typename T>() {
+    const T* x = static_cast<const T*>(args.x);
+    const T* residual = static_cast<const T*>(args.residual);
+    T* y = static_cast<T*>(args.y);
+    const int64_t channels = args.channels;
+    dispatch_channel_vector<T>(channel_vector_width<T>(channels, x, residual, y), [&]<int kVec>() {
+      const ChannelTileGrid layout = channel_tile_grid(args.rows, channels / kVec, shape);
+      launch(batchnorm_apply_kernel<T, kVec, false>, layout.grid, layout.block, 0, stream, x,
+             args.batch_stats, args.batch_stats + channels, 0.f, args.weight, args.bias, residual,
+             args.relu, y, args.rows, channels);
+    });
   });
 }
 
-template <typename T>
-void batchnorm_eval_forward_launch(const T* x, const float* running_mean, const float* running_var,
-                                   const float* weight, const float* bias, float eps,
-                                   const T* residual, bool relu, T* y, int64_t rows,
-                                   int64_t channels, cudaStream_t stream,
-                                   const ChannelTileLaunch& shape = {}) {
-  dispatch_channel_vector<T>(channel_vector_width<T>(channels, x, residual, y), [&]<int kVec>() {
-    const ChannelTileGrid layout = channel_tile_grid(rows, channels / kVec, shape);
-    launch(batchnorm_apply_kernel<T, kVec, true>, layout.grid, layout.block, 0, stream, x,
-           running_mean, running_var, eps, weight, bias, residual, relu, y, rows, channels);
+inline void batchnorm_eval_forward(const BatchNormEvalForwardArgs& args, cudaStream_t stream,
+                                   const ChannelTileLaunch& shape) {
+  dispatch_device_dtype(args.dtype, [&]<typename T>() {
+    const T* x = static_cast<const T*>(args.x);
+    const T* residual = static_cast<const T*>(args.residual);
+    T* y = static_cast<T*>(args.y);
+    const int64_t channels = args.channels;
+    dispatch_channel_vector<T>(channel_vector_width<T>(channels, x, residual, y), [&]<int kVec>() {
+      const ChannelTileGrid layout = channel_tile_grid(args.rows, channels / kVec, shape);
+      launch(batchnorm_apply_kernel<T, kVec, true>, layout.grid, layout.block, 0, stream, x,
+             args.running_mean, args.running_var, args.eps, args.weight, args.bias, residual,
+             args.relu, y, args.rows, channels);
+    });
   });
 }
 
-template <typename T>
-void batchnorm_backward_elementwise_launch(const T* dy, const T* x, const float* batch_stats,
-                                           const float* weight, const float* grad_sums, T* dx,
-                                           int64_t rows, int64_t channels, cudaStream_t stream,
-                                           const ChannelTileLaunch& shape = {}) {
-  dispatch_channel_vector<T>(channel_vector_width<T>(channels, dy, x, dx), [&]<int kVec>() {
-    const ChannelTileGrid layout = channel_tile_grid(rows, channels / kVec, shape);
-    launch(batchnorm_backward_elementwise_kernel<T, kVec>, layout.grid, layout.block, 0, stream, dy,
-           x, batch_stats, weight, grad_sums, dx, rows, channels);
+inline void batchnorm_backward_elementwise(const BatchNormBackwardElementwiseArgs& args,
+                                           cudaStream_t stream, const ChannelTileLaunch& shape) {
+  dispatch_device_dtype(args.dtype, [&]<typename T>() {
+    const T* dy = static_cast<const T*>(args.dy);
+    const T* x = static_cast<const T*>(args.x);
+    T* dx = static_cast<T*>(args.dx);
+    const int64_t channels = args.channels;
+    dispatch_channel_vector<T>(channel_vector_width<T>(channels, dy, x, dx), [&]<int kVec>() {
+      const ChannelTileGrid layout = channel_tile_grid(args.rows, channels / kVec, shape);
+      launch(batchnorm_backward_elementwise_kernel<T, kVec>, layout.grid, layout.block, 0, stream,
+             dy, x, args.batch_stats, args.weight, args.grad_sums, dx, args.rows, channels);
+    });
   });
 }
 

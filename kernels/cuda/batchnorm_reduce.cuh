@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/args/batchnorm.h"
 #include "kernels/cuda/channel_tile.cuh"
+#include "kernels/cuda/device_types.cuh"
 #include "kernels/error.h"
 
 namespace engine::cuda {
@@ -189,42 +191,46 @@ ChannelTileGrid channel_reduce_grid(int64_t rows, int64_t channels,
   return layout;
 }
 
-// workspace: batchnorm_workspace_numel(rows, channels, shape) floats.
-template <typename T>
-void batchnorm_stats_launch(const T* x, int64_t rows, int64_t channels, float* stats,
-                            float* workspace, cudaStream_t stream,
-                            const ChannelReduceLaunch& shape = {}) {
+// The reduction entry points (kernels/cuda/batchnorm.h) with their launch geometry: the SIMT
+// tests force grids through it. workspace: batchnorm_workspace_numel(rows, channels, shape).
+inline void batchnorm_stats(const BatchNormStatsArgs& args, cudaStream_t stream,
+                            const ChannelReduceLaunch& shape) {
+  const int64_t rows = args.rows, channels = args.channels;
   const int64_t parts = channel_reduce_partials(rows, shape);
-  float* part_mean = workspace;
-  float* part_m2 = workspace + parts * channels;
-  float* part_count = workspace + 2 * parts * channels;
-  dispatch_channel_vector<T>(channel_vector_width<T>(channels, x), [&]<int kVec>() {
-    size_t smem = 0;
-    const ChannelTileGrid layout = channel_reduce_grid<kVec>(rows, channels, shape, &smem);
-    launch(batchnorm_stats_partial_kernel<T, kVec>, layout.grid, layout.block, smem, stream, x,
-           rows, channels, part_mean, part_m2, part_count);
+  float* part_mean = args.workspace;
+  float* part_m2 = args.workspace + parts * channels;
+  float* part_count = args.workspace + 2 * parts * channels;
+  dispatch_device_dtype(args.dtype, [&]<typename T>() {
+    const T* x = static_cast<const T*>(args.x);
+    dispatch_channel_vector<T>(channel_vector_width<T>(channels, x), [&]<int kVec>() {
+      size_t smem = 0;
+      const ChannelTileGrid layout = channel_reduce_grid<kVec>(rows, channels, shape, &smem);
+      launch(batchnorm_stats_partial_kernel<T, kVec>, layout.grid, layout.block, smem, stream, x,
+             rows, channels, part_mean, part_m2, part_count);
+    });
   });
   launch(batchnorm_stats_merge_kernel, per_channel_grid(channels), dim3(kChannelThreads), 0, stream,
-         part_mean, part_m2, part_count, parts, channels, stats);
+         part_mean, part_m2, part_count, parts, channels, args.stats);
 }
 
-// workspace: batchnorm_workspace_numel(rows, channels, shape) floats.
-template <typename T>
-void batchnorm_backward_reduce_launch(const T* dy, const T* x, const float* batch_stats,
-                                      float* grad_sums, int64_t rows, int64_t channels,
-                                      float* workspace, cudaStream_t stream,
-                                      const ChannelReduceLaunch& shape = {}) {
+inline void batchnorm_backward_reduce(const BatchNormBackwardReduceArgs& args, cudaStream_t stream,
+                                      const ChannelReduceLaunch& shape) {
+  const int64_t rows = args.rows, channels = args.channels;
   const int64_t parts = channel_reduce_partials(rows, shape);
-  float* part_dy = workspace;
-  float* part_dy_xmu = workspace + parts * channels;
-  dispatch_channel_vector<T>(channel_vector_width<T>(channels, dy, x), [&]<int kVec>() {
-    size_t smem = 0;
-    const ChannelTileGrid layout = channel_reduce_grid<kVec>(rows, channels, shape, &smem);
-    launch(batchnorm_backward_partial_kernel<T, kVec>, layout.grid, layout.block, smem, stream, dy,
-           x, rows, channels, batch_stats, part_dy, part_dy_xmu);
+  float* part_dy = args.workspace;
+  float* part_dy_xmu = args.workspace + parts * channels;
+  dispatch_device_dtype(args.dtype, [&]<typename T>() {
+    const T* dy = static_cast<const T*>(args.dy);
+    const T* x = static_cast<const T*>(args.x);
+    dispatch_channel_vector<T>(channel_vector_width<T>(channels, dy, x), [&]<int kVec>() {
+      size_t smem = 0;
+      const ChannelTileGrid layout = channel_reduce_grid<kVec>(rows, channels, shape, &smem);
+      launch(batchnorm_backward_partial_kernel<T, kVec>, layout.grid, layout.block, smem, stream,
+             dy, x, rows, channels, args.batch_stats, part_dy, part_dy_xmu);
+    });
   });
   launch(batchnorm_backward_merge_kernel, per_channel_grid(channels), dim3(kChannelThreads), 0,
-         stream, part_dy, part_dy_xmu, parts, channels, batch_stats, grad_sums);
+         stream, part_dy, part_dy_xmu, parts, channels, args.batch_stats, args.grad_sums);
 }
 
 }  // namespace engine::cuda

@@ -60,22 +60,20 @@ inline dim3 per_channel_grid(int64_t channels, const PerChannelLaunch& shape) {
   return dim3(static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, shape.max_blocks)));
 }
 
-inline void batchnorm_stats_to_sums_launch(const float* stats, int64_t channels, double* sums,
-                                           cudaStream_t stream,
-                                           const PerChannelLaunch& shape = {}) {
-  ENGINE_REQUIRE(channels >= 1, "batchnorm_stats_to_sums: needs at least one channel");
-  launch(batchnorm_stats_to_sums_kernel, per_channel_grid(channels, shape), dim3(shape.threads), 0,
-         stream, stats, channels, sums);
+// The fp64 entry points (kernels/cuda/batchnorm.h) with their launch geometry.
+inline void batchnorm_stats_to_sums(const BatchNormStatsToSumsArgs& args, cudaStream_t stream,
+                                    const PerChannelLaunch& shape) {
+  ENGINE_REQUIRE(args.channels >= 1, "batchnorm_stats_to_sums: needs at least one channel");
+  launch(batchnorm_stats_to_sums_kernel, per_channel_grid(args.channels, shape),
+         dim3(shape.threads), 0, stream, args.stats, args.channels, args.sums);
 }
 
-// running_mean, running_var: or null.
-inline void batchnorm_finalize_sums_launch(const double* sums, int64_t channels, float momentum,
-                                           float eps, float* running_mean, float* running_var,
-                                           float* batch_stats, cudaStream_t stream,
-                                           const PerChannelLaunch& shape = {}) {
-  ENGINE_REQUIRE(channels >= 1, "batchnorm_finalize_sums: needs at least one channel");
-  launch(batchnorm_finalize_sums_kernel, per_channel_grid(channels, shape), dim3(shape.threads), 0,
-         stream, sums, channels, momentum, eps, running_mean, running_var, batch_stats);
+inline void batchnorm_finalize_sums(const BatchNormFinalizeSumsArgs& args, cudaStream_t stream,
+                                    const PerChannelLaunch& shape) {
+  ENGINE_REQUIRE(args.channels >= 1, "batchnorm_finalize_sums: needs at least one channel");
+  launch(batchnorm_finalize_sums_kernel, per_channel_grid(args.channels, shape),
+         dim3(shape.threads), 0, stream, args.sums, args.channels, args.momentum, args.eps,
+         args.running_mean, args.running_var, args.batch_stats);
 }
 
 }  // namespace engine::cuda

@@ -63,16 +63,15 @@ void batchnorm_stats(const Tensor& x, Tensor& stats, Tensor& workspace, Stream& 
   float* scratch = ops::require_workspace(op, workspace, batchnorm_workspace_numel(x), x.device(),
                                           "batchnorm_workspace_numel");
   ops::require_on_stream(op, "x", x, stream);
+  const BatchNormStatsArgs args{.dtype = x.dtype(),
+                                .x = x.raw_data(),
+                                .rows = shape.rows,
+                                .channels = shape.channels,
+                                .stats = stats.data<float>(),
+                                .workspace = scratch};
   ops::on_device(
-      op, stream,
-      [&] {
-        cpu::batchnorm_stats(x.dtype(), x.raw_data(), shape.rows, shape.channels,
-                             stats.data<float>());
-      },
-      [&](auto cuda_stream) {
-        cuda::batchnorm_stats(x.dtype(), x.raw_data(), shape.rows, shape.channels,
-                              stats.data<float>(), scratch, cuda_stream);
-      });
+      op, stream, [&] { cpu::batchnorm_stats(args); },
+      [&](auto cuda_stream) { cuda::batchnorm_stats(args, cuda_stream); });
 }
 
 void batchnorm_stats_to_sums(const Tensor& stats, Tensor& sums, Stream& stream) {
@@ -82,13 +81,11 @@ void batchnorm_stats_to_sums(const Tensor& stats, Tensor& sums, Stream& stream) 
   ops::require_f32(op, "stats", stats, batchnorm_stats_numel(channels), device);
   ops::require_f64(op, "sums", sums, batchnorm_stats_numel(channels), device);
   ops::require_on_stream(op, "stats", stats, stream);
+  const BatchNormStatsToSumsArgs args{
+      .stats = stats.data<float>(), .channels = channels, .sums = sums.data<double>()};
   ops::on_device(
-      op, stream,
-      [&] { cpu::batchnorm_stats_to_sums(stats.data<float>(), channels, sums.data<double>()); },
-      [&](auto cuda_stream) {
-        cuda::batchnorm_stats_to_sums(stats.data<float>(), channels, sums.data<double>(),
-                                      cuda_stream);
-      });
+      op, stream, [&] { cpu::batchnorm_stats_to_sums(args); },
+      [&](auto cuda_stream) { cuda::batchnorm_stats_to_sums(args, cuda_stream); });
 }
 
 void batchnorm_finalize_sums(const Tensor& sums, Tensor& running_mean, Tensor& running_var,
@@ -104,16 +101,16 @@ void batchnorm_finalize_sums(const Tensor& sums, Tensor& running_mean, Tensor& r
                  std::string(op) + ": momentum must be in [0, 1], got " + std::to_string(momentum));
   ENGINE_REQUIRE(eps >= 0.f, std::string(op) + ": eps must be >= 0, got " + std::to_string(eps));
   ops::require_on_stream(op, "batch_stats", batch_stats, stream);
+  const BatchNormFinalizeSumsArgs args{.sums = sums.data<double>(),
+                                       .channels = channels,
+                                       .momentum = momentum,
+                                       .eps = eps,
+                                       .running_mean = rm,
+                                       .running_var = rv,
+                                       .batch_stats = batch_stats.data<float>()};
   ops::on_device(
-      op, stream,
-      [&] {
-        cpu::batchnorm_finalize_sums(sums.data<double>(), channels, momentum, eps, rm, rv,
-                                     batch_stats.data<float>());
-      },
-      [&](auto cuda_stream) {
-        cuda::batchnorm_finalize_sums(sums.data<double>(), channels, momentum, eps, rm, rv,
-                                      batch_stats.data<float>(), cuda_stream);
-      });
+      op, stream, [&] { cpu::batchnorm_finalize_sums(args); },
+      [&](auto cuda_stream) { cuda::batchnorm_finalize_sums(args, cuda_stream); });
 }
 
 void batchnorm_normalize(const Tensor& x, const Tensor& batch_stats, const Tensor& weight,
@@ -128,17 +125,19 @@ void batchnorm_normalize(const Tensor& x, const Tensor& batch_stats, const Tenso
   const float* b = ops::optional_f32(op, "bias", bias, shape.channels, device);
   const void* residual = optional_residual(op, epilogue, x);
   ops::require_on_stream(op, "x", x, stream);
+  const BatchNormNormalizeArgs args{.dtype = x.dtype(),
+                                    .x = x.raw_data(),
+                                    .batch_stats = batch_stats.data<float>(),
+                                    .weight = w,
+                                    .bias = b,
+                                    .residual = residual,
+                                    .relu = epilogue.relu,
+                                    .y = y.raw_data(),
+                                    .rows = shape.rows,
+                                    .channels = shape.channels};
   ops::on_device(
-      op, stream,
-      [&] {
-        cpu::batchnorm_normalize(x.dtype(), x.raw_data(), batch_stats.data<float>(), w, b, residual,
-                                 epilogue.relu, y.raw_data(), shape.rows, shape.channels);
-      },
-      [&](auto cuda_stream) {
-        cuda::batchnorm_normalize(x.dtype(), x.raw_data(), batch_stats.data<float>(), w, b,
-                                  residual, epilogue.relu, y.raw_data(), shape.rows, shape.channels,
-                                  cuda_stream);
-      });
+      op, stream, [&] { cpu::batchnorm_normalize(args); },
+      [&](auto cuda_stream) { cuda::batchnorm_normalize(args, cuda_stream); });
 }
 
 void batchnorm_eval_forward(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
@@ -155,18 +154,21 @@ void batchnorm_eval_forward(const Tensor& x, const Tensor& running_mean, const T
   const void* residual = optional_residual(op, epilogue, x);
   ENGINE_REQUIRE(eps >= 0.f, std::string(op) + ": eps must be >= 0, got " + std::to_string(eps));
   ops::require_on_stream(op, "x", x, stream);
+  const BatchNormEvalForwardArgs args{.dtype = x.dtype(),
+                                      .x = x.raw_data(),
+                                      .running_mean = running_mean.data<float>(),
+                                      .running_var = running_var.data<float>(),
+                                      .weight = w,
+                                      .bias = b,
+                                      .eps = eps,
+                                      .residual = residual,
+                                      .relu = epilogue.relu,
+                                      .y = y.raw_data(),
+                                      .rows = shape.rows,
+                                      .channels = shape.channels};
   ops::on_device(
-      op, stream,
-      [&] {
-        cpu::batchnorm_eval_forward(x.dtype(), x.raw_data(), running_mean.data<float>(),
-                                    running_var.data<float>(), w, b, eps, residual, epilogue.relu,
-                                    y.raw_data(), shape.rows, shape.channels);
-      },
-      [&](auto cuda_stream) {
-        cuda::batchnorm_eval_forward(x.dtype(), x.raw_data(), running_mean.data<float>(),
-                                     running_var.data<float>(), w, b, eps, residual, epilogue.relu,
-                                     y.raw_data(), shape.rows, shape.channels, cuda_stream);
-      });
+      op, stream, [&] { cpu::batchnorm_eval_forward(args); },
+      [&](auto cuda_stream) { cuda::batchnorm_eval_forward(args, cuda_stream); });
 }
 
 void batchnorm_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& batch_stats,
@@ -180,18 +182,17 @@ void batchnorm_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& 
   float* scratch = ops::require_workspace(op, workspace, batchnorm_workspace_numel(x), device,
                                           "batchnorm_workspace_numel");
   ops::require_on_stream(op, "x", x, stream);
+  const BatchNormBackwardReduceArgs args{.dtype = x.dtype(),
+                                         .dy = dy.raw_data(),
+                                         .x = x.raw_data(),
+                                         .batch_stats = batch_stats.data<float>(),
+                                         .grad_sums = grad_sums.data<float>(),
+                                         .rows = shape.rows,
+                                         .channels = shape.channels,
+                                         .workspace = scratch};
   ops::on_device(
-      op, stream,
-      [&] {
-        cpu::batchnorm_backward_reduce(x.dtype(), dy.raw_data(), x.raw_data(),
-                                       batch_stats.data<float>(), grad_sums.data<float>(),
-                                       shape.rows, shape.channels);
-      },
-      [&](auto cuda_stream) {
-        cuda::batchnorm_backward_reduce(x.dtype(), dy.raw_data(), x.raw_data(),
-                                        batch_stats.data<float>(), grad_sums.data<float>(),
-                                        shape.rows, shape.channels, scratch, cuda_stream);
-      });
+      op, stream, [&] { cpu::batchnorm_backward_reduce(args); },
+      [&](auto cuda_stream) { cuda::batchnorm_backward_reduce(args, cuda_stream); });
 }
 
 void batchnorm_backward_elementwise(const Tensor& dy, const Tensor& x, const Tensor& batch_stats,
@@ -206,18 +207,18 @@ void batchnorm_backward_elementwise(const Tensor& dy, const Tensor& x, const Ten
   const float* w = ops::optional_f32(op, "weight", weight, shape.channels, device);
   ops::require_f32(op, "grad_sums", grad_sums, 2 * shape.channels, device);
   ops::require_on_stream(op, "x", x, stream);
+  const BatchNormBackwardElementwiseArgs args{.dtype = x.dtype(),
+                                              .dy = dy.raw_data(),
+                                              .x = x.raw_data(),
+                                              .batch_stats = batch_stats.data<float>(),
+                                              .weight = w,
+                                              .grad_sums = grad_sums.data<float>(),
+                                              .dx = dx.raw_data(),
+                                              .rows = shape.rows,
+                                              .channels = shape.channels};
   ops::on_device(
-      op, stream,
-      [&] {
-        cpu::batchnorm_backward_elementwise(x.dtype(), dy.raw_data(), x.raw_data(),
-                                            batch_stats.data<float>(), w, grad_sums.data<float>(),
-                                            dx.raw_data(), shape.rows, shape.channels);
-      },
-      [&](auto cuda_stream) {
-        cuda::batchnorm_backward_elementwise(
-            x.dtype(), dy.raw_data(), x.raw_data(), batch_stats.data<float>(), w,
-            grad_sums.data<float>(), dx.raw_data(), shape.rows, shape.channels, cuda_stream);
-      });
+      op, stream, [&] { cpu::batchnorm_backward_elementwise(args); },
+      [&](auto cuda_stream) { cuda::batchnorm_backward_elementwise(args, cuda_stream); });
 }
 
 }  // namespace engine

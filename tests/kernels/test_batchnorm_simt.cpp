@@ -66,9 +66,10 @@ const LaunchShapes kLaunchShapes[] = {{{}, {}, {}}, {{64, 3, 2}, {64, 2}, {32, 2
 std::vector<double> sums_checked(const std::vector<float>& stats, int64_t c,
                                  const cuda::PerChannelLaunch& shape) {
   std::vector<double> expected(2 * c + 1);
-  cpu::batchnorm_stats_to_sums(stats.data(), c, expected.data());
+  cpu::batchnorm_stats_to_sums({.stats = stats.data(), .channels = c, .sums = expected.data()});
   SimtBuffer in(DType::f32, stats), out = SimtBuffer::f64(2 * c + 1);
-  cuda::batchnorm_stats_to_sums_launch(in.floats(), c, out.doubles(), nullptr, shape);
+  cuda::batchnorm_stats_to_sums({.stats = in.floats(), .channels = c, .sums = out.doubles()},
+                                nullptr, shape);
   EXPECT_TRUE(same_bits(expected, out.double_values())) << "stats_to_sums";
   return expected;
 }
@@ -104,11 +105,15 @@ void check_training_step(const BnShape& s, DType dtype, const LaunchShapes& laun
   SimtBuffer workspace = SimtBuffer::f32(cuda::batchnorm_workspace_numel(rows, c, launch.reduce));
   SimtBuffer stats = SimtBuffer::f32(2 * c + 1);
   std::vector<float> cpu_stats(2 * c + 1);
-  cpu::batchnorm_stats(dtype, dx_in.data(), rows, c, cpu_stats.data());
-  cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
-    cuda::batchnorm_stats_launch(dx_in.as<T>(), rows, c, stats.floats(), workspace.floats(),
-                                 nullptr, launch.reduce);
-  });
+  cpu::batchnorm_stats(
+      {.dtype = dtype, .x = dx_in.data(), .rows = rows, .channels = c, .stats = cpu_stats.data()});
+  cuda::batchnorm_stats({.dtype = dtype,
+                         .x = dx_in.data(),
+                         .rows = rows,
+                         .channels = c,
+                         .stats = stats.floats(),
+                         .workspace = workspace.floats()},
+                        nullptr, launch.reduce);
   expect_stats_close(cpu_stats, stats.values(), c, std::abs(mean) + std);
 
   // Finalize as SyncBN over two ranks: these stats and another rank's, over more rows with a
@@ -121,7 +126,11 @@ void check_training_step(const BnShape& s, DType dtype, const LaunchShapes& laun
       normal_values(other_rows * c, 10, dtype, mean + 3.0 * std, 0.5 * std);
   SimtBuffer other(dtype, x_other);
   std::vector<float> other_stats(2 * c + 1);
-  cpu::batchnorm_stats(dtype, other.data(), other_rows, c, other_stats.data());
+  cpu::batchnorm_stats({.dtype = dtype,
+                        .x = other.data(),
+                        .rows = other_rows,
+                        .channels = c,
+                        .stats = other_stats.data()});
   std::vector<double> reduced = sums_checked(cpu_stats, c, launch.channel);
   const std::vector<double> other_sums = sums_checked(other_stats, c, launch.channel);
   for (size_t i = 0; i < reduced.size(); ++i)
@@ -131,10 +140,21 @@ void check_training_step(const BnShape& s, DType dtype, const LaunchShapes& laun
   const std::vector<float> rv0(c, 1.5f);
   SimtBuffer rm(DType::f32, rm0), rv(DType::f32, rv0), batch_stats = SimtBuffer::f32(2 * c + 1);
   std::vector<float> cpu_rm = rm0, cpu_rv = rv0, cpu_batch(2 * c + 1);
-  cpu::batchnorm_finalize_sums(reduced.data(), c, 0.1f, kEps, cpu_rm.data(), cpu_rv.data(),
-                               cpu_batch.data());
-  cuda::batchnorm_finalize_sums_launch(parts.doubles(), c, 0.1f, kEps, rm.floats(), rv.floats(),
-                                       batch_stats.floats(), nullptr, launch.channel);
+  cpu::batchnorm_finalize_sums({.sums = reduced.data(),
+                                .channels = c,
+                                .momentum = 0.1f,
+                                .eps = kEps,
+                                .running_mean = cpu_rm.data(),
+                                .running_var = cpu_rv.data(),
+                                .batch_stats = cpu_batch.data()});
+  cuda::batchnorm_finalize_sums({.sums = parts.doubles(),
+                                 .channels = c,
+                                 .momentum = 0.1f,
+                                 .eps = kEps,
+                                 .running_mean = rm.floats(),
+                                 .running_var = rv.floats(),
+                                 .batch_stats = batch_stats.floats()},
+                                nullptr, launch.channel);
   const double merged_scale = std::abs(mean) + 4.0 * std;
   EXPECT_TRUE(same_bits(cpu_batch, batch_stats.values())) << "batch_stats";
   EXPECT_TRUE(same_bits(cpu_rm, rm.values())) << "running_mean";
@@ -168,14 +188,27 @@ void check_training_step(const BnShape& s, DType dtype, const LaunchShapes& laun
     SimtBuffer res_inout(dtype, res, offset);
     std::vector<float> expected_values(s.numel());
     SimtBuffer expected(dtype, expected_values);
-    cpu::batchnorm_normalize(dtype, dx_in.data(), batch_stats.floats(), w, b,
-                             with_res ? dres.data() : nullptr, relu, expected.data(), rows, c);
-    cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
-      T* y = with_res ? res_inout.as<T>() : out.as<T>();
-      cuda::batchnorm_normalize_launch(dx_in.as<T>(), batch_stats.floats(), w, b,
-                                       with_res ? res_inout.as<T>() : nullptr, relu, y, rows, c,
-                                       nullptr, launch.tile);
-    });
+    cpu::batchnorm_normalize({.dtype = dtype,
+                              .x = dx_in.data(),
+                              .batch_stats = batch_stats.floats(),
+                              .weight = w,
+                              .bias = b,
+                              .residual = with_res ? dres.data() : nullptr,
+                              .relu = relu,
+                              .y = expected.data(),
+                              .rows = rows,
+                              .channels = c});
+    cuda::batchnorm_normalize({.dtype = dtype,
+                               .x = dx_in.data(),
+                               .batch_stats = batch_stats.floats(),
+                               .weight = w,
+                               .bias = b,
+                               .residual = with_res ? res_inout.data() : nullptr,
+                               .relu = relu,
+                               .y = with_res ? res_inout.data() : out.data(),
+                               .rows = rows,
+                               .channels = c},
+                              nullptr, launch.tile);
     EXPECT_TRUE(all_close(expected.values(), (with_res ? res_inout : out).values(), rel));
   }
 
@@ -183,37 +216,54 @@ void check_training_step(const BnShape& s, DType dtype, const LaunchShapes& laun
   {
     SimtBuffer out(dtype, std::vector<float>(s.numel(), 7.f), offset);
     SimtBuffer expected(dtype, std::vector<float>(s.numel()));
-    cpu::batchnorm_eval_forward(dtype, dx_in.data(), rm.floats(), rv.floats(), dw.floats(),
-                                db.floats(), kEps, dres.data(), true, expected.data(), rows, c);
-    cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
-      cuda::batchnorm_eval_forward_launch(dx_in.as<T>(), rm.floats(), rv.floats(), dw.floats(),
-                                          db.floats(), kEps, dres.as<T>(), true, out.as<T>(), rows,
-                                          c, nullptr, launch.tile);
-    });
+    BatchNormEvalForwardArgs args{.dtype = dtype,
+                                  .x = dx_in.data(),
+                                  .running_mean = rm.floats(),
+                                  .running_var = rv.floats(),
+                                  .weight = dw.floats(),
+                                  .bias = db.floats(),
+                                  .eps = kEps,
+                                  .residual = dres.data(),
+                                  .relu = true,
+                                  .y = expected.data(),
+                                  .rows = rows,
+                                  .channels = c};
+    cpu::batchnorm_eval_forward(args);
+    args.y = out.data();
+    cuda::batchnorm_eval_forward(args, nullptr, launch.tile);
     EXPECT_TRUE(all_close(expected.values(), out.values(), rel)) << "eval";
   }
 
   // Backward: the sums, then dx (in place over dy).
   SimtBuffer grad_sums = SimtBuffer::f32(2 * c);
   std::vector<float> cpu_sums(2 * c);
-  cpu::batchnorm_backward_reduce(dtype, ddy.data(), dx_in.data(), batch_stats.floats(),
-                                 cpu_sums.data(), rows, c);
-  cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
-    cuda::batchnorm_backward_reduce_launch(ddy.as<T>(), dx_in.as<T>(), batch_stats.floats(),
-                                           grad_sums.floats(), rows, c, workspace.floats(), nullptr,
-                                           launch.reduce);
-  });
+  BatchNormBackwardReduceArgs reduce{.dtype = dtype,
+                                     .dy = ddy.data(),
+                                     .x = dx_in.data(),
+                                     .batch_stats = batch_stats.floats(),
+                                     .grad_sums = cpu_sums.data(),
+                                     .rows = rows,
+                                     .channels = c};
+  cpu::batchnorm_backward_reduce(reduce);
+  reduce.grad_sums = grad_sums.floats();
+  reduce.workspace = workspace.floats();
+  cuda::batchnorm_backward_reduce(reduce, nullptr, launch.reduce);
   // Sums of rows * |dy| terms: relative to the RMS of the sums.
   EXPECT_TRUE(all_close(cpu_sums, grad_sums.values(), 1e-5)) << "grad_sums";
 
   SimtBuffer expected_dx(dtype, std::vector<float>(s.numel()));
-  cpu::batchnorm_backward_elementwise(dtype, ddy.data(), dx_in.data(), batch_stats.floats(),
-                                      dw.floats(), grad_sums.floats(), expected_dx.data(), rows, c);
-  cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
-    cuda::batchnorm_backward_elementwise_launch(ddy.as<T>(), dx_in.as<T>(), batch_stats.floats(),
-                                                dw.floats(), grad_sums.floats(), ddy.as<T>(), rows,
-                                                c, nullptr, launch.tile);
-  });
+  BatchNormBackwardElementwiseArgs elementwise{.dtype = dtype,
+                                               .dy = ddy.data(),
+                                               .x = dx_in.data(),
+                                               .batch_stats = batch_stats.floats(),
+                                               .weight = dw.floats(),
+                                               .grad_sums = grad_sums.floats(),
+                                               .dx = expected_dx.data(),
+                                               .rows = rows,
+                                               .channels = c};
+  cpu::batchnorm_backward_elementwise(elementwise);
+  elementwise.dx = ddy.data();  // in place over dy
+  cuda::batchnorm_backward_elementwise(elementwise, nullptr, launch.tile);
   EXPECT_TRUE(all_close(expected_dx.values(), ddy.values(), rel)) << "dx";
 }
 
@@ -247,10 +297,13 @@ TEST(BatchNormSimt, LargeMeanStatsMatchReference) {
     SimtBuffer dx_in(dtype, x);
     SimtBuffer workspace = SimtBuffer::f32(cuda::batchnorm_workspace_numel(s.rows(), s.c, {}));
     SimtBuffer stats = SimtBuffer::f32(2 * s.c + 1);
-    cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
-      cuda::batchnorm_stats_launch(dx_in.as<T>(), s.rows(), s.c, stats.floats(), workspace.floats(),
-                                   nullptr);
-    });
+    cuda::batchnorm_stats({.dtype = dtype,
+                           .x = dx_in.data(),
+                           .rows = s.rows(),
+                           .channels = s.c,
+                           .stats = stats.floats(),
+                           .workspace = workspace.floats()},
+                          nullptr);
     const testing::ReferenceStats ref = testing::reference_stats(x, s.rows(), s.c);
     const std::vector<float> got = stats.values();
     std::vector<double> m2(ref.var);
@@ -283,8 +336,13 @@ TEST(BatchNormSimt, SumPhasesKeepTheVarianceAtLargeMeans) {
           SimtBuffer workspace =
               SimtBuffer::f32(cuda::batchnorm_workspace_numel(rows, c, launch.reduce));
           SimtBuffer stats = SimtBuffer::f32(2 * c + 1);
-          cuda::batchnorm_stats_launch(in.floats(), rows, c, stats.floats(), workspace.floats(),
-                                       nullptr, launch.reduce);
+          cuda::batchnorm_stats({.dtype = DType::f32,
+                                 .x = in.data(),
+                                 .rows = rows,
+                                 .channels = c,
+                                 .stats = stats.floats(),
+                                 .workspace = workspace.floats()},
+                                nullptr, launch.reduce);
           const std::vector<double> sums = sums_checked(stats.values(), c, launch.channel);
           for (size_t i = 0; i < reduced.size(); ++i)
             reduced[i] += sums[i];
@@ -293,8 +351,14 @@ TEST(BatchNormSimt, SumPhasesKeepTheVarianceAtLargeMeans) {
         SimtBuffer sums(reduced), batch = SimtBuffer::f32(2 * c + 1);
         SimtBuffer rm(DType::f32, std::vector<float>(c, 0.f));
         SimtBuffer rv(DType::f32, std::vector<float>(c, 1.f));
-        cuda::batchnorm_finalize_sums_launch(sums.doubles(), c, 0.1f, kEps, rm.floats(),
-                                             rv.floats(), batch.floats(), nullptr, launch.channel);
+        cuda::batchnorm_finalize_sums({.sums = sums.doubles(),
+                                       .channels = c,
+                                       .momentum = 0.1f,
+                                       .eps = kEps,
+                                       .running_mean = rm.floats(),
+                                       .running_var = rv.floats(),
+                                       .batch_stats = batch.floats()},
+                                      nullptr, launch.channel);
         const testing::ReferenceStats ref = testing::reference_stats(all, total_rows, c);
         std::vector<double> invstd(c), ref_rm(c), ref_rv(c);
         const double n = static_cast<double>(total_rows);
@@ -331,50 +395,95 @@ TEST(BatchNormSimt, EntryPointsDispatchOnDtype) {
     SimtBuffer workspace = SimtBuffer::f32(cuda::batchnorm_workspace_numel(s.rows(), s.c));
     SimtBuffer stats = SimtBuffer::f32(2 * s.c + 1), batch = SimtBuffer::f32(2 * s.c + 1);
     SimtBuffer stat_sums = SimtBuffer::f64(2 * s.c + 1);
-    cuda::batchnorm_stats(dtype, dx_in.data(), s.rows(), s.c, stats.floats(), workspace.floats(),
+    cuda::batchnorm_stats({.dtype = dtype,
+                           .x = dx_in.data(),
+                           .rows = s.rows(),
+                           .channels = s.c,
+                           .stats = stats.floats(),
+                           .workspace = workspace.floats()},
                           nullptr);
-    cuda::batchnorm_stats_to_sums(stats.floats(), s.c, stat_sums.doubles(), nullptr);
-    cuda::batchnorm_finalize_sums(stat_sums.doubles(), s.c, 0.1f, kEps, nullptr, nullptr,
-                                  batch.floats(), nullptr);
+    cuda::batchnorm_stats_to_sums(
+        {.stats = stats.floats(), .channels = s.c, .sums = stat_sums.doubles()}, nullptr);
+    cuda::batchnorm_finalize_sums({.sums = stat_sums.doubles(),
+                                   .channels = s.c,
+                                   .momentum = 0.1f,
+                                   .eps = kEps,
+                                   .batch_stats = batch.floats()},
+                                  nullptr);
     std::vector<float> cpu_stats(2 * s.c + 1), cpu_batch(2 * s.c + 1);
     std::vector<double> cpu_stat_sums(2 * s.c + 1);
-    cpu::batchnorm_stats(dtype, dx_in.data(), s.rows(), s.c, cpu_stats.data());
-    cpu::batchnorm_stats_to_sums(cpu_stats.data(), s.c, cpu_stat_sums.data());
-    cpu::batchnorm_finalize_sums(cpu_stat_sums.data(), s.c, 0.1f, kEps, nullptr, nullptr,
-                                 cpu_batch.data());
+    cpu::batchnorm_stats({.dtype = dtype,
+                          .x = dx_in.data(),
+                          .rows = s.rows(),
+                          .channels = s.c,
+                          .stats = cpu_stats.data()});
+    cpu::batchnorm_stats_to_sums(
+        {.stats = cpu_stats.data(), .channels = s.c, .sums = cpu_stat_sums.data()});
+    cpu::batchnorm_finalize_sums({.sums = cpu_stat_sums.data(),
+                                  .channels = s.c,
+                                  .momentum = 0.1f,
+                                  .eps = kEps,
+                                  .batch_stats = cpu_batch.data()});
     expect_stats_close(cpu_batch, batch.values(), s.c, 1.0);
 
     SimtBuffer y(dtype, std::vector<float>(s.numel(), 7.f)), expected(dtype, y.values());
-    cuda::batchnorm_normalize(dtype, dx_in.data(), batch.floats(), nullptr, nullptr, nullptr, true,
-                              y.data(), s.rows(), s.c, nullptr);
-    cpu::batchnorm_normalize(dtype, dx_in.data(), batch.floats(), nullptr, nullptr, nullptr, true,
-                             expected.data(), s.rows(), s.c);
+    BatchNormNormalizeArgs normalize{.dtype = dtype,
+                                     .x = dx_in.data(),
+                                     .batch_stats = batch.floats(),
+                                     .relu = true,
+                                     .y = y.data(),
+                                     .rows = s.rows(),
+                                     .channels = s.c};
+    cuda::batchnorm_normalize(normalize, nullptr);
+    normalize.y = expected.data();
+    cpu::batchnorm_normalize(normalize);
     EXPECT_TRUE(all_close(expected.values(), y.values(), dtype == DType::f32 ? 1e-5 : kBf16Ulp));
 
     // dy independent of x: with dy = x the input gradient cancels to ~1e-5 of its terms and
     // the comparison would measure rounding order.
     SimtBuffer dy_in(dtype, normal_values(s.numel(), 9, dtype));
     SimtBuffer sums = SimtBuffer::f32(2 * s.c), dx = SimtBuffer(dtype, x);
-    cuda::batchnorm_backward_reduce(dtype, dy_in.data(), dx_in.data(), batch.floats(),
-                                    sums.floats(), s.rows(), s.c, workspace.floats(), nullptr);
-    cuda::batchnorm_backward_elementwise(dtype, dy_in.data(), dx_in.data(), batch.floats(), nullptr,
-                                         sums.floats(), dx.data(), s.rows(), s.c, nullptr);
+    BatchNormBackwardReduceArgs reduce{.dtype = dtype,
+                                       .dy = dy_in.data(),
+                                       .x = dx_in.data(),
+                                       .batch_stats = batch.floats(),
+                                       .grad_sums = sums.floats(),
+                                       .rows = s.rows(),
+                                       .channels = s.c,
+                                       .workspace = workspace.floats()};
+    cuda::batchnorm_backward_reduce(reduce, nullptr);
+    BatchNormBackwardElementwiseArgs elementwise{.dtype = dtype,
+                                                 .dy = dy_in.data(),
+                                                 .x = dx_in.data(),
+                                                 .batch_stats = batch.floats(),
+                                                 .grad_sums = sums.floats(),
+                                                 .dx = dx.data(),
+                                                 .rows = s.rows(),
+                                                 .channels = s.c};
+    cuda::batchnorm_backward_elementwise(elementwise, nullptr);
     std::vector<float> cpu_sums(2 * s.c);
-    cpu::batchnorm_backward_reduce(dtype, dy_in.data(), dx_in.data(), batch.floats(),
-                                   cpu_sums.data(), s.rows(), s.c);
+    reduce.grad_sums = cpu_sums.data();
+    cpu::batchnorm_backward_reduce(reduce);
     EXPECT_TRUE(all_close(cpu_sums, sums.values(), 1e-5));
     SimtBuffer cpu_dx(dtype, x);
-    cpu::batchnorm_backward_elementwise(dtype, dy_in.data(), dx_in.data(), batch.floats(), nullptr,
-                                        sums.floats(), cpu_dx.data(), s.rows(), s.c);
+    elementwise.dx = cpu_dx.data();
+    cpu::batchnorm_backward_elementwise(elementwise);
     EXPECT_TRUE(all_close(cpu_dx.values(), dx.values(), dtype == DType::f32 ? 1e-5 : kBf16Ulp));
 
     SimtBuffer eval_y(dtype, y.values()), eval_expected(dtype, y.values());
     const std::vector<float> ones(s.c, 1.f);
     SimtBuffer rm(DType::f32, slice(cpu_batch, 0, s.c)), rv(DType::f32, ones);
-    cuda::batchnorm_eval_forward(dtype, dx_in.data(), rm.floats(), rv.floats(), nullptr, nullptr,
-                                 kEps, nullptr, false, eval_y.data(), s.rows(), s.c, nullptr);
-    cpu::batchnorm_eval_forward(dtype, dx_in.data(), rm.floats(), rv.floats(), nullptr, nullptr,
-                                kEps, nullptr, false, eval_expected.data(), s.rows(), s.c);
+    BatchNormEvalForwardArgs eval{.dtype = dtype,
+                                  .x = dx_in.data(),
+                                  .running_mean = rm.floats(),
+                                  .running_var = rv.floats(),
+                                  .eps = kEps,
+                                  .y = eval_y.data(),
+                                  .rows = s.rows(),
+                                  .channels = s.c};
+    cuda::batchnorm_eval_forward(eval, nullptr);
+    eval.y = eval_expected.data();
+    cpu::batchnorm_eval_forward(eval);
     EXPECT_TRUE(
         all_close(eval_expected.values(), eval_y.values(), dtype == DType::f32 ? 1e-5 : kBf16Ulp));
   }

@@ -1,0 +1,94 @@
+// Arguments of the batchnorm family's entry points, one struct per entry point, shared by the
+// dispatcher that checks and fills it (kernels/ops/batchnorm.cpp), the CPU twin
+// (kernels/cpu/batchnorm.h) and the CUDA launcher (kernels/cuda/batchnorm.h): a parameter is
+// added here once, and every call site names each field with a designated initializer, so two
+// pointers of one type cannot trade places unseen. kernels/ops/batchnorm.h says what each phase
+// computes and the layouts of the per-channel vectors.
+// Activations are [rows, channels] of dtype (device pointers on CUDA); "or null": optional.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/dtype.h"
+
+namespace engine {
+
+struct BatchNormStatsArgs {
+  DType dtype = DType::f32;
+  const void* x = nullptr;
+  int64_t rows = 0;
+  int64_t channels = 0;
+  float* stats = nullptr;      // f32[2C+1]: mean, m2, count
+  float* workspace = nullptr;  // CUDA: batchnorm_workspace_numel floats; the CPU needs none
+};
+
+struct BatchNormStatsToSumsArgs {
+  const float* stats = nullptr;  // f32[2C+1]
+  int64_t channels = 0;
+  double* sums = nullptr;  // f64[2C+1]: sum, sumsq, count
+};
+
+struct BatchNormFinalizeSumsArgs {
+  const double* sums = nullptr;  // f64[2C+1]
+  int64_t channels = 0;
+  float momentum = 0.f;
+  float eps = 0.f;
+  float* running_mean = nullptr;  // f32[C] or null
+  float* running_var = nullptr;   // f32[C] or null
+  float* batch_stats = nullptr;   // f32[2C+1]: mean, invstd, count
+};
+
+// y = act((x - mean) * invstd * weight + bias [+ residual]) with the batch's statistics.
+struct BatchNormNormalizeArgs {
+  DType dtype = DType::f32;
+  const void* x = nullptr;
+  const float* batch_stats = nullptr;
+  const float* weight = nullptr;   // f32[C] or null (1)
+  const float* bias = nullptr;     // f32[C] or null (0)
+  const void* residual = nullptr;  // like x, or null
+  bool relu = false;
+  void* y = nullptr;  // may alias x or residual
+  int64_t rows = 0;
+  int64_t channels = 0;
+};
+
+// The same transform with the running statistics.
+struct BatchNormEvalForwardArgs {
+  DType dtype = DType::f32;
+  const void* x = nullptr;
+  const float* running_mean = nullptr;  // f32[C]
+  const float* running_var = nullptr;   // f32[C]
+  const float* weight = nullptr;        // f32[C] or null (1)
+  const float* bias = nullptr;          // f32[C] or null (0)
+  float eps = 0.f;
+  const void* residual = nullptr;  // like x, or null
+  bool relu = false;
+  void* y = nullptr;  // may alias x or residual
+  int64_t rows = 0;
+  int64_t channels = 0;
+};
+
+struct BatchNormBackwardReduceArgs {
+  DType dtype = DType::f32;
+  const void* dy = nullptr;
+  const void* x = nullptr;
+  const float* batch_stats = nullptr;
+  float* grad_sums = nullptr;  // f32[2C]: sum dy, sum dy * xhat
+  int64_t rows = 0;
+  int64_t channels = 0;
+  float* workspace = nullptr;  // CUDA: batchnorm_workspace_numel floats; the CPU needs none
+};
+
+struct BatchNormBackwardElementwiseArgs {
+  DType dtype = DType::f32;
+  const void* dy = nullptr;
+  const void* x = nullptr;
+  const float* batch_stats = nullptr;
+  const float* weight = nullptr;  // f32[C] or null (1)
+  const float* grad_sums = nullptr;
+  void* dx = nullptr;  // may alias dy
+  int64_t rows = 0;
+  int64_t channels = 0;
+};
+
+}  // namespace engine
