@@ -20,12 +20,12 @@ void for_each_range_widest(int64_t n, Loop&& loop) {
 
 // y = a + b, then max(., 0) when Relu: fp32 math, one rounding.
 template <bool Relu>
-void add_maybe_relu(DType dtype, const void* a, const void* b, void* y, int64_t n) {
-  dispatch_dtype(dtype, [&]<typename T>() {
-    const T* lhs = static_cast<const T*>(a);
-    const T* rhs = static_cast<const T*>(b);
-    T* out = static_cast<T*>(y);
-    for_each_range_widest(n, [&](int64_t begin, int64_t end) {
+void add_maybe_relu(const AddArgs& args) {
+  dispatch_dtype(args.dtype, [&]<typename T>() {
+    const T* lhs = static_cast<const T*>(args.a);
+    const T* rhs = static_cast<const T*>(args.b);
+    T* out = static_cast<T*>(args.y);
+    for_each_range_widest(args.n, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         const float v = to_float(lhs[i]) + to_float(rhs[i]);
         out[i] = from_float<T>(Relu && v < 0.f ? 0.f : v);
@@ -36,11 +36,11 @@ void add_maybe_relu(DType dtype, const void* a, const void* b, void* y, int64_t 
 
 }  // namespace
 
-void relu_forward(DType dtype, const void* x, void* y, int64_t n) {
-  dispatch_dtype(dtype, [&]<typename T>() {
-    const T* in = static_cast<const T*>(x);
-    T* out = static_cast<T*>(y);
-    for_each_range_widest(n, [&](int64_t begin, int64_t end) {
+void relu_forward(const ReluForwardArgs& args) {
+  dispatch_dtype(args.dtype, [&]<typename T>() {
+    const T* in = static_cast<const T*>(args.x);
+    T* out = static_cast<T*>(args.y);
+    for_each_range_widest(args.n, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         const float v = to_float(in[i]);
         out[i] = from_float<T>(v < 0.f ? 0.f : v);
@@ -49,14 +49,14 @@ void relu_forward(DType dtype, const void* x, void* y, int64_t n) {
   });
 }
 
-void relu_backward(DType dtype, const void* y, const void* dy, void* dx, int64_t n) {
-  dispatch_dtype(dtype, [&]<typename T>() {
-    const T* out = static_cast<const T*>(y);
-    const T* grad_out = static_cast<const T*>(dy);
-    T* grad_in = static_cast<T*>(dx);
+void relu_backward(const ReluBackwardArgs& args) {
+  dispatch_dtype(args.dtype, [&]<typename T>() {
+    const T* out = static_cast<const T*>(args.y);
+    const T* grad_out = static_cast<const T*>(args.dy);
+    T* grad_in = static_cast<T*>(args.dx);
     // A select of floats, not of T: the compiler vectorizes it as a mask, where a T-typed
     // select stays a scalar branch.
-    for_each_range_widest(n, [&](int64_t begin, int64_t end) {
+    for_each_range_widest(args.n, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         const float g = to_float(grad_out[i]);
         grad_in[i] = from_float<T>(to_float(out[i]) > 0.f ? g : 0.f);
@@ -65,12 +65,12 @@ void relu_backward(DType dtype, const void* y, const void* dy, void* dx, int64_t
   });
 }
 
-void add_relu_forward(DType dtype, const void* a, const void* b, void* y, int64_t n) {
-  add_maybe_relu<true>(dtype, a, b, y, n);
-}
-
-void add(DType dtype, const void* a, const void* b, void* y, int64_t n) {
-  add_maybe_relu<false>(dtype, a, b, y, n);
+void add(const AddArgs& args) {
+  if (args.relu) {
+    add_maybe_relu<true>(args);
+  } else {
+    add_maybe_relu<false>(args);
+  }
 }
 
 }  // namespace engine::cpu

@@ -1,16 +1,13 @@
-// CPU twins of the CUDA activation entry points (kernels/cuda/activation.h): same
-// arguments, host pointers, no stream.
+// CPU twins of the CUDA activation entry points (kernels/cuda/activation.h): the same argument
+// structs (kernels/args/activation.h) with host pointers, no stream.
 #pragma once
 
-#include <cstdint>
-
-#include "kernels/dtype.h"
+#include "kernels/args/activation.h"
 
 namespace engine::cpu {
 
-void relu_forward(DType dtype, const void* x, void* y, int64_t n);
-void relu_backward(DType dtype, const void* y, const void* dy, void* dx, int64_t n);
-void add_relu_forward(DType dtype, const void* a, const void* b, void* y, int64_t n);
-void add(DType dtype, const void* a, const void* b, void* y, int64_t n);
+void relu_forward(const ReluForwardArgs& args);
+void relu_backward(const ReluBackwardArgs& args);
+void add(const AddArgs& args);
 
 }  // namespace engine::cpu

@@ -1,13 +1,12 @@
-// CPU twins of the CUDA fill and cast entry points (kernels/cuda/copy.h).
+// CPU twins of the CUDA fill and cast entry points (kernels/cuda/copy.h): the same argument
+// structs (kernels/args/copy.h) with host pointers, no stream.
 #pragma once
 
-#include <cstdint>
-
-#include "kernels/dtype.h"
+#include "kernels/args/copy.h"
 
 namespace engine::cpu {
 
-void fill(DType dtype, void* dst, int64_t n, float value);
-void cast(DType src_dtype, const void* src, DType dst_dtype, void* dst, int64_t n);
+void fill(const FillArgs& args);
+void cast(const CastArgs& args);
 
 }  // namespace engine::cpu

@@ -53,7 +53,11 @@ class Fp32Output {
   // Rounds the fp32 results into the destination (no-op for f32).
   void commit() {
     if (dtype_ == DType::f32) return;
-    cast(DType::f32, widened_.data(), DType::bf16, destination_, n_);
+    cast({.src_dtype = DType::f32,
+          .src = widened_.data(),
+          .dst_dtype = DType::bf16,
+          .dst = destination_,
+          .n = n_});
   }
 
  private:

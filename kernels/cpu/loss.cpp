@@ -41,10 +41,13 @@ void for_each_row(int64_t rows, int64_t k, Body&& body) {
 
 }  // namespace
 
-void cross_entropy_forward(DType dtype, const void* logits, const int32_t* labels, int64_t n,
-                           int64_t k, float label_smoothing, float* sample_loss, float* loss) {
-  dispatch_dtype(dtype, [&]<typename T>() {
-    const T* z = static_cast<const T*>(logits);
+void cross_entropy_forward(const CrossEntropyForwardArgs& args) {
+  const int32_t* labels = args.labels;
+  const int64_t n = args.n, k = args.k;
+  const float label_smoothing = args.label_smoothing;
+  float* sample_loss = args.sample_loss;
+  dispatch_dtype(args.dtype, [&]<typename T>() {
+    const T* z = static_cast<const T*>(args.logits);
     for_each_row(n, k, [&](int64_t i) {
       const T* row = z + i * k;
       const int64_t label = class_index(labels[i], k);
@@ -65,16 +68,18 @@ void cross_entropy_forward(DType dtype, const void* logits, const int32_t* label
   double total = 0;
   for (int64_t i = 0; i < n; ++i)
     total += sample_loss[i];
-  loss[0] = static_cast<float>(total / static_cast<double>(n));
+  args.loss[0] = static_cast<float>(total / static_cast<double>(n));
 }
 
-void cross_entropy_backward(DType dtype, const void* logits, const int32_t* labels, int64_t n,
-                            int64_t k, float label_smoothing, float grad_loss, void* dlogits) {
-  const float scale = grad_loss / static_cast<float>(n);
+void cross_entropy_backward(const CrossEntropyBackwardArgs& args) {
+  const int32_t* labels = args.labels;
+  const int64_t n = args.n, k = args.k;
+  const float label_smoothing = args.label_smoothing;
+  const float scale = args.grad_loss / static_cast<float>(n);
   const float smooth = label_smoothing / static_cast<float>(k);
-  dispatch_dtype(dtype, [&]<typename T>() {
-    const T* z = static_cast<const T*>(logits);
-    T* dz = static_cast<T*>(dlogits);
+  dispatch_dtype(args.dtype, [&]<typename T>() {
+    const T* z = static_cast<const T*>(args.logits);
+    T* dz = static_cast<T*>(args.dlogits);
     [[maybe_unused]] const bool parallel = n > 1 && n * k >= kExpParallelThreshold;
 #pragma omp parallel if (parallel)
     {
@@ -103,11 +108,12 @@ void cross_entropy_backward(DType dtype, const void* logits, const int32_t* labe
   });
 }
 
-void topk_correct(DType dtype, const void* logits, const int32_t* labels, int64_t n, int64_t k,
-                  float* correct) {
+void topk_correct(const TopkCorrectArgs& args) {
+  const int32_t* labels = args.labels;
+  const int64_t n = args.n, k = args.k;
   int64_t top1 = 0, top5 = 0;
-  dispatch_dtype(dtype, [&]<typename T>() {
-    const T* z = static_cast<const T*>(logits);
+  dispatch_dtype(args.dtype, [&]<typename T>() {
+    const T* z = static_cast<const T*>(args.logits);
     for (int64_t i = 0; i < n; ++i) {
       const int64_t label = class_index(labels[i], k);
       if (label < 0) continue;
@@ -123,8 +129,8 @@ void topk_correct(DType dtype, const void* logits, const int32_t* labels, int64_
       top5 += ahead < 5 ? 1 : 0;
     }
   });
-  correct[0] = static_cast<float>(top1);
-  correct[1] = static_cast<float>(top5);
+  args.correct[0] = static_cast<float>(top1);
+  args.correct[1] = static_cast<float>(top5);
 }
 
 }  // namespace engine::cpu

@@ -58,16 +58,15 @@ SgdRange pick_momentum(bool momentum, bool first_step, bool nesterov) {
 
 }  // namespace
 
-void sgd_step(float* params, const float* grads, float* momentum_buffer, int64_t n, float lr,
-              float momentum, float dampening, float weight_decay, bool nesterov, float grad_scale,
-              bool first_step) {
-  const bool decay = weight_decay != 0.f;
-  const bool use_momentum = momentum != 0.f;
-  const SgdRange range = decay ? pick_momentum<true>(use_momentum, first_step, nesterov)
-                               : pick_momentum<false>(use_momentum, first_step, nesterov);
-  const SgdScalars scalars{lr, momentum, 1.f - dampening, weight_decay, grad_scale};
-  parallel_for_ranges(n, [&](int64_t begin, int64_t end) {
-    range(params, grads, momentum_buffer, begin, end, scalars);
+void sgd_step(const SgdStepArgs& args) {
+  const SgdOptions& o = args.options;
+  const bool decay = o.weight_decay != 0.f;
+  const bool use_momentum = o.momentum != 0.f;
+  const SgdRange range = decay ? pick_momentum<true>(use_momentum, args.first_step, o.nesterov)
+                               : pick_momentum<false>(use_momentum, args.first_step, o.nesterov);
+  const SgdScalars scalars{o.lr, o.momentum, 1.f - o.dampening, o.weight_decay, o.grad_scale};
+  parallel_for_ranges(args.n, [&](int64_t begin, int64_t end) {
+    range(args.params, args.grads, args.momentum_buffer, begin, end, scalars);
   });
 }
 

@@ -13,10 +13,6 @@
 namespace engine::cpu {
 namespace {
 
-int64_t pooled_size(int64_t in, int kernel, int stride, int padding) {
-  return (in + 2 * padding - kernel) / stride + 1;
-}
-
 // Calls body(image, first_channel, channels) for every image and block of at most 64
 // channels, in parallel when `work` (elements touched) is large: a batch of 8 images alone
 // would leave threads idle, and 64 channels fit a stack accumulator.
@@ -119,32 +115,34 @@ void maxpool_forward_pixels(const T* in, T* out, int32_t* argmax, const PoolGeom
 
 }  // namespace
 
-void maxpool2d_forward(DType dtype, const void* x, void* y, int32_t* argmax, int64_t n, int64_t h,
-                       int64_t w, int64_t c, int kernel, int stride, int padding) {
-  const int64_t out_h = pooled_size(h, kernel, stride, padding);
-  const int64_t out_w = pooled_size(w, kernel, stride, padding);
-  const PoolGeometry geometry{h, w, c, out_h, out_w, kernel, stride, padding};
-  dispatch_dtype(dtype, [&]<typename T>() {
-    parallel_for_ranges(n * out_h * out_w * c, [&](int64_t begin, int64_t end) {
+void maxpool2d_forward(const MaxPool2dForwardArgs& args) {
+  const MaxPool2dWindow& g = args.window;
+  const int64_t out_h = g.out_h(), out_w = g.out_w(), c = g.c;
+  const PoolGeometry geometry{
+      g.h, g.w, c, out_h, out_w, g.params.kernel, g.params.stride, g.params.padding};
+  dispatch_dtype(args.dtype, [&]<typename T>() {
+    parallel_for_ranges(g.n * out_h * out_w * c, [&](int64_t begin, int64_t end) {
       // The threads split the elements (the threshold counts work), each taking whole pixels.
-      maxpool_forward_pixels(static_cast<const T*>(x), static_cast<T*>(y), argmax, geometry,
-                             begin / c, end / c);
+      maxpool_forward_pixels(static_cast<const T*>(args.x), static_cast<T*>(args.y), args.argmax,
+                             geometry, begin / c, end / c);
     });
   });
 }
 
-void maxpool2d_backward(DType dtype, const void* dy, const int32_t* argmax, void* dx, int64_t n,
-                        int64_t h, int64_t w, int64_t c, int kernel, int stride, int padding) {
-  const int64_t out_h = pooled_size(h, kernel, stride, padding);
-  const int64_t out_w = pooled_size(w, kernel, stride, padding);
-  if (dtype == DType::f32) {
-    maxpool2d_backward_scatter(static_cast<const float*>(dy), argmax, static_cast<float*>(dx), n,
-                               h * w, out_h * out_w, c);
+void maxpool2d_backward(const MaxPool2dBackwardArgs& args) {
+  const int64_t n = args.window.n, h = args.window.h, w = args.window.w, c = args.window.c;
+  const int kernel = args.window.params.kernel, stride = args.window.params.stride;
+  const int padding = args.window.params.padding;
+  const int64_t out_h = args.window.out_h(), out_w = args.window.out_w();
+  const int32_t* argmax = args.argmax;
+  if (args.dtype == DType::f32) {
+    maxpool2d_backward_scatter(static_cast<const float*>(args.dy), argmax,
+                               static_cast<float*>(args.dx), n, h * w, out_h * out_w, c);
     return;
   }
-  dispatch_dtype(dtype, [&]<typename T>() {
-    const T* grad_out = static_cast<const T*>(dy);
-    T* grad_in = static_cast<T*>(dx);
+  dispatch_dtype(args.dtype, [&]<typename T>() {
+    const T* grad_out = static_cast<const T*>(args.dy);
+    T* grad_in = static_cast<T*>(args.dx);
     // bf16: a gather, so each input pixel sums in fp32 and rounds once: it adds the outputs
     // whose windows contain it and chose it, in row-major output order.
     parallel_for(n * h * w, [&](int64_t pixel) {
@@ -176,11 +174,11 @@ void maxpool2d_backward(DType dtype, const void* dy, const int32_t* argmax, void
   });
 }
 
-void global_avgpool_forward(DType dtype, const void* x, void* y, int64_t n, int64_t spatial,
-                            int64_t c) {
-  dispatch_dtype(dtype, [&]<typename T>() {
-    const T* in = static_cast<const T*>(x);
-    T* out = static_cast<T*>(y);
+void global_avgpool_forward(const GlobalAvgPoolForwardArgs& args) {
+  const int64_t n = args.n, spatial = args.spatial, c = args.c;
+  dispatch_dtype(args.dtype, [&]<typename T>() {
+    const T* in = static_cast<const T*>(args.x);
+    T* out = static_cast<T*>(args.y);
     // Per (image, block of channels): over images alone a batch smaller than the thread
     // count would leave threads idle.
     for_each_image_channel_block(
@@ -197,11 +195,11 @@ void global_avgpool_forward(DType dtype, const void* x, void* y, int64_t n, int6
   });
 }
 
-void global_avgpool_backward(DType dtype, const void* dy, void* dx, int64_t n, int64_t spatial,
-                             int64_t c) {
-  dispatch_dtype(dtype, [&]<typename T>() {
-    const T* grad_out = static_cast<const T*>(dy);
-    T* grad_in = static_cast<T*>(dx);
+void global_avgpool_backward(const GlobalAvgPoolBackwardArgs& args) {
+  const int64_t n = args.n, spatial = args.spatial, c = args.c;
+  dispatch_dtype(args.dtype, [&]<typename T>() {
+    const T* grad_out = static_cast<const T*>(args.dy);
+    T* grad_in = static_cast<T*>(args.dx);
     // Per image, dy / spatial once, then copied to every position (no division per element).
     std::vector<T> scaled(static_cast<size_t>(n * c));
     for (int64_t i = 0; i < n * c; ++i)

@@ -33,61 +33,47 @@ struct AddOp {
 };
 
 // ---------------------------------------------------------------------------------------
-// Launchers
+// The entry points (declared in activation.h) with their launch geometry: the SIMT tests force
+// grids through it.
 
-template <typename T>
-void relu_forward_launch(const T* x, T* y, int64_t n, cudaStream_t stream,
-                         ElementwiseLaunch shape = {}) {
-  launch_map1(n, ReluOp<T>{}, y, x, stream, shape);
-}
-
-template <typename T>
-void relu_backward_launch(const T* y, const T* dy, T* dx, int64_t n, cudaStream_t stream,
-                          ElementwiseLaunch shape = {}) {
-  launch_map2(n, ReluBackwardOp<T>{}, dx, y, dy, stream, shape);
-}
-
-template <typename T>
-void add_relu_forward_launch(const T* a, const T* b, T* y, int64_t n, cudaStream_t stream,
-                             ElementwiseLaunch shape = {}) {
-  launch_map2(n, AddOp<T, true>{}, y, a, b, stream, shape);
-}
-
-template <typename T>
-void add_launch(const T* a, const T* b, T* y, int64_t n, cudaStream_t stream,
-                ElementwiseLaunch shape = {}) {
-  launch_map2(n, AddOp<T, false>{}, y, a, b, stream, shape);
-}
-
-// ---------------------------------------------------------------------------------------
-// Entry points (declared in activation.h)
-
-void relu_forward(DType dtype, const void* x, void* y, int64_t n, cudaStream_t stream) {
-  dispatch_device_dtype(dtype, [&]<typename T>() {
-    relu_forward_launch(static_cast<const T*>(x), static_cast<T*>(y), n, stream);
+inline void relu_forward(const ReluForwardArgs& args, cudaStream_t stream,
+                         const ElementwiseLaunch& shape) {
+  dispatch_device_dtype(args.dtype, [&]<typename T>() {
+    launch_map1(args.n, ReluOp<T>{}, static_cast<T*>(args.y), static_cast<const T*>(args.x), stream,
+                shape);
   });
 }
 
-void relu_backward(DType dtype, const void* y, const void* dy, void* dx, int64_t n,
-                   cudaStream_t stream) {
-  dispatch_device_dtype(dtype, [&]<typename T>() {
-    relu_backward_launch(static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<T*>(dx),
-                         n, stream);
+inline void relu_backward(const ReluBackwardArgs& args, cudaStream_t stream,
+                          const ElementwiseLaunch& shape) {
+  dispatch_device_dtype(args.dtype, [&]<typename T>() {
+    launch_map2(args.n, ReluBackwardOp<T>{}, static_cast<T*>(args.dx),
+                static_cast<const T*>(args.y), static_cast<const T*>(args.dy), stream, shape);
   });
 }
 
-void add_relu_forward(DType dtype, const void* a, const void* b, void* y, int64_t n,
-                      cudaStream_t stream) {
-  dispatch_device_dtype(dtype, [&]<typename T>() {
-    add_relu_forward_launch(static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(y),
-                            n, stream);
+inline void add(const AddArgs& args, cudaStream_t stream, const ElementwiseLaunch& shape) {
+  dispatch_device_dtype(args.dtype, [&]<typename T>() {
+    T* y = static_cast<T*>(args.y);
+    const T* a = static_cast<const T*>(args.a);
+    const T* b = static_cast<const T*>(args.b);
+    if (args.relu) {
+      launch_map2(args.n, AddOp<T, true>{}, y, a, b, stream, shape);
+    } else {
+      launch_map2(args.n, AddOp<T, false>{}, y, a, b, stream, shape);
+    }
   });
 }
 
-void add(DType dtype, const void* a, const void* b, void* y, int64_t n, cudaStream_t stream) {
-  dispatch_device_dtype(dtype, [&]<typename T>() {
-    add_launch(static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(y), n, stream);
-  });
+// With the default geometry.
+void relu_forward(const ReluForwardArgs& args, cudaStream_t stream) {
+  relu_forward(args, stream, ElementwiseLaunch{});
+}
+void relu_backward(const ReluBackwardArgs& args, cudaStream_t stream) {
+  relu_backward(args, stream, ElementwiseLaunch{});
+}
+void add(const AddArgs& args, cudaStream_t stream) {
+  add(args, stream, ElementwiseLaunch{});
 }
 
 }  // namespace engine::cuda

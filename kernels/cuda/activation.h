@@ -1,19 +1,15 @@
 // CUDA entry points of the activation family (defined in activation.cuh, compiled by
-// activation.cu). Pointers are device pointers of dtype elements.
+// activation.cu): the argument structs of kernels/args/activation.h with device pointers, and
+// the stream. The CPU twins (kernels/cpu/activation.h) take the same structs.
 #pragma once
 
-#include <cstdint>
-
+#include "kernels/args/activation.h"
 #include "kernels/cuda/cuda_runtime.h"
-#include "kernels/dtype.h"
 
 namespace engine::cuda {
 
-void relu_forward(DType dtype, const void* x, void* y, int64_t n, cudaStream_t stream);
-void relu_backward(DType dtype, const void* y, const void* dy, void* dx, int64_t n,
-                   cudaStream_t stream);
-void add_relu_forward(DType dtype, const void* a, const void* b, void* y, int64_t n,
-                      cudaStream_t stream);
-void add(DType dtype, const void* a, const void* b, void* y, int64_t n, cudaStream_t stream);
+void relu_forward(const ReluForwardArgs& args, cudaStream_t stream);
+void relu_backward(const ReluBackwardArgs& args, cudaStream_t stream);
+void add(const AddArgs& args, cudaStream_t stream);
 
 }  // namespace engine::cuda

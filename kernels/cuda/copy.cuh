@@ -18,45 +18,42 @@ struct CastOp {
 };
 
 // ---------------------------------------------------------------------------------------
-// Launchers
+// The entry points (declared in copy.h) with their launch geometry: the SIMT tests force grids
+// through it.
 
-// The value is rounded to T on the host side of the launch, once, so every element gets the
-// same bits as the CPU fill.
-template <typename T>
-void fill_launch(T* dst, int64_t n, T value, cudaStream_t stream, ElementwiseLaunch shape = {}) {
-  launch_map0(n, FillOp<T>{value}, dst, stream, shape);
-}
-
-template <typename TOut, typename TIn>
-void cast_launch(const TIn* src, TOut* dst, int64_t n, cudaStream_t stream,
-                 ElementwiseLaunch shape = {}) {
-  launch_map1(n, CastOp<TOut, TIn>{}, dst, src, stream, shape);
-}
-
-// ---------------------------------------------------------------------------------------
-// Entry points (declared in copy.h)
-
-void fill(DType dtype, void* dst, int64_t n, float value, cudaStream_t stream) {
-  if (dtype == DType::f32) {
-    fill_launch(static_cast<float*>(dst), n, value, stream);
-  } else if (dtype == DType::bf16) {
+// The value is rounded to the dtype on the host side of the launch, once, so every element
+// gets the same bits as the CPU fill.
+inline void fill(const FillArgs& args, cudaStream_t stream, const ElementwiseLaunch& shape) {
+  if (args.dtype == DType::f32) {
+    launch_map0(args.n, FillOp<float>{args.value}, static_cast<float*>(args.dst), stream, shape);
+  } else if (args.dtype == DType::bf16) {
     __nv_bfloat16_raw bits;
-    bits.x = bf16::from_float(value);
-    fill_launch(static_cast<__nv_bfloat16*>(dst), n, __nv_bfloat16(bits), stream);
-  } else if (dtype == DType::f64) {
-    fill_launch(static_cast<double*>(dst), n, static_cast<double>(value), stream);
+    bits.x = bf16::from_float(args.value);
+    launch_map0(args.n, FillOp<__nv_bfloat16>{__nv_bfloat16(bits)},
+                static_cast<__nv_bfloat16*>(args.dst), stream, shape);
+  } else if (args.dtype == DType::f64) {
+    launch_map0(args.n, FillOp<double>{static_cast<double>(args.value)},
+                static_cast<double*>(args.dst), stream, shape);
   } else {
-    fail_not_float_dtype(dtype, "fill");
+    fail_not_float_dtype(args.dtype, "fill");
   }
 }
 
-void cast(DType src_dtype, const void* src, DType dst_dtype, void* dst, int64_t n,
-          cudaStream_t stream) {
-  dispatch_device_dtype(src_dtype, [&]<typename TIn>() {
-    dispatch_device_dtype(dst_dtype, [&]<typename TOut>() {
-      cast_launch(static_cast<const TIn*>(src), static_cast<TOut*>(dst), n, stream);
+inline void cast(const CastArgs& args, cudaStream_t stream, const ElementwiseLaunch& shape) {
+  dispatch_device_dtype(args.src_dtype, [&]<typename TIn>() {
+    dispatch_device_dtype(args.dst_dtype, [&]<typename TOut>() {
+      launch_map1(args.n, CastOp<TOut, TIn>{}, static_cast<TOut*>(args.dst),
+                  static_cast<const TIn*>(args.src), stream, shape);
     });
   });
+}
+
+// With the default geometry.
+void fill(const FillArgs& args, cudaStream_t stream) {
+  fill(args, stream, ElementwiseLaunch{});
+}
+void cast(const CastArgs& args, cudaStream_t stream) {
+  cast(args, stream, ElementwiseLaunch{});
 }
 
 }  // namespace engine::cuda

@@ -165,57 +165,46 @@ inline dim3 row_grid(int64_t n, const RowLaunch& shape) {
   return dim3(static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, shape.max_blocks)));
 }
 
-template <typename T>
-void cross_entropy_forward_launch(const T* logits, const int32_t* labels, int64_t n, int64_t k,
-                                  float label_smoothing, float* sample_loss, float* loss,
-                                  cudaStream_t stream, const RowLaunch& shape = {}) {
-  launch(cross_entropy_forward_kernel<T>, row_grid(n, shape), dim3(32, shape.warps_per_block), 0,
-         stream, logits, labels, n, k, label_smoothing, sample_loss);
-  launch(loss_mean_kernel, dim3(1), dim3(kMeanThreads), 0, stream, sample_loss, n, loss);
+// The entry points (declared in loss.h) with their launch geometry: the SIMT tests force grids
+// through it.
+inline void cross_entropy_forward(const CrossEntropyForwardArgs& args, cudaStream_t stream,
+                                  const RowLaunch& shape) {
+  dispatch_device_dtype(args.dtype, [&]<typename T>() {
+    launch(cross_entropy_forward_kernel<T>, row_grid(args.n, shape),
+           dim3(32, shape.warps_per_block), 0, stream, static_cast<const T*>(args.logits),
+           args.labels, args.n, args.k, args.label_smoothing, args.sample_loss);
+  });
+  launch(loss_mean_kernel, dim3(1), dim3(kMeanThreads), 0, stream, args.sample_loss, args.n,
+         args.loss);
 }
 
-template <typename T>
-void cross_entropy_backward_launch(const T* logits, const int32_t* labels, int64_t n, int64_t k,
-                                   float label_smoothing, float grad_loss, T* dlogits,
-                                   cudaStream_t stream, const RowLaunch& shape = {}) {
-  launch(cross_entropy_backward_kernel<T>, row_grid(n, shape), dim3(32, shape.warps_per_block), 0,
-         stream, logits, labels, n, k, label_smoothing, grad_loss / static_cast<float>(n), dlogits);
-}
-
-template <typename T>
-void topk_correct_launch(const T* logits, const int32_t* labels, int64_t n, int64_t k,
-                         float* correct, cudaStream_t stream, const RowLaunch& shape = {}) {
-  launch(loss_zero_kernel, dim3(1), dim3(32), 0, stream, correct, 2);
-  launch(topk_correct_kernel<T>, row_grid(n, shape), dim3(32, shape.warps_per_block), 0, stream,
-         logits, labels, n, k, correct);
-}
-
-// ---------------------------------------------------------------------------------------
-// Entry points (declared in loss.h)
-
-void cross_entropy_forward(DType dtype, const void* logits, const int32_t* labels, int64_t n,
-                           int64_t k, float label_smoothing, float* sample_loss, float* loss,
-                           cudaStream_t stream) {
-  dispatch_device_dtype(dtype, [&]<typename T>() {
-    cross_entropy_forward_launch(static_cast<const T*>(logits), labels, n, k, label_smoothing,
-                                 sample_loss, loss, stream);
+inline void cross_entropy_backward(const CrossEntropyBackwardArgs& args, cudaStream_t stream,
+                                   const RowLaunch& shape) {
+  dispatch_device_dtype(args.dtype, [&]<typename T>() {
+    launch(cross_entropy_backward_kernel<T>, row_grid(args.n, shape),
+           dim3(32, shape.warps_per_block), 0, stream, static_cast<const T*>(args.logits),
+           args.labels, args.n, args.k, args.label_smoothing,
+           args.grad_loss / static_cast<float>(args.n), static_cast<T*>(args.dlogits));
   });
 }
 
-void cross_entropy_backward(DType dtype, const void* logits, const int32_t* labels, int64_t n,
-                            int64_t k, float label_smoothing, float grad_loss, void* dlogits,
-                            cudaStream_t stream) {
-  dispatch_device_dtype(dtype, [&]<typename T>() {
-    cross_entropy_backward_launch(static_cast<const T*>(logits), labels, n, k, label_smoothing,
-                                  grad_loss, static_cast<T*>(dlogits), stream);
+inline void topk_correct(const TopkCorrectArgs& args, cudaStream_t stream, const RowLaunch& shape) {
+  dispatch_device_dtype(args.dtype, [&]<typename T>() {
+    launch(loss_zero_kernel, dim3(1), dim3(32), 0, stream, args.correct, 2);
+    launch(topk_correct_kernel<T>, row_grid(args.n, shape), dim3(32, shape.warps_per_block), 0,
+           stream, static_cast<const T*>(args.logits), args.labels, args.n, args.k, args.correct);
   });
 }
 
-void topk_correct(DType dtype, const void* logits, const int32_t* labels, int64_t n, int64_t k,
-                  float* correct, cudaStream_t stream) {
-  dispatch_device_dtype(dtype, [&]<typename T>() {
-    topk_correct_launch(static_cast<const T*>(logits), labels, n, k, correct, stream);
-  });
+// With the default geometry.
+void cross_entropy_forward(const CrossEntropyForwardArgs& args, cudaStream_t stream) {
+  cross_entropy_forward(args, stream, RowLaunch{});
+}
+void cross_entropy_backward(const CrossEntropyBackwardArgs& args, cudaStream_t stream) {
+  cross_entropy_backward(args, stream, RowLaunch{});
+}
+void topk_correct(const TopkCorrectArgs& args, cudaStream_t stream) {
+  topk_correct(args, stream, RowLaunch{});
 }
 
 }  // namespace engine::cuda

@@ -1,21 +1,15 @@
-// CUDA entry points of the loss family (defined in loss.cuh, compiled by loss.cu). The CPU
-// twins (kernels/cpu/loss.h) take the same arguments minus the stream.
+// CUDA entry points of the loss family (defined in loss.cuh, compiled by loss.cu): the
+// argument structs of kernels/args/loss.h with device pointers, and the stream. The CPU twins
+// (kernels/cpu/loss.h) take the same structs.
 #pragma once
 
-#include <cstdint>
-
+#include "kernels/args/loss.h"
 #include "kernels/cuda/cuda_runtime.h"
-#include "kernels/dtype.h"
 
 namespace engine::cuda {
 
-void cross_entropy_forward(DType dtype, const void* logits, const int32_t* labels, int64_t n,
-                           int64_t k, float label_smoothing, float* sample_loss, float* loss,
-                           cudaStream_t stream);
-void cross_entropy_backward(DType dtype, const void* logits, const int32_t* labels, int64_t n,
-                            int64_t k, float label_smoothing, float grad_loss, void* dlogits,
-                            cudaStream_t stream);
-void topk_correct(DType dtype, const void* logits, const int32_t* labels, int64_t n, int64_t k,
-                  float* correct, cudaStream_t stream);
+void cross_entropy_forward(const CrossEntropyForwardArgs& args, cudaStream_t stream);
+void cross_entropy_backward(const CrossEntropyBackwardArgs& args, cudaStream_t stream);
+void topk_correct(const TopkCorrectArgs& args, cudaStream_t stream);
 
 }  // namespace engine::cuda

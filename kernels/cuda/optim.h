@@ -1,15 +1,13 @@
-// CUDA entry point of the fused SGD step (defined in optim.cuh, compiled by optim.cu). The
-// CPU twin (kernels/cpu/optim.h) takes the same arguments minus the stream.
+// CUDA entry point of the fused SGD step (defined in optim.cuh, compiled by optim.cu): the
+// argument struct of kernels/args/optim.h with device pointers, and the stream. The CPU twin
+// (kernels/cpu/optim.h) takes the same struct.
 #pragma once
 
-#include <cstdint>
-
+#include "kernels/args/optim.h"
 #include "kernels/cuda/cuda_runtime.h"
 
 namespace engine::cuda {
 
-void sgd_step(float* params, const float* grads, float* momentum_buffer, int64_t n, float lr,
-              float momentum, float dampening, float weight_decay, bool nesterov, float grad_scale,
-              bool first_step, cudaStream_t stream);
+void sgd_step(const SgdStepArgs& args, cudaStream_t stream);
 
 }  // namespace engine::cuda

@@ -124,96 +124,84 @@ __global__ void global_avgpool_backward_kernel(const T* dy, T* dx, int64_t rows,
 // ---------------------------------------------------------------------------------------
 // Launchers
 
-inline PoolWindow pool_window(int64_t n, int64_t h, int64_t w, int64_t c, int kernel, int stride,
-                              int padding) {
-  return {n,
-          h,
-          w,
-          c,
-          (h + 2 * padding - kernel) / stride + 1,
-          (w + 2 * padding - kernel) / stride + 1,
-          kernel,
-          stride,
-          padding};
+inline PoolWindow pool_window(const MaxPool2dWindow& window) {
+  return {window.n,
+          window.h,
+          window.w,
+          window.c,
+          window.out_h(),
+          window.out_w(),
+          window.params.kernel,
+          window.params.stride,
+          window.params.padding};
 }
 
-template <typename T>
-void maxpool2d_forward_launch(const T* x, T* y, int32_t* argmax, const PoolWindow& g,
-                              cudaStream_t stream, ElementwiseLaunch shape = {}) {
+// The entry points (declared in pool.h) with their launch geometry: the SIMT tests force
+// grids through it.
+inline void maxpool2d_forward(const MaxPool2dForwardArgs& args, cudaStream_t stream,
+                              const ElementwiseLaunch& shape) {
+  const PoolWindow g = pool_window(args.window);
   const int64_t total = g.n * g.out_h * g.out_w * g.c;
-  if (total == 0) return;
-  launch(maxpool2d_forward_kernel<T>, elementwise_grid(total, shape), dim3(shape.threads), 0,
-         stream, x, y, argmax, g);
+  dispatch_device_dtype(args.dtype, [&]<typename T>() {
+    if (total == 0) return;
+    launch(maxpool2d_forward_kernel<T>, elementwise_grid(total, shape), dim3(shape.threads), 0,
+           stream, static_cast<const T*>(args.x), static_cast<T*>(args.y), args.argmax, g);
+  });
 }
 
-template <typename T>
-void maxpool2d_backward_launch(const T* dy, const int32_t* argmax, T* dx, const PoolWindow& g,
-                               cudaStream_t stream, ElementwiseLaunch shape = {}) {
+inline void maxpool2d_backward(const MaxPool2dBackwardArgs& args, cudaStream_t stream,
+                               const ElementwiseLaunch& shape) {
+  const PoolWindow g = pool_window(args.window);
   const int64_t total = g.n * g.h * g.w * g.c;
-  if (total == 0) return;
-  launch(maxpool2d_backward_kernel<T>, elementwise_grid(total, shape), dim3(shape.threads), 0,
-         stream, dy, argmax, dx, g);
+  dispatch_device_dtype(args.dtype, [&]<typename T>() {
+    if (total == 0) return;
+    launch(maxpool2d_backward_kernel<T>, elementwise_grid(total, shape), dim3(shape.threads), 0,
+           stream, static_cast<const T*>(args.dy), args.argmax, static_cast<T*>(args.dx), g);
+  });
 }
 
 // One block row per image (grid.y), so n <= 65535.
-template <typename T>
-void global_avgpool_forward_launch(const T* x, T* y, int64_t n, int64_t spatial, int64_t c,
-                                   cudaStream_t stream, int threads = 256) {
-  ENGINE_REQUIRE(n <= 65535, "global_avgpool_forward: at most 65535 images per launch");
-  dispatch_channel_vector<T>(channel_vector_width<T>(c, x, y), [&]<int kVec>() {
-    ChannelTileGrid layout = channel_tile_block(c / kVec, threads);
-    layout.grid.y = static_cast<unsigned>(n);
-    const size_t smem = sizeof(float) * kVec * layout.block.x * layout.block.y;
-    launch(global_avgpool_forward_kernel<T, kVec>, layout.grid, layout.block, smem, stream, x, y,
-           spatial, c);
+inline void global_avgpool_forward(const GlobalAvgPoolForwardArgs& args, cudaStream_t stream,
+                                   int threads) {
+  ENGINE_REQUIRE(args.n <= 65535, "global_avgpool_forward: at most 65535 images per launch");
+  dispatch_device_dtype(args.dtype, [&]<typename T>() {
+    const T* x = static_cast<const T*>(args.x);
+    T* y = static_cast<T*>(args.y);
+    dispatch_channel_vector<T>(channel_vector_width<T>(args.c, x, y), [&]<int kVec>() {
+      ChannelTileGrid layout = channel_tile_block(args.c / kVec, threads);
+      layout.grid.y = static_cast<unsigned>(args.n);
+      const size_t smem = sizeof(float) * kVec * layout.block.x * layout.block.y;
+      launch(global_avgpool_forward_kernel<T, kVec>, layout.grid, layout.block, smem, stream, x, y,
+             args.spatial, args.c);
+    });
   });
 }
 
-template <typename T>
-void global_avgpool_backward_launch(const T* dy, T* dx, int64_t n, int64_t spatial, int64_t c,
-                                    cudaStream_t stream, const ChannelTileLaunch& shape = {}) {
-  dispatch_channel_vector<T>(channel_vector_width<T>(c, dy, dx), [&]<int kVec>() {
-    const ChannelTileGrid layout = channel_tile_grid(n * spatial, c / kVec, shape);
-    launch(global_avgpool_backward_kernel<T, kVec>, layout.grid, layout.block, 0, stream, dy, dx,
-           n * spatial, spatial, c);
+inline void global_avgpool_backward(const GlobalAvgPoolBackwardArgs& args, cudaStream_t stream,
+                                    const ChannelTileLaunch& shape) {
+  dispatch_device_dtype(args.dtype, [&]<typename T>() {
+    const T* dy = static_cast<const T*>(args.dy);
+    T* dx = static_cast<T*>(args.dx);
+    dispatch_channel_vector<T>(channel_vector_width<T>(args.c, dy, dx), [&]<int kVec>() {
+      const ChannelTileGrid layout = channel_tile_grid(args.n * args.spatial, args.c / kVec, shape);
+      launch(global_avgpool_backward_kernel<T, kVec>, layout.grid, layout.block, 0, stream, dy, dx,
+             args.n * args.spatial, args.spatial, args.c);
+    });
   });
 }
 
-// ---------------------------------------------------------------------------------------
-// Entry points (declared in pool.h)
-
-void maxpool2d_forward(DType dtype, const void* x, void* y, int32_t* argmax, int64_t n, int64_t h,
-                       int64_t w, int64_t c, int kernel, int stride, int padding,
-                       cudaStream_t stream) {
-  const PoolWindow g = pool_window(n, h, w, c, kernel, stride, padding);
-  dispatch_device_dtype(dtype, [&]<typename T>() {
-    maxpool2d_forward_launch(static_cast<const T*>(x), static_cast<T*>(y), argmax, g, stream);
-  });
+// With the default geometry.
+void maxpool2d_forward(const MaxPool2dForwardArgs& args, cudaStream_t stream) {
+  maxpool2d_forward(args, stream, ElementwiseLaunch{});
 }
-
-void maxpool2d_backward(DType dtype, const void* dy, const int32_t* argmax, void* dx, int64_t n,
-                        int64_t h, int64_t w, int64_t c, int kernel, int stride, int padding,
-                        cudaStream_t stream) {
-  const PoolWindow g = pool_window(n, h, w, c, kernel, stride, padding);
-  dispatch_device_dtype(dtype, [&]<typename T>() {
-    maxpool2d_backward_launch(static_cast<const T*>(dy), argmax, static_cast<T*>(dx), g, stream);
-  });
+void maxpool2d_backward(const MaxPool2dBackwardArgs& args, cudaStream_t stream) {
+  maxpool2d_backward(args, stream, ElementwiseLaunch{});
 }
-
-void global_avgpool_forward(DType dtype, const void* x, void* y, int64_t n, int64_t spatial,
-                            int64_t c, cudaStream_t stream) {
-  dispatch_device_dtype(dtype, [&]<typename T>() {
-    global_avgpool_forward_launch(static_cast<const T*>(x), static_cast<T*>(y), n, spatial, c,
-                                  stream);
-  });
+void global_avgpool_forward(const GlobalAvgPoolForwardArgs& args, cudaStream_t stream) {
+  global_avgpool_forward(args, stream, 256);
 }
-
-void global_avgpool_backward(DType dtype, const void* dy, void* dx, int64_t n, int64_t spatial,
-                             int64_t c, cudaStream_t stream) {
-  dispatch_device_dtype(dtype, [&]<typename T>() {
-    global_avgpool_backward_launch(static_cast<const T*>(dy), static_cast<T*>(dx), n, spatial, c,
-                                   stream);
-  });
+void global_avgpool_backward(const GlobalAvgPoolBackwardArgs& args, cudaStream_t stream) {
+  global_avgpool_backward(args, stream, ChannelTileLaunch{});
 }
 
 }  // namespace engine::cuda

@@ -12,11 +12,11 @@ void relu_forward(const Tensor& x, Tensor& y, Stream& stream) {
   ops::require_float(op, "x", x);
   ops::require_like(op, "x", x, "y", y);
   ops::require_on_stream(op, "x", x, stream);
+  const ReluForwardArgs args{
+      .dtype = x.dtype(), .x = x.raw_data(), .y = y.raw_data(), .n = x.numel()};
   ops::on_device(
-      op, stream, [&] { cpu::relu_forward(x.dtype(), x.raw_data(), y.raw_data(), x.numel()); },
-      [&](auto cuda_stream) {
-        cuda::relu_forward(x.dtype(), x.raw_data(), y.raw_data(), x.numel(), cuda_stream);
-      });
+      op, stream, [&] { cpu::relu_forward(args); },
+      [&](auto cuda_stream) { cuda::relu_forward(args, cuda_stream); });
 }
 
 void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx, Stream& stream) {
@@ -25,13 +25,14 @@ void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx, Stream& stream
   ops::require_like(op, "y", y, "dy", dy);
   ops::require_like(op, "y", y, "dx", dx);
   ops::require_on_stream(op, "y", y, stream);
+  const ReluBackwardArgs args{.dtype = y.dtype(),
+                              .y = y.raw_data(),
+                              .dy = dy.raw_data(),
+                              .dx = dx.raw_data(),
+                              .n = y.numel()};
   ops::on_device(
-      op, stream,
-      [&] { cpu::relu_backward(y.dtype(), y.raw_data(), dy.raw_data(), dx.raw_data(), y.numel()); },
-      [&](auto cuda_stream) {
-        cuda::relu_backward(y.dtype(), y.raw_data(), dy.raw_data(), dx.raw_data(), y.numel(),
-                            cuda_stream);
-      });
+      op, stream, [&] { cpu::relu_backward(args); },
+      [&](auto cuda_stream) { cuda::relu_backward(args, cuda_stream); });
 }
 
 namespace {
@@ -43,16 +44,14 @@ void add_maybe_relu(std::string_view op, bool relu, const Tensor& a, const Tenso
   ops::require_like(op, "a", a, "b", b);
   ops::require_like(op, "a", a, "y", y);
   ops::require_on_stream(op, "a", a, stream);
+  const AddArgs args{.dtype = a.dtype(),
+                     .a = a.raw_data(),
+                     .b = b.raw_data(),
+                     .y = y.raw_data(),
+                     .n = a.numel(),
+                     .relu = relu};
   ops::on_device(
-      op, stream,
-      [&] {
-        (relu ? cpu::add_relu_forward : cpu::add)(a.dtype(), a.raw_data(), b.raw_data(),
-                                                  y.raw_data(), a.numel());
-      },
-      [&](auto cuda_stream) {
-        (relu ? cuda::add_relu_forward : cuda::add)(a.dtype(), a.raw_data(), b.raw_data(),
-                                                    y.raw_data(), a.numel(), cuda_stream);
-      });
+      op, stream, [&] { cpu::add(args); }, [&](auto cuda_stream) { cuda::add(args, cuda_stream); });
 }
 
 }  // namespace

@@ -16,11 +16,11 @@ void fill(Tensor& dst, float value, Stream& stream) {
   if (dst.defined() && dst.dtype() != DType::f64) ops::require_float(op, "dst", dst);
   ops::require_defined(op, "dst", dst);
   ops::require_on_stream(op, "dst", dst, stream);
+  const FillArgs args{
+      .dtype = dst.dtype(), .dst = dst.raw_data(), .n = dst.numel(), .value = value};
   ops::on_device(
-      op, stream, [&] { cpu::fill(dst.dtype(), dst.raw_data(), dst.numel(), value); },
-      [&](auto cuda_stream) {
-        cuda::fill(dst.dtype(), dst.raw_data(), dst.numel(), value, cuda_stream);
-      });
+      op, stream, [&] { cpu::fill(args); },
+      [&](auto cuda_stream) { cuda::fill(args, cuda_stream); });
 }
 
 void copy(const Tensor& src, Tensor& dst, Stream& stream) {
@@ -53,13 +53,14 @@ void cast(const Tensor& src, Tensor& dst, Stream& stream) {
          src.describe() + ")");
   }
   ops::require_on_stream(op, "src", src, stream);
+  const CastArgs args{.src_dtype = src.dtype(),
+                      .src = src.raw_data(),
+                      .dst_dtype = dst.dtype(),
+                      .dst = dst.raw_data(),
+                      .n = src.numel()};
   ops::on_device(
-      op, stream,
-      [&] { cpu::cast(src.dtype(), src.raw_data(), dst.dtype(), dst.raw_data(), src.numel()); },
-      [&](auto cuda_stream) {
-        cuda::cast(src.dtype(), src.raw_data(), dst.dtype(), dst.raw_data(), src.numel(),
-                   cuda_stream);
-      });
+      op, stream, [&] { cpu::cast(args); },
+      [&](auto cuda_stream) { cuda::cast(args, cuda_stream); });
 }
 
 }  // namespace engine

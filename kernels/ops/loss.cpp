@@ -50,18 +50,17 @@ void cross_entropy_forward(const Tensor& logits, const Tensor& labels, float lab
   require_smoothing(op, label_smoothing);
   ops::require_f32(op, "sample_loss", sample_loss, shape.n, logits.device());
   ops::require_f32(op, "loss", loss, 1, logits.device());
+  const CrossEntropyForwardArgs args{.dtype = logits.dtype(),
+                                     .logits = logits.raw_data(),
+                                     .labels = labels.data<int32_t>(),
+                                     .n = shape.n,
+                                     .k = shape.k,
+                                     .label_smoothing = label_smoothing,
+                                     .sample_loss = sample_loss.data<float>(),
+                                     .loss = loss.data<float>()};
   ops::on_device(
-      op, stream,
-      [&] {
-        cpu::cross_entropy_forward(logits.dtype(), logits.raw_data(), labels.data<int32_t>(),
-                                   shape.n, shape.k, label_smoothing, sample_loss.data<float>(),
-                                   loss.data<float>());
-      },
-      [&](auto cuda_stream) {
-        cuda::cross_entropy_forward(logits.dtype(), logits.raw_data(), labels.data<int32_t>(),
-                                    shape.n, shape.k, label_smoothing, sample_loss.data<float>(),
-                                    loss.data<float>(), cuda_stream);
-      });
+      op, stream, [&] { cpu::cross_entropy_forward(args); },
+      [&](auto cuda_stream) { cuda::cross_entropy_forward(args, cuda_stream); });
 }
 
 void cross_entropy_backward(const Tensor& logits, const Tensor& labels, float label_smoothing,
@@ -72,34 +71,32 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& labels, float la
   ops::require_like(op, "logits", logits, "dlogits", dlogits);
   ENGINE_REQUIRE(std::isfinite(grad_loss),
                  std::string(op) + ": grad_loss must be finite, got " + std::to_string(grad_loss));
+  const CrossEntropyBackwardArgs args{.dtype = logits.dtype(),
+                                      .logits = logits.raw_data(),
+                                      .labels = labels.data<int32_t>(),
+                                      .n = shape.n,
+                                      .k = shape.k,
+                                      .label_smoothing = label_smoothing,
+                                      .grad_loss = grad_loss,
+                                      .dlogits = dlogits.raw_data()};
   ops::on_device(
-      op, stream,
-      [&] {
-        cpu::cross_entropy_backward(logits.dtype(), logits.raw_data(), labels.data<int32_t>(),
-                                    shape.n, shape.k, label_smoothing, grad_loss,
-                                    dlogits.raw_data());
-      },
-      [&](auto cuda_stream) {
-        cuda::cross_entropy_backward(logits.dtype(), logits.raw_data(), labels.data<int32_t>(),
-                                     shape.n, shape.k, label_smoothing, grad_loss,
-                                     dlogits.raw_data(), cuda_stream);
-      });
+      op, stream, [&] { cpu::cross_entropy_backward(args); },
+      [&](auto cuda_stream) { cuda::cross_entropy_backward(args, cuda_stream); });
 }
 
 void topk_correct(const Tensor& logits, const Tensor& labels, Tensor& correct, Stream& stream) {
   constexpr std::string_view op = "topk_correct";
   const Classes shape = require_logits(op, logits, labels, stream);
   ops::require_f32(op, "correct", correct, 2, logits.device());
+  const TopkCorrectArgs args{.dtype = logits.dtype(),
+                             .logits = logits.raw_data(),
+                             .labels = labels.data<int32_t>(),
+                             .n = shape.n,
+                             .k = shape.k,
+                             .correct = correct.data<float>()};
   ops::on_device(
-      op, stream,
-      [&] {
-        cpu::topk_correct(logits.dtype(), logits.raw_data(), labels.data<int32_t>(), shape.n,
-                          shape.k, correct.data<float>());
-      },
-      [&](auto cuda_stream) {
-        cuda::topk_correct(logits.dtype(), logits.raw_data(), labels.data<int32_t>(), shape.n,
-                           shape.k, correct.data<float>(), cuda_stream);
-      });
+      op, stream, [&] { cpu::topk_correct(args); },
+      [&](auto cuda_stream) { cuda::topk_correct(args, cuda_stream); });
 }
 
 }  // namespace engine

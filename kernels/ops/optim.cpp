@@ -41,18 +41,15 @@ void sgd_step(const SgdOptions& options, Tensor& params, const Tensor& grads,
     buffer = momentum_buffer.data<float>();
   }
   ops::require_on_stream(op, "params", params, stream);
+  const SgdStepArgs args{.params = params.data<float>(),
+                         .grads = grads.data<float>(),
+                         .momentum_buffer = buffer,
+                         .n = params.numel(),
+                         .options = options,
+                         .first_step = first_step};
   ops::on_device(
-      op, stream,
-      [&] {
-        cpu::sgd_step(params.data<float>(), grads.data<float>(), buffer, params.numel(), options.lr,
-                      options.momentum, options.dampening, options.weight_decay, options.nesterov,
-                      options.grad_scale, first_step);
-      },
-      [&](auto cuda_stream) {
-        cuda::sgd_step(params.data<float>(), grads.data<float>(), buffer, params.numel(),
-                       options.lr, options.momentum, options.dampening, options.weight_decay,
-                       options.nesterov, options.grad_scale, first_step, cuda_stream);
-      });
+      op, stream, [&] { cpu::sgd_step(args); },
+      [&](auto cuda_stream) { cuda::sgd_step(args, cuda_stream); });
 }
 
 }  // namespace engine

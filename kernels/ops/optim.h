@@ -1,21 +1,13 @@
 // The fused SGD step over flat fp32 buffers (implemented in kernels/ops/optim.cpp).
 #pragma once
 
+#include "kernels/args/optim.h"
 #include "kernels/stream.h"
 #include "kernels/tensor.h"
 
 namespace engine {
 
-// torch.optim.SGD's hyperparameters (maximize=False), plus a factor applied to the
-// gradients first (1/world size for averaging, or unscaling).
-struct SgdOptions {
-  float lr = 0.1f;
-  float momentum = 0.f;
-  float dampening = 0.f;
-  float weight_decay = 0.f;
-  bool nesterov = false;  // needs momentum > 0 and dampening = 0, as PyTorch
-  float grad_scale = 1.f;
-};
+// SgdOptions (torch.optim.SGD's hyperparameters and a gradient scale): kernels/args/optim.h.
 
 // One step for every element of params (f32, any shape), exactly as torch.optim.SGD:
 //   g = grad * grad_scale + weight_decay * param

@@ -40,6 +40,10 @@ Shape pooled_shape(const MaxPool2dParams& p, const Tensor& x) {
   return {x.size(0), p.output_size(x.size(1)), p.output_size(x.size(2)), x.size(3)};
 }
 
+MaxPool2dWindow pool_window(const MaxPool2dParams& params, const Tensor& x) {
+  return {.n = x.size(0), .h = x.size(1), .w = x.size(2), .c = x.size(3), .params = params};
+}
+
 // y of global average pooling: [N, C] or [N, 1, 1, C].
 void require_pooled_vector(std::string_view op, std::string_view name, const Tensor& t,
                            const Tensor& x) {
@@ -65,17 +69,14 @@ void maxpool2d_forward(const MaxPool2dParams& params, const Tensor& x, Tensor& y
   ops::require_exact(op, "y", y, out, x.dtype(), x.device());
   ops::require_exact(op, "argmax", argmax, out, DType::i32, x.device());
   ops::require_on_stream(op, "x", x, stream);
-  const int64_t n = x.size(0), h = x.size(1), w = x.size(2), c = x.size(3);
+  const MaxPool2dForwardArgs args{.dtype = x.dtype(),
+                                  .x = x.raw_data(),
+                                  .y = y.raw_data(),
+                                  .argmax = argmax.data<int32_t>(),
+                                  .window = pool_window(params, x)};
   ops::on_device(
-      op, stream,
-      [&] {
-        cpu::maxpool2d_forward(x.dtype(), x.raw_data(), y.raw_data(), argmax.data<int32_t>(), n, h,
-                               w, c, params.kernel, params.stride, params.padding);
-      },
-      [&](auto cuda_stream) {
-        cuda::maxpool2d_forward(x.dtype(), x.raw_data(), y.raw_data(), argmax.data<int32_t>(), n, h,
-                                w, c, params.kernel, params.stride, params.padding, cuda_stream);
-      });
+      op, stream, [&] { cpu::maxpool2d_forward(args); },
+      [&](auto cuda_stream) { cuda::maxpool2d_forward(args, cuda_stream); });
 }
 
 void maxpool2d_backward(const MaxPool2dParams& params, const Tensor& dy, const Tensor& argmax,
@@ -87,18 +88,14 @@ void maxpool2d_backward(const MaxPool2dParams& params, const Tensor& dy, const T
   ops::require_exact(op, "dy", dy, out, dx.dtype(), dx.device());
   ops::require_exact(op, "argmax", argmax, out, DType::i32, dx.device());
   ops::require_on_stream(op, "dx", dx, stream);
-  const int64_t n = dx.size(0), h = dx.size(1), w = dx.size(2), c = dx.size(3);
+  const MaxPool2dBackwardArgs args{.dtype = dx.dtype(),
+                                   .dy = dy.raw_data(),
+                                   .argmax = argmax.data<int32_t>(),
+                                   .dx = dx.raw_data(),
+                                   .window = pool_window(params, dx)};
   ops::on_device(
-      op, stream,
-      [&] {
-        cpu::maxpool2d_backward(dx.dtype(), dy.raw_data(), argmax.data<int32_t>(), dx.raw_data(), n,
-                                h, w, c, params.kernel, params.stride, params.padding);
-      },
-      [&](auto cuda_stream) {
-        cuda::maxpool2d_backward(dx.dtype(), dy.raw_data(), argmax.data<int32_t>(), dx.raw_data(),
-                                 n, h, w, c, params.kernel, params.stride, params.padding,
-                                 cuda_stream);
-      });
+      op, stream, [&] { cpu::maxpool2d_backward(args); },
+      [&](auto cuda_stream) { cuda::maxpool2d_backward(args, cuda_stream); });
 }
 
 void global_avgpool_forward(const Tensor& x, Tensor& y, Stream& stream) {
@@ -106,14 +103,15 @@ void global_avgpool_forward(const Tensor& x, Tensor& y, Stream& stream) {
   require_nhwc(op, "x", x);
   require_pooled_vector(op, "y", y, x);
   ops::require_on_stream(op, "x", x, stream);
-  const int64_t n = x.size(0), spatial = x.size(1) * x.size(2), c = x.size(3);
+  const GlobalAvgPoolForwardArgs args{.dtype = x.dtype(),
+                                      .x = x.raw_data(),
+                                      .y = y.raw_data(),
+                                      .n = x.size(0),
+                                      .spatial = x.size(1) * x.size(2),
+                                      .c = x.size(3)};
   ops::on_device(
-      op, stream,
-      [&] { cpu::global_avgpool_forward(x.dtype(), x.raw_data(), y.raw_data(), n, spatial, c); },
-      [&](auto cuda_stream) {
-        cuda::global_avgpool_forward(x.dtype(), x.raw_data(), y.raw_data(), n, spatial, c,
-                                     cuda_stream);
-      });
+      op, stream, [&] { cpu::global_avgpool_forward(args); },
+      [&](auto cuda_stream) { cuda::global_avgpool_forward(args, cuda_stream); });
 }
 
 void global_avgpool_backward(const Tensor& dy, Tensor& dx, Stream& stream) {
@@ -121,16 +119,15 @@ void global_avgpool_backward(const Tensor& dy, Tensor& dx, Stream& stream) {
   require_nhwc(op, "dx", dx);
   require_pooled_vector(op, "dy", dy, dx);
   ops::require_on_stream(op, "dx", dx, stream);
-  const int64_t n = dx.size(0), spatial = dx.size(1) * dx.size(2), c = dx.size(3);
+  const GlobalAvgPoolBackwardArgs args{.dtype = dx.dtype(),
+                                       .dy = dy.raw_data(),
+                                       .dx = dx.raw_data(),
+                                       .n = dx.size(0),
+                                       .spatial = dx.size(1) * dx.size(2),
+                                       .c = dx.size(3)};
   ops::on_device(
-      op, stream,
-      [&] {
-        cpu::global_avgpool_backward(dx.dtype(), dy.raw_data(), dx.raw_data(), n, spatial, c);
-      },
-      [&](auto cuda_stream) {
-        cuda::global_avgpool_backward(dx.dtype(), dy.raw_data(), dx.raw_data(), n, spatial, c,
-                                      cuda_stream);
-      });
+      op, stream, [&] { cpu::global_avgpool_backward(args); },
+      [&](auto cuda_stream) { cuda::global_avgpool_backward(args, cuda_stream); });
 }
 
 }  // namespace engine

@@ -4,23 +4,13 @@
 
 #include <cstdint>
 
+#include "kernels/args/pool.h"
 #include "kernels/stream.h"
 #include "kernels/tensor.h"
 
 namespace engine {
 
-// torch.nn.MaxPool2d(kernel, stride, padding) with dilation 1 and ceil_mode=False: padding
-// never wins (it is -inf), so 2 * padding <= kernel as PyTorch requires.
-struct MaxPool2dParams {
-  int kernel = 3;
-  int stride = 2;
-  int padding = 1;
-  // floor((in + 2 * padding - kernel) / stride) + 1, or 0 when the window does not fit.
-  int64_t output_size(int64_t in) const {
-    const int64_t span = in + 2 * padding - kernel;
-    return span < 0 ? 0 : span / stride + 1;
-  }
-};
+// MaxPool2dParams (torch.nn.MaxPool2d's kernel, stride, padding): kernels/args/pool.h.
 
 // x [N, H, W, C] -> y [N, OH, OW, C]; argmax (i32, the shape of y) receives the flat index
 // h * W + w of the chosen input within its image and channel, as PyTorch's indices (so

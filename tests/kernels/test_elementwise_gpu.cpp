@@ -100,13 +100,18 @@ TEST_F(ElementwiseGpu, MisalignedPointersUseTheScalarPath) {
     const auto x = make_inputs(n + 1, 24, dtype);
     Tensor host_in = Tensor::from_floats({n + 1}, x, dtype);
     Tensor host_out = Tensor::empty({n + 1}, dtype);
-    cpu::relu_forward(dtype, static_cast<const std::byte*>(host_in.raw_data()) + dtype_size(dtype),
-                      static_cast<std::byte*>(host_out.raw_data()) + dtype_size(dtype), n);
+    cpu::relu_forward({.dtype = dtype,
+                       .x = static_cast<const std::byte*>(host_in.raw_data()) + dtype_size(dtype),
+                       .y = static_cast<std::byte*>(host_out.raw_data()) + dtype_size(dtype),
+                       .n = n});
     Tensor device_in = host_in.to(gpu, gpu_stream);
     Tensor device_out = Tensor::zeros({n + 1}, dtype, gpu, gpu_stream);
     cuda::relu_forward(
-        dtype, static_cast<const std::byte*>(device_in.raw_data()) + dtype_size(dtype),
-        static_cast<std::byte*>(device_out.raw_data()) + dtype_size(dtype), n, gpu_stream.native());
+        {.dtype = dtype,
+         .x = static_cast<const std::byte*>(device_in.raw_data()) + dtype_size(dtype),
+         .y = static_cast<std::byte*>(device_out.raw_data()) + dtype_size(dtype),
+         .n = n},
+        gpu_stream.native());
     std::vector<float> expected = host_out.to_floats(cpu_stream);
     std::vector<float> actual = device_out.to_floats(gpu_stream);
     expected.erase(expected.begin());

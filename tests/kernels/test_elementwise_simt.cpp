@@ -32,16 +32,6 @@ using testing::SimtBuffer;
 
 const cuda::ElementwiseLaunch kLaunchShapes[] = {{256, 2048}, {64, 2}};
 
-// Calls fn.template operator()<HostT, DeviceT>() for the dtype.
-template <typename Fn>
-void with_types(DType dtype, Fn&& fn) {
-  if (dtype == DType::f32) {
-    fn.template operator()<float, float>();
-  } else {
-    fn.template operator()<bf16, __nv_bfloat16>();
-  }
-}
-
 TEST(ElementwiseSimt, ReluForwardMatchesCpu) {
   for (DType dtype : kDTypes) {
     for (int64_t n : kElementwiseSizes) {
@@ -52,11 +42,9 @@ TEST(ElementwiseSimt, ReluForwardMatchesCpu) {
           const std::vector<float> x = make_inputs(n, 11, dtype);
           SimtBuffer in(dtype, x, offset), out(dtype, std::vector<float>(n, 7.f), offset);
           SimtBuffer expected(dtype, std::vector<float>(n), 0);
-          cpu::relu_forward(dtype, in.data(), expected.data(), n);
-          with_types(dtype, [&]<typename H, typename D>() {
-            cuda::relu_forward_launch(static_cast<const D*>(in.data()), static_cast<D*>(out.data()),
-                                      n, nullptr, shape);
-          });
+          cpu::relu_forward({.dtype = dtype, .x = in.data(), .y = expected.data(), .n = n});
+          cuda::relu_forward({.dtype = dtype, .x = in.data(), .y = out.data(), .n = n}, nullptr,
+                             shape);
           EXPECT_TRUE(same_values(expected.values(), out.values()));
         }
       }
@@ -76,12 +64,14 @@ TEST(ElementwiseSimt, ReluBackwardMatchesCpu) {
           SimtBuffer out(dtype, y, offset), grad_out(dtype, make_inputs(n, 13, dtype), offset);
           SimtBuffer grad_in(dtype, std::vector<float>(n, 7.f), offset);
           SimtBuffer expected(dtype, std::vector<float>(n), 0);
-          cpu::relu_backward(dtype, out.data(), grad_out.data(), expected.data(), n);
-          with_types(dtype, [&]<typename H, typename D>() {
-            cuda::relu_backward_launch(static_cast<const D*>(out.data()),
-                                       static_cast<const D*>(grad_out.data()),
-                                       static_cast<D*>(grad_in.data()), n, nullptr, shape);
-          });
+          ReluBackwardArgs args{.dtype = dtype,
+                                .y = out.data(),
+                                .dy = grad_out.data(),
+                                .dx = expected.data(),
+                                .n = n};
+          cpu::relu_backward(args);
+          args.dx = grad_in.data();
+          cuda::relu_backward(args, nullptr, shape);
           EXPECT_TRUE(same_values(expected.values(), grad_in.values()));
         }
       }
@@ -100,13 +90,15 @@ void expect_add_matches_cpu(bool relu) {
           SimtBuffer b(dtype, make_inputs(n, 15, dtype), offset);
           SimtBuffer y(dtype, std::vector<float>(n, 7.f), offset);
           SimtBuffer expected(dtype, std::vector<float>(n), 0);
-          (relu ? cpu::add_relu_forward : cpu::add)(dtype, a.data(), b.data(), expected.data(), n);
-          with_types(dtype, [&]<typename H, typename D>() {
-            (relu ? cuda::add_relu_forward_launch<D>
-                  : cuda::add_launch<D>)(static_cast<const D*>(a.data()),
-                                         static_cast<const D*>(b.data()), static_cast<D*>(y.data()),
-                                         n, nullptr, shape);
-          });
+          AddArgs args{.dtype = dtype,
+                       .a = a.data(),
+                       .b = b.data(),
+                       .y = expected.data(),
+                       .n = n,
+                       .relu = relu};
+          cpu::add(args);
+          args.y = y.data();
+          cuda::add(args, nullptr, shape);
           EXPECT_TRUE(same_values(expected.values(), y.values()));
         }
       }
@@ -128,36 +120,34 @@ TEST(ElementwiseSimt, EntryPointsDispatchOnDtype) {
     const int64_t n = 1000;
     const std::vector<float> x = make_inputs(n, 16, dtype);
     SimtBuffer inout(dtype, x, 0), expected(dtype, std::vector<float>(n), 0);
-    cpu::relu_forward(dtype, inout.data(), expected.data(), n);
-    cuda::relu_forward(dtype, inout.data(), inout.data(), n, nullptr);
+    cpu::relu_forward({.dtype = dtype, .x = inout.data(), .y = expected.data(), .n = n});
+    cuda::relu_forward({.dtype = dtype, .x = inout.data(), .y = inout.data(), .n = n}, nullptr);
     EXPECT_TRUE(same_values(expected.values(), inout.values())) << dtype_name(dtype);
 
     SimtBuffer a(dtype, x, 0), b(dtype, make_inputs(n, 17, dtype), 0), sum(dtype, x, 0);
-    cpu::add_relu_forward(dtype, a.data(), b.data(), expected.data(), n);
-    cuda::add_relu_forward(dtype, sum.data(), b.data(), sum.data(), n, nullptr);
+    cpu::add(
+        {.dtype = dtype, .a = a.data(), .b = b.data(), .y = expected.data(), .n = n, .relu = true});
+    cuda::add(
+        {.dtype = dtype, .a = sum.data(), .b = b.data(), .y = sum.data(), .n = n, .relu = true},
+        nullptr);
     EXPECT_TRUE(same_values(expected.values(), sum.values())) << dtype_name(dtype);
 
     SimtBuffer plain_sum(dtype, x, 0);
-    cpu::add(dtype, a.data(), b.data(), expected.data(), n);
-    cuda::add(dtype, plain_sum.data(), b.data(), plain_sum.data(), n, nullptr);
+    cpu::add({.dtype = dtype, .a = a.data(), .b = b.data(), .y = expected.data(), .n = n});
+    cuda::add({.dtype = dtype, .a = plain_sum.data(), .b = b.data(), .y = plain_sum.data(), .n = n},
+              nullptr);
     EXPECT_TRUE(same_values(expected.values(), plain_sum.values())) << dtype_name(dtype);
 
     SimtBuffer grad(dtype, make_inputs(n, 18, dtype), 0), grad_expected(dtype, x, 0);
-    cpu::relu_backward(dtype, expected.data(), grad.data(), grad_expected.data(), n);
-    cuda::relu_backward(dtype, expected.data(), grad.data(), grad.data(), n, nullptr);
+    cpu::relu_backward({.dtype = dtype,
+                        .y = expected.data(),
+                        .dy = grad.data(),
+                        .dx = grad_expected.data(),
+                        .n = n});
+    cuda::relu_backward(
+        {.dtype = dtype, .y = expected.data(), .dy = grad.data(), .dx = grad.data(), .n = n},
+        nullptr);
     EXPECT_TRUE(same_values(grad_expected.values(), grad.values())) << dtype_name(dtype);
-  }
-}
-
-// The fill value as the launcher takes it, rounded to bf16 as the entry point rounds it.
-template <typename D>
-D device_value(float value) {
-  if constexpr (std::is_same_v<D, float>) {
-    return value;
-  } else {
-    __nv_bfloat16_raw bits;
-    bits.x = bf16::from_float(value);
-    return __nv_bfloat16(bits);
   }
 }
 
@@ -169,19 +159,16 @@ TEST(ElementwiseSimt, FillMatchesCpu) {
           SCOPED_TRACE(case_name(dtype, n) + " offset=" + std::to_string(offset) +
                        " value=" + std::to_string(value));
           SimtBuffer expected(dtype, std::vector<float>(n), 0);
-          cpu::fill(dtype, expected.data(), n, value);
+          cpu::fill({.dtype = dtype, .dst = expected.data(), .n = n, .value = value});
           for (const cuda::ElementwiseLaunch& shape : kLaunchShapes) {
             SimtBuffer out(dtype, std::vector<float>(n, 7.f), offset);
-            with_types(dtype, [&]<typename H, typename D>() {
-              cuda::fill_launch(static_cast<D*>(out.data()), n, device_value<D>(value), nullptr,
-                                shape);
-            });
+            cuda::fill({.dtype = dtype, .dst = out.data(), .n = n, .value = value}, nullptr, shape);
             EXPECT_TRUE(same_values(expected.values(), out.values()))
                 << "max_blocks=" << shape.max_blocks;
           }
           // The entry point, with the default grid.
           SimtBuffer out(dtype, std::vector<float>(n, 7.f), offset);
-          cuda::fill(dtype, out.data(), n, value, nullptr);
+          cuda::fill({.dtype = dtype, .dst = out.data(), .n = n, .value = value}, nullptr);
           EXPECT_TRUE(same_values(expected.values(), out.values())) << "entry point";
         }
       }
@@ -197,14 +184,15 @@ TEST(ElementwiseSimt, FillF64MatchesCpu) {
         SCOPED_TRACE("f64 n=" + std::to_string(n) + " offset=" + std::to_string(offset) +
                      " value=" + std::to_string(value));
         std::vector<double> expected(n, 7.0);
-        cpu::fill(DType::f64, expected.data(), n, value);
+        cpu::fill({.dtype = DType::f64, .dst = expected.data(), .n = n, .value = value});
         for (const cuda::ElementwiseLaunch& shape : kLaunchShapes) {
           SimtBuffer out(std::vector<double>(n, 7.0), offset);
-          cuda::fill_launch(out.doubles(), n, static_cast<double>(value), nullptr, shape);
+          cuda::fill({.dtype = DType::f64, .dst = out.data(), .n = n, .value = value}, nullptr,
+                     shape);
           EXPECT_EQ(out.double_values(), expected) << "max_blocks=" << shape.max_blocks;
         }
         SimtBuffer out(std::vector<double>(n, 7.0), offset);
-        cuda::fill(DType::f64, out.data(), n, value, nullptr);
+        cuda::fill({.dtype = DType::f64, .dst = out.data(), .n = n, .value = value}, nullptr);
         EXPECT_EQ(out.double_values(), expected) << "entry point";
       }
     }
@@ -223,21 +211,20 @@ TEST(ElementwiseSimt, CastMatchesCpu) {
           for (size_t i = 0; i < x.size(); i += 7)
             x[i] = 1.f + (static_cast<float>(i % 5) + 0.5f) / 128.f;
           SimtBuffer in(from, x, offset), expected(to, std::vector<float>(n), 0);
-          cpu::cast(from, in.data(), to, expected.data(), n);
+          CastArgs args{
+              .src_dtype = from, .src = in.data(), .dst_dtype = to, .dst = expected.data(), .n = n};
+          cpu::cast(args);
           for (const cuda::ElementwiseLaunch& shape : kLaunchShapes) {
             SimtBuffer out(to, std::vector<float>(n, 7.f), offset);
-            with_types(from, [&]<typename HIn, typename DIn>() {
-              with_types(to, [&]<typename HOut, typename DOut>() {
-                cuda::cast_launch(static_cast<const DIn*>(in.data()),
-                                  static_cast<DOut*>(out.data()), n, nullptr, shape);
-              });
-            });
+            args.dst = out.data();
+            cuda::cast(args, nullptr, shape);
             EXPECT_TRUE(same_values(expected.values(), out.values()))
                 << "max_blocks=" << shape.max_blocks;
           }
           // The entry point, with the default grid.
           SimtBuffer out(to, std::vector<float>(n, 7.f), offset);
-          cuda::cast(from, in.data(), to, out.data(), n, nullptr);
+          args.dst = out.data();
+          cuda::cast(args, nullptr);
           EXPECT_TRUE(same_values(expected.values(), out.values())) << "entry point";
         }
       }
@@ -251,13 +238,26 @@ TEST(ElementwiseSimt, EntryPointsRefuseI32) {
   // An i32 buffer is never taken for bf16: the entry points throw before any launch.
   const std::vector<int32_t> values = {1, -2, 3, -4, 5, -6, 7, -8};
   SimtBuffer x(values), y(values);
-  EXPECT_EQ(error_of([&] { cuda::relu_forward(DType::i32, x.data(), y.data(), 8, nullptr); }),
+  EXPECT_EQ(error_of([&] {
+              cuda::relu_forward({.dtype = DType::i32, .x = x.data(), .y = y.data(), .n = 8},
+                                 nullptr);
+            }),
             "dispatch_device_dtype: i32 is not a float dtype (f32 or bf16)");
-  EXPECT_EQ(error_of([&] { cuda::add(DType::i32, x.data(), x.data(), y.data(), 8, nullptr); }),
+  EXPECT_EQ(error_of([&] {
+              cuda::add({.dtype = DType::i32, .a = x.data(), .b = x.data(), .y = y.data(), .n = 8},
+                        nullptr);
+            }),
             "dispatch_device_dtype: i32 is not a float dtype (f32 or bf16)");
-  EXPECT_EQ(error_of([&] { cuda::fill(DType::i32, y.data(), 8, 0.f, nullptr); }),
+  EXPECT_EQ(error_of([&] { cuda::fill({.dtype = DType::i32, .dst = y.data(), .n = 8}, nullptr); }),
             "fill: i32 is not a float dtype (f32 or bf16)");
-  EXPECT_EQ(error_of([&] { cuda::cast(DType::i32, x.data(), DType::f32, y.data(), 8, nullptr); }),
+  EXPECT_EQ(error_of([&] {
+              cuda::cast({.src_dtype = DType::i32,
+                          .src = x.data(),
+                          .dst_dtype = DType::f32,
+                          .dst = y.data(),
+                          .n = 8},
+                         nullptr);
+            }),
             "dispatch_device_dtype: i32 is not a float dtype (f32 or bf16)");
   EXPECT_EQ(y.int_values(), values);
 }

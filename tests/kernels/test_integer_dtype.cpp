@@ -33,7 +33,9 @@ TEST(IntegerDType, DispatchRefusesIt) {
   EXPECT_FALSE(is_float_dtype(DType::i32));
   // A CPU kernel entry point called past the op checks refuses it too.
   std::vector<int32_t> data(8, 1), out(8, 0);
-  EXPECT_EQ(error_of([&] { cpu::relu_forward(DType::i32, data.data(), out.data(), 8); }),
+  EXPECT_EQ(error_of([&] {
+              cpu::relu_forward({.dtype = DType::i32, .x = data.data(), .y = out.data(), .n = 8});
+            }),
             "dispatch_dtype: i32 is not a float dtype (f32 or bf16)");
   EXPECT_EQ(out, std::vector<int32_t>(8, 0));
   // The fp32 views of the GEMM-based CPU ops (conv, linear) dispatch by hand: they refuse it.

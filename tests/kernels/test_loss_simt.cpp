@@ -44,24 +44,46 @@ TEST(LossSimt, CrossEntropyMatchesCpu) {
           SimtBuffer logits(dtype, z), dlabels(labels);
           SimtBuffer sample = SimtBuffer::f32(s.n), loss = SimtBuffer::f32(1);
           std::vector<float> cpu_sample(s.n), cpu_loss(1);
-          cpu::cross_entropy_forward(dtype, logits.data(), labels.data(), s.n, s.k, smoothing,
-                                     cpu_sample.data(), cpu_loss.data());
-          cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
-            cuda::cross_entropy_forward_launch(logits.as<T>(), dlabels.ints(), s.n, s.k, smoothing,
-                                               sample.floats(), loss.floats(), nullptr, grid);
-          });
+          cpu::cross_entropy_forward({.dtype = dtype,
+                                      .logits = logits.data(),
+                                      .labels = labels.data(),
+                                      .n = s.n,
+                                      .k = s.k,
+                                      .label_smoothing = smoothing,
+                                      .sample_loss = cpu_sample.data(),
+                                      .loss = cpu_loss.data()});
+          cuda::cross_entropy_forward({.dtype = dtype,
+                                       .logits = logits.data(),
+                                       .labels = dlabels.ints(),
+                                       .n = s.n,
+                                       .k = s.k,
+                                       .label_smoothing = smoothing,
+                                       .sample_loss = sample.floats(),
+                                       .loss = loss.floats()},
+                                      nullptr, grid);
           // fp32 log-sum-exp of logits near 100: a few ulps of 100.
           EXPECT_TRUE(all_close(cpu_sample, sample.values(), 1e-6, 100.0));
           EXPECT_TRUE(all_close(cpu_loss, loss.values(), 1e-6, 100.0));
 
           SimtBuffer dz(dtype, std::vector<float>(s.n * s.k, 7.f));
           SimtBuffer cpu_dz(dtype, std::vector<float>(s.n * s.k));
-          cpu::cross_entropy_backward(dtype, logits.data(), labels.data(), s.n, s.k, smoothing,
-                                      1.5f, cpu_dz.data());
-          cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
-            cuda::cross_entropy_backward_launch(logits.as<T>(), dlabels.ints(), s.n, s.k, smoothing,
-                                                1.5f, dz.as<T>(), nullptr, grid);
-          });
+          cpu::cross_entropy_backward({.dtype = dtype,
+                                       .logits = logits.data(),
+                                       .labels = labels.data(),
+                                       .n = s.n,
+                                       .k = s.k,
+                                       .label_smoothing = smoothing,
+                                       .grad_loss = 1.5f,
+                                       .dlogits = cpu_dz.data()});
+          cuda::cross_entropy_backward({.dtype = dtype,
+                                        .logits = logits.data(),
+                                        .labels = dlabels.ints(),
+                                        .n = s.n,
+                                        .k = s.k,
+                                        .label_smoothing = smoothing,
+                                        .grad_loss = 1.5f,
+                                        .dlogits = dz.data()},
+                                       nullptr, grid);
           // Entries (p - q) * 1.5 / n: relative to 1.5 / n.
           EXPECT_TRUE(all_close(cpu_dz.values(), dz.values(), dtype == DType::f32 ? 1e-5 : kBf16Ulp,
                                 1.5 / s.n));
@@ -88,13 +110,22 @@ TEST(LossSimt, MeanOfManyValidRowsMatchesCpu) {
         SimtBuffer logits(dtype, z), dlabels(labels);
         SimtBuffer sample = SimtBuffer::f32(n), loss = SimtBuffer::f32(1);
         std::vector<float> cpu_sample(n), cpu_loss(1);
-        cpu::cross_entropy_forward(dtype, logits.data(), labels.data(), n, k, 0.f,
-                                   cpu_sample.data(), cpu_loss.data());
+        cpu::cross_entropy_forward({.dtype = dtype,
+                                    .logits = logits.data(),
+                                    .labels = labels.data(),
+                                    .n = n,
+                                    .k = k,
+                                    .sample_loss = cpu_sample.data(),
+                                    .loss = cpu_loss.data()});
         ASSERT_TRUE(std::isfinite(cpu_loss[0]) && cpu_loss[0] > 0.f) << cpu_loss[0];
-        cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
-          cuda::cross_entropy_forward_launch(logits.as<T>(), dlabels.ints(), n, k, 0.f,
-                                             sample.floats(), loss.floats(), nullptr, grid);
-        });
+        cuda::cross_entropy_forward({.dtype = dtype,
+                                     .logits = logits.data(),
+                                     .labels = dlabels.ints(),
+                                     .n = n,
+                                     .k = k,
+                                     .sample_loss = sample.floats(),
+                                     .loss = loss.floats()},
+                                    nullptr, grid);
         EXPECT_TRUE(all_close(cpu_sample, sample.values(), 1e-6, 10.0));
         EXPECT_TRUE(all_close(cpu_loss, loss.values(), testing::kF32Rel)) << cpu_loss[0];
       }
@@ -108,10 +139,19 @@ TEST(LossSimt, BackwardInPlaceMatchesCpu) {
   const std::vector<int32_t> labels = testing::make_labels(s.n, s.k, 4);
   SimtBuffer inout(DType::f32, z), dlabels(labels);
   std::vector<float> expected(z.size());
-  cpu::cross_entropy_backward(DType::f32, z.data(), labels.data(), s.n, s.k, 0.1f, 1.f,
-                              expected.data());
-  cuda::cross_entropy_backward(DType::f32, inout.data(), dlabels.ints(), s.n, s.k, 0.1f, 1.f,
-                               inout.data(), nullptr);
+  cpu::cross_entropy_backward({.logits = z.data(),
+                               .labels = labels.data(),
+                               .n = s.n,
+                               .k = s.k,
+                               .label_smoothing = 0.1f,
+                               .dlogits = expected.data()});
+  cuda::cross_entropy_backward({.logits = inout.data(),
+                                .labels = dlabels.ints(),
+                                .n = s.n,
+                                .k = s.k,
+                                .label_smoothing = 0.1f,
+                                .dlogits = inout.data()},
+                               nullptr);
   EXPECT_TRUE(all_close(expected, inout.values(), 1e-5, 1.0 / s.n));
 }
 
@@ -129,11 +169,19 @@ TEST(LossSimt, TopkMatchesCpu) {
         SimtBuffer logits(dtype, z), dlabels(labels);
         SimtBuffer correct(DType::f32, {7.f, 7.f});
         std::vector<float> expected(2);
-        cpu::topk_correct(dtype, logits.data(), labels.data(), s.n, s.k, expected.data());
-        cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
-          cuda::topk_correct_launch(logits.as<T>(), dlabels.ints(), s.n, s.k, correct.floats(),
-                                    nullptr, grid);
-        });
+        cpu::topk_correct({.dtype = dtype,
+                           .logits = logits.data(),
+                           .labels = labels.data(),
+                           .n = s.n,
+                           .k = s.k,
+                           .correct = expected.data()});
+        cuda::topk_correct({.dtype = dtype,
+                            .logits = logits.data(),
+                            .labels = dlabels.ints(),
+                            .n = s.n,
+                            .k = s.k,
+                            .correct = correct.floats()},
+                           nullptr, grid);
         EXPECT_EQ(expected, correct.values());
       }
     }
@@ -149,22 +197,53 @@ TEST(LossSimt, EntryPointsDispatchOnDtype) {
     SimtBuffer logits(dtype, z), dlabels(labels);
     SimtBuffer sample = SimtBuffer::f32(s.n), loss = SimtBuffer::f32(1);
     std::vector<float> cpu_sample(s.n), cpu_loss(1);
-    cuda::cross_entropy_forward(dtype, logits.data(), dlabels.ints(), s.n, s.k, 0.f,
-                                sample.floats(), loss.floats(), nullptr);
-    cpu::cross_entropy_forward(dtype, logits.data(), labels.data(), s.n, s.k, 0.f,
-                               cpu_sample.data(), cpu_loss.data());
+    cuda::cross_entropy_forward({.dtype = dtype,
+                                 .logits = logits.data(),
+                                 .labels = dlabels.ints(),
+                                 .n = s.n,
+                                 .k = s.k,
+                                 .sample_loss = sample.floats(),
+                                 .loss = loss.floats()},
+                                nullptr);
+    cpu::cross_entropy_forward({.dtype = dtype,
+                                .logits = logits.data(),
+                                .labels = labels.data(),
+                                .n = s.n,
+                                .k = s.k,
+                                .sample_loss = cpu_sample.data(),
+                                .loss = cpu_loss.data()});
     EXPECT_TRUE(all_close(cpu_loss, loss.values(), 1e-6, 1.0));
     SimtBuffer dz(dtype, z), cpu_dz(dtype, z);
-    cuda::cross_entropy_backward(dtype, logits.data(), dlabels.ints(), s.n, s.k, 0.f, 1.f,
-                                 dz.data(), nullptr);
-    cpu::cross_entropy_backward(dtype, logits.data(), labels.data(), s.n, s.k, 0.f, 1.f,
-                                cpu_dz.data());
+    cuda::cross_entropy_backward({.dtype = dtype,
+                                  .logits = logits.data(),
+                                  .labels = dlabels.ints(),
+                                  .n = s.n,
+                                  .k = s.k,
+                                  .dlogits = dz.data()},
+                                 nullptr);
+    cpu::cross_entropy_backward({.dtype = dtype,
+                                 .logits = logits.data(),
+                                 .labels = labels.data(),
+                                 .n = s.n,
+                                 .k = s.k,
+                                 .dlogits = cpu_dz.data()});
     EXPECT_TRUE(
         all_close(cpu_dz.values(), dz.values(), dtype == DType::f32 ? 1e-5 : kBf16Ulp, 1.0 / s.n));
     SimtBuffer correct = SimtBuffer::f32(2);
     std::vector<float> cpu_correct(2);
-    cuda::topk_correct(dtype, logits.data(), dlabels.ints(), s.n, s.k, correct.floats(), nullptr);
-    cpu::topk_correct(dtype, logits.data(), labels.data(), s.n, s.k, cpu_correct.data());
+    cuda::topk_correct({.dtype = dtype,
+                        .logits = logits.data(),
+                        .labels = dlabels.ints(),
+                        .n = s.n,
+                        .k = s.k,
+                        .correct = correct.floats()},
+                       nullptr);
+    cpu::topk_correct({.dtype = dtype,
+                       .logits = logits.data(),
+                       .labels = labels.data(),
+                       .n = s.n,
+                       .k = s.k,
+                       .correct = cpu_correct.data()});
     EXPECT_EQ(cpu_correct, correct.values());
   }
 }
@@ -177,18 +256,34 @@ TEST(LossSimt, EntryPointsRefuseI32Logits) {
   SimtBuffer logits(std::vector<int32_t>(8, 1)), labels(std::vector<int32_t>{0, 1});
   SimtBuffer sample = SimtBuffer::f32(2), loss = SimtBuffer::f32(1), correct = SimtBuffer::f32(2);
   EXPECT_EQ(error_of([&] {
-              cuda::cross_entropy_forward(DType::i32, logits.data(), labels.ints(), s.n, s.k, 0.f,
-                                          sample.floats(), loss.floats(), nullptr);
+              cuda::cross_entropy_forward({.dtype = DType::i32,
+                                           .logits = logits.data(),
+                                           .labels = labels.ints(),
+                                           .n = s.n,
+                                           .k = s.k,
+                                           .sample_loss = sample.floats(),
+                                           .loss = loss.floats()},
+                                          nullptr);
             }),
             "dispatch_device_dtype: i32 is not a float dtype (f32 or bf16)");
   EXPECT_EQ(error_of([&] {
-              cuda::cross_entropy_backward(DType::i32, logits.data(), labels.ints(), s.n, s.k, 0.f,
-                                           1.f, logits.data(), nullptr);
+              cuda::cross_entropy_backward({.dtype = DType::i32,
+                                            .logits = logits.data(),
+                                            .labels = labels.ints(),
+                                            .n = s.n,
+                                            .k = s.k,
+                                            .dlogits = logits.data()},
+                                           nullptr);
             }),
             "dispatch_device_dtype: i32 is not a float dtype (f32 or bf16)");
   EXPECT_EQ(error_of([&] {
-              cuda::topk_correct(DType::i32, logits.data(), labels.ints(), s.n, s.k,
-                                 correct.floats(), nullptr);
+              cuda::topk_correct({.dtype = DType::i32,
+                                  .logits = logits.data(),
+                                  .labels = labels.ints(),
+                                  .n = s.n,
+                                  .k = s.k,
+                                  .correct = correct.floats()},
+                                 nullptr);
             }),
             "dispatch_device_dtype: i32 is not a float dtype (f32 or bf16)");
   EXPECT_EQ(logits.int_values(), std::vector<int32_t>(8, 1));

@@ -30,8 +30,6 @@ TEST(OptimSimt, SgdStepsMatchCpu) {
           SCOPED_TRACE(c.name + " n=" + std::to_string(n) + " offset " + std::to_string(offset) +
                        " max_blocks " + std::to_string(grid.max_blocks));
           const SgdOptions& o = c.options;
-          const cuda::SgdHyper h{o.lr,         o.momentum, o.dampening, o.weight_decay,
-                                 o.grad_scale, o.nesterov, false};
           std::vector<float> cpu_params = testing::normal_values(n, 1, DType::f32);
           std::vector<float> cpu_buffer(n, 0.f);
           SimtBuffer params(DType::f32, cpu_params, offset);
@@ -39,14 +37,19 @@ TEST(OptimSimt, SgdStepsMatchCpu) {
           for (int step = 0; step < 5; ++step) {
             const std::vector<float> grads = testing::normal_values(n, 10 + step, DType::f32);
             SimtBuffer dgrads(DType::f32, grads, offset);
-            cpu::sgd_step(cpu_params.data(), grads.data(),
-                          o.momentum != 0.f ? cpu_buffer.data() : nullptr, n, o.lr, o.momentum,
-                          o.dampening, o.weight_decay, o.nesterov, o.grad_scale, step == 0);
-            cuda::SgdHyper step_h = h;
-            step_h.first_step = step == 0;
-            cuda::sgd_step_launch(params.floats(), dgrads.floats(),
-                                  o.momentum != 0.f ? buffer.floats() : nullptr, n, step_h, nullptr,
-                                  grid);
+            cpu::sgd_step({.params = cpu_params.data(),
+                           .grads = grads.data(),
+                           .momentum_buffer = o.momentum != 0.f ? cpu_buffer.data() : nullptr,
+                           .n = n,
+                           .options = o,
+                           .first_step = step == 0});
+            cuda::sgd_step({.params = params.floats(),
+                            .grads = dgrads.floats(),
+                            .momentum_buffer = o.momentum != 0.f ? buffer.floats() : nullptr,
+                            .n = n,
+                            .options = o,
+                            .first_step = step == 0},
+                           nullptr, grid);
           }
           // Same fp32 operations in the same order (g++ does not fuse them; nvcc may, which the
           // GPU suite's tolerance allows).
@@ -68,10 +71,21 @@ TEST(OptimSimt, EntryPointMatchesCpu) {
   SimtBuffer params(DType::f32, cpu_params), buffer(DType::f32, cpu_buffer),
       dgrads(DType::f32, grads);
   for (bool first : {true, false}) {
-    cpu::sgd_step(cpu_params.data(), grads.data(), cpu_buffer.data(), n, 0.1f, 0.9f, 0.f, 1e-4f,
-                  true, 1.f, first);
-    cuda::sgd_step(params.floats(), dgrads.floats(), buffer.floats(), n, 0.1f, 0.9f, 0.f, 1e-4f,
-                   true, 1.f, first, nullptr);
+    const SgdOptions nesterov{
+        .lr = 0.1f, .momentum = 0.9f, .weight_decay = 1e-4f, .nesterov = true};
+    cpu::sgd_step({.params = cpu_params.data(),
+                   .grads = grads.data(),
+                   .momentum_buffer = cpu_buffer.data(),
+                   .n = n,
+                   .options = nesterov,
+                   .first_step = first});
+    cuda::sgd_step({.params = params.floats(),
+                    .grads = dgrads.floats(),
+                    .momentum_buffer = buffer.floats(),
+                    .n = n,
+                    .options = nesterov,
+                    .first_step = first},
+                   nullptr);
   }
   EXPECT_TRUE(all_close(cpu_params, params.values(), 1e-6, 1e-2));
   EXPECT_TRUE(all_close(cpu_buffer, buffer.values(), 1e-6, 1e-2));

@@ -47,26 +47,40 @@ TEST(PoolSimt, MaxPoolForwardBackwardMatchCpu) {
           SimtBuffer argmax = SimtBuffer::i32(out_numel);
           SimtBuffer cpu_y(dtype, std::vector<float>(out_numel));
           std::vector<int32_t> cpu_argmax(out_numel);
-          cpu::maxpool2d_forward(dtype, dx_in.data(), cpu_y.data(), cpu_argmax.data(), s.n, s.h,
-                                 s.w, s.c, win.kernel, win.stride, win.padding);
-          const cuda::PoolWindow g =
-              cuda::pool_window(s.n, s.h, s.w, s.c, win.kernel, win.stride, win.padding);
-          cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
-            cuda::maxpool2d_forward_launch(dx_in.as<T>(), y.as<T>(), argmax.ints(), g, nullptr,
-                                           grid);
-          });
+          const MaxPool2dWindow window{
+              .n = s.n,
+              .h = s.h,
+              .w = s.w,
+              .c = s.c,
+              .params = {.kernel = win.kernel, .stride = win.stride, .padding = win.padding}};
+          cpu::maxpool2d_forward({.dtype = dtype,
+                                  .x = dx_in.data(),
+                                  .y = cpu_y.data(),
+                                  .argmax = cpu_argmax.data(),
+                                  .window = window});
+          cuda::maxpool2d_forward({.dtype = dtype,
+                                   .x = dx_in.data(),
+                                   .y = y.data(),
+                                   .argmax = argmax.ints(),
+                                   .window = window},
+                                  nullptr, grid);
           EXPECT_TRUE(all_close(cpu_y.values(), y.values(), 0.0, 0.0));
           EXPECT_EQ(cpu_argmax, argmax.int_values());
 
           // The same gather order on both sides: bit for bit.
           SimtBuffer ddy(dtype, dy), dx(dtype, std::vector<float>(s.numel(), 7.f));
           SimtBuffer cpu_dx(dtype, std::vector<float>(s.numel()));
-          cpu::maxpool2d_backward(dtype, ddy.data(), cpu_argmax.data(), cpu_dx.data(), s.n, s.h,
-                                  s.w, s.c, win.kernel, win.stride, win.padding);
-          cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
-            cuda::maxpool2d_backward_launch(ddy.as<T>(), argmax.ints(), dx.as<T>(), g, nullptr,
-                                            grid);
-          });
+          cpu::maxpool2d_backward({.dtype = dtype,
+                                   .dy = ddy.data(),
+                                   .argmax = cpu_argmax.data(),
+                                   .dx = cpu_dx.data(),
+                                   .window = window});
+          cuda::maxpool2d_backward({.dtype = dtype,
+                                    .dy = ddy.data(),
+                                    .argmax = argmax.ints(),
+                                    .dx = dx.data(),
+                                    .window = window},
+                                   nullptr, grid);
           EXPECT_TRUE(all_close(cpu_dx.values(), dx.values(), 0.0, 0.0));
         }
       }
@@ -84,22 +98,30 @@ TEST(PoolSimt, GlobalAvgPoolMatchesCpu) {
         const std::vector<float> x = testing::normal_values(s.numel(), 3, dtype, 0.5, 2.0);
         SimtBuffer dx_in(dtype, x, offset), y(dtype, std::vector<float>(s.n * s.c, 7.f), offset);
         SimtBuffer cpu_y(dtype, std::vector<float>(s.n * s.c));
-        cpu::global_avgpool_forward(dtype, dx_in.data(), cpu_y.data(), s.n, spatial, s.c);
+        GlobalAvgPoolForwardArgs forward{.dtype = dtype,
+                                         .x = dx_in.data(),
+                                         .y = cpu_y.data(),
+                                         .n = s.n,
+                                         .spatial = spatial,
+                                         .c = s.c};
+        cpu::global_avgpool_forward(forward);
         // 32 threads: several row lanes per channel lane for the in-block reduction.
-        cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
-          cuda::global_avgpool_forward_launch(dx_in.as<T>(), y.as<T>(), s.n, spatial, s.c, nullptr,
-                                              32);
-        });
+        forward.y = y.data();
+        cuda::global_avgpool_forward(forward, nullptr, 32);
         EXPECT_TRUE(all_close(cpu_y.values(), y.values(), dtype == DType::f32 ? 1e-6 : kBf16Ulp));
 
         const std::vector<float> dy = testing::normal_values(s.n * s.c, 4, dtype);
         SimtBuffer ddy(dtype, dy, offset), dx(dtype, std::vector<float>(s.numel(), 7.f), offset);
         SimtBuffer cpu_dx(dtype, std::vector<float>(s.numel()));
-        cpu::global_avgpool_backward(dtype, ddy.data(), cpu_dx.data(), s.n, spatial, s.c);
-        cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
-          cuda::global_avgpool_backward_launch(ddy.as<T>(), dx.as<T>(), s.n, spatial, s.c, nullptr,
-                                               {64, 2});
-        });
+        GlobalAvgPoolBackwardArgs backward{.dtype = dtype,
+                                           .dy = ddy.data(),
+                                           .dx = cpu_dx.data(),
+                                           .n = s.n,
+                                           .spatial = spatial,
+                                           .c = s.c};
+        cpu::global_avgpool_backward(backward);
+        backward.dx = dx.data();
+        cuda::global_avgpool_backward(backward, nullptr, {64, 2});
         EXPECT_TRUE(all_close(cpu_dx.values(), dx.values(), 0.0, 0.0));
       }
     }
@@ -114,25 +136,40 @@ TEST(PoolSimt, EntryPointsDispatchOnDtype) {
     const int64_t out_numel = s.n * 4 * 4 * s.c;
     SimtBuffer dx_in(dtype, x), y(dtype, std::vector<float>(out_numel)), cpu_y(dtype, y.values());
     SimtBuffer argmax = SimtBuffer::i32(out_numel), cpu_argmax = SimtBuffer::i32(out_numel);
-    cuda::maxpool2d_forward(dtype, dx_in.data(), y.data(), argmax.ints(), s.n, s.h, s.w, s.c, 3, 2,
-                            1, nullptr);
-    cpu::maxpool2d_forward(dtype, dx_in.data(), cpu_y.data(), cpu_argmax.ints(), s.n, s.h, s.w, s.c,
-                           3, 2, 1);
+    const MaxPool2dWindow window{.n = s.n, .h = s.h, .w = s.w, .c = s.c};  // 3x3, stride 2, pad 1
+    cuda::maxpool2d_forward({.dtype = dtype,
+                             .x = dx_in.data(),
+                             .y = y.data(),
+                             .argmax = argmax.ints(),
+                             .window = window},
+                            nullptr);
+    cpu::maxpool2d_forward({.dtype = dtype,
+                            .x = dx_in.data(),
+                            .y = cpu_y.data(),
+                            .argmax = cpu_argmax.ints(),
+                            .window = window});
     EXPECT_TRUE(all_close(cpu_y.values(), y.values(), 0.0, 0.0));
     EXPECT_EQ(cpu_argmax.int_values(), argmax.int_values());
     SimtBuffer dx(dtype, x), cpu_dx(dtype, x);
-    cuda::maxpool2d_backward(dtype, y.data(), argmax.ints(), dx.data(), s.n, s.h, s.w, s.c, 3, 2, 1,
-                             nullptr);
-    cpu::maxpool2d_backward(dtype, y.data(), argmax.ints(), cpu_dx.data(), s.n, s.h, s.w, s.c, 3, 2,
-                            1);
+    MaxPool2dBackwardArgs backward{
+        .dtype = dtype, .dy = y.data(), .argmax = argmax.ints(), .dx = dx.data(), .window = window};
+    cuda::maxpool2d_backward(backward, nullptr);
+    backward.dx = cpu_dx.data();
+    cpu::maxpool2d_backward(backward);
     EXPECT_TRUE(all_close(cpu_dx.values(), dx.values(), 0.0, 0.0));
 
     SimtBuffer avg(dtype, std::vector<float>(s.n * s.c)), cpu_avg(dtype, avg.values());
-    cuda::global_avgpool_forward(dtype, dx_in.data(), avg.data(), s.n, 64, s.c, nullptr);
-    cpu::global_avgpool_forward(dtype, dx_in.data(), cpu_avg.data(), s.n, 64, s.c);
+    GlobalAvgPoolForwardArgs forward{
+        .dtype = dtype, .x = dx_in.data(), .y = avg.data(), .n = s.n, .spatial = 64, .c = s.c};
+    cuda::global_avgpool_forward(forward, nullptr);
+    forward.y = cpu_avg.data();
+    cpu::global_avgpool_forward(forward);
     EXPECT_TRUE(all_close(cpu_avg.values(), avg.values(), dtype == DType::f32 ? 1e-6 : kBf16Ulp));
-    cuda::global_avgpool_backward(dtype, avg.data(), dx.data(), s.n, 64, s.c, nullptr);
-    cpu::global_avgpool_backward(dtype, avg.data(), cpu_dx.data(), s.n, 64, s.c);
+    GlobalAvgPoolBackwardArgs backward_avg{
+        .dtype = dtype, .dy = avg.data(), .dx = dx.data(), .n = s.n, .spatial = 64, .c = s.c};
+    cuda::global_avgpool_backward(backward_avg, nullptr);
+    backward_avg.dx = cpu_dx.data();
+    cpu::global_avgpool_backward(backward_avg);
     EXPECT_TRUE(all_close(cpu_dx.values(), dx.values(), 0.0, 0.0));
   }
 }
@@ -145,19 +182,30 @@ TEST(PoolSimt, EntryPointsRefuseI32Activations) {
   SimtBuffer x(std::vector<int32_t>(s.numel(), 3)), y = SimtBuffer::i32(8);
   SimtBuffer argmax = SimtBuffer::i32(8);
   EXPECT_EQ(error_of([&] {
-              cuda::maxpool2d_forward(DType::i32, x.data(), y.data(), argmax.ints(), s.n, s.h, s.w,
-                                      s.c, 3, 2, 1, nullptr);
+              cuda::maxpool2d_forward({.dtype = DType::i32,
+                                       .x = x.data(),
+                                       .y = y.data(),
+                                       .argmax = argmax.ints(),
+                                       .window = {.n = s.n, .h = s.h, .w = s.w, .c = s.c}},
+                                      nullptr);
             }),
             "dispatch_device_dtype: i32 is not a float dtype (f32 or bf16)");
   EXPECT_EQ(error_of([&] {
-              cuda::maxpool2d_backward(DType::i32, y.data(), argmax.ints(), x.data(), s.n, s.h, s.w,
-                                       s.c, 3, 2, 1, nullptr);
+              cuda::maxpool2d_backward({.dtype = DType::i32,
+                                        .dy = y.data(),
+                                        .argmax = argmax.ints(),
+                                        .dx = x.data(),
+                                        .window = {.n = s.n, .h = s.h, .w = s.w, .c = s.c}},
+                                       nullptr);
             }),
             "dispatch_device_dtype: i32 is not a float dtype (f32 or bf16)");
-  EXPECT_EQ(error_of([&] {
-              cuda::global_avgpool_forward(DType::i32, x.data(), y.data(), s.n, 16, s.c, nullptr);
-            }),
-            "dispatch_device_dtype: i32 is not a float dtype (f32 or bf16)");
+  EXPECT_EQ(
+      error_of([&] {
+        cuda::global_avgpool_forward(
+            {.dtype = DType::i32, .x = x.data(), .y = y.data(), .n = s.n, .spatial = 16, .c = s.c},
+            nullptr);
+      }),
+      "dispatch_device_dtype: i32 is not a float dtype (f32 or bf16)");
   EXPECT_EQ(argmax.int_values(), SimtBuffer::i32(8).int_values());
   EXPECT_EQ(x.int_values(), std::vector<int32_t>(s.numel(), 3));
 }
