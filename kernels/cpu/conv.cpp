@@ -317,8 +317,12 @@ bool backward_data_bf16(const Conv2dShape& shape, const bf16* dy, const bf16* w,
 
 }  // namespace
 
-void conv2d_forward(const Conv2dShape& shape, DType dtype, const void* x, const void* w,
-                    const float* bias, void* y) {
+void conv2d_forward(const Conv2dForwardArgs& args) {
+  const Conv2dShape& shape = args.shape;
+  const DType dtype = args.dtype;
+  const void *x = args.x, *w = args.w;
+  const float* bias = args.bias;
+  void* y = args.y;
   if (dtype == DType::bf16 &&
       forward_bf16(shape, static_cast<const bf16*>(x), static_cast<const bf16*>(w), bias,
                    static_cast<bf16*>(y))) {
@@ -333,8 +337,11 @@ void conv2d_forward(const Conv2dShape& shape, DType dtype, const void* x, const 
   output.commit();
 }
 
-void conv2d_backward_data(const Conv2dShape& shape, DType dtype, const void* dy, const void* w,
-                          void* dx) {
+void conv2d_backward_data(const Conv2dBackwardDataArgs& args) {
+  const Conv2dShape& shape = args.shape;
+  const DType dtype = args.dtype;
+  const void *dy = args.dy, *w = args.w;
+  void* dx = args.dx;
   if (dtype == DType::bf16 &&
       backward_data_bf16(shape, static_cast<const bf16*>(dy), static_cast<const bf16*>(w),
                          static_cast<bf16*>(dx))) {

@@ -465,8 +465,13 @@ bool filter_gradient_bf16(const Conv2dShape& shape, const bf16* x, const bf16* d
 
 }  // namespace
 
-void conv2d_backward_filter(const Conv2dShape& shape, DType dtype, const void* x, const void* dy,
-                            DType dw_dtype, void* dw, float* dbias, bool accumulate) {
+void conv2d_backward_filter(const Conv2dBackwardFilterArgs& args) {
+  const Conv2dShape& shape = args.shape;
+  const DType dtype = args.dtype, dw_dtype = args.dw_dtype;
+  const void *x = args.x, *dy = args.dy;
+  void* dw = args.dw;
+  float* dbias = args.dbias;
+  const bool accumulate = args.accumulate;
   const int64_t m = shape.gemm_m(), k = shape.gemm_k(), channels_out = shape.out_channels;
   if (dtype == DType::bf16 && dw_dtype == DType::f32 &&
       filter_gradient_bf16(shape, static_cast<const bf16*>(x), static_cast<const bf16*>(dy),

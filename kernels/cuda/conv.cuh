@@ -13,8 +13,7 @@ namespace engine::cuda {
 
 // Launch options; tests force splits to cover the split-K path with small shapes.
 struct ConvLaunch {
-  int split_k = 0;                       // 0: choose_split_k
-  Fp32Math fp32_math = Fp32Math::exact;  // f32 tensors: fp32 SIMT or tf32 tensor cores
+  int split_k = 0;  // 0: choose_split_k
 };
 
 // One split choice for every engine: they tile C alike.
@@ -76,68 +75,87 @@ void split_output_gemm(const GemmExtent& e, T* out, const float* bias, float* wo
   splitk_reduce_launch(splits, e.m * e.n, workspace, out, false, stream);
 }
 
-template <typename T>
-void conv2d_forward_launch(const Conv2dShape& shape, const T* x, const T* w, const float* bias,
-                           T* y, cudaStream_t stream, float* workspace = nullptr,
-                           ConvLaunch options = {}) {
+// The entry points (declared in conv.h) with their launch options: the SIMT tests force
+// split-K through them.
+inline void conv2d_forward(const Conv2dForwardArgs& args, cudaStream_t stream,
+                           const ConvLaunch& options) {
+  const Conv2dShape& shape = args.shape;
   const GemmExtent e = forward_extent(shape);
-  const KContiguousOperand<T> filters{w, e.k};
-  split_output_gemm(e, y, bias, workspace, options, stream, [&](const auto& store, int splits) {
-    if (shape.is_pointwise()) {
-      gemm_launch<T>(e.m, e.n, e.k, KContiguousOperand<T>{x, e.k}, filters, store, splits, stream,
-                     options.fp32_math);
-    } else {
-      gemm_launch<T>(e.m, e.n, e.k, ConvForwardInput<T>{x, shape}, filters, store, splits, stream,
-                     options.fp32_math);
-    }
+  float* workspace = static_cast<float*>(args.workspace);
+  dispatch_device_dtype(args.dtype, [&]<typename T>() {
+    const T* x = static_cast<const T*>(args.x);
+    const KContiguousOperand<T> filters{static_cast<const T*>(args.w), e.k};
+    split_output_gemm(e, static_cast<T*>(args.y), args.bias, workspace, options, stream,
+                      [&](const auto& store, int splits) {
+                        if (shape.is_pointwise()) {
+                          gemm_launch<T>(e.m, e.n, e.k, KContiguousOperand<T>{x, e.k}, filters,
+                                         store, splits, stream, args.fp32_math);
+                        } else {
+                          gemm_launch<T>(e.m, e.n, e.k, ConvForwardInput<T>{x, shape}, filters,
+                                         store, splits, stream, args.fp32_math);
+                        }
+                      });
   });
 }
 
-template <typename T>
-void conv2d_backward_data_launch(const Conv2dShape& shape, const T* dy, const T* w, T* dx,
-                                 cudaStream_t stream, float* workspace = nullptr,
-                                 ConvLaunch options = {}) {
+inline void conv2d_backward_data(const Conv2dBackwardDataArgs& args, cudaStream_t stream,
+                                 const ConvLaunch& options) {
+  const Conv2dShape& shape = args.shape;
   const GemmExtent e = backward_data_extent(shape);
-  split_output_gemm(e, dx, nullptr, workspace, options, stream, [&](const auto& store, int splits) {
-    if (shape.is_pointwise()) {
-      gemm_launch<T>(e.m, e.n, e.k, KContiguousOperand<T>{dy, shape.out_channels},
-                     RowContiguousOperand<T>{w, shape.in_channels}, store, splits, stream,
-                     options.fp32_math);
-    } else {
-      gemm_launch<T>(e.m, e.n, e.k, ConvDataGradOutput<T>{dy, shape},
-                     ConvDataGradFilter<T>{w, shape}, store, splits, stream, options.fp32_math);
-    }
+  float* workspace = static_cast<float*>(args.workspace);
+  dispatch_device_dtype(args.dtype, [&]<typename T>() {
+    const T* dy = static_cast<const T*>(args.dy);
+    const T* w = static_cast<const T*>(args.w);
+    split_output_gemm(
+        e, static_cast<T*>(args.dx), nullptr, workspace, options, stream,
+        [&](const auto& store, int splits) {
+          if (shape.is_pointwise()) {
+            gemm_launch<T>(e.m, e.n, e.k, KContiguousOperand<T>{dy, shape.out_channels},
+                           RowContiguousOperand<T>{w, shape.in_channels}, store, splits, stream,
+                           args.fp32_math);
+          } else {
+            gemm_launch<T>(e.m, e.n, e.k, ConvDataGradOutput<T>{dy, shape},
+                           ConvDataGradFilter<T>{w, shape}, store, splits, stream, args.fp32_math);
+          }
+        });
   });
 }
 
-template <typename T, typename TGrad>
-void conv2d_backward_filter_launch(const Conv2dShape& shape, const T* x, const T* dy, TGrad* dw,
-                                   float* dbias, bool accumulate, float* workspace,
-                                   cudaStream_t stream, ConvLaunch options = {}) {
+inline void conv2d_backward_filter(const Conv2dBackwardFilterArgs& args, cudaStream_t stream,
+                                   const ConvLaunch& options) {
+  const Conv2dShape& shape = args.shape;
   const int splits = filter_grad_splits(shape, options);
   const int64_t k_out = shape.out_channels, taps = shape.gemm_k(), pixels = shape.gemm_m();
-  const RowContiguousOperand<T> grad_out{dy, k_out};
-  auto gemm = [&](const auto& store, int split_count) {
-    if (shape.is_pointwise()) {
-      gemm_launch<T>(k_out, taps, pixels, grad_out, RowContiguousOperand<T>{x, taps}, store,
-                     split_count, stream, options.fp32_math);
-    } else {
-      gemm_launch<T>(k_out, taps, pixels, grad_out, ConvFilterGradInput<T>{x, shape}, store,
-                     split_count, stream, options.fp32_math);
+  float* workspace = static_cast<float*>(args.workspace);
+  dispatch_device_dtype(args.dtype, [&]<typename T>() {
+    const T* x = static_cast<const T*>(args.x);
+    const T* dy = static_cast<const T*>(args.dy);
+    const RowContiguousOperand<T> grad_out{dy, k_out};
+    auto gemm = [&](const auto& store, int split_count) {
+      if (shape.is_pointwise()) {
+        gemm_launch<T>(k_out, taps, pixels, grad_out, RowContiguousOperand<T>{x, taps}, store,
+                       split_count, stream, args.fp32_math);
+      } else {
+        gemm_launch<T>(k_out, taps, pixels, grad_out, ConvFilterGradInput<T>{x, shape}, store,
+                       split_count, stream, args.fp32_math);
+      }
+    };
+    dispatch_device_dtype(args.dw_dtype, [&]<typename TGrad>() {
+      TGrad* dw = static_cast<TGrad*>(args.dw);
+      if (splits == 1) {
+        // Without a split there is nothing to sum: store (and accumulate) straight into dw
+        // rather than through fp32 partials and a second kernel.
+        gemm(StoreToMatrix<TGrad>{dw, taps, nullptr, args.accumulate}, 1);
+      } else {
+        gemm(StoreSplitPartial{workspace, k_out, taps}, splits);
+        splitk_reduce_launch(splits, k_out * taps, workspace, dw, args.accumulate, stream);
+      }
+    });
+    if (args.dbias != nullptr) {
+      column_sum_launch(pixels, k_out, dy, column_sum_slices(pixels),
+                        workspace + splits * k_out * taps, args.dbias, args.accumulate, stream);
     }
-  };
-  if (splits == 1) {
-    // Without a split there is nothing to sum: store (and accumulate) straight into dw rather
-    // than through fp32 partials and a second kernel.
-    gemm(StoreToMatrix<TGrad>{dw, taps, nullptr, accumulate}, 1);
-  } else {
-    gemm(StoreSplitPartial{workspace, k_out, taps}, splits);
-    splitk_reduce_launch(splits, k_out * taps, workspace, dw, accumulate, stream);
-  }
-  if (dbias != nullptr) {
-    column_sum_launch(pixels, k_out, dy, column_sum_slices(pixels),
-                      workspace + splits * k_out * taps, dbias, accumulate, stream);
-  }
+  });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -157,36 +175,14 @@ size_t conv2d_backward_data_workspace_bytes(const Conv2dShape& shape) {
   return output_split_workspace_bytes(e.m, e.n, output_splits(e.m, e.n, e.k, {}));
 }
 
-void conv2d_forward(const Conv2dShape& shape, DType dtype, const void* x, const void* w,
-                    const float* bias, void* y, void* workspace, Fp32Math fp32_math,
-                    cudaStream_t stream) {
-  dispatch_device_dtype(dtype, [&]<typename T>() {
-    conv2d_forward_launch(shape, static_cast<const T*>(x), static_cast<const T*>(w), bias,
-                          static_cast<T*>(y), stream, static_cast<float*>(workspace),
-                          ConvLaunch{.fp32_math = fp32_math});
-  });
+void conv2d_forward(const Conv2dForwardArgs& args, cudaStream_t stream) {
+  conv2d_forward(args, stream, ConvLaunch{});
 }
-
-void conv2d_backward_data(const Conv2dShape& shape, DType dtype, const void* dy, const void* w,
-                          void* dx, void* workspace, Fp32Math fp32_math, cudaStream_t stream) {
-  dispatch_device_dtype(dtype, [&]<typename T>() {
-    conv2d_backward_data_launch(shape, static_cast<const T*>(dy), static_cast<const T*>(w),
-                                static_cast<T*>(dx), stream, static_cast<float*>(workspace),
-                                ConvLaunch{.fp32_math = fp32_math});
-  });
+void conv2d_backward_data(const Conv2dBackwardDataArgs& args, cudaStream_t stream) {
+  conv2d_backward_data(args, stream, ConvLaunch{});
 }
-
-void conv2d_backward_filter(const Conv2dShape& shape, DType dtype, const void* x, const void* dy,
-                            DType dw_dtype, void* dw, float* dbias, bool accumulate,
-                            void* workspace, Fp32Math fp32_math, cudaStream_t stream) {
-  dispatch_device_dtype(dtype, [&]<typename T>() {
-    dispatch_device_dtype(dw_dtype, [&]<typename TGrad>() {
-      conv2d_backward_filter_launch(shape, static_cast<const T*>(x), static_cast<const T*>(dy),
-                                    static_cast<TGrad*>(dw), dbias, accumulate,
-                                    static_cast<float*>(workspace), stream,
-                                    ConvLaunch{.fp32_math = fp32_math});
-    });
-  });
+void conv2d_backward_filter(const Conv2dBackwardFilterArgs& args, cudaStream_t stream) {
+  conv2d_backward_filter(args, stream, ConvLaunch{});
 }
 
 }  // namespace engine::cuda

@@ -1,15 +1,14 @@
 // CUDA entry points of conv2d (defined in conv.cuh, compiled by conv.cu): implicit GEMM on
 // NHWC/KRSC tensors; for f32 tensors fp32 SIMT (Fp32Math::exact) or tf32 tensor cores
 // (Fp32Math::tf32), for bf16 tensors bf16 tensor cores (fp32 accumulate, fp32_math unread).
-// Pointers are device pointers; bias/dbias are fp32.
+// The argument structs of kernels/args/conv.h with device pointers, and the stream; the CPU
+// twins (kernels/cpu/conv.h) take the same structs.
 #pragma once
 
 #include <cstddef>
 
-#include "kernels/conv_shape.h"
+#include "kernels/args/conv.h"
 #include "kernels/cuda/cuda_runtime.h"
-#include "kernels/dtype.h"
-#include "kernels/fp32_math.h"
 
 namespace engine::cuda {
 
@@ -21,16 +20,8 @@ size_t conv2d_backward_filter_workspace_bytes(const Conv2dShape& shape);
 size_t conv2d_forward_workspace_bytes(const Conv2dShape& shape);
 size_t conv2d_backward_data_workspace_bytes(const Conv2dShape& shape);
 
-// workspace: null (never split) or the bytes above.
-void conv2d_forward(const Conv2dShape& shape, DType dtype, const void* x, const void* w,
-                    const float* bias, void* y, void* workspace, Fp32Math fp32_math,
-                    cudaStream_t stream);
-void conv2d_backward_data(const Conv2dShape& shape, DType dtype, const void* dy, const void* w,
-                          void* dx, void* workspace, Fp32Math fp32_math, cudaStream_t stream);
-// dw is fp32 (master weights) or dtype; accumulate adds to dw (and dbias) instead of
-// overwriting. workspace: conv2d_backward_filter_workspace_bytes(shape) bytes.
-void conv2d_backward_filter(const Conv2dShape& shape, DType dtype, const void* x, const void* dy,
-                            DType dw_dtype, void* dw, float* dbias, bool accumulate,
-                            void* workspace, Fp32Math fp32_math, cudaStream_t stream);
+void conv2d_forward(const Conv2dForwardArgs& args, cudaStream_t stream);
+void conv2d_backward_data(const Conv2dBackwardDataArgs& args, cudaStream_t stream);
+void conv2d_backward_filter(const Conv2dBackwardFilterArgs& args, cudaStream_t stream);
 
 }  // namespace engine::cuda

@@ -71,22 +71,23 @@ void forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const T
   ops::require_exact(op, "y", y, shape.output_shape(), dtype, device, context);
   if (bias.defined())
     ops::require_exact(op, "bias", bias, {shape.out_channels}, DType::f32, device, context);
-  const float* bias_data = bias.defined() ? bias.data<float>() : nullptr;
   float* scratch =
       workspace == nullptr
           ? nullptr
           : ops::require_workspace(op, *workspace, conv2d_forward_workspace_numel(shape, device),
                                    device, "conv2d_forward_workspace_numel");
   ops::require_on_stream(op, "x", x, stream);
+  const Conv2dForwardArgs args{.shape = shape,
+                               .dtype = dtype,
+                               .x = x.raw_data(),
+                               .w = w.raw_data(),
+                               .bias = bias.defined() ? bias.data<float>() : nullptr,
+                               .y = y.raw_data(),
+                               .workspace = scratch,
+                               .fp32_math = stream.fp32_math()};
   ops::on_device(
-      op, stream,
-      [&] {
-        cpu::conv2d_forward(shape, dtype, x.raw_data(), w.raw_data(), bias_data, y.raw_data());
-      },
-      [&](auto cuda_stream) {
-        cuda::conv2d_forward(shape, dtype, x.raw_data(), w.raw_data(), bias_data, y.raw_data(),
-                             scratch, stream.fp32_math(), cuda_stream);
-      });
+      op, stream, [&] { cpu::conv2d_forward(args); },
+      [&](auto cuda_stream) { cuda::conv2d_forward(args, cuda_stream); });
 }
 
 void backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, Tensor& dx,
@@ -106,13 +107,16 @@ void backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, 
                                                 conv2d_backward_data_workspace_numel(shape, device),
                                                 device, "conv2d_backward_data_workspace_numel");
   ops::require_on_stream(op, "dy", dy, stream);
+  const Conv2dBackwardDataArgs args{.shape = shape,
+                                    .dtype = dtype,
+                                    .dy = dy.raw_data(),
+                                    .w = w.raw_data(),
+                                    .dx = dx.raw_data(),
+                                    .workspace = scratch,
+                                    .fp32_math = stream.fp32_math()};
   ops::on_device(
-      op, stream,
-      [&] { cpu::conv2d_backward_data(shape, dtype, dy.raw_data(), w.raw_data(), dx.raw_data()); },
-      [&](auto cuda_stream) {
-        cuda::conv2d_backward_data(shape, dtype, dy.raw_data(), w.raw_data(), dx.raw_data(),
-                                   scratch, stream.fp32_math(), cuda_stream);
-      });
+      op, stream, [&] { cpu::conv2d_backward_data(args); },
+      [&](auto cuda_stream) { cuda::conv2d_backward_data(args, cuda_stream); });
 }
 
 }  // namespace
@@ -170,22 +174,23 @@ void conv2d_backward_filter(const Conv2dShape& shape, const Tensor& x, const Ten
   ops::require_exact(op, "dw", dw, shape.filter_shape(), dw.dtype(), device, context);
   if (dbias.defined())
     ops::require_exact(op, "dbias", dbias, {shape.out_channels}, DType::f32, device, context);
-  float* dbias_data = dbias.defined() ? dbias.data<float>() : nullptr;
   float* scratch =
       ops::require_workspace(op, workspace, conv2d_backward_filter_workspace_numel(shape, device),
                              device, "conv2d_backward_filter_workspace_numel");
   ops::require_on_stream(op, "x", x, stream);
+  const Conv2dBackwardFilterArgs args{.shape = shape,
+                                      .dtype = dtype,
+                                      .x = x.raw_data(),
+                                      .dy = dy.raw_data(),
+                                      .dw_dtype = dw.dtype(),
+                                      .dw = dw.raw_data(),
+                                      .dbias = dbias.defined() ? dbias.data<float>() : nullptr,
+                                      .accumulate = accumulate,
+                                      .workspace = scratch,
+                                      .fp32_math = stream.fp32_math()};
   ops::on_device(
-      op, stream,
-      [&] {
-        cpu::conv2d_backward_filter(shape, dtype, x.raw_data(), dy.raw_data(), dw.dtype(),
-                                    dw.raw_data(), dbias_data, accumulate);
-      },
-      [&](auto cuda_stream) {
-        cuda::conv2d_backward_filter(shape, dtype, x.raw_data(), dy.raw_data(), dw.dtype(),
-                                     dw.raw_data(), dbias_data, accumulate, scratch,
-                                     stream.fp32_math(), cuda_stream);
-      });
+      op, stream, [&] { cpu::conv2d_backward_filter(args); },
+      [&](auto cuda_stream) { cuda::conv2d_backward_filter(args, cuda_stream); });
 }
 
 void linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,

@@ -118,14 +118,20 @@ TEST(ConvSimt, ForwardMatchesCpu) {
       const int64_t outputs = shape_numel(shape.output_shape());
       std::vector<std::byte> expected(outputs * dtype_size(dtype));
       SimtBuffer actual(dtype, std::vector<float>(outputs, NAN));
-      cpu::conv2d_forward(shape, dtype, in.cpu_x.data(), in.cpu_w.data(), in.bias.floats(),
-                          expected.data());
-      cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
-        cuda::conv2d_forward_launch(shape, reinterpret_cast<const T*>(in.x.data()),
-                                    reinterpret_cast<const T*>(in.w.data()), in.bias.floats(),
-                                    reinterpret_cast<T*>(actual.data()), nullptr, nullptr,
-                                    cuda::ConvLaunch{.fp32_math = engine.math});
-      });
+      cpu::conv2d_forward({.shape = shape,
+                           .dtype = dtype,
+                           .x = in.cpu_x.data(),
+                           .w = in.cpu_w.data(),
+                           .bias = in.bias.floats(),
+                           .y = expected.data()});
+      cuda::conv2d_forward({.shape = shape,
+                            .dtype = dtype,
+                            .x = in.x.data(),
+                            .w = in.w.data(),
+                            .bias = in.bias.floats(),
+                            .y = actual.data(),
+                            .fp32_math = engine.math},
+                           nullptr);
       EXPECT_LE(relative_difference(actual.values(), decode(dtype, expected.data(), outputs)),
                 engine.tolerance());
     }
@@ -141,13 +147,18 @@ TEST(ConvSimt, BackwardDataMatchesCpu) {
       const int64_t inputs = shape_numel(shape.input_shape());
       std::vector<std::byte> expected(inputs * dtype_size(dtype));
       SimtBuffer actual(dtype, std::vector<float>(inputs, NAN));
-      cpu::conv2d_backward_data(shape, dtype, in.cpu_dy.data(), in.cpu_w.data(), expected.data());
-      cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
-        cuda::conv2d_backward_data_launch(shape, reinterpret_cast<const T*>(in.dy.data()),
-                                          reinterpret_cast<const T*>(in.w.data()),
-                                          reinterpret_cast<T*>(actual.data()), nullptr, nullptr,
-                                          cuda::ConvLaunch{.fp32_math = engine.math});
-      });
+      cpu::conv2d_backward_data({.shape = shape,
+                                 .dtype = dtype,
+                                 .dy = in.cpu_dy.data(),
+                                 .w = in.cpu_w.data(),
+                                 .dx = expected.data()});
+      cuda::conv2d_backward_data({.shape = shape,
+                                  .dtype = dtype,
+                                  .dy = in.dy.data(),
+                                  .w = in.w.data(),
+                                  .dx = actual.data(),
+                                  .fp32_math = engine.math},
+                                 nullptr);
       EXPECT_LE(relative_difference(actual.values(), decode(dtype, expected.data(), inputs)),
                 engine.tolerance());
     }
@@ -179,25 +190,40 @@ TEST(ConvSimt, ForwardAndBackwardDataMatchCpuWithSplitK) {
         const int64_t inputs = shape_numel(shape.input_shape());
         std::vector<std::byte> expected_y(outputs * dtype_size(dtype));
         std::vector<std::byte> expected_dx(inputs * dtype_size(dtype));
-        cpu::conv2d_forward(shape, dtype, in.cpu_x.data(), in.cpu_w.data(), bias,
-                            expected_y.data());
-        cpu::conv2d_backward_data(shape, dtype, in.cpu_dy.data(), in.cpu_w.data(),
-                                  expected_dx.data());
+        cpu::conv2d_forward({.shape = shape,
+                             .dtype = dtype,
+                             .x = in.cpu_x.data(),
+                             .w = in.cpu_w.data(),
+                             .bias = bias,
+                             .y = expected_y.data()});
+        cpu::conv2d_backward_data({.shape = shape,
+                                   .dtype = dtype,
+                                   .dy = in.cpu_dy.data(),
+                                   .w = in.cpu_w.data(),
+                                   .dx = expected_dx.data()});
         SimtBuffer y(dtype, std::vector<float>(outputs, NAN));
         SimtBuffer dx(dtype, std::vector<float>(inputs, NAN));
         SimtBuffer y_workspace = SimtBuffer::f32(splits * outputs);
         SimtBuffer dx_workspace = SimtBuffer::f32(splits * inputs);
-        cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
-          cuda::conv2d_forward_launch(shape, reinterpret_cast<const T*>(in.x.data()),
-                                      reinterpret_cast<const T*>(in.w.data()), bias,
-                                      reinterpret_cast<T*>(y.data()), nullptr, y_workspace.floats(),
-                                      cuda::ConvLaunch{splits, engine.math});
-          if (with_bias) return;  // the input gradient has none: run it once
-          cuda::conv2d_backward_data_launch(
-              shape, reinterpret_cast<const T*>(in.dy.data()),
-              reinterpret_cast<const T*>(in.w.data()), reinterpret_cast<T*>(dx.data()), nullptr,
-              dx_workspace.floats(), cuda::ConvLaunch{splits, engine.math});
-        });
+        cuda::conv2d_forward({.shape = shape,
+                              .dtype = dtype,
+                              .x = in.x.data(),
+                              .w = in.w.data(),
+                              .bias = bias,
+                              .y = y.data(),
+                              .workspace = y_workspace.data(),
+                              .fp32_math = engine.math},
+                             nullptr, {.split_k = splits});
+        if (!with_bias) {  // the input gradient has no bias: run it once
+          cuda::conv2d_backward_data({.shape = shape,
+                                      .dtype = dtype,
+                                      .dy = in.dy.data(),
+                                      .w = in.w.data(),
+                                      .dx = dx.data(),
+                                      .workspace = dx_workspace.data(),
+                                      .fp32_math = engine.math},
+                                     nullptr, {.split_k = splits});
+        }
         EXPECT_LE(relative_difference(y.values(), decode(dtype, expected_y.data(), outputs)),
                   engine.tolerance());
         if (!with_bias) {
@@ -222,21 +248,34 @@ TEST(ConvSimt, BackwardFilterMatchesCpuWithAndWithoutSplitK) {
         const std::vector<float> previous = random_values(filters, 5);
         const std::vector<float> previous_bias = random_values(shape.out_channels, 6);
         std::vector<float> expected = previous, expected_bias = previous_bias;
-        cpu::conv2d_backward_filter(shape, dtype, in.cpu_x.data(), in.cpu_dy.data(), DType::f32,
-                                    expected.data(), nullptr, true);
+        cpu::conv2d_backward_filter({.shape = shape,
+                                     .dtype = dtype,
+                                     .x = in.cpu_x.data(),
+                                     .dy = in.cpu_dy.data(),
+                                     .dw = expected.data(),
+                                     .accumulate = true});
         // The bias gradient sums dy itself, on no engine's tensor cores.
         std::vector<float> unused = previous;
-        cpu::conv2d_backward_filter(shape, dtype, in.x.data(), in.dy.data(), DType::f32,
-                                    unused.data(), expected_bias.data(), true);
+        cpu::conv2d_backward_filter({.shape = shape,
+                                     .dtype = dtype,
+                                     .x = in.x.data(),
+                                     .dy = in.dy.data(),
+                                     .dw = unused.data(),
+                                     .dbias = expected_bias.data(),
+                                     .accumulate = true});
         SimtBuffer actual(DType::f32, previous), actual_bias(DType::f32, previous_bias);
         SimtBuffer workspace =
             SimtBuffer::f32(cuda::filter_grad_workspace_bytes(shape, splits) / 4);
-        cuda::dispatch_device_dtype(dtype, [&]<typename T>() {
-          cuda::conv2d_backward_filter_launch(
-              shape, reinterpret_cast<const T*>(in.x.data()),
-              reinterpret_cast<const T*>(in.dy.data()), actual.floats(), actual_bias.floats(), true,
-              workspace.floats(), nullptr, cuda::ConvLaunch{splits, engine.math});
-        });
+        cuda::conv2d_backward_filter({.shape = shape,
+                                      .dtype = dtype,
+                                      .x = in.x.data(),
+                                      .dy = in.dy.data(),
+                                      .dw = actual.data(),
+                                      .dbias = actual_bias.floats(),
+                                      .accumulate = true,
+                                      .workspace = workspace.data(),
+                                      .fp32_math = engine.math},
+                                     nullptr, {.split_k = splits});
         EXPECT_LE(relative_difference(actual.values(), expected), kF32Tolerance);
         EXPECT_LE(relative_difference(actual_bias.values(), expected_bias), kF32Tolerance);
       }
@@ -250,11 +289,20 @@ TEST(ConvSimt, EntryPointsWriteBf16FilterGradients) {
   const int64_t filters = shape_numel(shape.filter_shape());
   std::vector<std::byte> expected(filters * 2);
   SimtBuffer actual(DType::bf16, std::vector<float>(filters, NAN));
-  cpu::conv2d_backward_filter(shape, DType::bf16, in.x.data(), in.dy.data(), DType::bf16,
-                              expected.data(), nullptr, false);
+  cpu::conv2d_backward_filter({.shape = shape,
+                               .dtype = DType::bf16,
+                               .x = in.x.data(),
+                               .dy = in.dy.data(),
+                               .dw_dtype = DType::bf16,
+                               .dw = expected.data()});
   SimtBuffer workspace = SimtBuffer::f32(cuda::conv2d_backward_filter_workspace_bytes(shape) / 4);
-  cuda::conv2d_backward_filter(shape, DType::bf16, in.x.data(), in.dy.data(), DType::bf16,
-                               actual.data(), nullptr, false, workspace.data(), Fp32Math::exact,
+  cuda::conv2d_backward_filter({.shape = shape,
+                                .dtype = DType::bf16,
+                                .x = in.x.data(),
+                                .dy = in.dy.data(),
+                                .dw_dtype = DType::bf16,
+                                .dw = actual.data(),
+                                .workspace = workspace.data()},
                                nullptr);
   EXPECT_LE(relative_difference(actual.values(), decode(DType::bf16, expected.data(), filters)),
             kBf16Tolerance);

@@ -1,0 +1,52 @@
+// Arguments of the conv2d entry points, one struct per entry point, shared by the dispatcher
+// (kernels/ops/conv.cpp), the CPU twin (kernels/cpu/conv.h) and the CUDA launcher
+// (kernels/cuda/conv.h); see kernels/args/batchnorm.h for why. NHWC activations and KRSC
+// filters of dtype (kernels/conv_shape.h); bias and dbias fp32; device pointers on CUDA. The
+// workspace and fp32_math are read by the CUDA launcher only: the CPU keeps its scratch
+// (kernels/cpu/scratch.h) and multiplies in exact fp32.
+#pragma once
+
+#include "kernels/conv_shape.h"
+#include "kernels/dtype.h"
+#include "kernels/fp32_math.h"
+
+namespace engine {
+
+// y = conv(x, w) (+ bias[k]).
+struct Conv2dForwardArgs {
+  Conv2dShape shape;
+  DType dtype = DType::f32;
+  const void* x = nullptr;
+  const void* w = nullptr;
+  const float* bias = nullptr;  // or null
+  void* y = nullptr;
+  void* workspace = nullptr;  // null (never split K) or conv2d_forward_workspace_bytes
+  Fp32Math fp32_math = Fp32Math::exact;
+};
+
+// dx = conv^T(dy, w); overwrites dx.
+struct Conv2dBackwardDataArgs {
+  Conv2dShape shape;
+  DType dtype = DType::f32;
+  const void* dy = nullptr;
+  const void* w = nullptr;
+  void* dx = nullptr;
+  void* workspace = nullptr;  // null (never split K) or conv2d_backward_data_workspace_bytes
+  Fp32Math fp32_math = Fp32Math::exact;
+};
+
+// dw (+)= the sum over output pixels of dy (x) im2col(x); dbias (+)= the column sums of dy.
+struct Conv2dBackwardFilterArgs {
+  Conv2dShape shape;
+  DType dtype = DType::f32;  // of x and dy
+  const void* x = nullptr;
+  const void* dy = nullptr;
+  DType dw_dtype = DType::f32;  // fp32 (master weights) or dtype
+  void* dw = nullptr;
+  float* dbias = nullptr;     // or null
+  bool accumulate = false;    // add to dw (and dbias) instead of overwriting
+  void* workspace = nullptr;  // CUDA: conv2d_backward_filter_workspace_bytes
+  Fp32Math fp32_math = Fp32Math::exact;
+};
+
+}  // namespace engine
