@@ -1,0 +1,684 @@
+#include "op_cases.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+
+#include "bench/op_cases.h"
+#include "bench/resnet_layers.h"
+#include "close_values.h"
+#include "kernels/ops.h"
+
+namespace engine::ops_harness {
+namespace {
+
+using testing::normal_values;
+
+// Tolerances, each with the reason a case states.
+constexpr double kExact = 0;
+constexpr char kExactWhy[] = "one rounding per element of the same fp32 expression on both sides";
+constexpr double kBf16 = testing::kBf16Ulp;
+constexpr char kBf16Why[] =
+    "bf16 results: each side rounds its fp32 value once, and values a summation order apart "
+    "may round to neighbouring bf16 numbers (one ulp, 2^-7 relative)";
+constexpr double kGemmF32 = 3e-5;
+constexpr char kGemmF32Why[] =
+    "fp32 sums over K (up to 4608 terms) in another order: about sqrt(K) * 2^-24 of the RMS, "
+    "with room for the worst element";
+constexpr double kReduceF32 = 1e-5;
+constexpr char kReduceF32Why[] =
+    "per-channel or per-row fp32 reductions in another order (partials merged in a fixed order "
+    "on the device, fp64 chunks on the CPU)";
+
+// A host tensor of normal values from a seed, exactly representable in dtype.
+Tensor host_normal(const Shape& shape, DType dtype, uint32_t seed, double mean = 0,
+                   double std = 1) {
+  return Tensor::from_floats(shape, normal_values(shape_numel(shape), seed, dtype, mean, std),
+                             dtype);
+}
+
+// A host tensor made on first use: the case table is built whenever the test binary starts
+// (even to list its tests), and most runs need a few of its cases (SGD's alone holds 11.7M
+// values). *t and t-> give the tensor, as a shared_ptr would.
+class HostTensor {
+ public:
+  HostTensor(Shape shape, DType dtype, uint32_t seed, double mean = 0, double std = 1)
+      : state_(std::make_shared<State>(State{std::move(shape), dtype, seed, mean, std, {}})) {}
+  const Tensor& operator*() const {
+    State& s = *state_;
+    if (!s.tensor.defined()) s.tensor = host_normal(s.shape, s.dtype, s.seed, s.mean, s.std);
+    return s.tensor;
+  }
+  const Tensor* operator->() const { return &**this; }
+
+ private:
+  struct State {
+    Shape shape;
+    DType dtype;
+    uint32_t seed;
+    double mean, std;
+    Tensor tensor;
+  };
+  std::shared_ptr<State> state_;
+};
+
+Tensor on_device(const Tensor& host, Stream& stream) {
+  return host.to(stream.device(), stream);
+}
+
+// A CUDA workspace of `numel` f32 on the stream's device, or undefined when none is needed.
+Tensor workspace(int64_t numel, Stream& stream) {
+  return numel > 0 ? Tensor::empty({numel}, DType::f32, stream.device()) : Tensor();
+}
+
+double dot(const std::vector<float>& a, const std::vector<float>& b) {
+  double sum = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    sum += static_cast<double>(a[i]) * b[i];
+  return sum;
+}
+
+// <values of `out` after run(), probe>: the scalar a finite-difference check differentiates.
+double probed(const Tensor& out, const std::vector<float>& probe, Stream& stream) {
+  return dot(out.to_floats(stream), probe);
+}
+
+std::string dtype_suffix(DType dtype) {
+  return std::string(dtype_name(dtype));
+}
+
+// ---------------------------------------------------------------------------------------
+// Convolutions: every distinct layer of the network, three passes each.
+
+void add_conv_cases(std::vector<OpCase>& cases, const bench::ConvLayer& layer, DType dtype) {
+  const Conv2dShape shape = layer.shape;
+  const double weight_std = 1.0 / std::sqrt(static_cast<double>(shape.gemm_k()));
+  // Shared host operands: x, w (scaled so outputs are O(1)) and a gradient at the output.
+  const auto x = HostTensor(shape.input_shape(), dtype, 11);
+  const auto w = HostTensor(shape.filter_shape(), dtype, 12, 0, weight_std);
+  const auto dy = HostTensor(shape.output_shape(), dtype, 13);
+  const std::string name = layer.name + " " + shape_str(shape.input_shape());
+  const double tolerance = dtype == DType::bf16 ? kBf16 : kGemmF32;
+  const std::string why = dtype == DType::bf16 ? kBf16Why : kGemmF32Why;
+  const int64_t elements =
+      std::max(shape_numel(shape.input_shape()), shape_numel(shape.output_shape()));
+
+  OpCase forward{"conv2d_forward", name, dtype, tolerance, why, elements, nullptr, nullptr};
+  forward.prepare = [=](Stream& stream) {
+    auto dx = std::make_shared<Tensor>(on_device(*x, stream));
+    auto dw = std::make_shared<Tensor>(on_device(*w, stream));
+    auto y = std::make_shared<Tensor>(Tensor::empty(shape.output_shape(), dtype, stream.device()));
+    auto scratch = std::make_shared<Tensor>(
+        workspace(conv2d_forward_workspace_numel(shape, stream.device()), stream));
+    return Prepared{[=, &stream] {
+                      if (scratch->defined()) {
+                        conv2d_forward(shape, *dx, *dw, Tensor(), *y, *scratch, stream);
+                      } else {
+                        conv2d_forward(shape, *dx, *dw, Tensor(), *y, stream);
+                      }
+                    },
+                    [=, &stream] {
+                      return std::vector<Output>{{"y", y->to_floats(stream)}};
+                    }};
+  };
+  if (dtype == DType::f32) {
+    forward.differentiables = [=] {
+      Stream host;
+      const std::vector<float> probe = dy->to_floats(host);
+      auto forward_loss = [=](Stream& stream, const Tensor& input, const Tensor& filters) {
+        Tensor y = Tensor::empty(shape.output_shape(), dtype, stream.device());
+        conv2d_forward(shape, on_device(input, stream), on_device(filters, stream), Tensor(), y,
+                       stream);
+        return probed(y, probe, stream);
+      };
+      return std::vector<Differentiable>{
+          {"x", x->to_floats(host),
+           [=](Stream& stream, const std::vector<float>& point) {
+             return forward_loss(stream, Tensor::from_floats(shape.input_shape(), point), *w);
+           },
+           [=](Stream& stream) {
+             Tensor dx = Tensor::empty(shape.input_shape(), dtype, stream.device());
+             conv2d_backward_data(shape, on_device(*dy, stream), on_device(*w, stream), dx, stream);
+             return dx.to_floats(stream);
+           }},
+          {"w", w->to_floats(host),
+           [=](Stream& stream, const std::vector<float>& point) {
+             return forward_loss(stream, *x, Tensor::from_floats(shape.filter_shape(), point));
+           },
+           [=](Stream& stream) {
+             Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32, stream.device());
+             Tensor none;
+             Tensor scratch =
+                 workspace(conv2d_backward_filter_workspace_numel(shape, stream.device()), stream);
+             conv2d_backward_filter(shape, on_device(*x, stream), on_device(*dy, stream), dw, none,
+                                    false, scratch, stream);
+             return dw.to_floats(stream);
+           }}};
+    };
+  }
+  cases.push_back(forward);
+
+  OpCase data{"conv2d_backward_data", name, dtype, tolerance, why, elements, nullptr, nullptr};
+  data.prepare = [=](Stream& stream) {
+    auto grad = std::make_shared<Tensor>(on_device(*dy, stream));
+    auto dw = std::make_shared<Tensor>(on_device(*w, stream));
+    auto dx = std::make_shared<Tensor>(Tensor::empty(shape.input_shape(), dtype, stream.device()));
+    auto scratch = std::make_shared<Tensor>(
+        workspace(conv2d_backward_data_workspace_numel(shape, stream.device()), stream));
+    return Prepared{[=, &stream] {
+                      if (scratch->defined()) {
+                        conv2d_backward_data(shape, *grad, *dw, *dx, *scratch, stream);
+                      } else {
+                        conv2d_backward_data(shape, *grad, *dw, *dx, stream);
+                      }
+                    },
+                    [=, &stream] {
+                      return std::vector<Output>{{"dx", dx->to_floats(stream)}};
+                    }};
+  };
+  cases.push_back(data);
+
+  // The filter gradient is fp32 (the master weights' gradient) for both dtypes: its
+  // tolerance is the fp32 one, over sums of M = batch * out_h * out_w products.
+  OpCase filter{
+      "conv2d_backward_filter", name, dtype, kGemmF32, kGemmF32Why, elements, nullptr, nullptr};
+  filter.prepare = [=](Stream& stream) {
+    auto input = std::make_shared<Tensor>(on_device(*x, stream));
+    auto grad = std::make_shared<Tensor>(on_device(*dy, stream));
+    auto dw =
+        std::make_shared<Tensor>(Tensor::empty(shape.filter_shape(), DType::f32, stream.device()));
+    auto scratch = std::make_shared<Tensor>(
+        workspace(conv2d_backward_filter_workspace_numel(shape, stream.device()), stream));
+    return Prepared{[=, &stream] {
+                      Tensor none;
+                      conv2d_backward_filter(shape, *input, *grad, *dw, none, false, *scratch,
+                                             stream);
+                    },
+                    [=, &stream] {
+                      return std::vector<Output>{{"dw", dw->to_floats(stream)}};
+                    }};
+  };
+  cases.push_back(filter);
+}
+
+// ---------------------------------------------------------------------------------------
+// BatchNorm: the training forward's phases, and the backward's.
+
+struct BnTensors {
+  Tensor x, weight, bias, running_mean, running_var, stats, sums, batch_stats, workspace, y;
+};
+
+// The training forward on `x` (already on the stream's device).
+BnTensors bn_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, Stream& stream) {
+  const int64_t c = x.size(3);
+  const Device device = stream.device();
+  BnTensors t;
+  t.x = x;
+  t.weight = weight;
+  t.bias = bias;
+  t.running_mean = Tensor::zeros({c}, DType::f32, device, stream);
+  t.running_var = Tensor::zeros({c}, DType::f32, device, stream);
+  fill(t.running_var, 1.f, stream);
+  t.stats = Tensor::empty({batchnorm_stats_numel(c)}, DType::f32, device);
+  t.sums = Tensor::empty({batchnorm_stats_numel(c)}, DType::f64, device);
+  t.batch_stats = Tensor::empty({batchnorm_stats_numel(c)}, DType::f32, device);
+  t.workspace = workspace(batchnorm_workspace_numel(x), stream);
+  t.y = Tensor::empty(x.shape(), x.dtype(), device);
+  batchnorm_stats(x, t.stats, t.workspace, stream);
+  batchnorm_stats_to_sums(t.stats, t.sums, stream);
+  batchnorm_finalize_sums(t.sums, t.running_mean, t.running_var, 0.1f, 1e-5f, t.batch_stats,
+                          stream);
+  batchnorm_normalize(x, t.batch_stats, weight, bias, t.y, stream);
+  return t;
+}
+
+void add_batchnorm_cases(std::vector<OpCase>& cases, const bench::OpCase& c, DType dtype) {
+  const Shape shape = c.dims;
+  const int64_t channels = shape[3];
+  const auto x = HostTensor(shape, dtype, 21, 0.5, 2.0);
+  const auto dy = HostTensor(shape, dtype, 22);
+  const auto weight = HostTensor({channels}, DType::f32, 23, 1.0, 0.5);
+  const auto bias = HostTensor({channels}, DType::f32, 24);
+  const double tolerance = dtype == DType::bf16 ? kBf16 : kReduceF32;
+  const std::string why = dtype == DType::bf16 ? kBf16Why : kReduceF32Why;
+  OpCase bn{c.op, c.name, dtype, tolerance, why, shape_numel(shape), nullptr, nullptr};
+  if (c.op == "bn_forward") {
+    bn.prepare = [=](Stream& stream) {
+      auto t = std::make_shared<BnTensors>();
+      auto in = std::make_shared<Tensor>(on_device(*x, stream));
+      auto w = std::make_shared<Tensor>(on_device(*weight, stream));
+      auto b = std::make_shared<Tensor>(on_device(*bias, stream));
+      return Prepared{[=, &stream] { *t = bn_forward(*in, *w, *b, stream); },
+                      [=, &stream] {
+                        return std::vector<Output>{
+                            {"y", t->y.to_floats(stream)},
+                            {"batch_stats", t->batch_stats.to_floats(stream)},
+                            {"running_mean", t->running_mean.to_floats(stream)},
+                            {"running_var", t->running_var.to_floats(stream)}};
+                      }};
+    };
+    if (dtype == DType::f32) {
+      bn.differentiables = [=] {
+        Stream host;
+        const std::vector<float> probe = dy->to_floats(host);
+        // Gradients of <y, probe> from the backward phases, on the stream's device.
+        auto backward = [=](Stream& stream) {
+          Tensor in = on_device(*x, stream), w = on_device(*weight, stream);
+          BnTensors t = bn_forward(in, w, on_device(*bias, stream), stream);
+          Tensor grad = on_device(*dy, stream);
+          Tensor grad_sums = Tensor::empty({2 * channels}, DType::f32, stream.device());
+          batchnorm_backward_reduce(grad, in, t.batch_stats, grad_sums, t.workspace, stream);
+          Tensor dx = Tensor::empty(shape, dtype, stream.device());
+          batchnorm_backward_elementwise(grad, in, t.batch_stats, w, grad_sums, dx, stream);
+          // grad_sums = (sum dy, sum dy * xhat): the bias and weight gradients.
+          std::vector<float> sums = grad_sums.to_floats(stream);
+          return std::vector<std::vector<float>>{dx.to_floats(stream),
+                                                 {sums.begin() + channels, sums.end()},
+                                                 {sums.begin(), sums.begin() + channels}};
+        };
+        auto loss = [=](Stream& stream, const Tensor& in, const Tensor& w, const Tensor& b) {
+          BnTensors t =
+              bn_forward(on_device(in, stream), on_device(w, stream), on_device(b, stream), stream);
+          return probed(t.y, probe, stream);
+        };
+        return std::vector<Differentiable>{
+            {"x", x->to_floats(host),
+             [=](Stream& stream, const std::vector<float>& point) {
+               return loss(stream, Tensor::from_floats(shape, point), *weight, *bias);
+             },
+             [=](Stream& stream) { return backward(stream)[0]; }},
+            {"weight", weight->to_floats(host),
+             [=](Stream& stream, const std::vector<float>& point) {
+               return loss(stream, *x, Tensor::from_floats({channels}, point), *bias);
+             },
+             [=](Stream& stream) { return backward(stream)[1]; }},
+            {"bias", bias->to_floats(host),
+             [=](Stream& stream, const std::vector<float>& point) {
+               return loss(stream, *x, *weight, Tensor::from_floats({channels}, point));
+             },
+             [=](Stream& stream) { return backward(stream)[2]; }}};
+      };
+    }
+  } else {  // bn_backward: after the same forward on the device
+    bn.prepare = [=](Stream& stream) {
+      auto t = std::make_shared<BnTensors>(bn_forward(
+          on_device(*x, stream), on_device(*weight, stream), on_device(*bias, stream), stream));
+      auto grad = std::make_shared<Tensor>(on_device(*dy, stream));
+      auto grad_sums =
+          std::make_shared<Tensor>(Tensor::empty({2 * channels}, DType::f32, stream.device()));
+      auto dx = std::make_shared<Tensor>(Tensor::empty(shape, dtype, stream.device()));
+      return Prepared{[=, &stream] {
+                        batchnorm_backward_reduce(*grad, t->x, t->batch_stats, *grad_sums,
+                                                  t->workspace, stream);
+                        batchnorm_backward_elementwise(*grad, t->x, t->batch_stats, t->weight,
+                                                       *grad_sums, *dx, stream);
+                      },
+                      [=, &stream] {
+                        return std::vector<Output>{{"grad_sums", grad_sums->to_floats(stream)},
+                                                   {"dx", dx->to_floats(stream)}};
+                      }};
+    };
+  }
+  cases.push_back(bn);
+}
+
+// ---------------------------------------------------------------------------------------
+// Element-wise ops and pooling.
+
+void add_activation_case(std::vector<OpCase>& cases, const bench::OpCase& c, DType dtype) {
+  const Shape shape = c.dims;
+  const auto a = HostTensor(shape, dtype, 31);
+  const auto b = HostTensor(shape, dtype, 32);
+  OpCase op{c.op, c.name, dtype, kExact, kExactWhy, shape_numel(shape), nullptr, nullptr};
+  const std::string which = c.op;
+  op.prepare = [=](Stream& stream) {
+    auto in = std::make_shared<Tensor>(on_device(*a, stream));
+    auto other = std::make_shared<Tensor>(on_device(*b, stream));
+    auto out = std::make_shared<Tensor>(Tensor::empty(shape, dtype, stream.device()));
+    return Prepared{[=, &stream] {
+                      if (which == "relu") {
+                        relu_forward(*in, *out, stream);
+                      } else if (which == "relu_backward") {
+                        relu_backward(*in, *other, *out, stream);  // in plays y, other dy
+                      } else {
+                        add_relu_forward(*in, *other, *out, stream);
+                      }
+                    },
+                    [=, &stream] {
+                      return std::vector<Output>{{"out", out->to_floats(stream)}};
+                    }};
+  };
+  cases.push_back(op);
+}
+
+void add_maxpool_case(std::vector<OpCase>& cases, const bench::OpCase& c, DType dtype) {
+  const Shape shape = c.dims;
+  const MaxPool2dParams pool;
+  const Shape pooled = {shape[0], pool.output_size(shape[1]), pool.output_size(shape[2]), shape[3]};
+  const auto x = HostTensor(shape, dtype, 41);
+  const auto dy = HostTensor(pooled, dtype, 42);
+  const bool backward = c.op == "maxpool_backward";
+  OpCase op{c.op,
+            c.name,
+            dtype,
+            kExact,
+            "a maximum is exact, and the backward sums each input's gradients in the same "
+            "row-major order on both sides",
+            shape_numel(shape),
+            nullptr,
+            nullptr};
+  op.prepare = [=](Stream& stream) {
+    const Device device = stream.device();
+    auto in = std::make_shared<Tensor>(on_device(*x, stream));
+    auto y = std::make_shared<Tensor>(Tensor::empty(pooled, dtype, device));
+    auto argmax = std::make_shared<Tensor>(Tensor::empty(pooled, DType::i32, device));
+    auto grad = std::make_shared<Tensor>(on_device(*dy, stream));
+    auto dx = std::make_shared<Tensor>(Tensor::empty(shape, dtype, device));
+    if (backward) maxpool2d_forward(pool, *in, *y, *argmax, stream);
+    return Prepared{[=, &stream] {
+                      if (backward) {
+                        maxpool2d_backward(pool, *grad, *argmax, *dx, stream);
+                      } else {
+                        maxpool2d_forward(pool, *in, *y, *argmax, stream);
+                      }
+                    },
+                    [=, &stream] {
+                      if (backward) return std::vector<Output>{{"dx", dx->to_floats(stream)}};
+                      return std::vector<Output>{{"y", y->to_floats(stream)},
+                                                 {"argmax", argmax->to_floats(stream)}};
+                    }};
+  };
+  cases.push_back(op);
+}
+
+void add_avgpool_case(std::vector<OpCase>& cases, const bench::OpCase& c, DType dtype) {
+  const Shape shape = c.dims;
+  const Shape pooled = {shape[0], shape[3]};
+  const auto x = HostTensor(shape, dtype, 51);
+  const auto dy = HostTensor(pooled, dtype, 52);
+  const bool backward = c.op == "avgpool_backward";
+  OpCase op{c.op,
+            c.name,
+            dtype,
+            dtype == DType::bf16 ? kBf16 : 1e-6,
+            dtype == DType::bf16
+                ? kBf16Why
+                : "an fp32 mean over H * W (at most 49 values here) in another order",
+            shape_numel(shape),
+            nullptr,
+            nullptr};
+  op.prepare = [=](Stream& stream) {
+    auto in = std::make_shared<Tensor>(on_device(backward ? *dy : *x, stream));
+    auto out =
+        std::make_shared<Tensor>(Tensor::empty(backward ? shape : pooled, dtype, stream.device()));
+    return Prepared{[=, &stream] {
+                      if (backward) {
+                        global_avgpool_backward(*in, *out, stream);
+                      } else {
+                        global_avgpool_forward(*in, *out, stream);
+                      }
+                    },
+                    [=, &stream] {
+                      return std::vector<Output>{{"out", out->to_floats(stream)}};
+                    }};
+  };
+  if (dtype == DType::f32 && !backward) {
+    op.differentiables = [=] {
+      Stream host;
+      const std::vector<float> probe = dy->to_floats(host);
+      return std::vector<Differentiable>{
+          {"x", x->to_floats(host),
+           [=](Stream& stream, const std::vector<float>& point) {
+             Tensor y = Tensor::empty(pooled, dtype, stream.device());
+             global_avgpool_forward(on_device(Tensor::from_floats(shape, point), stream), y,
+                                    stream);
+             return probed(y, probe, stream);
+           },
+           [=](Stream& stream) {
+             Tensor dx = Tensor::empty(shape, dtype, stream.device());
+             global_avgpool_backward(on_device(*dy, stream), dx, stream);
+             return dx.to_floats(stream);
+           }}};
+    };
+  }
+  cases.push_back(op);
+}
+
+// ---------------------------------------------------------------------------------------
+// The fc layer, the loss and the optimizer.
+
+void add_linear_case(std::vector<OpCase>& cases, const bench::OpCase& c, DType dtype) {
+  const int64_t rows = c.dims[0], in = c.dims[1], out = c.dims[2];
+  const auto x = HostTensor({rows, in}, dtype, 61);
+  const auto w = HostTensor({out, in}, dtype, 62, 0, 1.0 / std::sqrt(static_cast<double>(in)));
+  const auto bias = HostTensor({out}, DType::f32, 63);
+  const auto dy = HostTensor({rows, out}, dtype, 64);
+  const std::string which = c.op;
+  const bool weight_pass = which == "linear_bwd_weight";
+  const bool bf16_out = dtype == DType::bf16 && !weight_pass;
+  OpCase op{
+      c.op,       c.name,  dtype,  bf16_out ? kBf16 : kGemmF32, bf16_out ? kBf16Why : kGemmF32Why,
+      rows * out, nullptr, nullptr};
+  op.prepare = [=](Stream& stream) {
+    const Device device = stream.device();
+    auto tx = std::make_shared<Tensor>(on_device(*x, stream));
+    auto tw = std::make_shared<Tensor>(on_device(*w, stream));
+    auto tb = std::make_shared<Tensor>(on_device(*bias, stream));
+    auto tdy = std::make_shared<Tensor>(on_device(*dy, stream));
+    auto result = std::make_shared<std::vector<Tensor>>();
+    if (which == "linear_fwd") {
+      result->push_back(Tensor::empty({rows, out}, dtype, device));
+    } else if (which == "linear_bwd_data") {
+      result->push_back(Tensor::empty({rows, in}, dtype, device));
+    } else {
+      result->push_back(Tensor::empty({out, in}, DType::f32, device));
+      result->push_back(Tensor::empty({out}, DType::f32, device));
+      result->push_back(
+          workspace(linear_backward_weight_workspace_numel(rows, in, out, device), stream));
+    }
+    return Prepared{[=, &stream] {
+                      std::vector<Tensor>& r = *result;
+                      if (which == "linear_fwd") {
+                        linear_forward(*tx, *tw, *tb, r[0], stream);
+                      } else if (which == "linear_bwd_data") {
+                        linear_backward_data(*tdy, *tw, r[0], stream);
+                      } else {
+                        linear_backward_weight(*tx, *tdy, r[0], r[1], false, r[2], stream);
+                      }
+                    },
+                    [=, &stream] {
+                      std::vector<Output> outputs{{"out", (*result)[0].to_floats(stream)}};
+                      if (result->size() > 1) {
+                        outputs.push_back({"dbias", (*result)[1].to_floats(stream)});
+                      }
+                      return outputs;
+                    }};
+  };
+  if (dtype == DType::f32 && which == "linear_fwd") {
+    op.differentiables = [=] {
+      Stream host;
+      const std::vector<float> probe = dy->to_floats(host);
+      auto loss = [=](Stream& stream, const Tensor& tx, const Tensor& tw, const Tensor& tb) {
+        Tensor y = Tensor::empty({rows, out}, dtype, stream.device());
+        linear_forward(on_device(tx, stream), on_device(tw, stream), on_device(tb, stream), y,
+                       stream);
+        return probed(y, probe, stream);
+      };
+      auto weight_grads = [=](Stream& stream) {
+        const Device device = stream.device();
+        Tensor dw = Tensor::empty({out, in}, DType::f32, device);
+        Tensor db = Tensor::empty({out}, DType::f32, device);
+        Tensor scratch =
+            workspace(linear_backward_weight_workspace_numel(rows, in, out, device), stream);
+        linear_backward_weight(on_device(*x, stream), on_device(*dy, stream), dw, db, false,
+                               scratch, stream);
+        return std::vector<std::vector<float>>{dw.to_floats(stream), db.to_floats(stream)};
+      };
+      return std::vector<Differentiable>{
+          {"x", x->to_floats(host),
+           [=](Stream& stream, const std::vector<float>& point) {
+             return loss(stream, Tensor::from_floats({rows, in}, point), *w, *bias);
+           },
+           [=](Stream& stream) {
+             Tensor dx = Tensor::empty({rows, in}, dtype, stream.device());
+             linear_backward_data(on_device(*dy, stream), on_device(*w, stream), dx, stream);
+             return dx.to_floats(stream);
+           }},
+          {"w", w->to_floats(host),
+           [=](Stream& stream, const std::vector<float>& point) {
+             return loss(stream, *x, Tensor::from_floats({out, in}, point), *bias);
+           },
+           [=](Stream& stream) { return weight_grads(stream)[0]; }},
+          {"bias", bias->to_floats(host),
+           [=](Stream& stream, const std::vector<float>& point) {
+             return loss(stream, *x, *w, Tensor::from_floats({out}, point));
+           },
+           [=](Stream& stream) { return weight_grads(stream)[1]; }}};
+    };
+  }
+  cases.push_back(op);
+}
+
+void add_loss_case(std::vector<OpCase>& cases, const bench::OpCase& c, DType dtype) {
+  const int64_t n = c.dims[0], classes = c.dims[1];
+  const auto logits = HostTensor({n, classes}, dtype, 71, 0, 3);
+  std::vector<int32_t> label_values(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    label_values[static_cast<size_t>(i)] = static_cast<int32_t>((i * 37 + 5) % classes);
+  const auto labels = std::make_shared<Tensor>(Tensor::from_ints({n}, label_values));
+  const bool topk = c.op == "topk";
+  constexpr float kSmoothing = 0.1f;
+  OpCase op{c.op,
+            c.name,
+            dtype,
+            topk                   ? kExact
+            : dtype == DType::bf16 ? kBf16
+                                   : kReduceF32,
+            topk                   ? "counts of ranks: exact"
+            : dtype == DType::bf16 ? kBf16Why
+                                   : "an fp32 log-sum-exp over the classes in another order",
+            n * classes,
+            nullptr,
+            nullptr};
+  op.prepare = [=](Stream& stream) {
+    const Device device = stream.device();
+    auto z = std::make_shared<Tensor>(on_device(*logits, stream));
+    auto y = std::make_shared<Tensor>(on_device(*labels, stream));
+    auto sample = std::make_shared<Tensor>(Tensor::empty({n}, DType::f32, device));
+    auto loss = std::make_shared<Tensor>(Tensor::empty({1}, DType::f32, device));
+    auto dz = std::make_shared<Tensor>(Tensor::empty({n, classes}, dtype, device));
+    auto correct = std::make_shared<Tensor>(Tensor::empty({2}, DType::f32, device));
+    return Prepared{[=, &stream] {
+                      if (topk) {
+                        topk_correct(*z, *y, *correct, stream);
+                        return;
+                      }
+                      cross_entropy_forward(*z, *y, kSmoothing, *sample, *loss, stream);
+                      cross_entropy_backward(*z, *y, kSmoothing, 1.f, *dz, stream);
+                    },
+                    [=, &stream] {
+                      if (topk) return std::vector<Output>{{"correct", correct->to_floats(stream)}};
+                      return std::vector<Output>{{"sample_loss", sample->to_floats(stream)},
+                                                 {"loss", loss->to_floats(stream)},
+                                                 {"dlogits", dz->to_floats(stream)}};
+                    }};
+  };
+  if (dtype == DType::f32 && !topk) {
+    op.differentiables = [=] {
+      Stream host;
+      return std::vector<Differentiable>{
+          {"logits", logits->to_floats(host),
+           [=](Stream& stream, const std::vector<float>& point) {
+             const Device device = stream.device();
+             Tensor sample = Tensor::empty({n}, DType::f32, device);
+             Tensor loss = Tensor::empty({1}, DType::f32, device);
+             cross_entropy_forward(on_device(Tensor::from_floats({n, classes}, point), stream),
+                                   on_device(*labels, stream), kSmoothing, sample, loss, stream);
+             return static_cast<double>(loss.to_floats(stream)[0]);
+           },
+           [=](Stream& stream) {
+             Tensor dz = Tensor::empty({n, classes}, dtype, stream.device());
+             cross_entropy_backward(on_device(*logits, stream), on_device(*labels, stream),
+                                    kSmoothing, 1.f, dz, stream);
+             return dz.to_floats(stream);
+           }}};
+    };
+  }
+  cases.push_back(op);
+}
+
+void add_sgd_case(std::vector<OpCase>& cases, const bench::OpCase& c) {
+  const Shape shape = c.dims;
+  const auto params = HostTensor(shape, DType::f32, 81);
+  const auto grads = HostTensor(shape, DType::f32, 82, 0, 1e-2);
+  const SgdOptions options{.lr = 0.1f, .momentum = 0.9f, .weight_decay = 1e-4f, .nesterov = true};
+  OpCase op{c.op,
+            c.name,
+            DType::f32,
+            1e-6,
+            "fp32 multiply-adds that nvcc may fuse (one rounding fewer) where the CPU does not",
+            shape_numel(shape),
+            nullptr,
+            nullptr};
+  op.prepare = [=](Stream& stream) {
+    auto p = std::make_shared<Tensor>(on_device(*params, stream));
+    auto g = std::make_shared<Tensor>(on_device(*grads, stream));
+    auto buffer =
+        std::make_shared<Tensor>(Tensor::zeros(shape, DType::f32, stream.device(), stream));
+    auto first = std::make_shared<bool>(true);
+    return Prepared{[=, &stream] {
+                      sgd_step(options, *p, *g, *buffer, *first, stream);
+                      *first = false;
+                    },
+                    [=, &stream] {
+                      return std::vector<Output>{{"params", p->to_floats(stream)},
+                                                 {"momentum_buffer", buffer->to_floats(stream)}};
+                    }};
+  };
+  cases.push_back(op);
+}
+
+}  // namespace
+
+std::string OpCase::id() const {
+  return op + "/" + dtype_suffix(dtype) + "/" + name;
+}
+
+CaseConfig case_config_from_env() {
+  CaseConfig config;
+  if (const char* arch = std::getenv("ENGINE_OPS_ARCH")) config.arch = arch;
+  if (const char* size = std::getenv("ENGINE_OPS_IMAGE_SIZE")) config.image_size = std::atoll(size);
+  if (const char* batch = std::getenv("ENGINE_OPS_BATCH")) config.batch = std::atoll(batch);
+  return config;
+}
+
+std::vector<OpCase> all_op_cases(const CaseConfig& config) {
+  std::vector<OpCase> cases;
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    for (const bench::ConvLayer& layer :
+         bench::resnet_conv_layers(config.arch, config.batch, config.image_size)) {
+      add_conv_cases(cases, layer, dtype);
+    }
+    for (const bench::OpCase& c :
+         bench::resnet_op_cases(config.arch, config.batch, config.image_size)) {
+      if (c.op == "bn_forward" || c.op == "bn_backward") {
+        add_batchnorm_cases(cases, c, dtype);
+      } else if (c.op == "relu" || c.op == "relu_backward" || c.op == "add_relu") {
+        add_activation_case(cases, c, dtype);
+      } else if (c.op == "maxpool" || c.op == "maxpool_backward") {
+        add_maxpool_case(cases, c, dtype);
+      } else if (c.op == "avgpool" || c.op == "avgpool_backward") {
+        add_avgpool_case(cases, c, dtype);
+      } else if (c.op.starts_with("linear_")) {
+        add_linear_case(cases, c, dtype);
+      } else if (c.op == "cross_entropy" || c.op == "topk") {
+        add_loss_case(cases, c, dtype);
+      } else if (c.op == "sgd" && dtype == DType::f32) {
+        add_sgd_case(cases, c);  // master weights: f32 only
+      }
+    }
+  }
+  return cases;
+}
+
+}  // namespace engine::ops_harness
