@@ -285,7 +285,8 @@ bool direct_filter_gradient_applies(const Conv2dShape& shape) {
 // dW^T [taps*C x K] (+)= x^T * dY over one chunk of output rows, rows [c_begin, c_end) of
 // each tap's C: one product per tap over the output rows whose tap reads inside the input.
 // A is read from the input, which is not in L2: with 4 or more B panels (K >= 128) its tiles
-// are packed per pass, which measured 1.1-1.2x faster there, and 0.9x with K = 64.
+// are packed per pass, which repays the copy there and not with fewer panels
+// (docs/kernel-tuning.md).
 void direct_filter_gradient_chunk(const Conv2dShape& shape, const float* x, const PackedB& grad,
                                   const std::vector<TapRuns>& taps, int64_t c_begin, int64_t c_end,
                                   float beta, float* transposed) {

@@ -102,8 +102,7 @@ void sgemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, 
   // threads share any product worth splitting, the stem's filter gradient with its 147 rows
   // included) and kMaxSlices at most: 2, 4, 8 or 16 threads get equal shares. Each slice
   // packs the other operand again (the filter gradient's dY chunk, the largest), so the
-  // count stays low: with one slice per 256, the step on 2 threads was 7-16% slower than with
-  // a slice per thread; with this, within the machine's noise of it (tools/ab_bench_step.sh).
+  // count stays low: finer slices slowed the step (docs/kernel-tuning.md).
   constexpr int64_t kMaxSlices = 16, kSliceExtent = 1024;
   const bool split_rows = m >= n;
   const int64_t extent = split_rows ? m : n;

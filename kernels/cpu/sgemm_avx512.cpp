@@ -110,7 +110,7 @@ void pack_panel_rows(int64_t panel, int64_t n, int64_t k, RowAt&& row_at, int64_
     const float* row = row_at(p) + j0 * col_stride;
     if (col_stride == 1) {
       // Row-major B (a dY chunk, flipped filter rows): one copy per row. The strided loop
-      // below, which the compiler keeps scalar, took ~20% of the stem's filter gradient.
+      // below stays scalar, too slow for the stem's filter gradient (docs/kernel-tuning.md).
       std::memcpy(out + p * kTileCols, row, static_cast<size_t>(cols) * sizeof(float));
     } else {
       for (int64_t j = 0; j < cols; ++j)
@@ -274,13 +274,12 @@ std::vector<Pass> passes_of(const std::vector<DepthRun>& runs, int64_t k) {
 // row tiles while it sits in L1/L2, instead of a whole-depth B panel streaming from L3 once
 // per row tile, which is what bounds the deep GEMMs (filter gradients, layer4).
 // A is read in place when its rows are contiguous along K (a forward pass's column matrix):
-// with N = 64-128 each row is used by only a few panels, too few to repay a copy, and a
-// packed A measured 10-20% slower there. A transposed A (a filter gradient's column matrix)
-// that is too large to be in L2 (kL2ResidentFloats) is packed per pass: read in place,
-// each depth step of a tile is a cache line from L3 for 12 floats, and packing measured
-// 10-14% faster; an L2-resident one (the grouped filter gradient's chunks) measured 7-14%
-// slower packed. A last tile of fewer than 12 rows is always packed, zero-padded, so the
-// kernel can read 12 rows.
+// with N = 64-128 each row is used by only a few panels, too few to repay a copy. A
+// transposed A (a filter gradient's column matrix) that is too large to be in L2
+// (kL2ResidentFloats) is packed per pass: read in place, each depth step of a tile is a
+// cache line from L3 for 12 floats; an L2-resident one (the grouped filter gradient's
+// chunks) is read in place, where packing only costs (docs/kernel-tuning.md: the figures). A last
+// tile of fewer than 12 rows is always packed, zero-padded, so the kernel can read 12 rows.
 void compute_block(const Operands& op, int64_t row_begin, int64_t row_end, int64_t panel_begin,
                    int64_t panel_end, float beta) {
   const std::vector<Pass> passes = passes_of(op.runs, op.k);
@@ -319,9 +318,9 @@ void compute_block(const Operands& op, int64_t row_begin, int64_t row_end, int64
         const float* b_panel = op.packed_b + panel * op.k * kTileCols;
         // A B from L3 (9 MiB for layer4's filters) has its next panel's slice prefetched into
         // L2, a share before each tile, while this one is in use: a slice's 12 pages each
-        // restart the hardware prefetcher. Measured 4-7% faster on a deep GEMM's full blocks
-        // (20 tiles), but up to 10% slower with 3-6 tiles, whose bursts of prefetches crowd
-        // out the kernel's own loads, and 2-6% slower for a B already in L2.
+        // restart the hardware prefetcher. It pays on a deep GEMM's full blocks only: with a
+        // few tiles its bursts crowd out the kernel's own loads, and a B in L2 needs none
+        // (docs/kernel-tuning.md).
         const char* next_slice =
             reinterpret_cast<const char*>(b_panel + (op.k + pass.b_begin) * kTileCols);
         const bool prefetch = prefetch_b && panel + 1 < panel_end && tiles >= kMinTilesToPrefetch;

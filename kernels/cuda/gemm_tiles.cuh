@@ -17,13 +17,8 @@
 //     in flight while the tensor cores work on a third (kMmaAsyncStages), no registers held
 //     for them; the tensor-core engine where its operands allow 16-byte loads.
 //
-// What one trip through the main loop issues (tools/sass_loop_stats.py on the sm_90 code;
-// bench/results/sass-cuda-*.txt): fp32 1.3-2.1 instructions per FFMA; bf16 4.7-9.6 per HMMA
-// by cp.async (94-98 registers; 5.3-12.5 and 125-127 registers when these went through
-// registers), 11-48 with element loads. Before this engine came one on WMMA, whose fragment
-// loads compile to 4 generic loads (LD) each where one ldmatrix (LDSM) does (6.4-14.9 and
-// 13-50), and before both 64x64 engines with 4x4 outputs per thread and a 64-bit division per
-// gathered index (2.7-6.3 and 32-87). Static counts, not timings: no GPU has run any of them.
+// What one trip through the main loop issues, and the engines this one replaced:
+// docs/kernel-tuning.md (tools/sass_loop_stats.py, bench/results/sass-cuda-*.txt).
 #pragma once
 
 #include <cstddef>
