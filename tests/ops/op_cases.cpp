@@ -1,5 +1,6 @@
 #include "op_cases.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
@@ -201,6 +202,31 @@ void add_conv_cases(std::vector<OpCase>& cases, const bench::ConvLayer& layer, D
   cases.push_back(filter);
 }
 
+// The bf16 step's casts of a layer's filters: f32 master -> bf16 compute weights (dtype
+// bf16), and back (dtype f32).
+void add_cast_case(std::vector<OpCase>& cases, const bench::ConvLayer& layer, DType dtype) {
+  const Shape shape = layer.shape.filter_shape();
+  const DType from = dtype == DType::bf16 ? DType::f32 : DType::bf16;
+  const auto src = HostTensor(shape, from, 91);
+  OpCase op{"cast",
+            layer.name + " filters " + shape_str(shape) + " from " + dtype_suffix(from),
+            dtype,
+            kExact,
+            "one conversion per element, rounding to nearest even on both sides",
+            shape_numel(shape),
+            nullptr,
+            nullptr};
+  op.prepare = [=](Stream& stream) {
+    auto in = std::make_shared<Tensor>(on_device(*src, stream));
+    auto out = std::make_shared<Tensor>(Tensor::empty(shape, dtype, stream.device()));
+    return Prepared{[=, &stream] { cast(*in, *out, stream); },
+                    [=, &stream] {
+                      return std::vector<Output>{{"out", out->to_floats(stream)}};
+                    }};
+  };
+  cases.push_back(op);
+}
+
 // ---------------------------------------------------------------------------------------
 // BatchNorm: the training forward's phases, and the backward's.
 
@@ -325,21 +351,46 @@ void add_batchnorm_cases(std::vector<OpCase>& cases, const bench::OpCase& c, DTy
 // ---------------------------------------------------------------------------------------
 // Element-wise ops and pooling.
 
-void add_activation_case(std::vector<OpCase>& cases, const bench::OpCase& c, DType dtype) {
+// offset > 0: every tensor is a view that many elements into a buffer, as the flat parameter
+// and gradient buffers hand out views: no 16-byte alignment, so the kernels' scalar paths.
+void add_activation_case(std::vector<OpCase>& cases, const bench::OpCase& c, DType dtype,
+                         int64_t offset = 0) {
   const Shape shape = c.dims;
   const auto a = HostTensor(shape, dtype, 31);
   const auto b = HostTensor(shape, dtype, 32);
-  OpCase op{c.op, c.name, dtype, kExact, kExactWhy, shape_numel(shape), nullptr, nullptr};
+  // relu_backward reads the forward's output: a ReLU's, with its exact zeros (where the
+  // gradient must stop), rather than normal values that are never zero.
   const std::string which = c.op;
+  auto placed = [=](Stream& stream) {
+    if (offset == 0) return Tensor::empty(shape, dtype, stream.device());
+    return Tensor::empty({shape_numel(shape) + offset}, dtype, stream.device()).view(offset, shape);
+  };
+  auto placed_copy = [=](const Tensor& host, Stream& stream) {
+    Tensor t = placed(stream);
+    copy(on_device(host, stream), t, stream);
+    return t;
+  };
+  auto first_input = [=](Stream& stream) {
+    Tensor in = placed_copy(*a, stream);
+    if (which == "relu_backward") relu_forward(in, in, stream);
+    return in;
+  };
+  const std::string name =
+      offset == 0 ? c.name : c.name + " (views " + std::to_string(offset) + " element in)";
+  OpCase op{c.op, name, dtype, kExact, kExactWhy, shape_numel(shape) + offset, nullptr, nullptr};
   op.prepare = [=](Stream& stream) {
-    auto in = std::make_shared<Tensor>(on_device(*a, stream));
-    auto other = std::make_shared<Tensor>(on_device(*b, stream));
-    auto out = std::make_shared<Tensor>(Tensor::empty(shape, dtype, stream.device()));
+    auto in = std::make_shared<Tensor>(first_input(stream));
+    auto other = std::make_shared<Tensor>(placed_copy(*b, stream));
+    auto out = std::make_shared<Tensor>(placed(stream));
     return Prepared{[=, &stream] {
                       if (which == "relu") {
                         relu_forward(*in, *out, stream);
                       } else if (which == "relu_backward") {
                         relu_backward(*in, *other, *out, stream);  // in plays y, other dy
+                      } else if (which == "add") {
+                        add(*in, *other, *out, stream);
+                      } else if (which == "fill") {
+                        fill(*out, 1.00390625f, stream);  // not a bf16 value: rounded once
                       } else {
                         add_relu_forward(*in, *other, *out, stream);
                       }
@@ -539,27 +590,51 @@ void add_linear_case(std::vector<OpCase>& cases, const bench::OpCase& c, DType d
   cases.push_back(op);
 }
 
+// Logits whose label of row i has about kRanks[i % 4] classes ahead of it: both sides of the
+// top-1 and top-5 edges, which random logits over 1000 classes would almost never touch. The
+// label takes the value of that rank's class and that class the label's (values tied with it
+// may move the rank by one; both devices break ties alike).
+Tensor ranked_logits(int64_t n, int64_t classes, DType dtype, const std::vector<int32_t>& labels) {
+  static constexpr int64_t kRanks[] = {4, 5, 0, 1};
+  std::vector<float> values = normal_values(n * classes, 72, dtype, 0, 3);
+  for (int64_t i = 0; i < n; ++i) {
+    float* row = values.data() + i * classes;
+    const int64_t label = labels[static_cast<size_t>(i)];
+    std::vector<int64_t> order(static_cast<size_t>(classes));
+    for (int64_t j = 0; j < classes; ++j)
+      order[static_cast<size_t>(j)] = j;
+    std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return row[a] > row[b]; });
+    order.erase(std::find(order.begin(), order.end(), label));
+    std::swap(row[label], row[order[static_cast<size_t>(kRanks[i % 4])]]);
+  }
+  return Tensor::from_floats({n, classes}, values, dtype);
+}
+
 void add_loss_case(std::vector<OpCase>& cases, const bench::OpCase& c, DType dtype) {
-  const int64_t n = c.dims[0], classes = c.dims[1];
-  const auto logits = HostTensor({n, classes}, dtype, 71, 0, 3);
+  const bool topk = c.op == "topk";
+  // top-k: four rows at least, so that a label sits on each side of both edges.
+  const int64_t n = topk ? std::max<int64_t>(c.dims[0], 4) : c.dims[0], classes = c.dims[1];
   std::vector<int32_t> label_values(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i)
     label_values[static_cast<size_t>(i)] = static_cast<int32_t>((i * 37 + 5) % classes);
+  const auto logits = topk
+                          ? std::make_shared<Tensor>(ranked_logits(n, classes, dtype, label_values))
+                          : std::make_shared<Tensor>(*HostTensor({n, classes}, dtype, 71, 0, 3));
   const auto labels = std::make_shared<Tensor>(Tensor::from_ints({n}, label_values));
-  const bool topk = c.op == "topk";
   constexpr float kSmoothing = 0.1f;
-  OpCase op{c.op,
-            c.name,
-            dtype,
-            topk                   ? kExact
-            : dtype == DType::bf16 ? kBf16
-                                   : kReduceF32,
-            topk                   ? "counts of ranks: exact"
-            : dtype == DType::bf16 ? kBf16Why
-                                   : "an fp32 log-sum-exp over the classes in another order",
-            n * classes,
-            nullptr,
-            nullptr};
+  OpCase op{
+      c.op,
+      topk ? c.name + " (" + std::to_string(n) + " rows: labels at ranks 4, 5, 0, 1)" : c.name,
+      dtype,
+      topk                   ? kExact
+      : dtype == DType::bf16 ? kBf16
+                             : kReduceF32,
+      topk                   ? "counts of ranks: exact"
+      : dtype == DType::bf16 ? kBf16Why
+                             : "an fp32 log-sum-exp over the classes in another order",
+      n * classes,
+      nullptr,
+      nullptr};
   op.prepare = [=](Stream& stream) {
     const Device device = stream.device();
     auto z = std::make_shared<Tensor>(on_device(*logits, stream));
@@ -607,11 +682,13 @@ void add_loss_case(std::vector<OpCase>& cases, const bench::OpCase& c, DType dty
   cases.push_back(op);
 }
 
-void add_sgd_case(std::vector<OpCase>& cases, const bench::OpCase& c) {
+// resnet_train's SGD (momentum 0.9, weight decay 1e-4; --nesterov optional) over `shape`.
+void add_sgd_case(std::vector<OpCase>& cases, const bench::OpCase& c, bool nesterov) {
   const Shape shape = c.dims;
   const auto params = HostTensor(shape, DType::f32, 81);
   const auto grads = HostTensor(shape, DType::f32, 82, 0, 1e-2);
-  const SgdOptions options{.lr = 0.1f, .momentum = 0.9f, .weight_decay = 1e-4f, .nesterov = true};
+  const SgdOptions options{
+      .lr = 0.1f, .momentum = 0.9f, .weight_decay = 1e-4f, .nesterov = nesterov};
   OpCase op{c.op,
             c.name,
             DType::f32,
@@ -625,11 +702,10 @@ void add_sgd_case(std::vector<OpCase>& cases, const bench::OpCase& c) {
     auto g = std::make_shared<Tensor>(on_device(*grads, stream));
     auto buffer =
         std::make_shared<Tensor>(Tensor::zeros(shape, DType::f32, stream.device(), stream));
-    auto first = std::make_shared<bool>(true);
-    return Prepared{[=, &stream] {
-                      sgd_step(options, *p, *g, *buffer, *first, stream);
-                      *first = false;
-                    },
+    // The first step fills the momentum buffer (PyTorch's "buf is None"); the call is a
+    // steady step after it, which reads the buffer too.
+    sgd_step(options, *p, *g, *buffer, true, stream);
+    return Prepared{[=, &stream] { sgd_step(options, *p, *g, *buffer, false, stream); },
                     [=, &stream] {
                       return std::vector<Output>{{"params", p->to_floats(stream)},
                                                  {"momentum_buffer", buffer->to_floats(stream)}};
@@ -658,6 +734,7 @@ std::vector<OpCase> all_op_cases(const CaseConfig& config) {
     for (const bench::ConvLayer& layer :
          bench::resnet_conv_layers(config.arch, config.batch, config.image_size)) {
       add_conv_cases(cases, layer, dtype);
+      add_cast_case(cases, layer, dtype);
     }
     for (const bench::OpCase& c :
          bench::resnet_op_cases(config.arch, config.batch, config.image_size)) {
@@ -665,6 +742,17 @@ std::vector<OpCase> all_op_cases(const CaseConfig& config) {
         add_batchnorm_cases(cases, c, dtype);
       } else if (c.op == "relu" || c.op == "relu_backward" || c.op == "add_relu") {
         add_activation_case(cases, c, dtype);
+        if (c.op == "add_relu") {
+          // The residual block's gradient join (a plain add), and the fill that zeroes or
+          // initializes buffers, on the same activation.
+          for (const char* other : {"add", "fill"}) {
+            bench::OpCase sibling = c;
+            sibling.op = other;
+            sibling.name = c.name.substr(0, c.name.rfind(' ') + 1) + other;
+            add_activation_case(cases, sibling, dtype);
+          }
+        }
+        if (c.op != "relu_backward") add_activation_case(cases, c, dtype, 1);
       } else if (c.op == "maxpool" || c.op == "maxpool_backward") {
         add_maxpool_case(cases, c, dtype);
       } else if (c.op == "avgpool" || c.op == "avgpool_backward") {
@@ -674,7 +762,19 @@ std::vector<OpCase> all_op_cases(const CaseConfig& config) {
       } else if (c.op == "cross_entropy" || c.op == "topk") {
         add_loss_case(cases, c, dtype);
       } else if (c.op == "sgd" && dtype == DType::f32) {
-        add_sgd_case(cases, c);  // master weights: f32 only
+        // Master weights: f32 only. The whole flat buffer (too large for the sim device), and
+        // the stem's filters, as the view of it that each layer reads, with and without
+        // Nesterov momentum.
+        add_sgd_case(cases, c, false);
+        const Conv2dShape stem =
+            bench::resnet_conv_layers(config.arch, config.batch, config.image_size)[0].shape;
+        for (bool nesterov : {false, true}) {
+          const Shape filters = stem.filter_shape();
+          const bench::OpCase slice{config.arch + " sgd step over conv1.weight " +
+                                        shape_str(filters) + (nesterov ? " (nesterov)" : ""),
+                                    "sgd", filters, 0, 0};
+          add_sgd_case(cases, slice, nesterov);
+        }
       }
     }
   }
