@@ -8,6 +8,7 @@
 #include "bench/op_cases.h"
 #include "bench/resnet_layers.h"
 #include "close_values.h"
+#include "conv_reference.h"
 #include "kernels/ops.h"
 
 namespace engine::ops_harness {
@@ -26,6 +27,11 @@ constexpr double kGemmF32 = 3e-5;
 constexpr char kGemmF32Why[] =
     "fp32 sums over K (up to 4608 terms) in another order: about sqrt(K) * 2^-24 of the RMS, "
     "with room for the worst element";
+constexpr double kTf32 = 5e-5;
+constexpr char kTf32Why[] =
+    "operands rounded to tf32 on both sides (their products are exact in fp32); the tensor "
+    "cores accumulate truncating where fp32 rounds: an H200 parted by 1.27e-5 at K = 4608 "
+    "(bench/results/gpu-check-h200-2026-12-04)";
 constexpr double kReduceF32 = 1e-5;
 constexpr char kReduceF32Why[] =
     "per-channel or per-row fp32 reductions in another order (partials merged in a fixed order "
@@ -91,23 +97,35 @@ std::string dtype_suffix(DType dtype) {
 // ---------------------------------------------------------------------------------------
 // Convolutions: every distinct layer of the network, three passes each.
 
-void add_conv_cases(std::vector<OpCase>& cases, const bench::ConvLayer& layer, DType dtype) {
+// A case's operand on the stream's device: for the CPU reference of a tf32 case, rounded to
+// tf32 as the tensor cores round it.
+Tensor operand(const Tensor& host, Stream& stream, Fp32Math math) {
+  if (math != Fp32Math::tf32 || !stream.device().is_cpu()) return on_device(host, stream);
+  std::vector<float> values = host.to_floats(stream);
+  for (float& v : values)
+    v = testing::round_to_tf32(v);
+  return Tensor::from_floats(host.shape(), values);
+}
+
+void add_conv_cases(std::vector<OpCase>& cases, const bench::ConvLayer& layer, DType dtype,
+                    Fp32Math math = Fp32Math::exact) {
   const Conv2dShape shape = layer.shape;
+  const bool tf32 = math == Fp32Math::tf32;
   const double weight_std = 1.0 / std::sqrt(static_cast<double>(shape.gemm_k()));
   // Shared host operands: x, w (scaled so outputs are O(1)) and a gradient at the output.
   const auto x = HostTensor(shape.input_shape(), dtype, 11);
   const auto w = HostTensor(shape.filter_shape(), dtype, 12, 0, weight_std);
   const auto dy = HostTensor(shape.output_shape(), dtype, 13);
   const std::string name = layer.name + " " + shape_str(shape.input_shape());
-  const double tolerance = dtype == DType::bf16 ? kBf16 : kGemmF32;
-  const std::string why = dtype == DType::bf16 ? kBf16Why : kGemmF32Why;
+  const double tolerance = dtype == DType::bf16 ? kBf16 : tf32 ? kTf32 : kGemmF32;
+  const std::string why = dtype == DType::bf16 ? kBf16Why : tf32 ? kTf32Why : kGemmF32Why;
   const int64_t elements =
       std::max(shape_numel(shape.input_shape()), shape_numel(shape.output_shape()));
 
   OpCase forward{"conv2d_forward", name, dtype, tolerance, why, elements, nullptr, nullptr};
   forward.prepare = [=](Stream& stream) {
-    auto dx = std::make_shared<Tensor>(on_device(*x, stream));
-    auto dw = std::make_shared<Tensor>(on_device(*w, stream));
+    auto dx = std::make_shared<Tensor>(operand(*x, stream, math));
+    auto dw = std::make_shared<Tensor>(operand(*w, stream, math));
     auto y = std::make_shared<Tensor>(Tensor::empty(shape.output_shape(), dtype, stream.device()));
     auto scratch = std::make_shared<Tensor>(
         workspace(conv2d_forward_workspace_numel(shape, stream.device()), stream));
@@ -122,7 +140,8 @@ void add_conv_cases(std::vector<OpCase>& cases, const bench::ConvLayer& layer, D
                       return std::vector<Output>{{"y", y->to_floats(stream)}};
                     }};
   };
-  if (dtype == DType::f32) {
+  forward.fp32_math = math;
+  if (dtype == DType::f32 && !tf32) {
     forward.differentiables = [=] {
       Stream host;
       const std::vector<float> probe = dy->to_floats(host);
@@ -161,8 +180,8 @@ void add_conv_cases(std::vector<OpCase>& cases, const bench::ConvLayer& layer, D
 
   OpCase data{"conv2d_backward_data", name, dtype, tolerance, why, elements, nullptr, nullptr};
   data.prepare = [=](Stream& stream) {
-    auto grad = std::make_shared<Tensor>(on_device(*dy, stream));
-    auto dw = std::make_shared<Tensor>(on_device(*w, stream));
+    auto grad = std::make_shared<Tensor>(operand(*dy, stream, math));
+    auto dw = std::make_shared<Tensor>(operand(*w, stream, math));
     auto dx = std::make_shared<Tensor>(Tensor::empty(shape.input_shape(), dtype, stream.device()));
     auto scratch = std::make_shared<Tensor>(
         workspace(conv2d_backward_data_workspace_numel(shape, stream.device()), stream));
@@ -177,15 +196,23 @@ void add_conv_cases(std::vector<OpCase>& cases, const bench::ConvLayer& layer, D
                       return std::vector<Output>{{"dx", dx->to_floats(stream)}};
                     }};
   };
+  data.fp32_math = math;
   cases.push_back(data);
 
   // The filter gradient is fp32 (the master weights' gradient) for both dtypes: its
   // tolerance is the fp32 one, over sums of M = batch * out_h * out_w products.
-  OpCase filter{
-      "conv2d_backward_filter", name, dtype, kGemmF32, kGemmF32Why, elements, nullptr, nullptr};
+  OpCase filter{"conv2d_backward_filter",
+                name,
+                dtype,
+                tf32 ? kTf32 : kGemmF32,
+                tf32 ? kTf32Why : kGemmF32Why,
+                elements,
+                nullptr,
+                nullptr,
+                math};
   filter.prepare = [=](Stream& stream) {
-    auto input = std::make_shared<Tensor>(on_device(*x, stream));
-    auto grad = std::make_shared<Tensor>(on_device(*dy, stream));
+    auto input = std::make_shared<Tensor>(operand(*x, stream, math));
+    auto grad = std::make_shared<Tensor>(operand(*dy, stream, math));
     auto dw =
         std::make_shared<Tensor>(Tensor::empty(shape.filter_shape(), DType::f32, stream.device()));
     auto scratch = std::make_shared<Tensor>(
@@ -717,7 +744,7 @@ void add_sgd_case(std::vector<OpCase>& cases, const bench::OpCase& c, bool neste
 }  // namespace
 
 std::string OpCase::id() const {
-  return op + "/" + dtype_suffix(dtype) + "/" + name;
+  return op + "/" + (fp32_math == Fp32Math::tf32 ? "tf32" : dtype_suffix(dtype)) + "/" + name;
 }
 
 CaseConfig case_config_from_env() {
@@ -734,6 +761,7 @@ std::vector<OpCase> all_op_cases(const CaseConfig& config) {
     for (const bench::ConvLayer& layer :
          bench::resnet_conv_layers(config.arch, config.batch, config.image_size)) {
       add_conv_cases(cases, layer, dtype);
+      if (dtype == DType::f32) add_conv_cases(cases, layer, dtype, Fp32Math::tf32);
       add_cast_case(cases, layer, dtype);
     }
     for (const bench::OpCase& c :

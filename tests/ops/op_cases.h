@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/dtype.h"
+#include "kernels/fp32_math.h"
 #include "kernels/stream.h"
 
 namespace engine::ops_harness {
@@ -48,8 +49,12 @@ struct OpCase {
   std::function<Prepared(Stream&)> prepare;
   // The inputs to check by finite differences (f32 cases of differentiable ops), or null.
   std::function<std::vector<Differentiable>()> differentiables;
+  // f32 convolutions on a CUDA device: exact fp32 or tf32 tensor cores (the stream's math);
+  // against tf32, the CPU multiplies the operands rounded to tf32.
+  Fp32Math fp32_math = Fp32Math::exact;
 
-  std::string id() const;  // "relu_backward/f32/resnet18 layer1 [2, 8, 8, 64]", for filters
+  // "relu_backward/f32/resnet18 layer1 [2, 8, 8, 64]" ("tf32" for the dtype of a tf32 case)
+  std::string id() const;
 };
 
 struct CaseConfig {

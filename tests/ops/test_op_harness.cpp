@@ -111,6 +111,7 @@ TEST_P(Check, MatchesCpu) {
   if (!why.empty()) GTEST_SKIP() << why;
   Stream cpu;
   Stream device = make_stream(GetParam().device);
+  device.set_fp32_math(c.fp32_math);
   const std::vector<Output> expected = run(c, cpu);
   std::vector<Output> actual = run(c, device);
   ASSERT_EQ(expected.size(), actual.size());
@@ -179,6 +180,7 @@ TEST_P(Perf, MedianTime) {
   const std::string why = cannot_run(c, GetParam().device, sim_cap(1 << 16));
   if (!why.empty()) GTEST_SKIP() << why;
   Stream stream = make_stream(GetParam().device);
+  stream.set_fp32_math(c.fp32_math);
   Prepared prepared = c.prepare(stream);
   prepared.call();  // warm: first-touch allocations, caches, lazy module loads
   stream.synchronize();
