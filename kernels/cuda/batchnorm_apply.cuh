@@ -86,10 +86,12 @@ __global__ void batchnorm_backward_elementwise_kernel(const T* dy, const T* x,
 // ---------------------------------------------------------------------------------------
 // Launchers
 
-// The element-wise entry points (kernels/cuda/batchnorm.h) with their launch geometry: the
-// SIMT tests force grids through it.
-inline void batchnorm_normalize(const BatchNormNormalizeArgs& args, cudaStream_t stream,
-                                const ChannelTileLaunch& shape) {
+// batchnorm_apply_kernel for the fields normalize's and eval_forward's arguments share (x,
+// weight, bias, residual, relu, y, rows, channels): the training normalize (kEval false:
+// `spread` is the batch's invstd) or the evaluation forward (kEval: the running variance).
+template <bool kEval, typename Args>
+void batchnorm_apply_launch(const Args& args, const float* mean, const float* spread, float eps,
+                            cudaStream_t stream, const ChannelTileLaunch& shape) {
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
     const T* x = static_cast<const T*>(args.x);
     const T* residual = static_cast<const T*>(args.residual);
@@ -97,27 +99,23 @@ inline void batchnorm_normalize(const BatchNormNormalizeArgs& args, cudaStream_t
     const int64_t channels = args.channels;
     dispatch_channel_vector<T>(channel_vector_width<T>(channels, x, residual, y), [&]<int kVec>() {
       const ChannelTileGrid layout = channel_tile_grid(args.rows, channels / kVec, shape);
-      launch(batchnorm_apply_kernel<T, kVec, false>, layout.grid, layout.block, 0, stream, x,
-             args.batch_stats, args.batch_stats + channels, 0.f, args.weight, args.bias, residual,
-             args.relu, y, args.rows, channels);
+      launch(batchnorm_apply_kernel<T, kVec, kEval>, layout.grid, layout.block, 0, stream, x, mean,
+             spread, eps, args.weight, args.bias, residual, args.relu, y, args.rows, channels);
     });
   });
 }
 
+// The element-wise entry points (kernels/cuda/batchnorm.h) with their launch geometry: the
+// SIMT tests force grids through it.
+inline void batchnorm_normalize(const BatchNormNormalizeArgs& args, cudaStream_t stream,
+                                const ChannelTileLaunch& shape) {
+  batchnorm_apply_launch<false>(args, args.batch_stats, args.batch_stats + args.channels, 0.f,
+                                stream, shape);
+}
+
 inline void batchnorm_eval_forward(const BatchNormEvalForwardArgs& args, cudaStream_t stream,
                                    const ChannelTileLaunch& shape) {
-  dispatch_device_dtype(args.dtype, [&]<typename T>() {
-    const T* x = static_cast<const T*>(args.x);
-    const T* residual = static_cast<const T*>(args.residual);
-    T* y = static_cast<T*>(args.y);
-    const int64_t channels = args.channels;
-    dispatch_channel_vector<T>(channel_vector_width<T>(channels, x, residual, y), [&]<int kVec>() {
-      const ChannelTileGrid layout = channel_tile_grid(args.rows, channels / kVec, shape);
-      launch(batchnorm_apply_kernel<T, kVec, true>, layout.grid, layout.block, 0, stream, x,
-             args.running_mean, args.running_var, args.eps, args.weight, args.bias, residual,
-             args.relu, y, args.rows, channels);
-    });
-  });
+  batchnorm_apply_launch<true>(args, args.running_mean, args.running_var, args.eps, stream, shape);
 }
 
 inline void batchnorm_backward_elementwise(const BatchNormBackwardElementwiseArgs& args,

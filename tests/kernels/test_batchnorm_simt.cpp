@@ -395,35 +395,34 @@ TEST(BatchNormSimt, EntryPointsDispatchOnDtype) {
     SimtBuffer workspace = SimtBuffer::f32(cuda::batchnorm_workspace_numel(s.rows(), s.c));
     SimtBuffer stats = SimtBuffer::f32(2 * s.c + 1), batch = SimtBuffer::f32(2 * s.c + 1);
     SimtBuffer stat_sums = SimtBuffer::f64(2 * s.c + 1);
-    cuda::batchnorm_stats({.dtype = dtype,
-                           .x = dx_in.data(),
-                           .rows = s.rows(),
-                           .channels = s.c,
-                           .stats = stats.floats(),
-                           .workspace = workspace.floats()},
-                          nullptr);
-    cuda::batchnorm_stats_to_sums(
-        {.stats = stats.floats(), .channels = s.c, .sums = stat_sums.doubles()}, nullptr);
-    cuda::batchnorm_finalize_sums({.sums = stat_sums.doubles(),
-                                   .channels = s.c,
-                                   .momentum = 0.1f,
-                                   .eps = kEps,
-                                   .batch_stats = batch.floats()},
-                                  nullptr);
+    // Each phase on the emulator, then its CPU twin on the same struct with the outputs (and
+    // the inputs the previous phase wrote) moved to host vectors.
+    BatchNormStatsArgs stats_args{.dtype = dtype,
+                                  .x = dx_in.data(),
+                                  .rows = s.rows(),
+                                  .channels = s.c,
+                                  .stats = stats.floats(),
+                                  .workspace = workspace.floats()};
+    BatchNormStatsToSumsArgs sums_args{
+        .stats = stats.floats(), .channels = s.c, .sums = stat_sums.doubles()};
+    BatchNormFinalizeSumsArgs finalize_args{.sums = stat_sums.doubles(),
+                                            .channels = s.c,
+                                            .momentum = 0.1f,
+                                            .eps = kEps,
+                                            .batch_stats = batch.floats()};
+    cuda::batchnorm_stats(stats_args, nullptr);
+    cuda::batchnorm_stats_to_sums(sums_args, nullptr);
+    cuda::batchnorm_finalize_sums(finalize_args, nullptr);
     std::vector<float> cpu_stats(2 * s.c + 1), cpu_batch(2 * s.c + 1);
     std::vector<double> cpu_stat_sums(2 * s.c + 1);
-    cpu::batchnorm_stats({.dtype = dtype,
-                          .x = dx_in.data(),
-                          .rows = s.rows(),
-                          .channels = s.c,
-                          .stats = cpu_stats.data()});
-    cpu::batchnorm_stats_to_sums(
-        {.stats = cpu_stats.data(), .channels = s.c, .sums = cpu_stat_sums.data()});
-    cpu::batchnorm_finalize_sums({.sums = cpu_stat_sums.data(),
-                                  .channels = s.c,
-                                  .momentum = 0.1f,
-                                  .eps = kEps,
-                                  .batch_stats = cpu_batch.data()});
+    stats_args.stats = cpu_stats.data();
+    sums_args.stats = cpu_stats.data();
+    sums_args.sums = cpu_stat_sums.data();
+    finalize_args.sums = cpu_stat_sums.data();
+    finalize_args.batch_stats = cpu_batch.data();
+    cpu::batchnorm_stats(stats_args);
+    cpu::batchnorm_stats_to_sums(sums_args);
+    cpu::batchnorm_finalize_sums(finalize_args);
     expect_stats_close(cpu_batch, batch.values(), s.c, 1.0);
 
     SimtBuffer y(dtype, std::vector<float>(s.numel(), 7.f)), expected(dtype, y.values());

@@ -197,53 +197,43 @@ TEST(LossSimt, EntryPointsDispatchOnDtype) {
     SimtBuffer logits(dtype, z), dlabels(labels);
     SimtBuffer sample = SimtBuffer::f32(s.n), loss = SimtBuffer::f32(1);
     std::vector<float> cpu_sample(s.n), cpu_loss(1);
-    cuda::cross_entropy_forward({.dtype = dtype,
-                                 .logits = logits.data(),
-                                 .labels = dlabels.ints(),
-                                 .n = s.n,
-                                 .k = s.k,
-                                 .sample_loss = sample.floats(),
-                                 .loss = loss.floats()},
-                                nullptr);
-    cpu::cross_entropy_forward({.dtype = dtype,
-                                .logits = logits.data(),
-                                .labels = labels.data(),
-                                .n = s.n,
-                                .k = s.k,
-                                .sample_loss = cpu_sample.data(),
-                                .loss = cpu_loss.data()});
+    // Each entry point on the emulator, then its CPU twin on the same struct with only the
+    // outputs moved to host vectors.
+    CrossEntropyForwardArgs forward{.dtype = dtype,
+                                    .logits = logits.data(),
+                                    .labels = dlabels.ints(),
+                                    .n = s.n,
+                                    .k = s.k,
+                                    .sample_loss = sample.floats(),
+                                    .loss = loss.floats()};
+    cuda::cross_entropy_forward(forward, nullptr);
+    forward.sample_loss = cpu_sample.data();
+    forward.loss = cpu_loss.data();
+    cpu::cross_entropy_forward(forward);
     EXPECT_TRUE(all_close(cpu_loss, loss.values(), 1e-6, 1.0));
     SimtBuffer dz(dtype, z), cpu_dz(dtype, z);
-    cuda::cross_entropy_backward({.dtype = dtype,
-                                  .logits = logits.data(),
-                                  .labels = dlabels.ints(),
-                                  .n = s.n,
-                                  .k = s.k,
-                                  .dlogits = dz.data()},
-                                 nullptr);
-    cpu::cross_entropy_backward({.dtype = dtype,
-                                 .logits = logits.data(),
-                                 .labels = labels.data(),
-                                 .n = s.n,
-                                 .k = s.k,
-                                 .dlogits = cpu_dz.data()});
+    CrossEntropyBackwardArgs backward{.dtype = dtype,
+                                      .logits = logits.data(),
+                                      .labels = dlabels.ints(),
+                                      .n = s.n,
+                                      .k = s.k,
+                                      .dlogits = dz.data()};
+    cuda::cross_entropy_backward(backward, nullptr);
+    backward.dlogits = cpu_dz.data();
+    cpu::cross_entropy_backward(backward);
     EXPECT_TRUE(
         all_close(cpu_dz.values(), dz.values(), dtype == DType::f32 ? 1e-5 : kBf16Ulp, 1.0 / s.n));
     SimtBuffer correct = SimtBuffer::f32(2);
     std::vector<float> cpu_correct(2);
-    cuda::topk_correct({.dtype = dtype,
-                        .logits = logits.data(),
-                        .labels = dlabels.ints(),
-                        .n = s.n,
-                        .k = s.k,
-                        .correct = correct.floats()},
-                       nullptr);
-    cpu::topk_correct({.dtype = dtype,
-                       .logits = logits.data(),
-                       .labels = labels.data(),
-                       .n = s.n,
-                       .k = s.k,
-                       .correct = cpu_correct.data()});
+    TopkCorrectArgs topk{.dtype = dtype,
+                         .logits = logits.data(),
+                         .labels = dlabels.ints(),
+                         .n = s.n,
+                         .k = s.k,
+                         .correct = correct.floats()};
+    cuda::topk_correct(topk, nullptr);
+    topk.correct = cpu_correct.data();
+    cpu::topk_correct(topk);
     EXPECT_EQ(cpu_correct, correct.values());
   }
 }
