@@ -1,4 +1,4 @@
-// The fixture of the GPU suites (conv, warp mma, batchnorm): skipped, with
+// The fixture of the GPU suites (conv, warp mma): skipped, with
 // the reason, when this process has no usable CUDA device; helpers that run the same op on CPU
 // tensors and on their GPU copies.
 #pragma once

@@ -78,6 +78,13 @@ Tensor workspace(int64_t numel, Stream& stream) {
   return numel > 0 ? Tensor::empty({numel}, DType::f32, stream.device()) : Tensor();
 }
 
+// A tensor's values on the host: f64 exactly, the rest widened from float.
+std::vector<double> host_values(const Tensor& t, Stream& stream) {
+  if (t.dtype() == DType::f64) return t.to_doubles(stream);
+  const std::vector<float> values = t.to_floats(stream);
+  return {values.begin(), values.end()};
+}
+
 double dot(const std::vector<float>& a, const std::vector<float>& b) {
   double sum = 0;
   for (size_t i = 0; i < a.size(); ++i)
@@ -137,7 +144,7 @@ void add_conv_cases(std::vector<OpCase>& cases, const bench::ConvLayer& layer, D
                       }
                     },
                     [=, &stream] {
-                      return std::vector<Output>{{"y", y->to_floats(stream)}};
+                      return std::vector<Output>{{"y", host_values(*y, stream)}};
                     }};
   };
   forward.fp32_math = math;
@@ -193,7 +200,7 @@ void add_conv_cases(std::vector<OpCase>& cases, const bench::ConvLayer& layer, D
                       }
                     },
                     [=, &stream] {
-                      return std::vector<Output>{{"dx", dx->to_floats(stream)}};
+                      return std::vector<Output>{{"dx", host_values(*dx, stream)}};
                     }};
   };
   data.fp32_math = math;
@@ -223,7 +230,7 @@ void add_conv_cases(std::vector<OpCase>& cases, const bench::ConvLayer& layer, D
                                              stream);
                     },
                     [=, &stream] {
-                      return std::vector<Output>{{"dw", dw->to_floats(stream)}};
+                      return std::vector<Output>{{"dw", host_values(*dw, stream)}};
                     }};
   };
   cases.push_back(filter);
@@ -248,7 +255,7 @@ void add_cast_case(std::vector<OpCase>& cases, const bench::ConvLayer& layer, DT
     auto out = std::make_shared<Tensor>(Tensor::empty(shape, dtype, stream.device()));
     return Prepared{[=, &stream] { cast(*in, *out, stream); },
                     [=, &stream] {
-                      return std::vector<Output>{{"out", out->to_floats(stream)}};
+                      return std::vector<Output>{{"out", host_values(*out, stream)}};
                     }};
   };
   cases.push_back(op);
@@ -261,8 +268,10 @@ struct BnTensors {
   Tensor x, weight, bias, running_mean, running_var, stats, sums, batch_stats, workspace, y;
 };
 
-// The training forward on `x` (already on the stream's device).
-BnTensors bn_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, Stream& stream) {
+// The training forward on `x` (already on the stream's device), with the epilogue a residual
+// block's last BatchNorm fuses (residual add and ReLU) when `epilogue` has them.
+BnTensors bn_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, Stream& stream,
+                     const BatchNormEpilogue& epilogue = {}) {
   const int64_t c = x.size(3);
   const Device device = stream.device();
   BnTensors t;
@@ -281,36 +290,70 @@ BnTensors bn_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, 
   batchnorm_stats_to_sums(t.stats, t.sums, stream);
   batchnorm_finalize_sums(t.sums, t.running_mean, t.running_var, 0.1f, 1e-5f, t.batch_stats,
                           stream);
-  batchnorm_normalize(x, t.batch_stats, weight, bias, t.y, stream);
+  batchnorm_normalize(x, t.batch_stats, weight, bias, t.y, stream, epilogue);
   return t;
 }
 
-void add_batchnorm_cases(std::vector<OpCase>& cases, const bench::OpCase& c, DType dtype) {
+// The first `channels` values (the means of a [2C+1] statistics vector) and the rest.
+std::vector<double> head(const std::vector<double>& v, int64_t channels) {
+  return {v.begin(), v.begin() + channels};
+}
+std::vector<double> tail(const std::vector<double>& v, int64_t channels) {
+  return {v.begin() + channels, v.end()};
+}
+
+// mean: of x (std 2 at 0.5; std 1 far from zero, as a network's un-normalized inputs). The
+// outputs' tolerances: means to 1e-6 of |mean| + std (fp32's rounding of them in another
+// summation order), variances, invstd and gradient sums to 1e-5 relative, activations to the
+// case's. Far from zero, y, the gradient sums and dx to 2e-4: the two sides' fp32 batch means
+// may differ by an ulp (6e-5 of the std at 1e3), which shifts every normalized value.
+constexpr double kFarMean = 2e-4;
+
+void add_batchnorm_cases(std::vector<OpCase>& cases, const bench::OpCase& c, DType dtype,
+                         double mean = 0.5) {
   const Shape shape = c.dims;
   const int64_t channels = shape[3];
-  const auto x = HostTensor(shape, dtype, 21, 0.5, 2.0);
+  const bool far = mean > 10;
+  const double std = far ? 1.0 : 2.0;
+  const double mean_scale = std::abs(mean) + std;
+  const auto x = HostTensor(shape, dtype, 21, mean, std);
   const auto dy = HostTensor(shape, dtype, 22);
   const auto weight = HostTensor({channels}, DType::f32, 23, 1.0, 0.5);
   const auto bias = HostTensor({channels}, DType::f32, 24);
   const double tolerance = dtype == DType::bf16 ? kBf16 : kReduceF32;
   const std::string why = dtype == DType::bf16 ? kBf16Why : kReduceF32Why;
-  OpCase bn{c.op, c.name, dtype, tolerance, why, shape_numel(shape), nullptr, nullptr};
+  const std::string name =
+      far ? c.name + " at mean " + std::to_string(static_cast<int>(mean)) : c.name;
+  OpCase bn{c.op, name, dtype, tolerance, why, shape_numel(shape), nullptr, nullptr};
   if (c.op == "bn_forward") {
+    // The forward with a residual block's fused residual add and ReLU, then the evaluation
+    // forward with the running statistics it updated.
     bn.prepare = [=](Stream& stream) {
       auto t = std::make_shared<BnTensors>();
       auto in = std::make_shared<Tensor>(on_device(*x, stream));
       auto w = std::make_shared<Tensor>(on_device(*weight, stream));
       auto b = std::make_shared<Tensor>(on_device(*bias, stream));
-      return Prepared{[=, &stream] { *t = bn_forward(*in, *w, *b, stream); },
-                      [=, &stream] {
-                        return std::vector<Output>{
-                            {"y", t->y.to_floats(stream)},
-                            {"batch_stats", t->batch_stats.to_floats(stream)},
-                            {"running_mean", t->running_mean.to_floats(stream)},
-                            {"running_var", t->running_var.to_floats(stream)}};
-                      }};
+      auto residual = std::make_shared<Tensor>(on_device(*dy, stream));
+      auto y_eval = std::make_shared<Tensor>(Tensor::empty(shape, dtype, stream.device()));
+      return Prepared{
+          [=, &stream] {
+            *t = bn_forward(*in, *w, *b, stream, BatchNormEpilogue{*residual, true});
+            batchnorm_eval_forward(*in, t->running_mean, t->running_var, *w, *b, 1e-5f, *y_eval,
+                                   stream);
+          },
+          [=, &stream] {
+            const std::vector<double> stats = host_values(t->batch_stats, stream);
+            const double act = far ? std::max(tolerance, kFarMean) : -1;
+            return std::vector<Output>{
+                {"y (+ residual, ReLU)", host_values(t->y, stream), act},
+                {"y_eval", host_values(*y_eval, stream), act},
+                {"batch mean", head(stats, channels), 1e-6, mean_scale},
+                {"batch invstd and count", tail(stats, channels), kReduceF32},
+                {"running_mean", host_values(t->running_mean, stream), 1e-6, mean_scale},
+                {"running_var", host_values(t->running_var, stream), kReduceF32}};
+          }};
     };
-    if (dtype == DType::f32) {
+    if (dtype == DType::f32 && !far) {
       bn.differentiables = [=] {
         Stream host;
         const std::vector<float> probe = dy->to_floats(host);
@@ -360,19 +403,78 @@ void add_batchnorm_cases(std::vector<OpCase>& cases, const bench::OpCase& c, DTy
       auto grad_sums =
           std::make_shared<Tensor>(Tensor::empty({2 * channels}, DType::f32, stream.device()));
       auto dx = std::make_shared<Tensor>(Tensor::empty(shape, dtype, stream.device()));
-      return Prepared{[=, &stream] {
-                        batchnorm_backward_reduce(*grad, t->x, t->batch_stats, *grad_sums,
-                                                  t->workspace, stream);
-                        batchnorm_backward_elementwise(*grad, t->x, t->batch_stats, t->weight,
-                                                       *grad_sums, *dx, stream);
-                      },
-                      [=, &stream] {
-                        return std::vector<Output>{{"grad_sums", grad_sums->to_floats(stream)},
-                                                   {"dx", dx->to_floats(stream)}};
-                      }};
+      return Prepared{
+          [=, &stream] {
+            batchnorm_backward_reduce(*grad, t->x, t->batch_stats, *grad_sums, t->workspace,
+                                      stream);
+            batchnorm_backward_elementwise(*grad, t->x, t->batch_stats, t->weight, *grad_sums, *dx,
+                                           stream);
+          },
+          [=, &stream] {
+            return std::vector<Output>{
+                {"grad_sums", host_values(*grad_sums, stream), far ? kFarMean : kReduceF32},
+                {"dx", host_values(*dx, stream), far ? std::max(tolerance, kFarMean) : -1}};
+          }};
     };
   }
   cases.push_back(bn);
+}
+
+// SyncBN's fp64 phases: a layer's f32 statistics (mean, m2, count) -> f64 sums, and three
+// ranks' summed sums -> the batch and running statistics. Their arithmetic is shared with the
+// CPU twin (kernels/batchnorm_sums.h), so the device must give the same bits, at a mean far
+// from zero too (where fp32 sums would lose the variance).
+void add_bn_sums_case(std::vector<OpCase>& cases, const std::string& prefix, int64_t channels,
+                      double mean) {
+  std::vector<float> stats(static_cast<size_t>(2 * channels + 1));
+  const std::vector<float> means = normal_values(channels, 25, DType::f32, mean, 1.0);
+  const std::vector<float> m2 = normal_values(channels, 26, DType::f32, 300.0, 10.0);
+  for (int64_t i = 0; i < channels; ++i) {
+    stats[i] = means[i];
+    stats[channels + i] = m2[i];
+  }
+  stats[2 * channels] = 299.f;
+  const auto host_stats = std::make_shared<Tensor>(Tensor::from_floats({2 * channels + 1}, stats));
+  const auto running_mean = std::make_shared<Tensor>(
+      Tensor::from_floats({channels}, normal_values(channels, 27, DType::f32)));
+  OpCase op{"bn_sums",
+            prefix + " C " + std::to_string(channels) + " at mean " +
+                std::to_string(static_cast<int>(mean)),
+            DType::f32,
+            kExact,
+            "the same fp64 expressions on both sides (kernels/batchnorm_sums.h): the same bits",
+            2 * channels + 1,
+            nullptr,
+            nullptr};
+  op.prepare = [=](Stream& stream) {
+    const Device device = stream.device();
+    auto t = std::make_shared<BnTensors>();
+    t->stats = on_device(*host_stats, stream);
+    t->sums = Tensor::empty({2 * channels + 1}, DType::f64, device);
+    t->batch_stats = Tensor::empty({2 * channels + 1}, DType::f32, device);
+    t->running_mean = on_device(*running_mean, stream);
+    t->running_var = Tensor::zeros({channels}, DType::f32, device, stream);
+    fill(t->running_var, 1.5f, stream);
+    return Prepared{
+        [=, &stream] {
+          batchnorm_stats_to_sums(t->stats, t->sums, stream);
+          // Three ranks' sums (this one's, half of it, and it again), as an
+          // all-reduce would leave them: exact in f64.
+          std::vector<double> sums = t->sums.to_doubles(stream);
+          for (double& v : sums)
+            v = v + 0.5 * v + v;
+          const Tensor reduced = on_device(Tensor::from_doubles({2 * channels + 1}, sums), stream);
+          batchnorm_finalize_sums(reduced, t->running_mean, t->running_var, 0.1f, 1e-5f,
+                                  t->batch_stats, stream);
+        },
+        [=, &stream] {
+          return std::vector<Output>{{"sums", host_values(t->sums, stream)},
+                                     {"batch_stats", host_values(t->batch_stats, stream)},
+                                     {"running_mean", host_values(t->running_mean, stream)},
+                                     {"running_var", host_values(t->running_var, stream)}};
+        }};
+  };
+  cases.push_back(op);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -423,7 +525,7 @@ void add_activation_case(std::vector<OpCase>& cases, const bench::OpCase& c, DTy
                       }
                     },
                     [=, &stream] {
-                      return std::vector<Output>{{"out", out->to_floats(stream)}};
+                      return std::vector<Output>{{"out", host_values(*out, stream)}};
                     }};
   };
   cases.push_back(op);
@@ -461,9 +563,9 @@ void add_maxpool_case(std::vector<OpCase>& cases, const bench::OpCase& c, DType 
                       }
                     },
                     [=, &stream] {
-                      if (backward) return std::vector<Output>{{"dx", dx->to_floats(stream)}};
-                      return std::vector<Output>{{"y", y->to_floats(stream)},
-                                                 {"argmax", argmax->to_floats(stream)}};
+                      if (backward) return std::vector<Output>{{"dx", host_values(*dx, stream)}};
+                      return std::vector<Output>{{"y", host_values(*y, stream)},
+                                                 {"argmax", host_values(*argmax, stream)}};
                     }};
   };
   cases.push_back(op);
@@ -497,7 +599,7 @@ void add_avgpool_case(std::vector<OpCase>& cases, const bench::OpCase& c, DType 
                       }
                     },
                     [=, &stream] {
-                      return std::vector<Output>{{"out", out->to_floats(stream)}};
+                      return std::vector<Output>{{"out", host_values(*out, stream)}};
                     }};
   };
   if (dtype == DType::f32 && !backward) {
@@ -565,9 +667,9 @@ void add_linear_case(std::vector<OpCase>& cases, const bench::OpCase& c, DType d
                       }
                     },
                     [=, &stream] {
-                      std::vector<Output> outputs{{"out", (*result)[0].to_floats(stream)}};
+                      std::vector<Output> outputs{{"out", host_values((*result)[0], stream)}};
                       if (result->size() > 1) {
-                        outputs.push_back({"dbias", (*result)[1].to_floats(stream)});
+                        outputs.push_back({"dbias", host_values((*result)[1], stream)});
                       }
                       return outputs;
                     }};
@@ -679,10 +781,11 @@ void add_loss_case(std::vector<OpCase>& cases, const bench::OpCase& c, DType dty
                       cross_entropy_backward(*z, *y, kSmoothing, 1.f, *dz, stream);
                     },
                     [=, &stream] {
-                      if (topk) return std::vector<Output>{{"correct", correct->to_floats(stream)}};
-                      return std::vector<Output>{{"sample_loss", sample->to_floats(stream)},
-                                                 {"loss", loss->to_floats(stream)},
-                                                 {"dlogits", dz->to_floats(stream)}};
+                      if (topk)
+                        return std::vector<Output>{{"correct", host_values(*correct, stream)}};
+                      return std::vector<Output>{{"sample_loss", host_values(*sample, stream)},
+                                                 {"loss", host_values(*loss, stream)},
+                                                 {"dlogits", host_values(*dz, stream)}};
                     }};
   };
   if (dtype == DType::f32 && !topk) {
@@ -734,8 +837,8 @@ void add_sgd_case(std::vector<OpCase>& cases, const bench::OpCase& c, bool neste
     sgd_step(options, *p, *g, *buffer, true, stream);
     return Prepared{[=, &stream] { sgd_step(options, *p, *g, *buffer, false, stream); },
                     [=, &stream] {
-                      return std::vector<Output>{{"params", p->to_floats(stream)},
-                                                 {"momentum_buffer", buffer->to_floats(stream)}};
+                      return std::vector<Output>{{"params", host_values(*p, stream)},
+                                                 {"momentum_buffer", host_values(*buffer, stream)}};
                     }};
   };
   cases.push_back(op);
@@ -768,6 +871,13 @@ std::vector<OpCase> all_op_cases(const CaseConfig& config) {
          bench::resnet_op_cases(config.arch, config.batch, config.image_size)) {
       if (c.op == "bn_forward" || c.op == "bn_backward") {
         add_batchnorm_cases(cases, c, dtype);
+        // The stem's BatchNorm also far from zero (its input's mean moves with the data).
+        if (c.name.find(" stem out ") != std::string::npos)
+          add_batchnorm_cases(cases, c, dtype, 1e3);
+        if (c.op == "bn_forward" && dtype == DType::f32) {
+          for (double mean : {0.5, 1e3, 1e4})
+            add_bn_sums_case(cases, c.name.substr(0, c.name.rfind(' ')), c.dims[3], mean);
+        }
       } else if (c.op == "relu" || c.op == "relu_backward" || c.op == "add_relu") {
         add_activation_case(cases, c, dtype);
         if (c.op == "add_relu") {

@@ -17,9 +17,13 @@
 namespace engine::ops_harness {
 
 // One named result of a case, on the host.
+// One named result of a case, on the host (f64 results exactly). tolerance < 0: the case's;
+// scale < 0: the RMS of the CPU's values (testing::all_close).
 struct Output {
   std::string name;
-  std::vector<float> values;
+  std::vector<double> values;
+  double tolerance = -1;
+  double scale = -1;
 };
 
 // A case set up on one device: `call` runs the op (what perf mode times); `outputs` then
