@@ -148,6 +148,31 @@ void add_conv_cases(std::vector<OpCase>& cases, const bench::ConvLayer& layer, D
                     }};
   };
   forward.fp32_math = math;
+  // With a bias as well (torchvision's convolutions have none, but nn::Conv2d takes one): a
+  // forward with a bias never splits K, so this is the unsplit path's epilogue on the
+  // layers whose plain forward splits.
+  OpCase biased = forward;
+  biased.name = name + " + bias";
+  const auto bias = HostTensor({shape.out_channels}, DType::f32, 14);
+  biased.prepare = [=](Stream& stream) {
+    auto dx = std::make_shared<Tensor>(operand(*x, stream, math));
+    auto dw = std::make_shared<Tensor>(operand(*w, stream, math));
+    auto b = std::make_shared<Tensor>(on_device(*bias, stream));
+    auto y = std::make_shared<Tensor>(Tensor::empty(shape.output_shape(), dtype, stream.device()));
+    auto scratch = std::make_shared<Tensor>(
+        workspace(conv2d_forward_workspace_numel(shape, stream.device()), stream));
+    return Prepared{[=, &stream] {
+                      if (scratch->defined()) {
+                        conv2d_forward(shape, *dx, *dw, *b, *y, *scratch, stream);
+                      } else {
+                        conv2d_forward(shape, *dx, *dw, *b, *y, stream);
+                      }
+                    },
+                    [=, &stream] {
+                      return std::vector<Output>{{"y", host_values(*y, stream)}};
+                    }};
+  };
+  cases.push_back(biased);
   if (dtype == DType::f32 && !tf32) {
     forward.differentiables = [=] {
       Stream host;

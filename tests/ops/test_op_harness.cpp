@@ -8,10 +8,11 @@
 // a device cannot run reports "not supported: <why>" as its skip reason; a case over an
 // emulated device's size cap is skipped so, naming the cap. ENGINE_OPS_PERTURB=REL scales the
 // non-reference results by (1 + REL): a planted error the harness must catch (ctest
-// op_harness_catches_*).
+// ops_harness_catches_*).
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -20,7 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "bench/resnet_layers.h"
 #include "close_values.h"
+#include "kernels/ops.h"
 #include "kernels/runtime.h"
 #include "op_cases.h"
 
@@ -171,6 +174,24 @@ TEST_P(Gradient, MatchesFiniteDifferences) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, Gradient, ::testing::ValuesIn(params({"cpu", "cuda"})), test_name);
+
+// The layers' forward and input-gradient passes split K on a CUDA device where the output
+// has too few tiles to fill it, with the workspaces the layers pass (the Check cases pass them
+// too): some layers must, or the split path would go unchecked.
+TEST(OpsCuda, SomeConvolutionsSplitK) {
+  if (cuda_device_count() == 0) {
+    GTEST_SKIP() << "not supported: no usable CUDA device: " << cuda_unavailable_reason();
+  }
+  const CaseConfig config = case_config_from_env();
+  int forwards = 0, input_gradients = 0;
+  for (const bench::ConvLayer& layer :
+       bench::resnet_conv_layers(config.arch, config.batch, config.image_size)) {
+    forwards += conv2d_forward_workspace_numel(layer.shape, Device::cuda(0)) > 0;
+    input_gradients += conv2d_backward_data_workspace_numel(layer.shape, Device::cuda(0)) > 0;
+  }
+  EXPECT_GT(forwards, 0);
+  EXPECT_GT(input_gradients, 0);
+}
 
 // ---------------------------------------------------------------------------------------
 
