@@ -1,6 +1,7 @@
 // The one place an op chooses its backend. Every op checks its arguments, then calls
 //   const XArgs args{...};  // kernels/args/<family>.h, filled once for both backends
-//   ops::on_device(op, stream, [&] { cpu::x(args); }, [&](auto cuda_stream) { cuda::x(args, cuda_stream); });
+//   ops::on_device(op, stream, [&] { cpu::x(args); },
+//                  [&](auto cuda_stream) { cuda::x(args, cuda_stream); });
 // The CUDA branch is a generic lambda so that a build without CUDA never instantiates it
 // (the cuda:: entry points are declared everywhere but defined only by the CUDA objects):
 // there, a CUDA stream is a clear error instead of an op that silently does nothing.
