@@ -129,50 +129,38 @@ void add_conv_cases(std::vector<OpCase>& cases, const bench::ConvLayer& layer, D
   const int64_t elements =
       std::max(shape_numel(shape.input_shape()), shape_numel(shape.output_shape()));
 
-  OpCase forward{"conv2d_forward", name, dtype, tolerance, why, elements, nullptr, nullptr};
-  forward.prepare = [=](Stream& stream) {
-    auto dx = std::make_shared<Tensor>(operand(*x, stream, math));
-    auto dw = std::make_shared<Tensor>(operand(*w, stream, math));
-    auto y = std::make_shared<Tensor>(Tensor::empty(shape.output_shape(), dtype, stream.device()));
-    auto scratch = std::make_shared<Tensor>(
-        workspace(conv2d_forward_workspace_numel(shape, stream.device()), stream));
-    return Prepared{[=, &stream] {
-                      if (scratch->defined()) {
-                        conv2d_forward(shape, *dx, *dw, Tensor(), *y, *scratch, stream);
-                      } else {
-                        conv2d_forward(shape, *dx, *dw, Tensor(), *y, stream);
-                      }
-                    },
-                    [=, &stream] {
-                      return std::vector<Output>{{"y", host_values(*y, stream)}};
-                    }};
-  };
-  forward.fp32_math = math;
-  // With a bias as well (torchvision's convolutions have none, but nn::Conv2d takes one): a
-  // forward with a bias never splits K, so this is the unsplit path's epilogue on the
-  // layers whose plain forward splits.
-  OpCase biased = forward;
-  biased.name = name + " + bias";
+  // The forward, without a bias (torchvision's convolutions have none) or with one (nn::Conv2d
+  // takes one): a forward with a bias never splits K, so that is the unsplit path's epilogue on
+  // the layers whose plain forward splits. The workspace is the layers' (undefined where no
+  // split pays, which the op takes as none).
   const auto bias = HostTensor({shape.out_channels}, DType::f32, 14);
-  biased.prepare = [=](Stream& stream) {
-    auto dx = std::make_shared<Tensor>(operand(*x, stream, math));
-    auto dw = std::make_shared<Tensor>(operand(*w, stream, math));
-    auto b = std::make_shared<Tensor>(on_device(*bias, stream));
-    auto y = std::make_shared<Tensor>(Tensor::empty(shape.output_shape(), dtype, stream.device()));
-    auto scratch = std::make_shared<Tensor>(
-        workspace(conv2d_forward_workspace_numel(shape, stream.device()), stream));
-    return Prepared{[=, &stream] {
-                      if (scratch->defined()) {
-                        conv2d_forward(shape, *dx, *dw, *b, *y, *scratch, stream);
-                      } else {
-                        conv2d_forward(shape, *dx, *dw, *b, *y, stream);
-                      }
-                    },
-                    [=, &stream] {
-                      return std::vector<Output>{{"y", host_values(*y, stream)}};
-                    }};
+  auto forward_case = [&](bool with_bias) {
+    OpCase op{"conv2d_forward",
+              with_bias ? name + " + bias" : name,
+              dtype,
+              tolerance,
+              why,
+              elements,
+              nullptr,
+              nullptr,
+              math};
+    op.prepare = [=](Stream& stream) {
+      auto dx = std::make_shared<Tensor>(operand(*x, stream, math));
+      auto dw = std::make_shared<Tensor>(operand(*w, stream, math));
+      auto b = std::make_shared<Tensor>(with_bias ? on_device(*bias, stream) : Tensor());
+      auto y =
+          std::make_shared<Tensor>(Tensor::empty(shape.output_shape(), dtype, stream.device()));
+      auto scratch = std::make_shared<Tensor>(
+          workspace(conv2d_forward_workspace_numel(shape, stream.device()), stream));
+      return Prepared{[=, &stream] { conv2d_forward(shape, *dx, *dw, *b, *y, *scratch, stream); },
+                      [=, &stream] {
+                        return std::vector<Output>{{"y", host_values(*y, stream)}};
+                      }};
+    };
+    return op;
   };
-  cases.push_back(biased);
+  OpCase forward = forward_case(false);
+  cases.push_back(forward_case(true));
   if (dtype == DType::f32 && !tf32) {
     forward.differentiables = [=] {
       Stream host;
@@ -217,16 +205,11 @@ void add_conv_cases(std::vector<OpCase>& cases, const bench::ConvLayer& layer, D
     auto dx = std::make_shared<Tensor>(Tensor::empty(shape.input_shape(), dtype, stream.device()));
     auto scratch = std::make_shared<Tensor>(
         workspace(conv2d_backward_data_workspace_numel(shape, stream.device()), stream));
-    return Prepared{[=, &stream] {
-                      if (scratch->defined()) {
-                        conv2d_backward_data(shape, *grad, *dw, *dx, *scratch, stream);
-                      } else {
-                        conv2d_backward_data(shape, *grad, *dw, *dx, stream);
-                      }
-                    },
-                    [=, &stream] {
-                      return std::vector<Output>{{"dx", host_values(*dx, stream)}};
-                    }};
+    return Prepared{
+        [=, &stream] { conv2d_backward_data(shape, *grad, *dw, *dx, *scratch, stream); },
+        [=, &stream] {
+          return std::vector<Output>{{"dx", host_values(*dx, stream)}};
+        }};
   };
   data.fp32_math = math;
   cases.push_back(data);
