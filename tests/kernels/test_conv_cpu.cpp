@@ -1,9 +1,10 @@
 // conv2d and linear on the CPU against the naive double-precision reference, over every
-// case of conv_cases() in f32 and bf16, plus finite-difference checks of the gradients and
-// the argument errors.
+// case of conv_cases() (the edge cases, then ResNet-50's layers) in f32 and bf16, plus
+// finite-difference checks of the gradients and the argument errors.
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include "bench/resnet_layers.h"
 #include "conv_reference.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/tap_classes.h"
@@ -13,9 +14,18 @@
 namespace engine {
 namespace {
 
-using testing::conv_cases;
 using testing::random_values;
 using testing::relative_error;
+
+// The edge cases, then every distinct convolution of ResNet-50 walked from the model (the
+// shapes bench_kernels and the op harness take), at 48 px and batch 1: layer3's strided layers
+// then read a 6x6 map and layer4's an odd 3x3 one.
+std::vector<testing::ConvCase> conv_cases() {
+  std::vector<testing::ConvCase> cases = testing::conv_edge_cases();
+  for (const bench::ConvLayer& layer : bench::resnet_conv_layers("resnet50", 1, 48))
+    cases.push_back({"resnet50 " + layer.name, layer.shape});
+  return cases;
+}
 
 // fp32: accumulation error grows like sqrt(K) * 2^-24; K <= 4608 here.
 constexpr double kF32Tolerance = 1e-5;

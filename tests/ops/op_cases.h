@@ -16,7 +16,6 @@
 
 namespace engine::ops_harness {
 
-// One named result of a case, on the host.
 // One named result of a case, on the host (f64 results exactly). tolerance < 0: the case's;
 // scale < 0: the RMS of the CPU's values (testing::all_close).
 struct Output {
