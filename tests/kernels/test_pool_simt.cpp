@@ -1,12 +1,14 @@
 // The CUDA pooling kernels through their launchers under the SIMT emulator, against the CPU
 // twins: max pooling (values and argmax bit for bit, ties and NaN), its gathering backward,
-// and global average pooling (vector and scalar channel paths), with default and small grids.
+// and global average pooling (vector and scalar channel paths), with default and small grids,
+// and max pooling also an image per launch.
 #include "sim/simt/simt.h"
 // The kernels under test, compiled here by g++ for the emulator.
 #include "kernels/cuda/pool.cuh"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -28,7 +30,17 @@ using testing::SimtBuffer;
 using testing::Window;
 
 using testing::kDTypes;
-const cuda::ElementwiseLaunch kGrids[] = {{256, 2048}, {64, 2}};
+// Max pooling's geometries: each grid over all the images at once, and the small grid one
+// image per launch (as a batch of over 2^31 elements is launched).
+struct PoolGeometry {
+  cuda::ElementwiseLaunch grid;
+  bool image_per_launch = false;
+  std::string str() const {
+    return "max_blocks " + std::to_string(grid.max_blocks) +
+           (image_per_launch ? ", an image per launch" : "");
+  }
+};
+const PoolGeometry kPoolGeometries[] = {{{256, 2048}}, {{64, 2}}, {{64, 2}, true}};
 
 TEST(PoolSimt, MaxPoolForwardBackwardMatchCpu) {
   for (DType dtype : kDTypes) {
@@ -36,9 +48,12 @@ TEST(PoolSimt, MaxPoolForwardBackwardMatchCpu) {
       for (const PoolShape& s : testing::kPoolShapes) {
         const int64_t oh = testing::pooled(s.h, win), ow = testing::pooled(s.w, win);
         if (oh < 1 || ow < 1) continue;
-        for (const cuda::ElementwiseLaunch& grid : kGrids) {
-          SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str() + " " + win.str() +
-                       " max_blocks " + std::to_string(grid.max_blocks));
+        for (const PoolGeometry& geometry : kPoolGeometries) {
+          SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str() + " " + win.str() + " " +
+                       geometry.str());
+          cuda::PoolLaunch grid{geometry.grid};
+          if (geometry.image_per_launch)
+            grid.max_launch_elements = std::max(s.h * s.w, oh * ow) * s.c;
           const int64_t out_numel = s.n * oh * ow * s.c;
           std::vector<float> x = testing::normal_values(s.numel(), 1, dtype);
           x[s.numel() / 2] = NAN;
@@ -175,6 +190,23 @@ TEST(PoolSimt, EntryPointsDispatchOnDtype) {
 }
 
 using testing::error_of;
+
+TEST(PoolSimt, AnImageOverALaunchIsRefusedByName) {
+  const PoolShape s{2, 4, 4, 3};
+  SimtBuffer x(DType::f32, std::vector<float>(s.numel())), y(DType::f32, std::vector<float>(24));
+  SimtBuffer argmax = SimtBuffer::i32(24);
+  EXPECT_EQ(error_of([&] {
+              cuda::maxpool2d_forward(
+                  {.dtype = DType::f32,
+                   .x = x.data(),
+                   .y = y.data(),
+                   .argmax = argmax.ints(),
+                   .window = {.n = s.n, .h = s.h, .w = s.w, .c = s.c, .params = {}}},
+                  nullptr, {.grid = {}, .max_launch_elements = 47});
+            }),
+            "maxpool2d: one image of 4x4x3 holds 48 elements, over the 47 a launch indexes");
+  EXPECT_EQ(argmax.int_values(), SimtBuffer::i32(24).int_values());
+}
 
 TEST(PoolSimt, EntryPointsRefuseI32Activations) {
   // An i32 activation is never taken for bf16: the entry points throw before any launch.
