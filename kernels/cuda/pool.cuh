@@ -26,6 +26,20 @@ struct PoolWindow {
   FastDivmod by_c, by_h, by_w, by_out_h, by_out_w, by_stride;
 };
 
+// A flat NHWC index's coordinates in a map of by_h x by_w pixels of by_c channels.
+struct NhwcAt {
+  int32_t image, row, col, ch;
+};
+__device__ __forceinline__ NhwcAt nhwc_at(int32_t i, const FastDivmod& by_c, const FastDivmod& by_w,
+                                          const FastDivmod& by_h) {
+  NhwcAt at;
+  int32_t pixel, rows;
+  by_c.divmod(i, pixel, at.ch);
+  by_w.divmod(pixel, rows, at.col);
+  by_h.divmod(rows, at.image, at.row);
+  return at;
+}
+
 // As PyTorch: the index starts at the window's first valid position; a value wins when it is
 // greater than the best so far or NaN (v != v), so NaN propagates. `total` outputs.
 template <typename T>
@@ -34,10 +48,7 @@ __global__ void maxpool2d_forward_kernel(const T* x, T* y, int32_t* argmax, int3
   for (int64_t flat = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; flat < total;
        flat += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const auto i = static_cast<int32_t>(flat);
-    int32_t pixel, ch, rows, ow, image, oh;
-    g.by_c.divmod(i, pixel, ch);
-    g.by_out_w.divmod(pixel, rows, ow);
-    g.by_out_h.divmod(rows, image, oh);
+    const auto [image, oh, ow, ch] = nhwc_at(i, g.by_c, g.by_out_w, g.by_out_h);
     const int32_t h0 = oh * g.stride - g.padding, w0 = ow * g.stride - g.padding;
     const int32_t h_begin = h0 < 0 ? 0 : h0, h_end = h0 + g.kernel < g.h ? h0 + g.kernel : g.h;
     const int32_t w_begin = w0 < 0 ? 0 : w0, w_end = w0 + g.kernel < g.w ? w0 + g.kernel : g.w;
@@ -66,10 +77,7 @@ __global__ void maxpool2d_backward_kernel(const T* dy, const int32_t* argmax, T*
   for (int64_t flat = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; flat < total;
        flat += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const auto i = static_cast<int32_t>(flat);
-    int32_t pixel, ch, rows, iw, image, ih;
-    g.by_c.divmod(i, pixel, ch);
-    g.by_w.divmod(pixel, rows, iw);
-    g.by_h.divmod(rows, image, ih);
+    const auto [image, ih, iw, ch] = nhwc_at(i, g.by_c, g.by_w, g.by_h);
     // Outputs oh with oh * stride - padding <= ih <= oh * stride - padding + kernel - 1 (a
     // negative lower bound is 0: FastDivmod takes no negative dividend).
     const int32_t oh_from = ih + g.padding - g.kernel + g.stride;
