@@ -4,7 +4,6 @@
 #pragma once
 
 #include <algorithm>
-#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -156,11 +155,16 @@ struct PoolLaunch {
   int64_t max_launch_elements = INT32_MAX;
 };
 
+// The elements one image takes in a launch: its input's or its output's, the larger.
+inline int64_t maxpool_image_elements(const MaxPool2dWindow& window) {
+  return std::max(window.h * window.w, window.out_h() * window.out_w()) * window.c;
+}
+
 // Calls run(first_image, images, window) for runs of whole images that each fit a launch.
 template <typename Launch>
 void for_each_image_run(const MaxPool2dWindow& window, int64_t max_launch_elements, Launch&& run) {
   const int64_t out_h = window.out_h(), out_w = window.out_w();
-  const int64_t per_image = std::max(window.h * window.w, out_h * out_w) * window.c;
+  const int64_t per_image = maxpool_image_elements(window);
   if (window.n == 0 || per_image == 0) return;
   ENGINE_REQUIRE(per_image <= max_launch_elements,
                  "maxpool2d: one image of " + std::to_string(window.h) + "x" +

@@ -26,12 +26,16 @@ std::vector<double> host_values(const Tensor& t, Stream& stream) {
   return {values.begin(), values.end()};
 }
 
+namespace {
+
 double dot(const std::vector<float>& a, const std::vector<float>& b) {
   double sum = 0;
   for (size_t i = 0; i < a.size(); ++i)
     sum += static_cast<double>(a[i]) * b[i];
   return sum;
 }
+
+}  // namespace
 
 // <values of `out` after run(), probe>: the scalar a finite-difference check differentiates.
 double probed(const Tensor& out, const std::vector<float>& probe, Stream& stream) {

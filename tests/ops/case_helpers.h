@@ -75,8 +75,6 @@ Tensor workspace(int64_t numel, Stream& stream);
 // A tensor's values on the host: f64 exactly, the rest widened from float.
 std::vector<double> host_values(const Tensor& t, Stream& stream);
 
-double dot(const std::vector<float>& a, const std::vector<float>& b);
-
 // <values of `out` after run(), probe>: the scalar a finite-difference check differentiates.
 double probed(const Tensor& out, const std::vector<float>& probe, Stream& stream);
 
