@@ -44,32 +44,58 @@ GROUPS = {
 }
 
 
-def find_tool(name):
+def tool_path(name):
+    """Where NVIDIA's `name` (cuobjdump, nvdisasm) is: $CUDA_BIN, PATH, a pip install of it
+    (site-packages), or where scripts/install-deps puts it; None when nowhere."""
     folder = os.environ.get("CUDA_BIN")
     if folder and os.access(os.path.join(folder, name), os.X_OK):
         return os.path.join(folder, name)
     if shutil.which(name):
         return shutil.which(name)
-    roots = site.getsitepackages() + [site.getusersitepackages()]
+    cache = os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache"))
+    roots = site.getsitepackages() + [site.getusersitepackages(),
+                                      os.path.join(cache, "resnet-engine", "cuda-tools")]
     for root in roots:
         for path in glob.glob(os.path.join(root, "nvidia", "*", "bin", name)):
             if os.access(path, os.X_OK):
                 return path
-    sys.exit(f"sass_loop_stats: {name} not found (PATH, $CUDA_BIN, or "
-             f"pip install nvidia-cuda-{'cuobjdump' if name == 'cuobjdump' else 'nvdisasm'})")
+    return None
 
 
-def registers(path):
-    """{mangled name: registers per thread}, from cuobjdump's resource usage."""
+def find_tool(name):
+    path = tool_path(name)
+    if path is None:
+        sys.exit(f"sass_loop_stats: {name} not found (PATH, $CUDA_BIN, scripts/install-deps, or "
+                 f"pip install nvidia-cuda-{'cuobjdump' if name == 'cuobjdump' else 'nvdisasm'})")
+    return path
+
+
+def resources(path, arch=None):
+    """{mangled name: {"REG": n, "STACK": n, "SHARED": n, "LOCAL": n, ...}} from cuobjdump's
+    resource usage, for the cubins of `arch` (e.g. "sm_90"; None: every arch, later wins)."""
     out = subprocess.run([find_tool("cuobjdump"), "--dump-resource-usage", os.path.abspath(path)],
                          check=True, capture_output=True, text=True).stdout
     result = {}
-    for name, regs in re.findall(r"Function (\S+):\s*\n\s*REG:(\d+)", out):
-        result[name] = int(regs)
+    current_arch = None
+    lines = out.splitlines()
+    for i, line in enumerate(lines):
+        found = re.match(r"^arch = (sm_\d+\w*)", line)
+        if found:
+            current_arch = found.group(1)
+        function = re.match(r"^\s*Function (\S+):\s*$", line)
+        if function and i + 1 < len(lines) and (arch is None or current_arch == arch):
+            result[function.group(1)] = {k: int(v) for k, v in re.findall(r"(\w+(?:\[\d+\])?):(\d+)",
+                                                                         lines[i + 1])}
     return result
 
 
-def disassemble(path):
+def registers(path, arch=None):
+    """{mangled name: registers per thread}."""
+    return {name: usage.get("REG", 0) for name, usage in resources(path, arch).items()}
+
+
+def disassemble(path, arch=None):
+    """nvdisasm's text of the object's cubins (those of `arch` only, when given)."""
     nvdisasm = find_tool("nvdisasm")
     if path.endswith(".cubin"):
         cubins = [path]
@@ -79,8 +105,10 @@ def disassemble(path):
         subprocess.run([find_tool("cuobjdump"), "-xelf", "all", os.path.abspath(path)], cwd=folder,
                        check=True, stdout=subprocess.DEVNULL)
         cubins = sorted(glob.glob(os.path.join(folder, "*.cubin")))
+        if arch is not None:
+            cubins = [c for c in cubins if c.endswith(f".{arch}.cubin")]
         if not cubins:
-            sys.exit(f"sass_loop_stats: {path} holds no cubin")
+            sys.exit(f"sass_loop_stats: {path} holds no cubin" + (f" for {arch}" if arch else ""))
     text = ""
     for cubin in cubins:
         text += subprocess.run([nvdisasm, "-c", cubin], check=True, capture_output=True,
@@ -144,27 +172,41 @@ def main_loop(function):
     return best[1] if best else None
 
 
+def readable(pretty):
+    """A demangled kernel name without the namespace and parameter list, bf16 for its type."""
+    for long, short in (("engine::cuda::", ""), ("__nv_bfloat16", "bf16"), (" >", ">")):
+        pretty = pretty.replace(long, short)
+    return re.sub(r"\((int|long)(, \1)*, .*\)$", "", pretty)
+
+
+def loop_counts(function):
+    """{group: count, "instr": n} of the main loop's one trip, or None without a math loop."""
+    body = main_loop(function)
+    if body is None:
+        return None
+    counts = {g: sum(test(o) for o in body) for g, test in GROUPS.items()}
+    counts["instr"] = len(body)
+    return counts
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("object", help="an object file (.o) or a .cubin")
     parser.add_argument("--kernels", default="gemm_", help="regex on the mangled kernel names")
+    parser.add_argument("--arch", default=None, help="only the cubins of this arch (e.g. sm_90)")
     args = parser.parse_args()
-    table = functions(disassemble(args.object))
-    regs = registers(args.object)
+    table = functions(disassemble(args.object, args.arch))
+    regs = registers(args.object, args.arch)
     names = sorted(n for n in table if re.search(args.kernels, n))
-    readable = demangle(names)
+    pretty_names = demangle(names)
     print(f"{'instr':>6s} " + " ".join(f"{g:>5s}" for g in GROUPS) +
           f" {'per_math':>8s} {'regs':>4s}  kernel")
-    for name, pretty in zip(names, readable):
-        body = main_loop(table[name])
-        if body is None:
+    for name, pretty in zip(names, pretty_names):
+        counts = loop_counts(table[name])
+        if counts is None:
             continue
-        counts = {g: sum(test(o) for o in body) for g, test in GROUPS.items()}
-        for long, short in (("engine::cuda::", ""), ("__nv_bfloat16", "bf16"), (" >", ">")):
-            pretty = pretty.replace(long, short)
-        pretty = re.sub(r"\((int|long)(, \1)*, .*\)$", "", pretty)
-        print(f"{len(body):6d} " + " ".join(f"{counts[g]:5d}" for g in GROUPS) +
-              f" {len(body) / counts['math']:8.2f} {regs.get(name, 0):4d}  {pretty}")
+        print(f"{counts['instr']:6d} " + " ".join(f"{counts[g]:5d}" for g in GROUPS) +
+              f" {counts['instr'] / counts['math']:8.2f} {regs.get(name, 0):4d}  {readable(pretty)}")
 
 if __name__ == "__main__":
     main()

@@ -119,6 +119,9 @@ constexpr int kMmaThreads = 256;  // 4 x 2 warps, each 32 x 64 = 2 x 8 tiles of 
 // Stages of the cp.async pipeline (16-byte loads): 64 KiB of shared memory a block, so two
 // blocks fit an SM of sm_80 (164 KiB) as of sm_90 (228 KiB), the most the registers allow.
 constexpr int kMmaAsyncStages = 3;
+// Blocks of kMmaThreads an SM: the registers allow it (tests/cuda_budget/budget.tsv, min_blocks)
+// and MmaKernelShape asserts the shared memory does.
+constexpr int kMmaMinBlocksPerSm = 2;
 
 // What the element type fixes. Both keep 64 bytes of K in a shared row and 32 bytes of K per
 // mma, so tiles, pipeline and ldmatrix addressing are the same in bytes.
@@ -276,6 +279,10 @@ struct MmaKernelShape {
   using Storage = MmaStorage<kStages, ATile, BTile, typename AOperand::Row, typename BOperand::Row>;
   static_assert(sizeof(ATile) % 16 == 0 && sizeof(BTile) % 16 == 0,
                 "every stage starts 16-byte aligned, as ldmatrix and cp.async need");
+  // The blocks per SM that tests/cuda_budget holds the registers to must fit in shared memory
+  // too: sm_80 has 164 KiB an SM (sm_90 228), and each block takes 1 KiB more for the system.
+  static_assert(kMmaMinBlocksPerSm * (sizeof(Storage) + 1024) <= 164 * 1024,
+                "a block's shared memory leaves room for kMmaMinBlocksPerSm blocks an SM");
 };
 
 template <typename Math, int kVector, typename AOperand, typename BOperand, typename Store>
@@ -360,12 +367,15 @@ __global__ void __launch_bounds__(kMmaThreads)
 // ---------------------------------------------------------------------------------------
 // Launcher
 
-// How many K-splits a GEMM gets: enough blocks to fill the GPU (target_blocks) when the
-// output tiles alone are too few, never a split thinner than min_k_per_split, at most
-// max_splits. A pure function, unit-tested on the CPU.
+// How many K-splits a GEMM gets: enough blocks to fill the GPU (target_blocks: two an SM of
+// an H100/H200's 132) when the output tiles alone are too few, never a split thinner than
+// min_k_per_split, at most max_splits (32 by default: each split's partials are a whole
+// output). A pure function, unit-tested on the CPU.
+constexpr int kSplitTargetBlocks = 264;
+constexpr int64_t kMinKPerSplit = 256;
 inline int choose_split_k(int64_t m, int64_t n, int64_t k, int tile_m, int tile_n,
-                          int target_blocks = 264, int64_t min_k_per_split = 256,
-                          int max_splits = 32) {
+                          int target_blocks = kSplitTargetBlocks,
+                          int64_t min_k_per_split = kMinKPerSplit, int max_splits = 32) {
   const int64_t tiles = ((m + tile_m - 1) / tile_m) * ((n + tile_n - 1) / tile_n);
   if (tiles >= target_blocks || k <= min_k_per_split) return 1;
   int64_t splits = (target_blocks + tiles - 1) / tiles;
