@@ -19,9 +19,17 @@ struct ConvLaunch {
 // One split choice for every engine: they tile C alike.
 static_assert(kFp32TileM == kMmaTileM && kFp32TileN == kMmaTileN);
 
+// The filter gradient's output (filters x taps) is a few output tiles wherever the reduction
+// over pixels is long (the stem: 64 x 147, 2 tiles over 1.6 M pixels at 224 px, batch 128;
+// layer1's 64-filter convolutions: 1 to 5 tiles over 401 k pixels), and its fp32 partials are
+// small (splits x filters x taps), so it splits as far as it takes to fill the GPU: output
+// splits' default cap of 32 left the stem at 64 blocks on 132 SMs.
+constexpr int kFilterGradMaxSplits = 264;
+
 inline int filter_grad_splits(const Conv2dShape& shape, const ConvLaunch& options) {
   if (options.split_k > 0) return options.split_k;
-  return choose_split_k(shape.out_channels, shape.gemm_k(), shape.gemm_m(), kFp32TileM, kFp32TileN);
+  return choose_split_k(shape.out_channels, shape.gemm_k(), shape.gemm_m(), kFp32TileM, kFp32TileN,
+                        kSplitTargetBlocks, kMinKPerSplit, kFilterGradMaxSplits);
 }
 
 inline size_t filter_grad_workspace_bytes(const Conv2dShape& shape, int splits) {

@@ -328,6 +328,13 @@ TEST(ConvSimt, SplitKChoiceFillsTheGpuWithoutThinSplits) {
   EXPECT_EQ(cuda::choose_split_k(64, 64, 100, 64, 64), 1);              // short K
   EXPECT_EQ(cuda::choose_split_k(4096, 4096, 100000, 64, 64), 1);       // enough tiles
   EXPECT_EQ(cuda::choose_split_k(1, 1, int64_t{1} << 30, 64, 64), 32);  // capped
+  // The filter gradient splits until the GPU is full: the stem at 224 px, batch 128 (64 x 147
+  // over 1.6 M pixels, 2 tiles) gets 132 splits, not 32; layer1.0.conv1 (1 tile) 264.
+  const Conv2dShape stem = make_conv2d_shape(128, 224, 3, 64, 7, 2, 3);
+  EXPECT_EQ(cuda::filter_grad_splits(stem, {}), 132);
+  const Conv2dShape pointwise = make_conv2d_shape(128, 56, 64, 64, 1, 1, 0);
+  EXPECT_EQ(cuda::filter_grad_splits(pointwise, {}), 264);
+  EXPECT_EQ(cuda::filter_grad_splits(pointwise, {.split_k = 3}), 3);
   for (int splits = 1; splits <= 7; ++splits) {
     const int64_t per_split = cuda::k_per_split(1000, splits, 16);
     EXPECT_EQ(per_split % 16, 0);
