@@ -312,6 +312,9 @@ std::vector<Row> run_gpu(const Options& options, Device device, RowPrinter& prin
         if (options.baseline) {
           const ConvPassTimes cudnn = time_cudnn_conv(layer.shape, dtype, stream, timing);
           base = PassTimes{cudnn.forward_us, cudnn.backward_data_us, cudnn.backward_filter_us};
+          note = "cudnn algos fwd " + std::to_string(cudnn.forward_algo) + ", bwd_data " +
+                 std::to_string(cudnn.backward_data_algo) + ", bwd_filter " +
+                 std::to_string(cudnn.backward_filter_algo);
         }
 #else
         note = "built without cuDNN";

@@ -4,12 +4,14 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
+#include <string>
 #include <vector>
 
 #include "bench/random_fill.h"
 #include "kernels/cuda/check_cublas.h"
 #include "kernels/cuda/check_cuda.h"
 #include "kernels/cuda/check_cudnn.h"
+#include "kernels/error.h"
 #include "kernels/ops/copy.h"
 #include "kernels/tensor.h"
 
@@ -58,6 +60,24 @@ struct CudnnConv {
   }
 };
 
+// The workspace cuDNN's algorithm search may use: the largest any ResNet-50 pass asks for at
+// batch 256 is far below it, and an H200 has 141 GB.
+constexpr size_t kCudnnSearchWorkspaceBytes = size_t{1} << 30;
+
+// The fastest successful result of a cudnnFind*AlgorithmEx search (sorted by time), whose
+// math type the descriptor then takes, as PyTorch's cudnn.benchmark does.
+template <typename Perf>
+const Perf& fastest(const Perf* results, int returned, const char* pass,
+                    cudnnConvolutionDescriptor_t conv_desc) {
+  for (int i = 0; i < returned; ++i) {
+    if (results[i].status == CUDNN_STATUS_SUCCESS) {
+      CHECK_CUDNN(cudnnSetConvolutionMathType(conv_desc, results[i].mathType));
+      return results[i];
+    }
+  }
+  throw Error(std::string("time_cudnn_conv: cuDNN found no algorithm for the ") + pass + " pass");
+}
+
 }  // namespace
 
 ConvPassTimes time_cudnn_conv(const Conv2dShape& s, DType dtype, Stream& stream,
@@ -68,47 +88,62 @@ ConvPassTimes time_cudnn_conv(const Conv2dShape& s, DType dtype, Stream& stream,
   Tensor x = random_tensor(s.input_shape(), dtype, stream, 1);
   Tensor w = random_tensor(s.filter_shape(), dtype, stream, 2);
   Tensor y = random_tensor(s.output_shape(), dtype, stream, 3);
+  Tensor search_ws =
+      Tensor::empty({static_cast<int64_t>(kCudnnSearchWorkspaceBytes / 4)}, DType::f32, device);
   const float one = 1.f, zero = 0.f;
+  const cudnnMathType_t math_type = dtype == DType::f32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
   ConvPassTimes times;
-
+  constexpr int kMaxResults = 16;
   int returned = 0;
-  cudnnConvolutionFwdAlgoPerf_t fwd[8];
-  CHECK_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(
-      conv.handle, conv.x_desc, conv.w_desc, conv.conv_desc, conv.y_desc, 8, &returned, fwd));
-  Tensor fwd_ws = Tensor::empty({static_cast<int64_t>(fwd[0].memory / 4 + 1)}, DType::f32, device);
+
+  // Each pass: cuDNN times its candidates on our buffers (cudnnFind*AlgorithmEx), the fastest
+  // is kept, then timed as ours are. The search writes the pass's output, which is fine here.
+  CHECK_CUDNN(cudnnSetConvolutionMathType(conv.conv_desc, math_type));
+  cudnnConvolutionFwdAlgoPerf_t fwd_results[kMaxResults];
+  CHECK_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(
+      conv.handle, conv.x_desc, x.raw_data(), conv.w_desc, w.raw_data(), conv.conv_desc,
+      conv.y_desc, y.raw_data(), kMaxResults, &returned, fwd_results, search_ws.raw_data(),
+      kCudnnSearchWorkspaceBytes));
+  const auto fwd = fastest(fwd_results, returned, "forward", conv.conv_desc);
+  times.forward_algo = static_cast<int>(fwd.algo);
   times.forward_us = median_stream_time_us(
       [&] {
         CHECK_CUDNN(cudnnConvolutionForward(
             conv.handle, &one, conv.x_desc, x.raw_data(), conv.w_desc, w.raw_data(), conv.conv_desc,
-            fwd[0].algo, fwd_ws.raw_data(), fwd[0].memory, &zero, conv.y_desc, y.raw_data()));
+            fwd.algo, search_ws.raw_data(), fwd.memory, &zero, conv.y_desc, y.raw_data()));
       },
       stream, options);
 
-  cudnnConvolutionBwdDataAlgoPerf_t bwd_data[8];
-  CHECK_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-      conv.handle, conv.w_desc, conv.y_desc, conv.conv_desc, conv.x_desc, 8, &returned, bwd_data));
-  Tensor data_ws =
-      Tensor::empty({static_cast<int64_t>(bwd_data[0].memory / 4 + 1)}, DType::f32, device);
+  CHECK_CUDNN(cudnnSetConvolutionMathType(conv.conv_desc, math_type));
+  cudnnConvolutionBwdDataAlgoPerf_t data_results[kMaxResults];
+  CHECK_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(
+      conv.handle, conv.w_desc, w.raw_data(), conv.y_desc, y.raw_data(), conv.conv_desc,
+      conv.x_desc, x.raw_data(), kMaxResults, &returned, data_results, search_ws.raw_data(),
+      kCudnnSearchWorkspaceBytes));
+  const auto bwd_data = fastest(data_results, returned, "input gradient", conv.conv_desc);
+  times.backward_data_algo = static_cast<int>(bwd_data.algo);
   times.backward_data_us = median_stream_time_us(
       [&] {
         CHECK_CUDNN(cudnnConvolutionBackwardData(
             conv.handle, &one, conv.w_desc, w.raw_data(), conv.y_desc, y.raw_data(), conv.conv_desc,
-            bwd_data[0].algo, data_ws.raw_data(), bwd_data[0].memory, &zero, conv.x_desc,
+            bwd_data.algo, search_ws.raw_data(), bwd_data.memory, &zero, conv.x_desc,
             x.raw_data()));
       },
       stream, options);
 
-  cudnnConvolutionBwdFilterAlgoPerf_t bwd_filter[8];
-  CHECK_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(conv.handle, conv.x_desc, conv.y_desc,
-                                                            conv.conv_desc, conv.w_desc, 8,
-                                                            &returned, bwd_filter));
-  Tensor filter_ws =
-      Tensor::empty({static_cast<int64_t>(bwd_filter[0].memory / 4 + 1)}, DType::f32, device);
+  CHECK_CUDNN(cudnnSetConvolutionMathType(conv.conv_desc, math_type));
+  cudnnConvolutionBwdFilterAlgoPerf_t filter_results[kMaxResults];
+  CHECK_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+      conv.handle, conv.x_desc, x.raw_data(), conv.y_desc, y.raw_data(), conv.conv_desc,
+      conv.w_desc, w.raw_data(), kMaxResults, &returned, filter_results, search_ws.raw_data(),
+      kCudnnSearchWorkspaceBytes));
+  const auto bwd_filter = fastest(filter_results, returned, "filter gradient", conv.conv_desc);
+  times.backward_filter_algo = static_cast<int>(bwd_filter.algo);
   times.backward_filter_us = median_stream_time_us(
       [&] {
         CHECK_CUDNN(cudnnConvolutionBackwardFilter(
             conv.handle, &one, conv.x_desc, x.raw_data(), conv.y_desc, y.raw_data(), conv.conv_desc,
-            bwd_filter[0].algo, filter_ws.raw_data(), bwd_filter[0].memory, &zero, conv.w_desc,
+            bwd_filter.algo, search_ws.raw_data(), bwd_filter.memory, &zero, conv.w_desc,
             w.raw_data()));
       },
       stream, options);

@@ -1,7 +1,7 @@
 // GPU baselines for bench_kernels, timed in the same run as our kernels: cuDNN convolutions
-// (NHWC, TF32 off for fp32), cuBLAS GEMMs, cuDNN's add and ReLU, and device-to-device memcpy
-// bandwidth.
-// Available when the build has CUDA and cuDNN; they need a GPU to run.
+// (NHWC, TF32 off for fp32, algorithms chosen by cuDNN's timed search), cuBLAS GEMMs, cuDNN's add
+// and ReLU, and device-to-device memcpy bandwidth. Available when the build has CUDA and cuDNN;
+// they need a GPU to run.
 #pragma once
 
 #include <cstdint>
@@ -17,8 +17,13 @@ struct ConvPassTimes {
   double forward_us = 0;
   double backward_data_us = 0;
   double backward_filter_us = 0;
+  // cuDNN's algorithm enums (cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t) of each pass.
+  int forward_algo = -1, backward_data_algo = -1, backward_filter_algo = -1;
 };
 
+// A convolution's three passes with the algorithm cuDNN's own search finds fastest for each
+// (cudnnFind*AlgorithmEx on our buffers, up to 1 GiB of workspace: PyTorch's cudnn.benchmark),
+// then timed as ours are (median_stream_time_us) on the same random operands.
 ConvPassTimes time_cudnn_conv(const Conv2dShape& shape, DType dtype, Stream& stream,
                               const TimingOptions& options);
 struct LinearPassTimes {
