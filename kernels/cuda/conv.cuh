@@ -114,6 +114,16 @@ inline void conv2d_backward_data(const Conv2dBackwardDataArgs& args, cudaStream_
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
     const T* dy = static_cast<const T*>(args.dy);
     const T* w = static_cast<const T*>(args.w);
+    if (is_strided_pointwise(shape)) {
+      // One GEMM over dy's pixels, its store filling whole stride cells (no split: ResNet's
+      // strided 1x1 layers have hundreds of output tiles at training batches).
+      gemm_launch<T>(shape.gemm_m(), shape.in_channels, shape.out_channels,
+                     KContiguousOperand<T>{dy, shape.out_channels},
+                     RowContiguousOperand<T>{w, shape.in_channels},
+                     StoreToStrideCells<T>{static_cast<T*>(args.dx), ConvGeometry(shape)}, 1,
+                     stream, args.fp32_math);
+      return;
+    }
     split_output_gemm(
         e, static_cast<T*>(args.dx), nullptr, workspace, options, stream,
         [&](const auto& store, int splits) {
@@ -179,6 +189,7 @@ size_t conv2d_forward_workspace_bytes(const Conv2dShape& shape) {
 }
 
 size_t conv2d_backward_data_workspace_bytes(const Conv2dShape& shape) {
+  if (is_strided_pointwise(shape)) return 0;
   const GemmExtent e = backward_data_extent(shape);
   return output_split_workspace_bytes(e.m, e.n, output_splits(e.m, e.n, e.k, {}));
 }
