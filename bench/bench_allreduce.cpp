@@ -32,7 +32,7 @@
 #include "collectives/cpu/reduce.h"
 #include "kernels/runtime.h"
 #include "kernels/tensor.h"
-#include "train/cli_usage.h"
+#include "train/common_flags.h"
 
 namespace engine {
 namespace {
@@ -50,18 +50,6 @@ struct Options {
   bool json = false;
   CommOptions comm;
 };
-
-const char* const kUsage =
-    "usage: bench_allreduce [--min-bytes 4] [--max-bytes 64M] [--factor 2]\n"
-    "                       [--impls ring-shm,ring-mpi,ring-hier,mpi,ring-nccl,nccl]\n"
-    "                       [--dtype f32|bf16]\n"
-    "                       [--op sum|avg|min|max] [--seconds 0.03] [--trials 7] [--json]\n"
-    "                       [--shm-slot-bytes B] [--shm-slots N] [--shm-small-bytes B]\n"
-    "                       [--shm-spin N] [--mpi-message-bytes B]\n"
-    "All-reduce time and bandwidth of our ring and of the libraries' all-reduce, per size from\n"
-    "--min-bytes to --max-bytes in steps of --factor. Sizes take K, M or G (binary). Run it\n"
-    "under MPI: mpirun --allow-run-as-root --oversubscribe -np 2 bench_allreduce, or\n"
-    "tools/bench_allreduce.sh, which also saves the table to bench/results/.\n";
 
 // "4", "64K", "1M", "1.5G": bytes, with binary suffixes.
 size_t parse_bytes(const std::string& flag, const std::string& text) {
@@ -83,44 +71,50 @@ size_t parse_bytes(const std::string& flag, const std::string& text) {
   return static_cast<size_t>(value * scale);
 }
 
-Options parse(int argc, char** argv) {
-  Options options;
-  for (cli::Arguments args(argc, argv); args.next();) {
-    auto bytes = [&] { return parse_bytes(args.flag(), args.value()); };
-    auto count = [&] { return static_cast<int>(args.integer()); };
-    if (args.is("--min-bytes"))
-      options.min_bytes = bytes();
-    else if (args.is("--max-bytes"))
-      options.max_bytes = bytes();
-    else if (args.is("--factor"))
-      options.factor = count();
-    else if (args.is("--impls"))
-      options.impls = args.list();
-    else if (args.is("--dtype"))
-      options.dtype = args.parsed(parse_dtype);
-    else if (args.is("--op"))
-      options.op = args.parsed(parse_reduce_op);
-    else if (args.is("--seconds"))
-      options.seconds_per_point = args.number();
-    else if (args.is("--trials"))
-      options.trials = count();
-    else if (args.is("--json"))
-      options.json = true;
-    else if (args.is("--shm-slot-bytes"))
-      options.comm.shm.slot_bytes = bytes();
-    else if (args.is("--shm-slots"))
-      options.comm.shm.slots = count();
-    else if (args.is("--shm-small-bytes"))
-      options.comm.shm.small_message_bytes = bytes();
-    else if (args.is("--shm-spin"))
-      options.comm.shm.spin_iterations = count();
-    else if (args.is("--mpi-message-bytes"))
-      options.comm.mpi_transport.message_bytes = bytes();
-    else
-      args.reject();
-  }
-  if (options.factor < 2) throw cli::UsageError("--factor must be at least 2");
-  return options;
+// A size flag (parse_bytes) into `value`, its default shown as given.
+void add_bytes(cli::Command& command, std::string_view names, size_t& value, std::string_view help,
+               std::string shown) {
+  command.option(names, "B", help, std::move(shown),
+                 [&value](const std::string& flag, const std::string& text) {
+                   value = parse_bytes(flag, text);
+                 });
+}
+
+cli::Command make_command(Options& o) {
+  cli::Command command(
+      "bench_allreduce", "[flags]        (under mpirun)",
+      "All-reduce time and bandwidth of our ring and of the libraries' all-reduce, per size from "
+      "--min-bytes to --max-bytes in steps of --factor. Sizes take K, M or G (binary). Run it "
+      "under MPI: mpirun --allow-run-as-root --oversubscribe -np 2 bench_allreduce, or "
+      "tools/bench_allreduce.sh, which also saves the table to bench/results/.");
+  add_bytes(command, "--min-bytes", o.min_bytes, "the smallest size", "4");
+  add_bytes(command, "--max-bytes", o.max_bytes, "the largest size", "64M");
+  command.integer("--factor", o.factor, "each size over the last");
+  command.list("--impls", o.impls, "A,B,...", "ring-shm|ring-mpi|ring-hier|mpi|ring-nccl|nccl");
+  command.option(
+      "--dtype", "T", "f32|bf16", "f32",
+      [&o](const std::string&, const std::string& text) { o.dtype = parse_dtype(text); });
+  command.option(
+      "--op", "OP", "sum|avg|min|max", "sum",
+      [&o](const std::string&, const std::string& text) { o.op = parse_reduce_op(text); });
+  command.number("--seconds", o.seconds_per_point, "timed per size and trial");
+  command.integer("--trials", o.trials, "trials per size; each implementation keeps its best");
+  cli::add_json(command, o.json);
+  add_bytes(command, "--shm-slot-bytes", o.comm.shm.slot_bytes, "ring-shm's slot size",
+            std::to_string(o.comm.shm.slot_bytes));
+  command.integer("--shm-slots", o.comm.shm.slots, "ring-shm's slots per rank");
+  add_bytes(command, "--shm-small-bytes", o.comm.shm.small_message_bytes,
+            "ring-shm's direct path: up to this / (ranks - 1) bytes",
+            std::to_string(o.comm.shm.small_message_bytes));
+  command.integer("--shm-spin", o.comm.shm.spin_iterations,
+                  "ring-shm's spins before it sleeps; -1: from the ranks on the host");
+  add_bytes(command, "--mpi-message-bytes", o.comm.mpi_transport.message_bytes,
+            "ring-mpi's message size", std::to_string(o.comm.mpi_transport.message_bytes));
+  return command;
+}
+
+void check(const Options& o) {
+  if (o.factor < 2) throw cli::UsageError("--factor must be at least 2");
 }
 
 double now_seconds() {
@@ -370,8 +364,8 @@ void Bench::run() {
 }  // namespace engine
 
 int main(int argc, char** argv) {
-  return engine::bench::run_mpi_bench(
-      "bench_allreduce", engine::kUsage, argc, argv, engine::parse,
+  return engine::bench::run_mpi_bench<engine::Options>(
+      argc, argv, engine::make_command, engine::check,
       [](engine::MpiSession& session, const engine::Options& options) {
         engine::bench::wait_for_startup_threads_to_sleep();
         engine::Bench(session, options).run();

@@ -5,7 +5,7 @@
 // figure, to compare with libjpeg-turbo's published ~700-850 ImageNet images/s per core.
 //
 //   /usr/bin/python3 tools/make_synthetic_jpegs.py --out /tmp/synthetic-jpegs
-//   build/bench/bench_data --data /tmp/synthetic-jpegs [--workers 1,2] [--json]
+//   build/bench/bench_data --data /tmp/synthetic-jpegs [-j 1,2] [--json]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -24,7 +24,7 @@
 #include "data/loader.h"
 #include "data/sampler.h"
 #include "kernels/error.h"
-#include "train/cli_usage.h"
+#include "train/common_flags.h"
 
 namespace engine::data {
 namespace {
@@ -32,10 +32,10 @@ namespace {
 struct Options {
   std::string data;
   std::vector<int> workers = {1, 2};
-  int batch_size = 64;
+  int64_t batch_size = 64;
   int batches = 12;  // timed
   int warmup = 2;    // untimed, first
-  int size = 224;
+  int64_t image_size = 224;
   int repeat = 3;  // best of, ours and torchvision interleaved: the machine may be shared
   DType dtype = DType::f32;
   bool json = false;
@@ -52,59 +52,48 @@ struct Row {
   std::optional<double> baseline_images_per_s;  // torchvision, same case
 };
 
-const char* const kUsage =
-    "usage: bench_data --data DIR [--workers 1,2] [--batch-size 64] [--batches 12] [--warmup 2]\n"
-    "                  [--size 224] [--dtype f32|bf16] [--repeat 3] [--no-baseline]\n"
-    "                  [--python PATH] [--json]\n"
-    "DIR is an ImageFolder root (<class>/<image>), e.g. from\n"
-    "  /usr/bin/python3 tools/make_synthetic_jpegs.py --out DIR\n"
-    "Files that cannot be decoded are skipped, as the loader skips them: each is named once on\n"
-    "stderr, and the count is reported at the end.\n";
+cli::Command make_command(Options& o) {
+  cli::Command command(
+      "bench_data", "--data DIR [flags]",
+      "Images/s of the training input pipeline (read + decode + RandomResizedCrop + flip + "
+      "normalize into NHWC batches) by worker count, beside torchvision's DataLoader with the "
+      "same transforms, batch size and workers. DIR is an ImageFolder root (<class>/<image>), "
+      "e.g. from\n  /usr/bin/python3 tools/make_synthetic_jpegs.py --out DIR\nFiles that cannot "
+      "be decoded are skipped, as the loader skips them: each is named once on stderr, and the "
+      "count is reported at the end.");
+  command.text("--data", o.data, "DIR", "the ImageFolder root (required)");
+  command.option("-j,--workers", "A,B,...", "loader threads, a case each", "1,2",
+                 [&o](const std::string& flag, const std::string& text) {
+                   o.workers.clear();
+                   for (const int64_t workers : cli::integer_list(flag, text)) {
+                     if (workers < 1 || workers > 1024) {
+                       throw cli::UsageError(flag + " takes counts from 1 to 1024, got " +
+                                             std::to_string(workers));
+                     }
+                     o.workers.push_back(static_cast<int>(workers));
+                   }
+                 });
+  cli::add_batch_size(command, o.batch_size, "images per batch");
+  command.integer("--batches", o.batches, "timed batches");
+  command.integer("--warmup", o.warmup, "untimed batches first");
+  cli::add_image_size(command, o.image_size, "RandomResizedCrop's output side", 1, "");
+  command.renamed("--size", "--image-size");
+  command.option(
+      "--dtype", "T", "f32|bf16", "f32",
+      [&o](const std::string&, const std::string& text) { o.dtype = parse_dtype(text); });
+  command.integer("--repeat", o.repeat, "runs, ours and torchvision's interleaved; best of");
+  command.flag(
+      "--no-baseline", [&o] { o.baseline = false; }, "time ours only");
+  command.text("--python", o.python, "PATH", "the python with torchvision");
+  cli::add_json(command, o.json);
+  return command;
+}
 
-Options parse_options(int argc, char** argv) {
-  Options options;
-  for (cli::Arguments args(argc, argv); args.next();) {
-    auto count = [&] { return static_cast<int>(args.integer()); };
-    if (args.is("--data")) {
-      options.data = args.value();
-    } else if (args.is("--workers")) {
-      options.workers.clear();
-      for (const int64_t workers : args.integers()) {
-        if (workers < 1 || workers > 1024) {
-          throw cli::UsageError("--workers takes counts from 1 to 1024, got " +
-                                std::to_string(workers));
-        }
-        options.workers.push_back(static_cast<int>(workers));
-      }
-    } else if (args.is("--batch-size")) {
-      options.batch_size = count();
-    } else if (args.is("--batches")) {
-      options.batches = count();
-    } else if (args.is("--warmup")) {
-      options.warmup = count();
-    } else if (args.is("--size")) {
-      options.size = count();
-    } else if (args.is("--repeat")) {
-      options.repeat = count();
-    } else if (args.is("--dtype")) {
-      options.dtype = args.parsed(parse_dtype);
-    } else if (args.is("--python")) {
-      options.python = args.value();
-    } else if (args.is("--no-baseline")) {
-      options.baseline = false;
-    } else if (args.is("--json")) {
-      options.json = true;
-    } else {
-      args.reject();
-    }
-  }
+void check(const Options& options) {
   if (options.data.empty()) throw cli::UsageError("--data is required");
-  if (options.batch_size <= 0 || options.batches <= 0 || options.warmup < 0 || options.size <= 0 ||
-      options.repeat <= 0) {
-    throw cli::UsageError(
-        "--batch-size, --batches, --size and --repeat must be positive, --warmup >= 0");
+  if (options.batches <= 0 || options.warmup < 0 || options.repeat <= 0) {
+    throw cli::UsageError("--batches and --repeat must be positive, --warmup >= 0");
   }
-  return options;
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -116,10 +105,10 @@ double loader_images_per_s(const ImageFolder& folder, const Options& options, in
                            const std::shared_ptr<BadFileLog>& bad_files) {
   LoaderConfig config;
   config.bad_files = bad_files;
-  config.batch_size = options.batch_size;
+  config.batch_size = static_cast<int>(options.batch_size);
   config.workers = workers;
   config.dtype = options.dtype;
-  config.transform.output_size = options.size;
+  config.transform.output_size = static_cast<int>(options.image_size);
   Loader loader(folder, config);
   DistributedSampler sampler(static_cast<int64_t>(folder.size()), 1, 0, /*shuffle=*/true);
   loader.start_epoch(0, sampler.indices());
@@ -153,7 +142,7 @@ std::optional<double> torchvision_images_per_s(const Options& options, int worke
       options.python + " " + options.script + " --data '" + options.data + "' --workers " +
       std::to_string(workers) + " --batch-size " + std::to_string(options.batch_size) +
       " --batches " + std::to_string(options.batches) + " --warmup " +
-      std::to_string(options.warmup) + " --size " + std::to_string(options.size);
+      std::to_string(options.warmup) + " --size " + std::to_string(options.image_size);
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return std::nullopt;
   std::string output;
@@ -210,8 +199,7 @@ void print_table(const std::vector<Row>& rows) {
   }
 }
 
-int run(int argc, char** argv) {
-  const Options options = parse_options(argc, argv);
+int run(const Options& options) {
   const ImageFolder folder = ImageFolder::scan(options.data);
   const size_t needed = static_cast<size_t>(options.batches + options.warmup) * options.batch_size;
   if (folder.size() < needed) {
@@ -225,11 +213,11 @@ int run(int argc, char** argv) {
     std::printf(
         "pipeline: read + decode + RandomResizedCrop(%d) + flip + normalize -> NHWC %s, "
         "batch %d, %d timed batches after %d warm-up, best of %d runs (torchvision's too)\n\n",
-        options.size, std::string(dtype_name(options.dtype)).c_str(), options.batch_size,
-        options.batches, options.warmup, options.repeat);
+        static_cast<int>(options.image_size), std::string(dtype_name(options.dtype)).c_str(),
+        static_cast<int>(options.batch_size), options.batches, options.warmup, options.repeat);
   }
   std::vector<Row> rows;
-  const std::string case_name = "rrc" + std::to_string(options.size) + "+flip+normalize " +
+  const std::string case_name = "rrc" + std::to_string(options.image_size) + "+flip+normalize " +
                                 std::string(dtype_name(options.dtype));
   // One log for every pass over the folder: each bad file is named once, and counted once.
   const auto bad_files = std::make_shared<BadFileLog>();
@@ -277,6 +265,6 @@ int run(int argc, char** argv) {
 }  // namespace engine::data
 
 int main(int argc, char** argv) {
-  return engine::cli::run_cli("bench_data", engine::data::kUsage,
-                              [&] { return engine::data::run(argc, argv); });
+  using namespace engine::data;
+  return engine::cli::run_program<Options>(argc, argv, make_command, check, run);
 }

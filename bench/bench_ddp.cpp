@@ -4,7 +4,7 @@
 // or given with --world1-images-per-s). ratio = per-rank images/s / world-1 images/s: the
 // scaling efficiency. Each case also reports how much of the all-reduce time backward hid.
 //
-//   mpirun -np 2 bench_ddp [--arch resnet18] [--image-size 32] [--batch 8] [--threads 1]
+//   mpirun -np 2 bench_ddp [-a resnet18] [--image-size 32] [-b 8] [--threads 1]
 //                          [--comm ring-shm] [--steps 8] [--bucket-cap-mb 1,25] [--json]
 //
 // Cases: for each bucket cap, with overlap (buckets start during backward) and without (all
@@ -32,23 +32,10 @@
 #include "nn/data_parallel.h"
 #include "nn/resnet.h"
 #include "nn/sgd.h"
-#include "train/cli_usage.h"
+#include "train/common_flags.h"
 
 namespace engine::bench {
 namespace {
-
-const char* const kUsage =
-    "usage: bench_ddp [--arch resnet18|resnet50|...] [--image-size N] [--batch N] [--threads N]\n"
-    "                 [--classes N] [--device cpu|cuda]\n"
-    "                 [--comm ring-shm|ring-mpi|mpi|nccl|ring-nccl] [--steps N]\n"
-    "                 [--bucket-cap-mb A,B,...] [--world1-images-per-s X] [--json]\n"
-    "Run under mpirun -np W. Times data-parallel training steps (nn::DataParallel: gradient\n"
-    "buckets all-reduced during backward, ReduceOp::avg) per rank, with and without overlap,\n"
-    "for each bucket cap (default 1,25 MiB), against the step on one rank alone (world 1,\n"
-    "measured here unless --world1-images-per-s is given): ratio = scaling efficiency. Also\n"
-    "prints the hidden fraction of the all-reduce time. Defaults: resnet18, 32 px, batch 8 per\n"
-    "rank, 1 OpenMP thread per rank, 10 classes, cpu with ring-shm (cuda needs nccl or\n"
-    "ring-nccl), 8 timed steps per case (the median; the slowest rank's).\n";
 
 struct Options {
   std::string arch = "resnet18";
@@ -64,44 +51,42 @@ struct Options {
   bool json = false;
 };
 
-Options parse(int argc, char** argv) {
-  Options o;
-  for (cli::Arguments args(argc, argv); args.next();) {
-    if (args.is("--arch"))
-      o.arch = args.value();
-    else if (args.is("--image-size"))
-      o.image_size = args.integer();
-    else if (args.is("--batch"))
-      o.batch = args.integer();
-    else if (args.is("--threads"))
-      o.threads = static_cast<int>(args.integer());
-    else if (args.is("--classes"))
-      o.classes = args.integer();
-    else if (args.is("--comm"))
-      o.comm = args.value();
-    else if (args.is("--device"))
-      o.device = args.value();
-    else if (args.is("--steps"))
-      o.steps = static_cast<int>(args.integer());
-    else if (args.is("--bucket-cap-mb"))
-      o.bucket_caps_mb = args.numbers();
-    else if (args.is("--world1-images-per-s"))
-      o.world1_images_per_s = args.number();
-    else if (args.is("--json"))
-      o.json = true;
-    else
-      args.reject();
-  }
-  if (o.image_size < 32 || o.batch < 2 || o.threads < 1 || o.classes < 1 || o.steps < 1 ||
+cli::Command make_command(Options& o) {
+  cli::Command command(
+      "bench_ddp", "[flags]        (under mpirun -np W)",
+      "Times data-parallel training steps (nn::DataParallel: gradient buckets all-reduced during "
+      "backward, ReduceOp::avg) per rank, with and without overlap, for each bucket cap, against "
+      "the step on one rank alone (world 1, measured here unless --world1-images-per-s is "
+      "given): ratio = scaling efficiency. Also prints the hidden fraction of the all-reduce "
+      "time. Times are the median of --steps steps, the slowest rank's.");
+  cli::add_arch(command, o.arch);
+  cli::add_image_size(command, o.image_size, "input images' side");
+  cli::add_batch_size(command, o.batch, "images per rank per step", 2,
+                      "BatchNorm needs two values");
+  command.integer("--threads", o.threads, "OpenMP threads per rank");
+  command.integer("--classes", o.classes, "the fc layer's outputs");
+  cli::add_device(command, o.device);
+  command.text("--comm", o.comm, "NAME",
+               "ring-shm|ring-mpi|mpi|nccl|ring-nccl (cuda needs nccl or ring-nccl)");
+  command.integer("--steps", o.steps, "timed steps per case");
+  command.numbers("--bucket-cap-mb", o.bucket_caps_mb, "bucket caps in MiB, a case each");
+  command.option("--world1-images-per-s", "X", "world 1's images/s, instead of measuring it", "",
+                 [&o](const std::string& flag, const std::string& text) {
+                   o.world1_images_per_s = cli::number_value(flag, text);
+                 });
+  cli::add_json(command, o.json);
+  return command;
+}
+
+void check(const Options& o) {
+  if (o.threads < 1 || o.classes < 1 || o.steps < 1 ||
       (o.world1_images_per_s && !(*o.world1_images_per_s > 0))) {
     throw cli::UsageError(
-        "--image-size must be >= 32, --batch >= 2 (BatchNorm needs two values), --threads, "
-        "--classes and --steps >= 1, --world1-images-per-s > 0");
+        "--threads, --classes and --steps must be >= 1, --world1-images-per-s > 0");
   }
   for (const double cap : o.bucket_caps_mb) {
     if (!(cap > 0)) throw cli::UsageError("--bucket-cap-mb: caps must be > 0");
   }
-  return o;
 }
 
 // One rank's model, batch and optimizer; step() is one training step, with or without DDP.
@@ -266,10 +251,10 @@ class Bench {
 
 int main(int argc, char** argv) {
   using namespace engine::bench;
-  return run_mpi_bench("bench_ddp", kUsage, argc, argv, parse,
-                       [](engine::MpiSession& session, const Options& options) {
-                         omp_set_num_threads(options.threads);
-                         wait_for_startup_threads_to_sleep();
-                         Bench(session, options).run();
-                       });
+  return run_mpi_bench<Options>(argc, argv, make_command, check,
+                                [](engine::MpiSession& session, const Options& options) {
+                                  omp_set_num_threads(options.threads);
+                                  wait_for_startup_threads_to_sleep();
+                                  Bench(session, options).run();
+                                });
 }

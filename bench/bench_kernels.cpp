@@ -7,7 +7,7 @@
 // --filter TEXT keeps the conv layers and op cases whose name contains TEXT (e.g. "layer3", "fc",
 // "sgd").
 //
-//   bench_kernels [--device cpu|cuda] [--arch resnet18|resnet50] [--batch N] [--image-size N]
+//   bench_kernels [--device cpu|cuda] [-a resnet18|resnet50] [-b N] [--image-size N]
 //                 [--dtype f32|bf16] [--min-seconds S] [--rounds N] [--filter TEXT]
 //                 [--no-baseline] [--json]
 //
@@ -33,7 +33,7 @@
 #include "kernels/cpu/isa.h"
 #include "kernels/ops.h"
 #include "kernels/runtime.h"
-#include "train/cli_usage.h"
+#include "train/common_flags.h"
 #if ENGINE_BENCH_GPU_BASELINES
 #include "bench/gpu_baselines.h"
 #endif
@@ -54,44 +54,29 @@ struct Options {
   bool json = false;
 };
 
-const char* const kUsage =
-    "usage: bench_kernels [--device cpu|cuda] [--arch resnet18|resnet50] [--batch N]\n"
-    "                     [--image-size N] [--dtype f32|bf16|both] [--min-seconds S]\n"
-    "                     [--rounds N] [--filter TEXT] [--no-baseline] [--json]\n"
-    "Times every op of a ResNet training step against PyTorch (CPU) or cuDNN/cuBLAS (GPU) in\n"
-    "the same run. --filter keeps the cases whose name contains TEXT (e.g. layer3, fc, sgd);\n"
-    "--rounds (CPU, default 2) repeats the comparison and keeps each side's fastest time.\n";
-
-Options parse(int argc, char** argv) {
-  Options options;
-  for (cli::Arguments args(argc, argv); args.next();) {
-    if (args.is("--device"))
-      options.device = args.value();
-    else if (args.is("--arch"))
-      options.arch = args.value();
-    else if (args.is("--batch"))
-      options.batch = args.integer();
-    else if (args.is("--image-size"))
-      options.image_size = args.integer();
-    else if (args.is("--dtype"))
-      options.dtype = args.value();
-    else if (args.is("--min-seconds"))
-      options.min_seconds = args.number();
-    else if (args.is("--rounds"))
-      options.rounds = static_cast<int>(args.integer());
-    else if (args.is("--filter"))
-      options.filter = args.value();
-    else if (args.is("--no-baseline"))
-      options.baseline = false;
-    else if (args.is("--json"))
-      options.json = true;
-    else
-      args.reject();
-  }
-  if (options.image_size < 32) {
-    throw cli::UsageError("--image-size must be >= 32 (a ResNet's stem and four stages)");
-  }
-  return options;
+cli::Command make_command(Options& o) {
+  cli::Command command(
+      "bench_kernels", "[flags]",
+      "Times every op of a ResNet training step against PyTorch (CPU) or cuDNN/cuBLAS (GPU) in "
+      "the same run.");
+  cli::add_device(command, o.device);
+  cli::add_arch(command, o.arch, "resnet18 on the CPU, resnet50 on a GPU");
+  cli::add_batch_size(command, o.batch, "images per step", 1, "", "8 on the CPU, 128 on a GPU");
+  cli::add_image_size(command, o.image_size, "input images' side");
+  command.option("--dtype", "T", "f32|bf16|both", o.dtype,
+                 [&o](const std::string&, const std::string& text) {
+                   if (text != "both") (void)parse_dtype(text);
+                   o.dtype = text;
+                 });
+  command.number("--min-seconds", o.min_seconds, "timed per case and side");
+  command.integer("--rounds", o.rounds,
+                  "CPU: repeat the comparison and keep each side's fastest time", "2");
+  command.text("--filter", o.filter, "TEXT",
+               "keep the cases whose name contains TEXT (e.g. layer3, fc, sgd)");
+  command.flag(
+      "--no-baseline", [&o] { o.baseline = false; }, "time ours only");
+  cli::add_json(command, o.json);
+  return command;
 }
 
 double conv_gflops(const Conv2dShape& s, double time_us) {
@@ -358,8 +343,7 @@ std::vector<Row> run_gpu(const Options& options, Device device, RowPrinter& prin
 }
 #endif
 
-int run(int argc, char** argv) {
-  const Options options = parse(argc, argv);
+int run(const Options& options) {
   const Device device = resolve_device(options.device);
   wait_for_startup_threads_to_sleep();
   std::vector<Row> rows;
@@ -383,6 +367,7 @@ int run(int argc, char** argv) {
 }  // namespace engine::bench
 
 int main(int argc, char** argv) {
-  return engine::cli::run_cli("bench_kernels", engine::bench::kUsage,
-                              [&] { return engine::bench::run(argc, argv); });
+  using namespace engine::bench;
+  return engine::cli::run_program<Options>(
+      argc, argv, make_command, [](const Options&) {}, run);
 }

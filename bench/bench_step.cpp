@@ -5,7 +5,7 @@
 // cudnn.benchmark, TF32 on for --precision tf32 and off for fp32, bf16 autocast for bf16),
 // case by case in the same run.
 //
-//   bench_step [--arch resnet18] [--image-size 64] [--batch 32] [--threads 2] [--device cpu]
+//   bench_step [-a resnet18] [--image-size 64] [-b 32] [--threads 2] [--device cpu]
 //              [--classes 1000] [--min-seconds 1] [--min-steps 3] [--rounds 2]
 //              [--no-baseline] [--json] [--precision fp32|tf32|bf16] [--profile]
 // --profile drives the model's top-level layers one by one and prints where a step spends
@@ -28,28 +28,10 @@
 #include "nn/precision.h"
 #include "nn/resnet.h"
 #include "nn/sgd.h"
-#include "train/cli_usage.h"
+#include "train/common_flags.h"
 
 namespace engine::bench {
 namespace {
-
-const char* const kUsage =
-    "usage: bench_step [--arch resnet18|resnet34|resnet50|...] [--image-size N] [--batch N]\n"
-    "                  [--threads N] [--device cpu|cuda] [--classes N] [--min-seconds S]\n"
-    "                  [--min-steps N] [--rounds N] [--precision fp32|tf32|bf16]\n"
-    "                  [--no-baseline] [--json] [--profile]\n"
-    "Times one training step (forward, cross-entropy, backward, SGD momentum 0.9, weight decay\n"
-    "1e-4) of a ResNet against torchvision's in PyTorch on the same device: on the CPU with the\n"
-    "same threads, its faster memory format (NCHW or channels_last) as the baseline; on a GPU\n"
-    "channels_last with cudnn.benchmark. Defaults: resnet18, 64 px, batch 32, 2 threads, 1000\n"
-    "classes, 2 rounds (each side keeps its fastest); each round times our step, after one\n"
-    "warm-up step, for --min-seconds (1) and at least --min-steps (3) steps (the median).\n"
-    "--profile also prints the time of each top-level layer's forward and backward, the loss\n"
-    "and SGD. --precision tf32 (CUDA only): convolutions and linear layers on TF32 tensor\n"
-    "cores, against PyTorch with TF32 on (fp32: off). --precision bf16: bf16 activations with\n"
-    "fp32 master weights, against PyTorch's bf16 autocast (fp32 weights) on the same device;\n"
-    "on the CPU the note names how our bf16 products ran (amx, avx512-bf16 or widened-fp32).\n"
-    "ENGINE_TORCH_PYTHON names the python with torch (default /usr/bin/python3).\n";
 
 struct Options {
   std::string arch = "resnet18";
@@ -67,49 +49,43 @@ struct Options {
   nn::Precision precision;  // fp32
 };
 
-Options parse(int argc, char** argv) {
-  Options o;
-  for (cli::Arguments args(argc, argv); args.next();) {
-    if (args.is("--arch"))
-      o.arch = args.value();
-    else if (args.is("--image-size"))
-      o.image_size = args.integer();
-    else if (args.is("--batch"))
-      o.batch = args.integer();
-    else if (args.is("--threads"))
-      o.threads = static_cast<int>(args.integer());
-    else if (args.is("--device"))
-      o.device = args.value();
-    else if (args.is("--classes"))
-      o.classes = args.integer();
-    else if (args.is("--min-seconds"))
-      o.min_seconds = args.number();
-    else if (args.is("--min-steps"))
-      o.min_steps = static_cast<int>(args.integer());
-    else if (args.is("--rounds"))
-      o.rounds = static_cast<int>(args.integer());
-    else if (args.is("--no-baseline"))
-      o.baseline = false;
-    else if (args.is("--json"))
-      o.json = true;
-    else if (args.is("--profile"))
-      o.profile = true;
-    else if (args.is("--precision"))
-      o.precision = args.parsed([](const std::string& text) {
-        const auto precision = nn::precision_from_name(text);
-        if (!precision) throw cli::UsageError("--precision takes fp32, tf32 or bf16");
-        return *precision;
-      });
-    else
-      args.reject();
-  }
-  if (o.image_size < 32 || o.batch < 2 || o.threads < 1 || o.classes < 1 || o.rounds < 1 ||
-      o.min_steps < 1 || !(o.min_seconds > 0)) {
+cli::Command make_command(Options& o) {
+  cli::Command command(
+      "bench_step", "[flags]",
+      "Times one training step (forward, cross-entropy, backward, SGD momentum 0.9, weight decay "
+      "1e-4) of a ResNet against torchvision's in PyTorch on the same device: on the CPU with the "
+      "same threads, its faster memory format (NCHW or channels_last) as the baseline; on a GPU "
+      "channels_last with cudnn.benchmark. Each round times our step, after one warm-up step, "
+      "for --min-seconds and at least --min-steps steps (the median); each side keeps its "
+      "fastest round. --precision tf32 (CUDA only) compares with PyTorch with TF32 on (fp32: "
+      "off); bf16 with PyTorch's bf16 autocast (fp32 weights); on the CPU the note names how our "
+      "bf16 products ran (amx, avx512-bf16 or widened-fp32).\n"
+      "ENGINE_TORCH_PYTHON names the python with torch (default /usr/bin/python3).");
+  cli::add_arch(command, o.arch);
+  cli::add_image_size(command, o.image_size, "input images' side");
+  cli::add_batch_size(command, o.batch, "images per step", 2, "BatchNorm needs two values");
+  command.integer("--threads", o.threads, "OpenMP threads, ours and PyTorch's");
+  cli::add_device(command, o.device);
+  command.integer("--classes", o.classes, "the fc layer's outputs");
+  command.number("--min-seconds", o.min_seconds, "timed per round");
+  command.integer("--min-steps", o.min_steps, "timed steps per round, at least");
+  command.integer("--rounds", o.rounds, "rounds; each side keeps its fastest");
+  cli::add_precision(command, o.precision);
+  command.flag(
+      "--no-baseline", [&o] { o.baseline = false; }, "time ours only");
+  cli::add_json(command, o.json);
+  command.flag("--profile", o.profile,
+               "also print the time of each top-level layer's forward and backward, the loss "
+               "and SGD");
+  return command;
+}
+
+void check(const Options& o) {
+  if (o.threads < 1 || o.classes < 1 || o.rounds < 1 || o.min_steps < 1 || !(o.min_seconds > 0)) {
     throw cli::UsageError(
-        "--image-size must be >= 32, --batch >= 2 (BatchNorm needs two values), --threads, "
-        "--classes, --min-steps and --rounds >= 1, --min-seconds > 0");
+        "--threads, --classes, --min-steps and --rounds must be >= 1, "
+        "--min-seconds > 0");
   }
-  return o;
 }
 
 // Our model, data and optimizer for one case, set up once.
@@ -217,12 +193,9 @@ void print_profile(NativeStep& step, const Options& o) {
   }
 }
 
-int run(int argc, char** argv) {
-  const Options o = parse(argc, argv);
+int run(const Options& o) {
   const Device device = resolve_device(o.device);
-  if (o.precision.fp32_math == Fp32Math::tf32 && !device.is_cuda()) {
-    throw cli::UsageError("--precision tf32 needs --device cuda (the CPU computes fp32 exactly)");
-  }
+  cli::check_precision_device(o.precision, device);
   omp_set_num_threads(o.threads);
   wait_for_startup_threads_to_sleep();
   NativeStep ours(o, device);
@@ -307,6 +280,6 @@ int run(int argc, char** argv) {
 }  // namespace engine::bench
 
 int main(int argc, char** argv) {
-  return engine::cli::run_cli("bench_step", engine::bench::kUsage,
-                              [&] { return engine::bench::run(argc, argv); });
+  using namespace engine::bench;
+  return engine::cli::run_program<Options>(argc, argv, make_command, check, run);
 }

@@ -8,7 +8,7 @@
 // SyncBatchNorm, which all-gathers every rank's (mean[C], invstd[C], count) in fp32,
 // W*(2C+1)*4 bytes forward (torch/nn/modules/_functions.py), at W = 8, 64 and 1024.
 //
-//   mpirun -np 2 bench_syncbn [--arch resnet50] [--image-size 64] [--batches 1,8,32]
+//   mpirun -np 2 bench_syncbn [-a resnet50] [--image-size 64] [-b 1,8,32]
 //                             [--reps 5] [--threads 1] [--comm ring-shm] [--json]
 #include <omp.h>
 
@@ -31,22 +31,10 @@
 #include "kernels/runtime.h"
 #include "nn/batchnorm2d.h"
 #include "nn/resnet.h"
-#include "train/cli_usage.h"
+#include "train/common_flags.h"
 
 namespace engine::bench {
 namespace {
-
-const char* const kUsage =
-    "usage: bench_syncbn [--arch resnet50|resnet18|...] [--image-size N] [--batches A,B,...]\n"
-    "                    [--reps N] [--threads N] [--device cpu|cuda]\n"
-    "                    [--comm ring-shm|ring-mpi|mpi|nccl|ring-nccl] [--json]\n"
-    "Run under mpirun -np W (1-4 on one host). Times SyncBatchNorm forward + backward (one fp64\n"
-    "all-reduce of 2C+1 sums, one f32 all-reduce of 2C) against local BatchNorm2d for every\n"
-    "distinct BN layer shape of the ResNet and summed over the network, for each per-rank\n"
-    "batch; ratio = local / SyncBN time. Then the bytes per layer and step, computed: ours\n"
-    "8(2C+1) + 4*2C at any world size against PyTorch's all-gather, W*(2C+1)*4, at W = 8, 64,\n"
-    "1024. Defaults: resnet50, 64 px, batches 1,8,32, 5 timed steps (median, the slowest\n"
-    "rank's), 1 OpenMP thread per rank, cpu with ring-shm (cuda needs nccl or ring-nccl).\n";
 
 struct Options {
   std::string arch = "resnet50";
@@ -59,37 +47,32 @@ struct Options {
   bool json = false;
 };
 
-Options parse(int argc, char** argv) {
-  Options o;
-  for (cli::Arguments args(argc, argv); args.next();) {
-    if (args.is("--arch"))
-      o.arch = args.value();
-    else if (args.is("--image-size"))
-      o.image_size = args.integer();
-    else if (args.is("--batches"))
-      o.batches = args.integers();
-    else if (args.is("--reps"))
-      o.reps = static_cast<int>(args.integer());
-    else if (args.is("--threads"))
-      o.threads = static_cast<int>(args.integer());
-    else if (args.is("--comm"))
-      o.comm = args.value();
-    else if (args.is("--device"))
-      o.device = args.value();
-    else if (args.is("--json"))
-      o.json = true;
-    else
-      args.reject();
-  }
+cli::Command make_command(Options& o) {
+  cli::Command command(
+      "bench_syncbn", "[flags]        (under mpirun -np W, 1-4 on one host)",
+      "Times SyncBatchNorm forward + backward (one fp64 all-reduce of 2C+1 sums, one f32 "
+      "all-reduce of 2C) against local BatchNorm2d for every distinct BN layer shape of the "
+      "ResNet and summed over the network, for each per-rank batch; ratio = local / SyncBN "
+      "time. Then the bytes per layer and step, computed: ours 8(2C+1) + 4*2C at any world size "
+      "against PyTorch's all-gather, W*(2C+1)*4, at W = 8, 64, 1024. Times are the median of "
+      "--reps steps, the slowest rank's.");
+  cli::add_arch(command, o.arch);
   // layer4's maps are image/32 wide: at 64 px a batch of 1 still has 4 values per channel,
   // which local BatchNorm2d needs (more than 1).
-  if (o.image_size < 64 || o.reps < 1 || o.threads < 1) {
-    throw cli::UsageError("--image-size must be >= 64, --reps and --threads >= 1");
-  }
-  for (const int64_t batch : o.batches) {
-    if (batch < 1) throw cli::UsageError("--batches: batches must be >= 1");
-  }
-  return o;
+  cli::add_image_size(command, o.image_size, "input images' side", 64,
+                      "local BatchNorm2d needs more than one value per channel at a batch of 1");
+  cli::add_batch_sizes(command, o.batches, "per-rank batches, a case each");
+  command.integer("--reps", o.reps, "timed steps per case");
+  command.integer("--threads", o.threads, "OpenMP threads per rank");
+  cli::add_device(command, o.device);
+  command.text("--comm", o.comm, "NAME",
+               "ring-shm|ring-mpi|mpi|nccl|ring-nccl (cuda needs nccl or ring-nccl)");
+  cli::add_json(command, o.json);
+  return command;
+}
+
+void check(const Options& o) {
+  if (o.reps < 1 || o.threads < 1) throw cli::UsageError("--reps and --threads must be >= 1");
 }
 
 // A distinct BN input shape of the network, named after its first layer, and how often it
@@ -298,10 +281,10 @@ class Bench {
 
 int main(int argc, char** argv) {
   using namespace engine::bench;
-  return run_mpi_bench("bench_syncbn", kUsage, argc, argv, parse,
-                       [](engine::MpiSession& session, const Options& options) {
-                         omp_set_num_threads(options.threads);
-                         wait_for_startup_threads_to_sleep();
-                         Bench(session, options).run();
-                       });
+  return run_mpi_bench<Options>(argc, argv, make_command, check,
+                                [](engine::MpiSession& session, const Options& options) {
+                                  omp_set_num_threads(options.threads);
+                                  wait_for_startup_threads_to_sleep();
+                                  Bench(session, options).run();
+                                });
 }

@@ -18,7 +18,7 @@
 #include "collectives/bootstrap.h"
 #include "collectives/comm_factory.h"
 #include "collectives/core/timeout.h"
-#include "train/cli_usage.h"
+#include "train/cli_command.h"
 
 namespace engine::bench {
 
@@ -48,19 +48,23 @@ inline std::unique_ptr<Communicator> make_bench_communicator(const MpiSession& s
   return comm;
 }
 
-// parse(argc, argv) -> options; run(session, options) runs the benchmark.
-template <typename Parse, typename Run>
-int run_mpi_bench(const char* program, std::string_view usage, int argc, char** argv, Parse&& parse,
-                  Run&& run) {
+// make(options) registers the flags; under run_cli and MPI, the parse, check(options)
+// (UsageError for values that cannot run) and run(session, options).
+template <typename Options, typename Make, typename Check, typename Run>
+int run_mpi_bench(int argc, char** argv, Make&& make, Check&& check, Run&& run) {
+  Options options;
+  cli::Command command = make(options);
   std::optional<MpiSession> session;
-  const int exit_code = cli::run_cli(program, usage, [&] {
+  const std::string program = command.program();
+  const int exit_code = cli::run_cli(command, [&] {
     session.emplace(&argc, &argv);
-    const auto options = parse(argc, argv);
+    command.parse(argc, argv);
+    check(options);
     try {
       run(*session, options);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "%s: %s\n", program, e.what());
-      abort_job(std::string(program) + " failed", 1);
+      std::fprintf(stderr, "%s: %s\n", program.c_str(), e.what());
+      abort_job(program + " failed", 1);
     }
     return 0;
   });

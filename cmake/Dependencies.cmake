@@ -263,6 +263,15 @@ if(WEBP_INCLUDE_DIR AND WEBP_LIBRARY)
 endif()
 engine_report("libwebp" ${ENGINE_HAVE_WEBP} "${WEBP_PC_VERSION}" "WebP images are skipped with a warning")
 
+# --- CLI11 -------------------------------------------------------------------------------
+# Every binary's command line (train/cli_command.h) is parsed by CLI11, header-only: without
+# it nothing that takes a flag can be built, so configure stops and says what to install.
+find_package(CLI11 QUIET CONFIG)
+engine_report("CLI11" "${CLI11_FOUND}" "${CLI11_VERSION}" "every binary's command line needs it")
+if(NOT CLI11_FOUND)
+  message(FATAL_ERROR "CLI11 is missing: apt-get install libcli11-dev (scripts/install-deps)")
+endif()
+
 # --- GoogleTest ----------------------------------------------------------------------------
 find_package(GTest QUIET)
 engine_report("GoogleTest" "${GTest_FOUND}" "${GTest_VERSION}" "no tests are built")

@@ -16,7 +16,7 @@ for dir in "$before" "$after"; do
   [[ -x $dir/bench/bench_step ]] || { echo "no $dir/bench/bench_step" >&2; exit 2; }
 done
 step_us() {
-  "$1/bench/bench_step" --arch resnet18 --image-size "$2" --batch "$3" --rounds 2 \
+  "$1/bench/bench_step" --arch resnet18 --image-size "$2" --batch-size "$3" --rounds 2 \
     --min-seconds 2 --no-baseline 2>&1 | awk '/train step/ {t = $7} END {print t}'
 }
 for shape in "32 128" "64 32"; do

@@ -5,7 +5,7 @@ torchvision's model in float64 (the exact answer) beside PyTorch's own run at ou
 the "peer": float32 for an fp32 probe, float32 weights under torch.autocast(bfloat16) for a
 bf16 one (PyTorch's mixed precision, as close to our bf16 activations as PyTorch comes).
 
-    build/probe_step --checkpoint C --batch dumps/step-0000675-rank-0.safetensors --out P
+    build/probe_step --checkpoint C --batch-file dumps/step-0000675-rank-0.safetensors --out P
     /usr/bin/python3 tools/compare_step_with_torch.py --probe P
 
 The checkpoint, the batch and the label smoothing are the ones probe_step recorded in P.

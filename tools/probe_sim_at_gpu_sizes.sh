@@ -46,7 +46,7 @@ python3 tools/make_random_imagefolder.py --out "$work/folder" --classes 10 --tra
 batch=$(ls "$work"/dumps/step-*-rank-0.safetensors | tail -1)
 echo "batch: $(basename "$batch")"
 probe() {  # probe <build> <device> <precision>
-  "$1/probe_step" --checkpoint "$work/checkpoints/last.safetensors" --batch "$batch" \
+  "$1/probe_step" --checkpoint "$work/checkpoints/last.safetensors" --batch-file "$batch" \
     --device "$2" --precision "$3" --out "$work/probe-$2-$3.safetensors" 2>/dev/null
 }
 gradients_reported=(--gradient-tolerance 1e9 --flipped-gradient-tolerance 1e9)

@@ -43,13 +43,13 @@ fi
 step="$build/bench/bench_step"
 kernels="$build/bench/bench_kernels"
 tools/record_bench.sh step-cpu-resnet18-32px-b128 \
-  "$step" --arch resnet18 --image-size 32 --batch 128 --rounds 5 --min-seconds 2 --profile
+  "$step" --arch resnet18 --image-size 32 --batch-size 128 --rounds 5 --min-seconds 2 --profile
 tools/record_bench.sh step-cpu-resnet18-64px-b32 \
-  "$step" --arch resnet18 --image-size 64 --batch 32 --rounds 5 --min-seconds 2 --profile
+  "$step" --arch resnet18 --image-size 64 --batch-size 32 --rounds 5 --min-seconds 2 --profile
 tools/record_bench.sh step-cpu-resnet50-64px-b16 \
-  "$step" --arch resnet50 --image-size 64 --batch 16 --rounds 3 --min-seconds 2
+  "$step" --arch resnet50 --image-size 64 --batch-size 16 --rounds 3 --min-seconds 2
 tools/record_bench.sh kernels-cpu-resnet18 "$kernels" --min-seconds 0.5
 tools/record_bench.sh kernels-cpu-resnet18-64px-b32 \
-  "$kernels" --image-size 64 --batch 32 --min-seconds 0.3 --rounds 3 --filter conv
+  "$kernels" --image-size 64 --batch-size 32 --min-seconds 0.3 --rounds 3 --filter conv
 tools/record_bench.sh kernels-cpu-resnet18-conv-224px-b8 \
-  "$kernels" --image-size 224 --batch 8 --min-seconds 0.3 --rounds 3 --filter conv
+  "$kernels" --image-size 224 --batch-size 8 --min-seconds 0.3 --rounds 3 --filter conv

@@ -4,7 +4,7 @@
 // answer (and whether a ReLU that landed on the other side of zero explains it).
 //
 //   probe_step --checkpoint ck/last.safetensors
-//              --batch dumps/step-0000675-rank-0.safetensors --out probe.safetensors
+//              --batch-file dumps/step-0000675-rank-0.safetensors --out probe.safetensors
 //
 // The batch is a resnet_train --dump-batches file; the step is train mode (batch statistics;
 // the running statistics are updated but not written), with no optimizer step. The output
@@ -26,59 +26,47 @@
 #include "nn/cross_entropy.h"
 #include "nn/resnet.h"
 #include "nn/safetensors.h"
-#include "train/cli_usage.h"
+#include "train/common_flags.h"
 #include "train/nchw_layout.h"
-#include "train/train_options.h"
 
 namespace engine::train {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: probe_step --checkpoint FILE --batch FILE --out FILE [flags]\n"
-    "One training step's forward and backward of the checkpoint's model on a resnet_train\n"
-    "--dump-batches file; writes every layer's output and output gradient and every parameter\n"
-    "gradient (PyTorch's layouts) for tools/compare_step_with_torch.py.\n"
-    "  --checkpoint FILE        a resnet_train checkpoint or a torchvision state_dict\n"
-    "  --batch FILE             a --dump-batches file (step-<step>-rank-<rank>.safetensors)\n"
-    "  --out FILE               the safetensors file to write\n"
-    "  --label-smoothing S      CrossEntropyLoss label smoothing (0)\n"
-    "  --device D               cpu|cuda|auto (cpu)\n"
-    "  --precision P            fp32, tf32 (CUDA only) or bf16 (fp32)\n"
-    "  -h, --help               this text\n";
-
 struct ProbeOptions {
-  std::string checkpoint, batch, out, device = "cpu";
+  std::string checkpoint, batch_file, out, device = "cpu";
   nn::Precision precision;
   double label_smoothing = 0;
 };
 
-ProbeOptions parse(int argc, char** argv) {
-  ProbeOptions o;
-  for (cli::Arguments args(argc, argv); args.next();) {
-    if (args.is("--checkpoint")) {
-      o.checkpoint = args.value();
-    } else if (args.is("--batch")) {
-      o.batch = args.value();
-    } else if (args.is("--out")) {
-      o.out = args.value();
-    } else if (args.is("--label-smoothing")) {
-      o.label_smoothing = args.number();
-    } else if (args.is("--device")) {
-      o.device = args.value();
-    } else if (args.is("--precision")) {
-      o.precision = parse_precision(args.value());
-    } else {
-      args.reject();
-    }
-  }
-  for (const auto& [flag, value] : {std::pair{"--checkpoint", &o.checkpoint},
-                                    std::pair{"--batch", &o.batch}, std::pair{"--out", &o.out}}) {
+// The batch comes from the file, so there is no -b/--batch-size; its file was --batch before,
+// which the benchmarks' batch size was called too.
+cli::Command probe_command(ProbeOptions& o) {
+  cli::Command command(
+      "probe_step", "--checkpoint FILE --batch-file FILE --out FILE [flags]",
+      "One training step's forward and backward of the checkpoint's model on a resnet_train "
+      "--dump-batches file; writes every layer's output and output gradient and every parameter "
+      "gradient (PyTorch's layouts) for tools/compare_step_with_torch.py.");
+  command.text("--checkpoint", o.checkpoint, "FILE",
+               "a resnet_train checkpoint or a torchvision state_dict");
+  command.text("--batch-file", o.batch_file, "FILE",
+               "a --dump-batches file (step-<step>-rank-<rank>.safetensors)");
+  command.renamed("--batch", "--batch-file");
+  command.text("--out", o.out, "FILE", "the safetensors file to write");
+  command.number("--label-smoothing", o.label_smoothing, "CrossEntropyLoss label smoothing");
+  cli::add_device(command, o.device);
+  cli::add_precision(command, o.precision);
+  return command;
+}
+
+void check(const ProbeOptions& o) {
+  for (const auto& [flag, value] :
+       {std::pair{"--checkpoint", &o.checkpoint}, std::pair{"--batch-file", &o.batch_file},
+        std::pair{"--out", &o.out}}) {
     if (value->empty()) throw cli::UsageError(std::string(flag) + " FILE is required");
   }
   if (!(o.label_smoothing >= 0 && o.label_smoothing < 1)) {
     throw cli::UsageError("--label-smoothing must be in [0, 1)");
   }
-  return o;
 }
 
 // A dumped batch: NCHW images and labels, as the file holds them.
@@ -137,13 +125,10 @@ struct ProbeTensors {
   }
 };
 
-int probe_main(int argc, char** argv) {
-  const ProbeOptions o = parse(argc, argv);
+int probe_main(const ProbeOptions& o) {
   const Device device = resolve_device(o.device);
   const DType dtype = o.precision.activations;
-  if (o.precision.fp32_math == Fp32Math::tf32 && !device.is_cuda()) {
-    throw cli::UsageError("--precision tf32 needs --device cuda (the CPU computes fp32 exactly)");
-  }
+  cli::check_precision_device(o.precision, device);
   Stream stream(device);
   stream.set_fp32_math(o.precision.fp32_math);
   const std::string arch = nn::checkpoint_arch(o.checkpoint);
@@ -152,7 +137,7 @@ int probe_main(int argc, char** argv) {
   model.allocate(device, stream);
   nn::load_checkpoint(o.checkpoint, model, stream);
 
-  const ProbeBatch batch = read_batch(o.batch);
+  const ProbeBatch batch = read_batch(o.batch_file);
   model.setup({batch.n, batch.height, batch.width, batch.channels}, dtype, stream);
   nn::CrossEntropyLoss loss(static_cast<float>(o.label_smoothing));
   loss.setup(batch.n, info.num_classes, dtype, device);
@@ -191,7 +176,7 @@ int probe_main(int argc, char** argv) {
   const std::map<std::string, std::string> metadata = {
       {"arch", arch},           {"num_classes", std::to_string(info.num_classes)},
       {"layers", layer_names},  {"checkpoint", o.checkpoint},
-      {"batch", o.batch},       {"label_smoothing", std::to_string(o.label_smoothing)},
+      {"batch", o.batch_file},  {"label_smoothing", std::to_string(o.label_smoothing)},
       {"device", device.str()}, {"precision", std::string(nn::precision_name(o.precision))},
   };
   nn::write_safetensors(o.out, out.entries(), metadata);
@@ -204,6 +189,6 @@ int probe_main(int argc, char** argv) {
 }  // namespace engine::train
 
 int main(int argc, char** argv) {
-  return engine::cli::run_cli("probe_step", engine::train::kUsage,
-                              [&] { return engine::train::probe_main(argc, argv); });
+  using namespace engine::train;
+  return engine::cli::run_program<ProbeOptions>(argc, argv, probe_command, check, probe_main);
 }

@@ -16,7 +16,7 @@
 #include "kernels/error.h"
 #include "nn/resnet.h"
 #include "train/batch_dump.h"
-#include "train/cli_usage.h"
+#include "train/cli_command.h"
 #include "train/dataset_agreement.h"
 #include "train/preflight.h"
 #include "train/stop_signal.h"
@@ -75,8 +75,7 @@ void resolve_resume_auto(TrainOptions& options, const MpiSession& session) {
   }
 }
 
-int train_main(int argc, char** argv, MpiSession& session) {
-  TrainOptions options = parse_train_options(argc, argv);
+int train_main(TrainOptions& options, MpiSession& session) {
   // Everything collective before the first step (the preflight's agreements, the
   // communicators, the weights' broadcast, NCCL's setup) has --comm-timeout too: a rank
   // stalled on another host would otherwise keep every rank waiting forever.
@@ -128,7 +127,9 @@ int train_main(int argc, char** argv, MpiSession& session) {
 }  // namespace engine::train
 
 int main(int argc, char** argv) {
+  using namespace engine::train;
   engine::MpiSession session(&argc, &argv);
-  return engine::cli::run_cli("resnet_train", engine::train::train_usage(),
-                              [&] { return engine::train::train_main(argc, argv, session); });
+  return engine::cli::run_program<TrainOptions>(
+      argc, argv, train_command, check_train_options,
+      [&](TrainOptions& options) { return train_main(options, session); });
 }

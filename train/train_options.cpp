@@ -1,41 +1,28 @@
 #include "train/train_options.h"
 
-#include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <vector>
 
-#include "nn/resnet.h"
 #include "train/cli_usage.h"
+#include "train/common_flags.h"
 
 namespace engine::train {
 
 namespace {
 
-using cli::split;
 using cli::UsageError;
 
-double parse_double(const std::string& flag, const std::string& text) {
-  double value = 0;
-  const char* end = text.data() + text.size();
-  const auto [stop, error] = std::from_chars(text.data(), end, value);
-  if (text.empty() || error != std::errc() || stop != end || !std::isfinite(value)) {
-    throw UsageError(flag + " takes numbers, got '" + text + "'");
-  }
-  return value;
-}
-
-// "a,b,c" -> three numbers.
+// "a,b,c" -> N numbers.
 template <size_t N, typename T>
-std::array<T, N> parse_list(const std::string& flag, const std::string& text) {
-  const std::vector<std::string> parts = split(text, ',');
+std::array<T, N> fixed_list(const std::string& flag, const std::string& text) {
+  const std::vector<std::string> parts = cli::split(text, ',');
   if (parts.size() != N) {
     throw UsageError(flag + " takes " + std::to_string(N) + " comma-separated numbers, got '" +
                      text + "'");
   }
   std::array<T, N> values{};
   for (size_t i = 0; i < N; ++i)
-    values[i] = static_cast<T>(parse_double(flag, parts[i]));
+    values[i] = static_cast<T>(cli::number_value(flag, parts[i]));
   return values;
 }
 
@@ -47,31 +34,19 @@ ScheduleName parse_schedule(const std::string& text) {
   throw UsageError("--lr-schedule takes step, cosine, onecycle or constant, got '" + text + "'");
 }
 
-std::string join_arch_names() {
-  std::string names;
-  for (const std::string& name : nn::resnet_arch_names()) {
-    if (!names.empty()) names += ", ";
-    names += name;
-  }
-  return names;
-}
-
 void require(bool ok, const std::string& message) {
   if (!ok) throw UsageError(message);
 }
 
-// Values that are wrong whatever else is given.
+// What the parse's own checks cannot see: flags that need or exclude others, and the ranges
+// of values the shared flags (train/common_flags.h) do not own.
 void check_values(const TrainOptions& o) {
-  const auto& archs = nn::resnet_arch_names();
-  require(std::find(archs.begin(), archs.end(), o.arch) != archs.end(),
-          "--arch: unknown architecture '" + o.arch + "' (choose from " + join_arch_names() + ")");
   require(!o.data.empty() || o.dummy, "--data DIR is required (or --dummy for random images)");
   require(o.data.empty() || !o.dummy, "--dummy trains on random images: drop --data or --dummy");
   require(o.dummy_classes >= 1, "--dummy-classes must be >= 1");
   require(o.dummy_images[0] >= 1 && o.dummy_images[1] >= 1,
           "--dummy-images TRAIN,VAL needs at least one image in each");
   require(o.epochs >= 1, "--epochs must be >= 1");
-  require(o.batch_size >= 1, "--batch-size must be >= 1 (it is per rank)");
   require(o.accum_steps >= 1 && o.accum_steps <= 64, "--accum-steps must be in 1..64");
   require(o.accum_steps == 1 || o.dump_batches.empty(),
           "--dump-batches writes one batch per step: it does not apply with --accum-steps");
@@ -90,7 +65,6 @@ void check_values(const TrainOptions& o) {
   require(o.workers >= 0, "--workers must be >= 0");
   require(o.threads >= 0, "--threads must be >= 0");
   require(o.print_freq >= 1, "--print-freq must be >= 1");
-  require(o.image_size >= 32, "--image-size must be >= 32 (the ResNet's five downsamplings)");
   require(o.val_image_size == 0 || o.val_image_size >= 32,
           "--val-image-size must be >= 32 (the ResNet's five downsamplings)");
   if (o.progressive.min > 0) {
@@ -113,12 +87,146 @@ void check_values(const TrainOptions& o) {
           "--evaluate needs --resume FILE (the checkpoint to evaluate)");
 }
 
-}  // namespace
-
-nn::Precision parse_precision(const std::string& text) {
-  if (const auto precision = nn::precision_from_name(text)) return *precision;
-  throw UsageError("--precision takes fp32, tf32 or bf16, got '" + text + "'");
+// The data and the model: what is trained on what.
+void add_data_flags(cli::Command& c, TrainOptions& o) {
+  c.text("--data", o.data, "DIR", "dataset root with train/ and val/ (required)");
+  c.flag("--dummy", o.dummy,
+         "random images instead of --data: uniform [0, 1), no transform, --image-size square "
+         "(a first run on a node)");
+  c.integer("--dummy-classes", o.dummy_classes, "--dummy's classes");
+  c.option("--dummy-images", "T,V", "--dummy's training and validation images", "1281167,50000",
+           [&o](const std::string& flag, const std::string& text) {
+             const std::array<double, 2> counts = fixed_list<2, double>(flag, text);
+             for (double count : counts) {
+               if (count != std::floor(count) || count > 1e15) {
+                 throw UsageError(flag + " takes two whole numbers TRAIN,VAL, got '" + text + "'");
+               }
+             }
+             o.dummy_images = {static_cast<int64_t>(counts[0]), static_cast<int64_t>(counts[1])};
+           });
+  cli::add_arch(c, o.arch);
+  c.integer("--epochs", o.epochs, "total epochs");
+  cli::add_batch_size(c, o.batch_size, "images per rank per step; the global batch is printed", 1,
+                      "it is per rank");
+  c.integer("--accum-steps", o.accum_steps,
+            "accumulate N batches' gradients per optimizer step, all-reduced once: an N times "
+            "larger batch");
 }
+
+// The optimizer and its schedule.
+void add_optimizer_flags(cli::Command& c, TrainOptions& o) {
+  c.number("--lr", o.lr, "base learning rate; onecycle's maximum");
+  c.number("--momentum", o.momentum, "SGD momentum");
+  c.number("--wd,--weight-decay", o.weight_decay, "weight decay", "1e-4");
+  c.flag("--nesterov", o.nesterov, "Nesterov momentum");
+  c.flag(
+      "--no-norm-weight-decay", [&o] { o.norm_weight_decay = false; },
+      "no weight decay on BatchNorm parameters and biases");
+  c.option(
+      "--lr-schedule", "S", "step|cosine|onecycle|constant", "step",
+      [&o](const std::string&, const std::string& text) { o.lr_schedule = parse_schedule(text); });
+  c.integer("--lr-step-size", o.lr_step_size, "step: epochs between decays");
+  c.number("--lr-gamma", o.lr_gamma, "step: decay factor");
+  c.integer("--warmup-epochs", o.warmup_epochs, "linear warmup epochs before step/cosine/constant");
+  c.number("--warmup-start-factor", o.warmup_start_factor,
+           "warmup's first rate as a fraction of --lr");
+  c.number("--label-smoothing", o.label_smoothing, "CrossEntropyLoss label smoothing");
+}
+
+// Where and how it runs.
+void add_run_flags(cli::Command& c, TrainOptions& o) {
+  c.integer("-j,--workers", o.workers, "data loading threads per rank (0: the rank's cores, <= 8)",
+            "");
+  c.integer("--threads", o.threads, "compute threads per rank (0: cores / ranks on the host)", "");
+  c.text("--resume", o.resume, "FILE",
+         "continue from a checkpoint (or start from a torchvision state_dict saved as "
+         "safetensors); auto: from <checkpoint-dir>/last.safetensors if it exists, else from "
+         "scratch (for a scheduler's restarts; ./auto for a file named auto)");
+  c.flag("-e,--evaluate", o.evaluate, "validate --resume FILE on DIR/val and exit");
+  c.option("--seed", "N", "weights, sampler order and augmentation", "0",
+           [&o](const std::string& flag, const std::string& text) {
+             const int64_t seed = cli::integer_value(flag, text);
+             if (seed < 0) throw UsageError(flag + " must be >= 0");
+             o.seed = static_cast<uint64_t>(seed);
+           });
+  c.integer("-p,--print-freq", o.print_freq, "progress line every N steps");
+  c.flag("--sync-bn", o.sync_bn, "SyncBatchNorm: batch statistics over all ranks");
+  c.flag("--zero-init-residual", o.zero_init_residual,
+         "zero-init each block's last BatchNorm weight");
+  cli::add_device(c, o.device);
+  cli::add_precision(c, o.precision);
+}
+
+// The images: sizes, crops and normalization.
+void add_image_flags(cli::Command& c, TrainOptions& o) {
+  cli::add_image_size(c, o.image_size, "training crop; validation resizes to S/0.875");
+  c.integer("--val-image-size", o.val_image_size,
+            "validation's center crop, resized to N/0.875 first", "--image-size");
+  c.option("--progressive-resize", "MIN,FIRST,LAST",
+           "training crop MIN px through epoch FIRST, growing to --image-size at epoch LAST, in "
+           "steps of 8 px",
+           "off", [&o](const std::string& flag, const std::string& text) {
+             const auto v = fixed_list<3, double>(flag, text);
+             for (double x : v) {
+               if (!(x > 0 && x == std::floor(x)))
+                 throw UsageError(flag + " takes three whole numbers > 0");
+             }
+             o.progressive = {static_cast<int64_t>(v[0]), static_cast<int64_t>(v[1]),
+                              static_cast<int64_t>(v[2])};
+           });
+  c.option("--crop-scale", "MIN,MAX", "RandomResizedCrop's area range", "0.08,1",
+           [&o](const std::string& flag, const std::string& text) {
+             o.crop_scale = fixed_list<2, double>(flag, text);
+           });
+  c.option("--normalize", "M,M,M/S,S,S", "Normalize mean/std", "ImageNet's",
+           [&o](const std::string& flag, const std::string& text) {
+             const std::vector<std::string> halves = cli::split(text, '/');
+             if (halves.size() != 2) {
+               throw UsageError(flag + " takes MEAN,MEAN,MEAN/STD,STD,STD, got '" + text + "'");
+             }
+             o.normalize_mean = fixed_list<3, float>(flag, halves[0]);
+             o.normalize_std = fixed_list<3, float>(flag, halves[1]);
+           });
+}
+
+// Communication, checkpoints, metrics and the run's limits.
+void add_output_flags(cli::Command& c, TrainOptions& o) {
+  c.number("--bucket-cap-mb", o.bucket_cap_mb, "gradient bucket size for the all-reduce");
+  c.text("--checkpoint-dir", o.checkpoint_dir, "DIR", "last.safetensors, best.safetensors");
+  c.text("--metrics", o.metrics, "FILE", "one JSON line per epoch",
+         "<checkpoint-dir>/metrics.jsonl");
+  c.text("--step-metrics", o.step_metrics, "FILE",
+         "one JSON line per optimizer step (none)\nAccuracies and shares are percents (0-100) "
+         "everywhere: printed, in the JSON (keys ending _pct) and in the checkpoint "
+         "(best_val_top1_pct)");
+  c.number("--comm-timeout", o.comm_timeout_s, "a collective waiting longer ends the job");
+  c.text("--comm", o.comm, "NAME",
+         "gradient communicator: auto|ring-shm|ring-mpi|ring-hier|mpi|nccl|ring-nccl (auto: "
+         "ring-shm on one host; across hosts ring-hier (shared memory within each host, rings "
+         "across), or ring-mpi with one rank per host or uneven hosts; ring-nccl (our ring over "
+         "NCCL) on GPUs)");
+  c.integer("--max-steps", o.max_steps, "stop after N optimizer steps, saving last (0: no limit)",
+            "");
+  c.integer("--save-every-steps", o.save_every_steps,
+            "also save last every N optimizer steps inside an epoch, for long epochs (0: at each "
+            "epoch's end only)",
+            "");
+  c.option("--ema", "DECAY",
+           "also keep an exponential moving average of the weights and BatchNorm statistics "
+           "(e.g. 0.9998), updated every optimizer step, evaluated beside them each epoch and "
+           "saved as ema.safetensors with last",
+           "off", [&o](const std::string& flag, const std::string& text) {
+             o.ema_decay = cli::number_value(flag, text);
+             if (!(o.ema_decay >= 0 && o.ema_decay < 1))
+               throw UsageError(flag + " must be in [0, 1)");
+           });
+  c.text("--dump-batches", o.dump_batches, "DIR",
+         "each step's batch of each rank, for replaying the run in PyTorch "
+         "(tools/replay_in_torch.py)",
+         "none");
+}
+
+}  // namespace
 
 std::string_view schedule_name(ScheduleName name) {
   switch (name) {
@@ -159,199 +267,20 @@ std::string metrics_path(const TrainOptions& options) {
   return options.metrics.empty() ? options.checkpoint_dir + "/metrics.jsonl" : options.metrics;
 }
 
-std::string train_usage() {
-  return "usage: resnet_train --data DIR [flags]        (mpirun -np N resnet_train ... for N "
-         "ranks)\n"
-         "Trains a torchvision ResNet data-parallel on an ImageFolder tree DIR/train, DIR/val.\n"
-         "  --data DIR               dataset root with train/ and val/ (required)\n"
-         "  --dummy                  random images instead of --data: uniform [0, 1), no\n"
-         "                           transform, --image-size square (a first run on a node)\n"
-         "  --dummy-classes N        --dummy's classes (1000)\n"
-         "  --dummy-images T,V       --dummy's training and validation images (1281167,50000)\n"
-         "  -a, --arch NAME          resnet18|resnet34|resnet50|resnet101|resnet152 (resnet18)\n"
-         "  --epochs N               total epochs (90)\n"
-         "  -b, --batch-size N       images per rank per step (64); the global batch is printed\n"
-         "  --accum-steps N          accumulate N batches' gradients per optimizer step,\n"
-         "                           all-reduced once: an N times larger batch (1)\n"
-         "  --lr LR                  base learning rate; onecycle's maximum (0.1)\n"
-         "  --momentum M             SGD momentum (0.9)\n"
-         "  --wd, --weight-decay W   weight decay (1e-4)\n"
-         "  --nesterov               Nesterov momentum (off)\n"
-         "  --no-norm-weight-decay   no weight decay on BatchNorm parameters and biases (off)\n"
-         "  --lr-schedule S          step|cosine|onecycle|constant (step)\n"
-         "  --lr-step-size N         step: epochs between decays (30)\n"
-         "  --lr-gamma G             step: decay factor (0.1)\n"
-         "  --warmup-epochs N        linear warmup epochs before step/cosine/constant (0)\n"
-         "  --warmup-start-factor F  warmup's first rate as a fraction of --lr (0.01)\n"
-         "  --label-smoothing S      CrossEntropyLoss label smoothing (0)\n"
-         "  -j, --workers N          data loading threads per rank (0: the rank's cores, <= 8)\n"
-         "  --threads N              compute threads per rank (0: cores / ranks on the host)\n"
-         "  --resume FILE            continue from a checkpoint (or start from a torchvision\n"
-         "                           state_dict saved as safetensors); auto: from\n"
-         "                           <checkpoint-dir>/last.safetensors if it exists, else\n"
-         "                           from scratch (for a scheduler's restarts; ./auto for a\n"
-         "                           file named auto)\n"
-         "  -e, --evaluate           validate --resume FILE on DIR/val and exit\n"
-         "  --seed N                 weights, sampler order and augmentation (0)\n"
-         "  -p, --print-freq N       progress line every N steps (10)\n"
-         "  --sync-bn                SyncBatchNorm: batch statistics over all ranks (off)\n"
-         "  --zero-init-residual     zero-init each block's last BatchNorm weight (off)\n"
-         "  --device D               auto|cpu|cuda (auto: the GPU of the local rank if any)\n"
-         "  --precision P            fp32, tf32 (fp32 with convolutions and linear layers on\n"
-         "                           TF32 tensor cores, CUDA only) or bf16 (bf16 activations,\n"
-         "                           fp32 master weights) (fp32)\n"
-         "  --image-size S           training crop; validation resizes to S/0.875 (224)\n"
-         "  --val-image-size V       validation's center crop, resized to V/0.875 first\n"
-         "                           (--image-size)\n"
-         "  --progressive-resize MIN,FIRST,LAST\n"
-         "                           training crop MIN px through epoch FIRST, growing to\n"
-         "                           --image-size at epoch LAST, in steps of 8 px (off)\n"
-         "  --crop-scale MIN,MAX     RandomResizedCrop's area range (0.08,1)\n"
-         "  --bucket-cap-mb MB       gradient bucket size for the all-reduce (25)\n"
-         "  --checkpoint-dir DIR     last.safetensors, best.safetensors (checkpoints)\n"
-         "  --metrics FILE           one JSON line per epoch (<checkpoint-dir>/metrics.jsonl)\n"
-         "  --step-metrics FILE      one JSON line per optimizer step (none)\n"
-         "                           Accuracies and shares are percents (0-100) everywhere:\n"
-         "                           printed, in the JSON (keys ending _pct) and in the\n"
-         "                           checkpoint (best_val_top1_pct)\n"
-         "  --comm-timeout S         a collective waiting longer ends the job (300)\n"
-         "  --comm NAME              gradient communicator: auto|ring-shm|ring-mpi|ring-hier|\n"
-         "                           mpi|nccl|ring-nccl (auto: ring-shm on one host; across\n"
-         "                           hosts ring-hier (shared memory within each host, rings\n"
-         "                           across), or ring-mpi with one rank per host or uneven\n"
-         "                           hosts; ring-nccl (our ring over NCCL) on GPUs)\n"
-         "  --normalize M,M,M/S,S,S  Normalize mean/std (ImageNet's)\n"
-         "  --max-steps N            stop after N optimizer steps, saving last (0: no limit)\n"
-         "  --save-every-steps N     also save last every N optimizer steps inside an epoch,\n"
-         "                           for long epochs (0: at each epoch's end only)\n"
-         "  --ema DECAY              also keep an exponential moving average of the weights\n"
-         "                           and BatchNorm statistics (e.g. 0.9998), updated every\n"
-         "                           optimizer step, evaluated beside them each epoch and\n"
-         "                           saved as ema.safetensors with last (off)\n"
-         "  --dump-batches DIR       each step's batch of each rank, for replaying the run\n"
-         "                           in PyTorch (tools/replay_in_torch.py) (none)\n"
-         "  -h, --help               this text\n";
+cli::Command train_command(TrainOptions& o) {
+  cli::Command command(
+      "resnet_train", "--data DIR [flags]        (mpirun -np N resnet_train ... for N ranks)",
+      "Trains a torchvision ResNet data-parallel on an ImageFolder tree DIR/train, DIR/val.");
+  add_data_flags(command, o);
+  add_optimizer_flags(command, o);
+  add_run_flags(command, o);
+  add_image_flags(command, o);
+  add_output_flags(command, o);
+  return command;
 }
 
-TrainOptions parse_train_options(int argc, char** argv) {
-  TrainOptions o;
-  for (cli::Arguments args(argc, argv); args.next();) {
-    const auto whole = [&] { return args.integer(); };
-    if (args.is("--data")) {
-      o.data = args.value();
-    } else if (args.is("--dummy")) {
-      o.dummy = true;
-    } else if (args.is("--dummy-classes")) {
-      o.dummy_classes = whole();
-    } else if (args.is("--dummy-images")) {
-      const std::string text = args.value();
-      const std::array<double, 2> counts = parse_list<2, double>("--dummy-images", text);
-      for (double count : counts) {
-        if (count != std::floor(count) || count > 1e15) {
-          throw UsageError("--dummy-images takes two whole numbers TRAIN,VAL, got '" + text + "'");
-        }
-      }
-      o.dummy_images = {static_cast<int64_t>(counts[0]), static_cast<int64_t>(counts[1])};
-    } else if (args.is("-a") || args.is("--arch")) {
-      o.arch = args.value();
-    } else if (args.is("--epochs")) {
-      o.epochs = whole();
-    } else if (args.is("-b") || args.is("--batch-size")) {
-      o.batch_size = whole();
-    } else if (args.is("--accum-steps")) {
-      o.accum_steps = whole();
-    } else if (args.is("--lr")) {
-      o.lr = args.number();
-    } else if (args.is("--momentum")) {
-      o.momentum = args.number();
-    } else if (args.is("--wd") || args.is("--weight-decay")) {
-      o.weight_decay = args.number();
-    } else if (args.is("--nesterov")) {
-      o.nesterov = true;
-    } else if (args.is("--no-norm-weight-decay")) {
-      o.norm_weight_decay = false;
-    } else if (args.is("--lr-schedule")) {
-      o.lr_schedule = parse_schedule(args.value());
-    } else if (args.is("--lr-step-size")) {
-      o.lr_step_size = whole();
-    } else if (args.is("--lr-gamma")) {
-      o.lr_gamma = args.number();
-    } else if (args.is("--warmup-epochs")) {
-      o.warmup_epochs = whole();
-    } else if (args.is("--warmup-start-factor")) {
-      o.warmup_start_factor = args.number();
-    } else if (args.is("--label-smoothing")) {
-      o.label_smoothing = args.number();
-    } else if (args.is("-j") || args.is("--workers")) {
-      o.workers = static_cast<int>(whole());
-    } else if (args.is("--threads")) {
-      o.threads = static_cast<int>(whole());
-    } else if (args.is("--resume")) {
-      o.resume = args.value();
-    } else if (args.is("-e") || args.is("--evaluate")) {
-      o.evaluate = true;
-    } else if (args.is("--seed")) {
-      const int64_t seed = whole();
-      if (seed < 0) throw UsageError("--seed must be >= 0");
-      o.seed = static_cast<uint64_t>(seed);
-    } else if (args.is("-p") || args.is("--print-freq")) {
-      o.print_freq = whole();
-    } else if (args.is("--sync-bn")) {
-      o.sync_bn = true;
-    } else if (args.is("--zero-init-residual")) {
-      o.zero_init_residual = true;
-    } else if (args.is("--device")) {
-      o.device = args.value();
-    } else if (args.is("--precision")) {
-      o.precision = parse_precision(args.value());
-    } else if (args.is("--image-size")) {
-      o.image_size = whole();
-    } else if (args.is("--crop-scale")) {
-      o.crop_scale = parse_list<2, double>("--crop-scale", args.value());
-    } else if (args.is("--bucket-cap-mb")) {
-      o.bucket_cap_mb = args.number();
-    } else if (args.is("--checkpoint-dir")) {
-      o.checkpoint_dir = args.value();
-    } else if (args.is("--metrics")) {
-      o.metrics = args.value();
-    } else if (args.is("--step-metrics")) {
-      o.step_metrics = args.value();
-    } else if (args.is("--comm-timeout")) {
-      o.comm_timeout_s = args.number();
-    } else if (args.is("--comm")) {
-      o.comm = args.value();
-    } else if (args.is("--normalize")) {
-      const std::string text = args.value();
-      const std::vector<std::string> halves = split(text, '/');
-      if (halves.size() != 2) {
-        throw UsageError("--normalize takes MEAN,MEAN,MEAN/STD,STD,STD, got '" + text + "'");
-      }
-      o.normalize_mean = parse_list<3, float>("--normalize", halves[0]);
-      o.normalize_std = parse_list<3, float>("--normalize", halves[1]);
-    } else if (args.is("--dump-batches")) {
-      o.dump_batches = args.value();
-    } else if (args.is("--max-steps")) {
-      o.max_steps = whole();
-    } else if (args.is("--save-every-steps")) {
-      o.save_every_steps = whole();
-    } else if (args.is("--val-image-size")) {
-      o.val_image_size = whole();
-    } else if (args.is("--progressive-resize")) {
-      const auto v = parse_list<3, double>("--progressive-resize", args.value());
-      for (double x : v) {
-        require(x > 0 && x == std::floor(x), "--progressive-resize takes three whole numbers > 0");
-      }
-      o.progressive = {static_cast<int64_t>(v[0]), static_cast<int64_t>(v[1]),
-                       static_cast<int64_t>(v[2])};
-    } else if (args.is("--ema")) {
-      o.ema_decay = args.number();
-      require(o.ema_decay >= 0 && o.ema_decay < 1, "--ema must be in [0, 1)");
-    } else {
-      args.reject();
-    }
-  }
-  check_values(o);
-  return o;
+void check_train_options(const TrainOptions& options) {
+  check_values(options);
 }
 
 }  // namespace engine::train

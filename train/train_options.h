@@ -1,7 +1,7 @@
 // resnet_train's command line: pytorch/examples imagenet/main.py's flag names where it has
-// them, the engine's own otherwise. Parsing (parse_train_options) only reads argv and checks
-// each value on its own; check_train_options then checks the combinations and the paths
-// before any work, so that a bad run ends with one clear line naming the flag or the path.
+// them, the engine's own otherwise. Parsing (train_command) only reads argv and checks each
+// value on its own; check_train_options then checks the combinations, and the preflight the
+// paths, before any work, so that a bad run ends with one clear line naming the flag or path.
 #pragma once
 
 #include <array>
@@ -11,6 +11,7 @@
 
 #include "kernels/dtype.h"
 #include "nn/precision.h"
+#include "train/cli_command.h"
 
 namespace engine::train {
 
@@ -76,17 +77,15 @@ int64_t train_image_size(const TrainOptions& options, int64_t epoch);
 // Validation's center crop: val_image_size, else image_size.
 int64_t val_image_size(const TrainOptions& options);
 
-// The usage text (every flag with its default), starting "usage: resnet_train".
-std::string train_usage();
+// resnet_train's command line, parsing into `options` (which must outlive it); its usage lists
+// every flag with its default. Each value is checked as it is parsed; check_train_options then
+// checks what depends on more than one flag.
+cli::Command train_command(TrainOptions& options);
 
-// Throws cli::HelpRequested for --help/-h and cli::UsageError naming the flag for a bad one.
-TrainOptions parse_train_options(int argc, char** argv);
+// Throws cli::UsageError naming the flags when the parsed options cannot be run together.
+void check_train_options(const TrainOptions& options);
 
 std::string_view schedule_name(ScheduleName name);
-
-// --precision's values: "fp32", "tf32" or "bf16" (nn/precision.h); a UsageError naming the flag
-// otherwise.
-nn::Precision parse_precision(const std::string& text);
 
 // --resume's value that picks <checkpoint-dir>/last.safetensors when it exists.
 inline constexpr std::string_view kResumeAuto = "auto";

@@ -20,6 +20,7 @@
 #include "nn/lr_schedule.h"
 #include "nn/resnet.h"
 #include "nn/sgd.h"
+#include "train/common_flags.h"
 #include "train/metric_rows.h"
 #include "train/progress.h"
 #include "train/trainer.h"
@@ -70,11 +71,7 @@ struct Trainer::State {
                        .seed = o.seed}),
         loss(static_cast<float>(o.label_smoothing)),
         progress(s.rank() == 0, o.print_freq) {
-    // The CPU has no TF32 math: running exact fp32 under the name tf32 would mislead.
-    if (o.precision.fp32_math == Fp32Math::tf32 && !device.is_cuda()) {
-      throw Error("--precision tf32 needs a CUDA device (the CPU computes fp32 exactly); rank " +
-                  std::to_string(s.rank()) + " runs on " + device.str());
-    }
+    cli::check_precision_device(o.precision, device);
     stream.set_fp32_math(o.precision.fp32_math);
   }
 

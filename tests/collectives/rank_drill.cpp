@@ -34,7 +34,7 @@
 
 #include "rank_drill_expect.h"
 #include "rank_drill_records.h"
-#include "train/cli_usage.h"
+#include "train/cli_command.h"
 
 extern char** environ;
 
@@ -47,54 +47,37 @@ struct Args {
   std::vector<std::string> mpiexec;  // the launcher and its flags
 };
 
-const char* const kUsage =
-    "usage: collectives_rank_drill --wrapper PATH --drill PATH [--impl ring-shm|ring-mpi|mpi]\n"
-    "                              [--mode kill|silent] [--ranks N] [--victim R] [--timeout-s S]\n"
-    "                              [--elements N] [--silent-peer victim|chain] -- MPIRUN [FLAGS]\n"
-    "Runs the failure drill under MPIRUN with every rank wrapped (--wrapper), then checks that\n"
-    "every survivor printed the library's timeout message naming itself and the victim (or a\n"
-    "peer leading to it) and left non-zero within the timeout + 10 s.\n";
-
-Args parse(int argc, char** argv) {
-  Args args;
+cli::Command drill_command(Args& args) {
   DrillSetup& setup = args.setup;
-  int flags_end = argc;  // the launcher's command line follows "--"
-  for (int i = 1; i < argc; ++i) {
-    if (std::string_view(argv[i]) == "--") {
-      flags_end = i;
-      args.mpiexec.assign(argv + i + 1, argv + argc);
-      break;
-    }
-  }
-  for (cli::Arguments flags(flags_end, argv); flags.next();) {
-    if (flags.is("--impl"))
-      setup.impl = flags.value();
-    else if (flags.is("--mode"))
-      setup.mode = flags.value();
-    else if (flags.is("--ranks"))
-      setup.ranks = static_cast<int>(flags.integer());
-    else if (flags.is("--victim"))
-      setup.victim = static_cast<int>(flags.integer());
-    else if (flags.is("--timeout-s"))
-      setup.timeout_s = flags.number();
-    else if (flags.is("--elements"))
-      setup.elements = flags.integer();
-    else if (flags.is("--silent-peer"))
-      setup.silent_peer = flags.parsed(parse_silent_peer_rule);
-    else if (flags.is("--wrapper"))
-      args.wrapper = flags.value();
-    else if (flags.is("--drill"))
-      args.drill = flags.value();
-    else
-      flags.reject();
-  }
+  cli::Command command(
+      "collectives_rank_drill", "--wrapper PATH --drill PATH [flags] -- MPIRUN [FLAGS]",
+      "Runs the failure drill under MPIRUN with every rank wrapped (--wrapper), then checks that "
+      "every survivor printed the library's timeout message naming itself and the victim (or a "
+      "peer leading to it) and left non-zero within the timeout + 10 s.");
+  command.text("--wrapper", args.wrapper, "PATH", "wraps every rank (required)");
+  command.text("--drill", args.drill, "PATH", "the drill program (required)");
+  command.text("--impl", setup.impl, "IMPL", "ring-shm|ring-mpi|mpi");
+  command.text("--mode", setup.mode, "MODE", "kill|silent");
+  command.integer("--ranks", setup.ranks, "ranks");
+  command.integer("--victim", setup.victim, "the rank that dies or falls silent");
+  command.number("--timeout-s", setup.timeout_s, "the communicator's timeout in seconds");
+  command.integer("--elements", setup.elements, "elements per all-reduce");
+  command.option("--silent-peer", "RULE", "victim|chain", "chain",
+                 [&setup](const std::string&, const std::string& text) {
+                   setup.silent_peer = parse_silent_peer_rule(text);
+                 });
+  command.positionals("MPIRUN", args.mpiexec, "the launcher and its flags, after --");
+  return command;
+}
+
+void check(const Args& args) {
+  const DrillSetup& setup = args.setup;
   if (args.mpiexec.empty() || args.wrapper.empty() || args.drill.empty())
     throw cli::UsageError("--wrapper, --drill and -- <mpirun ...> are required");
   if (setup.mode != "kill" && setup.mode != "silent")
     throw cli::UsageError("--mode must be kill or silent, not " + setup.mode);
   if (setup.victim < 0 || setup.victim >= setup.ranks)
     throw cli::UsageError("--victim must be one of the --ranks");
-  return args;
 }
 
 std::string read_file(const std::string& path) {
@@ -186,6 +169,12 @@ int run(const Args& args) {
 }  // namespace engine::drill
 
 int main(int argc, char** argv) {
-  return engine::cli::run_cli("collectives_rank_drill", engine::drill::kUsage,
-                              [&] { return engine::drill::run(engine::drill::parse(argc, argv)); });
+  using namespace engine::drill;
+  Args args;
+  engine::cli::Command command = drill_command(args);
+  return engine::cli::run_cli(command, [&] {
+    command.parse(argc, argv);
+    check(args);
+    return run(args);
+  });
 }

@@ -24,7 +24,7 @@
 #include "collectives/bootstrap.h"
 #include "collectives/comm_factory.h"
 #include "rank_drill_records.h"
-#include "train/cli_usage.h"
+#include "train/cli_command.h"
 
 namespace {
 
@@ -37,35 +37,27 @@ struct DrillOptions {
   std::string report_dir;
 };
 
-const char* const kUsage =
-    "usage: collectives_rank_kill [IMPL] [kill|silent] [--victim R] [--timeout-s S]\n"
-    "                             [--elements N] [--report-dir DIR]\n"
-    "Under mpirun: every rank all-reduces over IMPL (ring-shm, ring-mpi or mpi) until the\n"
-    "victim dies (kill) or stops calling collectives (silent); the survivors must time out.\n"
-    "Run by collectives_rank_drill, which checks what each rank printed and when it left.\n";
+engine::cli::Command kill_command(DrillOptions& options, std::vector<std::string>& positional) {
+  engine::cli::Command command(
+      "collectives_rank_kill", "[IMPL] [kill|silent] [flags]",
+      "Under mpirun: every rank all-reduces over IMPL (ring-shm, ring-mpi or mpi) until the "
+      "victim dies (kill) or stops calling collectives (silent); the survivors must time out. "
+      "Run by collectives_rank_drill, which checks what each rank printed and when it left.");
+  command.integer("--victim", options.victim, "the rank that dies or falls silent");
+  command.number("--timeout-s", options.timeout_s, "the communicator's timeout in seconds");
+  command.integer("--elements", options.elements, "elements per all-reduce");
+  command.text("--report-dir", options.report_dir, "DIR", "where the victim records its leaving");
+  command.positionals("ARGS", positional, "IMPL (ring-shm), then kill|silent (kill)");
+  return command;
+}
 
-DrillOptions parse(int argc, char** argv) {
-  DrillOptions options;
-  std::vector<std::string> positional;
-  for (engine::cli::Arguments args(argc, argv); args.next();) {
-    if (args.is("--victim"))
-      options.victim = static_cast<int>(args.integer());
-    else if (args.is("--timeout-s"))
-      options.timeout_s = args.number();
-    else if (args.is("--elements"))
-      options.elements = args.integer();
-    else if (args.is("--report-dir"))
-      options.report_dir = args.value();
-    else if (!args.flag().starts_with("-") && positional.size() < 2)
-      positional.push_back(args.flag());
-    else
-      args.reject();
-  }
+void check(DrillOptions& options, const std::vector<std::string>& positional) {
+  if (positional.size() > 2)
+    throw engine::cli::UsageError("unexpected argument '" + positional[2] + "'");
   if (positional.size() > 0) options.impl = positional[0];
   if (positional.size() > 1) options.mode = positional[1];
   if (options.mode != "kill" && options.mode != "silent")
     throw engine::cli::UsageError("mode must be kill or silent, not " + options.mode);
-  return options;
 }
 
 // Tells the check when the victim left; a drill without a report directory records nothing.
@@ -83,8 +75,12 @@ void record_leaving(const DrillOptions& options) {
 int main(int argc, char** argv) {
   using namespace engine;
   MpiSession session(&argc, &argv);
-  return cli::run_cli("collectives_rank_kill", kUsage, [&]() -> int {
-    const DrillOptions drill = parse(argc, argv);
+  DrillOptions drill;
+  std::vector<std::string> positional;
+  cli::Command command = kill_command(drill, positional);
+  return cli::run_cli(command, [&]() -> int {
+    command.parse(argc, argv);
+    check(drill, positional);
     if (session.size() < 2 || drill.victim < 0 || drill.victim >= session.size()) {
       std::fprintf(stderr, "rank_kill needs at least 2 ranks and a victim among them (%d of %d)\n",
                    drill.victim, session.size());

@@ -15,7 +15,7 @@ fail() {
 rm -rf "$dir"
 "$writer" "$dir" || exit 1
 "$bench_data" --data "$dir" --workers 1 --batch-size 2 --batches 2 --warmup 1 --repeat 1 \
-  --size 32 --no-baseline >"$dir.out" 2>"$dir.err"
+  --image-size 32 --no-baseline >"$dir.out" 2>"$dir.err"
 status=$?
 [ "$status" -eq 0 ] || fail "bench_data exited with $status"
 grep -q "decode full size" "$dir.out" || fail "no table on stdout"

@@ -9,13 +9,9 @@
 #include <string>
 
 #include "tests/data/test_images.h"
-#include "train/cli_usage.h"
+#include "train/cli_command.h"
 
 namespace {
-
-const char* const kUsage =
-    "usage: data_write_bad_folder DIR\n"
-    "Writes an ImageFolder of 8 good images and 3 bad files (DIR/bad/) for bench_data.\n";
 
 int write_folder(const std::filesystem::path& dir) {
   namespace testing = engine::data::testing;
@@ -44,8 +40,8 @@ int write_folder(const std::filesystem::path& dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return engine::cli::run_cli("data_write_bad_folder", kUsage, [&] {
-    const std::string dir = engine::cli::single_argument(argc, argv, "the output directory DIR");
-    return write_folder(dir);
-  });
+  return engine::cli::run_single_argument(
+      argc, argv, "data_write_bad_folder", "DIR",
+      "Writes an ImageFolder of 8 good images and 3 bad files (DIR/bad/) for bench_data.",
+      [](const std::string& dir) { return write_folder(dir); });
 }

@@ -8,13 +8,9 @@
 
 #include "tests/data/golden.h"
 #include "tests/data/test_images.h"
-#include "train/cli_usage.h"
+#include "train/cli_command.h"
 
 namespace {
-
-const char* const kUsage =
-    "usage: data_write_fuzz_seeds DIR\n"
-    "Writes the seed corpus of data_fuzz_decode_transform (an image in every format) to DIR.\n";
 
 int write_seeds(const std::filesystem::path& dir) {
   namespace testing = engine::data::testing;
@@ -42,8 +38,8 @@ int write_seeds(const std::filesystem::path& dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return engine::cli::run_cli("data_write_fuzz_seeds", kUsage, [&] {
-    const std::string dir = engine::cli::single_argument(argc, argv, "the output directory DIR");
-    return write_seeds(dir);
-  });
+  return engine::cli::run_single_argument(
+      argc, argv, "data_write_fuzz_seeds", "DIR",
+      "Writes the seed corpus of data_fuzz_decode_transform (an image in every format) to DIR.",
+      [](const std::string& dir) { return write_seeds(dir); });
 }

@@ -9,15 +9,11 @@
 #include <vector>
 
 #include "nn/safetensors.h"
-#include "train/cli_usage.h"
+#include "train/cli_command.h"
 
 namespace {
 
 using engine::nn::SafetensorsTensor;
-
-const char* const kUsage =
-    "usage: nn_write_safetensors_seeds DIR\n"
-    "Writes the seed corpus of nn_fuzz_safetensors (small valid safetensors files) to DIR.\n";
 
 void write_file(const std::filesystem::path& path, const std::vector<std::byte>& bytes) {
   std::ofstream out(path, std::ios::binary);
@@ -70,8 +66,8 @@ int write_seeds(const std::filesystem::path& dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return engine::cli::run_cli("nn_write_safetensors_seeds", kUsage, [&] {
-    const std::string dir = engine::cli::single_argument(argc, argv, "the output directory DIR");
-    return write_seeds(dir);
-  });
+  return engine::cli::run_single_argument(
+      argc, argv, "nn_write_safetensors_seeds", "DIR",
+      "Writes the seed corpus of nn_fuzz_safetensors (small valid safetensors files) to DIR.",
+      [](const std::string& dir) { return write_seeds(dir); });
 }

@@ -476,7 +476,7 @@ def case_probe(args):
                           work + "/b", "--max-steps", "4", "--resume", before, "--dump-batches",
                           work + "/dumps", "--step-metrics", steps])
     probe = os.path.join(work, "probe.safetensors")
-    result = subprocess.run([args.probe_exe, "--checkpoint", before, "--batch",
+    result = subprocess.run([args.probe_exe, "--checkpoint", before, "--batch-file",
                              os.path.join(work, "dumps", "step-0000004-rank-0.safetensors"),
                              "--out", probe], capture_output=True, text=True, timeout=120)
     check(result.returncode == 0, f"probe_step exited {result.returncode}:\n{result.stderr}")

@@ -96,7 +96,7 @@ def probe_on_both_devices(args, checkpoint, batch):
     for device in ("cpu", "cuda"):
         paths[device] = os.path.join(args.work, f"probe_{device}.safetensors")
         env = dict(os.environ, ENGINE_SIM_DEVICE_COUNT="1")
-        result = subprocess.run([args.probe_exe, "--checkpoint", checkpoint, "--batch", batch,
+        result = subprocess.run([args.probe_exe, "--checkpoint", checkpoint, "--batch-file", batch,
                                  "--out", paths[device], "--device", device],
                                 capture_output=True, text=True, timeout=600, env=env)
         if result.returncode != 0:

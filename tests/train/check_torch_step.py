@@ -108,7 +108,7 @@ def check_probe(args, checkpoint, batch):
 
 def check_probe_at(args, checkpoint, batch, precision, loss_tolerance):
     probe = os.path.join(args.work, f"probe_{precision}.safetensors")
-    subprocess.run([args.probe_exe, "--checkpoint", checkpoint, "--batch", batch, "--out", probe,
+    subprocess.run([args.probe_exe, "--checkpoint", checkpoint, "--batch-file", batch, "--out", probe,
                     "--label-smoothing", "0.1", "--precision", precision], check=True,
                    capture_output=True, timeout=300)
     rows_file = os.path.join(args.work, f"compare_{precision}.jsonl")

@@ -1,0 +1,124 @@
+#include "train/common_flags.h"
+
+#include <algorithm>
+
+#include "nn/resnet.h"
+
+namespace engine::cli {
+
+namespace {
+
+std::string arch_choices(std::string_view separator) {
+  std::string names;
+  for (const std::string& name : nn::resnet_arch_names()) {
+    if (!names.empty()) names += separator;
+    names += name;
+  }
+  return names;
+}
+
+// "... must be >= 2 (BatchNorm needs two values)".
+void require_at_least(const std::string& flag, int64_t value, int64_t minimum,
+                      std::string_view why) {
+  if (value >= minimum) return;
+  std::string message = flag + " must be >= " + std::to_string(minimum);
+  if (!why.empty()) message += " (" + std::string(why) + ")";
+  throw UsageError(message);
+}
+
+}  // namespace
+
+void add_arch(Command& command, std::string& arch, Shown shown) {
+  command.option("-a,--arch", "NAME", arch_choices("|"), shown.value_or(arch),
+                 [&arch](const std::string& flag, const std::string& text) {
+                   const auto& names = nn::resnet_arch_names();
+                   if (std::find(names.begin(), names.end(), text) == names.end()) {
+                     throw UsageError(flag + ": unknown architecture '" + text + "' (choose from " +
+                                      arch_choices(", ") + ")");
+                   }
+                   arch = text;
+                 });
+}
+
+void add_image_size(Command& command, int64_t& size, std::string_view help, int64_t minimum,
+                    std::string_view why) {
+  command.option(
+      "--image-size", "S", help, std::to_string(size),
+      [&size, minimum, why = std::string(why)](const std::string& flag, const std::string& text) {
+        size = integer_value(flag, text);
+        require_at_least(flag, size, minimum, why);
+      });
+}
+
+void add_device(Command& command, std::string& device, Shown shown) {
+  command.option(
+      "--device", "D", "auto|cpu|cuda|cuda:N (auto: the GPU of the local rank if any)",
+      shown.value_or(device), [&device](const std::string& flag, const std::string& text) {
+        if (text != "auto") {
+          try {
+            (void)parse_device(text);
+          } catch (const Error&) {
+            throw UsageError(flag + " takes auto, cpu, cuda or cuda:N, got '" + text + "'");
+          }
+        }
+        device = text;
+      });
+}
+
+void add_precision(Command& command, nn::Precision& precision) {
+  command.option("--precision", "P",
+                 "fp32, tf32 (fp32 with convolutions and linear layers on TF32 tensor cores, "
+                 "CUDA only) or bf16 (bf16 activations, fp32 master weights)",
+                 std::string(nn::precision_name(precision)),
+                 [&precision](const std::string& flag, const std::string& text) {
+                   const auto parsed = nn::precision_from_name(text);
+                   if (!parsed)
+                     throw UsageError(flag + " takes fp32, tf32 or bf16, got '" + text + "'");
+                   precision = *parsed;
+                 });
+}
+
+void check_precision_device(const nn::Precision& precision, const Device& device) {
+  if (precision.fp32_math == Fp32Math::tf32 && !device.is_cuda()) {
+    throw UsageError(
+        "--precision tf32 needs --device cuda (the CPU computes fp32 exactly; this "
+        "runs on " +
+        device.str() + ")");
+  }
+}
+
+void add_batch_size(Command& command, int64_t& batch, std::string_view help, int64_t minimum,
+                    std::string_view why, Shown shown) {
+  command.option(
+      "-b,--batch-size", "N", help, shown.value_or(std::to_string(batch)),
+      [&batch, minimum, why = std::string(why)](const std::string& flag, const std::string& text) {
+        batch = integer_value(flag, text);
+        require_at_least(flag, batch, minimum, why);
+      });
+  command.renamed("--batch", "-b/--batch-size");
+  command.renamed("--batches", "-b/--batch-size");
+}
+
+void add_batch_sizes(Command& command, std::vector<int64_t>& batches, std::string_view help,
+                     int64_t minimum, std::string_view why) {
+  std::string shown;
+  for (int64_t batch : batches) {
+    if (!shown.empty()) shown += ',';
+    shown += std::to_string(batch);
+  }
+  command.option("-b,--batch-size", "A,B,...", help, shown,
+                 [&batches, minimum, why = std::string(why)](const std::string& flag,
+                                                             const std::string& text) {
+                   batches = integer_list(flag, text);
+                   for (int64_t batch : batches)
+                     require_at_least(flag, batch, minimum, why);
+                 });
+  command.renamed("--batch", "-b/--batch-size");
+  command.renamed("--batches", "-b/--batch-size");
+}
+
+void add_json(Command& command, bool& json) {
+  command.flag("--json", json, "one JSON object per result row on stdout instead of the table");
+}
+
+}  // namespace engine::cli
