@@ -5,6 +5,7 @@
 
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/conv_operands.cuh"
+#include "kernels/cuda/conv_strided_data_grad.cuh"
 #include "kernels/cuda/gemm_epilogue.cuh"
 #include "kernels/cuda/gemm_operands.cuh"
 #include "kernels/cuda/gemm_tiles.cuh"
@@ -124,6 +125,16 @@ inline void conv2d_backward_data(const Conv2dBackwardDataArgs& args, cudaStream_
                      stream, args.fp32_math);
       return;
     }
+    if (splits_into_stride_phases(shape)) {
+      // A GEMM per stride phase over its pixels and taps (conv_strided_data_grad.cuh), no split.
+      for (const StridePhase& phase : stride_phases(shape)) {
+        gemm_launch<T>(
+            phase.pixels(shape.batch), shape.in_channels, phase.taps() * shape.out_channels,
+            PhaseDataGradOutput<T>{dy, phase}, PhaseDataGradFilter<T>{w, phase},
+            StoreToPhasePixels<T>{static_cast<T*>(args.dx), phase}, 1, stream, args.fp32_math);
+      }
+      return;
+    }
     split_output_gemm(
         e, static_cast<T*>(args.dx), nullptr, workspace, options, stream,
         [&](const auto& store, int splits) {
@@ -189,7 +200,7 @@ size_t conv2d_forward_workspace_bytes(const Conv2dShape& shape) {
 }
 
 size_t conv2d_backward_data_workspace_bytes(const Conv2dShape& shape) {
-  if (is_strided_pointwise(shape)) return 0;
+  if (is_strided_pointwise(shape) || splits_into_stride_phases(shape)) return 0;
   const GemmExtent e = backward_data_extent(shape);
   return output_split_workspace_bytes(e.m, e.n, output_splits(e.m, e.n, e.k, {}));
 }

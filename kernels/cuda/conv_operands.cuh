@@ -225,36 +225,4 @@ struct ConvDataGradFilter {
   bool vectorizable(int width) const { return vector_loads_fit(w, width, g.in_channels); }
 };
 
-// The input gradient of a 1x1 convolution with a stride (no padding) has a value only on the
-// stride's grid: dx at (p * stride, q * stride) is dy's pixel (p, q) times w, every other
-// pixel 0. So it is one GEMM over dy's pixels (a quarter of dx's at stride 2, where the general
-// gather multiplies zeros for the other three quarters), and this store puts row m (output
-// pixel p, q) at its input pixel and zeros on the rest of its stride cell, the pixels
-// [p * stride, (p + 1) * stride) x [q * stride, ...) inside the image: the cells tile the
-// input, so every element of dx is written once.
-inline bool is_strided_pointwise(const Conv2dShape& s) {
-  return s.kernel_h == 1 && s.kernel_w == 1 && s.pad_h == 0 && s.pad_w == 0 &&
-         (s.stride_h > 1 || s.stride_w > 1);
-}
-
-template <typename TOut>
-struct StoreToStrideCells {
-  TOut* dx;
-  ConvGeometry g;
-  __device__ __forceinline__ void operator()(int /*split*/, int64_t m, int64_t n, float acc) const {
-    int32_t rest, q, image, p;
-    g.by_out_w.divmod(static_cast<int32_t>(m), rest, q);
-    g.by_out_h.divmod(rest, image, p);
-    const int32_t h0 = p * g.stride_h, w0 = q * g.stride_w;
-    TOut* cell =
-        dx + ((static_cast<int64_t>(image) * g.in_h + h0) * g.in_w + w0) * g.in_channels + n;
-    for (int32_t dh = 0; dh < g.stride_h && h0 + dh < g.in_h; ++dh) {
-      for (int32_t dw = 0; dw < g.stride_w && w0 + dw < g.in_w; ++dw) {
-        cell[(static_cast<int64_t>(dh) * g.in_w + dw) * g.in_channels] =
-            from_f32<TOut>(dh == 0 && dw == 0 ? acc : 0.f);
-      }
-    }
-  }
-};
-
 }  // namespace engine::cuda

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "conv_reference.h"
@@ -162,6 +163,92 @@ TEST(ConvSimt, BackwardDataMatchesCpu) {
       EXPECT_LE(relative_difference(actual.values(), decode(dtype, expected.data(), inputs)),
                 engine.tolerance());
     }
+  }
+}
+
+// Strided input gradients without the stride's zeros (conv_strided_data_grad.cuh): 1x1
+// layers as one GEMM filling stride cells, the others as a GEMM per stride phase. Output
+// buffers start as NaN, so a pixel no phase or cell writes fails.
+std::vector<SimtCase> strided_data_grad_cases() {
+  Conv2dShape rows_only = conv_shape(2, 9, 7, 16, 8, 3, 3, 1, 1);
+  rows_only.stride_h = 2;  // phases along h only
+  return {
+      {"3x3 s2 p1 even, vector loads", conv_shape(2, 12, 12, 16, 24, 3, 3, 2, 1)},
+      {"3x3 s2 p1, phase M and N over two tiles", conv_shape(3, 16, 16, 136, 16, 3, 3, 2, 1)},
+      {"3x3 s2 p0 odd, element loads", conv_shape(1, 9, 9, 5, 7, 3, 3, 2, 0)},
+      {"3x3 s2 p2", conv_shape(1, 8, 8, 8, 8, 3, 3, 2, 2)},
+      {"3x3 s3 p1: nine phases of one tap", conv_shape(1, 10, 10, 8, 8, 3, 3, 3, 1)},
+      {"2x2 s2", conv_shape(1, 8, 7, 8, 16, 2, 2, 2, 0)},
+      {"5x3 s2 p2", conv_shape(1, 11, 9, 8, 16, 5, 3, 2, 2)},
+      {"3x3 stride 2 x 1", rows_only},
+      {"1x1 s3 cells", conv_shape(1, 10, 10, 16, 8, 1, 1, 3, 0)},
+      {"1x1 s2 cells, odd", conv_shape(2, 7, 5, 6, 10, 1, 1, 2, 0)},
+  };
+}
+
+TEST(ConvSimt, StridedBackwardDataSkipsTheStridesZeros) {
+  for (const Engine& engine : kEngines) {
+    const DType dtype = engine.dtype;
+    for (const auto& [name, shape] : strided_data_grad_cases()) {
+      SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + engine.name());
+      EXPECT_TRUE(cuda::is_strided_pointwise(shape) || cuda::splits_into_stride_phases(shape));
+      EXPECT_EQ(cuda::conv2d_backward_data_workspace_bytes(shape), 0u);
+      Operands in(shape, engine);
+      const int64_t inputs = shape_numel(shape.input_shape());
+      std::vector<std::byte> expected(inputs * dtype_size(dtype));
+      SimtBuffer actual(dtype, std::vector<float>(inputs, NAN));
+      cpu::conv2d_backward_data({.shape = shape,
+                                 .dtype = dtype,
+                                 .dy = in.cpu_dy.data(),
+                                 .w = in.cpu_w.data(),
+                                 .dx = expected.data()});
+      cuda::conv2d_backward_data({.shape = shape,
+                                  .dtype = dtype,
+                                  .dy = in.dy.data(),
+                                  .w = in.w.data(),
+                                  .dx = actual.data(),
+                                  .fp32_math = engine.math},
+                                 nullptr);
+      EXPECT_LE(relative_difference(actual.values(), decode(dtype, expected.data(), inputs)),
+                engine.tolerance());
+    }
+  }
+}
+
+// The phases of a stride tile the input: every input pixel in exactly one, read by the taps
+// (h + pad - r) % stride == 0 from dy row (h + pad - r) / stride. ResNet's 3x3/2 at 56 px:
+// 28 x 28 pixels a phase, with 4, 2, 2 and 1 taps.
+TEST(ConvSimt, StridePhasesTileTheInput) {
+  const Conv2dShape resnet = conv_shape(1, 56, 56, 8, 8, 3, 3, 2, 1);
+  std::vector<int64_t> taps;
+  for (const cuda::StridePhase& phase : cuda::stride_phases(resnet)) {
+    EXPECT_EQ(phase.rows.count, 28);
+    EXPECT_EQ(phase.cols.count, 28);
+    taps.push_back(phase.taps());
+  }
+  EXPECT_EQ(taps, (std::vector<int64_t>{4, 2, 2, 1}));  // residues (0, 0), (0, 1), (1, 0), (1, 1)
+  for (const auto& [name, shape] : strided_data_grad_cases()) {
+    if (!cuda::splits_into_stride_phases(shape)) continue;
+    SCOPED_TRACE(std::string(name) + " " + shape.str());
+    std::vector<int> covered(static_cast<size_t>(shape.in_h * shape.in_w), 0);
+    for (const cuda::StridePhase& phase : cuda::stride_phases(shape)) {
+      for (int32_t i = 0; i < phase.rows.count; ++i) {
+        for (int32_t j = 0; j < phase.cols.count; ++j) {
+          const int64_t h = phase.rows.first + int64_t{i} * shape.stride_h;
+          const int64_t w = phase.cols.first + int64_t{j} * shape.stride_w;
+          ASSERT_LT(h, shape.in_h);
+          ASSERT_LT(w, shape.in_w);
+          ++covered[static_cast<size_t>(h * shape.in_w + w)];
+          for (int32_t t = 0; t < phase.rows.taps; ++t) {  // the taps and dy rows, per axis
+            const int64_t r = phase.rows.tap0 + int64_t{t} * shape.stride_h;
+            EXPECT_LT(r, shape.kernel_h);
+            EXPECT_EQ((h + shape.pad_h - r) % shape.stride_h, 0);
+            EXPECT_EQ((h + shape.pad_h - r) / shape.stride_h, phase.rows.top + i - t);
+          }
+        }
+      }
+    }
+    EXPECT_EQ(std::count(covered.begin(), covered.end(), 1), shape.in_h * shape.in_w);
   }
 }
 
