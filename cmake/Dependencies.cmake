@@ -272,6 +272,16 @@ if(NOT CLI11_FOUND)
   message(FATAL_ERROR "CLI11 is missing: apt-get install libcli11-dev (scripts/install-deps)")
 endif()
 
+# --- nlohmann-json -------------------------------------------------------------------------
+# Required: safetensors headers and checkpoint metadata are read and written with it (nn/json.cpp).
+find_package(nlohmann_json 3.11 QUIET)
+engine_report("nlohmann-json" "${nlohmann_json_FOUND}" "${nlohmann_json_VERSION}"
+  "required: install nlohmann-json3-dev (scripts/install-deps)")
+if(NOT nlohmann_json_FOUND)
+  message(FATAL_ERROR "nlohmann-json 3.11 or newer is required (nn/ reads and writes "
+                      "safetensors headers with it): install nlohmann-json3-dev")
+endif()
+
 # --- GoogleTest ----------------------------------------------------------------------------
 find_package(GTest QUIET)
 engine_report("GoogleTest" "${GTest_FOUND}" "${GTest_VERSION}" "no tests are built")

@@ -1,62 +1,45 @@
 #include "nn/json.h"
 
+#include <charconv>
 #include <stdexcept>
+#include <unordered_set>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 #include "kernels/error.h"
+#include "nn/safetensors_internal.h"
 
 namespace engine::nn {
 namespace {
 
-bool is_continuation(unsigned char byte) {
-  return (byte & 0xC0) == 0x80;
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-// Length of the valid UTF-8 sequence at text[i], or 0 when it is not one (RFC 3629: no
-// overlong forms, no surrogates, nothing past U+10FFFF).
-size_t utf8_sequence_length(std::string_view text, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[i + k]); };
-  const unsigned char lead = byte(0);
-  if (lead < 0x80) return 1;
-  size_t length = 0;
-  unsigned char second_min = 0x80, second_max = 0xBF;
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3;
-    if (lead == 0xE0) second_min = 0xA0;  // overlong below U+0800
-    if (lead == 0xED) second_max = 0x9F;  // U+D800..U+DFFF are surrogates
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4;
-    if (lead == 0xF0) second_min = 0x90;  // overlong below U+10000
-    if (lead == 0xF4) second_max = 0x8F;  // past U+10FFFF
-  } else {
-    return 0;
-  }
-  if (text.size() - i < length) return 0;
-  if (byte(1) < second_min || byte(1) > second_max) return 0;
-  for (size_t k = 2; k < length; ++k) {
-    if (!is_continuation(byte(k))) return 0;
-  }
-  return length;
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
 }
 
-void append_code_point(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
+size_t skip_spaces(std::string_view text, size_t i) {
+  while (i < text.size() && is_space(text[i]))
+    ++i;
+  return i;
+}
+
+// One past the closing quote of the string token at `start`, in text nlohmann has accepted:
+// there a backslash is always followed by the character it escapes.
+size_t string_token_end(std::string_view text, size_t start) {
+  size_t i = start + 1;
+  while (text[i] != '"')
+    i += text[i] == '\\' ? 2 : 1;
+  return i + 1;
+}
+
+size_t digits_end(std::string_view text, size_t i) {
+  while (i < text.size() && is_digit(text[i]))
+    ++i;
+  return i;
 }
 
 const char kHexDigits[] = "0123456789ABCDEF";
@@ -67,299 +50,377 @@ std::string describe_byte(char c) {
   return std::string("byte 0x") + kHexDigits[byte >> 4] + kHexDigits[byte & 0xF];
 }
 
+// nlohmann names the byte where UTF-8 decoding failed (or the end, for a truncated sequence);
+// messages name the first byte of the sequence it broke, as a reader of the bytes counts.
+size_t utf8_sequence_start(std::string_view text, size_t failed) {
+  for (size_t back = 1; back <= 3 && back <= failed; ++back) {
+    const auto byte = static_cast<unsigned char>(text[failed - back]);
+    if ((byte & 0xC0) == 0x80) continue;  // a continuation byte: its lead is further back
+    const size_t length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1;
+    return back < length ? failed - back : failed;
+  }
+  return failed;
+}
+
+// nlohmann's parser driven through SAX: it accepts or refuses the JSON grammar and UTF-8, this
+// refuses what the subset leaves out and words every refusal as the engine's messages do.
+// nlohmann reports no positions to SAX handlers, so `cursor_` follows the tokens it accepts.
+class SubsetValidator : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  SubsetValidator(std::string_view text, const JsonReader& reader) : text_(text), reader_(reader) {}
+
+  // The first key repeated within one object, if any.
+  std::optional<std::pair<size_t, std::string>> repeated_key;
+
+  bool null() override { refuse_literal(); }
+  bool boolean(bool) override { refuse_literal(); }
+  bool number_integer(number_integer_t) override {  // only negative numbers come signed
+    refuse_number(next_token().start);
+  }
+  bool number_unsigned(number_unsigned_t) override {
+    const size_t start = next_token().start;
+    // A 0 ends the number: "04" is 0, then a 4 where no value may stand.
+    accept_token(text_[start] == '0' ? start + 1 : digits_end(text_, start), After::value);
+    return true;
+  }
+  bool number_float(number_float_t, const string_t&) override { refuse_number(next_token().start); }
+  bool string(string_t&) override {
+    accept_token(string_token_end(text_, next_token().start), After::value);
+    return true;
+  }
+  bool binary(binary_t&) override { return false; }  // not produced by the JSON parser
+  bool key(string_t& key) override {
+    const size_t start = next_token().start;
+    if (!open_.back().keys.insert(key).second && !repeated_key) repeated_key.emplace(start, key);
+    accept_token(string_token_end(text_, start), After::key);
+    return true;
+  }
+  bool start_object(std::size_t) override { return open(false); }
+  bool start_array(std::size_t) override { return open(true); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+
+  bool parse_error(std::size_t position, const std::string&,
+                   const nlohmann::json::exception& error) override {
+    // nlohmann counts the bytes it has read, the end of the input included.
+    const size_t last = std::min(position == 0 ? 0 : position - 1, text_.size());
+    const Token token = next_token();
+    if (after_ == After::value && token.start == cursor_ && token.start < text_.size() &&
+        is_digit(text_[token.start]) && text_[cursor_ - 1] == '0') {
+      reader_.fail_at(cursor_ - 1, "leading zeros are not allowed");  // "04" reads as 0, 4
+    }
+    if (after_ == After::value && open_.empty()) {
+      reader_.fail_at(token.start,
+                      "unexpected " + describe(token.start) + " after the top-level value");
+    }
+    // A token where the grammar wants a separator, or a key, is misplaced whatever it is.
+    const bool in_array = !open_.empty() && open_.back().is_array;
+    const bool wants_separator =
+        !token.after_separator && (after_ == After::key || after_ == After::value);
+    const bool wants_key =
+        !in_array && (after_ == After::open || (after_ == After::value && token.after_separator));
+    if (wants_separator ||
+        (wants_key && (token.start == text_.size() || text_[token.start] != '"'))) {
+      reader_.fail_at(token.start, misplaced_token(token));
+    }
+    const std::string_view what = error.what();
+    const auto says = [&](std::string_view words) { return what.find(words) != what.npos; };
+    if (error.id == 406 || says("invalid number")) refuse_number(token.start);
+    if (says("invalid literal")) {
+      if (std::string_view("tfn").find(text_[token.start]) != std::string_view::npos)
+        refuse_literal();
+      reader_.fail_at(token.start, "unexpected " + describe(token.start));
+    }
+    if (says("ill-formed UTF-8")) {
+      const size_t start = utf8_sequence_start(text_, last);
+      reader_.fail_at(start, "invalid UTF-8 (" + describe(start) + ") in a string");
+    }
+    const bool at_end = last == text_.size();
+    if (says("missing closing quote")) reader_.fail_at(last, "unterminated string");
+    if (says("control character")) {
+      reader_.fail_at(last,
+                      "control character " + describe(last) + " in a string (must be escaped)");
+    }
+    if (says("after backslash")) {
+      reader_.fail_at(
+          last, at_end ? "unterminated escape" : "unknown escape \\" + std::string(1, text_[last]));
+    }
+    if (says("must be followed by 4 hex digits")) {
+      reader_.fail_at(last, at_end ? "unterminated \\u escape"
+                                   : "\\u escape needs 4 hex digits, got " + describe(last));
+    }
+    if (says("must be followed by U+DC00")) {
+      // Either the high surrogate's escape is not followed by "\u", or that escape's four hex
+      // digits, read to `last`, are not a low surrogate.
+      const bool low_read = last >= 5 && text_.substr(last - 5, 2) == "\\u";
+      reader_.fail_at(last, low_read ? "high surrogate not followed by a low one"
+                                     : "high surrogate not followed by a \\u escape");
+    }
+    if (says("must follow U+D800")) reader_.fail_at(last, "lone low surrogate in a \\u escape");
+    if (!says("unexpected")) reader_.fail_at(last, what);  // none other known: as nlohmann says
+    reader_.fail_at(token.start, misplaced_token(token));
+  }
+
+ private:
+  enum class After { start, open, key, value };  // what the last accepted token was
+  struct Token {
+    size_t start;
+    bool after_separator;  // the ',' or ':' expected before it was there
+  };
+  struct Container {
+    bool is_array;
+    std::unordered_set<std::string> keys;
+  };
+
+  // Where the token nlohmann is handling now starts: past the separator the grammar expects
+  // after the last token, when it is there.
+  Token next_token() const {
+    size_t i = skip_spaces(text_, cursor_);
+    const char separator = after_ == After::key                       ? ':'
+                           : after_ == After::value && !open_.empty() ? ','
+                                                                      : '\0';
+    const bool after_separator = separator != '\0' && i < text_.size() && text_[i] == separator;
+    if (after_separator) i = skip_spaces(text_, i + 1);
+    return {i, after_separator};
+  }
+
+  void accept_token(size_t end, After after) {
+    cursor_ = end;
+    after_ = after;
+  }
+
+  std::string describe(size_t offset) const {
+    return offset < text_.size() ? describe_byte(text_[offset]) : "end of input";
+  }
+
+  bool open(bool is_array) {
+    const size_t start = next_token().start;
+    if (open_.size() >= static_cast<size_t>(kMaxJsonDepth)) {
+      reader_.fail_at(start, "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    }
+    open_.push_back({is_array, {}});
+    accept_token(start + 1, After::open);
+    return true;
+  }
+
+  bool close() {
+    accept_token(next_token().start + 1, After::value);
+    open_.pop_back();
+    return true;
+  }
+
+  [[noreturn]] void refuse_literal() const {
+    reader_.fail_at(next_token().start, "true, false and null are not allowed");
+  }
+
+  // A number with a sign, a fraction, an exponent or more than 64 bits.
+  [[noreturn]] void refuse_number(size_t start) const {
+    if (text_[start] == '-') reader_.fail_at(start, "negative numbers are not allowed");
+    const size_t digits = digits_end(text_, start);
+    if (digits < text_.size() &&
+        (text_[digits] == '.' || text_[digits] == 'e' || text_[digits] == 'E')) {
+      reader_.fail_at(digits, "only integers are allowed (no fractions or exponents)");
+    }
+    const std::string_view number = text_.substr(start, digits - start);
+    reader_.fail_at(start, "integer " + std::string(number.substr(0, 40)) +
+                               (number.size() > 40 ? "..." : "") + " overflows 2^64-1");
+  }
+
+  // A token the grammar does not allow where it stands.
+  std::string misplaced_token(const Token& token) const {
+    const bool at_end = token.start == text_.size();
+    const bool in_array = !open_.empty() && open_.back().is_array;
+    const std::string unexpected = "unexpected " + describe(token.start);
+    switch (after_) {
+      case After::start:
+        return unexpected;
+      case After::open:
+        if (at_end) return in_array ? "unterminated array" : "unterminated object";
+        return in_array ? unexpected : "expected a string key";
+      case After::key:
+        return token.after_separator ? unexpected : "expected ':' after an object key";
+      case After::value:
+        break;
+    }
+    if (token.after_separator) {
+      if (!in_array) return "expected a string key";
+      return !at_end && text_[token.start] == ']' ? "trailing comma in an array" : unexpected;
+    }
+    if (at_end) return in_array ? "unterminated array" : "unterminated object";
+    return in_array ? "expected ',' or ']' after an array element"
+                    : "expected ',' or '}' after an object member";
+  }
+
+  std::string_view text_;
+  const JsonReader& reader_;
+  size_t cursor_ = 0;  // one past the last token accepted
+  After after_ = After::start;
+  std::vector<Container> open_;
+};
+
 }  // namespace
 
 JsonReader::JsonReader(std::string_view text, std::string error_prefix, uint64_t position_base)
-    : text_(text), error_prefix_(std::move(error_prefix)), position_base_(position_base) {}
+    : text_(text), error_prefix_(std::move(error_prefix)), position_base_(position_base) {
+  // nlohmann skips a byte order mark; JSON texts exchanged between systems must not have one
+  // (RFC 8259 section 8.1), and the safetensors reference reader refuses it.
+  if (!text.empty() && static_cast<unsigned char>(text[0]) == 0xEF) {
+    fail_at(0, "unexpected " + describe_byte(text[0]));
+  }
+  SubsetValidator validator(text, *this);
+  nlohmann::json::sax_parse(text.data(), text.data() + text.size(), &validator,
+                            nlohmann::json::input_format_t::json, /*strict=*/true,
+                            /*ignore_comments=*/false);
+  first_repeated_key_ = std::move(validator.repeated_key);
+}
 
 void JsonReader::fail(std::string_view what) const {
-  engine::fail(error_prefix_ + "bad JSON at byte " + std::to_string(position()) + ": " +
-               std::string(what));
+  fail_at(pos_, what);
+}
+
+void JsonReader::fail_at(size_t offset, std::string_view what) const {
+  engine::fail(error_prefix_ + "bad JSON at byte " + std::to_string(position_base_ + offset) +
+               ": " + std::string(what));
 }
 
 void JsonReader::skip_whitespace() {
-  while (!at_end() &&
-         (current() == ' ' || current() == '\t' || current() == '\n' || current() == '\r')) {
-    ++pos_;
-  }
+  pos_ = skip_spaces(text_, pos_);
 }
 
 JsonKind JsonReader::peek() {
   skip_whitespace();
-  if (at_end()) fail("unexpected end of input");
-  const char c = current();
+  if (pos_ == text_.size()) fail("unexpected end of input");
+  const char c = text_[pos_];
   if (c == '{') return JsonKind::object;
   if (c == '[') return JsonKind::array;
   if (c == '"') return JsonKind::string;
-  if (c >= '0' && c <= '9') return JsonKind::integer;
-  if (c == '-') fail("negative numbers are not allowed");
-  if (c == 't' || c == 'f' || c == 'n') fail("true, false and null are not allowed");
+  if (is_digit(c)) return JsonKind::integer;
   fail("unexpected " + describe_byte(c));
 }
 
-void JsonReader::open_container() {
-  if (open_has_elements_.size() >= static_cast<size_t>(kMaxJsonDepth)) {
-    fail("nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-  }
-  open_has_elements_.push_back(false);
+void JsonReader::expect_kind(JsonKind kind, std::string_view expected) {
+  if (peek() != kind) fail("expected " + std::string(expected));
+}
+
+void JsonReader::open_container(bool is_array) {
+  open_is_array_.push_back(is_array);
   ++pos_;
 }
 
 void JsonReader::close_container() {
-  open_has_elements_.pop_back();
+  open_is_array_.pop_back();
   ++pos_;
 }
 
 void JsonReader::begin_object() {
-  if (peek() != JsonKind::object) fail("expected an object");
-  open_container();
+  expect_kind(JsonKind::object, "an object");
+  open_container(false);
 }
 
 bool JsonReader::next_key(std::string& key) {
-  if (open_has_elements_.empty()) throw std::logic_error("JsonReader::next_key outside an object");
+  if (open_is_array_.empty() || open_is_array_.back()) {
+    throw std::logic_error("JsonReader::next_key outside an object");
+  }
   skip_whitespace();
-  if (at_end()) fail("unterminated object");
-  if (current() == '}') {
+  if (text_[pos_] == '}') {
     close_container();
     return false;
   }
-  if (open_has_elements_.back()) {
-    if (current() != ',') fail("expected ',' or '}' after an object member");
-    ++pos_;
-    skip_whitespace();
-  }
-  open_has_elements_.back() = true;
-  if (at_end() || current() != '"') fail("expected a string key");
+  if (text_[pos_] == ',') ++pos_;
   key = read_string();
   skip_whitespace();
-  if (at_end() || current() != ':') fail("expected ':' after an object key");
-  ++pos_;
+  ++pos_;  // the ':'
   return true;
 }
 
 void JsonReader::begin_array() {
-  if (peek() != JsonKind::array) fail("expected an array");
-  open_container();
+  expect_kind(JsonKind::array, "an array");
+  open_container(true);
 }
 
 bool JsonReader::next_element() {
-  if (open_has_elements_.empty()) {
+  if (open_is_array_.empty() || !open_is_array_.back()) {
     throw std::logic_error("JsonReader::next_element outside an array");
   }
   skip_whitespace();
-  if (at_end()) fail("unterminated array");
-  if (current() == ']') {
+  if (text_[pos_] == ']') {
     close_container();
     return false;
   }
-  if (open_has_elements_.back()) {
-    if (current() != ',') fail("expected ',' or ']' after an array element");
-    ++pos_;
-    skip_whitespace();
-    if (!at_end() && current() == ']') fail("trailing comma in an array");
-  }
-  open_has_elements_.back() = true;
+  if (text_[pos_] == ',') ++pos_;
   return true;
 }
 
-uint32_t JsonReader::read_hex4() {
-  uint32_t value = 0;
-  for (int i = 0; i < 4; ++i) {
-    if (at_end()) fail("unterminated \\u escape");
-    const char c = current();
-    uint32_t digit = 0;
-    if (c >= '0' && c <= '9') {
-      digit = static_cast<uint32_t>(c - '0');
-    } else if (c >= 'a' && c <= 'f') {
-      digit = static_cast<uint32_t>(c - 'a' + 10);
-    } else if (c >= 'A' && c <= 'F') {
-      digit = static_cast<uint32_t>(c - 'A' + 10);
-    } else {
-      fail("\\u escape needs 4 hex digits, got " + describe_byte(c));
-    }
-    value = value * 16 + digit;
-    ++pos_;
-  }
+std::string JsonReader::read_string() {
+  expect_kind(JsonKind::string, "a string");
+  const size_t end = string_token_end(text_, pos_);
+  // nlohmann decodes the escapes; the token is one it has accepted already.
+  std::string value = nlohmann::json::parse(text_.substr(pos_, end - pos_)).get<std::string>();
+  pos_ = end;
   return value;
 }
 
-void JsonReader::append_utf8_sequence(std::string& out) {
-  const size_t length = utf8_sequence_length(text_, pos_);
-  if (length == 0) fail("invalid UTF-8 (" + describe_byte(current()) + ") in a string");
-  out.append(text_.substr(pos_, length));
-  pos_ += length;
-}
-
-std::string JsonReader::read_string() {
-  if (peek() != JsonKind::string) fail("expected a string");
-  ++pos_;
-  std::string out;
-  while (true) {
-    if (at_end()) fail("unterminated string");
-    const char c = current();
-    if (c == '"') {
-      ++pos_;
-      return out;
-    }
-    if (static_cast<unsigned char>(c) < 0x20) {
-      fail("control character " + describe_byte(c) + " in a string (must be escaped)");
-    }
-    if (static_cast<unsigned char>(c) >= 0x80) {
-      append_utf8_sequence(out);
-      continue;
-    }
-    if (c != '\\') {
-      out.push_back(c);
-      ++pos_;
-      continue;
-    }
-    ++pos_;
-    if (at_end()) fail("unterminated escape");
-    const char escape = current();
-    ++pos_;
-    switch (escape) {
-      case '"':
-        out.push_back('"');
-        break;
-      case '\\':
-        out.push_back('\\');
-        break;
-      case '/':
-        out.push_back('/');
-        break;
-      case 'b':
-        out.push_back('\b');
-        break;
-      case 'f':
-        out.push_back('\f');
-        break;
-      case 'n':
-        out.push_back('\n');
-        break;
-      case 'r':
-        out.push_back('\r');
-        break;
-      case 't':
-        out.push_back('\t');
-        break;
-      case 'u': {
-        uint32_t cp = read_hex4();
-        if (cp >= 0xDC00 && cp <= 0xDFFF) fail("lone low surrogate in a \\u escape");
-        if (cp >= 0xD800 && cp <= 0xDBFF) {
-          if (text_.substr(pos_, 2) != "\\u") fail("high surrogate not followed by a \\u escape");
-          pos_ += 2;
-          const uint32_t low = read_hex4();
-          if (low < 0xDC00 || low > 0xDFFF) fail("high surrogate not followed by a low one");
-          cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-        }
-        append_code_point(out, cp);
-        break;
-      }
-      default:
-        --pos_;
-        fail("unknown escape \\" + std::string(1, escape));
-    }
-  }
-}
-
 uint64_t JsonReader::read_integer() {
-  if (peek() != JsonKind::integer) fail("expected a non-negative integer");
-  const size_t start = pos_;
-  size_t digits_end = start;
-  while (digits_end < text_.size() && text_[digits_end] >= '0' && text_[digits_end] <= '9') {
-    ++digits_end;
-  }
-  const std::string_view digits = text_.substr(start, digits_end - start);
+  expect_kind(JsonKind::integer, "a non-negative integer");
+  const size_t end = digits_end(text_, pos_);
   uint64_t value = 0;
-  for (const char c : digits) {
-    const auto digit = static_cast<uint64_t>(c - '0');
-    if (value > (UINT64_MAX - digit) / 10) {
-      fail("integer " + std::string(digits.substr(0, 40)) + (digits.size() > 40 ? "..." : "") +
-           " overflows 2^64-1");
-    }
-    value = value * 10 + digit;
-  }
-  if (digits.size() > 1 && digits[0] == '0') fail("leading zeros are not allowed");
-  pos_ = digits_end;
-  if (!at_end() && (current() == '.' || current() == 'e' || current() == 'E')) {
-    fail("only integers are allowed (no fractions or exponents)");
-  }
+  std::from_chars(text_.data() + pos_, text_.data() + end, value);  // checked: fits 64 bits
+  pos_ = end;
   return value;
 }
 
 void JsonReader::skip_value() {
-  std::string key;
-  switch (peek()) {
-    case JsonKind::object:
-      begin_object();
-      while (next_key(key))
-        skip_value();
-      return;
-    case JsonKind::array:
-      begin_array();
-      while (next_element())
-        skip_value();
-      return;
-    case JsonKind::string:
-      read_string();
-      return;
-    case JsonKind::integer:
-      read_integer();
-      return;
-  }
+  size_t depth = 0;
+  do {
+    skip_whitespace();
+    const char c = text_[pos_];
+    if (c == '"') {
+      pos_ = string_token_end(text_, pos_);
+    } else if (is_digit(c)) {
+      pos_ = digits_end(text_, pos_);
+    } else {
+      if (c == '{' || c == '[') ++depth;
+      if (c == '}' || c == ']') --depth;
+      ++pos_;  // a bracket, or a ',' or ':' inside the value
+    }
+  } while (depth > 0);
 }
 
 void JsonReader::expect_end() {
   skip_whitespace();
-  if (!at_end()) fail("unexpected " + describe_byte(current()) + " after the top-level value");
+  if (pos_ != text_.size())
+    fail("unexpected " + describe_byte(text_[pos_]) + " after the top-level value");
+  if (first_repeated_key_) {
+    fail_at(first_repeated_key_->first,
+            "duplicate key " + quoted_for_message(first_repeated_key_->second));
+  }
 }
 
 void append_json_string(std::string& out, std::string_view text) {
-  out.push_back('"');
-  for (const char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += "\\u00";
-          out.push_back(kHexDigits[static_cast<unsigned char>(c) >> 4]);
-          out.push_back(kHexDigits[static_cast<unsigned char>(c) & 0xF]);
-        } else {
-          out.push_back(c);
-        }
-    }
+  try {
+    out += nlohmann::json(std::string(text)).dump();
+  } catch (const nlohmann::json::type_error&) {
+    engine::fail("a JSON string is not valid UTF-8 (byte " +
+                 std::to_string(find_invalid_utf8(text)) + ")");
   }
-  out.push_back('"');
 }
 
 size_t find_invalid_utf8(std::string_view text) {
-  size_t i = 0;
-  while (i < text.size()) {
-    const size_t length = utf8_sequence_length(text, i);
-    if (length == 0) return i;
-    i += length;
+  try {
+    (void)nlohmann::json(std::string(text)).dump();
+    return std::string_view::npos;
+  } catch (const nlohmann::json::type_error& error) {
+    // 316: "invalid UTF-8 byte at index N: 0x.." or, for a truncated last sequence,
+    // "incomplete UTF-8 string; last byte: 0x..".
+    const std::string_view what = error.what();
+    const size_t at = what.find("at index ");
+    size_t failed = text.size();
+    if (at != what.npos) {
+      const char* digits = what.data() + at + 9;
+      std::from_chars(digits, what.data() + what.size(), failed);
+    }
+    return utf8_sequence_start(text, failed);
   }
-  return std::string_view::npos;
 }
 
 }  // namespace engine::nn

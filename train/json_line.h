@@ -30,7 +30,8 @@ class JsonLine {
 // a non-finite value.
 std::string json_number(double value);
 
-// "..." with JSON's escapes.
+// "..." with JSON's escapes, as nlohmann-json writes them; bytes that are not UTF-8 become
+// U+FFFD.
 std::string json_quote(std::string_view text);
 
 // Appends line + '\n' to the file at path (created if missing) and flushes it; throws
