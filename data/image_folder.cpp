@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
-#include <cstdio>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "data/directory_walk.h"
 #include "data/warnings.h"
@@ -32,21 +33,11 @@ std::vector<std::string> scan_class(const std::string& class_dir) {
   return files;
 }
 
+// A class name as a JSON string. Folder names are bytes: one that is not UTF-8 gets U+FFFD,
+// so the mapping stays valid JSON (the name itself is kept everywhere else).
 std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof(escaped), "\\u%04x", c);
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
+  return nlohmann::json(std::string(text))
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace
