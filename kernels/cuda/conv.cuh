@@ -15,6 +15,7 @@ namespace engine::cuda {
 // Launch options; tests force splits to cover the split-K path with small shapes.
 struct ConvLaunch {
   int split_k = 0;  // 0: choose_split_k
+  GemmEpilogue epilogue = GemmEpilogue::automatic;
 };
 
 // One split choice for every engine: they tile C alike.
@@ -98,10 +99,10 @@ inline void conv2d_forward(const Conv2dForwardArgs& args, cudaStream_t stream,
                       [&](const auto& store, int splits) {
                         if (shape.is_pointwise()) {
                           gemm_launch<T>(e.m, e.n, e.k, KContiguousOperand<T>{x, e.k}, filters,
-                                         store, splits, stream, args.fp32_math);
+                                         store, splits, stream, args.fp32_math, options.epilogue);
                         } else {
                           gemm_launch<T>(e.m, e.n, e.k, ConvForwardInput<T>{x, shape}, filters,
-                                         store, splits, stream, args.fp32_math);
+                                         store, splits, stream, args.fp32_math, options.epilogue);
                         }
                       });
   });
@@ -122,31 +123,33 @@ inline void conv2d_backward_data(const Conv2dBackwardDataArgs& args, cudaStream_
                      KContiguousOperand<T>{dy, shape.out_channels},
                      RowContiguousOperand<T>{w, shape.in_channels},
                      StoreToStrideCells<T>{static_cast<T*>(args.dx), ConvGeometry(shape)}, 1,
-                     stream, args.fp32_math);
+                     stream, args.fp32_math, options.epilogue);
       return;
     }
     if (splits_into_stride_phases(shape)) {
       // A GEMM per stride phase over its pixels and taps (conv_strided_data_grad.cuh), no split.
       for (const StridePhase& phase : stride_phases(shape)) {
-        gemm_launch<T>(
-            phase.pixels(shape.batch), shape.in_channels, phase.taps() * shape.out_channels,
-            PhaseDataGradOutput<T>{dy, phase}, PhaseDataGradFilter<T>{w, phase},
-            StoreToPhasePixels<T>{static_cast<T*>(args.dx), phase}, 1, stream, args.fp32_math);
+        gemm_launch<T>(phase.pixels(shape.batch), shape.in_channels,
+                       phase.taps() * shape.out_channels, PhaseDataGradOutput<T>{dy, phase},
+                       PhaseDataGradFilter<T>{w, phase},
+                       StoreToPhasePixels<T>{static_cast<T*>(args.dx), phase}, 1, stream,
+                       args.fp32_math, options.epilogue);
       }
       return;
     }
-    split_output_gemm(
-        e, static_cast<T*>(args.dx), nullptr, workspace, options, stream,
-        [&](const auto& store, int splits) {
-          if (shape.is_pointwise()) {
-            gemm_launch<T>(e.m, e.n, e.k, KContiguousOperand<T>{dy, shape.out_channels},
-                           RowContiguousOperand<T>{w, shape.in_channels}, store, splits, stream,
-                           args.fp32_math);
-          } else {
-            gemm_launch<T>(e.m, e.n, e.k, ConvDataGradOutput<T>{dy, shape},
-                           ConvDataGradFilter<T>{w, shape}, store, splits, stream, args.fp32_math);
-          }
-        });
+    split_output_gemm(e, static_cast<T*>(args.dx), nullptr, workspace, options, stream,
+                      [&](const auto& store, int splits) {
+                        if (shape.is_pointwise()) {
+                          gemm_launch<T>(e.m, e.n, e.k,
+                                         KContiguousOperand<T>{dy, shape.out_channels},
+                                         RowContiguousOperand<T>{w, shape.in_channels}, store,
+                                         splits, stream, args.fp32_math, options.epilogue);
+                        } else {
+                          gemm_launch<T>(e.m, e.n, e.k, ConvDataGradOutput<T>{dy, shape},
+                                         ConvDataGradFilter<T>{w, shape}, store, splits, stream,
+                                         args.fp32_math, options.epilogue);
+                        }
+                      });
   });
 }
 
@@ -163,10 +166,10 @@ inline void conv2d_backward_filter(const Conv2dBackwardFilterArgs& args, cudaStr
     auto gemm = [&](const auto& store, int split_count) {
       if (shape.is_pointwise()) {
         gemm_launch<T>(k_out, taps, pixels, grad_out, RowContiguousOperand<T>{x, taps}, store,
-                       split_count, stream, args.fp32_math);
+                       split_count, stream, args.fp32_math, options.epilogue);
       } else {
         gemm_launch<T>(k_out, taps, pixels, grad_out, ConvFilterGradInput<T>{x, shape}, store,
-                       split_count, stream, args.fp32_math);
+                       split_count, stream, args.fp32_math, options.epilogue);
       }
     };
     dispatch_device_dtype(args.dw_dtype, [&]<typename TGrad>() {

@@ -16,6 +16,7 @@
 #include "kernels/conv_shape.h"
 #include "kernels/cuda/conv_operands.cuh"
 #include "kernels/cuda/device_types.cuh"
+#include "kernels/cuda/gemm_epilogue.cuh"
 #include "kernels/fast_divmod.h"
 
 namespace engine::cuda {
@@ -33,9 +34,12 @@ inline bool is_strided_pointwise(const Conv2dShape& s) {
 // element of dx is written once.
 template <typename TOut>
 struct StoreToStrideCells {
+  static constexpr int kVectorWidth = static_cast<int>(16 / sizeof(TOut));
   TOut* dx;
   ConvGeometry g;
-  __device__ __forceinline__ void operator()(int /*split*/, int64_t m, int64_t n, float acc) const {
+  // put(pixel, is the corner) for each pixel of row m's cell, at channel n.
+  template <typename Put>
+  __device__ __forceinline__ void each_pixel(int64_t m, int64_t n, Put put) const {
     int32_t rest, q, image, p;
     g.by_out_w.divmod(static_cast<int32_t>(m), rest, q);
     g.by_out_h.divmod(rest, image, p);
@@ -43,11 +47,25 @@ struct StoreToStrideCells {
     TOut* cell =
         dx + ((static_cast<int64_t>(image) * g.in_h + h0) * g.in_w + w0) * g.in_channels + n;
     for (int32_t dh = 0; dh < g.stride_h && h0 + dh < g.in_h; ++dh) {
-      for (int32_t dw = 0; dw < g.stride_w && w0 + dw < g.in_w; ++dw) {
-        cell[(static_cast<int64_t>(dh) * g.in_w + dw) * g.in_channels] =
-            from_f32<TOut>(dh == 0 && dw == 0 ? acc : 0.f);
-      }
+      for (int32_t dw = 0; dw < g.stride_w && w0 + dw < g.in_w; ++dw)
+        put(cell + (static_cast<int64_t>(dh) * g.in_w + dw) * g.in_channels, dh == 0 && dw == 0);
     }
+  }
+  __device__ __forceinline__ void operator()(int /*split*/, int64_t m, int64_t n, float acc) const {
+    each_pixel(m, n, [&](TOut* at, bool corner) { *at = from_f32<TOut>(corner ? acc : 0.f); });
+  }
+  bool vector_fits() const { return aligned16(dx) && g.in_channels % kVectorWidth == 0; }
+  __device__ __forceinline__ void store_vector(int /*split*/, int64_t m, int64_t n,
+                                               const float (&acc)[kVectorWidth]) const {
+    Vector16<TOut> value, zero;
+#pragma unroll
+    for (int i = 0; i < kVectorWidth; ++i) {
+      value.v[i] = from_f32<TOut>(acc[i]);
+      zero.v[i] = from_f32<TOut>(0.f);
+    }
+    each_pixel(m, n, [&](TOut* at, bool corner) {
+      *reinterpret_cast<Vector16<TOut>*>(at) = corner ? value : zero;
+    });
   }
 };
 
@@ -195,16 +213,30 @@ struct PhaseDataGradFilter {
 // first_col + j * stride_w).
 template <typename TOut>
 struct StoreToPhasePixels {
+  static constexpr int kVectorWidth = static_cast<int>(16 / sizeof(TOut));
   TOut* dx;
   StridePhase phase;
-  __device__ __forceinline__ void operator()(int /*split*/, int64_t m, int64_t n, float acc) const {
+  __device__ __forceinline__ TOut* at(int64_t m, int64_t n) const {
     int32_t rest, j, image, i;
     phase.by_cols.divmod(static_cast<int32_t>(m), rest, j);
     phase.by_rows.divmod(rest, image, i);
     const int32_t h = phase.rows.first + i * phase.stride_h;
     const int32_t w = phase.cols.first + j * phase.stride_w;
-    dx[((static_cast<int64_t>(image) * phase.in_h + h) * phase.in_w + w) * phase.in_channels + n] =
-        from_f32<TOut>(acc);
+    return dx +
+           ((static_cast<int64_t>(image) * phase.in_h + h) * phase.in_w + w) * phase.in_channels +
+           n;
+  }
+  __device__ __forceinline__ void operator()(int /*split*/, int64_t m, int64_t n, float acc) const {
+    *at(m, n) = from_f32<TOut>(acc);
+  }
+  bool vector_fits() const { return aligned16(dx) && phase.in_channels % kVectorWidth == 0; }
+  __device__ __forceinline__ void store_vector(int /*split*/, int64_t m, int64_t n,
+                                               const float (&acc)[kVectorWidth]) const {
+    Vector16<TOut> value;
+#pragma unroll
+    for (int i = 0; i < kVectorWidth; ++i)
+      value.v[i] = from_f32<TOut>(acc[i]);
+    *reinterpret_cast<Vector16<TOut>*>(at(m, n)) = value;
   }
 };
 

@@ -1,37 +1,77 @@
 // Where GEMM results go: straight into the output (with bias and accumulation), or, for
 // split-K, into per-split fp32 partials that splitk_reduce_kernel sums in a fixed order so
 // results are deterministic. Also the column sums used for bias gradients.
+//
+// A store takes one result, operator()(split, m, n, acc), and for the tensor-core engine's
+// staged epilogue (gemm_tiles.cuh) also a 16-byte run: store_vector(split, m, n, acc[]) puts
+// kVectorWidth consecutive columns n.. of row m with one 16-byte access (and the same
+// arithmetic per element), used only where vector_fits() held on the host.
 #pragma once
 
 #include <cstdint>
 
 #include "kernels/cuda/device_types.cuh"
+#include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/launch.h"
 
 namespace engine::cuda {
 
+// 16 bytes of T: what one vector access of a staged store moves.
+template <typename T>
+using Vector16 = Pack<T, static_cast<int>(16 / sizeof(T))>;
+
+template <typename T>
+bool aligned16(const T* pointer) {
+  return reinterpret_cast<uintptr_t>(pointer) % 16 == 0;
+}
+
 // out[m * ld + n] = acc (+ bias[n]) (+ out[m * ld + n] when accumulating).
 template <typename TOut>
 struct StoreToMatrix {
+  static constexpr int kVectorWidth = static_cast<int>(16 / sizeof(TOut));
   TOut* out;
   int64_t ld;
   const float* bias;  // may be null
   bool accumulate;
-  __device__ __forceinline__ void operator()(int /*split*/, int64_t m, int64_t n, float acc) const {
+  __device__ __forceinline__ float finish(float acc, int64_t n, TOut old) const {
     if (bias != nullptr) acc += bias[n];
+    if (accumulate) acc += to_f32(old);
+    return acc;
+  }
+  __device__ __forceinline__ void operator()(int /*split*/, int64_t m, int64_t n, float acc) const {
     TOut* target = out + m * ld + n;
-    if (accumulate) acc += to_f32(*target);
-    *target = from_f32<TOut>(acc);
+    *target = from_f32<TOut>(finish(acc, n, accumulate ? *target : TOut{}));
+  }
+  bool vector_fits() const { return aligned16(out) && ld % kVectorWidth == 0; }
+  __device__ __forceinline__ void store_vector(int /*split*/, int64_t m, int64_t n,
+                                               const float (&acc)[kVectorWidth]) const {
+    auto* target = reinterpret_cast<Vector16<TOut>*>(out + m * ld + n);
+    Vector16<TOut> old{}, result;
+    if (accumulate) old = *target;
+#pragma unroll
+    for (int i = 0; i < kVectorWidth; ++i)
+      result.v[i] = from_f32<TOut>(finish(acc[i], n + i, old.v[i]));
+    *target = result;
   }
 };
 
 // partials[(split * rows + m) * cols + n] = acc
 struct StoreSplitPartial {
+  static constexpr int kVectorWidth = 4;
   float* partials;
   int64_t rows;
   int64_t cols;
   __device__ __forceinline__ void operator()(int split, int64_t m, int64_t n, float acc) const {
     partials[(split * rows + m) * cols + n] = acc;
+  }
+  bool vector_fits() const { return aligned16(partials) && cols % kVectorWidth == 0; }
+  __device__ __forceinline__ void store_vector(int split, int64_t m, int64_t n,
+                                               const float (&acc)[kVectorWidth]) const {
+    Vector16<float> result;
+#pragma unroll
+    for (int i = 0; i < kVectorWidth; ++i)
+      result.v[i] = acc[i];
+    *reinterpret_cast<Vector16<float>*>(partials + (split * rows + m) * cols + n) = result;
   }
 };
 

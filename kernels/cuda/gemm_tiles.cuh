@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -256,14 +257,27 @@ struct FragmentReader {
   }
 };
 
+// The staged epilogue's fp32 tile: rows of kMmaTileN results padded by 8 floats, so that the
+// 8-byte writes of a half warp (4 rows x 4 column pairs) fall on 32 distinct banks.
+constexpr int kMmaStagedLd = kMmaTileN + 8;
+
 // gemm_mma_kernel's shared memory (dynamic: over 48 KiB with cp.async's three stages): the
-// stages of each operand's tile and the cursors of the block's rows.
+// stages of each operand's tile, which the staged epilogue then reuses for the block's results,
+// and the cursors of the block's rows.
 template <int kStages, typename ATile, typename BTile, typename ARow, typename BRow>
 struct MmaStorage {
-  ATile a[kStages];
-  BTile b[kStages];
+  static constexpr size_t kTileBytes = kStages * (sizeof(ATile) + sizeof(BTile));
+  static constexpr size_t kStagedBytes = sizeof(float) * kMmaTileM * kMmaStagedLd;
+  alignas(16) unsigned char tiles[kTileBytes > kStagedBytes ? kTileBytes : kStagedBytes];
   ARow a_rows[kMmaTileM];
   BRow b_rows[kMmaTileN];
+  __device__ __forceinline__ ATile* a() { return reinterpret_cast<ATile*>(tiles); }
+  __device__ __forceinline__ BTile* b() {
+    return reinterpret_cast<BTile*>(tiles + kStages * sizeof(ATile));
+  }
+  __device__ __forceinline__ float (*staged())[kMmaStagedLd] {
+    return reinterpret_cast<float(*)[kMmaStagedLd]>(tiles);
+  }
 };
 
 // How gemm_mma_kernel<Math, kVector> feeds its tiles: 16-byte vectors by cp.async through
@@ -288,7 +302,7 @@ struct MmaKernelShape {
 template <typename Math, int kVector, typename AOperand, typename BOperand, typename Store>
 __global__ void __launch_bounds__(kMmaThreads)
     gemm_mma_kernel(int32_t m_size, int32_t n_size, int32_t k_size, int32_t k_per_split, AOperand a,
-                    BOperand b, Store store) {
+                    BOperand b, Store store, bool staged_epilogue) {
   using Shape = MmaKernelShape<Math, kVector, AOperand, BOperand>;
   using ATile = typename Shape::ATile;
   using BTile = typename Shape::BTile;
@@ -296,8 +310,8 @@ __global__ void __launch_bounds__(kMmaThreads)
   using Element = typename Math::Element;
   constexpr int kTileK = Math::kTileK;
   DYNAMIC_SHARED_MEMORY(Storage, storage);
-  ATile* const a_tile = storage->a;
-  BTile* const b_tile = storage->b;
+  ATile* const a_tile = storage->a();
+  BTile* const b_tile = storage->b();
 
   const int32_t m0 = static_cast<int32_t>(blockIdx.x) * kMmaTileM;
   const int32_t n0 = static_cast<int32_t>(blockIdx.y) * kMmaTileN;
@@ -347,9 +361,45 @@ __global__ void __launch_bounds__(kMmaThreads)
                                    TileFeed{a_loader, a, storage->a_rows, a_tile, put},
                                    TileFeed{b_loader, b, storage->b_rows, b_tile, put}, compute);
   }
+  const int group = lane / 4, pair = 2 * (lane % 4);
+  if (staged_epilogue) {
+    // Through shared memory: the accumulators into an fp32 tile over the operands' stages
+    // (every warp done with them, no copy in flight), then 16-byte runs of a row to the store,
+    // consecutive threads along a row: one vector access where the direct path makes 8 (bf16).
+    if constexpr (Shape::kAsync) cp_async_wait<0>();
+    __syncthreads();
+    float(*staged)[kMmaStagedLd] = storage->staged();
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const int row = warp_m * 32 + i * 16 + group, col = warp_n * 64 + j * 8 + pair;
+        *reinterpret_cast<float2*>(&staged[row][col]) = make_float2(acc[i][j][0], acc[i][j][1]);
+        *reinterpret_cast<float2*>(&staged[row + 8][col]) = make_float2(acc[i][j][2], acc[i][j][3]);
+      }
+    }
+    __syncthreads();
+    constexpr int kWidth = Store::kVectorWidth, kRuns = kMmaTileN / kWidth;
+    for (int run = threadIdx.x; run < kMmaTileM * kRuns; run += kMmaThreads) {
+      const int row = run / kRuns, col = run % kRuns * kWidth;
+      const int32_t m = m0 + row, n = n0 + col;
+      if (m >= m_size || n >= n_size) continue;
+      float values[kWidth];
+#pragma unroll
+      for (int v = 0; v < kWidth; v += 4)
+        *reinterpret_cast<float4*>(&values[v]) =
+            *reinterpret_cast<const float4*>(&staged[row][col + v]);
+      if (n + kWidth <= n_size) {
+        store.store_vector(static_cast<int>(blockIdx.z), m, n, values);
+      } else {
+        for (int v = 0; v < kWidth && n + v < n_size; ++v)
+          store(static_cast<int>(blockIdx.z), m, n + v, values[v]);
+      }
+    }
+    return;
+  }
   // Straight from the accumulators: d[0], d[1] at (row lane / 4, columns 2 (lane % 4) and +1)
   // of each m16n8 tile, d[2], d[3] eight rows below.
-  const int group = lane / 4, pair = 2 * (lane % 4);
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
 #pragma unroll
@@ -404,12 +454,32 @@ inline int64_t k_per_split(int64_t k, int splits, int tile_k) {
   return (per_split + tile_k - 1) / tile_k * tile_k;
 }
 
+// How the tensor-core engine hands its results to the store: `direct`, each thread its
+// accumulators element by element (2-byte stores for bf16), or `staged` through shared memory
+// in 16-byte runs of a row (where the store's vector_fits(); else direct). `automatic` is
+// ENGINE_GEMM_EPILOGUE=direct|staged, staged when unset: a run-time choice, so one GPU run
+// can time both.
+enum class GemmEpilogue { automatic, direct, staged };
+
+inline GemmEpilogue default_gemm_epilogue() {
+  static const GemmEpilogue chosen = [] {
+    const char* text = std::getenv("ENGINE_GEMM_EPILOGUE");
+    const std::string value = text == nullptr ? "staged" : text;
+    if (value == "staged") return GemmEpilogue::staged;
+    if (value == "direct") return GemmEpilogue::direct;
+    throw std::invalid_argument("ENGINE_GEMM_EPILOGUE='" + value + "': use direct or staged");
+  }();
+  return chosen;
+}
+
 // The tensor-core engine of Math over (m, n, k) with `splits` K-splits: 16-byte loads where
 // both operands allow them and no vector straddles the matrix's end along its contiguous
 // index (k for one contiguous along k, else its rows), element loads otherwise.
 template <typename Math, typename AOperand, typename BOperand, typename Store>
 void mma_gemm_launch(int64_t m, int64_t n, int64_t k, AOperand a, BOperand b, Store store,
-                     int splits, cudaStream_t stream) {
+                     int splits, cudaStream_t stream, GemmEpilogue epilogue) {
+  if (epilogue == GemmEpilogue::automatic) epilogue = default_gemm_epilogue();
+  const bool staged = epilogue == GemmEpilogue::staged && store.vector_fits();
   const int64_t per_split = k_per_split(k, splits, Math::kTileK);
   const dim3 grid(static_cast<unsigned>((m + kMmaTileM - 1) / kMmaTileM),
                   static_cast<unsigned>((n + kMmaTileN - 1) / kMmaTileN),
@@ -426,7 +496,7 @@ void mma_gemm_launch(int64_t m, int64_t n, int64_t k, AOperand a, BOperand b, St
     allow_dynamic_shared_memory(kernel, smem_bytes);
     launch(kernel, grid, dim3(kMmaThreads), smem_bytes, stream, static_cast<int32_t>(m),
            static_cast<int32_t>(n), static_cast<int32_t>(k), static_cast<int32_t>(per_split), a, b,
-           store);
+           store, staged);
   };
   if (fits(a, m) && fits(b, n)) {
     run(std::integral_constant<int, Math::kVector>{});
@@ -437,16 +507,18 @@ void mma_gemm_launch(int64_t m, int64_t n, int64_t k, AOperand a, BOperand b, St
 
 // C = A B^T over (m, n, k) with `splits` K-splits (the store must handle split > 0 when
 // splits > 1). T and fp32_math pick the engine: float -> fp32 SIMT (exact) or tf32 tensor
-// cores (tf32), __nv_bfloat16 -> bf16 tensor cores. The kernels index with 32 bits: a GEMM
-// dimension of kGemmDimLimit or more is refused.
+// cores (tf32), __nv_bfloat16 -> bf16 tensor cores; `epilogue` how the tensor-core engines
+// store (the fp32 engine stores directly). The kernels index with 32 bits: a GEMM dimension of
+// kGemmDimLimit or more is refused.
 template <typename T, typename AOperand, typename BOperand, typename Store>
 void gemm_launch(int64_t m, int64_t n, int64_t k, AOperand a, BOperand b, Store store, int splits,
-                 cudaStream_t stream, Fp32Math fp32_math = Fp32Math::exact) {
+                 cudaStream_t stream, Fp32Math fp32_math = Fp32Math::exact,
+                 GemmEpilogue epilogue = GemmEpilogue::automatic) {
   if (m == 0 || n == 0) return;
   check_gemm_dims(m, n, k);
   if constexpr (std::is_same_v<T, float>) {
     if (fp32_math == Fp32Math::tf32) {
-      mma_gemm_launch<Tf32Mma>(m, n, k, a, b, store, splits, stream);
+      mma_gemm_launch<Tf32Mma>(m, n, k, a, b, store, splits, stream, epilogue);
       return;
     }
     const int64_t per_split = k_per_split(k, splits, kFp32TileK);
@@ -457,7 +529,7 @@ void gemm_launch(int64_t m, int64_t n, int64_t k, AOperand a, BOperand b, Store 
            static_cast<int32_t>(m), static_cast<int32_t>(n), static_cast<int32_t>(k),
            static_cast<int32_t>(per_split), a, b, store);
   } else {
-    mma_gemm_launch<Bf16Mma>(m, n, k, a, b, store, splits, stream);
+    mma_gemm_launch<Bf16Mma>(m, n, k, a, b, store, splits, stream, epilogue);
   }
 }
 

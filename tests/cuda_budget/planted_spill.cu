@@ -9,9 +9,9 @@
 namespace engine::cuda {
 
 template __global__ void
-    gemm_mma_kernel<Bf16Mma, Bf16Mma::kVector, KContiguousOperand<__nv_bfloat16>,
-                    KContiguousOperand<__nv_bfloat16>, StoreToMatrix<__nv_bfloat16>>(
-        int32_t, int32_t, int32_t, int32_t, KContiguousOperand<__nv_bfloat16>,
-        KContiguousOperand<__nv_bfloat16>, StoreToMatrix<__nv_bfloat16>);
+gemm_mma_kernel<Bf16Mma, Bf16Mma::kVector, KContiguousOperand<__nv_bfloat16>,
+                KContiguousOperand<__nv_bfloat16>, StoreToMatrix<__nv_bfloat16>>(
+    int32_t, int32_t, int32_t, int32_t, KContiguousOperand<__nv_bfloat16>,
+    KContiguousOperand<__nv_bfloat16>, StoreToMatrix<__nv_bfloat16>, bool);
 
 }  // namespace engine::cuda
