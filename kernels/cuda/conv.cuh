@@ -15,7 +15,7 @@ namespace engine::cuda {
 // Launch options; tests force splits to cover the split-K path with small shapes.
 struct ConvLaunch {
   int split_k = 0;  // 0: choose_split_k
-  GemmEpilogue epilogue = GemmEpilogue::automatic;
+  GemmChoice gemm;  // the tensor-core engine's epilogue and tile (gemm_choice.h)
 };
 
 // One split choice for every engine: they tile C alike.
@@ -99,10 +99,10 @@ inline void conv2d_forward(const Conv2dForwardArgs& args, cudaStream_t stream,
                       [&](const auto& store, int splits) {
                         if (shape.is_pointwise()) {
                           gemm_launch<T>(e.m, e.n, e.k, KContiguousOperand<T>{x, e.k}, filters,
-                                         store, splits, stream, args.fp32_math, options.epilogue);
+                                         store, splits, stream, args.fp32_math, options.gemm);
                         } else {
                           gemm_launch<T>(e.m, e.n, e.k, ConvForwardInput<T>{x, shape}, filters,
-                                         store, splits, stream, args.fp32_math, options.epilogue);
+                                         store, splits, stream, args.fp32_math, options.gemm);
                         }
                       });
   });
@@ -123,7 +123,7 @@ inline void conv2d_backward_data(const Conv2dBackwardDataArgs& args, cudaStream_
                      KContiguousOperand<T>{dy, shape.out_channels},
                      RowContiguousOperand<T>{w, shape.in_channels},
                      StoreToStrideCells<T>{static_cast<T*>(args.dx), ConvGeometry(shape)}, 1,
-                     stream, args.fp32_math, options.epilogue);
+                     stream, args.fp32_math, options.gemm);
       return;
     }
     if (splits_into_stride_phases(shape)) {
@@ -133,7 +133,7 @@ inline void conv2d_backward_data(const Conv2dBackwardDataArgs& args, cudaStream_
                        phase.taps() * shape.out_channels, PhaseDataGradOutput<T>{dy, phase},
                        PhaseDataGradFilter<T>{w, phase},
                        StoreToPhasePixels<T>{static_cast<T*>(args.dx), phase}, 1, stream,
-                       args.fp32_math, options.epilogue);
+                       args.fp32_math, options.gemm);
       }
       return;
     }
@@ -143,11 +143,11 @@ inline void conv2d_backward_data(const Conv2dBackwardDataArgs& args, cudaStream_
                           gemm_launch<T>(e.m, e.n, e.k,
                                          KContiguousOperand<T>{dy, shape.out_channels},
                                          RowContiguousOperand<T>{w, shape.in_channels}, store,
-                                         splits, stream, args.fp32_math, options.epilogue);
+                                         splits, stream, args.fp32_math, options.gemm);
                         } else {
                           gemm_launch<T>(e.m, e.n, e.k, ConvDataGradOutput<T>{dy, shape},
                                          ConvDataGradFilter<T>{w, shape}, store, splits, stream,
-                                         args.fp32_math, options.epilogue);
+                                         args.fp32_math, options.gemm);
                         }
                       });
   });
@@ -166,10 +166,10 @@ inline void conv2d_backward_filter(const Conv2dBackwardFilterArgs& args, cudaStr
     auto gemm = [&](const auto& store, int split_count) {
       if (shape.is_pointwise()) {
         gemm_launch<T>(k_out, taps, pixels, grad_out, RowContiguousOperand<T>{x, taps}, store,
-                       split_count, stream, args.fp32_math, options.epilogue);
+                       split_count, stream, args.fp32_math, options.gemm);
       } else {
         gemm_launch<T>(k_out, taps, pixels, grad_out, ConvFilterGradInput<T>{x, shape}, store,
-                       split_count, stream, args.fp32_math, options.epilogue);
+                       split_count, stream, args.fp32_math, options.gemm);
       }
     };
     dispatch_device_dtype(args.dw_dtype, [&]<typename TGrad>() {

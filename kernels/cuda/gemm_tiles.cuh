@@ -23,12 +23,12 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 
 #include "kernels/cuda/device_types.cuh"
+#include "kernels/cuda/gemm_choice.h"
 #include "kernels/cuda/gemm_pipeline.cuh"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/warp_mma.cuh"
@@ -123,6 +123,25 @@ constexpr int kMmaAsyncStages = 3;
 // Blocks of kMmaThreads an SM: the registers allow it (tests/cuda_budget/budget.tsv, min_blocks)
 // and MmaKernelShape asserts the shared memory does.
 constexpr int kMmaMinBlocksPerSm = 2;
+
+// A block tile of the tensor-core engine: kWarpsM x kWarpsN warps of 32 x 64 outputs each.
+// 128 x 128 is the default; the smaller ones waste less of a tile where N (or M) is small
+// (layer1's 64 output channels fill half of a 128-wide tile) and give more blocks where output
+// tiles are few. The staged epilogue's fp32 rows are padded by 8 floats, so that the 8-byte
+// writes of a half warp (4 rows x 4 column pairs) fall on 32 distinct banks.
+template <int kWarpsMValue, int kWarpsNValue>
+struct BlockTile {
+  static constexpr int kWarpsM = kWarpsMValue, kWarpsN = kWarpsNValue;
+  static constexpr int kM = 32 * kWarpsM, kN = 64 * kWarpsN;
+  static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
+  static constexpr int kStagedLd = kN + 8;
+};
+using Block128x128 = BlockTile<4, 2>;
+using Block128x64 = BlockTile<4, 1>;
+using Block64x128 = BlockTile<2, 2>;
+using Block64x64 = BlockTile<2, 1>;
+static_assert(Block128x128::kM == kMmaTileM && Block128x128::kN == kMmaTileN &&
+              Block128x128::kThreads == kMmaThreads);
 
 // What the element type fixes. Both keep 64 bytes of K in a shared row and 32 bytes of K per
 // mma, so tiles, pipeline and ldmatrix addressing are the same in bytes.
@@ -257,40 +276,38 @@ struct FragmentReader {
   }
 };
 
-// The staged epilogue's fp32 tile: rows of kMmaTileN results padded by 8 floats, so that the
-// 8-byte writes of a half warp (4 rows x 4 column pairs) fall on 32 distinct banks.
-constexpr int kMmaStagedLd = kMmaTileN + 8;
-
 // gemm_mma_kernel's shared memory (dynamic: over 48 KiB with cp.async's three stages): the
 // stages of each operand's tile, which the staged epilogue then reuses for the block's results,
 // and the cursors of the block's rows.
-template <int kStages, typename ATile, typename BTile, typename ARow, typename BRow>
+template <int kStages, typename Block, typename ATile, typename BTile, typename ARow, typename BRow>
 struct MmaStorage {
   static constexpr size_t kTileBytes = kStages * (sizeof(ATile) + sizeof(BTile));
-  static constexpr size_t kStagedBytes = sizeof(float) * kMmaTileM * kMmaStagedLd;
+  static constexpr size_t kStagedBytes = sizeof(float) * Block::kM * Block::kStagedLd;
   alignas(16) unsigned char tiles[kTileBytes > kStagedBytes ? kTileBytes : kStagedBytes];
-  ARow a_rows[kMmaTileM];
-  BRow b_rows[kMmaTileN];
+  ARow a_rows[Block::kM];
+  BRow b_rows[Block::kN];
   __device__ __forceinline__ ATile* a() { return reinterpret_cast<ATile*>(tiles); }
   __device__ __forceinline__ BTile* b() {
     return reinterpret_cast<BTile*>(tiles + kStages * sizeof(ATile));
   }
-  __device__ __forceinline__ float (*staged())[kMmaStagedLd] {
-    return reinterpret_cast<float(*)[kMmaStagedLd]>(tiles);
+  __device__ __forceinline__ float (*staged())[Block::kStagedLd] {
+    return reinterpret_cast<float(*)[Block::kStagedLd]>(tiles);
   }
 };
 
 // How gemm_mma_kernel<Math, kVector> feeds its tiles: 16-byte vectors by cp.async through
 // kMmaAsyncStages stages, element loads (the stem, odd channel counts) through registers and
 // two stages.
-template <typename Math, int kVector, typename AOperand, typename BOperand>
+template <typename Math, int kVector, typename AOperand, typename BOperand,
+          typename Block = Block128x128>
 struct MmaKernelShape {
   static constexpr bool kAsync = kVector == Math::kVector;
   static_assert(kAsync || kVector == 1, "the tensor-core engine loads 16-byte vectors or elements");
   static constexpr int kStages = kAsync ? kMmaAsyncStages : 2;
-  using ATile = MmaTile<Math, kMmaTileM, AOperand::kContiguousAlongK>;
-  using BTile = MmaTile<Math, kMmaTileN, BOperand::kContiguousAlongK>;
-  using Storage = MmaStorage<kStages, ATile, BTile, typename AOperand::Row, typename BOperand::Row>;
+  using ATile = MmaTile<Math, Block::kM, AOperand::kContiguousAlongK>;
+  using BTile = MmaTile<Math, Block::kN, BOperand::kContiguousAlongK>;
+  using Storage =
+      MmaStorage<kStages, Block, ATile, BTile, typename AOperand::Row, typename BOperand::Row>;
   static_assert(sizeof(ATile) % 16 == 0 && sizeof(BTile) % 16 == 0,
                 "every stage starts 16-byte aligned, as ldmatrix and cp.async need");
   // The blocks per SM that tests/cuda_budget holds the registers to must fit in shared memory
@@ -299,11 +316,13 @@ struct MmaKernelShape {
                 "a block's shared memory leaves room for kMmaMinBlocksPerSm blocks an SM");
 };
 
-template <typename Math, int kVector, typename AOperand, typename BOperand, typename Store>
-__global__ void __launch_bounds__(kMmaThreads)
+template <typename Math, int kVector, typename AOperand, typename BOperand, typename Store,
+          typename Block = Block128x128>
+__global__ void __launch_bounds__(Block::kThreads)
     gemm_mma_kernel(int32_t m_size, int32_t n_size, int32_t k_size, int32_t k_per_split, AOperand a,
                     BOperand b, Store store, bool staged_epilogue) {
-  using Shape = MmaKernelShape<Math, kVector, AOperand, BOperand>;
+  using Shape = MmaKernelShape<Math, kVector, AOperand, BOperand, Block>;
+  constexpr int kTileM = Block::kM, kTileN = Block::kN, kThreads = Block::kThreads;
   using ATile = typename Shape::ATile;
   using BTile = typename Shape::BTile;
   using Storage = typename Shape::Storage;
@@ -313,15 +332,15 @@ __global__ void __launch_bounds__(kMmaThreads)
   ATile* const a_tile = storage->a();
   BTile* const b_tile = storage->b();
 
-  const int32_t m0 = static_cast<int32_t>(blockIdx.x) * kMmaTileM;
-  const int32_t n0 = static_cast<int32_t>(blockIdx.y) * kMmaTileN;
+  const int32_t m0 = static_cast<int32_t>(blockIdx.x) * kTileM;
+  const int32_t n0 = static_cast<int32_t>(blockIdx.y) * kTileN;
   int32_t k_begin, k_end;
   split_range(k_size, k_per_split, k_begin, k_end);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int warp_m = warp / 2, warp_n = warp % 2;
+  const int warp_m = warp / Block::kWarpsN, warp_n = warp % Block::kWarpsN;
 
-  prepare_rows<kMmaTileM, kMmaThreads>(a, m0, m_size, storage->a_rows);
-  prepare_rows<kMmaTileN, kMmaThreads>(b, n0, n_size, storage->b_rows);
+  prepare_rows<kTileM, kThreads>(a, m0, m_size, storage->a_rows);
+  prepare_rows<kTileN, kThreads>(b, n0, n_size, storage->b_rows);
   __syncthreads();
 
   const FragmentReader<Math, ATile, true> a_reader(a_tile[0], warp_m * 32, lane);
@@ -342,16 +361,16 @@ __global__ void __launch_bounds__(kMmaThreads)
     }
   };
   if constexpr (Shape::kAsync) {
-    using ALoader = AsyncTileLoader<kMmaTileM, kTileK, kMmaThreads, AOperand, kVector>;
-    using BLoader = AsyncTileLoader<kMmaTileN, kTileK, kMmaThreads, BOperand, kVector>;
+    using ALoader = AsyncTileLoader<kTileM, kTileK, kThreads, AOperand, kVector>;
+    using BLoader = AsyncTileLoader<kTileN, kTileK, kThreads, BOperand, kVector>;
     const ALoader a_loader;
     const BLoader b_loader;
     multistage_k_loop<Shape::kStages, kTileK>(
         k_begin, k_end, AsyncTileFeed{a_loader, a, storage->a_rows, a_tile},
         AsyncTileFeed{b_loader, b, storage->b_rows, b_tile}, compute);
   } else {
-    using ALoader = TileLoader<kMmaTileM, kTileK, kMmaThreads, AOperand, Element>;
-    using BLoader = TileLoader<kMmaTileN, kTileK, kMmaThreads, BOperand, Element>;
+    using ALoader = TileLoader<kTileM, kTileK, kThreads, AOperand, Element>;
+    using BLoader = TileLoader<kTileN, kTileK, kThreads, BOperand, Element>;
     ALoader a_loader;
     BLoader b_loader;
     const auto put = [](auto& tile) {
@@ -368,7 +387,7 @@ __global__ void __launch_bounds__(kMmaThreads)
     // consecutive threads along a row: one vector access where the direct path makes 8 (bf16).
     if constexpr (Shape::kAsync) cp_async_wait<0>();
     __syncthreads();
-    float(*staged)[kMmaStagedLd] = storage->staged();
+    float(*staged)[Block::kStagedLd] = storage->staged();
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
 #pragma unroll
@@ -379,8 +398,8 @@ __global__ void __launch_bounds__(kMmaThreads)
       }
     }
     __syncthreads();
-    constexpr int kWidth = Store::kVectorWidth, kRuns = kMmaTileN / kWidth;
-    for (int run = threadIdx.x; run < kMmaTileM * kRuns; run += kMmaThreads) {
+    constexpr int kWidth = Store::kVectorWidth, kRuns = kTileN / kWidth;
+    for (int run = threadIdx.x; run < kTileM * kRuns; run += kThreads) {
       const int row = run / kRuns, col = run % kRuns * kWidth;
       const int32_t m = m0 + row, n = n0 + col;
       if (m >= m_size || n >= n_size) continue;
@@ -454,71 +473,71 @@ inline int64_t k_per_split(int64_t k, int splits, int tile_k) {
   return (per_split + tile_k - 1) / tile_k * tile_k;
 }
 
-// How the tensor-core engine hands its results to the store: `direct`, each thread its
-// accumulators element by element (2-byte stores for bf16), or `staged` through shared memory
-// in 16-byte runs of a row (where the store's vector_fits(); else direct). `automatic` is
-// ENGINE_GEMM_EPILOGUE=direct|staged, staged when unset: a run-time choice, so one GPU run
-// can time both.
-enum class GemmEpilogue { automatic, direct, staged };
-
-inline GemmEpilogue default_gemm_epilogue() {
-  static const GemmEpilogue chosen = [] {
-    const char* text = std::getenv("ENGINE_GEMM_EPILOGUE");
-    const std::string value = text == nullptr ? "staged" : text;
-    if (value == "staged") return GemmEpilogue::staged;
-    if (value == "direct") return GemmEpilogue::direct;
-    throw std::invalid_argument("ENGINE_GEMM_EPILOGUE='" + value + "': use direct or staged");
-  }();
-  return chosen;
-}
-
 // The tensor-core engine of Math over (m, n, k) with `splits` K-splits: 16-byte loads where
 // both operands allow them and no vector straddles the matrix's end along its contiguous
-// index (k for one contiguous along k, else its rows), element loads otherwise.
+// index (k for one contiguous along k, else its rows), element loads otherwise; the epilogue
+// and (bf16, 16-byte loads) the block tile as `choice` says (gemm_choice.h).
 template <typename Math, typename AOperand, typename BOperand, typename Store>
 void mma_gemm_launch(int64_t m, int64_t n, int64_t k, AOperand a, BOperand b, Store store,
-                     int splits, cudaStream_t stream, GemmEpilogue epilogue) {
-  if (epilogue == GemmEpilogue::automatic) epilogue = default_gemm_epilogue();
-  const bool staged = epilogue == GemmEpilogue::staged && store.vector_fits();
+                     int splits, cudaStream_t stream, const GemmChoice& choice) {
+  const bool staged =
+      resolve_epilogue(choice.epilogue) == GemmEpilogue::staged && store.vector_fits();
   const int64_t per_split = k_per_split(k, splits, Math::kTileK);
-  const dim3 grid(static_cast<unsigned>((m + kMmaTileM - 1) / kMmaTileM),
-                  static_cast<unsigned>((n + kMmaTileN - 1) / kMmaTileN),
-                  static_cast<unsigned>(splits));
   const auto fits = [&](const auto& operand, int64_t rows) {
     return operand.vectorizable(Math::kVector) &&
            (operand.kContiguousAlongK ? k : rows) % Math::kVector == 0;
   };
-  const auto run = [&](auto vector) {
+  const auto run = [&](auto vector, auto block) {
     constexpr int kVector = decltype(vector)::value;
+    using Block = decltype(block);
     constexpr size_t smem_bytes =
-        sizeof(typename MmaKernelShape<Math, kVector, AOperand, BOperand>::Storage);
-    const auto kernel = gemm_mma_kernel<Math, kVector, AOperand, BOperand, Store>;
+        sizeof(typename MmaKernelShape<Math, kVector, AOperand, BOperand, Block>::Storage);
+    const auto kernel = gemm_mma_kernel<Math, kVector, AOperand, BOperand, Store, Block>;
+    const dim3 grid(static_cast<unsigned>((m + Block::kM - 1) / Block::kM),
+                    static_cast<unsigned>((n + Block::kN - 1) / Block::kN),
+                    static_cast<unsigned>(splits));
     allow_dynamic_shared_memory(kernel, smem_bytes);
-    launch(kernel, grid, dim3(kMmaThreads), smem_bytes, stream, static_cast<int32_t>(m),
+    launch(kernel, grid, dim3(Block::kThreads), smem_bytes, stream, static_cast<int32_t>(m),
            static_cast<int32_t>(n), static_cast<int32_t>(k), static_cast<int32_t>(per_split), a, b,
            store, staged);
   };
-  if (fits(a, m) && fits(b, n)) {
-    run(std::integral_constant<int, Math::kVector>{});
-  } else {
-    run(std::integral_constant<int, 1>{});
+  using Vector = std::integral_constant<int, Math::kVector>;
+  if (!(fits(a, m) && fits(b, n))) {
+    run(std::integral_constant<int, 1>{}, Block128x128{});
+    return;
   }
+  if constexpr (std::is_same_v<Math, Bf16Mma>) {
+    switch (resolve_tile(choice.tile, m, n)) {
+      case GemmTile::t128x64:
+        run(Vector{}, Block128x64{});
+        return;
+      case GemmTile::t64x128:
+        run(Vector{}, Block64x128{});
+        return;
+      case GemmTile::t64x64:
+        run(Vector{}, Block64x64{});
+        return;
+      default:
+        break;
+    }
+  }
+  run(Vector{}, Block128x128{});
 }
 
 // C = A B^T over (m, n, k) with `splits` K-splits (the store must handle split > 0 when
 // splits > 1). T and fp32_math pick the engine: float -> fp32 SIMT (exact) or tf32 tensor
-// cores (tf32), __nv_bfloat16 -> bf16 tensor cores; `epilogue` how the tensor-core engines
-// store (the fp32 engine stores directly). The kernels index with 32 bits: a GEMM dimension of
-// kGemmDimLimit or more is refused.
+// cores (tf32), __nv_bfloat16 -> bf16 tensor cores; `choice` the tensor-core engines' epilogue
+// and tile (the fp32 engine has one of each). The kernels index with 32 bits: a GEMM dimension
+// of kGemmDimLimit or more is refused.
 template <typename T, typename AOperand, typename BOperand, typename Store>
 void gemm_launch(int64_t m, int64_t n, int64_t k, AOperand a, BOperand b, Store store, int splits,
                  cudaStream_t stream, Fp32Math fp32_math = Fp32Math::exact,
-                 GemmEpilogue epilogue = GemmEpilogue::automatic) {
+                 const GemmChoice& choice = {}) {
   if (m == 0 || n == 0) return;
   check_gemm_dims(m, n, k);
   if constexpr (std::is_same_v<T, float>) {
     if (fp32_math == Fp32Math::tf32) {
-      mma_gemm_launch<Tf32Mma>(m, n, k, a, b, store, splits, stream, epilogue);
+      mma_gemm_launch<Tf32Mma>(m, n, k, a, b, store, splits, stream, choice);
       return;
     }
     const int64_t per_split = k_per_split(k, splits, kFp32TileK);
@@ -529,7 +548,7 @@ void gemm_launch(int64_t m, int64_t n, int64_t k, AOperand a, BOperand b, Store 
            static_cast<int32_t>(m), static_cast<int32_t>(n), static_cast<int32_t>(k),
            static_cast<int32_t>(per_split), a, b, store);
   } else {
-    mma_gemm_launch<Bf16Mma>(m, n, k, a, b, store, splits, stream, epilogue);
+    mma_gemm_launch<Bf16Mma>(m, n, k, a, b, store, splits, stream, choice);
   }
 }
 

@@ -21,8 +21,8 @@ import tempfile
 
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
-ORIGINAL = "__launch_bounds__(kMmaThreads)"
-PLANTED = "__launch_bounds__(kMmaThreads, 4)"
+ORIGINAL = "__launch_bounds__(Block::kThreads)"
+PLANTED = "__launch_bounds__(Block::kThreads, 4)"
 
 
 def compile_object(nvcc, include_root, arch, output):
