@@ -2,7 +2,8 @@
 // forward writes y and a one-byte argmax, the window position of each maximum; the backward
 // gathers, each input element summing dy over the windows that chose it (no atomics, so the
 // sums are bit-reproducible). A thread takes 8 adjacent channels of one pixel (16-byte
-// accesses) where every row allows it, else one channel.
+// accesses) where every row allows it, else one channel; it keeps its column (pixel within a
+// row, channel group) and what follows from it in registers, and walks rows.
 #pragma once
 
 #include <algorithm>
@@ -28,26 +29,13 @@ constexpr int kMaxPoolVec = 8;
 // every index is 32-bit and split into coordinates by FastDivmod (a 64-bit `/` is a
 // ~70-instruction subroutine on the GPU; six of them per element held the backward to a
 // twelfth of a copy's bandwidth on an H200: bench/results/gpu-check-h200-2026-12-04-op-harness).
-// by_groups divides by the channel groups of a pixel: c / kVec.
+// by_groups divides by the channel groups of a pixel, c / kVec; by_phase_slots by the
+// backward's slots of one phase, ceil(w / stride) (see there).
 struct PoolWindow {
   int32_t h, w, c, out_h, out_w;
   int32_t kernel, stride, padding;
-  FastDivmod by_groups, by_h, by_w, by_out_h, by_out_w, by_stride;
+  FastDivmod by_groups, by_h, by_out_h, by_stride, by_phase_slots;
 };
-
-// A flat index over [images, by_h, by_w, by_groups]'s coordinates.
-struct NhwcAt {
-  int32_t image, row, col, group;
-};
-__device__ __forceinline__ NhwcAt nhwc_at(int32_t i, const FastDivmod& by_groups,
-                                          const FastDivmod& by_w, const FastDivmod& by_h) {
-  NhwcAt at;
-  int32_t pixel, rows;
-  by_groups.divmod(i, pixel, at.group);
-  by_w.divmod(pixel, rows, at.col);
-  by_h.divmod(rows, at.image, at.row);
-  return at;
-}
 
 // kVec channels of T as floats: 16-byte loads when kVec > 1 (one for 8 bf16, two for 8 f32),
 // the source then 16-byte aligned.
@@ -98,20 +86,25 @@ __device__ __forceinline__ CodeWords<kVec> load_codes(const uint8_t* source) {
   return codes;
 }
 
-// As PyTorch: the argmax starts at the window's first valid position; a value wins when it is
-// greater than the best so far or NaN (v != v), so NaN propagates. Positions are codes from
-// the window's padded corner, row * kernel + col (kernels/args/pool.h). `total` channel
-// groups of outputs; group i's elements start at i * kVec.
+// Grid: blockIdx.x walks the launch's `rows` output rows (images * out_h, strided by
+// gridDim.x), blockIdx.y * blockDim.x + threadIdx.x is the column: output pixel ow and channel
+// group, group fastest (coalesced NHWC). As PyTorch: the argmax starts at the window's first
+// valid position; a value wins when it is greater than the best so far or NaN (v != v), so
+// NaN propagates. Positions are codes from the window's padded corner, row * kernel + col
+// (kernels/args/pool.h).
 template <typename T, int kVec>
-__global__ void maxpool2d_forward_kernel(const T* x, T* y, uint8_t* argmax, int32_t total,
+__global__ void maxpool2d_forward_kernel(const T* x, T* y, uint8_t* argmax, int32_t rows,
                                          PoolWindow g) {
-  for (int64_t flat = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; flat < total;
-       flat += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const auto i = static_cast<int32_t>(flat);
-    const auto [image, oh, ow, group] = nhwc_at(i, g.by_groups, g.by_out_w, g.by_out_h);
-    const int32_t h0 = oh * g.stride - g.padding, w0 = ow * g.stride - g.padding;
+  int32_t ow, group;
+  g.by_groups.divmod(static_cast<int32_t>(blockIdx.y * blockDim.x + threadIdx.x), ow, group);
+  if (ow >= g.out_w) return;
+  const int32_t w0 = ow * g.stride - g.padding;
+  const int32_t w_begin = w0 < 0 ? 0 : w0, w_end = w0 + g.kernel < g.w ? w0 + g.kernel : g.w;
+  for (int32_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    int32_t image, oh;
+    g.by_out_h.divmod(row, image, oh);
+    const int32_t h0 = oh * g.stride - g.padding;
     const int32_t h_begin = h0 < 0 ? 0 : h0, h_end = h0 + g.kernel < g.h ? h0 + g.kernel : g.h;
-    const int32_t w_begin = w0 < 0 ? 0 : w0, w_end = w0 + g.kernel < g.w ? w0 + g.kernel : g.w;
     const T* plane = x + image * g.h * g.w * g.c + group * kVec;
     float best[kVec];
     int32_t code[kVec];
@@ -134,35 +127,45 @@ __global__ void maxpool2d_forward_kernel(const T* x, T* y, uint8_t* argmax, int3
         }
       }
     }
-    store_group<kVec>(y + i * kVec, best);
+    const int32_t at = (row * g.out_w + ow) * g.c + group * kVec;
+    store_group<kVec>(y + at, best);
     Pack<uint8_t, kVec> codes;
 #pragma unroll
     for (int k = 0; k < kVec; ++k)
       codes.v[k] = static_cast<uint8_t>(code[k]);
-    reinterpret_cast<Pack<uint8_t, kVec>*>(argmax)[i] = codes;
+    *reinterpret_cast<Pack<uint8_t, kVec>*>(argmax + at) = codes;
   }
 }
 
-// Each of the `total` channel groups of inputs sums dy over the outputs whose window holds it
-// and chose it, in row-major output order: deterministic, no atomics, and dx needs no zero
-// fill. A window chose it when its argmax code is this input's position in that window.
+// Grid: blockIdx.x walks the launch's `rows` input rows (images * h, strided by gridDim.x),
+// blockIdx.y * blockDim.x + threadIdx.x is the column: a slot and a channel group. Each input
+// sums dy over the outputs whose window holds it and chose it, in row-major output order:
+// deterministic, no atomics, and dx needs no zero fill. Columns take a row's inputs phase by
+// phase (iw % stride): a row has stride phases of ceil(w / stride) slots, slot s of phase r
+// being iw = s * stride + r (none past w). The lanes of a warp then share a phase, and with it
+// how many windows hold their inputs (1 or 2 a direction for 3x3/2): in pixel order every warp
+// ran the larger count, 3 windows for 2.25.
 template <typename T, int kVec>
-__global__ void maxpool2d_backward_kernel(const T* dy, const uint8_t* argmax, T* dx, int32_t total,
+__global__ void maxpool2d_backward_kernel(const T* dy, const uint8_t* argmax, T* dx, int32_t rows,
                                           PoolWindow g) {
-  for (int64_t flat = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; flat < total;
-       flat += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const auto i = static_cast<int32_t>(flat);
-    const auto [image, ih, iw, group] = nhwc_at(i, g.by_groups, g.by_w, g.by_h);
-    // Outputs oh with oh * stride - padding <= ih <= oh * stride - padding + kernel - 1 (a
-    // negative lower bound is 0: FastDivmod takes no negative dividend).
+  int32_t slot, group, phase, step;
+  g.by_groups.divmod(static_cast<int32_t>(blockIdx.y * blockDim.x + threadIdx.x), slot, group);
+  g.by_phase_slots.divmod(slot, phase, step);
+  const int32_t iw = step * g.stride + phase;
+  if (phase >= g.stride || iw >= g.w) return;
+  // Outputs ow with ow * stride - padding <= iw <= ow * stride - padding + kernel - 1 (a
+  // negative lower bound is 0: FastDivmod takes no negative dividend); rows alike.
+  const int32_t ow_from = iw + g.padding - g.kernel + g.stride;
+  const int32_t ow_begin = ow_from > 0 ? g.by_stride.divide(ow_from) : 0;
+  const int32_t ow_last = g.by_stride.divide(iw + g.padding) + 1;
+  const int32_t ow_end = ow_last < g.out_w ? ow_last : g.out_w;
+  for (int32_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    int32_t image, ih;
+    g.by_h.divmod(row, image, ih);
     const int32_t oh_from = ih + g.padding - g.kernel + g.stride;
-    const int32_t ow_from = iw + g.padding - g.kernel + g.stride;
     const int32_t oh_begin = oh_from > 0 ? g.by_stride.divide(oh_from) : 0;
-    const int32_t ow_begin = ow_from > 0 ? g.by_stride.divide(ow_from) : 0;
     const int32_t oh_last = g.by_stride.divide(ih + g.padding) + 1;
-    const int32_t ow_last = g.by_stride.divide(iw + g.padding) + 1;
     const int32_t oh_end = oh_last < g.out_h ? oh_last : g.out_h;
-    const int32_t ow_end = ow_last < g.out_w ? ow_last : g.out_w;
     const int32_t plane = image * g.out_h * g.out_w * g.c + group * kVec;
     float sum[kVec] = {};
     for (int32_t oh = oh_begin; oh < oh_end; ++oh) {
@@ -183,24 +186,32 @@ __global__ void maxpool2d_backward_kernel(const T* dy, const uint8_t* argmax, T*
         }
       }
     }
-    store_group<kVec>(dx + i * kVec, sum);
+    store_group<kVec>(dx + (row * g.w + iw) * g.c + group * kVec, sum);
   }
 }
 
 // ---------------------------------------------------------------------------------------
 // Launchers
 
-// The launch geometry of max pooling: the element-wise grid (over channel groups), and the
-// most elements a launch indexes (whole images; 32-bit indices need under 2^31). The SIMT
-// tests force both.
+// The launch geometry of max pooling: grid.threads a block, a grid of at most grid.max_blocks
+// rows (the kernels stride over the rest) by the tiles a row's columns take; and the most
+// elements a launch indexes (whole images; 32-bit indices need under 2^31). The SIMT tests
+// force all three. 128 threads: the stem's input row (112 pixels x 8 groups) is 7 tiles.
 struct PoolLaunch {
-  ElementwiseLaunch grid;
+  ElementwiseLaunch grid{128, 2048};
   int64_t max_launch_elements = INT32_MAX;
 };
 
-// The elements one image takes in a launch: its input's or its output's, the larger.
+// An input row's slots in the backward: ceil(w / stride) for each of the stride phases.
+inline int64_t maxpool_row_slots(const MaxPool2dWindow& window) {
+  const int64_t stride = window.params.stride;
+  return (window.w + stride - 1) / stride * stride;
+}
+
+// The elements one image takes in a launch: its input's or its output's, the larger, the
+// input's rows counted in the backward's slots (a multiple of the stride).
 inline int64_t maxpool_image_elements(const MaxPool2dWindow& window) {
-  return std::max(window.h * window.w, window.out_h() * window.out_w()) * window.c;
+  return std::max(window.h * maxpool_row_slots(window), window.out_h() * window.out_w()) * window.c;
 }
 
 // Channels per thread: kMaxPoolVec when the channels are a multiple of it and the activations
@@ -214,6 +225,16 @@ inline int maxpool_channels_per_thread(int64_t c, const void* activation, const 
   return c % kMaxPoolVec == 0 && at(activation, 16) && at(other, 16) && at(argmax, kMaxPoolVec)
              ? kMaxPoolVec
              : 1;
+}
+
+// The grid over `rows` rows of `columns` threads each.
+inline dim3 maxpool_grid(int64_t rows, int64_t columns, const ElementwiseLaunch& shape) {
+  const int64_t tiles = (columns + shape.threads - 1) / shape.threads;
+  ENGINE_REQUIRE(tiles <= 65535, "maxpool2d: a row of " + std::to_string(columns) +
+                                     " threads is over 65535 blocks of " +
+                                     std::to_string(shape.threads));
+  return dim3(static_cast<unsigned>(std::clamp<int64_t>(rows, 1, shape.max_blocks)),
+              static_cast<unsigned>(tiles));
 }
 
 // Calls run(first_image, images, window) for runs of whole images that each fit a launch,
@@ -230,20 +251,20 @@ void for_each_image_run(const MaxPool2dWindow& window, int kVec, int64_t max_lau
                      std::to_string(per_image) + " elements, over the " +
                      std::to_string(max_launch_elements) + " a launch indexes");
   const int64_t images_per_launch = std::min(window.n, max_launch_elements / per_image);
-  const PoolWindow g{static_cast<int32_t>(window.h),
-                     static_cast<int32_t>(window.w),
-                     static_cast<int32_t>(window.c),
-                     static_cast<int32_t>(out_h),
-                     static_cast<int32_t>(out_w),
-                     window.params.kernel,
-                     window.params.stride,
-                     window.params.padding,
-                     FastDivmod(static_cast<int32_t>(window.c / kVec)),
-                     FastDivmod(static_cast<int32_t>(window.h)),
-                     FastDivmod(static_cast<int32_t>(window.w)),
-                     FastDivmod(static_cast<int32_t>(out_h)),
-                     FastDivmod(static_cast<int32_t>(out_w)),
-                     FastDivmod(window.params.stride)};
+  const PoolWindow g{
+      static_cast<int32_t>(window.h),
+      static_cast<int32_t>(window.w),
+      static_cast<int32_t>(window.c),
+      static_cast<int32_t>(out_h),
+      static_cast<int32_t>(out_w),
+      window.params.kernel,
+      window.params.stride,
+      window.params.padding,
+      FastDivmod(static_cast<int32_t>(window.c / kVec)),
+      FastDivmod(static_cast<int32_t>(window.h)),
+      FastDivmod(static_cast<int32_t>(out_h)),
+      FastDivmod(window.params.stride),
+      FastDivmod(static_cast<int32_t>(maxpool_row_slots(window) / window.params.stride))};
   for (int64_t first = 0; first < window.n; first += images_per_launch)
     run(first, std::min(images_per_launch, window.n - first), g);
 }
@@ -270,12 +291,13 @@ inline void maxpool2d_forward(const MaxPool2dForwardArgs& args, cudaStream_t str
     dispatch_maxpool_vector(width, [&]<int kVec>() {
       for_each_image_run(window, kVec, shape.max_launch_elements,
                          [&](int64_t first, int64_t images, const PoolWindow& g) {
-                           const int64_t groups = images * out_image / kVec;
+                           const int64_t rows = images * window.out_h();
                            launch(maxpool2d_forward_kernel<T, kVec>,
-                                  elementwise_grid(groups, shape.grid), dim3(shape.grid.threads), 0,
-                                  stream, static_cast<const T*>(args.x) + first * in_image,
+                                  maxpool_grid(rows, window.out_w() * window.c / kVec, shape.grid),
+                                  dim3(shape.grid.threads), 0, stream,
+                                  static_cast<const T*>(args.x) + first * in_image,
                                   static_cast<T*>(args.y) + first * out_image,
-                                  args.argmax + first * out_image, static_cast<int32_t>(groups), g);
+                                  args.argmax + first * out_image, static_cast<int32_t>(rows), g);
                          });
     });
   });
@@ -289,16 +311,17 @@ inline void maxpool2d_backward(const MaxPool2dBackwardArgs& args, cudaStream_t s
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
     const int width = maxpool_channels_per_thread(window.c, args.dy, args.dx, args.argmax);
     dispatch_maxpool_vector(width, [&]<int kVec>() {
-      for_each_image_run(window, kVec, shape.max_launch_elements,
-                         [&](int64_t first, int64_t images, const PoolWindow& g) {
-                           const int64_t groups = images * in_image / kVec;
-                           launch(maxpool2d_backward_kernel<T, kVec>,
-                                  elementwise_grid(groups, shape.grid), dim3(shape.grid.threads), 0,
-                                  stream, static_cast<const T*>(args.dy) + first * out_image,
-                                  args.argmax + first * out_image,
-                                  static_cast<T*>(args.dx) + first * in_image,
-                                  static_cast<int32_t>(groups), g);
-                         });
+      for_each_image_run(
+          window, kVec, shape.max_launch_elements,
+          [&](int64_t first, int64_t images, const PoolWindow& g) {
+            const int64_t rows = images * window.h;
+            launch(maxpool2d_backward_kernel<T, kVec>,
+                   maxpool_grid(rows, maxpool_row_slots(window) * window.c / kVec, shape.grid),
+                   dim3(shape.grid.threads), 0, stream,
+                   static_cast<const T*>(args.dy) + first * out_image,
+                   args.argmax + first * out_image, static_cast<T*>(args.dx) + first * in_image,
+                   static_cast<int32_t>(rows), g);
+          });
     });
   });
 }

@@ -36,8 +36,9 @@ struct Window {
     return text + std::to_string(padding);
   }
 };
-// The ResNet stem's 3x3/2/1 first; then non-overlapping, stride 1, and a wide window.
-inline const std::vector<Window> kWindows = {{3, 2, 1}, {2, 2, 0}, {3, 1, 1}, {5, 2, 2}};
+// The ResNet stem's 3x3/2/1 first, the same unpadded; then non-overlapping, stride 1, and a
+// wide window.
+inline const std::vector<Window> kWindows = {{3, 2, 1}, {3, 2, 0}, {2, 2, 0}, {3, 1, 1}, {5, 2, 2}};
 // The widest window a u8 argmax allows: 256 positions, codes up to 255 (padding 8: many
 // windows clipped), on shapes it fits, with channels for the vector path and without.
 inline const Window kWidestWindow = {16, 3, 8};
