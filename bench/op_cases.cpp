@@ -66,14 +66,14 @@ std::vector<OpCase> resnet_op_cases(const std::string& arch, int64_t batch, int6
     add_activation_cases(cases, prefix, nhwc);
     const double size = kF32 * shape_numel(nhwc);
     if (i == 0) {
-      // The stem's max-pool: reads x, writes y and its argmax; backward reads dy and the
-      // argmax, writes dx.
+      // The stem's max-pool: reads x, writes y and its argmax (a byte an element); backward
+      // reads dy and the argmax, writes dx.
       const MaxPool2dParams pool;
-      const double pooled =
-          kF32 * batch * pool.output_size(a.size) * pool.output_size(a.size) * a.channels;
-      cases.push_back({prefix + " maxpool", "maxpool", nhwc, size + 2 * pooled, 0});
-      cases.push_back(
-          {prefix + " maxpool_backward", "maxpool_backward", nhwc, 2 * pooled + size, 0});
+      const double outputs = static_cast<double>(batch) * pool.output_size(a.size) *
+                             pool.output_size(a.size) * a.channels;
+      const double pooled = kF32 * outputs + outputs;
+      cases.push_back({prefix + " maxpool", "maxpool", nhwc, size + pooled, 0});
+      cases.push_back({prefix + " maxpool_backward", "maxpool_backward", nhwc, pooled + size, 0});
     }
     if (i + 1 == activations.size()) {
       // The head's global average pool: [n, h, w, c] <-> [n, c].

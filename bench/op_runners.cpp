@@ -77,7 +77,7 @@ std::function<void()> maxpool_op(const OpCase& c, Stream& stream) {
   const Device device = stream.device();
   Tensor x = filled(c.dims, DType::f32, 0.5f, stream);
   Tensor y = Tensor::empty(pooled_shape, DType::f32, device);
-  Tensor argmax = Tensor::empty(pooled_shape, DType::i32, device);
+  Tensor argmax = Tensor::empty(pooled_shape, DType::u8, device);
   if (c.op == "maxpool") {
     return [=, &stream]() mutable { maxpool2d_forward(pool, x, y, argmax, stream); };
   }

@@ -16,6 +16,8 @@ std::string_view dtype_name(DType dtype) {
       return "i32";
     case DType::f64:
       return "f64";
+    case DType::u8:
+      return "u8";
   }
   return "unknown dtype";
 }
@@ -25,7 +27,8 @@ DType parse_dtype(std::string_view text) {
   if (text == "bf16" || text == "bfloat16") return DType::bf16;
   if (text == "i32" || text == "int32") return DType::i32;
   if (text == "f64" || text == "fp64" || text == "float64") return DType::f64;
-  fail("unknown dtype '" + std::string(text) + "' (use f32, bf16, i32 or f64)");
+  if (text == "u8" || text == "uint8") return DType::u8;
+  fail("unknown dtype '" + std::string(text) + "' (use f32, bf16, i32, f64 or u8)");
 }
 
 void fail_not_float_dtype(DType dtype, std::string_view where) {

@@ -72,6 +72,16 @@ Tensor Tensor::from_ints(const Shape& shape, const std::vector<int32_t>& values)
   return t;
 }
 
+Tensor Tensor::from_bytes(const Shape& shape, const std::vector<uint8_t>& values) {
+  if (static_cast<int64_t>(values.size()) != shape_numel(shape)) {
+    fail("Tensor::from_bytes: " + std::to_string(values.size()) + " values for shape " +
+         shape_str(shape));
+  }
+  Tensor t = empty(shape, DType::u8);
+  if (!values.empty()) std::memcpy(t.raw_data(), values.data(), t.nbytes());
+  return t;
+}
+
 Tensor Tensor::from_doubles(const Shape& shape, const std::vector<double>& values) {
   if (static_cast<int64_t>(values.size()) != shape_numel(shape)) {
     fail("Tensor::from_doubles: " + std::to_string(values.size()) + " values for shape " +
@@ -142,6 +152,12 @@ std::vector<float> Tensor::to_floats(Stream& stream) const {
       values[i] = static_cast<float>(in[i]);
     return values;
   }
+  if (dtype_ == DType::u8) {
+    const uint8_t* in = host.data<uint8_t>();
+    for (size_t i = 0; i < values.size(); ++i)
+      values[i] = static_cast<float>(in[i]);
+    return values;
+  }
   if (dtype_ == DType::f64) {
     const double* in = host.data<double>();
     for (size_t i = 0; i < values.size(); ++i)
@@ -161,6 +177,13 @@ std::vector<int32_t> Tensor::to_ints(Stream& stream) const {
   const Tensor host = on_host(stream);
   const int32_t* in = host.data<int32_t>();
   return std::vector<int32_t>(in, in + numel());
+}
+
+std::vector<uint8_t> Tensor::to_bytes(Stream& stream) const {
+  if (dtype_ != DType::u8) fail("Tensor::to_bytes on " + describe() + " (use to_floats)");
+  const Tensor host = on_host(stream);
+  const uint8_t* in = host.data<uint8_t>();
+  return std::vector<uint8_t>(in, in + numel());
 }
 
 std::vector<double> Tensor::to_doubles(Stream& stream) const {

@@ -32,8 +32,8 @@ class Tensor {
   // Uninitialized storage.
   static Tensor empty(const Shape& shape, DType dtype, Device device = Device::cpu(),
                       HostMemory host_memory = HostMemory::pageable);
-  // Zeros of a float dtype or f64 (fill's); an i32 tensor comes from from_ints or a kernel's
-  // output.
+  // Zeros of a float dtype or f64 (fill's); an i32 or u8 tensor comes from from_ints,
+  // from_bytes or a kernel's output.
   static Tensor zeros(const Shape& shape, DType dtype, Device device, Stream& stream);
   // A CPU tensor holding `values` converted to a float dtype (bf16: round to nearest even) or
   // to f64 (exact).
@@ -41,6 +41,8 @@ class Tensor {
                             DType dtype = DType::f32);
   // A CPU i32 tensor holding `values` (class labels, indices).
   static Tensor from_ints(const Shape& shape, const std::vector<int32_t>& values);
+  // A CPU u8 tensor holding `values` (codes: the max-pool argmax's window positions).
+  static Tensor from_bytes(const Shape& shape, const std::vector<uint8_t>& values);
   // A CPU f64 tensor holding `values` exactly.
   static Tensor from_doubles(const Shape& shape, const std::vector<double>& values);
 
@@ -77,11 +79,13 @@ class Tensor {
   Tensor to(Device device, Stream& stream) const;
   // A copy on the same device.
   Tensor clone(Stream& stream) const;
-  // The values as floats on the host (i32: converted, exact below 2^24; f64: rounded to
-  // nearest); waits for `stream`.
+  // The values as floats on the host (i32: converted, exact below 2^24; u8: exact; f64:
+  // rounded to nearest); waits for `stream`.
   std::vector<float> to_floats(Stream& stream) const;
   // The values of an i32 tensor on the host; waits for `stream`. Throws for float dtypes.
   std::vector<int32_t> to_ints(Stream& stream) const;
+  // The values of a u8 tensor on the host; waits for `stream`. Throws for other dtypes.
+  std::vector<uint8_t> to_bytes(Stream& stream) const;
   // The values of an f64 tensor on the host, exactly; waits for `stream`. Throws for others.
   std::vector<double> to_doubles(Stream& stream) const;
 

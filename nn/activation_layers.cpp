@@ -38,7 +38,7 @@ Shape MaxPool2d::setup(const Shape& input, const SetupContext& context) {
   }
   if (!context.allocate) return out;
   y_ = Tensor::empty(out, context.dtype, context.device);
-  argmax_ = Tensor::empty(out, DType::i32, context.device);
+  argmax_ = Tensor::empty(out, DType::u8, context.device);
   dx_ = context.input_grad ? Tensor::empty(input, context.dtype, context.device) : Tensor();
   return out;
 }

@@ -40,6 +40,7 @@ MPI_Datatype mpi_datatype(DType dtype) {
     case DType::bf16:
       return MPI_UINT16_T;
     case DType::i32:
+    case DType::u8:
       break;
   }
   fail("MpiCommunicator: no MPI datatype for " + std::string(dtype_name(dtype)));

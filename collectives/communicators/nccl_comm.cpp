@@ -46,6 +46,7 @@ ncclDataType_t nccl_datatype(DType dtype) {
     case DType::bf16:
       return ncclBfloat16;
     case DType::i32:
+    case DType::u8:
       break;
   }
   fail("NCCL: no datatype for " + std::string(dtype_name(dtype)));

@@ -1,7 +1,7 @@
 // Arguments of the pooling entry points, one struct per entry point, shared by the dispatcher
 // (kernels/ops/pool.cpp), the CPU twin (kernels/cpu/pool.h) and the CUDA launcher
 // (kernels/cuda/pool.h); see kernels/args/batchnorm.h for why. Activations are NHWC of dtype
-// (device pointers on CUDA); argmax is i32 (kernels/ops/pool.h).
+// (device pointers on CUDA); argmax is u8 (kernels/ops/pool.h).
 #pragma once
 
 #include <cstdint>
@@ -11,8 +11,11 @@
 namespace engine {
 
 // torch.nn.MaxPool2d(kernel, stride, padding) with dilation 1 and ceil_mode=False: padding
-// never wins (it is -inf), so 2 * padding <= kernel as PyTorch requires.
+// never wins (it is -inf), so 2 * padding <= kernel as PyTorch requires. kernel <= 16: the
+// argmax is a window position in one byte.
 struct MaxPool2dParams {
+  static constexpr int kMaxKernel = 16;  // kernel * kernel positions, codes 0..255: a byte
+
   int kernel = 3;
   int stride = 2;
   int padding = 1;
@@ -39,14 +42,17 @@ struct MaxPool2dForwardArgs {
   DType dtype = DType::f32;
   const void* x = nullptr;
   void* y = nullptr;
-  int32_t* argmax = nullptr;  // [n, out_h, out_w, c]: h * w + w index of each maximum
+  // [n, out_h, out_w, c]: each maximum's position in its window, row * kernel + col, counted
+  // from the window's corner at (oh * stride - padding, ow * stride - padding), padding
+  // included (a maximum is never in the padding, so a clipped window's codes skip some).
+  uint8_t* argmax = nullptr;
   MaxPool2dWindow window;
 };
 
 struct MaxPool2dBackwardArgs {
   DType dtype = DType::f32;
   const void* dy = nullptr;
-  const int32_t* argmax = nullptr;
+  const uint8_t* argmax = nullptr;
   void* dx = nullptr;  // every element written: no zero fill needed
   MaxPool2dWindow window;
 };

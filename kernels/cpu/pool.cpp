@@ -28,35 +28,43 @@ void for_each_image_channel_block(int64_t n, int64_t c, int64_t work, Body&& bod
   }
 }
 
-// f32 backward as a scatter: dx = 0, then each output adds its gradient at its argmax, per
-// (image, block of channels) on one thread in row-major output order. That is the order
-// the gather below (and the CUDA kernel) sums in, so the results are the same bits, at a
-// third of the gather's time (it visits every window of every input pixel).
-void maxpool2d_backward_scatter(const float* dy, const int32_t* argmax, float* dx, int64_t n,
-                                int64_t pixels, int64_t out_pixels, int64_t c) {
-  for_each_image_channel_block(n, c, n * pixels * c, [&](int64_t image, int64_t c0, int64_t width) {
-    float* image_dx = dx + image * pixels * c + c0;
-    for (int64_t p = 0; p < pixels; ++p)
-      std::fill(image_dx + p * c, image_dx + p * c + width, 0.f);
-    const int64_t first = image * out_pixels * c + c0;
-    for (int64_t op = 0; op < out_pixels; ++op) {
-      const float* grad = dy + first + op * c;
-      const int32_t* index = argmax + first + op * c;
-      for (int64_t ch = 0; ch < width; ++ch)
-        image_dx[int64_t{index[ch]} * c + ch] += grad[ch];
-    }
-  });
-}
-
 // A max-pool's input and output extents and its window.
 struct PoolGeometry {
   int64_t h, w, c, out_h, out_w;
   int kernel, stride, padding;
 };
 
+// f32 backward as a scatter: dx = 0, then each output adds its gradient at its argmax, per
+// (image, block of channels) on one thread in row-major output order. That is the order
+// the gather below (and the CUDA kernel) sums in, so the results are the same bits, at a
+// third of the gather's time (it visits every window of every input pixel).
+void maxpool2d_backward_scatter(const float* dy, const uint8_t* argmax, float* dx, int64_t n,
+                                const PoolGeometry& g) {
+  const int64_t pixels = g.h * g.w, out_pixels = g.out_h * g.out_w, c = g.c;
+  // A window position's pixel offset from the window's padded corner, by its code.
+  std::vector<int64_t> offset(static_cast<size_t>(g.kernel) * g.kernel);
+  for (size_t code = 0; code < offset.size(); ++code)
+    offset[code] =
+        static_cast<int64_t>(code) / g.kernel * g.w + static_cast<int64_t>(code) % g.kernel;
+  for_each_image_channel_block(n, c, n * pixels * c, [&](int64_t image, int64_t c0, int64_t width) {
+    float* image_dx = dx + image * pixels * c + c0;
+    for (int64_t p = 0; p < pixels; ++p)
+      std::fill(image_dx + p * c, image_dx + p * c + width, 0.f);
+    const int64_t first = image * out_pixels * c + c0;
+    for (int64_t op = 0; op < out_pixels; ++op) {
+      const int64_t oh = op / g.out_w, ow = op % g.out_w;
+      const int64_t corner = (oh * g.stride - g.padding) * g.w + ow * g.stride - g.padding;
+      const float* grad = dy + first + op * c;
+      const uint8_t* code = argmax + first + op * c;
+      for (int64_t ch = 0; ch < width; ++ch)
+        image_dx[(corner + offset[code[ch]]) * c + ch] += grad[ch];
+    }
+  });
+}
+
 template <typename T>
 __attribute__((always_inline)) inline void maxpool_forward_body(const T* in, T* out,
-                                                                int32_t* argmax,
+                                                                uint8_t* argmax,
                                                                 const PoolGeometry& g,
                                                                 int64_t begin, int64_t end) {
   const int64_t h = g.h, w = g.w, c = g.c, out_h = g.out_h, out_w = g.out_w;
@@ -76,15 +84,16 @@ __attribute__((always_inline)) inline void maxpool_forward_body(const T* in, T* 
       float best[kBlock];
       int32_t index[kBlock];
       // As PyTorch: the index starts at the window's first valid position, and a value
-      // wins when it is greater or NaN.
+      // wins when it is greater or NaN. Positions are codes within the window (kernels/
+      // args/pool.h), kept in int32 lanes as wide as the floats' so the selects vectorize.
       for (int64_t ch = 0; ch < width; ++ch) {
         best[ch] = -std::numeric_limits<float>::infinity();
-        index[ch] = static_cast<int32_t>(h_begin * w + w_begin);
+        index[ch] = static_cast<int32_t>((h_begin - h0) * kernel + w_begin - w0);
       }
       for (int64_t ih = h_begin; ih < h_end; ++ih) {
         for (int64_t iw = w_begin; iw < w_end; ++iw) {
           const T* row = in + ((image * h + ih) * w + iw) * c + c0;
-          const auto position = static_cast<int32_t>(ih * w + iw);
+          const auto position = static_cast<int32_t>((ih - h0) * kernel + iw - w0);
           for (int64_t ch = 0; ch < width; ++ch) {
             const float v = to_float(row[ch]);
             const bool take = v > best[ch] || v != v;  // selects, so the loop vectorizes
@@ -95,7 +104,7 @@ __attribute__((always_inline)) inline void maxpool_forward_body(const T* in, T* 
       }
       for (int64_t ch = 0; ch < width; ++ch) {
         out[pixel * c + c0 + ch] = from_float<T>(best[ch]);
-        argmax[pixel * c + c0 + ch] = index[ch];
+        argmax[pixel * c + c0 + ch] = static_cast<uint8_t>(index[ch]);
       }
     }
   }
@@ -105,7 +114,7 @@ __attribute__((always_inline)) inline void maxpool_forward_body(const T* in, T* 
 // AVX-512 (kernels/cpu/vector_loops.h), taken where use_avx512(): the same source, so the same
 // results, 16 channels per compare instead of 4 (docs/kernel-tuning.md: what it saved).
 template <typename T>
-void maxpool_forward_pixels(const T* in, T* out, int32_t* argmax, const PoolGeometry& g,
+void maxpool_forward_pixels(const T* in, T* out, uint8_t* argmax, const PoolGeometry& g,
                             int64_t begin, int64_t end) {
   const bool avx512 = std::is_same_v<T, float> && use_avx512();
   run_loops_at(avx512 ? VectorIsa::kAvx512 : VectorIsa::kBaseline,
@@ -133,10 +142,11 @@ void maxpool2d_backward(const MaxPool2dBackwardArgs& args) {
   const int kernel = args.window.params.kernel, stride = args.window.params.stride;
   const int padding = args.window.params.padding;
   const int64_t out_h = args.window.out_h(), out_w = args.window.out_w();
-  const int32_t* argmax = args.argmax;
+  const uint8_t* argmax = args.argmax;
   if (args.dtype == DType::f32) {
     maxpool2d_backward_scatter(static_cast<const float*>(args.dy), argmax,
-                               static_cast<float*>(args.dx), n, h * w, out_h * out_w, c);
+                               static_cast<float*>(args.dx), n,
+                               {h, w, c, out_h, out_w, kernel, stride, padding});
     return;
   }
   dispatch_dtype(args.dtype, [&]<typename T>() {
@@ -151,7 +161,6 @@ void maxpool2d_backward(const MaxPool2dBackwardArgs& args) {
       const int64_t oh_end = std::min(out_h, (ih + padding) / stride + 1);
       const int64_t ow_begin = std::max<int64_t>(0, (iw + padding - kernel + stride) / stride);
       const int64_t ow_end = std::min(out_w, (iw + padding) / stride + 1);
-      const auto position = static_cast<int32_t>(ih * w + iw);
       // Channels in blocks with a stack accumulator: a heap vector per input pixel cost more
       // than the gather itself.
       for (int64_t c0 = 0; c0 < c; c0 += kChannelBlock) {
@@ -159,6 +168,9 @@ void maxpool2d_backward(const MaxPool2dBackwardArgs& args) {
         float sum[kChannelBlock] = {};
         for (int64_t oh = oh_begin; oh < oh_end; ++oh) {
           for (int64_t ow = ow_begin; ow < ow_end; ++ow) {
+            // This input's code in the window of output (oh, ow).
+            const int64_t position =
+                (ih + padding - oh * stride) * kernel + iw + padding - ow * stride;
             const int64_t at = ((image * out_h + oh) * out_w + ow) * c + c0;
             for (int64_t ch = 0; ch < width; ++ch) {
               const float g = to_float(grad_out[at + ch]);

@@ -1,6 +1,5 @@
 #include "kernels/ops/pool.h"
 
-#include <limits>
 #include <string>
 
 #include "kernels/cpu/pool.h"
@@ -25,13 +24,15 @@ void require_params(std::string_view op, const MaxPool2dParams& p, const Tensor&
          std::to_string(p.stride) + ", padding " + std::to_string(p.padding) +
          " is not a valid max pooling (kernel, stride >= 1; 0 <= 2 * padding <= kernel)");
   }
+  if (p.kernel > MaxPool2dParams::kMaxKernel) {
+    fail(std::string(op) + ": a " + std::to_string(p.kernel) + "x" + std::to_string(p.kernel) +
+         " window has " + std::to_string(p.kernel * p.kernel) +
+         " positions, over the 256 a u8 argmax holds (kernel <= " +
+         std::to_string(MaxPool2dParams::kMaxKernel) + ")");
+  }
   if (p.output_size(x.size(1)) < 1 || p.output_size(x.size(2)) < 1) {
     fail(std::string(op) + ": the " + std::to_string(p.kernel) + "x" + std::to_string(p.kernel) +
          " window does not fit " + x.describe());
-  }
-  if (x.size(1) * x.size(2) > std::numeric_limits<int32_t>::max()) {
-    fail(std::string(op) + ": " + x.describe() +
-         " has more than 2^31 - 1 pixels per image; argmax indices are int32");
   }
 }
 
@@ -67,12 +68,12 @@ void maxpool2d_forward(const MaxPool2dParams& params, const Tensor& x, Tensor& y
   require_params(op, params, x);
   const Shape out = pooled_shape(params, x);
   ops::require_exact(op, "y", y, out, x.dtype(), x.device());
-  ops::require_exact(op, "argmax", argmax, out, DType::i32, x.device());
+  ops::require_exact(op, "argmax", argmax, out, DType::u8, x.device());
   ops::require_on_stream(op, "x", x, stream);
   const MaxPool2dForwardArgs args{.dtype = x.dtype(),
                                   .x = x.raw_data(),
                                   .y = y.raw_data(),
-                                  .argmax = argmax.data<int32_t>(),
+                                  .argmax = argmax.data<uint8_t>(),
                                   .window = pool_window(params, x)};
   ops::on_device(
       op, stream, [&] { cpu::maxpool2d_forward(args); },
@@ -86,11 +87,11 @@ void maxpool2d_backward(const MaxPool2dParams& params, const Tensor& dy, const T
   require_params(op, params, dx);
   const Shape out = pooled_shape(params, dx);
   ops::require_exact(op, "dy", dy, out, dx.dtype(), dx.device());
-  ops::require_exact(op, "argmax", argmax, out, DType::i32, dx.device());
+  ops::require_exact(op, "argmax", argmax, out, DType::u8, dx.device());
   ops::require_on_stream(op, "dx", dx, stream);
   const MaxPool2dBackwardArgs args{.dtype = dx.dtype(),
                                    .dy = dy.raw_data(),
-                                   .argmax = argmax.data<int32_t>(),
+                                   .argmax = argmax.data<uint8_t>(),
                                    .dx = dx.raw_data(),
                                    .window = pool_window(params, dx)};
   ops::on_device(

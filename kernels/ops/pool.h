@@ -12,10 +12,12 @@ namespace engine {
 
 // MaxPool2dParams (torch.nn.MaxPool2d's kernel, stride, padding): kernels/args/pool.h.
 
-// x [N, H, W, C] -> y [N, OH, OW, C]; argmax (i32, the shape of y) receives the flat index
-// h * W + w of the chosen input within its image and channel, as PyTorch's indices (so
-// H * W must fit in int32). Ties go to the first position in row-major window order; NaN
-// propagates (the last NaN of a window wins it, as in PyTorch).
+// x [N, H, W, C] -> y [N, OH, OW, C]; argmax (u8, the shape of y) receives the chosen
+// input's position in its window, row * kernel + col from the window's padded corner (so
+// kernel <= 16), not PyTorch's flat h * W + w: a byte moves a quarter of an i32's traffic,
+// and the backward, which knows each window's corner, needs no more. Ties go to the first
+// position in row-major window order; NaN propagates (the last NaN of a window wins it, as
+// in PyTorch).
 void maxpool2d_forward(const MaxPool2dParams& params, const Tensor& x, Tensor& y, Tensor& argmax,
                        Stream& stream);
 // dx [N, H, W, C] = the sum of dy over the outputs whose argmax is that input (windows

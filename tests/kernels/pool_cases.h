@@ -36,8 +36,13 @@ struct Window {
     return text + std::to_string(padding);
   }
 };
-// The ResNet stem's 3x3/2/1 first; then non-overlapping, stride 1, and a wide window.
-inline const std::vector<Window> kWindows = {{3, 2, 1}, {2, 2, 0}, {3, 1, 1}, {5, 2, 2}};
+// The ResNet stem's 3x3/2/1 first, the same unpadded; then non-overlapping, stride 1, and a
+// wide window.
+inline const std::vector<Window> kWindows = {{3, 2, 1}, {3, 2, 0}, {2, 2, 0}, {3, 1, 1}, {5, 2, 2}};
+// The widest window a u8 argmax allows: 256 positions, codes up to 255 (padding 8: many
+// windows clipped), on shapes it fits, with channels for the vector path and without.
+inline const Window kWidestWindow = {16, 3, 8};
+inline const std::vector<PoolShape> kWidestShapes = {{2, 17, 19, 16}, {1, 17, 19, 3}};
 
 // Output size, 0 when the window does not fit (PyTorch refuses those shapes).
 inline int64_t pooled(int64_t in, const Window& win) {
@@ -46,16 +51,17 @@ inline int64_t pooled(int64_t in, const Window& win) {
 }
 
 // Naive max pooling: the first strictly greater value wins, NaN wins (as PyTorch); the index
-// starts at the window's first valid position.
+// starts at the window's first valid position. argmax holds window positions, kh * kernel +
+// kw from the window's padded corner (kernels/args/pool.h).
 struct ReferenceMaxPool {
   std::vector<float> y;
-  std::vector<int32_t> argmax;
+  std::vector<uint8_t> argmax;
 };
 inline ReferenceMaxPool reference_maxpool(const std::vector<float>& x, const PoolShape& s,
                                           const Window& win) {
   const int64_t oh_n = pooled(s.h, win), ow_n = pooled(s.w, win);
   ReferenceMaxPool out{std::vector<float>(s.n * oh_n * ow_n * s.c),
-                       std::vector<int32_t>(s.n * oh_n * ow_n * s.c)};
+                       std::vector<uint8_t>(s.n * oh_n * ow_n * s.c)};
   for (int64_t b = 0; b < s.n; ++b)
     for (int64_t oh = 0; oh < oh_n; ++oh)
       for (int64_t ow = 0; ow < ow_n; ++ow)
@@ -68,30 +74,31 @@ inline ReferenceMaxPool reference_maxpool(const std::vector<float>& x, const Poo
               const int64_t iw = ow * win.stride - win.padding + kw;
               if (ih < 0 || ih >= s.h || iw < 0 || iw >= s.w) continue;
               const float v = x[((b * s.h + ih) * s.w + iw) * s.c + c];
-              if (index < 0) index = ih * s.w + iw;
+              if (index < 0) index = kh * win.kernel + kw;
               if (v > best || std::isnan(v)) {
                 best = v;
-                index = ih * s.w + iw;
+                index = kh * win.kernel + kw;
               }
             }
           const int64_t at = ((b * oh_n + oh) * ow_n + ow) * s.c + c;
           out.y[at] = best;
-          out.argmax[at] = static_cast<int32_t>(index);
+          out.argmax[at] = static_cast<uint8_t>(index);
         }
   return out;
 }
 
 // dx by scattering dy to the argmax of every output, in double.
 inline std::vector<double> reference_maxpool_backward(const std::vector<float>& dy,
-                                                      const std::vector<int32_t>& argmax,
+                                                      const std::vector<uint8_t>& argmax,
                                                       const PoolShape& s, const Window& win) {
-  const int64_t per_image = pooled(s.h, win) * pooled(s.w, win);
+  const int64_t oh_n = pooled(s.h, win), ow_n = pooled(s.w, win);
   std::vector<double> dx(s.numel(), 0.0);
   for (size_t i = 0; i < dy.size(); ++i) {
-    const int64_t c = static_cast<int64_t>(i) % s.c;
-    const int64_t b = static_cast<int64_t>(i) / s.c / per_image;
-    const int64_t position = argmax[i];
-    dx[(b * s.h * s.w + position) * s.c + c] += dy[i];
+    const int64_t c = static_cast<int64_t>(i) % s.c, pixel = static_cast<int64_t>(i) / s.c;
+    const int64_t ow = pixel % ow_n, oh = pixel / ow_n % oh_n, b = pixel / ow_n / oh_n;
+    const int64_t ih = oh * win.stride - win.padding + argmax[i] / win.kernel;
+    const int64_t iw = ow * win.stride - win.padding + argmax[i] % win.kernel;
+    dx[((b * s.h + ih) * s.w + iw) * s.c + c] += dy[i];
   }
   return dx;
 }

@@ -49,6 +49,15 @@ class SimtBuffer {
     if (!values.empty())
       std::memcpy(memory_.data(), values.data(), values.size() * sizeof(int32_t));
   }
+  // A u8 buffer holding `values` (the max-pool argmax's window positions), `offset` bytes
+  // into its allocation (an offset of 1 to 7 keeps the argmax's 8-byte vector path away).
+  explicit SimtBuffer(const std::vector<uint8_t>& values, int offset = 0,
+                      std::source_location created = std::source_location::current())
+      : dtype_(DType::u8),
+        n_(static_cast<int64_t>(values.size())),
+        memory_(values.size(), offset, describe(DType::u8, values.size(), offset, created)) {
+    if (!values.empty()) std::memcpy(memory_.data(), values.data(), values.size());
+  }
   // An f32 buffer of n elements, filled with NaN so unwritten outputs show.
   static SimtBuffer f32(size_t n, std::source_location created = std::source_location::current()) {
     return SimtBuffer(DType::f32, std::vector<float>(n, std::numeric_limits<float>::quiet_NaN()), 0,
@@ -64,6 +73,13 @@ class SimtBuffer {
     return SimtBuffer(std::vector<int32_t>(n, std::numeric_limits<int32_t>::min()), created);
   }
 
+  // A u8 buffer of n elements, filled with 0xff (a position no window of under 256 has) so
+  // unwritten outputs show.
+  static SimtBuffer u8(size_t n, int offset = 0,
+                       std::source_location created = std::source_location::current()) {
+    return SimtBuffer(std::vector<uint8_t>(n, 0xff), offset, created);
+  }
+
   void* data() { return memory_.data(); }
   // Typed views for the launchers: T is float, __nv_bfloat16, double or int32_t.
   template <typename T>
@@ -73,6 +89,7 @@ class SimtBuffer {
   float* floats() { return as<float>(); }
   double* doubles() { return as<double>(); }
   int32_t* ints() { return as<int32_t>(); }
+  uint8_t* bytes() { return as<uint8_t>(); }
   std::vector<float> values() const { return decode(dtype_, memory_.data(), n_); }
   // The elements of an f64 buffer, exactly.
   std::vector<double> double_values() const { return decode_doubles(memory_.data(), n_); }
@@ -80,6 +97,12 @@ class SimtBuffer {
   std::vector<int32_t> int_values() const {
     std::vector<int32_t> out(static_cast<size_t>(n_));
     if (n_ > 0) std::memcpy(out.data(), memory_.data(), out.size() * sizeof(int32_t));
+    return out;
+  }
+  // The elements of a u8 buffer, exactly.
+  std::vector<uint8_t> byte_values() const {
+    std::vector<uint8_t> out(static_cast<size_t>(n_));
+    if (n_ > 0) std::memcpy(out.data(), memory_.data(), out.size());
     return out;
   }
 

@@ -34,6 +34,12 @@ TEST(DType, NamesAndSizes) {
   EXPECT_EQ(dtype_name(DType::bf16), "bf16");
   EXPECT_EQ(dtype_name(DType::i32), "i32");
   EXPECT_EQ(dtype_of<int32_t>(), DType::i32);
+  EXPECT_EQ(dtype_size(DType::u8), 1u);
+  EXPECT_EQ(parse_dtype("u8"), DType::u8);
+  EXPECT_EQ(parse_dtype("uint8"), DType::u8);
+  EXPECT_EQ(dtype_name(DType::u8), "u8");
+  EXPECT_EQ(dtype_of<uint8_t>(), DType::u8);
+  EXPECT_FALSE(is_float_dtype(DType::u8));
   EXPECT_THROW(parse_dtype("f16x"), Error);
   EXPECT_THROW(parse_dtype("int64"), Error);
 }

@@ -1,4 +1,5 @@
-// The i32 dtype (labels, max-pool argmax): what takes it and what refuses it. Every float op
+// The integer dtypes, i32 (labels) and u8 (the max-pool argmax): what takes them and what
+// refuses them. Every float op
 // must refuse an i32 tensor by name instead of reading its bytes as bf16, at the op (its
 // checks) and again at the kernels' dtype dispatch. The loss and pool ops, which take i32
 // labels and argmax, test their own refusals in test_loss_cpu.cpp and test_pool_cpu.cpp.
@@ -61,6 +62,32 @@ TEST(IntegerDType, ElementwiseOpsRefuseIt) {
   EXPECT_EQ(error_of([&] { cast(floats, out, stream); }), refusal("cast", "dst", out));
   // Nothing was written: the values are those from_ints stored.
   EXPECT_EQ(ints.to_ints(stream), (std::vector<int32_t>{1, -2, 3, -4, 5, -6, 7, -8}));
+}
+
+TEST(IntegerDType, BytesRoundTripAndFloatOpsRefuseThem) {
+  Stream stream;
+  Tensor codes = Tensor::from_bytes({2, 4}, {0, 1, 2, 8, 9, 24, 200, 255});
+  EXPECT_EQ(codes.describe(), "u8[2, 4] on cpu");
+  EXPECT_EQ(codes.nbytes(), 8u);
+  EXPECT_EQ(codes.to_bytes(stream), (std::vector<uint8_t>{0, 1, 2, 8, 9, 24, 200, 255}));
+  EXPECT_EQ(codes.to_floats(stream),
+            (std::vector<float>{0.f, 1.f, 2.f, 8.f, 9.f, 24.f, 200.f, 255.f}));
+  EXPECT_EQ(codes.clone(stream).to_bytes(stream), codes.to_bytes(stream));
+  EXPECT_EQ(error_of([&] {
+              Tensor::from_bytes({3}, {1, 2});
+            }),
+            "Tensor::from_bytes: 2 values for shape [3]");
+  EXPECT_EQ(error_of([&] { codes.to_ints(stream); }),
+            "Tensor::to_ints on u8[2, 4] on cpu (use to_floats)");
+  EXPECT_EQ(error_of([&] { Tensor::from_ints({1}, {1}).to_bytes(stream); }),
+            "Tensor::to_bytes on i32[1] on cpu (use to_floats)");
+  EXPECT_EQ(error_of([&] { dispatch_dtype(DType::u8, []<typename T>() {}); }),
+            "dispatch_dtype: u8 is not a float dtype (f32 or bf16)");
+  Tensor out = Tensor::empty({2, 4}, DType::u8);
+  EXPECT_EQ(error_of([&] { relu_forward(codes, out, stream); }),
+            refusal("relu_forward", "x", codes));
+  EXPECT_EQ(error_of([&] { fill(out, 0.f, stream); }), refusal("fill", "dst", out));
+  EXPECT_EQ(error_of([&] { add(codes, codes, out, stream); }), refusal("add", "a", codes));
 }
 
 TEST(IntegerDType, ConvBatchNormAndSgdRefuseIt) {

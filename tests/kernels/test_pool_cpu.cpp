@@ -3,6 +3,7 @@
 // differences, global average pooling forward and backward (also by finite differences).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -47,15 +48,15 @@ bool fits(const PoolShape& s, const Window& win) {
 
 struct MaxPoolResult {
   std::vector<float> y;
-  std::vector<int32_t> argmax;
+  std::vector<uint8_t> argmax;
 };
 MaxPoolResult run_maxpool(const PoolShape& s, const Window& win, const std::vector<float>& x,
                           DType dtype, Stream& stream) {
   Tensor tx = Tensor::from_floats({s.n, s.h, s.w, s.c}, x, dtype);
   Tensor y = Tensor::empty(pooled_shape(s, win), dtype);
-  Tensor argmax = Tensor::empty(pooled_shape(s, win), DType::i32);
+  Tensor argmax = Tensor::empty(pooled_shape(s, win), DType::u8);
   maxpool2d_forward(params_of(win), tx, y, argmax, stream);
-  return {y.to_floats(stream), argmax.to_ints(stream)};
+  return {y.to_floats(stream), argmax.to_bytes(stream)};
 }
 
 TEST(PoolCpu, MaxPoolForwardMatchesReference) {
@@ -72,6 +73,28 @@ TEST(PoolCpu, MaxPoolForwardMatchesReference) {
         const MaxPoolResult got = run_maxpool(s, win, x, dtype, stream);
         EXPECT_TRUE(same(ref.y, got.y));
         EXPECT_EQ(ref.argmax, got.argmax);
+      }
+    }
+  }
+}
+
+TEST(PoolCpu, TheWidestWindowUsesEveryCode) {
+  // A 16x16 window's 256 positions are the codes 0..255 of a u8 argmax; the maximum of an
+  // f32 ramp sits in each window's last valid position (255 where nothing clips it).
+  Stream stream;
+  const Window win = testing::kWidestWindow;
+  for (DType dtype : kDTypes) {
+    for (const PoolShape& s : testing::kWidestShapes) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str());
+      std::vector<float> x = testing::normal_values(s.numel(), 8, dtype);
+      const testing::ReferenceMaxPool ref = testing::reference_maxpool(x, s, win);
+      EXPECT_EQ(ref.argmax, run_maxpool(s, win, x, dtype, stream).argmax);
+      for (int64_t i = 0; i < s.numel(); ++i)  // bf16 rounds the ramp into ties
+        x[i] = testing::round_to(dtype, static_cast<float>(i / s.c));
+      const MaxPoolResult ramp = run_maxpool(s, win, x, dtype, stream);
+      EXPECT_EQ(testing::reference_maxpool(x, s, win).argmax, ramp.argmax);
+      if (dtype == DType::f32) {
+        EXPECT_EQ(*std::max_element(ramp.argmax.begin(), ramp.argmax.end()), 255);
       }
     }
   }
@@ -106,9 +129,10 @@ TEST(PoolCpu, MaxPoolTiesAndInfinitiesPickTheFirstPosition) {
     const MaxPoolResult got = run_maxpool(s, kWindows[0], x, DType::f32, stream);
     EXPECT_TRUE(same(ref.y, got.y));
     EXPECT_EQ(ref.argmax, got.argmax);
-    EXPECT_EQ(got.argmax[0], 0);          // window rows -1..1, cols -1..1: first valid (0, 0)
-    EXPECT_EQ(got.argmax[1 * 3], 1);      // output (0, 1): cols 1..3, first valid (0, 1)
-    EXPECT_EQ(got.argmax[3 * 3 * 1], 5);  // output (1, 0): rows 1..3, first valid (1, 0)
+    // Codes count from the window's padded corner: row * 3 + col.
+    EXPECT_EQ(got.argmax[0], 4);      // window rows -1..1, cols -1..1: first valid (0, 0)
+    EXPECT_EQ(got.argmax[1 * 3], 3);  // output (0, 1): cols 1..3, first valid (0, 1)
+    EXPECT_EQ(got.argmax[3 * 3], 1);  // output (1, 0): rows 1..3, first valid (1, 0)
   }
 }
 
@@ -126,7 +150,7 @@ TEST(PoolCpu, MaxPoolBackwardMatchesFiniteDifferences) {
       const MaxPoolResult fwd = run_maxpool(s, win, x, DType::f32, stream);
       Tensor dx = Tensor::empty({s.n, s.h, s.w, s.c}, DType::f32);
       maxpool2d_backward(params_of(win), Tensor::from_floats(out, dy),
-                         Tensor::from_ints(out, fwd.argmax), dx, stream);
+                         Tensor::from_bytes(out, fwd.argmax), dx, stream);
       const std::vector<float> got = dx.to_floats(stream);
 
       auto loss = [&](const std::vector<float>& in) {
@@ -165,7 +189,7 @@ TEST(PoolCpu, MaxPoolBackwardMatchesScatterReference) {
         const MaxPoolResult fwd = run_maxpool(s, win, x, dtype, stream);
         Tensor dx = Tensor::empty({s.n, s.h, s.w, s.c}, dtype);
         maxpool2d_backward(params_of(win), Tensor::from_floats(out, dy, dtype),
-                           Tensor::from_ints(out, fwd.argmax), dx, stream);
+                           Tensor::from_bytes(out, fwd.argmax), dx, stream);
         const std::vector<double> ref = testing::reference_maxpool_backward(dy, fwd.argmax, s, win);
         EXPECT_TRUE(all_close(ref, dx.to_floats(stream), dtype == DType::f32 ? 1e-6 : kBf16Ulp));
       }
@@ -226,18 +250,18 @@ TEST(PoolCpu, ArgumentErrorsNameTheTensor) {
   Tensor x = Tensor::empty({2, 8, 8, 3}, DType::f32);
   Tensor y = Tensor::empty({2, 4, 4, 3}, DType::f32);
   Tensor wrong_y = Tensor::empty({2, 3, 3, 3}, DType::f32);
-  Tensor argmax = Tensor::empty({2, 4, 4, 3}, DType::i32);
+  Tensor argmax = Tensor::empty({2, 4, 4, 3}, DType::u8);
   const std::string wrong_shape =
       error_of([&] { maxpool2d_forward({}, x, wrong_y, argmax, stream); });
   EXPECT_NE(wrong_shape.find("maxpool2d_forward: y is f32[2, 3, 3, 3] on cpu"), std::string::npos)
       << wrong_shape;
-  // argmax is i32: the f32 indices of before are refused, and so is bf16.
-  for (DType wrong : {DType::f32, DType::bf16}) {
+  // argmax is u8: the i32 flat indices of before are refused, and so are floats.
+  for (DType wrong : {DType::i32, DType::f32, DType::bf16}) {
     Tensor float_argmax = Tensor::empty({2, 4, 4, 3}, wrong);
     const std::string forward =
         error_of([&] { maxpool2d_forward({}, x, y, float_argmax, stream); });
     EXPECT_NE(forward.find("maxpool2d_forward: argmax is " + std::string(dtype_name(wrong)) +
-                           "[2, 4, 4, 3] on cpu, expected i32[2, 4, 4, 3] on cpu"),
+                           "[2, 4, 4, 3] on cpu, expected u8[2, 4, 4, 3] on cpu"),
               std::string::npos)
         << forward;
     Tensor dx = Tensor::empty({2, 8, 8, 3}, DType::f32);
@@ -251,7 +275,7 @@ TEST(PoolCpu, ArgumentErrorsNameTheTensor) {
   // A 2x2 window without padding does not fit a 1-pixel-high image (no output row).
   Tensor thin = Tensor::empty({1, 1, 4, 3}, DType::f32);
   Tensor thin_y = Tensor::empty({1, 1, 2, 3}, DType::f32);
-  Tensor thin_argmax = Tensor::empty({1, 1, 2, 3}, DType::i32);
+  Tensor thin_argmax = Tensor::empty({1, 1, 2, 3}, DType::u8);
   EXPECT_THROW(maxpool2d_forward({2, 2, 0}, thin, thin_y, thin_argmax, stream), Error);
   Tensor flat = Tensor::empty({8, 3}, DType::f32);
   EXPECT_THROW(global_avgpool_forward(flat, y, stream), Error);
@@ -264,7 +288,7 @@ TEST(PoolCpu, IntegerActivationsAreRefused) {
   Stream stream;
   Tensor x = Tensor::empty({2, 8, 8, 3}, DType::i32);
   Tensor y = Tensor::empty({2, 4, 4, 3}, DType::i32);
-  Tensor argmax = Tensor::empty({2, 4, 4, 3}, DType::i32);
+  Tensor argmax = Tensor::empty({2, 4, 4, 3}, DType::u8);
   Tensor pooled = Tensor::empty({2, 3}, DType::i32);
   const std::string expected = " is i32[2, 8, 8, 3] on cpu, expected a float dtype (f32 or bf16)";
   EXPECT_EQ(error_of([&] { maxpool2d_forward({}, x, y, argmax, stream); }),
@@ -277,27 +301,23 @@ TEST(PoolCpu, IntegerActivationsAreRefused) {
             "global_avgpool_backward: dx" + expected);
 }
 
-TEST(PoolCpu, ImagesWhosePixelIndexOverflowsInt32AreRefused) {
-  // 46341^2 = 2^31 + 4633 pixels: the first square image whose flat index h * W + w does not
-  // fit argmax's int32. 4 GiB of bf16 that is allocated but never touched (the check comes
-  // before any kernel); y and argmax are not needed to get there.
+TEST(PoolCpu, WindowsOverAByteOfPositionsAreRefused) {
+  // The argmax is a window position in one byte: 16x16 windows are the widest (the test
+  // above runs one), 17x17 has 289 positions and is refused by name before any kernel.
   Stream stream;
-  const int64_t side = 46341;
-  ASSERT_GT(side * side, int64_t{std::numeric_limits<int32_t>::max()});
-  ASSERT_LE((side - 1) * side, int64_t{std::numeric_limits<int32_t>::max()});
-  Tensor y, argmax;
-  std::string message;
-  {
-    Tensor x = Tensor::empty({1, side, side, 1}, DType::bf16);
-    message = error_of([&] { maxpool2d_forward({}, x, y, argmax, stream); });
-  }
-  EXPECT_NE(message.find("more than 2^31 - 1 pixels per image; argmax indices are int32"),
-            std::string::npos)
-      << message;
-  // One row fewer fits: the check passes and the next one (y) speaks.
-  Tensor fits = Tensor::empty({1, side - 1, side, 1}, DType::bf16);
-  const std::string next = error_of([&] { maxpool2d_forward({}, fits, y, argmax, stream); });
-  EXPECT_NE(next.find("maxpool2d_forward: y is an undefined tensor"), std::string::npos) << next;
+  Tensor x = Tensor::empty({1, 20, 20, 2}, DType::f32);
+  Tensor y = Tensor::empty({1, 4, 4, 2}, DType::f32);
+  Tensor argmax = Tensor::empty({1, 4, 4, 2}, DType::u8);
+  EXPECT_EQ(error_of([&] {
+              maxpool2d_forward({17, 1, 0}, x, y, argmax, stream);
+            }),
+            "maxpool2d_forward: a 17x17 window has 289 positions, over the 256 a u8 argmax "
+            "holds (kernel <= 16)");
+  EXPECT_EQ(error_of([&] {
+              maxpool2d_backward({17, 1, 0}, y, argmax, x, stream);
+            }),
+            "maxpool2d_backward: a 17x17 window has 289 positions, over the 256 a u8 argmax "
+            "holds (kernel <= 16)");
 }
 
 }  // namespace

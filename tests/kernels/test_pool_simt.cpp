@@ -1,7 +1,8 @@
 // The CUDA pooling kernels through their launchers under the SIMT emulator, against the CPU
-// twins: max pooling (values and argmax bit for bit, ties and NaN), its gathering backward,
-// and global average pooling (vector and scalar channel paths), with default and small grids,
-// and max pooling also an image per launch.
+// twins: max pooling (values and argmax bit for bit, ties and NaN; 8 channels a thread and
+// one, by channel count and placement), its gathering backward, and global average pooling
+// (vector and scalar channel paths), with default and small grids, and max pooling also an
+// image per launch.
 #include "sim/simt/simt.h"
 // The kernels under test, compiled here by g++ for the emulator.
 #include "kernels/cuda/pool.cuh"
@@ -41,63 +42,134 @@ struct PoolGeometry {
 };
 const PoolGeometry kPoolGeometries[] = {{{256, 2048}}, {{64, 2}}, {{64, 2}, true}};
 
+// Where the buffers start: aligned (8 channels a thread where C % 8 == 0), the activations an
+// element off 16 bytes, or the argmax a byte off 8: both of those take the scalar path.
+struct Placement {
+  int activation_offset = 0;
+  int argmax_offset = 0;
+  std::string str() const {
+    return "offsets " + std::to_string(activation_offset) + "/" + std::to_string(argmax_offset);
+  }
+};
+const Placement kAligned{}, kPlacements[] = {{}, {1, 0}, {0, 1}};
+
+MaxPool2dWindow window_of(const PoolShape& s, const Window& win) {
+  return {.n = s.n,
+          .h = s.h,
+          .w = s.w,
+          .c = s.c,
+          .params = {.kernel = win.kernel, .stride = win.stride, .padding = win.padding}};
+}
+
+// Max pooling forward and backward of x through the launchers and the CPU twin: y and the
+// argmax bit for bit, then dx (the same gather order on both sides) bit for bit. Checks that
+// the launch took the vector path exactly when the channels and placement allow it.
+void expect_maxpool_matches_cpu(DType dtype, const PoolShape& s, const Window& win,
+                                const std::vector<float>& x, const PoolGeometry& geometry,
+                                const Placement& at) {
+  const int64_t out_numel = s.n * testing::pooled(s.h, win) * testing::pooled(s.w, win) * s.c;
+  const std::vector<float> dy = testing::normal_values(out_numel, 2, dtype);
+  const int offset = at.activation_offset;
+  SimtBuffer dx_in(dtype, x, offset), y(dtype, std::vector<float>(out_numel, 7.f), offset);
+  SimtBuffer argmax = SimtBuffer::u8(out_numel, at.argmax_offset);
+  SimtBuffer cpu_y(dtype, std::vector<float>(out_numel));
+  std::vector<uint8_t> cpu_argmax(out_numel);
+  const MaxPool2dWindow window = window_of(s, win);
+  const bool vector_path = s.c % 8 == 0 && offset == 0 && at.argmax_offset == 0;
+  EXPECT_EQ(cuda::maxpool_channels_per_thread(s.c, dx_in.data(), y.data(), argmax.bytes()),
+            vector_path ? cuda::kMaxPoolVec : 1);
+  cuda::PoolLaunch grid{geometry.grid};
+  if (geometry.image_per_launch) grid.max_launch_elements = cuda::maxpool_image_elements(window);
+  cpu::maxpool2d_forward({.dtype = dtype,
+                          .x = dx_in.data(),
+                          .y = cpu_y.data(),
+                          .argmax = cpu_argmax.data(),
+                          .window = window});
+  cuda::maxpool2d_forward({.dtype = dtype,
+                           .x = dx_in.data(),
+                           .y = y.data(),
+                           .argmax = argmax.bytes(),
+                           .window = window},
+                          nullptr, grid);
+  EXPECT_TRUE(all_close(cpu_y.values(), y.values(), 0.0, 0.0));
+  EXPECT_EQ(cpu_argmax, argmax.byte_values());
+
+  SimtBuffer ddy(dtype, dy, offset), dx(dtype, std::vector<float>(s.numel(), 7.f), offset);
+  SimtBuffer cpu_dx(dtype, std::vector<float>(s.numel()));
+  cpu::maxpool2d_backward({.dtype = dtype,
+                           .dy = ddy.data(),
+                           .argmax = cpu_argmax.data(),
+                           .dx = cpu_dx.data(),
+                           .window = window});
+  cuda::maxpool2d_backward({.dtype = dtype,
+                            .dy = ddy.data(),
+                            .argmax = argmax.bytes(),
+                            .dx = dx.data(),
+                            .window = window},
+                           nullptr, grid);
+  EXPECT_TRUE(all_close(cpu_dx.values(), dx.values(), 0.0, 0.0));
+}
+
 TEST(PoolSimt, MaxPoolForwardBackwardMatchCpu) {
   for (DType dtype : kDTypes) {
     for (const Window& win : testing::kWindows) {
       for (const PoolShape& s : testing::kPoolShapes) {
-        const int64_t oh = testing::pooled(s.h, win), ow = testing::pooled(s.w, win);
-        if (oh < 1 || ow < 1) continue;
+        if (testing::pooled(s.h, win) < 1 || testing::pooled(s.w, win) < 1) continue;
+        std::vector<float> x = testing::normal_values(s.numel(), 1, dtype);
+        x[s.numel() / 2] = NAN;
+        x[s.numel() / 3] = NAN;
         for (const PoolGeometry& geometry : kPoolGeometries) {
-          SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str() + " " + win.str() + " " +
-                       geometry.str());
-          const int64_t out_numel = s.n * oh * ow * s.c;
-          std::vector<float> x = testing::normal_values(s.numel(), 1, dtype);
-          x[s.numel() / 2] = NAN;
-          const std::vector<float> dy = testing::normal_values(out_numel, 2, dtype);
-          SimtBuffer dx_in(dtype, x), y(dtype, std::vector<float>(out_numel, 7.f));
-          SimtBuffer argmax = SimtBuffer::i32(out_numel);
-          SimtBuffer cpu_y(dtype, std::vector<float>(out_numel));
-          std::vector<int32_t> cpu_argmax(out_numel);
-          const MaxPool2dWindow window{
-              .n = s.n,
-              .h = s.h,
-              .w = s.w,
-              .c = s.c,
-              .params = {.kernel = win.kernel, .stride = win.stride, .padding = win.padding}};
-          cuda::PoolLaunch grid{geometry.grid};
-          if (geometry.image_per_launch)
-            grid.max_launch_elements = cuda::maxpool_image_elements(window);
-          cpu::maxpool2d_forward({.dtype = dtype,
-                                  .x = dx_in.data(),
-                                  .y = cpu_y.data(),
-                                  .argmax = cpu_argmax.data(),
-                                  .window = window});
-          cuda::maxpool2d_forward({.dtype = dtype,
-                                   .x = dx_in.data(),
-                                   .y = y.data(),
-                                   .argmax = argmax.ints(),
-                                   .window = window},
-                                  nullptr, grid);
-          EXPECT_TRUE(all_close(cpu_y.values(), y.values(), 0.0, 0.0));
-          EXPECT_EQ(cpu_argmax, argmax.int_values());
-
-          // The same gather order on both sides: bit for bit.
-          SimtBuffer ddy(dtype, dy), dx(dtype, std::vector<float>(s.numel(), 7.f));
-          SimtBuffer cpu_dx(dtype, std::vector<float>(s.numel()));
-          cpu::maxpool2d_backward({.dtype = dtype,
-                                   .dy = ddy.data(),
-                                   .argmax = cpu_argmax.data(),
-                                   .dx = cpu_dx.data(),
-                                   .window = window});
-          cuda::maxpool2d_backward({.dtype = dtype,
-                                    .dy = ddy.data(),
-                                    .argmax = argmax.ints(),
-                                    .dx = dx.data(),
-                                    .window = window},
-                                   nullptr, grid);
-          EXPECT_TRUE(all_close(cpu_dx.values(), dx.values(), 0.0, 0.0));
+          for (const Placement& at : kPlacements) {
+            // Off-aligned placements change the path only where C % 8 == 0.
+            if ((at.activation_offset != 0 || at.argmax_offset != 0) && s.c % 8 != 0) continue;
+            SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str() + " " + win.str() + " " +
+                         geometry.str() + " " + at.str());
+            expect_maxpool_matches_cpu(dtype, s, win, x, geometry, at);
+          }
         }
       }
+    }
+  }
+}
+
+TEST(PoolSimt, MaxPoolTiesInfinitiesAndNaNMatchCpu) {
+  // Ties resolve to the first position in window order and the last NaN of a window wins it,
+  // lane by lane: constant inputs, -inf everywhere (the argmax stays at the first valid
+  // position), and few distinct values with NaNs in some channels, on both paths.
+  const PoolShape shapes[] = {{2, 7, 9, 16}, {1, 5, 6, 3}, {3, 6, 5, 8}};
+  for (DType dtype : kDTypes) {
+    for (const PoolShape& s : shapes) {
+      std::vector<std::vector<float>> inputs = {std::vector<float>(s.numel(), 1.5f),
+                                                std::vector<float>(s.numel(), -INFINITY)};
+      std::vector<float> few(s.numel());
+      for (int64_t i = 0; i < s.numel(); ++i)
+        few[i] = static_cast<float>((i * 7 / 3) % 3);
+      for (int64_t i = 5; i < s.numel(); i += 11)
+        few[i] = NAN;
+      inputs.push_back(few);
+      for (size_t input = 0; input < inputs.size(); ++input) {
+        for (const Window& win : {testing::kWindows[0], testing::kWindows[2]}) {
+          SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str() + " " + win.str() +
+                       " input " + std::to_string(input));
+          expect_maxpool_matches_cpu(dtype, s, win, inputs[input], kPoolGeometries[1], kAligned);
+        }
+      }
+    }
+  }
+}
+
+TEST(PoolSimt, TheWidestWindowMatchesCpu) {
+  // 16x16 windows: argmax codes up to 255, on the vector path and the scalar one.
+  for (DType dtype : kDTypes) {
+    for (const PoolShape& s : testing::kWidestShapes) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str());
+      std::vector<float> x(s.numel());
+      for (int64_t i = 0; i < s.numel(); ++i)
+        x[i] = testing::round_to(dtype, static_cast<float>(i / s.c));
+      expect_maxpool_matches_cpu(dtype, s, testing::kWidestWindow, x, kPoolGeometries[1], kAligned);
+      expect_maxpool_matches_cpu(dtype, s, testing::kWidestWindow,
+                                 testing::normal_values(s.numel(), 9, dtype), kPoolGeometries[0],
+                                 kAligned);
     }
   }
 }
@@ -149,24 +221,27 @@ TEST(PoolSimt, EntryPointsDispatchOnDtype) {
     const std::vector<float> x = testing::normal_values(s.numel(), 5, dtype);
     const int64_t out_numel = s.n * 4 * 4 * s.c;
     SimtBuffer dx_in(dtype, x), y(dtype, std::vector<float>(out_numel)), cpu_y(dtype, y.values());
-    SimtBuffer argmax = SimtBuffer::i32(out_numel), cpu_argmax = SimtBuffer::i32(out_numel);
+    SimtBuffer argmax = SimtBuffer::u8(out_numel), cpu_argmax = SimtBuffer::u8(out_numel);
     const MaxPool2dWindow window{.n = s.n, .h = s.h, .w = s.w, .c = s.c};  // 3x3, stride 2, pad 1
     cuda::maxpool2d_forward({.dtype = dtype,
                              .x = dx_in.data(),
                              .y = y.data(),
-                             .argmax = argmax.ints(),
+                             .argmax = argmax.bytes(),
                              .window = window},
                             nullptr);
     cpu::maxpool2d_forward({.dtype = dtype,
                             .x = dx_in.data(),
                             .y = cpu_y.data(),
-                            .argmax = cpu_argmax.ints(),
+                            .argmax = cpu_argmax.bytes(),
                             .window = window});
     EXPECT_TRUE(all_close(cpu_y.values(), y.values(), 0.0, 0.0));
-    EXPECT_EQ(cpu_argmax.int_values(), argmax.int_values());
+    EXPECT_EQ(cpu_argmax.byte_values(), argmax.byte_values());
     SimtBuffer dx(dtype, x), cpu_dx(dtype, x);
-    MaxPool2dBackwardArgs backward{
-        .dtype = dtype, .dy = y.data(), .argmax = argmax.ints(), .dx = dx.data(), .window = window};
+    MaxPool2dBackwardArgs backward{.dtype = dtype,
+                                   .dy = y.data(),
+                                   .argmax = argmax.bytes(),
+                                   .dx = dx.data(),
+                                   .window = window};
     cuda::maxpool2d_backward(backward, nullptr);
     backward.dx = cpu_dx.data();
     cpu::maxpool2d_backward(backward);
@@ -193,30 +268,30 @@ using testing::error_of;
 TEST(PoolSimt, AnImageOverALaunchIsRefusedByName) {
   const PoolShape s{2, 4, 4, 3};
   SimtBuffer x(DType::f32, std::vector<float>(s.numel())), y(DType::f32, std::vector<float>(24));
-  SimtBuffer argmax = SimtBuffer::i32(24);
+  SimtBuffer argmax = SimtBuffer::u8(24);
   EXPECT_EQ(error_of([&] {
               cuda::maxpool2d_forward(
                   {.dtype = DType::f32,
                    .x = x.data(),
                    .y = y.data(),
-                   .argmax = argmax.ints(),
+                   .argmax = argmax.bytes(),
                    .window = {.n = s.n, .h = s.h, .w = s.w, .c = s.c, .params = {}}},
                   nullptr, {.grid = {}, .max_launch_elements = 47});
             }),
             "maxpool2d: one image of 4x4x3 holds 48 elements, over the 47 a launch indexes");
-  EXPECT_EQ(argmax.int_values(), SimtBuffer::i32(24).int_values());
+  EXPECT_EQ(argmax.byte_values(), SimtBuffer::u8(24).byte_values());
 }
 
 TEST(PoolSimt, EntryPointsRefuseI32Activations) {
   // An i32 activation is never taken for bf16: the entry points throw before any launch.
   const PoolShape s{1, 4, 4, 2};
   SimtBuffer x(std::vector<int32_t>(s.numel(), 3)), y = SimtBuffer::i32(8);
-  SimtBuffer argmax = SimtBuffer::i32(8);
+  SimtBuffer argmax = SimtBuffer::u8(8);
   EXPECT_EQ(error_of([&] {
               cuda::maxpool2d_forward({.dtype = DType::i32,
                                        .x = x.data(),
                                        .y = y.data(),
-                                       .argmax = argmax.ints(),
+                                       .argmax = argmax.bytes(),
                                        .window = {.n = s.n, .h = s.h, .w = s.w, .c = s.c}},
                                       nullptr);
             }),
@@ -224,7 +299,7 @@ TEST(PoolSimt, EntryPointsRefuseI32Activations) {
   EXPECT_EQ(error_of([&] {
               cuda::maxpool2d_backward({.dtype = DType::i32,
                                         .dy = y.data(),
-                                        .argmax = argmax.ints(),
+                                        .argmax = argmax.bytes(),
                                         .dx = x.data(),
                                         .window = {.n = s.n, .h = s.h, .w = s.w, .c = s.c}},
                                        nullptr);
@@ -237,7 +312,7 @@ TEST(PoolSimt, EntryPointsRefuseI32Activations) {
             nullptr);
       }),
       "dispatch_device_dtype: i32 is not a float dtype (f32 or bf16)");
-  EXPECT_EQ(argmax.int_values(), SimtBuffer::i32(8).int_values());
+  EXPECT_EQ(argmax.byte_values(), SimtBuffer::u8(8).byte_values());
   EXPECT_EQ(x.int_values(), std::vector<int32_t>(s.numel(), 3));
 }
 

@@ -78,7 +78,7 @@ void add_maxpool_case(std::vector<OpCase>& cases, const bench::OpCase& c, DType 
     const Device device = stream.device();
     auto in = std::make_shared<Tensor>(on_device(*x, stream));
     auto y = std::make_shared<Tensor>(Tensor::empty(pooled, dtype, device));
-    auto argmax = std::make_shared<Tensor>(Tensor::empty(pooled, DType::i32, device));
+    auto argmax = std::make_shared<Tensor>(Tensor::empty(pooled, DType::u8, device));
     auto grad = std::make_shared<Tensor>(on_device(*dy, stream));
     auto dx = std::make_shared<Tensor>(Tensor::empty(shape, dtype, device));
     if (backward) maxpool2d_forward(pool, *in, *y, *argmax, stream);
