@@ -139,36 +139,41 @@ TEST(ConvSimt, ForwardMatchesCpu) {
   }
 }
 
+// The CUDA input gradient of `shape` against the CPU twin's; dx starts as NaN, so an element
+// no thread writes fails.
+void expect_backward_data_matches_cpu(const Conv2dShape& shape, const Engine& engine) {
+  const DType dtype = engine.dtype;
+  Operands in(shape, engine);
+  const int64_t inputs = shape_numel(shape.input_shape());
+  std::vector<std::byte> expected(inputs * dtype_size(dtype));
+  SimtBuffer actual(dtype, std::vector<float>(inputs, NAN));
+  cpu::conv2d_backward_data({.shape = shape,
+                             .dtype = dtype,
+                             .dy = in.cpu_dy.data(),
+                             .w = in.cpu_w.data(),
+                             .dx = expected.data()});
+  cuda::conv2d_backward_data({.shape = shape,
+                              .dtype = dtype,
+                              .dy = in.dy.data(),
+                              .w = in.w.data(),
+                              .dx = actual.data(),
+                              .fp32_math = engine.math},
+                             nullptr);
+  EXPECT_LE(relative_difference(actual.values(), decode(dtype, expected.data(), inputs)),
+            engine.tolerance());
+}
+
 TEST(ConvSimt, BackwardDataMatchesCpu) {
   for (const Engine& engine : kEngines) {
-    const DType dtype = engine.dtype;
     for (const auto& [name, shape] : simt_cases()) {
       SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + engine.name());
-      Operands in(shape, engine);
-      const int64_t inputs = shape_numel(shape.input_shape());
-      std::vector<std::byte> expected(inputs * dtype_size(dtype));
-      SimtBuffer actual(dtype, std::vector<float>(inputs, NAN));
-      cpu::conv2d_backward_data({.shape = shape,
-                                 .dtype = dtype,
-                                 .dy = in.cpu_dy.data(),
-                                 .w = in.cpu_w.data(),
-                                 .dx = expected.data()});
-      cuda::conv2d_backward_data({.shape = shape,
-                                  .dtype = dtype,
-                                  .dy = in.dy.data(),
-                                  .w = in.w.data(),
-                                  .dx = actual.data(),
-                                  .fp32_math = engine.math},
-                                 nullptr);
-      EXPECT_LE(relative_difference(actual.values(), decode(dtype, expected.data(), inputs)),
-                engine.tolerance());
+      expect_backward_data_matches_cpu(shape, engine);
     }
   }
 }
 
 // Strided input gradients without the stride's zeros (conv_strided_data_grad.cuh): 1x1
-// layers as one GEMM filling stride cells, the others as a GEMM per stride phase. Output
-// buffers start as NaN, so a pixel no phase or cell writes fails.
+// layers as one GEMM filling stride cells, the others as a GEMM per stride phase.
 std::vector<SimtCase> strided_data_grad_cases() {
   Conv2dShape rows_only = conv_shape(2, 9, 7, 16, 8, 3, 3, 1, 1);
   rows_only.stride_h = 2;  // phases along h only
@@ -188,29 +193,11 @@ std::vector<SimtCase> strided_data_grad_cases() {
 
 TEST(ConvSimt, StridedBackwardDataSkipsTheStridesZeros) {
   for (const Engine& engine : kEngines) {
-    const DType dtype = engine.dtype;
     for (const auto& [name, shape] : strided_data_grad_cases()) {
       SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + engine.name());
       EXPECT_TRUE(cuda::is_strided_pointwise(shape) || cuda::splits_into_stride_phases(shape));
       EXPECT_EQ(cuda::conv2d_backward_data_workspace_bytes(shape), 0u);
-      Operands in(shape, engine);
-      const int64_t inputs = shape_numel(shape.input_shape());
-      std::vector<std::byte> expected(inputs * dtype_size(dtype));
-      SimtBuffer actual(dtype, std::vector<float>(inputs, NAN));
-      cpu::conv2d_backward_data({.shape = shape,
-                                 .dtype = dtype,
-                                 .dy = in.cpu_dy.data(),
-                                 .w = in.cpu_w.data(),
-                                 .dx = expected.data()});
-      cuda::conv2d_backward_data({.shape = shape,
-                                  .dtype = dtype,
-                                  .dy = in.dy.data(),
-                                  .w = in.w.data(),
-                                  .dx = actual.data(),
-                                  .fp32_math = engine.math},
-                                 nullptr);
-      EXPECT_LE(relative_difference(actual.values(), decode(dtype, expected.data(), inputs)),
-                engine.tolerance());
+      expect_backward_data_matches_cpu(shape, engine);
     }
   }
 }
