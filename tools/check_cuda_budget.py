@@ -99,10 +99,10 @@ def check(objects, budget, arch):
             blocks = blocks_per_sm(regs, row["threads"])
             counts = sass.loop_counts(table[name])
             per_math = counts["instr"] / counts["math"] if counts else None
-            lines.append(f"{regs:4d} {blocks:4d} "
-                         f"{'%6.2f' % per_math if per_math is not None else '     -'} "
-                         f"{'%5s' % ('%d/%d' % async_copies(table[name])[::-1]) if row['async128'] else '    -'}"
-                         f"  {kernel}")
+            copies, wide = async_copies(table[name])
+            per_math_text = f"{per_math:6.2f}" if per_math is not None else "     -"
+            copies_text = f"{wide}/{copies}" if row["async128"] else "-"
+            lines.append(f"{regs:4d} {blocks:4d} {per_math_text} {copies_text:>5s}  {kernel}")
             if row["max_regs"] is not None and regs > row["max_regs"]:
                 breaches.append(("regs", f"{where}: {regs} registers > {row['max_regs']} "
                                          f"(budget line {row['line']})"))
@@ -119,7 +119,6 @@ def check(objects, budget, arch):
                                                  f"instruction in the main loop > "
                                                  f"{row['max_per_math']} (budget line {row['line']})"))
             if row["async128"]:
-                copies, wide = async_copies(table[name])
                 if copies == 0 or wide != copies:
                     breaches.append(("async128", f"{where}: {wide} of {copies} cp.async copies in "
                                                  f"the main loop are 16-byte (budget line {row['line']})"))

@@ -88,6 +88,17 @@ __device__ __forceinline__ bool inside_image(const ConvGeometry& g, const Window
          static_cast<uint32_t>(w) < static_cast<uint32_t>(g.in_w);
 }
 
+// A gather's element at offset `at` of data, or 0 (no vector source) where at < 0: the offset
+// of a (row, k) that reads zero (a stride gap, a border).
+template <typename T>
+__device__ __forceinline__ T load_at(const T* data, int64_t at) {
+  return at < 0 ? from_f32<T>(0.f) : data[at];
+}
+template <typename T>
+__device__ __forceinline__ const T* source_at(const T* data, int64_t at) {
+  return at < 0 ? nullptr : data + at;
+}
+
 // im2col(x)[pixel][tap_channel], 0 in the padding; the vector source: where that and the
 // next channels of the same tap are (in_channels a multiple of the width), nullptr in the
 // padding.
@@ -191,12 +202,10 @@ struct ConvDataGradOutput {
            tap.k_out;
   }
   __device__ __forceinline__ T load(const Row& pixel, const K& tap) const {
-    const int64_t at = offset(pixel, tap);
-    return at < 0 ? from_f32<T>(0.f) : dy[at];
+    return load_at(dy, offset(pixel, tap));
   }
   __device__ __forceinline__ const T* vector_source(const Row& pixel, const K& tap) const {
-    const int64_t at = offset(pixel, tap);
-    return at < 0 ? nullptr : dy + at;
+    return source_at(dy, offset(pixel, tap));
   }
   __device__ __forceinline__ const T* origin() const { return dy; }
   bool vectorizable(int width) const { return vector_loads_fit(dy, width, g.out_channels); }

@@ -34,7 +34,7 @@ inline bool is_strided_pointwise(const Conv2dShape& s) {
 // element of dx is written once.
 template <typename TOut>
 struct StoreToStrideCells {
-  static constexpr int kVectorWidth = static_cast<int>(16 / sizeof(TOut));
+  static constexpr int kVectorWidth = vector_width<TOut>();
   TOut* dx;
   ConvGeometry g;
   // put(pixel, is the corner) for each pixel of row m's cell, at channel n.
@@ -54,7 +54,9 @@ struct StoreToStrideCells {
   __device__ __forceinline__ void operator()(int /*split*/, int64_t m, int64_t n, float acc) const {
     each_pixel(m, n, [&](TOut* at, bool corner) { *at = from_f32<TOut>(corner ? acc : 0.f); });
   }
-  bool vector_fits() const { return aligned16(dx) && g.in_channels % kVectorWidth == 0; }
+  bool vector_fits() const {
+    return all_aligned<kVectorWidth>(dx) && g.in_channels % kVectorWidth == 0;
+  }
   __device__ __forceinline__ void store_vector(int /*split*/, int64_t m, int64_t n,
                                                const float (&acc)[kVectorWidth]) const {
     Vector16<TOut> value, zero;
@@ -171,12 +173,10 @@ struct PhaseDataGradOutput {
            tap.k_out;
   }
   __device__ __forceinline__ T load(const Row& pixel, const K& tap) const {
-    const int64_t at = offset(pixel, tap);
-    return at < 0 ? from_f32<T>(0.f) : dy[at];
+    return load_at(dy, offset(pixel, tap));
   }
   __device__ __forceinline__ const T* vector_source(const Row& pixel, const K& tap) const {
-    const int64_t at = offset(pixel, tap);
-    return at < 0 ? nullptr : dy + at;
+    return source_at(dy, offset(pixel, tap));
   }
   __device__ __forceinline__ const T* origin() const { return dy; }
   bool vectorizable(int width) const { return vector_loads_fit(dy, width, phase.out_channels); }
@@ -213,7 +213,7 @@ struct PhaseDataGradFilter {
 // first_col + j * stride_w).
 template <typename TOut>
 struct StoreToPhasePixels {
-  static constexpr int kVectorWidth = static_cast<int>(16 / sizeof(TOut));
+  static constexpr int kVectorWidth = vector_width<TOut>();
   TOut* dx;
   StridePhase phase;
   __device__ __forceinline__ TOut* at(int64_t m, int64_t n) const {
@@ -229,7 +229,9 @@ struct StoreToPhasePixels {
   __device__ __forceinline__ void operator()(int /*split*/, int64_t m, int64_t n, float acc) const {
     *at(m, n) = from_f32<TOut>(acc);
   }
-  bool vector_fits() const { return aligned16(dx) && phase.in_channels % kVectorWidth == 0; }
+  bool vector_fits() const {
+    return all_aligned<kVectorWidth>(dx) && phase.in_channels % kVectorWidth == 0;
+  }
   __device__ __forceinline__ void store_vector(int /*split*/, int64_t m, int64_t n,
                                                const float (&acc)[kVectorWidth]) const {
     Vector16<TOut> value;

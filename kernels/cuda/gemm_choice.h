@@ -8,10 +8,12 @@
 // Only the bf16 engine's 16-byte path has the smaller tiles; every other path is 128x128.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace engine::cuda {
 
@@ -23,29 +25,36 @@ struct GemmChoice {
   GemmTile tile = GemmTile::automatic;
 };
 
+// The value of environment variable `name` among `choices` (`unset` when it is not set); any
+// other value throws, listing the choices.
+template <typename Choice, size_t N>
+Choice environment_choice(const char* name, const std::pair<const char*, Choice> (&choices)[N],
+                          const char* unset) {
+  const char* text = std::getenv(name);
+  const std::string value = text == nullptr ? unset : text;
+  std::string accepted;
+  for (size_t i = 0; i < N; ++i) {
+    if (value == choices[i].first) return choices[i].second;
+    accepted += std::string(i == 0 ? "" : i + 1 == N ? " or " : ", ") + choices[i].first;
+  }
+  throw std::invalid_argument(std::string(name) + "='" + value + "': use " + accepted);
+}
+
 inline GemmEpilogue environment_gemm_epilogue() {
-  static const GemmEpilogue chosen = [] {
-    const char* text = std::getenv("ENGINE_GEMM_EPILOGUE");
-    const std::string value = text == nullptr ? "staged" : text;
-    if (value == "staged") return GemmEpilogue::staged;
-    if (value == "direct") return GemmEpilogue::direct;
-    throw std::invalid_argument("ENGINE_GEMM_EPILOGUE='" + value + "': use direct or staged");
-  }();
+  static const GemmEpilogue chosen = environment_choice<GemmEpilogue>(
+      "ENGINE_GEMM_EPILOGUE", {{"direct", GemmEpilogue::direct}, {"staged", GemmEpilogue::staged}},
+      "staged");
   return chosen;
 }
 
 inline GemmTile environment_gemm_tile() {
-  static const GemmTile chosen = [] {
-    const char* text = std::getenv("ENGINE_GEMM_TILE");
-    const std::string value = text == nullptr ? "auto" : text;
-    if (value == "auto") return GemmTile::automatic;
-    if (value == "128x128") return GemmTile::t128x128;
-    if (value == "128x64") return GemmTile::t128x64;
-    if (value == "64x128") return GemmTile::t64x128;
-    if (value == "64x64") return GemmTile::t64x64;
-    throw std::invalid_argument("ENGINE_GEMM_TILE='" + value +
-                                "': use auto, 128x128, 128x64, 64x128 or 64x64");
-  }();
+  static const GemmTile chosen = environment_choice<GemmTile>("ENGINE_GEMM_TILE",
+                                                              {{"auto", GemmTile::automatic},
+                                                               {"128x128", GemmTile::t128x128},
+                                                               {"128x64", GemmTile::t128x64},
+                                                               {"64x128", GemmTile::t64x128},
+                                                               {"64x64", GemmTile::t64x64}},
+                                                              "auto");
   return chosen;
 }
 

@@ -16,19 +16,15 @@
 
 namespace engine::cuda {
 
-// 16 bytes of T: what one vector access of a staged store moves.
+// 16 bytes of T (elementwise.cuh's pack and width): what one vector access of a staged store
+// moves.
 template <typename T>
-using Vector16 = Pack<T, static_cast<int>(16 / sizeof(T))>;
-
-template <typename T>
-bool aligned16(const T* pointer) {
-  return reinterpret_cast<uintptr_t>(pointer) % 16 == 0;
-}
+using Vector16 = Pack<T, vector_width<T>()>;
 
 // out[m * ld + n] = acc (+ bias[n]) (+ out[m * ld + n] when accumulating).
 template <typename TOut>
 struct StoreToMatrix {
-  static constexpr int kVectorWidth = static_cast<int>(16 / sizeof(TOut));
+  static constexpr int kVectorWidth = vector_width<TOut>();
   TOut* out;
   int64_t ld;
   const float* bias;  // may be null
@@ -42,7 +38,7 @@ struct StoreToMatrix {
     TOut* target = out + m * ld + n;
     *target = from_f32<TOut>(finish(acc, n, accumulate ? *target : TOut{}));
   }
-  bool vector_fits() const { return aligned16(out) && ld % kVectorWidth == 0; }
+  bool vector_fits() const { return all_aligned<kVectorWidth>(out) && ld % kVectorWidth == 0; }
   __device__ __forceinline__ void store_vector(int /*split*/, int64_t m, int64_t n,
                                                const float (&acc)[kVectorWidth]) const {
     auto* target = reinterpret_cast<Vector16<TOut>*>(out + m * ld + n);
@@ -57,14 +53,16 @@ struct StoreToMatrix {
 
 // partials[(split * rows + m) * cols + n] = acc
 struct StoreSplitPartial {
-  static constexpr int kVectorWidth = 4;
+  static constexpr int kVectorWidth = vector_width<float>();
   float* partials;
   int64_t rows;
   int64_t cols;
   __device__ __forceinline__ void operator()(int split, int64_t m, int64_t n, float acc) const {
     partials[(split * rows + m) * cols + n] = acc;
   }
-  bool vector_fits() const { return aligned16(partials) && cols % kVectorWidth == 0; }
+  bool vector_fits() const {
+    return all_aligned<kVectorWidth>(partials) && cols % kVectorWidth == 0;
+  }
   __device__ __forceinline__ void store_vector(int split, int64_t m, int64_t n,
                                                const float (&acc)[kVectorWidth]) const {
     Vector16<float> result;
