@@ -153,7 +153,7 @@ ConvPassTimes time_cudnn_conv(const Conv2dShape& s, DType dtype, Stream& stream,
 LinearPassTimes time_cublas_linear(int64_t rows, int64_t in, int64_t out, DType dtype,
                                    Stream& stream, const TimingOptions& options) {
   const Device device = stream.device();
-  // The operands ours are timed on (bench/op_runners.cpp's linear_op).
+  // The operands ours are timed on (random, as the fc layer's description makes them fast).
   Tensor x = random_tensor({rows, in}, dtype, stream, 1);
   Tensor w = random_tensor({out, in}, dtype, stream, 2);
   Tensor y = random_tensor({rows, out}, dtype, stream, 3);  // also dy

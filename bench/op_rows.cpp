@@ -1,43 +1,73 @@
 #include "bench/op_rows.h"
 
 #include <functional>
-#include <map>
 #include <memory>
 #include <utility>
 
-#include "bench/op_cases.h"
-#include "bench/op_runners.h"
+#include "bench/ops/op_description.h"
 #include "bench/torch_baseline.h"
-#include "kernels/ops/copy.h"
 #include "kernels/runtime.h"
-#if ENGINE_BENCH_GPU_BASELINES
-#include "bench/gpu_baselines.h"
-#endif
 
 namespace engine::bench {
 
 namespace {
 
-std::vector<OpCase> selected_cases(const OpRowOptions& options) {
+using op_registry::OpCase;
+using op_registry::OpDescription;
+
+// The bench rows of every op in the registry, in its order: the f32 rows, and on a GPU the
+// GEMMs' rows in each dtype asked for, as the conv rows (every other op is timed in f32, and
+// the CPU runs f32 only).
+std::vector<OpCase> selected_cases(const OpRowOptions& options, bool gpu) {
+  const op_registry::ModelShapes model =
+      op_registry::model_shapes(options.arch, options.batch, options.image_size);
   std::vector<OpCase> cases;
-  for (OpCase& c : resnet_op_cases(options.arch, options.batch, options.image_size)) {
-    if (options.filter.empty() || c.name.find(options.filter) != std::string::npos)
-      cases.push_back(std::move(c));
+  auto take = [&](std::vector<OpCase> from, bool gemms_only) {
+    for (OpCase& c : from) {
+      if (!c.bench || (gemms_only && !c.is_gemm())) continue;
+      if (options.filter.empty() || c.name.find(options.filter) != std::string::npos)
+        cases.push_back(std::move(c));
+    }
+  };
+  for (const OpDescription* op : op_registry::registry()) {
+    const std::vector<OpCase> f32 = op->cases(model, DType::f32);
+    const bool gemm = !f32.empty() && f32.front().is_gemm();
+    if (!gpu || !gemm) {
+      take(f32, false);
+      continue;
+    }
+    for (DType dtype : options.gemm_dtypes)
+      take(op->cases(model, dtype), true);
   }
   return cases;
 }
 
-// The same bytes at the device's copy bandwidth: a copy of bytes / 2 reads and writes them.
-double device_copy_us(double bytes, Stream& stream, const TimingOptions& timing) {
-  const int64_t elements = static_cast<int64_t>(bytes / 8);
-  Tensor src = Tensor::zeros({elements}, DType::f32, stream.device(), stream);
-  Tensor dst = Tensor::empty({elements}, DType::f32, stream.device());
-  return median_stream_time_us([&] { copy(src, dst, stream); }, stream, timing);
+// The case as a tab-separated stdin line of tools/bench_torch_ops.py: name, op, dims..., and
+// last the description's Python (its backslashes, tabs and newlines escaped).
+std::string torch_request_line(const OpCase& c, const char* torch_source) {
+  std::string line = c.name + "\t" + std::string(op_registry::op_name(c.op));
+  for (int64_t d : c.dims) {
+    line += '\t';  // appended apart: g++ 12 warns falsely (-Wrestrict) on "\t" + string
+    line += std::to_string(d);
+  }
+  line += '\t';
+  for (const char* p = torch_source; *p != '\0'; ++p) {
+    if (*p == '\\') {
+      line += "\\\\";
+    } else if (*p == '\n') {
+      line += "\\n";
+    } else if (*p == '\t') {
+      line += "\\t";
+    } else {
+      line += *p;
+    }
+  }
+  return line;
 }
 
-// Each row's baseline, timed right before the row: PyTorch on the CPU; on a GPU, cuBLAS for the
-// GEMMs, cuDNN's unfused add then ReLU for add+ReLU, and a device copy of the same bytes for
-// the other memory-bound ops; on the sim device, the CPU backend.
+// Each row's baseline, timed right before the row: PyTorch on the CPU (the description's
+// Python); on a GPU the description's GPU baseline (a device copy of the same bytes unless it
+// names cuDNN or cuBLAS); on the sim device, the CPU backend.
 class Baselines {
  public:
   Baselines(const std::vector<OpCase>& cases, const OpRowOptions& options, Stream& stream,
@@ -53,11 +83,17 @@ class Baselines {
                    : std::make_unique<TorchProcess>("bench_torch_ops.py", options.threads,
                                                     timing.min_seconds)) {}
 
-  void attach(const OpCase& c, DType dtype, Row& row) {
+  void attach(const OpCase& c, Row& row) {
+    const OpDescription& op = op_registry::describe(c.op);
     if (!gpu_) {
       row.baseline = "torch";
-      const std::map<std::string, double> times = torch_->time_case(torch_request_line(c), 1);
-      const auto found = times.find(c.op);
+      if (op.torch == nullptr) {
+        row.note = "no PyTorch baseline for this op";
+        return;
+      }
+      const std::map<std::string, double> times =
+          torch_->time_case(torch_request_line(c, op.torch), 1);
+      const auto found = times.find(std::string(op_registry::op_name(c.op)));
       if (found != times.end()) {
         row.baseline_time_us = found->second;
       } else {
@@ -75,47 +111,25 @@ class Baselines {
         return;
       }
       Stream cpu;
+      const op_registry::Prepared prepared = c.prepare(cpu, op_registry::Inputs::fast);
       row.baseline_time_us = median_time_us(
-          make_native_op(c, dtype, cpu), [] {}, timing_);
+          prepared.call, [] {}, timing_);
       return;
     }
-    row.baseline = c.is_gemm() ? "cublas" : c.op == "add_relu" ? "cudnn" : "memcpy";
+    row.baseline = op.gpu_baseline.name;
     if (!enabled_) {
       row.note = "--no-baseline";
-    } else if (c.op == "add_relu") {
-#if ENGINE_BENCH_GPU_BASELINES
-      row.baseline_time_us = time_cudnn_add_relu(shape_numel(c.dims), stream_, timing_);
-#else
-      row.note = "built without cuDNN/cuBLAS";
-#endif
-    } else if (!c.is_gemm()) {
-      row.baseline_time_us = device_copy_us(c.bytes, stream_, timing_);
+      return;
+    }
+    const std::optional<double> time = op.gpu_baseline.time_us(c, stream_, timing_);
+    if (time) {
+      row.baseline_time_us = *time;
     } else {
-#if ENGINE_BENCH_GPU_BASELINES
-      row.baseline_time_us = cublas_time_us(c, dtype);
-#else
-      (void)dtype;
       row.note = "built without cuDNN/cuBLAS";
-#endif
     }
   }
 
  private:
-#if ENGINE_BENCH_GPU_BASELINES
-  // cuBLAS times the three passes of a shape at once; the fc layer's three rows share them.
-  double cublas_time_us(const OpCase& c, DType dtype) {
-    auto found = cublas_.find({c.dims, dtype});
-    if (found == cublas_.end()) {
-      const LinearPassTimes t =
-          time_cublas_linear(c.dims[0], c.dims[1], c.dims[2], dtype, stream_, timing_);
-      found = cublas_.emplace(std::make_pair(c.dims, dtype), t).first;
-    }
-    if (c.op == "linear_fwd") return found->second.forward_us;
-    if (c.op == "linear_bwd_data") return found->second.backward_data_us;
-    return found->second.backward_weight_us;
-  }
-  std::map<std::pair<std::vector<int64_t>, DType>, LinearPassTimes> cublas_;
-#endif
   bool enabled_, gpu_, sim_;
   Stream& stream_;
   TimingOptions timing_;
@@ -126,29 +140,24 @@ class Baselines {
 
 std::vector<Row> run_op_rows(const OpRowOptions& options, Stream& stream,
                              const TimingOptions& timing) {
-  const std::vector<OpCase> cases = selected_cases(options);
   const bool gpu = stream.device().is_cuda();
+  const std::vector<OpCase> cases = selected_cases(options, gpu);
   Baselines baselines(cases, options, stream, timing);
   std::vector<Row> rows;
   for (const OpCase& c : cases) {
-    // On a GPU the GEMMs get a row per dtype, as the conv rows; every other op is timed in
-    // f32, and the CPU runs f32 only.
-    const bool per_dtype = gpu && c.is_gemm();
-    for (DType dtype : per_dtype ? options.gemm_dtypes : std::vector<DType>{DType::f32}) {
-      const std::string suffix = per_dtype ? " " + std::string(dtype_name(dtype)) : "";
-      const std::function<void()> op = make_native_op(c, dtype, stream);
-      // The baseline first: PyTorch's process is then idle, past its start-up, while ours run.
-      Row row("kernels", "native", c.name + suffix, 0);
-      baselines.attach(c, dtype, row);
-      row.time_us = median_stream_time_us(op, stream, timing);
-      if (c.is_gemm()) {
-        row.gflops = c.flops / (row.time_us * 1e3);
-      } else {
-        row.gbps = c.bytes / (row.time_us * 1e3);
-        row.bytes = static_cast<int64_t>(c.bytes);
-      }
-      rows.push_back(row);
+    const std::string suffix = gpu && c.is_gemm() ? " " + std::string(dtype_name(c.dtype)) : "";
+    const op_registry::Prepared prepared = c.prepare(stream, op_registry::Inputs::fast);
+    // The baseline first: PyTorch's process is then idle, past its start-up, while ours run.
+    Row row("kernels", "native", c.name + suffix, 0);
+    baselines.attach(c, row);
+    row.time_us = median_stream_time_us(prepared.call, stream, timing);
+    if (c.is_gemm()) {
+      row.gflops = c.flops / (row.time_us * 1e3);
+    } else {
+      row.gbps = c.bytes / (row.time_us * 1e3);
+      row.bytes = static_cast<int64_t>(c.bytes);
     }
+    rows.push_back(row);
   }
   return rows;
 }

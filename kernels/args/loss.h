@@ -32,6 +32,27 @@ struct CrossEntropyBackwardArgs {
   void* dlogits = nullptr;  // may alias logits
 };
 
+// Soft targets (mixup, CutMix): targets f32[n, k], each row a distribution over the classes.
+struct SoftCrossEntropyForwardArgs {
+  DType dtype = DType::f32;
+  const void* logits = nullptr;
+  const float* targets = nullptr;
+  int64_t n = 0;
+  int64_t k = 0;
+  float* sample_loss = nullptr;  // f32[n]
+  float* loss = nullptr;         // f32[1]: the mean
+};
+
+struct SoftCrossEntropyBackwardArgs {
+  DType dtype = DType::f32;
+  const void* logits = nullptr;
+  const float* targets = nullptr;
+  int64_t n = 0;
+  int64_t k = 0;
+  float grad_loss = 1.f;    // the gradient at the mean loss
+  void* dlogits = nullptr;  // may alias logits
+};
+
 struct TopkCorrectArgs {
   DType dtype = DType::f32;
   const void* logits = nullptr;

@@ -108,6 +108,53 @@ void cross_entropy_backward(const CrossEntropyBackwardArgs& args) {
   });
 }
 
+void soft_cross_entropy_forward(const SoftCrossEntropyForwardArgs& args) {
+  const int64_t n = args.n, k = args.k;
+  float* sample_loss = args.sample_loss;
+  dispatch_dtype(args.dtype, [&]<typename T>() {
+    const T* z = static_cast<const T*>(args.logits);
+    for_each_row(n, k, [&](int64_t i) {
+      const T* row = z + i * k;
+      const float* target = args.targets + i * k;
+      float max = 0.f, sum = 0.f, mass = 0.f, target_z = 0.f;
+      softmax_stats(row, k, max, sum);
+      for (int64_t j = 0; j < k; ++j) {
+        mass += target[j];
+        target_z += target[j] * (to_float(row[j]) - max);
+      }
+      // -sum_j t_j (z_j - lse) = log(sum) * sum_j t_j - sum_j t_j (z_j - max), with lse = max +
+      // log(sum): shifted by the max, so large logits do not cancel.
+      sample_loss[i] = std::log(sum) * mass - target_z;
+    });
+  });
+  double total = 0;
+  for (int64_t i = 0; i < n; ++i)
+    total += sample_loss[i];
+  args.loss[0] = static_cast<float>(total / static_cast<double>(n));
+}
+
+void soft_cross_entropy_backward(const SoftCrossEntropyBackwardArgs& args) {
+  const int64_t n = args.n, k = args.k;
+  const float scale = args.grad_loss / static_cast<float>(n);
+  dispatch_dtype(args.dtype, [&]<typename T>() {
+    const T* z = static_cast<const T*>(args.logits);
+    T* dz = static_cast<T*>(args.dlogits);
+    for_each_row(n, k, [&](int64_t i) {
+      const T* row = z + i * k;
+      const float* target = args.targets + i * k;
+      float max = 0.f, sum = 0.f, mass = 0.f;
+      softmax_stats(row, k, max, sum);
+      for (int64_t j = 0; j < k; ++j)
+        mass += target[j];
+      // Each logit is read before it is written: dlogits may alias logits.
+      T* grad = dz + i * k;
+      for (int64_t j = 0; j < k; ++j)
+        grad[j] =
+            from_float<T>((std::exp(to_float(row[j]) - max) / sum * mass - target[j]) * scale);
+    });
+  });
+}
+
 void topk_correct(const TopkCorrectArgs& args) {
   const int32_t* labels = args.labels;
   const int64_t n = args.n, k = args.k;

@@ -8,6 +8,8 @@ namespace engine::cpu {
 
 void cross_entropy_forward(const CrossEntropyForwardArgs& args);
 void cross_entropy_backward(const CrossEntropyBackwardArgs& args);
+void soft_cross_entropy_forward(const SoftCrossEntropyForwardArgs& args);
+void soft_cross_entropy_backward(const SoftCrossEntropyBackwardArgs& args);
 void topk_correct(const TopkCorrectArgs& args);
 
 }  // namespace engine::cpu

@@ -1,4 +1,5 @@
-// Softmax cross-entropy forward/backward and top-k correct counts. One warp per row of
+// Softmax cross-entropy forward/backward (hard labels with smoothing, and soft targets) and
+// top-k correct counts. One warp per row of
 // logits (K = 1000 classes: 32 lanes stride over the row, coalesced), with an online softmax
 // (running max and rescaled sum) so the forward reads each logit once; warp results are
 // combined with butterfly shuffles, which leave every lane with the same value.
@@ -128,6 +129,55 @@ __global__ void cross_entropy_backward_kernel(const T* logits, const int32_t* la
   }
 }
 
+// The target mass sum_j t_j and, with kTargetZ, sum_j t_j (z_j - max) of one row, on every
+// lane.
+template <bool kTargetZ, typename T>
+__device__ __forceinline__ void row_target_sums(const T* z, const float* t, int64_t k, float max,
+                                                float& mass, float& target_z) {
+  mass = 0.f;
+  target_z = 0.f;
+  for (int64_t j = threadIdx.x; j < k; j += 32) {
+    mass += t[j];
+    if constexpr (kTargetZ) target_z += t[j] * (to_f32(z[j]) - max);
+  }
+  for (int offset = 16; offset > 0; offset /= 2) {
+    mass += __shfl_xor_sync(kFullWarp, mass, offset);
+    if constexpr (kTargetZ) target_z += __shfl_xor_sync(kFullWarp, target_z, offset);
+  }
+}
+
+// Soft targets: -sum_j t_j (z_j - lse) = log(sum) * sum_j t_j - sum_j t_j (z_j - max), with
+// lse = max + log(sum): shifted by the max, so large logits do not cancel. The kernels take
+// their argument struct by value (the pointers are device pointers).
+template <typename T>
+__global__ void soft_cross_entropy_forward_kernel(SoftCrossEntropyForwardArgs args) {
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y; row < args.n;
+       row += static_cast<int64_t>(gridDim.x) * blockDim.y) {
+    const T* z = static_cast<const T*>(args.logits) + row * args.k;
+    float max, sum, mass, target_z;
+    row_softmax(z, args.k, max, sum);
+    row_target_sums<true>(z, args.targets + row * args.k, args.k, max, mass, target_z);
+    if (threadIdx.x == 0) args.sample_loss[row] = logf(sum) * mass - target_z;
+  }
+}
+
+// dz = (softmax(z) * sum_j t_j - t) * scale; every lane finishes reading the row (the
+// shuffles) before any lane writes, so dlogits may alias logits.
+template <typename T>
+__global__ void soft_cross_entropy_backward_kernel(SoftCrossEntropyBackwardArgs args, float scale) {
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y; row < args.n;
+       row += static_cast<int64_t>(gridDim.x) * blockDim.y) {
+    const T* z = static_cast<const T*>(args.logits) + row * args.k;
+    const float* t = args.targets + row * args.k;
+    float max, sum, mass, unused;
+    row_softmax(z, args.k, max, sum);
+    row_target_sums<false>(z, t, args.k, max, mass, unused);
+    T* dz = static_cast<T*>(args.dlogits) + row * args.k;
+    for (int64_t j = threadIdx.x; j < args.k; j += 32)
+      dz[j] = from_f32<T>((expf(to_f32(z[j]) - max) / sum * mass - t[j]) * scale);
+  }
+}
+
 __global__ void loss_zero_kernel(float* values, int n) {
   if (static_cast<int>(threadIdx.x) < n) values[threadIdx.x] = 0.f;
 }
@@ -188,6 +238,25 @@ inline void cross_entropy_backward(const CrossEntropyBackwardArgs& args, cudaStr
   });
 }
 
+inline void soft_cross_entropy_forward(const SoftCrossEntropyForwardArgs& args, cudaStream_t stream,
+                                       const RowLaunch& shape) {
+  dispatch_device_dtype(args.dtype, [&]<typename T>() {
+    launch(soft_cross_entropy_forward_kernel<T>, row_grid(args.n, shape),
+           dim3(32, shape.warps_per_block), 0, stream, args);
+  });
+  launch(loss_mean_kernel, dim3(1), dim3(kMeanThreads), 0, stream, args.sample_loss, args.n,
+         args.loss);
+}
+
+inline void soft_cross_entropy_backward(const SoftCrossEntropyBackwardArgs& args,
+                                        cudaStream_t stream, const RowLaunch& shape) {
+  dispatch_device_dtype(args.dtype, [&]<typename T>() {
+    launch(soft_cross_entropy_backward_kernel<T>, row_grid(args.n, shape),
+           dim3(32, shape.warps_per_block), 0, stream, args,
+           args.grad_loss / static_cast<float>(args.n));
+  });
+}
+
 inline void topk_correct(const TopkCorrectArgs& args, cudaStream_t stream, const RowLaunch& shape) {
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
     launch(loss_zero_kernel, dim3(1), dim3(32), 0, stream, args.correct, 2);
@@ -202,6 +271,12 @@ void cross_entropy_forward(const CrossEntropyForwardArgs& args, cudaStream_t str
 }
 void cross_entropy_backward(const CrossEntropyBackwardArgs& args, cudaStream_t stream) {
   cross_entropy_backward(args, stream, RowLaunch{});
+}
+void soft_cross_entropy_forward(const SoftCrossEntropyForwardArgs& args, cudaStream_t stream) {
+  soft_cross_entropy_forward(args, stream, RowLaunch{});
+}
+void soft_cross_entropy_backward(const SoftCrossEntropyBackwardArgs& args, cudaStream_t stream) {
+  soft_cross_entropy_backward(args, stream, RowLaunch{});
 }
 void topk_correct(const TopkCorrectArgs& args, cudaStream_t stream) {
   topk_correct(args, stream, RowLaunch{});

@@ -10,6 +10,8 @@ namespace engine::cuda {
 
 void cross_entropy_forward(const CrossEntropyForwardArgs& args, cudaStream_t stream);
 void cross_entropy_backward(const CrossEntropyBackwardArgs& args, cudaStream_t stream);
+void soft_cross_entropy_forward(const SoftCrossEntropyForwardArgs& args, cudaStream_t stream);
+void soft_cross_entropy_backward(const SoftCrossEntropyBackwardArgs& args, cudaStream_t stream);
 void topk_correct(const TopkCorrectArgs& args, cudaStream_t stream);
 
 }  // namespace engine::cuda

@@ -34,6 +34,23 @@ Classes require_logits(std::string_view op, const Tensor& logits, const Tensor& 
   return shape;
 }
 
+// logits [N, K] (N, K >= 1) of a float dtype and targets f32[N, K] on the same device.
+Classes require_soft_targets(std::string_view op, const Tensor& logits, const Tensor& targets,
+                             const Stream& stream) {
+  ops::require_float(op, "logits", logits);
+  if (logits.dim() != 2 || logits.numel() == 0) {
+    fail(std::string(op) + ": logits is " + logits.describe() + ", expected a non-empty [N, K]");
+  }
+  ops::require_defined(op, "targets", targets);
+  if (targets.dtype() != DType::f32 || targets.shape() != logits.shape() ||
+      targets.device() != logits.device()) {
+    fail(std::string(op) + ": targets is " + targets.describe() + ", expected f32" +
+         shape_str(logits.shape()) + " (class probabilities) on " + logits.device().str());
+  }
+  ops::require_on_stream(op, "logits", logits, stream);
+  return {logits.size(0), logits.size(1)};
+}
+
 void require_smoothing(std::string_view op, float label_smoothing) {
   if (!(label_smoothing >= 0.f && label_smoothing <= 1.f)) {
     fail(std::string(op) + ": label_smoothing must be in [0, 1], got " +
@@ -82,6 +99,43 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& labels, float la
   ops::on_device(
       op, stream, [&] { cpu::cross_entropy_backward(args); },
       [&](auto cuda_stream) { cuda::cross_entropy_backward(args, cuda_stream); });
+}
+
+void soft_cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& sample_loss,
+                                Tensor& loss, Stream& stream) {
+  constexpr std::string_view op = "soft_cross_entropy_forward";
+  const Classes shape = require_soft_targets(op, logits, targets, stream);
+  ops::require_f32(op, "sample_loss", sample_loss, shape.n, logits.device());
+  ops::require_f32(op, "loss", loss, 1, logits.device());
+  const SoftCrossEntropyForwardArgs args{.dtype = logits.dtype(),
+                                         .logits = logits.raw_data(),
+                                         .targets = targets.data<float>(),
+                                         .n = shape.n,
+                                         .k = shape.k,
+                                         .sample_loss = sample_loss.data<float>(),
+                                         .loss = loss.data<float>()};
+  ops::on_device(
+      op, stream, [&] { cpu::soft_cross_entropy_forward(args); },
+      [&](auto cuda_stream) { cuda::soft_cross_entropy_forward(args, cuda_stream); });
+}
+
+void soft_cross_entropy_backward(const Tensor& logits, const Tensor& targets, float grad_loss,
+                                 Tensor& dlogits, Stream& stream) {
+  constexpr std::string_view op = "soft_cross_entropy_backward";
+  const Classes shape = require_soft_targets(op, logits, targets, stream);
+  ops::require_like(op, "logits", logits, "dlogits", dlogits);
+  ENGINE_REQUIRE(std::isfinite(grad_loss),
+                 std::string(op) + ": grad_loss must be finite, got " + std::to_string(grad_loss));
+  const SoftCrossEntropyBackwardArgs args{.dtype = logits.dtype(),
+                                          .logits = logits.raw_data(),
+                                          .targets = targets.data<float>(),
+                                          .n = shape.n,
+                                          .k = shape.k,
+                                          .grad_loss = grad_loss,
+                                          .dlogits = dlogits.raw_data()};
+  ops::on_device(
+      op, stream, [&] { cpu::soft_cross_entropy_backward(args); },
+      [&](auto cuda_stream) { cuda::soft_cross_entropy_backward(args, cuda_stream); });
 }
 
 void topk_correct(const Tensor& logits, const Tensor& labels, Tensor& correct, Stream& stream) {

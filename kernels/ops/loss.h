@@ -22,6 +22,19 @@ void cross_entropy_forward(const Tensor& logits, const Tensor& labels, float lab
 void cross_entropy_backward(const Tensor& logits, const Tensor& labels, float label_smoothing,
                             float grad_loss, Tensor& dlogits, Stream& stream);
 
+// Cross-entropy against soft targets (timm's SoftTargetCrossEntropy, torch's F.cross_entropy
+// with class probabilities), what mixup and CutMix train with: targets f32[N, K], each row the
+// target distribution (label smoothing folded in). sample_loss[i] = -sum_k targets_ik log
+// softmax(logits_i)_k, loss = its mean; no host round trip.
+void soft_cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& sample_loss,
+                                Tensor& loss, Stream& stream);
+
+// dlogits = (softmax(logits) * sum_k targets_k - targets) * grad_loss / N (softmax - targets
+// for rows that sum to 1): the gradient of the mean loss scaled by grad_loss. dlogits has the
+// dtype and shape of logits and may alias it.
+void soft_cross_entropy_backward(const Tensor& logits, const Tensor& targets, float grad_loss,
+                                 Tensor& dlogits, Stream& stream);
+
 // correct = f32[2]: how many samples have their label among the top 1 and the top 5
 // logits. Ties rank the lower class index first (a tie with the label counts against it
 // only from lower indices). With K < 5 every valid sample is in the top 5.

@@ -14,13 +14,12 @@
 #include <random>
 #include <vector>
 
+#include "bench/ops/seeded_values.h"
 #include "kernels/dtype.h"
 
 namespace engine::testing {
 
-// One bf16 unit in the last place, relative: the 8-bit mantissa (7 stored bits) rounds to
-// within half of it; a fp32 result rounded to bf16 by two implementations may differ by one.
-constexpr double kBf16Ulp = 1.0 / 128.0;
+using op_registry::kBf16Ulp;
 // fp32 results whose inputs agree but whose summation order differs.
 constexpr double kF32Rel = 1e-5;
 
@@ -89,18 +88,7 @@ template <typename E, typename A>
   return all_close_scaled(expected, actual, rel, std::vector<double>(expected.size(), scale));
 }
 
-// Normal(mean, std) values from a seed, already representable in dtype.
-inline std::vector<float> normal_values(int64_t n, uint32_t seed, DType dtype, double mean = 0,
-                                        double std = 1) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<double> normal(mean, std);
-  std::vector<float> values(static_cast<size_t>(n));
-  for (float& v : values) {
-    v = static_cast<float>(normal(rng));
-    if (dtype == DType::bf16) v = static_cast<float>(bf16(v));
-  }
-  return values;
-}
+using op_registry::normal_values;
 
 inline std::vector<double> to_double(const std::vector<float>& values) {
   return {values.begin(), values.end()};

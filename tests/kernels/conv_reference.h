@@ -9,10 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "bench/ops/seeded_values.h"
 #include "kernels/conv_shape.h"
 #include "kernels/dtype.h"
 
 namespace engine::testing {
+using op_registry::round_to_tf32;
 
 inline float input_at(const std::vector<float>& x, const Conv2dShape& s, int64_t n, int64_t h,
                       int64_t w, int64_t c) {
@@ -103,20 +105,6 @@ inline std::vector<float> random_values(int64_t n, uint32_t seed, bool bf16_exac
   for (float& v : values)
     v = bf16_exact ? static_cast<float>(bf16(uniform(rng))) : uniform(rng);
   return values;
-}
-
-// x rounded to TF32 (10 fraction bits), to nearest with ties away from zero, as
-// cvt.rna.tf32.f32 does; worked out from x's two neighbours rather than by bit tricks, as the
-// reference of the tf32 engine's operands.
-inline float round_to_tf32(float x) {
-  if (!std::isfinite(x) || x == 0) return x;
-  int exponent;
-  std::frexp(x, &exponent);  // |x| in [2^(exponent - 1), 2^exponent)
-  // One unit of the 10th fraction bit; below the normal range, fp32's fixed subnormal scale.
-  const double unit = std::max(std::ldexp(1.0, exponent - 11), std::ldexp(1.0, -136));
-  const double toward_zero = std::trunc(static_cast<double>(x) / unit) * unit;
-  const double rest = std::abs(static_cast<double>(x) - toward_zero);
-  return static_cast<float>(rest * 2 >= unit ? toward_zero + std::copysign(unit, x) : toward_zero);
 }
 
 // max |actual - expected| / max |expected|: error relative to the result's magnitude.

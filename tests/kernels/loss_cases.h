@@ -105,4 +105,45 @@ inline std::vector<float> reference_topk(const std::vector<float>& logits,
   return {top1, top5};
 }
 
+// Soft targets as mixup makes them: each row the blend lam * q(a) + (1 - lam) * q(b) of two
+// smoothed one-hot targets (smoothing 0.1), lam drawn per row; rows sum to 1 (up to fp32).
+inline std::vector<float> make_soft_targets(int64_t n, int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int64_t> pick(0, k - 1);
+  std::uniform_real_distribution<double> mix(0.0, 1.0);
+  std::vector<float> targets(static_cast<size_t>(n * k));
+  const double smoothing = 0.1;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t a = pick(rng), b = pick(rng);
+    const double lam = mix(rng);
+    for (int64_t j = 0; j < k; ++j) {
+      const double q = smoothing / static_cast<double>(k) +
+                       (1 - smoothing) * (lam * (j == a) + (1 - lam) * (j == b));
+      targets[static_cast<size_t>(i * k + j)] = static_cast<float>(q);
+    }
+  }
+  return targets;
+}
+
+// -sum_j t_j log softmax(z)_j per row, in double.
+inline std::vector<double> reference_soft_cross_entropy(const std::vector<float>& logits,
+                                                        const std::vector<float>& targets,
+                                                        int64_t k) {
+  const int64_t n = static_cast<int64_t>(logits.size()) / k;
+  std::vector<double> loss(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const float* z = logits.data() + i * k;
+    const double max = *std::max_element(z, z + k);
+    double sum = 0;
+    for (int64_t j = 0; j < k; ++j)
+      sum += std::exp(z[j] - max);
+    const double lse = max + std::log(sum);
+    double l = 0;
+    for (int64_t j = 0; j < k; ++j)
+      l -= targets[static_cast<size_t>(i * k + j)] * (z[j] - lse);
+    loss[static_cast<size_t>(i)] = l;
+  }
+  return loss;
+}
+
 }  // namespace engine::testing

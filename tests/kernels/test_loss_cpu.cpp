@@ -97,6 +97,95 @@ TEST(LossCpu, CrossEntropyBackwardMatchesFiniteDifferences) {
   }
 }
 
+TEST(LossCpu, SoftCrossEntropyForwardMatchesReference) {
+  Stream stream;
+  for (DType dtype : kDTypes) {
+    for (const LossShape& s : kLossShapes) {
+      for (double offset : {0.0, 200.0}) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str() + " offset " +
+                     std::to_string(offset));
+        const std::vector<float> z = testing::normal_values(s.n * s.k, 1, dtype, offset, 3.0);
+        const std::vector<float> t = testing::make_soft_targets(s.n, s.k, 2);
+        const std::vector<double> ref = testing::reference_soft_cross_entropy(z, t, s.k);
+        Tensor sample_loss = Tensor::empty({s.n}, DType::f32);
+        Tensor loss = Tensor::empty({1}, DType::f32);
+        soft_cross_entropy_forward(Tensor::from_floats({s.n, s.k}, z, dtype),
+                                   Tensor::from_floats({s.n, s.k}, t), sample_loss, loss, stream);
+        // fp32 sums over k of terms up to the largest logit: a few ulps of it per term.
+        const double scale = std::max(1.0, offset + 10.0);
+        EXPECT_TRUE(all_close(ref, sample_loss.to_floats(stream), 1e-5, scale));
+        EXPECT_TRUE(all_close(std::vector<double>{testing::mean_of(ref)}, loss.to_floats(stream),
+                              1e-5, scale));
+      }
+    }
+  }
+}
+
+// Soft targets that are one-hot and smoothed give the hard-label loss and gradient: the two
+// ops agree where their definitions meet.
+TEST(LossCpu, SoftCrossEntropyOfSmoothedOneHotIsCrossEntropy) {
+  Stream stream;
+  const LossShape s{5, 1000};
+  const std::vector<float> z = testing::normal_values(s.n * s.k, 7, DType::f32, 0.0, 3.0);
+  const std::vector<int32_t> labels = testing::make_labels(s.n, s.k, 8);
+  std::vector<float> t(static_cast<size_t>(s.n * s.k), 0.1f / static_cast<float>(s.k));
+  for (int64_t i = 0; i < s.n; ++i)
+    t[static_cast<size_t>(i * s.k + labels[static_cast<size_t>(i)])] += 0.9f;
+  const Tensor logits = Tensor::from_floats({s.n, s.k}, z);
+  Tensor hard = Tensor::empty({s.n}, DType::f32), soft = Tensor::empty({s.n}, DType::f32);
+  Tensor hard_mean = Tensor::empty({1}, DType::f32), soft_mean = Tensor::empty({1}, DType::f32);
+  cross_entropy_forward(logits, Tensor::from_ints({s.n}, labels), 0.1f, hard, hard_mean, stream);
+  soft_cross_entropy_forward(logits, Tensor::from_floats({s.n, s.k}, t), soft, soft_mean, stream);
+  EXPECT_TRUE(all_close(hard.to_floats(stream), soft.to_floats(stream), 1e-5));
+  Tensor dhard = Tensor::empty({s.n, s.k}, DType::f32),
+         dsoft = Tensor::empty({s.n, s.k}, DType::f32);
+  cross_entropy_backward(logits, Tensor::from_ints({s.n}, labels), 0.1f, 1.f, dhard, stream);
+  soft_cross_entropy_backward(logits, Tensor::from_floats({s.n, s.k}, t), 1.f, dsoft, stream);
+  // The soft side scales softmax by the targets' mass, an fp32 sum of 1000 values that may
+  // miss 1 by ~1e-7: up to ~1e-7 absolute on entries whose RMS is ~6e-3.
+  EXPECT_TRUE(all_close(dhard.to_floats(stream), dsoft.to_floats(stream), 1e-4));
+}
+
+TEST(LossCpu, SoftCrossEntropyBackwardMatchesFiniteDifferences) {
+  Stream stream;
+  const float grad_loss = 0.75f;
+  for (const LossShape& s : kLossShapes) {
+    if (s.n * s.k > 2000) continue;
+    SCOPED_TRACE(s.str());
+    std::vector<float> z = testing::normal_values(s.n * s.k, 3, DType::f32, 0.0, 2.0);
+    const std::vector<float> t = testing::make_soft_targets(s.n, s.k, 4);
+    Tensor dz = Tensor::empty({s.n, s.k}, DType::f32);
+    soft_cross_entropy_backward(Tensor::from_floats({s.n, s.k}, z),
+                                Tensor::from_floats({s.n, s.k}, t), grad_loss, dz, stream);
+    std::vector<double> fd(z.size());
+    for (size_t i = 0; i < z.size(); ++i) {
+      const float saved = z[i];
+      const float up = saved + 1e-2f, down = saved - 1e-2f;
+      z[i] = up;
+      const double l_up = testing::mean_of(testing::reference_soft_cross_entropy(z, t, s.k));
+      z[i] = down;
+      const double l_down = testing::mean_of(testing::reference_soft_cross_entropy(z, t, s.k));
+      z[i] = saved;
+      fd[i] = grad_loss * (l_up - l_down) / (static_cast<double>(up) - down);
+    }
+    EXPECT_TRUE(all_close(fd, dz.to_floats(stream), 1e-4, grad_loss / static_cast<double>(s.n)));
+  }
+}
+
+TEST(LossCpu, SoftCrossEntropyRefusesTargetsOfAnotherShape) {
+  Stream stream;
+  Tensor sample_loss = Tensor::empty({2}, DType::f32), loss = Tensor::empty({1}, DType::f32);
+  try {
+    soft_cross_entropy_forward(Tensor::empty({2, 10}, DType::f32),
+                               Tensor::empty({2, 9}, DType::f32), sample_loss, loss, stream);
+    FAIL() << "targets [2, 9] for logits [2, 10] were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("soft_cross_entropy_forward: targets is"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(LossCpu, CrossEntropyBackwardMatchesReferenceInPlace) {
   Stream stream;
   for (DType dtype : kDTypes) {

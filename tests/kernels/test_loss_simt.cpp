@@ -93,6 +93,61 @@ TEST(LossSimt, CrossEntropyMatchesCpu) {
   }
 }
 
+TEST(LossSimt, SoftCrossEntropyMatchesCpu) {
+  for (DType dtype : kDTypes) {
+    for (const LossShape& s : testing::kLossShapes) {
+      for (const cuda::RowLaunch& grid : kGrids) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str() +
+                     " blocks<=" + std::to_string(grid.max_blocks));
+        const std::vector<float> z = testing::normal_values(s.n * s.k, 1, dtype, 100.0, 3.0);
+        const std::vector<float> t = testing::make_soft_targets(s.n, s.k, 2);
+        SimtBuffer logits(dtype, z), targets(DType::f32, t);
+        SimtBuffer sample = SimtBuffer::f32(s.n), loss = SimtBuffer::f32(1);
+        std::vector<float> cpu_sample(s.n), cpu_loss(1);
+        cpu::soft_cross_entropy_forward({.dtype = dtype,
+                                         .logits = logits.data(),
+                                         .targets = t.data(),
+                                         .n = s.n,
+                                         .k = s.k,
+                                         .sample_loss = cpu_sample.data(),
+                                         .loss = cpu_loss.data()});
+        cuda::soft_cross_entropy_forward({.dtype = dtype,
+                                          .logits = logits.data(),
+                                          .targets = targets.floats(),
+                                          .n = s.n,
+                                          .k = s.k,
+                                          .sample_loss = sample.floats(),
+                                          .loss = loss.floats()},
+                                         nullptr, grid);
+        // fp32 sums over k of t_j z_j in another order, logits near 100.
+        EXPECT_TRUE(all_close(cpu_sample, sample.values(), 1e-5, 100.0));
+        EXPECT_TRUE(all_close(cpu_loss, loss.values(), 1e-5, 100.0));
+
+        // In place, as the trainer runs it: dlogits aliases logits.
+        SimtBuffer dz(dtype, z);
+        SimtBuffer cpu_dz(dtype, std::vector<float>(s.n * s.k));
+        cpu::soft_cross_entropy_backward({.dtype = dtype,
+                                          .logits = logits.data(),
+                                          .targets = t.data(),
+                                          .n = s.n,
+                                          .k = s.k,
+                                          .grad_loss = 1.5f,
+                                          .dlogits = cpu_dz.data()});
+        cuda::soft_cross_entropy_backward({.dtype = dtype,
+                                           .logits = dz.data(),
+                                           .targets = targets.floats(),
+                                           .n = s.n,
+                                           .k = s.k,
+                                           .grad_loss = 1.5f,
+                                           .dlogits = dz.data()},
+                                          nullptr, grid);
+        EXPECT_TRUE(all_close(cpu_dz.values(), dz.values(), dtype == DType::f32 ? 1e-5 : kBf16Ulp,
+                              1.5 / s.n));
+      }
+    }
+  }
+}
+
 TEST(LossSimt, MeanOfManyValidRowsMatchesCpu) {
   // More rows than the mean kernel's threads and not a multiple of them: threads sum several
   // samples each, and the tree adds every partial. All labels valid, so the mean is a number

@@ -105,7 +105,7 @@ Stream make_stream(const std::string& device) {
 }
 
 std::vector<Output> run(const OpCase& c, Stream& stream) {
-  Prepared prepared = c.prepare(stream);
+  Prepared prepared = c.prepare(stream, op_registry::Inputs::seeded);
   prepared.call();
   return prepared.outputs();
 }
@@ -210,7 +210,7 @@ TEST_P(Perf, MedianTime) {
   if (!why.empty()) GTEST_SKIP() << why;
   Stream stream = make_stream(GetParam().device);
   stream.set_fp32_math(c.fp32_math);
-  Prepared prepared = c.prepare(stream);
+  Prepared prepared = c.prepare(stream, op_registry::Inputs::seeded);
   prepared.call();  // warm: first-touch allocations, caches, lazy module loads
   stream.synchronize();
   std::vector<double> times;
@@ -224,8 +224,8 @@ TEST_P(Perf, MedianTime) {
   }
   std::sort(times.begin(), times.end());
   std::printf("[ perf     ] %-8s %-6s %10.1f us  %s %s\n", GetParam().device.c_str(),
-              std::string(dtype_name(c.dtype)).c_str(), times[times.size() / 2], c.op.c_str(),
-              c.name.c_str());
+              std::string(dtype_name(c.dtype)).c_str(), times[times.size() / 2],
+              std::string(op_registry::op_name(c.op)).c_str(), c.name.c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, Perf, ::testing::ValuesIn(params({"cpu", "cuda"})), test_name);

@@ -1,0 +1,58 @@
+// An op's one description: everything about the op that the op harness (tests/ops), the
+// benchmark (bench_kernels' op rows) and its baselines need, filled in the op's file under
+// descriptions/ (as nccl-tests fills one struct per collective). The harness, the bench and
+// the PyTorch baseline (tools/bench_torch_ops.py) loop over registry() and never name an op.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bench/ops/model_shapes.h"
+#include "bench/ops/op_case.h"
+#include "bench/timing.h"
+
+namespace engine::op_registry {
+
+using bench::TimingOptions;
+
+// What a bench row's call is held against on a GPU, timed on the same stream right before it.
+struct GpuBaseline {
+  const char* name;  // the row's baseline column: "memcpy", "cudnn", "cublas"
+  // The baseline's median time for the case, or nothing where this build lacks it (then the
+  // row notes that it was built without cuDNN/cuBLAS).
+  std::optional<double> (*time_us)(const OpCase&, Stream&, const TimingOptions&);
+};
+
+// A device copy moving the case's bytes: the row's ratio is then the fraction of copy
+// bandwidth the op reaches (the memory-bound ops).
+extern const GpuBaseline kCopyBaseline;
+
+struct OpDescription {
+  OpId id{};
+  // The op's cases in `dtype` on the model's shapes; none where the op has no such dtype. The
+  // harness runs them all; the bench the ones marked `bench`.
+  std::vector<OpCase> (*cases)(const ModelShapes& model, DType dtype) = nullptr;
+  // PyTorch's CPU baseline of a bench row: Python source that defines make(dims), returning
+  // the callable to time (tools/bench_torch_ops.py runs it with torch and F =
+  // torch.nn.functional imported); null where no row has one.
+  const char* torch = nullptr;
+  GpuBaseline gpu_baseline = kCopyBaseline;
+};
+
+// Every op of op_list.h, in its order.
+std::span<const OpDescription* const> registry();
+// Throws engine::Error naming the entry where a table's i-th description is not op i's (a
+// description filed under another op's line), or has no cases.
+void check_registry(std::span<const OpDescription* const> table);
+const OpDescription& describe(OpId op);
+// Its name in op_list.h: in case ids, and the op a PyTorch baseline line names.
+std::string_view op_name(OpId op);
+
+// The cases of every op on the model: each op's f32 cases, then its cases in the other
+// dtypes it has, op by op.
+std::vector<OpCase> all_cases(const ModelShapes& model, const std::vector<DType>& dtypes);
+
+}  // namespace engine::op_registry
