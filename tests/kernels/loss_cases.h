@@ -39,6 +39,15 @@ inline std::vector<int32_t> make_labels(int64_t n, int64_t k, uint32_t seed) {
   return labels;
 }
 
+// log sum_j exp(z_j) of one row, in double, with the max subtracted first.
+inline double reference_log_sum_exp(const float* z, int64_t k) {
+  const double max = *std::max_element(z, z + k);
+  double sum = 0;
+  for (int64_t j = 0; j < k; ++j)
+    sum += std::exp(z[j] - max);
+  return max + std::log(sum);
+}
+
 // -sum_j q_j log softmax(z)_j with q = (1 - s) onehot + s / k, per row, in double.
 inline std::vector<double> reference_cross_entropy(const std::vector<float>& logits,
                                                    const std::vector<int32_t>& labels, int64_t k,
@@ -47,11 +56,7 @@ inline std::vector<double> reference_cross_entropy(const std::vector<float>& log
   std::vector<double> loss(n);
   for (int64_t i = 0; i < n; ++i) {
     const float* z = logits.data() + i * k;
-    const double max = *std::max_element(z, z + k);
-    double sum = 0;
-    for (int64_t j = 0; j < k; ++j)
-      sum += std::exp(z[j] - max);
-    const double lse = max + std::log(sum);
+    const double lse = reference_log_sum_exp(z, k);
     double total = 0;
     for (int64_t j = 0; j < k; ++j) {
       const double q = smoothing / k + (j == labels[i] ? 1 - smoothing : 0);
@@ -133,11 +138,7 @@ inline std::vector<double> reference_soft_cross_entropy(const std::vector<float>
   std::vector<double> loss(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     const float* z = logits.data() + i * k;
-    const double max = *std::max_element(z, z + k);
-    double sum = 0;
-    for (int64_t j = 0; j < k; ++j)
-      sum += std::exp(z[j] - max);
-    const double lse = max + std::log(sum);
+    const double lse = reference_log_sum_exp(z, k);
     double l = 0;
     for (int64_t j = 0; j < k; ++j)
       l -= targets[static_cast<size_t>(i * k + j)] * (z[j] - lse);
