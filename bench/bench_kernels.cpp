@@ -26,7 +26,7 @@
 
 #include "bench/bench_report.h"
 #include "bench/op_rows.h"
-#include "bench/random_fill.h"
+#include "bench/ops/op_description.h"
 #include "bench/resnet_layers.h"
 #include "bench/timing.h"
 #include "bench/torch_baseline.h"
@@ -87,27 +87,42 @@ struct PassTimes {
   double forward_us, backward_data_us, backward_filter_us;
 };
 
-PassTimes time_native_conv(const Conv2dShape& s, DType dtype, Stream& stream,
-                           const TimingOptions& timing) {
-  const Device device = stream.device();
-  Tensor x = random_tensor(s.input_shape(), dtype, stream, 1);
-  Tensor w = random_tensor(s.filter_shape(), dtype, stream, 2);
-  // The output, and the output gradient of the backward passes.
-  Tensor y = random_tensor(s.output_shape(), dtype, stream, 3);
-  Tensor dw = Tensor::zeros(s.filter_shape(), DType::f32, device, stream);
-  Tensor no_bias;
-  Tensor workspace =
-      Tensor::empty({conv2d_backward_filter_workspace_numel(s, device)}, DType::f32, device);
-  PassTimes times{};
-  times.forward_us =
-      median_stream_time_us([&] { conv2d_forward(s, x, w, no_bias, y, stream); }, stream, timing);
-  times.backward_data_us =
-      median_stream_time_us([&] { conv2d_backward_data(s, y, w, x, stream); }, stream, timing);
-  times.backward_filter_us = median_stream_time_us(
-      [&] { conv2d_backward_filter(s, x, y, dw, no_bias, false, workspace, stream); }, stream,
-      timing);
-  return times;
-}
+// Our three passes of each layer as the op registry's convolution cases run them (random
+// operands on the device, the workspaces the layers pass), timed one layer at a time.
+class NativeConv {
+ public:
+  NativeConv(const std::string& arch, int64_t batch, int64_t image_size)
+      : arch_(arch), model_(op_registry::model_shapes(arch, batch, image_size)) {}
+
+  PassTimes time(const ConvLayer& layer, DType dtype, Stream& stream, const TimingOptions& timing) {
+    // The bench names a layer "<arch> <layer>"; the registry's cases "<layer> <input shape>".
+    const std::string name =
+        layer.name.substr(arch_.size() + 1) + " " + shape_str(layer.shape.input_shape());
+    auto pass_us = [&](op_registry::OpId op) {
+      const op_registry::OpCase& c = find(op, dtype, name);
+      const op_registry::Prepared prepared = c.prepare(stream, op_registry::Inputs::fast);
+      return median_stream_time_us(prepared.call, stream, timing);
+    };
+    return {pass_us(op_registry::OpId::conv2d_forward),
+            pass_us(op_registry::OpId::conv2d_backward_data),
+            pass_us(op_registry::OpId::conv2d_backward_filter)};
+  }
+
+ private:
+  const op_registry::OpCase& find(op_registry::OpId op, DType dtype, const std::string& name) {
+    auto [cached, added] = cases_.try_emplace({op, dtype});
+    if (added) cached->second = op_registry::describe(op).cases(model_, dtype);
+    for (const op_registry::OpCase& c : cached->second) {
+      if (c.name == name && c.fp32_math == Fp32Math::exact) return c;
+    }
+    fail("bench_kernels: the op registry has no " + std::string(op_registry::op_name(op)) +
+         " case '" + name + "' in " + std::string(dtype_name(dtype)));
+  }
+
+  std::string arch_;
+  op_registry::ModelShapes model_;
+  std::map<std::pair<op_registry::OpId, DType>, std::vector<op_registry::OpCase>> cases_;
+};
 
 void add_pass_rows(std::vector<Row>& rows, const ConvLayer& layer, const std::string& suffix,
                    const PassTimes& ours, const std::string& baseline_name,
@@ -192,6 +207,7 @@ std::pair<std::vector<Row>, std::vector<Row>> run_cpu_round(const Options& optio
                                                             const std::string& arch, int64_t batch,
                                                             const std::vector<ConvLayer>& layers) {
   const TimingOptions timing{options.min_seconds, 3};
+  NativeConv native(arch, batch, options.image_size);
   const int threads = omp_get_max_threads();
   TorchProcess torch = options.baseline
                            ? TorchProcess("bench_torch_kernels.py", threads, options.min_seconds)
@@ -202,7 +218,7 @@ std::pair<std::vector<Row>, std::vector<Row>> run_cpu_round(const Options& optio
     for (const ConvLayer& layer : layers) {
       const std::map<std::string, double> base_times =
           torch.time_case(torch_conv_case(layer, dtype), 3);
-      const PassTimes ours = time_native_conv(layer.shape, dtype, stream, timing);
+      const PassTimes ours = native.time(layer, dtype, stream, timing);
       std::optional<PassTimes> base;
       if (base_times.size() == 3) {
         base =
@@ -279,10 +295,11 @@ std::vector<Row> run_gpu(const Options& options, Device device, RowPrinter& prin
   const std::vector<DType> dtypes = selected_dtypes(options);
   const bool sim = cuda_is_sim_device();
   const std::string conv_baseline = sim ? "cpu" : "cudnn";
+  NativeConv native(arch, batch, options.image_size);
   for (DType dtype : dtypes) {
     const std::string suffix = dtype_suffix(dtype);
     for (const ConvLayer& layer : layers) {
-      const PassTimes ours = time_native_conv(layer.shape, dtype, stream, timing);
+      const PassTimes ours = native.time(layer, dtype, stream, timing);
       std::optional<PassTimes> base;
       std::string note;
       if (sim) {
@@ -290,7 +307,7 @@ std::vector<Row> run_gpu(const Options& options, Device device, RowPrinter& prin
         // emulated GPU is than the CPU it runs on (cuDNN is not emulated).
         if (options.baseline) {
           Stream cpu;
-          base = time_native_conv(layer.shape, dtype, cpu, timing);
+          base = native.time(layer, dtype, cpu, timing);
         }
       } else {
 #if ENGINE_BENCH_GPU_BASELINES
