@@ -108,8 +108,9 @@ const Tensor& BatchNorm2d::run_forward(const Tensor& x, const Tensor& residual, 
       if (count <= 1.0) fail_single_value(count);
     }
   }
-  batchnorm_finalize_sums(sums_, running_mean_, running_var_, options_.momentum, options_.eps,
-                          batch_stats_, pass.stream);
+  batchnorm_finalize_sums(sums_, running_mean_, running_var_,
+                          {.momentum = options_.momentum, .eps = options_.eps}, batch_stats_,
+                          pass.stream);
   batchnorm_normalize(x, batch_stats_, weight_, bias_, y_, pass.stream, epilogue);
   ++params_.counter(batches_id_);
   return y_;

@@ -55,7 +55,8 @@ const Tensor& Conv2d::forward(const Tensor& x, Pass& pass) {
 
 const Tensor& Conv2d::backward(const Tensor& dy, Pass& pass) {
   // The filter gradient first, so its all-reduce can start while the input gradient runs.
-  conv2d_backward_filter(shape_, x_, dy, weight_grad_, bias_grad_, pass.accumulate_grads,
+  conv2d_backward_filter(shape_, x_, dy, weight_grad_, bias_grad_,
+                         pass.accumulate_grads ? GradWrite::accumulate : GradWrite::overwrite,
                          workspace_.get(), pass.stream);
   if (bias_id_ >= 0) pass.grad_ready(bias_id_);
   pass.grad_ready(weight_id_);

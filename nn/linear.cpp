@@ -48,8 +48,9 @@ const Tensor& Linear::forward(const Tensor& x, Pass& pass) {
 }
 
 const Tensor& Linear::backward(const Tensor& dy, Pass& pass) {
-  linear_backward_weight(x_, dy, weight_grad_, bias_grad_, pass.accumulate_grads, workspace_.get(),
-                         pass.stream);
+  linear_backward_weight(x_, dy, weight_grad_, bias_grad_,
+                         pass.accumulate_grads ? GradWrite::accumulate : GradWrite::overwrite,
+                         workspace_.get(), pass.stream);
   if (bias_id_ >= 0) pass.grad_ready(bias_id_);
   pass.grad_ready(weight_id_);
   if (dx_.defined()) linear_backward_data(dy, weight_.current(), dx_, pass.stream);

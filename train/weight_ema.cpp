@@ -18,7 +18,7 @@ void step_toward(Tensor& average, const Tensor& weights, double decay, Stream& s
   options.weight_decay = 1.f;
   options.grad_scale = -1.f;
   Tensor no_momentum;
-  sgd_step(options, average, weights, no_momentum, false, stream);
+  sgd_step(options, average, weights, no_momentum, MomentumBuffer::filled, stream);
 }
 
 void exchange(Tensor& a, Tensor& b, Tensor& scratch, Stream& stream) {

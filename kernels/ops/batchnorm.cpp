@@ -89,8 +89,10 @@ void batchnorm_stats_to_sums(const Tensor& stats, Tensor& sums, Stream& stream) 
 }
 
 void batchnorm_finalize_sums(const Tensor& sums, Tensor& running_mean, Tensor& running_var,
-                             float momentum, float eps, Tensor& batch_stats, Stream& stream) {
+                             const BatchNormConstants& constants, Tensor& batch_stats,
+                             Stream& stream) {
   constexpr std::string_view op = "batchnorm_finalize_sums";
+  const float momentum = constants.momentum, eps = constants.eps;
   const int64_t channels = per_channel_count(op, "batch_stats", batch_stats);
   const Device device = batch_stats.device();
   ops::require_f32(op, "batch_stats", batch_stats, batchnorm_stats_numel(channels), device);

@@ -63,8 +63,13 @@ void batchnorm_stats_to_sums(const Tensor& stats, Tensor& sums, Stream& stream);
 //   running = (1 - momentum) * running + momentum * batch value, with the unbiased variance
 //   var * n / (n - 1) (NaN for n <= 1, where PyTorch refuses to train; the layer checks n).
 // For PyTorch's momentum=None (cumulative average) pass momentum = 1 / batches_tracked.
+struct BatchNormConstants {
+  float momentum = 0.1f;  // of the running statistics' update
+  float eps = 1e-5f;      // added to the variance
+};
 void batchnorm_finalize_sums(const Tensor& sums, Tensor& running_mean, Tensor& running_var,
-                             float momentum, float eps, Tensor& batch_stats, Stream& stream);
+                             const BatchNormConstants& constants, Tensor& batch_stats,
+                             Stream& stream);
 
 // y = act((x - mean) * invstd * weight + bias [+ residual]). weight and bias are f32[C] or
 // undefined (affine=False: 1 and 0). y may alias x or the residual.

@@ -160,7 +160,7 @@ int64_t conv2d_backward_filter_workspace_numel(const Conv2dShape& shape, Device 
 }
 
 void conv2d_backward_filter(const Conv2dShape& shape, const Tensor& x, const Tensor& dy, Tensor& dw,
-                            Tensor& dbias, bool accumulate, Tensor& workspace, Stream& stream) {
+                            Tensor& dbias, GradWrite write, Tensor& workspace, Stream& stream) {
   constexpr std::string_view op = "conv2d_backward_filter";
   shape.validate();
   ops::require_float(op, "x", x);
@@ -185,7 +185,7 @@ void conv2d_backward_filter(const Conv2dShape& shape, const Tensor& x, const Ten
                                       .dw_dtype = dw.dtype(),
                                       .dw = dw.raw_data(),
                                       .dbias = dbias.defined() ? dbias.data<float>() : nullptr,
-                                      .accumulate = accumulate,
+                                      .accumulate = write == GradWrite::accumulate,
                                       .workspace = scratch,
                                       .fp32_math = stream.fp32_math()};
   ops::on_device(
@@ -215,11 +215,11 @@ int64_t linear_backward_weight_workspace_numel(int64_t rows, int64_t in_features
 }
 
 void linear_backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& dbias,
-                            bool accumulate, Tensor& workspace, Stream& stream) {
+                            GradWrite write, Tensor& workspace, Stream& stream) {
   const Conv2dShape shape = linear_shape(x, dw, "linear_backward_weight");
   Tensor dw_filter = dw.reshape(shape.filter_shape());
   conv2d_backward_filter(shape, as_image(x, shape.in_channels), as_image(dy, shape.out_channels),
-                         dw_filter, dbias, accumulate, workspace, stream);
+                         dw_filter, dbias, write, workspace, stream);
 }
 
 }  // namespace engine

@@ -13,6 +13,10 @@
 
 namespace engine {
 
+// Whether a weight gradient replaces what its buffer holds or is added to it (micro-batches
+// accumulating into one step).
+enum class GradWrite { overwrite, accumulate };
+
 // f32 elements of scratch with which conv2d_forward / conv2d_backward_data split the
 // reduction where the output alone has too few tiles to fill a GPU (small batches at the last
 // stages); 0 on the CPU and where no split pays. Allocate once per layer shape, as below.
@@ -35,11 +39,12 @@ void conv2d_backward_data(const Conv2dShape& shape, const Tensor& dy, const Tens
 // f32 elements of scratch that conv2d_backward_filter needs for `shape` on `device` (split-K
 // partials on CUDA; 0 on the CPU). Allocate it once per layer shape and reuse it.
 int64_t conv2d_backward_filter_workspace_numel(const Conv2dShape& shape, Device device);
-// dw (and dbias, when defined) = gradients of the filters (and bias); with accumulate they
-// are added to what dw/dbias hold (gradient accumulation over micro-batches). workspace:
+// dw (and dbias, when defined) = gradients of the filters (and bias); with
+// GradWrite::accumulate they are added to what dw/dbias hold (gradient accumulation over
+// micro-batches). workspace:
 // f32 with conv2d_backward_filter_workspace_numel elements (may be undefined when that is 0).
 void conv2d_backward_filter(const Conv2dShape& shape, const Tensor& x, const Tensor& dy, Tensor& dw,
-                            Tensor& dbias, bool accumulate, Tensor& workspace, Stream& stream);
+                            Tensor& dbias, GradWrite write, Tensor& workspace, Stream& stream);
 
 // Linear layers are pointwise convolutions over rows: x [rows, in], w [out, in], y [rows, out].
 void linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
@@ -49,6 +54,6 @@ void linear_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, Stream&
 int64_t linear_backward_weight_workspace_numel(int64_t rows, int64_t in_features,
                                                int64_t out_features, Device device);
 void linear_backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& dbias,
-                            bool accumulate, Tensor& workspace, Stream& stream);
+                            GradWrite write, Tensor& workspace, Stream& stream);
 
 }  // namespace engine

@@ -27,7 +27,7 @@ void require_options(std::string_view op, const SgdOptions& o) {
 }  // namespace
 
 void sgd_step(const SgdOptions& options, Tensor& params, const Tensor& grads,
-              Tensor& momentum_buffer, bool first_step, Stream& stream) {
+              Tensor& momentum_buffer, MomentumBuffer buffer_state, Stream& stream) {
   constexpr std::string_view op = "sgd_step";
   require_options(op, options);
   ops::require_defined(op, "params", params);
@@ -46,7 +46,7 @@ void sgd_step(const SgdOptions& options, Tensor& params, const Tensor& grads,
                          .momentum_buffer = buffer,
                          .n = params.numel(),
                          .options = options,
-                         .first_step = first_step};
+                         .first_step = buffer_state == MomentumBuffer::empty};
   ops::on_device(
       op, stream, [&] { cpu::sgd_step(args); },
       [&](auto cuda_stream) { cuda::sgd_step(args, cuda_stream); });

@@ -14,9 +14,11 @@ namespace engine {
 //   buf = first_step ? g : momentum * buf + (1 - dampening) * g     (when momentum != 0)
 //   g = nesterov ? g + momentum * buf : buf                          (when momentum != 0)
 //   param -= lr * g
-// first_step: the momentum buffer holds nothing yet (PyTorch's "buf is None": buf = g, no
-// dampening). momentum_buffer is f32 like params, or undefined when momentum == 0.
+// first_step: the momentum buffer holds nothing yet (MomentumBuffer::empty, PyTorch's "buf is
+// None": buf = g, no dampening). momentum_buffer is f32 like params, or undefined when
+// momentum == 0.
+enum class MomentumBuffer { empty, filled };
 void sgd_step(const SgdOptions& options, Tensor& params, const Tensor& grads,
-              Tensor& momentum_buffer, bool first_step, Stream& stream);
+              Tensor& momentum_buffer, MomentumBuffer buffer_state, Stream& stream);
 
 }  // namespace engine

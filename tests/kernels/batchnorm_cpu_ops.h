@@ -43,7 +43,8 @@ inline void finalize(const Tensor& stats, Tensor& running_mean, Tensor& running_
                      Tensor& batch_stats, Stream& stream) {
   Tensor sums = Tensor::empty({stats.numel()}, DType::f64);
   batchnorm_stats_to_sums(stats, sums, stream);
-  batchnorm_finalize_sums(sums, running_mean, running_var, kMomentum, kEps, batch_stats, stream);
+  batchnorm_finalize_sums(sums, running_mean, running_var, {.momentum = kMomentum, .eps = kEps},
+                          batch_stats, stream);
 }
 
 // The batch statistics (mean, invstd, count) that normalize and backward read, finalized from

@@ -160,7 +160,8 @@ TEST(BatchNormCpu, FinalizeOfSummedPerRankSumsIsTheWholeBatch) {
     Tensor running_mean = f32_tensor(rm0), running_var = f32_tensor(rv0);
     Tensor merged = Tensor::empty({batchnorm_stats_numel(channels)}, DType::f32);
     batchnorm_finalize_sums(Tensor::from_doubles({batchnorm_stats_numel(channels)}, total),
-                            running_mean, running_var, kMomentum, kEps, merged, stream);
+                            running_mean, running_var, {.momentum = kMomentum, .eps = kEps}, merged,
+                            stream);
     const std::vector<float> out = merged.to_floats(stream);
     const testing::ReferenceStats ref = testing::reference_stats(x, rows, channels);
     std::vector<double> invstd(channels), expect_rm(channels), expect_rv(channels);
@@ -201,8 +202,8 @@ TEST(BatchNormCpu, FinalizeSumsEdgeCases) {
   std::vector<double> sums = {3.0 * constant, std::nan(""), std::nextafter(exact_sumsq, 0.0), 1.0,
                               static_cast<double>(rows)};
   Tensor batch_stats = Tensor::empty({5}, DType::f32);
-  batchnorm_finalize_sums(Tensor::from_doubles({5}, sums), none, none, kMomentum, kEps, batch_stats,
-                          stream);
+  batchnorm_finalize_sums(Tensor::from_doubles({5}, sums), none, none,
+                          {.momentum = kMomentum, .eps = kEps}, batch_stats, stream);
   const std::vector<float> out = batch_stats.to_floats(stream);
   EXPECT_EQ(out[0], constant);
   EXPECT_TRUE(std::isnan(out[1]));
@@ -210,8 +211,8 @@ TEST(BatchNormCpu, FinalizeSumsEdgeCases) {
   EXPECT_TRUE(std::isnan(out[3]));
   EXPECT_EQ(out[4], 3.f);
   Tensor rm = f32_tensor({0.f}), rv = f32_tensor({1.f}), one = Tensor::empty({3}, DType::f32);
-  batchnorm_finalize_sums(Tensor::from_doubles({3}, {2.0, 4.0, 1.0}), rm, rv, kMomentum, kEps, one,
-                          stream);
+  batchnorm_finalize_sums(Tensor::from_doubles({3}, {2.0, 4.0, 1.0}), rm, rv,
+                          {.momentum = kMomentum, .eps = kEps}, one, stream);
   EXPECT_FLOAT_EQ(rm.to_floats(stream)[0], 0.2f);
   EXPECT_TRUE(std::isnan(rv.to_floats(stream)[0]));
 }
@@ -400,7 +401,9 @@ TEST(BatchNormCpu, ArgumentErrorsNameTheTensor) {
   Tensor sums = Tensor::empty({9}, DType::f64);
   Tensor even = Tensor::empty({10}, DType::f32);  // not 2C+1
   EXPECT_THROW(batchnorm_stats_to_sums(even, sums, stream), Error);
-  EXPECT_THROW(batchnorm_finalize_sums(sums, none, none, 1.5f, kEps, batch_stats, stream), Error);
+  EXPECT_THROW(batchnorm_finalize_sums(sums, none, none, {.momentum = 1.5f, .eps = kEps},
+                                       batch_stats, stream),
+               Error);
   Tensor f32_sums = Tensor::empty({9}, DType::f32);
   try {
     batchnorm_stats_to_sums(batch_stats, f32_sums, stream);
@@ -413,7 +416,8 @@ TEST(BatchNormCpu, ArgumentErrorsNameTheTensor) {
         << error.what();
   }
   try {
-    batchnorm_finalize_sums(f32_sums, none, none, 0.1f, kEps, batch_stats, stream);
+    batchnorm_finalize_sums(f32_sums, none, none, {.momentum = 0.1f, .eps = kEps}, batch_stats,
+                            stream);
     FAIL() << "expected an error";
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("batchnorm_finalize_sums: sums is f32[9]"),
@@ -421,7 +425,8 @@ TEST(BatchNormCpu, ArgumentErrorsNameTheTensor) {
         << error.what();
   }
   Tensor short_running = Tensor::empty({3}, DType::f32);
-  EXPECT_THROW(batchnorm_finalize_sums(sums, short_running, none, 0.1f, kEps, batch_stats, stream),
+  EXPECT_THROW(batchnorm_finalize_sums(sums, short_running, none, {.momentum = 0.1f, .eps = kEps},
+                                       batch_stats, stream),
                Error);
   Tensor grad_sums = Tensor::empty({9}, DType::f32);
   EXPECT_THROW(batchnorm_backward_reduce(x, x, batch_stats, grad_sums, workspace, stream), Error);

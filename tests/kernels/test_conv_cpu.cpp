@@ -103,7 +103,8 @@ TEST(ConvCpu, Bf16OnEveryWayOfMultiplyingMatchesNaiveReference) {
       Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);  // fp32 master gradient
       fill(dw, 0.5f, stream);
       Tensor no_bias, no_workspace;
-      conv2d_backward_filter(shape, t.x, t.dy, dw, no_bias, true, no_workspace, stream);
+      conv2d_backward_filter(shape, t.x, t.dy, dw, no_bias, GradWrite::accumulate, no_workspace,
+                             stream);
       std::vector<double> expected_dw =
           testing::reference_conv_backward_filter(shape, t.x_values, t.dy_values);
       for (double& value : expected_dw)
@@ -135,7 +136,8 @@ TEST(ConvCpu, BackwardFilterAndBiasMatchNaiveReference) {
       ConvTensors t(shape, dtype);
       Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);  // fp32 master gradient
       Tensor dbias = Tensor::empty({shape.out_channels}, DType::f32);
-      conv2d_backward_filter(shape, t.x, t.dy, dw, dbias, false, no_workspace, stream);
+      conv2d_backward_filter(shape, t.x, t.dy, dw, dbias, GradWrite::overwrite, no_workspace,
+                             stream);
       const auto expected = testing::reference_conv_backward_filter(shape, t.x_values, t.dy_values);
       EXPECT_LE(relative_error(dw.to_floats(stream), expected), kF32Tolerance);
       EXPECT_LE(
@@ -161,7 +163,7 @@ void expect_f32_passes_match_reference(const Conv2dShape& shape, Stream& stream)
             kF32Tolerance);
   Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);
   Tensor no_bias, no_workspace;  // undefined: no bias; the CPU needs no workspace
-  conv2d_backward_filter(shape, t.x, t.dy, dw, no_bias, false, no_workspace, stream);
+  conv2d_backward_filter(shape, t.x, t.dy, dw, no_bias, GradWrite::overwrite, no_workspace, stream);
   EXPECT_LE(relative_error(dw.to_floats(stream),
                            testing::reference_conv_backward_filter(shape, t.x_values, t.dy_values)),
             kF32Tolerance);
@@ -247,7 +249,8 @@ TEST(ConvCpu, DirectFilterGradientMatchesNaiveReference) {
     ConvTensors t(shape, DType::f32);
     Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);
     Tensor no_bias, no_workspace;  // undefined: no bias; the CPU needs no workspace
-    conv2d_backward_filter(shape, t.x, t.dy, dw, no_bias, false, no_workspace, stream);
+    conv2d_backward_filter(shape, t.x, t.dy, dw, no_bias, GradWrite::overwrite, no_workspace,
+                           stream);
     EXPECT_LE(relative_error(dw.to_floats(stream), testing::reference_conv_backward_filter(
                                                        shape, t.x_values, t.dy_values)),
               kF32Tolerance);
@@ -277,7 +280,8 @@ TEST(ConvCpu, FilterGradientDoesNotDependOnTheThreadCount) {
     for (int threads : {1, 2, 3}) {
       omp_set_num_threads(threads);
       Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);
-      conv2d_backward_filter(shape, t.x, t.dy, dw, no_bias, false, no_workspace, stream);
+      conv2d_backward_filter(shape, t.x, t.dy, dw, no_bias, GradWrite::overwrite, no_workspace,
+                             stream);
       results.push_back(dw.to_floats(stream));
     }
     omp_set_num_threads(threads_before);
@@ -309,8 +313,8 @@ TEST(ConvCpu, BackwardFilterAccumulatesAndRoundsToBf16) {
   auto expected_bias = testing::reference_bias_grad(shape, t.dy_values);
   Tensor dw = Tensor::empty(shape.filter_shape(), DType::bf16);
   Tensor dbias = Tensor::empty({shape.out_channels}, DType::f32);
-  conv2d_backward_filter(shape, t.x, t.dy, dw, dbias, false, no_workspace, stream);
-  conv2d_backward_filter(shape, t.x, t.dy, dw, dbias, true, no_workspace,
+  conv2d_backward_filter(shape, t.x, t.dy, dw, dbias, GradWrite::overwrite, no_workspace, stream);
+  conv2d_backward_filter(shape, t.x, t.dy, dw, dbias, GradWrite::accumulate, no_workspace,
                          stream);  // second micro-batch
   for (double& v : expected)
     v *= 2;
@@ -338,7 +342,7 @@ TEST(ConvCpu, GradientsMatchFiniteDifferences) {
   Tensor dx = Tensor::empty(shape.input_shape(), DType::f32);
   Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);
   conv2d_backward_data(shape, t.dy, t.w, dx, stream);
-  conv2d_backward_filter(shape, t.x, t.dy, dw, no_bias, false, no_workspace, stream);
+  conv2d_backward_filter(shape, t.x, t.dy, dw, no_bias, GradWrite::overwrite, no_workspace, stream);
   const float h = 1e-2f;
   for (int64_t i = 0; i < t.x.numel(); i += 17) {
     Tensor plus = t.x.clone(stream), minus = t.x.clone(stream);
@@ -371,7 +375,7 @@ TEST(LinearCpu, MatchesReferenceGemm) {
   Tensor dw = Tensor::empty({out, in}, DType::f32), db = Tensor::empty({out}, DType::f32);
   linear_forward(tx, tw, tb, y, stream);
   linear_backward_data(tdy, tw, dx, stream);
-  linear_backward_weight(tx, tdy, dw, db, false, no_workspace, stream);
+  linear_backward_weight(tx, tdy, dw, db, GradWrite::overwrite, no_workspace, stream);
   std::vector<double> y_ref(rows * out), dx_ref(rows * in, 0.0), dw_ref(out * in, 0.0),
       db_ref(out, 0.0);
   for (int64_t r = 0; r < rows; ++r)
@@ -418,9 +422,9 @@ TEST(ConvCpu, ArgumentErrorsNameTheTensorAndShape) {
   EXPECT_THROW(conv2d_forward(empty_output, x, w_ok, Tensor{}, y, stream), Error);
   Tensor dw_bf16_for_f32 = Tensor::empty(shape.filter_shape(), DType::bf16);
   Tensor dy = Tensor::empty(shape.output_shape(), DType::f32);
-  EXPECT_THROW(
-      conv2d_backward_filter(shape, x, dy, dw_bf16_for_f32, no_bias, false, no_workspace, stream),
-      Error);
+  EXPECT_THROW(conv2d_backward_filter(shape, x, dy, dw_bf16_for_f32, no_bias, GradWrite::overwrite,
+                                      no_workspace, stream),
+               Error);
 }
 
 }  // namespace

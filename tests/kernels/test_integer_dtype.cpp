@@ -106,7 +106,9 @@ TEST(IntegerDType, ConvBatchNormAndSgdRefuseIt) {
             refusal("conv2d_forward", "x", x));
   EXPECT_EQ(error_of([&] { conv2d_backward_data(shape, y, w, x, stream); }),
             refusal("conv2d_backward_data", "dy", y));
-  EXPECT_EQ(error_of([&] { conv2d_backward_filter(shape, x, y, dw, none, false, none, stream); }),
+  EXPECT_EQ(error_of([&] {
+              conv2d_backward_filter(shape, x, y, dw, none, GradWrite::overwrite, none, stream);
+            }),
             refusal("conv2d_backward_filter", "x", x));
 
   Tensor stats = Tensor::empty({batchnorm_stats_numel(4)}, DType::f32);
@@ -127,7 +129,8 @@ TEST(IntegerDType, ConvBatchNormAndSgdRefuseIt) {
       refusal("batchnorm_backward_elementwise", "x", x));
 
   Tensor params = Tensor::from_ints({3}, {1, 2, 3});
-  const std::string sgd = error_of([&] { sgd_step({}, params, params, none, true, stream); });
+  const std::string sgd =
+      error_of([&] { sgd_step({}, params, params, none, MomentumBuffer::empty, stream); });
   EXPECT_NE(sgd.find("sgd_step: params is i32[3] on cpu"), std::string::npos) << sgd;
 }
 

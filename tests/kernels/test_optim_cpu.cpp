@@ -25,7 +25,8 @@ TEST(OptimCpu, SgdStepsMatchTorchFormula) {
       for (int step = 0; step < 5; ++step) {
         const std::vector<float> grads = testing::normal_values(n, 10 + step, DType::f32);
         testing::reference_sgd(c.options, expect_params, grads, expect_buffer, step == 0);
-        sgd_step(c.options, params, Tensor::from_floats({n}, grads), buffer, step == 0, stream);
+        sgd_step(c.options, params, Tensor::from_floats({n}, grads), buffer,
+                 step == 0 ? MomentumBuffer::empty : MomentumBuffer::filled, stream);
       }
       // The same fp32 operations in the same order; 1 ulp of slack per step for a compiler
       // that fuses a multiply-add.
@@ -43,11 +44,13 @@ TEST(OptimCpu, FirstStepCopiesTheGradientIntoTheBuffer) {
   SgdOptions options{1.f, 0.9f, 0.5f, 0.f, false, 1.f};
   Tensor params = Tensor::from_floats({3}, {1.f, 2.f, 3.f});
   Tensor buffer = Tensor::from_floats({3}, {100.f, 100.f, 100.f});
-  sgd_step(options, params, Tensor::from_floats({3}, {0.5f, -1.f, 2.f}), buffer, true, stream);
+  sgd_step(options, params, Tensor::from_floats({3}, {0.5f, -1.f, 2.f}), buffer,
+           MomentumBuffer::empty, stream);
   EXPECT_EQ(buffer.to_floats(stream), (std::vector<float>{0.5f, -1.f, 2.f}));
   EXPECT_EQ(params.to_floats(stream), (std::vector<float>{0.5f, 3.f, 1.f}));
   // Second step: buf = 0.9 * buf + 0.5 * g.
-  sgd_step(options, params, Tensor::from_floats({3}, {1.f, 1.f, 1.f}), buffer, false, stream);
+  sgd_step(options, params, Tensor::from_floats({3}, {1.f, 1.f, 1.f}), buffer,
+           MomentumBuffer::filled, stream);
   EXPECT_TRUE(all_close(std::vector<double>{0.95, -0.4, 2.3}, buffer.to_floats(stream), 1e-6));
 }
 
@@ -59,7 +62,7 @@ TEST(OptimCpu, ArgumentErrorsNameTheTensor) {
   Tensor none;
   SgdOptions momentum{0.1f, 0.9f, 0.f, 0.f, false, 1.f};
   try {
-    sgd_step(momentum, params, grads, short_buffer, false, stream);
+    sgd_step(momentum, params, grads, short_buffer, MomentumBuffer::filled, stream);
     FAIL() << "expected an error";
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("sgd_step: momentum_buffer is f32[7] on cpu"),
@@ -67,13 +70,13 @@ TEST(OptimCpu, ArgumentErrorsNameTheTensor) {
         << error.what();
   }
   SgdOptions plain{0.1f, 0.f, 0.f, 0.f, false, 1.f};
-  EXPECT_NO_THROW(sgd_step(plain, params, grads, none, false, stream));
+  EXPECT_NO_THROW(sgd_step(plain, params, grads, none, MomentumBuffer::filled, stream));
   SgdOptions bad_nesterov{0.1f, 0.f, 0.f, 0.f, true, 1.f};
-  EXPECT_THROW(sgd_step(bad_nesterov, params, grads, none, false, stream), Error);
+  EXPECT_THROW(sgd_step(bad_nesterov, params, grads, none, MomentumBuffer::filled, stream), Error);
   SgdOptions bad_lr{-1.f, 0.f, 0.f, 0.f, false, 1.f};
-  EXPECT_THROW(sgd_step(bad_lr, params, grads, none, false, stream), Error);
+  EXPECT_THROW(sgd_step(bad_lr, params, grads, none, MomentumBuffer::filled, stream), Error);
   Tensor bf16_params = Tensor::empty({8}, DType::bf16);
-  EXPECT_THROW(sgd_step(plain, bf16_params, grads, none, false, stream), Error);
+  EXPECT_THROW(sgd_step(plain, bf16_params, grads, none, MomentumBuffer::filled, stream), Error);
 }
 
 }  // namespace

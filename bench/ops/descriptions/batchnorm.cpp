@@ -35,8 +35,8 @@ BnTensors bn_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, 
   t.y = Tensor::empty(x.shape(), x.dtype(), device);
   batchnorm_stats(x, t.stats, t.workspace, stream);
   batchnorm_stats_to_sums(t.stats, t.sums, stream);
-  batchnorm_finalize_sums(t.sums, t.running_mean, t.running_var, 0.1f, 1e-5f, t.batch_stats,
-                          stream);
+  batchnorm_finalize_sums(t.sums, t.running_mean, t.running_var, {.momentum = 0.1f, .eps = 1e-5f},
+                          t.batch_stats, stream);
   batchnorm_normalize(x, t.batch_stats, weight, bias, t.y, stream, epilogue);
   return t;
 }
@@ -246,8 +246,8 @@ OpCase bn_sums_case(const std::string& prefix, int64_t channels, double mean) {
           for (double& v : sums)
             v = v + 0.5 * v + v;
           const Tensor reduced = on_device(Tensor::from_doubles({2 * channels + 1}, sums), stream);
-          batchnorm_finalize_sums(reduced, t->running_mean, t->running_var, 0.1f, 1e-5f,
-                                  t->batch_stats, stream);
+          batchnorm_finalize_sums(reduced, t->running_mean, t->running_var,
+                                  {.momentum = 0.1f, .eps = 1e-5f}, t->batch_stats, stream);
         },
         [=, &stream] {
           return std::vector<Output>{{"sums", host_values(t->sums, stream)},

@@ -67,7 +67,7 @@ std::vector<Differentiable> conv_differentiables(const Conv2dShape& shape, DType
              Tensor scratch =
                  workspace(conv2d_backward_filter_workspace_numel(shape, stream.device()), stream);
              conv2d_backward_filter(shape, on_device(*o.x, stream), on_device(*o.dy, stream), dw,
-                                    none, false, scratch, stream);
+                                    none, GradWrite::overwrite, scratch, stream);
              return dw.to_floats(stream);
            }}};
 }
@@ -142,7 +142,8 @@ void add_layer_cases(std::vector<OpCase>& cases, const bench::ConvLayer& layer, 
         hold(workspace(conv2d_backward_filter_workspace_numel(shape, stream.device()), stream));
     return Prepared{[=, &stream] {
                       Tensor none;
-                      conv2d_backward_filter(shape, *x, *dy, *dw, none, false, *scratch, stream);
+                      conv2d_backward_filter(shape, *x, *dy, *dw, none, GradWrite::overwrite,
+                                             *scratch, stream);
                     },
                     [=, &stream] {
                       return std::vector<Output>{{"dw", host_values(*dw, stream)}};

@@ -57,7 +57,8 @@ std::vector<OpCase> linear_cases(const ModelShapes& model, DType dtype, Pass pas
                       } else if (pass == Pass::backward_data) {
                         linear_backward_data(*tdy, *tw, r[0], stream);
                       } else {
-                        linear_backward_weight(*tx, *tdy, r[0], r[1], false, r[2], stream);
+                        linear_backward_weight(*tx, *tdy, r[0], r[1], GradWrite::overwrite, r[2],
+                                               stream);
                       }
                     },
                     [=, &stream] {
@@ -84,8 +85,8 @@ std::vector<OpCase> linear_cases(const ModelShapes& model, DType dtype, Pass pas
         Tensor db = Tensor::empty({out}, DType::f32, device);
         Tensor scratch =
             workspace(linear_backward_weight_workspace_numel(rows, in, out, device), stream);
-        linear_backward_weight(on_device(*x, stream), on_device(*dy, stream), dw, db, false,
-                               scratch, stream);
+        linear_backward_weight(on_device(*x, stream), on_device(*dy, stream), dw, db,
+                               GradWrite::overwrite, scratch, stream);
         return std::vector<std::vector<float>>{dw.to_floats(stream), db.to_floats(stream)};
       };
       return std::vector<Differentiable>{
