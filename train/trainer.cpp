@@ -70,7 +70,7 @@ int Trainer::State::run(const std::function<void()>& set_up) {
     progress.line(
         "resnet_train: " + options.arch + ", " + std::to_string(datasets.classes().size()) +
         " classes, " + std::to_string(world()) + " rank(s) on " + device.str() + " (" +
-        grad_comm->name() + ", " + grad_comm_choice.why + "), batch " +
+        comms->grad().name() + ", " + comms->grad_choice().why + "), batch " +
         std::to_string(options.batch_size) + " per rank" +
         (options.accum_steps > 1 ? " x " + std::to_string(options.accum_steps) + " accumulated"
                                  : std::string()) +
@@ -107,7 +107,7 @@ int Trainer::State::run(const std::function<void()>& set_up) {
             " (continue with --resume)");
       }
       // Rank 0 may still be writing: nobody leaves before it has (mpirun would end it).
-      host_comm->barrier();
+      comms->barrier();
       return stopped_by > 0 ? 128 + stopped_by : 0;
     }
     evaluate(figures);
@@ -129,7 +129,7 @@ int Trainer::State::run(const std::function<void()>& set_up) {
     write_epoch_metrics(figures, true);
     progress.epoch_summary(figures);
   }
-  host_comm->barrier();
+  comms->barrier();
   return 0;
 }
 

@@ -11,14 +11,6 @@
 
 namespace engine::train {
 
-void Trainer::State::sum_over_ranks(std::vector<float>& values) {
-  if (world() == 1) return;
-  Tensor tensor = Tensor::from_floats({static_cast<int64_t>(values.size())}, values);
-  Stream host;
-  host_comm->all_reduce(tensor, ReduceOp::sum, host);
-  values = tensor.to_floats(host);
-}
-
 int Trainer::State::report_steps(std::vector<PendingStep>& pending, int64_t epoch,
                                  EpochTotals& totals) {
   if (pending.empty()) return 0;
@@ -45,7 +37,7 @@ int Trainer::State::report_steps(std::vector<PendingStep>& pending, int64_t epoc
   }
   sums.push_back(static_cast<float>(stop_signal() != 0));
   sums.push_back(static_cast<float>(stop_signal()));
-  sum_over_ranks(sums);
+  comms->sum_over_ranks(sums);
   for (size_t i = 0; i < pending.size(); ++i) {
     const PendingStep& p = pending[i];
     const nn::CommTiming& timing = timings[i];
@@ -162,7 +154,7 @@ int Trainer::State::train_epoch(int64_t epoch, EpochFigures& figures) {
   figures.comm_hidden =
       totals.comm_busy > 0 ? std::clamp(1 - totals.comm_exposed / totals.comm_busy, 0.0, 1.0) : 1.0;
   std::vector<float> skipped = {static_cast<float>(train_loader->summary().skipped)};
-  sum_over_ranks(skipped);
+  comms->sum_over_ranks(skipped);
   figures.skipped_files = static_cast<int64_t>(skipped[0]);
   return stopped_by;
 }
@@ -172,7 +164,7 @@ void Trainer::State::evaluate(EpochFigures& figures) {
   // PyTorch's DDP does (broadcast_buffers) and as the checkpoint keeps them.
   Tensor& buffers = model.params().flat_buffers();
   if (world() > 1 && buffers.defined() && buffers.numel() > 0) {
-    grad_comm->broadcast(buffers, 0, stream);
+    comms->grad().broadcast(buffers, 0, stream);
   }
   const data::EvaluationSampler sampler(static_cast<int64_t>(datasets.val.size()), world(),
                                         session.rank());
@@ -205,7 +197,7 @@ void Trainer::State::evaluate(EpochFigures& figures) {
   std::vector<float> sums = {static_cast<float>(loss_sum), static_cast<float>(correct1),
                              static_cast<float>(correct5), static_cast<float>(samples),
                              static_cast<float>(val_loader->summary().skipped)};
-  sum_over_ranks(sums);
+  comms->sum_over_ranks(sums);
   const double total = std::max(1.0f, sums[3]);
   figures.val_loss = sums[0] / total;
   figures.val_top1 = sums[1] / total;

@@ -17,16 +17,6 @@ namespace engine::train {
 
 namespace {
 
-// The gradient communicator and why, for the banner: --comm, or for auto our ring over NCCL
-// on GPUs, else the host communicator that suits how the ranks are spread over hosts.
-CommChoice gradient_comm(const TrainOptions& options, const MpiSession& session, Device device) {
-  if (options.comm != "auto") return {options.comm, "--comm"};
-  if (!device.is_cpu()) return {"ring-nccl", "auto: CUDA tensors"};
-  CommChoice choice = choose_host_communicator(session.world());
-  choice.why = "auto: " + choice.why;
-  return choice;
-}
-
 nn::LrSchedule make_schedule(const TrainOptions& o, int64_t steps_per_epoch) {
   nn::LrSchedule schedule;
   schedule.steps_per_epoch = steps_per_epoch;
@@ -60,25 +50,10 @@ int default_threads(const MpiSession& session) {
 void Trainer::State::build() {
   const TrainOptions& o = options;
   omp_set_num_threads(o.threads > 0 ? o.threads : default_threads(session));
-  CommOptions comm_options;
-  comm_options.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.comm_timeout_s * 1e3));
-  grad_comm_choice = gradient_comm(o, session, device);
-  const std::string& grad_name = grad_comm_choice.name;
-  if (const std::string why = communicator_unavailable_reason(grad_name, session); !why.empty()) {
-    fail("--comm " + grad_name + ": " + why);
-  }
-  grad_comm = make_communicator(grad_name, session, comm_options, device.str());
-  if (grad_comm->supports(Device::cpu())) {
-    host_comm = grad_comm.get();
-  } else {
-    // The per-step figures' communicator (CPU tensors whatever the device).
-    host_comm_owned =
-        make_communicator(choose_host_communicator(session.world()).name, session, comm_options);
-    host_comm = host_comm_owned.get();
-  }
+  comms.emplace(o, session, device);
 
   model.allocate(device, stream);
-  if (o.sync_bn) nn::convert_sync_batchnorm(model.layers(), *grad_comm);
+  if (o.sync_bn) nn::convert_sync_batchnorm(model.layers(), comms->grad());
   nn::SgdConfig sgd_config;
   sgd_config.lr = static_cast<float>(o.lr);
   sgd_config.momentum = static_cast<float>(o.momentum);
@@ -87,7 +62,7 @@ void Trainer::State::build() {
   sgd_config.decay_norm_and_bias = o.norm_weight_decay;
   sgd = std::make_unique<nn::Sgd>(model.params(), sgd_config, stream);
   ddp = std::make_unique<nn::DataParallel>(
-      model.params(), *grad_comm,
+      model.params(), comms->grad(),
       nn::DataParallelOptions{.bucket_cap_mb = o.bucket_cap_mb, .overlap = true});
   metric_rows = std::make_unique<MetricRows>(kMetricRows, device);
 

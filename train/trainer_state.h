@@ -9,10 +9,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "collectives/comm_factory.h"
 #include "data/loader.h"
 #include "kernels/error.h"
 #include "nn/cross_entropy.h"
@@ -24,6 +24,7 @@
 #include "train/metric_rows.h"
 #include "train/progress.h"
 #include "train/trainer.h"
+#include "train/trainer_comms.h"
 #include "train/weight_ema.h"
 
 namespace engine::train {
@@ -84,9 +85,7 @@ struct Trainer::State {
   nn::CrossEntropyLoss loss;
   Progress progress;
 
-  std::unique_ptr<Communicator> grad_comm, host_comm_owned;
-  Communicator* host_comm = nullptr;
-  CommChoice grad_comm_choice;
+  std::optional<TrainerComms> comms;
   std::unique_ptr<nn::DataParallel> ddp;
   std::unique_ptr<nn::Sgd> sgd;
   std::unique_ptr<WeightEma> ema;  // --ema
@@ -119,8 +118,6 @@ struct Trainer::State {
   void evaluate(EpochFigures& figures);
   // Sets the model up for a batch of these images' shape (NHWC), when it changes.
   void ensure_setup(const Tensor& images);
-  // Sums values over ranks in place (CPU, f32) through the host communicator.
-  void sum_over_ranks(std::vector<float>& values);
   void save(const std::string& name, int64_t epochs_done, int64_t sampler_epoch,
             int64_t sampler_batches);
   void write_epoch_metrics(const EpochFigures& figures, bool trained);
