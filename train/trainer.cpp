@@ -12,7 +12,7 @@ void Trainer::State::save(const std::string& name, int64_t epochs_done, int64_t 
   if (!rank0()) return;
   nn::CheckpointState state;
   state.epoch = epochs_done;
-  state.step = step;
+  state.step = model->step();
   state.sampler = {sampler_epoch, sampler_batches * options.batch_size};
   state.classes = datasets.classes();
   state.image_size = options.image_size;
@@ -24,14 +24,14 @@ void Trainer::State::save(const std::string& name, int64_t epochs_done, int64_t 
   state.extra["accum_steps"] = std::to_string(options.accum_steps);
   state.extra["lr_schedule"] = std::string(schedule_name(options.lr_schedule));
   if (best_top1 >= 0) state.extra["best_val_top1_pct"] = json_number(100 * best_top1);
-  if (ema && name == "last") {
+  if (model->has_ema() && name == "last") {
     // Written before `last`: a run killed between the two finds an average of a later step
     // than `last`, which --resume names and starts again rather than mixing them.
-    ema->swap(stream);
-    nn::save_checkpoint(checkpoint_path(options, "ema"), model, state, stream);
-    ema->swap(stream);
+    model->swap_ema(stream);
+    nn::save_checkpoint(checkpoint_path(options, "ema"), model->net(), state, stream);
+    model->swap_ema(stream);
   }
-  nn::save_checkpoint(checkpoint_path(options, name), model, *sgd, state, stream);
+  nn::save_checkpoint(checkpoint_path(options, name), model->net(), model->sgd(), state, stream);
 }
 
 void Trainer::State::write_epoch_metrics(const EpochFigures& f, bool trained) {
@@ -50,7 +50,7 @@ void Trainer::State::write_epoch_metrics(const EpochFigures& f, bool trained) {
       .add("epoch_s", f.epoch_s)
       .add("skipped_files", f.skipped_files)
       .add("comm_hidden_pct", trained ? 100 * f.comm_hidden : none)
-      .add("step", step)
+      .add("step", model->step())
       .add("world_size", world())
       .add("arch", options.arch);
   if (f.has_ema) {
@@ -103,19 +103,19 @@ int Trainer::State::run(const std::function<void()>& set_up) {
         progress.line(
             std::string("resnet_train: ") +
             (stopped_by > 0 ? "stopped by " + signal_name(stopped_by) : "reached --max-steps") +
-            " at step " + std::to_string(step) + "; saved " + checkpoint_path(options, "last") +
-            " (continue with --resume)");
+            " at step " + std::to_string(model->step()) + "; saved " +
+            checkpoint_path(options, "last") + " (continue with --resume)");
       }
       // Rank 0 may still be writing: nobody leaves before it has (mpirun would end it).
       comms->barrier();
       return stopped_by > 0 ? 128 + stopped_by : 0;
     }
     evaluate(figures);
-    if (ema) {
+    if (model->has_ema()) {
       EpochFigures averaged;
-      ema->swap(stream);
+      model->swap_ema(stream);
       evaluate(averaged);
-      ema->swap(stream);
+      model->swap_ema(stream);
       figures.has_ema = true;
       figures.ema_val_loss = averaged.val_loss;
       figures.ema_val_top1 = averaged.val_top1;

@@ -14,8 +14,8 @@ namespace engine::train {
 int Trainer::State::report_steps(std::vector<PendingStep>& pending, int64_t epoch,
                                  EpochTotals& totals) {
   if (pending.empty()) return 0;
-  const std::vector<MetricRow> rows = metric_rows->drain(stream);   // the steps have finished
-  const std::vector<nn::CommTiming> timings = ddp->take_timings();  // so has their comm
+  const std::vector<MetricRow> rows = metric_rows->drain(stream);  // the steps have finished
+  const std::vector<nn::CommTiming> timings = model->take_comm_timings();  // so has their comm
   if (timings.size() != pending.size()) {
     fail("resnet_train: " + std::to_string(pending.size()) + " steps to report but " +
          std::to_string(timings.size()) + " communication timings");
@@ -102,24 +102,21 @@ int Trainer::State::train_epoch(int64_t epoch, EpochFigures& figures) {
     const int64_t micro = batch_index % accum;
     if (batch->ready) stream.wait(*batch->ready);
     const int64_t n = batch->images.size(0);
-    ensure_setup(batch->images);
+    model->ensure_setup(batch->images, stream);
     if (!options.dump_batches.empty()) {
-      dump_batch(options.dump_batches, *batch, {step + 1, epoch, session.rank(), world()}, stream);
+      dump_batch(options.dump_batches, *batch, {model->step() + 1, epoch, session.rank(), world()},
+                 stream);
     }
     const Tensor labels = Tensor::from_ints({n}, batch->labels).to(device, stream);
     nn::Pass pass{stream, true, false, {}};
-    if (micro == 0) model.params().zero_grad();
-    const Tensor& logits = model.forward(batch->images, pass);
-    metric_rows->push(logits, labels, loss.forward(logits, labels, stream), stream);
-    ddp->begin_backward(pass, micro == accum - 1);
-    model.backward(loss.backward(stream, 1.f / static_cast<float>(accum)), pass);
-    ddp->end_backward(stream);
+    if (micro == 0) model->zero_grad();
+    const Tensor& logits = model->forward(batch->images, pass);
+    metric_rows->push(logits, labels, model->mean_loss(logits, labels, stream), stream);
+    model->backward(pass, micro == accum - 1, 1.f / static_cast<float>(accum), stream);
     step_samples += n;
     if (micro != accum - 1) continue;
-    lr = nn::learning_rate(schedule, options.lr, step);
-    sgd->step(static_cast<float>(lr), stream);
-    if (ema) ema->update(stream);
-    ++step;
+    lr = model->optimizer_step(stream);
+    const int64_t step = model->step();
     pending.push_back({.index = index, .step = step, .samples = step_samples, .lr = lr});
     progress.tick(index, static_cast<double>(step_samples * world()), lr);
     step_samples = 0;
@@ -162,7 +159,7 @@ int Trainer::State::train_epoch(int64_t epoch, EpochFigures& figures) {
 void Trainer::State::evaluate(EpochFigures& figures) {
   // BatchNorm running statistics differ between ranks with local BN; evaluate rank 0's, as
   // PyTorch's DDP does (broadcast_buffers) and as the checkpoint keeps them.
-  Tensor& buffers = model.params().flat_buffers();
+  Tensor& buffers = model->buffers();
   if (world() > 1 && buffers.defined() && buffers.numel() > 0) {
     comms->grad().broadcast(buffers, 0, stream);
   }
@@ -185,11 +182,11 @@ void Trainer::State::evaluate(EpochFigures& figures) {
     if (batch->ready) stream.wait(*batch->ready);
     const int64_t n = batch->images.size(0);
     if (n == 0) continue;
-    ensure_setup(batch->images);
+    model->ensure_setup(batch->images, stream);
     const Tensor labels = Tensor::from_ints({n}, batch->labels).to(device, stream);
     nn::Pass pass{stream, false, false, {}};
-    const Tensor& logits = model.forward(batch->images, pass);
-    metric_rows->push(logits, labels, loss.forward(logits, labels, stream), stream);
+    const Tensor& logits = model->forward(batch->images, pass);
+    metric_rows->push(logits, labels, model->mean_loss(logits, labels, stream), stream);
     batch_sizes.push_back(n);
     if (metric_rows->full()) add_pending();
   }

@@ -11,34 +11,10 @@
 
 #include "data/sampler.h"
 #include "nn/checkpoint.h"
-#include "nn/sync_batchnorm.h"
 
 namespace engine::train {
 
 namespace {
-
-nn::LrSchedule make_schedule(const TrainOptions& o, int64_t steps_per_epoch) {
-  nn::LrSchedule schedule;
-  schedule.steps_per_epoch = steps_per_epoch;
-  schedule.warmup = {o.warmup_epochs, o.warmup_start_factor};
-  const int64_t main_epochs = std::max<int64_t>(1, o.epochs - o.warmup_epochs);
-  switch (o.lr_schedule) {
-    case ScheduleName::constant:
-      schedule.kind = nn::ConstantLr{};
-      break;
-    case ScheduleName::step:
-      schedule.kind = nn::StepLr{o.lr_step_size, o.lr_gamma};
-      break;
-    case ScheduleName::cosine:
-      schedule.kind = nn::CosineLr{main_epochs, 0};
-      break;
-    case ScheduleName::onecycle:
-      schedule.kind = nn::OneCycleLr{.max_lr = o.lr, .total_steps = o.epochs * steps_per_epoch};
-      break;
-  }
-  nn::validate_lr_schedule(schedule);
-  return schedule;
-}
 
 int default_threads(const MpiSession& session) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -52,18 +28,7 @@ void Trainer::State::build() {
   omp_set_num_threads(o.threads > 0 ? o.threads : default_threads(session));
   comms.emplace(o, session, device);
 
-  model.allocate(device, stream);
-  if (o.sync_bn) nn::convert_sync_batchnorm(model.layers(), comms->grad());
-  nn::SgdConfig sgd_config;
-  sgd_config.lr = static_cast<float>(o.lr);
-  sgd_config.momentum = static_cast<float>(o.momentum);
-  sgd_config.weight_decay = static_cast<float>(o.weight_decay);
-  sgd_config.nesterov = o.nesterov;
-  sgd_config.decay_norm_and_bias = o.norm_weight_decay;
-  sgd = std::make_unique<nn::Sgd>(model.params(), sgd_config, stream);
-  ddp = std::make_unique<nn::DataParallel>(
-      model.params(), comms->grad(),
-      nn::DataParallelOptions{.bucket_cap_mb = o.bucket_cap_mb, .overlap = true});
+  model->build(comms->grad(), stream);
   metric_rows = std::make_unique<MetricRows>(kMetricRows, device);
 
   const int cores = std::max(1, default_threads(session));
@@ -97,7 +62,7 @@ void Trainer::State::build() {
            std::to_string(datasets.train->size()) +
            " training images per epoch, less than one optimizer step");
     }
-    schedule = make_schedule(o, steps_per_epoch);
+    model->set_schedule(steps_per_epoch);
   }
   data::LoaderConfig val = loader;
   val.transform.augmentation = data::Augmentation::eval;
@@ -107,15 +72,15 @@ void Trainer::State::build() {
 
 void Trainer::State::resume() {
   if (options.resume.empty()) {
-    ddp->broadcast_from_rank0(stream);
+    model->broadcast_from_rank0(stream);
     return;
   }
-  const nn::LoadedCheckpoint checkpoint = nn::load_checkpoint(options.resume, model, stream);
+  const nn::LoadedCheckpoint checkpoint = nn::load_checkpoint(options.resume, model->net(), stream);
   const nn::CheckpointState& saved = checkpoint.info.state;
   evaluated_epochs = saved.epoch;
   if (checkpoint.info.engine_checkpoint && !options.evaluate) {
-    nn::load_optimizer_state(checkpoint, *sgd, stream);
-    step = saved.step;
+    nn::load_optimizer_state(checkpoint, model->sgd(), stream);
+    model->set_step(saved.step);
     first_epoch = saved.sampler.epoch;
     const auto extra = [&](const char* key) -> std::optional<std::string> {
       const auto found = saved.extra.find(key);
@@ -145,46 +110,36 @@ void Trainer::State::resume() {
   }
   // Every rank read the same file; rank 0's copy is the one all keep (and a state_dict's
   // BatchNorm buffers reach every rank).
-  ddp->broadcast_from_rank0(stream);
+  model->broadcast_from_rank0(stream);
   if (rank0()) {
     progress.line("resumed from " + options.resume + " (" +
                   (checkpoint.info.engine_checkpoint ? "epoch " + std::to_string(first_epoch + 1) +
-                                                           ", step " + std::to_string(step)
+                                                           ", step " + std::to_string(model->step())
                                                      : std::string("a plain state_dict")) +
                   ")");
   }
 }
 
 void Trainer::State::start_ema() {
-  if (options.ema_decay < 0 || options.evaluate) return;
-  ema = std::make_unique<WeightEma>(model.params(), options.ema_decay, stream);
+  if (!model->start_ema(stream)) return;
   if (options.resume.empty()) return;
   const std::string saved =
       (std::filesystem::path(options.resume).parent_path() / "ema.safetensors").string();
   std::string what;
   if (!std::filesystem::exists(saved)) {
     what = "no " + saved + ": the weight average starts from the resumed weights";
-  } else if (const int64_t at = nn::read_checkpoint_info(saved).state.step; at != step) {
+  } else if (const int64_t at = nn::read_checkpoint_info(saved).state.step; at != model->step()) {
     what = saved + " is at step " + std::to_string(at) + ", the checkpoint at step " +
-           std::to_string(step) + ": the weight average starts again from the resumed weights";
+           std::to_string(model->step()) +
+           ": the weight average starts again from the resumed weights";
   } else {
     // Loaded through the model: its weights are the average's while the two are swapped.
-    ema->swap(stream);
-    nn::load_checkpoint(saved, model, stream);
-    ema->swap(stream);
+    model->swap_ema(stream);
+    nn::load_checkpoint(saved, model->net(), stream);
+    model->swap_ema(stream);
     what = "resumed the weight average from " + saved;
   }
   if (rank0()) progress.line(what);
-}
-
-void Trainer::State::ensure_setup(const Tensor& images) {
-  const Shape shape = {images.size(0), images.size(1), images.size(2), 3};
-  const int64_t batch = shape[0];
-  if (shape == model_shape) return;
-  model.setup(shape, options.precision.activations, stream);
-  loss.setup(batch, static_cast<int64_t>(datasets.classes().size()), options.precision.activations,
-             device);
-  model_shape = shape;
 }
 
 }  // namespace engine::train

@@ -15,17 +15,12 @@
 
 #include "data/loader.h"
 #include "kernels/error.h"
-#include "nn/cross_entropy.h"
-#include "nn/data_parallel.h"
-#include "nn/lr_schedule.h"
-#include "nn/resnet.h"
-#include "nn/sgd.h"
 #include "train/common_flags.h"
 #include "train/metric_rows.h"
 #include "train/progress.h"
 #include "train/trainer.h"
 #include "train/trainer_comms.h"
-#include "train/weight_ema.h"
+#include "train/trainer_model.h"
 
 namespace engine::train {
 
@@ -67,11 +62,8 @@ struct Trainer::State {
         datasets(std::move(d)),
         device(s.device(o.device)),
         stream(device),
-        model(o.arch, {.num_classes = static_cast<int64_t>(datasets.classes().size()),
-                       .zero_init_residual = o.zero_init_residual,
-                       .seed = o.seed}),
-        loss(static_cast<float>(o.label_smoothing)),
         progress(s.rank() == 0, o.print_freq) {
+    model.emplace(o, static_cast<int64_t>(datasets.classes().size()), device);
     cli::check_precision_device(o.precision, device);
     stream.set_fp32_math(o.precision.fp32_math);
   }
@@ -81,21 +73,14 @@ struct Trainer::State {
   Datasets datasets;
   Device device;
   Stream stream;
-  nn::ResNet model;
-  nn::CrossEntropyLoss loss;
   Progress progress;
 
   std::optional<TrainerComms> comms;
-  std::unique_ptr<nn::DataParallel> ddp;
-  std::unique_ptr<nn::Sgd> sgd;
-  std::unique_ptr<WeightEma> ema;  // --ema
-  nn::LrSchedule schedule;
+  std::optional<TrainerModel> model;  // after comms: its DDP reducer uses them
   std::unique_ptr<data::Loader> train_loader, val_loader;
   int64_t steps_per_epoch = 0;
 
-  Shape model_shape;                        // the shape setup() last saw
   std::unique_ptr<MetricRows> metric_rows;  // the batches' figures not yet on the host
-  int64_t step = 0;                         // optimizer steps taken
   int64_t first_epoch = 0, first_batch = 0;
   double best_top1 = -1;
   int64_t evaluated_epochs = 0;  // --evaluate: the epochs the checkpoint had trained
@@ -116,8 +101,6 @@ struct Trainer::State {
   // rank was stopped by (0: none) and empties `pending`.
   int report_steps(std::vector<PendingStep>& pending, int64_t epoch, EpochTotals& totals);
   void evaluate(EpochFigures& figures);
-  // Sets the model up for a batch of these images' shape (NHWC), when it changes.
-  void ensure_setup(const Tensor& images);
   void save(const std::string& name, int64_t epochs_done, int64_t sampler_epoch,
             int64_t sampler_batches);
   void write_epoch_metrics(const EpochFigures& figures, bool trained);
