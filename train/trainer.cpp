@@ -34,40 +34,13 @@ void Trainer::State::save(const std::string& name, int64_t epochs_done, int64_t 
   nn::save_checkpoint(checkpoint_path(options, name), model->net(), model->sgd(), state, stream);
 }
 
-void Trainer::State::write_epoch_metrics(const EpochFigures& f, bool trained) {
-  if (!rank0()) return;
-  JsonLine line;
-  line.add("epoch", f.epoch + 1);
-  const double none = std::nan("");
-  // Accuracies and shares in percents, as the progress lines print them (--help says so).
-  line.add("train_loss", trained ? f.train_loss : none)
-      .add("train_top1_pct", trained ? 100 * f.train_top1 : none)
-      .add("val_loss", f.val_loss)
-      .add("val_top1_pct", 100 * f.val_top1)
-      .add("val_top5_pct", 100 * f.val_top5)
-      .add("lr", trained ? f.lr : none)
-      .add("images_per_s", trained ? f.images_per_s : none)
-      .add("epoch_s", f.epoch_s)
-      .add("skipped_files", f.skipped_files)
-      .add("comm_hidden_pct", trained ? 100 * f.comm_hidden : none)
-      .add("step", model->step())
-      .add("world_size", world())
-      .add("arch", options.arch);
-  if (f.has_ema) {
-    line.add("ema_val_loss", f.ema_val_loss)
-        .add("ema_val_top1_pct", 100 * f.ema_val_top1)
-        .add("ema_val_top5_pct", 100 * f.ema_val_top5);
-  }
-  append_line(metrics_path(options), line.str());
-}
-
 int Trainer::State::run(const std::function<void()>& set_up) {
   build();
   resume();
   start_ema();
   if (set_up) set_up();
   if (rank0()) {
-    progress.line(
+    metrics->progress().line(
         "resnet_train: " + options.arch + ", " + std::to_string(datasets.classes().size()) +
         " classes, " + std::to_string(world()) + " rank(s) on " + device.str() + " (" +
         comms->grad().name() + ", " + comms->grad_choice().why + "), batch " +
@@ -76,7 +49,8 @@ int Trainer::State::run(const std::function<void()>& set_up) {
                                  : std::string()) +
         " = " + std::to_string(options.batch_size * options.accum_steps * world()) + " global, " +
         std::string(nn::precision_name(options.precision)) + (options.sync_bn ? ", SyncBN" : ""));
-    if (session.world().hosts > 1) progress.line("hosts: " + session.peers().placement());
+    if (session.world().hosts > 1)
+      metrics->progress().line("hosts: " + session.peers().placement());
   }
   if (options.evaluate) {
     const Clock::time_point started = Clock::now();
@@ -88,8 +62,8 @@ int Trainer::State::run(const std::function<void()>& set_up) {
     std::snprintf(text, sizeof text, "evaluate: val loss %.4f top1 %.2f%% top5 %.2f%% (%zu images)",
                   figures.val_loss, 100 * figures.val_top1, 100 * figures.val_top5,
                   datasets.val.size());
-    progress.line(text);
-    write_epoch_metrics(figures, false);
+    metrics->progress().line(text);
+    metrics->write_epoch(figures, false, model->step());
     return 0;
   }
   for (int64_t epoch = first_epoch; epoch < options.epochs; ++epoch) {
@@ -100,7 +74,7 @@ int Trainer::State::run(const std::function<void()>& set_up) {
     const int stopped_by = train_epoch(epoch, figures);
     if (stopped_by != 0) {
       if (rank0()) {
-        progress.line(
+        metrics->progress().line(
             std::string("resnet_train: ") +
             (stopped_by > 0 ? "stopped by " + signal_name(stopped_by) : "reached --max-steps") +
             " at step " + std::to_string(model->step()) + "; saved " +
@@ -126,8 +100,8 @@ int Trainer::State::run(const std::function<void()>& set_up) {
     if (figures.best) best_top1 = figures.val_top1;
     save("last", epoch + 1, epoch + 1, 0);
     if (figures.best) save("best", epoch + 1, epoch + 1, 0);
-    write_epoch_metrics(figures, true);
-    progress.epoch_summary(figures);
+    metrics->write_epoch(figures, true, model->step());
+    metrics->progress().epoch_summary(figures);
   }
   comms->barrier();
   return 0;

@@ -6,61 +6,8 @@
 #include <algorithm>
 
 #include "train/batch_dump.h"
-#include "train/json_line.h"
-#include "train/stop_signal.h"
 
 namespace engine::train {
-
-int Trainer::State::report_steps(std::vector<PendingStep>& pending, int64_t epoch,
-                                 EpochTotals& totals) {
-  if (pending.empty()) return 0;
-  const std::vector<MetricRow> rows = metric_rows->drain(stream);  // the steps have finished
-  const std::vector<nn::CommTiming> timings = model->take_comm_timings();  // so has their comm
-  if (timings.size() != pending.size()) {
-    fail("resnet_train: " + std::to_string(pending.size()) + " steps to report but " +
-         std::to_string(timings.size()) + " communication timings");
-  }
-  // A step's figures sum its micro-batches' rows (equal batches: drop_last and refills keep
-  // every training batch full). Rows past the last step are of a step never taken.
-  std::vector<float> sums;
-  size_t row = 0;
-  for (const PendingStep& p : pending) {
-    const auto micro_samples = static_cast<float>(p.samples / options.accum_steps);
-    float loss_sum = 0, correct1 = 0, correct5 = 0;
-    for (int64_t m = 0; m < options.accum_steps; ++m, ++row) {
-      if (row >= rows.size()) fail("resnet_train: fewer metric rows than micro-batches");
-      loss_sum += rows[row].mean_loss * micro_samples;
-      correct1 += rows[row].correct1;
-      correct5 += rows[row].correct5;
-    }
-    sums.insert(sums.end(), {loss_sum, correct1, correct5, static_cast<float>(p.samples)});
-  }
-  sums.push_back(static_cast<float>(stop_signal() != 0));
-  sums.push_back(static_cast<float>(stop_signal()));
-  comms->sum_over_ranks(sums);
-  for (size_t i = 0; i < pending.size(); ++i) {
-    const PendingStep& p = pending[i];
-    const nn::CommTiming& timing = timings[i];
-    const StepTotals step_totals{sums[4 * i], sums[4 * i + 1], sums[4 * i + 2], sums[4 * i + 3]};
-    totals.steps.add(step_totals);
-    totals.comm_busy += timing.comm_busy_s;
-    totals.comm_exposed += timing.exposed_s;
-    progress.step(p.index, step_totals, p.lr);
-    if (rank0() && !options.step_metrics.empty()) {
-      append_line(options.step_metrics, JsonLine()
-                                            .add("step", p.step)
-                                            .add("epoch", epoch)
-                                            .add("loss", step_totals.loss_sum / step_totals.samples)
-                                            .add("lr", p.lr)
-                                            .add("comm_hidden_pct", 100 * timing.hidden_fraction)
-                                            .str());
-    }
-  }
-  pending.clear();
-  const float stopping = sums[sums.size() - 2], signal_sum = sums.back();
-  // The signal the stopping ranks got (their mean: the same one, as a rule).
-  return stopping > 0 ? static_cast<int>(std::lround(signal_sum / stopping)) : 0;
-}
 
 int Trainer::State::train_epoch(int64_t epoch, EpochFigures& figures) {
   data::DistributedSampler sampler(static_cast<int64_t>(datasets.train->size()), world(),
@@ -77,11 +24,11 @@ int Trainer::State::train_epoch(int64_t epoch, EpochFigures& figures) {
     train_loader = std::make_unique<data::Loader>(*datasets.train, config);
   }
   if (rank0() && options.progressive.min > 0) {
-    progress.line("epoch " + std::to_string(epoch + 1) + ": training crop " +
-                  std::to_string(train_loader->config().transform.output_size) + " px");
+    metrics->progress().line("epoch " + std::to_string(epoch + 1) + ": training crop " +
+                             std::to_string(train_loader->config().transform.output_size) + " px");
   }
   train_loader->start_epoch(epoch, sampler.indices(), start_batch);
-  progress.start_epoch(epoch, options.epochs, steps_per_epoch, start_batch / accum);
+  metrics->progress().start_epoch(epoch, options.epochs, steps_per_epoch, start_batch / accum);
   const Clock::time_point started = Clock::now();
   EpochTotals totals;
   std::vector<PendingStep> pending;
@@ -111,14 +58,14 @@ int Trainer::State::train_epoch(int64_t epoch, EpochFigures& figures) {
     nn::Pass pass{stream, true, false, {}};
     if (micro == 0) model->zero_grad();
     const Tensor& logits = model->forward(batch->images, pass);
-    metric_rows->push(logits, labels, model->mean_loss(logits, labels, stream), stream);
+    metrics->rows().push(logits, labels, model->mean_loss(logits, labels, stream), stream);
     model->backward(pass, micro == accum - 1, 1.f / static_cast<float>(accum), stream);
     step_samples += n;
     if (micro != accum - 1) continue;
     lr = model->optimizer_step(stream);
     const int64_t step = model->step();
     pending.push_back({.index = index, .step = step, .samples = step_samples, .lr = lr});
-    progress.tick(index, static_cast<double>(step_samples * world()), lr);
+    metrics->progress().tick(index, static_cast<double>(step_samples * world()), lr);
     step_samples = 0;
     const bool at_max_steps = options.max_steps > 0 && step >= options.max_steps;
     // Inside the epoch only: its end saves `last` after the evaluation.
@@ -126,8 +73,8 @@ int Trainer::State::train_epoch(int64_t epoch, EpochFigures& figures) {
                             index + 1 < steps_per_epoch;
     // metric_rows must have room for the next step's micro-batches.
     if ((index + 1) % options.print_freq == 0 || index + 1 == steps_per_epoch || at_max_steps ||
-        save_point || metric_rows->size() + accum > kMetricRows) {
-      stopped_by = report_steps(pending, epoch, totals);
+        save_point || metrics->rows().size() + accum > kMetricRows) {
+      stopped_by = metrics->report_steps(pending, epoch, totals, *model, *comms, stream);
       if (stopped_by != 0 || at_max_steps) {
         if (stopped_by == 0) stopped_by = -1;
         save("last", epoch, epoch, batch_index + 1);
@@ -136,13 +83,14 @@ int Trainer::State::train_epoch(int64_t epoch, EpochFigures& figures) {
       if (save_point) {
         save("last", epoch, epoch, batch_index + 1);
         if (rank0()) {
-          progress.line("saved " + checkpoint_path(options, "last") + " at step " +
-                        std::to_string(step));
+          metrics->progress().line("saved " + checkpoint_path(options, "last") + " at step " +
+                                   std::to_string(step));
         }
       }
     }
   }
-  report_steps(pending, epoch, totals);  // a loader that ended early (every rank alike)
+  // A loader that ended early (every rank alike).
+  metrics->report_steps(pending, epoch, totals, *model, *comms, stream);
   const double elapsed = seconds_since(started);
   figures.train_loss = totals.steps.loss_sum / std::max(1.0, totals.steps.samples);
   figures.train_top1 = totals.steps.correct1 / std::max(1.0, totals.steps.samples);
@@ -169,7 +117,7 @@ void Trainer::State::evaluate(EpochFigures& figures) {
   double loss_sum = 0, correct1 = 0, correct5 = 0, samples = 0;
   std::vector<int64_t> batch_sizes;  // of the batches in metric_rows
   const auto add_pending = [&] {
-    const std::vector<MetricRow> rows = metric_rows->drain(stream);
+    const std::vector<MetricRow> rows = metrics->rows().drain(stream);
     for (size_t i = 0; i < rows.size(); ++i) {
       loss_sum += rows[i].mean_loss * static_cast<double>(batch_sizes[i]);
       correct1 += rows[i].correct1;
@@ -186,9 +134,9 @@ void Trainer::State::evaluate(EpochFigures& figures) {
     const Tensor labels = Tensor::from_ints({n}, batch->labels).to(device, stream);
     nn::Pass pass{stream, false, false, {}};
     const Tensor& logits = model->forward(batch->images, pass);
-    metric_rows->push(logits, labels, model->mean_loss(logits, labels, stream), stream);
+    metrics->rows().push(logits, labels, model->mean_loss(logits, labels, stream), stream);
     batch_sizes.push_back(n);
-    if (metric_rows->full()) add_pending();
+    if (metrics->rows().full()) add_pending();
   }
   add_pending();
   std::vector<float> sums = {static_cast<float>(loss_sum), static_cast<float>(correct1),

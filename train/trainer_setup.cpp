@@ -29,7 +29,7 @@ void Trainer::State::build() {
   comms.emplace(o, session, device);
 
   model->build(comms->grad(), stream);
-  metric_rows = std::make_unique<MetricRows>(kMetricRows, device);
+  metrics.emplace(options, rank0(), world(), device);
 
   const int cores = std::max(1, default_threads(session));
   data::LoaderConfig loader;
@@ -112,11 +112,12 @@ void Trainer::State::resume() {
   // BatchNorm buffers reach every rank).
   model->broadcast_from_rank0(stream);
   if (rank0()) {
-    progress.line("resumed from " + options.resume + " (" +
-                  (checkpoint.info.engine_checkpoint ? "epoch " + std::to_string(first_epoch + 1) +
-                                                           ", step " + std::to_string(model->step())
-                                                     : std::string("a plain state_dict")) +
-                  ")");
+    metrics->progress().line("resumed from " + options.resume + " (" +
+                             (checkpoint.info.engine_checkpoint
+                                  ? "epoch " + std::to_string(first_epoch + 1) + ", step " +
+                                        std::to_string(model->step())
+                                  : std::string("a plain state_dict")) +
+                             ")");
   }
 }
 
@@ -139,7 +140,7 @@ void Trainer::State::start_ema() {
     model->swap_ema(stream);
     what = "resumed the weight average from " + saved;
   }
-  if (rank0()) progress.line(what);
+  if (rank0()) metrics->progress().line(what);
 }
 
 }  // namespace engine::train
