@@ -1,43 +1,15 @@
 #include "train/trainer.h"
 
-#include "nn/checkpoint.h"
-#include "train/json_line.h"
 #include "train/stop_signal.h"
 #include "train/trainer_state.h"
 
 namespace engine::train {
 
-void Trainer::State::save(const std::string& name, int64_t epochs_done, int64_t sampler_epoch,
-                          int64_t sampler_batches) {
-  if (!rank0()) return;
-  nn::CheckpointState state;
-  state.epoch = epochs_done;
-  state.step = model->step();
-  state.sampler = {sampler_epoch, sampler_batches * options.batch_size};
-  state.classes = datasets.classes();
-  state.image_size = options.image_size;
-  state.normalize_mean.assign(options.normalize_mean.begin(), options.normalize_mean.end());
-  state.normalize_std.assign(options.normalize_std.begin(), options.normalize_std.end());
-  state.seed = options.seed;
-  state.extra["world_size"] = std::to_string(world());
-  state.extra["batch_size"] = std::to_string(options.batch_size);
-  state.extra["accum_steps"] = std::to_string(options.accum_steps);
-  state.extra["lr_schedule"] = std::string(schedule_name(options.lr_schedule));
-  if (best_top1 >= 0) state.extra["best_val_top1_pct"] = json_number(100 * best_top1);
-  if (model->has_ema() && name == "last") {
-    // Written before `last`: a run killed between the two finds an average of a later step
-    // than `last`, which --resume names and starts again rather than mixing them.
-    model->swap_ema(stream);
-    nn::save_checkpoint(checkpoint_path(options, "ema"), model->net(), state, stream);
-    model->swap_ema(stream);
-  }
-  nn::save_checkpoint(checkpoint_path(options, name), model->net(), model->sgd(), state, stream);
-}
-
 int Trainer::State::run(const std::function<void()>& set_up) {
   build();
-  resume();
-  start_ema();
+  checkpoints.emplace(options, rank0(), world(), datasets.classes());
+  checkpoints->resume(*model, metrics->progress(), stream);
+  if (model->start_ema(stream)) checkpoints->resume_ema(*model, metrics->progress(), stream);
   if (set_up) set_up();
   if (rank0()) {
     metrics->progress().line(
@@ -55,7 +27,8 @@ int Trainer::State::run(const std::function<void()>& set_up) {
   if (options.evaluate) {
     const Clock::time_point started = Clock::now();
     EpochFigures figures;
-    figures.epoch = evaluated_epochs - 1;  // the metrics line's "epoch" is the checkpoint's
+    figures.epoch =
+        checkpoints->evaluated_epochs() - 1;  // the metrics line's "epoch" is the checkpoint's
     evaluate(figures);
     figures.epoch_s = seconds_since(started);
     char text[200];
@@ -66,7 +39,7 @@ int Trainer::State::run(const std::function<void()>& set_up) {
     metrics->write_epoch(figures, false, model->step());
     return 0;
   }
-  for (int64_t epoch = first_epoch; epoch < options.epochs; ++epoch) {
+  for (int64_t epoch = checkpoints->first_epoch(); epoch < options.epochs; ++epoch) {
     const Clock::time_point started = Clock::now();
     EpochFigures figures;
     figures.epoch = epoch;
@@ -96,10 +69,9 @@ int Trainer::State::run(const std::function<void()>& set_up) {
       figures.ema_val_top5 = averaged.val_top5;
     }
     figures.epoch_s = seconds_since(started);
-    figures.best = figures.val_top1 > best_top1;
-    if (figures.best) best_top1 = figures.val_top1;
-    save("last", epoch + 1, epoch + 1, 0);
-    if (figures.best) save("best", epoch + 1, epoch + 1, 0);
+    figures.best = checkpoints->record_val_top1(figures.val_top1);
+    checkpoints->save("last", epoch + 1, epoch + 1, 0, *model, stream);
+    if (figures.best) checkpoints->save("best", epoch + 1, epoch + 1, 0, *model, stream);
     metrics->write_epoch(figures, true, model->step());
     metrics->progress().epoch_summary(figures);
   }

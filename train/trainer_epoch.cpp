@@ -14,7 +14,7 @@ int Trainer::State::train_epoch(int64_t epoch, EpochFigures& figures) {
                                    session.rank(), true, options.seed);
   sampler.set_epoch(epoch);
   const int64_t accum = options.accum_steps;
-  const int64_t start_batch = epoch == first_epoch ? first_batch : 0;  // loader batches
+  const int64_t start_batch = checkpoints->first_batch(epoch);  // loader batches
   if (const int64_t size = train_image_size(options, epoch);
       size != train_loader->config().transform.output_size) {
     // Progressive resizing: the epoch's crop (the loader's workers hold their transform).
@@ -77,11 +77,11 @@ int Trainer::State::train_epoch(int64_t epoch, EpochFigures& figures) {
       stopped_by = metrics->report_steps(pending, epoch, totals, *model, *comms, stream);
       if (stopped_by != 0 || at_max_steps) {
         if (stopped_by == 0) stopped_by = -1;
-        save("last", epoch, epoch, batch_index + 1);
+        checkpoints->save("last", epoch, epoch, batch_index + 1, *model, stream);
         break;
       }
       if (save_point) {
-        save("last", epoch, epoch, batch_index + 1);
+        checkpoints->save("last", epoch, epoch, batch_index + 1, *model, stream);
         if (rank0()) {
           metrics->progress().line("saved " + checkpoint_path(options, "last") + " at step " +
                                    std::to_string(step));

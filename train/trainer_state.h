@@ -17,6 +17,7 @@
 #include "kernels/error.h"
 #include "train/common_flags.h"
 #include "train/trainer.h"
+#include "train/trainer_checkpoints.h"
 #include "train/trainer_comms.h"
 #include "train/trainer_metrics.h"
 #include "train/trainer_model.h"
@@ -47,27 +48,18 @@ struct Trainer::State {
   std::optional<TrainerComms> comms;
   std::optional<TrainerModel> model;  // after comms: its DDP reducer uses them
   std::optional<TrainerMetrics> metrics;
+  std::optional<TrainerCheckpoints> checkpoints;
   std::unique_ptr<data::Loader> train_loader, val_loader;
   int64_t steps_per_epoch = 0;
-
-  int64_t first_epoch = 0, first_batch = 0;
-  double best_top1 = -1;
-  int64_t evaluated_epochs = 0;  // --evaluate: the epochs the checkpoint had trained
 
   bool rank0() const { return session.rank() == 0; }
   int world() const { return session.size(); }
 
   void build();
-  void resume();
-  // --ema: the average starts from the (resumed) weights, or from the ema.safetensors saved
-  // beside the resumed checkpoint at its step.
-  void start_ema();
   int run(const std::function<void()>& set_up);
   // Returns the signal that stopped the epoch (0: it ran to its end).
   int train_epoch(int64_t epoch, EpochFigures& figures);
   void evaluate(EpochFigures& figures);
-  void save(const std::string& name, int64_t epochs_done, int64_t sampler_epoch,
-            int64_t sampler_batches);
 };
 
 }  // namespace engine::train
