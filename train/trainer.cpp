@@ -7,13 +7,13 @@ namespace engine::train {
 
 int Trainer::State::run(const std::function<void()>& set_up) {
   build();
-  checkpoints.emplace(options, rank0(), world(), datasets.classes());
+  checkpoints.emplace(options, rank0(), world(), data->classes());
   checkpoints->resume(*model, metrics->progress(), stream);
   if (model->start_ema(stream)) checkpoints->resume_ema(*model, metrics->progress(), stream);
   if (set_up) set_up();
   if (rank0()) {
     metrics->progress().line(
-        "resnet_train: " + options.arch + ", " + std::to_string(datasets.classes().size()) +
+        "resnet_train: " + options.arch + ", " + std::to_string(data->classes().size()) +
         " classes, " + std::to_string(world()) + " rank(s) on " + device.str() + " (" +
         comms->grad().name() + ", " + comms->grad_choice().why + "), batch " +
         std::to_string(options.batch_size) + " per rank" +
@@ -34,7 +34,7 @@ int Trainer::State::run(const std::function<void()>& set_up) {
     char text[200];
     std::snprintf(text, sizeof text, "evaluate: val loss %.4f top1 %.2f%% top5 %.2f%% (%zu images)",
                   figures.val_loss, 100 * figures.val_top1, 100 * figures.val_top5,
-                  datasets.val.size());
+                  data->val_size());
     metrics->progress().line(text);
     metrics->write_epoch(figures, false, model->step());
     return 0;

@@ -10,24 +10,15 @@
 namespace engine::train {
 
 int Trainer::State::train_epoch(int64_t epoch, EpochFigures& figures) {
-  data::DistributedSampler sampler(static_cast<int64_t>(datasets.train->size()), world(),
-                                   session.rank(), true, options.seed);
-  sampler.set_epoch(epoch);
   const int64_t accum = options.accum_steps;
   const int64_t start_batch = checkpoints->first_batch(epoch);  // loader batches
-  if (const int64_t size = train_image_size(options, epoch);
-      size != train_loader->config().transform.output_size) {
-    // Progressive resizing: the epoch's crop (the loader's workers hold their transform).
-    data::LoaderConfig config = train_loader->config();
-    set_image_size(config, size);
-    train_loader.reset();
-    train_loader = std::make_unique<data::Loader>(*datasets.train, config);
-  }
+  const int64_t steps_per_epoch = data->steps_per_epoch();
+  const int64_t crop = data->set_train_crop(epoch);
   if (rank0() && options.progressive.min > 0) {
     metrics->progress().line("epoch " + std::to_string(epoch + 1) + ": training crop " +
-                             std::to_string(train_loader->config().transform.output_size) + " px");
+                             std::to_string(crop) + " px");
   }
-  train_loader->start_epoch(epoch, sampler.indices(), start_batch);
+  data->start_train_epoch(epoch, start_batch);
   metrics->progress().start_epoch(epoch, options.epochs, steps_per_epoch, start_batch / accum);
   const Clock::time_point started = Clock::now();
   EpochTotals totals;
@@ -42,8 +33,8 @@ int Trainer::State::train_epoch(int64_t epoch, EpochFigures& figures) {
   // batch's loss scaled by 1/N, so the step is that of one N times larger batch (BatchNorm
   // aside: it normalizes each batch on its own, as in PyTorch).
   int64_t step_samples = 0;
-  for (int64_t batch_index = start_batch; std::optional<data::Batch> batch = train_loader->next();
-       ++batch_index) {
+  for (int64_t batch_index = start_batch;
+       std::optional<data::Batch> batch = data->next_train_batch(); ++batch_index) {
     const int64_t index = batch_index / accum;  // the optimizer step within the epoch
     if (index >= steps_per_epoch) break;        // batches that make no whole step
     const int64_t micro = batch_index % accum;
@@ -98,7 +89,7 @@ int Trainer::State::train_epoch(int64_t epoch, EpochFigures& figures) {
   figures.images_per_s = totals.steps.samples / std::max(1e-9, elapsed);
   figures.comm_hidden =
       totals.comm_busy > 0 ? std::clamp(1 - totals.comm_exposed / totals.comm_busy, 0.0, 1.0) : 1.0;
-  std::vector<float> skipped = {static_cast<float>(train_loader->summary().skipped)};
+  std::vector<float> skipped = {static_cast<float>(data->train_skipped())};
   comms->sum_over_ranks(skipped);
   figures.skipped_files = static_cast<int64_t>(skipped[0]);
   return stopped_by;
@@ -111,9 +102,7 @@ void Trainer::State::evaluate(EpochFigures& figures) {
   if (world() > 1 && buffers.defined() && buffers.numel() > 0) {
     comms->grad().broadcast(buffers, 0, stream);
   }
-  const data::EvaluationSampler sampler(static_cast<int64_t>(datasets.val.size()), world(),
-                                        session.rank());
-  val_loader->start_epoch(0, sampler.indices());
+  data->start_validation();
   double loss_sum = 0, correct1 = 0, correct5 = 0, samples = 0;
   std::vector<int64_t> batch_sizes;  // of the batches in metric_rows
   const auto add_pending = [&] {
@@ -126,7 +115,7 @@ void Trainer::State::evaluate(EpochFigures& figures) {
     }
     batch_sizes.clear();
   };
-  while (std::optional<data::Batch> batch = val_loader->next()) {
+  while (std::optional<data::Batch> batch = data->next_val_batch()) {
     if (batch->ready) stream.wait(*batch->ready);
     const int64_t n = batch->images.size(0);
     if (n == 0) continue;
@@ -141,7 +130,7 @@ void Trainer::State::evaluate(EpochFigures& figures) {
   add_pending();
   std::vector<float> sums = {static_cast<float>(loss_sum), static_cast<float>(correct1),
                              static_cast<float>(correct5), static_cast<float>(samples),
-                             static_cast<float>(val_loader->summary().skipped)};
+                             static_cast<float>(data->val_skipped())};
   comms->sum_over_ranks(sums);
   const double total = std::max(1.0f, sums[3]);
   figures.val_loss = sums[0] / total;

@@ -13,23 +13,16 @@
 #include <string>
 #include <vector>
 
-#include "data/loader.h"
 #include "kernels/error.h"
 #include "train/common_flags.h"
 #include "train/trainer.h"
 #include "train/trainer_checkpoints.h"
 #include "train/trainer_comms.h"
+#include "train/trainer_data.h"
 #include "train/trainer_metrics.h"
 #include "train/trainer_model.h"
 
 namespace engine::train {
-
-// A crop of `size` px; validation first resizes the shorter side to size / 0.875, as
-// torchvision's references (224 from 256).
-inline void set_image_size(data::LoaderConfig& config, int64_t size) {
-  config.transform.output_size = static_cast<int>(size);
-  config.transform.resize_size = static_cast<int>(std::lround(static_cast<double>(size) / 0.875));
-}
 
 struct Trainer::State {
   State(const TrainOptions& o, MpiSession& s, Datasets d)
@@ -41,7 +34,7 @@ struct Trainer::State {
 
   const TrainOptions& options;
   MpiSession& session;
-  Datasets datasets;
+  Datasets datasets;  // until build() hands them to `data`
   Device device;
   Stream stream;
 
@@ -49,8 +42,7 @@ struct Trainer::State {
   std::optional<TrainerModel> model;  // after comms: its DDP reducer uses them
   std::optional<TrainerMetrics> metrics;
   std::optional<TrainerCheckpoints> checkpoints;
-  std::unique_ptr<data::Loader> train_loader, val_loader;
-  int64_t steps_per_epoch = 0;
+  std::optional<TrainerData> data;
 
   bool rank0() const { return session.rank() == 0; }
   int world() const { return session.size(); }
