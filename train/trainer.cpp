@@ -1,137 +1,64 @@
+// The run: its pieces set up in order (communicators, the model and optimizer, the figures'
+// rows, the loaders, a resumed checkpoint and average), then --evaluate's one validation or
+// the loop over epochs with their validation, checkpoints and metrics lines.
 #include "train/trainer.h"
 
-#include "nn/checkpoint.h"
-#include "train/json_line.h"
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+#include "kernels/stream.h"
+#include "train/common_flags.h"
 #include "train/stop_signal.h"
-#include "train/trainer_state.h"
+#include "train/trainer_checkpoints.h"
+#include "train/trainer_comms.h"
+#include "train/trainer_data.h"
+#include "train/trainer_epoch.h"
+#include "train/trainer_metrics.h"
+#include "train/trainer_model.h"
 
 namespace engine::train {
 
-void Trainer::State::save(const std::string& name, int64_t epochs_done, int64_t sampler_epoch,
-                          int64_t sampler_batches) {
-  if (!rank0()) return;
-  nn::CheckpointState state;
-  state.epoch = epochs_done;
-  state.step = step;
-  state.sampler = {sampler_epoch, sampler_batches * options.batch_size};
-  state.classes = datasets.classes();
-  state.image_size = options.image_size;
-  state.normalize_mean.assign(options.normalize_mean.begin(), options.normalize_mean.end());
-  state.normalize_std.assign(options.normalize_std.begin(), options.normalize_std.end());
-  state.seed = options.seed;
-  state.extra["world_size"] = std::to_string(world());
-  state.extra["batch_size"] = std::to_string(options.batch_size);
-  state.extra["accum_steps"] = std::to_string(options.accum_steps);
-  state.extra["lr_schedule"] = std::string(schedule_name(options.lr_schedule));
-  if (best_top1 >= 0) state.extra["best_val_top1_pct"] = json_number(100 * best_top1);
-  if (ema && name == "last") {
-    // Written before `last`: a run killed between the two finds an average of a later step
-    // than `last`, which --resume names and starts again rather than mixing them.
-    ema->swap(stream);
-    nn::save_checkpoint(checkpoint_path(options, "ema"), model, state, stream);
-    ema->swap(stream);
-  }
-  nn::save_checkpoint(checkpoint_path(options, name), model, *sgd, state, stream);
+namespace {
+
+// This rank's share of its host's cores: --threads 0 and --workers 0 (at most 8) go by it.
+int default_threads(const MpiSession& session) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / std::max(1, session.world().local_size));
 }
 
-void Trainer::State::write_epoch_metrics(const EpochFigures& f, bool trained) {
-  if (!rank0()) return;
-  JsonLine line;
-  line.add("epoch", f.epoch + 1);
-  const double none = std::nan("");
-  // Accuracies and shares in percents, as the progress lines print them (--help says so).
-  line.add("train_loss", trained ? f.train_loss : none)
-      .add("train_top1_pct", trained ? 100 * f.train_top1 : none)
-      .add("val_loss", f.val_loss)
-      .add("val_top1_pct", 100 * f.val_top1)
-      .add("val_top5_pct", 100 * f.val_top5)
-      .add("lr", trained ? f.lr : none)
-      .add("images_per_s", trained ? f.images_per_s : none)
-      .add("epoch_s", f.epoch_s)
-      .add("skipped_files", f.skipped_files)
-      .add("comm_hidden_pct", trained ? 100 * f.comm_hidden : none)
-      .add("step", step)
-      .add("world_size", world())
-      .add("arch", options.arch);
-  if (f.has_ema) {
-    line.add("ema_val_loss", f.ema_val_loss)
-        .add("ema_val_top1_pct", 100 * f.ema_val_top1)
-        .add("ema_val_top5_pct", 100 * f.ema_val_top5);
-  }
-  append_line(metrics_path(options), line.str());
+// The run's first line: what trains, on what, over which communicator, with what batch.
+std::string banner(const TrainOptions& o, const TrainerData& data, const TrainerComms& comms,
+                   Device device) {
+  const int world = comms.world();
+  return "resnet_train: " + o.arch + ", " + std::to_string(data.classes().size()) + " classes, " +
+         std::to_string(world) + " rank(s) on " + device.str() + " (" + comms.grad().name() + ", " +
+         comms.grad_choice().why + "), batch " + std::to_string(o.batch_size) + " per rank" +
+         (o.accum_steps > 1 ? " x " + std::to_string(o.accum_steps) + " accumulated"
+                            : std::string()) +
+         " = " + std::to_string(o.batch_size * o.accum_steps * world) + " global, " +
+         std::string(nn::precision_name(o.precision)) + (o.sync_bn ? ", SyncBN" : "");
 }
 
-int Trainer::State::run(const std::function<void()>& set_up) {
-  build();
-  resume();
-  start_ema();
-  if (set_up) set_up();
-  if (rank0()) {
-    progress.line(
-        "resnet_train: " + options.arch + ", " + std::to_string(datasets.classes().size()) +
-        " classes, " + std::to_string(world()) + " rank(s) on " + device.str() + " (" +
-        grad_comm->name() + ", " + grad_comm_choice.why + "), batch " +
-        std::to_string(options.batch_size) + " per rank" +
-        (options.accum_steps > 1 ? " x " + std::to_string(options.accum_steps) + " accumulated"
-                                 : std::string()) +
-        " = " + std::to_string(options.batch_size * options.accum_steps * world()) + " global, " +
-        std::string(nn::precision_name(options.precision)) + (options.sync_bn ? ", SyncBN" : ""));
-    if (session.world().hosts > 1) progress.line("hosts: " + session.peers().placement());
+}  // namespace
+
+// What the Trainer is given, and the device it runs on; run() makes the pieces.
+struct Trainer::State {
+  State(const TrainOptions& o, MpiSession& s, Datasets d)
+      : options(o), session(s), datasets(std::move(d)), device(s.device(o.device)), stream(device) {
+    cli::check_precision_device(o.precision, device);
+    stream.set_fp32_math(o.precision.fp32_math);
   }
-  if (options.evaluate) {
-    const Clock::time_point started = Clock::now();
-    EpochFigures figures;
-    figures.epoch = evaluated_epochs - 1;  // the metrics line's "epoch" is the checkpoint's
-    evaluate(figures);
-    figures.epoch_s = seconds_since(started);
-    char text[200];
-    std::snprintf(text, sizeof text, "evaluate: val loss %.4f top1 %.2f%% top5 %.2f%% (%zu images)",
-                  figures.val_loss, 100 * figures.val_top1, 100 * figures.val_top5,
-                  datasets.val.size());
-    progress.line(text);
-    write_epoch_metrics(figures, false);
-    return 0;
-  }
-  for (int64_t epoch = first_epoch; epoch < options.epochs; ++epoch) {
-    const Clock::time_point started = Clock::now();
-    EpochFigures figures;
-    figures.epoch = epoch;
-    figures.epochs = options.epochs;
-    const int stopped_by = train_epoch(epoch, figures);
-    if (stopped_by != 0) {
-      if (rank0()) {
-        progress.line(
-            std::string("resnet_train: ") +
-            (stopped_by > 0 ? "stopped by " + signal_name(stopped_by) : "reached --max-steps") +
-            " at step " + std::to_string(step) + "; saved " + checkpoint_path(options, "last") +
-            " (continue with --resume)");
-      }
-      // Rank 0 may still be writing: nobody leaves before it has (mpirun would end it).
-      host_comm->barrier();
-      return stopped_by > 0 ? 128 + stopped_by : 0;
-    }
-    evaluate(figures);
-    if (ema) {
-      EpochFigures averaged;
-      ema->swap(stream);
-      evaluate(averaged);
-      ema->swap(stream);
-      figures.has_ema = true;
-      figures.ema_val_loss = averaged.val_loss;
-      figures.ema_val_top1 = averaged.val_top1;
-      figures.ema_val_top5 = averaged.val_top5;
-    }
-    figures.epoch_s = seconds_since(started);
-    figures.best = figures.val_top1 > best_top1;
-    if (figures.best) best_top1 = figures.val_top1;
-    save("last", epoch + 1, epoch + 1, 0);
-    if (figures.best) save("best", epoch + 1, epoch + 1, 0);
-    write_epoch_metrics(figures, true);
-    progress.epoch_summary(figures);
-  }
-  host_comm->barrier();
-  return 0;
-}
+
+  const TrainOptions& options;
+  MpiSession& session;
+  Datasets datasets;  // until run() hands them to its TrainerData
+  Device device;
+  Stream stream;
+};
 
 Trainer::Trainer(const TrainOptions& options, MpiSession& session, Datasets datasets)
     : state_(std::make_unique<State>(options, session, std::move(datasets))) {}
@@ -139,7 +66,87 @@ Trainer::Trainer(const TrainOptions& options, MpiSession& session, Datasets data
 Trainer::~Trainer() = default;
 
 int Trainer::run(const std::function<void()>& set_up) {
-  return state_->run(set_up);
+  const TrainOptions& o = state_->options;
+  MpiSession& session = state_->session;
+  const Device device = state_->device;
+  Stream& stream = state_->stream;
+  const auto classes = static_cast<int64_t>(state_->datasets.classes().size());
+
+  // The pieces in the order the run has always made them: the communicators (collective),
+  // then the device memory (weights, SGD, buckets, the figures' rows, the loaders' batches),
+  // so that the collective calls and the allocations keep their order.
+  omp_set_num_threads(o.threads > 0 ? o.threads : default_threads(session));
+  TrainerComms comms(o, session, device);
+  TrainerModel model(o, classes, device);
+  model.build(comms.grad(), stream);
+  TrainerMetrics metrics(o, comms.rank0(), comms.world(), device);
+  TrainerData data(o, comms.rank(), comms.world(), std::move(state_->datasets), device,
+                   std::max(1, default_threads(session)));
+  if (data.has_train()) model.set_schedule(data.steps_per_epoch());
+  TrainerCheckpoints checkpoints(o, comms.rank0(), comms.world(), data.classes());
+  checkpoints.resume(model, metrics.progress(), stream);
+  if (model.start_ema(stream)) checkpoints.resume_ema(model, metrics.progress(), stream);
+  if (set_up) set_up();
+
+  Progress& progress = metrics.progress();
+  if (comms.rank0()) {
+    progress.line(banner(o, data, comms, device));
+    if (session.world().hosts > 1) progress.line("hosts: " + session.peers().placement());
+  }
+  if (o.evaluate) {
+    const Clock::time_point started = Clock::now();
+    EpochFigures figures;
+    // The metrics line's "epoch" is the checkpoint's.
+    figures.epoch = checkpoints.evaluated_epochs() - 1;
+    evaluate(data, model, comms, metrics, stream, figures);
+    figures.epoch_s = seconds_since(started);
+    char text[200];
+    std::snprintf(text, sizeof text, "evaluate: val loss %.4f top1 %.2f%% top5 %.2f%% (%zu images)",
+                  figures.val_loss, 100 * figures.val_top1, 100 * figures.val_top5,
+                  data.val_size());
+    progress.line(text);
+    metrics.write_epoch(figures, false, model.step());
+    return 0;
+  }
+  for (int64_t epoch = checkpoints.first_epoch(); epoch < o.epochs; ++epoch) {
+    const Clock::time_point started = Clock::now();
+    EpochFigures figures;
+    figures.epoch = epoch;
+    figures.epochs = o.epochs;
+    const int stopped_by =
+        train_epoch(epoch, o, data, model, comms, checkpoints, metrics, stream, figures);
+    if (stopped_by != 0) {
+      if (comms.rank0()) {
+        progress.line(
+            std::string("resnet_train: ") +
+            (stopped_by > 0 ? "stopped by " + signal_name(stopped_by) : "reached --max-steps") +
+            " at step " + std::to_string(model.step()) + "; saved " + checkpoint_path(o, "last") +
+            " (continue with --resume)");
+      }
+      // Rank 0 may still be writing: nobody leaves before it has (mpirun would end it).
+      comms.barrier();
+      return stopped_by > 0 ? 128 + stopped_by : 0;
+    }
+    evaluate(data, model, comms, metrics, stream, figures);
+    if (model.has_ema()) {
+      EpochFigures averaged;
+      model.swap_ema(stream);
+      evaluate(data, model, comms, metrics, stream, averaged);
+      model.swap_ema(stream);
+      figures.has_ema = true;
+      figures.ema_val_loss = averaged.val_loss;
+      figures.ema_val_top1 = averaged.val_top1;
+      figures.ema_val_top5 = averaged.val_top5;
+    }
+    figures.epoch_s = seconds_since(started);
+    figures.best = checkpoints.record_val_top1(figures.val_top1);
+    checkpoints.save("last", epoch + 1, epoch + 1, 0, model, stream);
+    if (figures.best) checkpoints.save("best", epoch + 1, epoch + 1, 0, model, stream);
+    metrics.write_epoch(figures, true, model.step());
+    progress.epoch_summary(figures);
+  }
+  comms.barrier();
+  return 0;
 }
 
 }  // namespace engine::train

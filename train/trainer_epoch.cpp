@@ -1,159 +1,90 @@
-// One epoch of a rank's training run: its steps with the gradients all-reduced during
-// backward, the steps' figures summed over ranks with the stop requests, and validation
-// (trainer_state.h).
-#include "train/trainer_state.h"
+#include "train/trainer_epoch.h"
 
 #include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
 
+#include "nn/layer.h"
 #include "train/batch_dump.h"
-#include "train/json_line.h"
-#include "train/stop_signal.h"
 
 namespace engine::train {
 
-void Trainer::State::sum_over_ranks(std::vector<float>& values) {
-  if (world() == 1) return;
-  Tensor tensor = Tensor::from_floats({static_cast<int64_t>(values.size())}, values);
-  Stream host;
-  host_comm->all_reduce(tensor, ReduceOp::sum, host);
-  values = tensor.to_floats(host);
-}
-
-int Trainer::State::report_steps(std::vector<PendingStep>& pending, int64_t epoch,
-                                 EpochTotals& totals) {
-  if (pending.empty()) return 0;
-  const std::vector<MetricRow> rows = metric_rows->drain(stream);   // the steps have finished
-  const std::vector<nn::CommTiming> timings = ddp->take_timings();  // so has their comm
-  if (timings.size() != pending.size()) {
-    fail("resnet_train: " + std::to_string(pending.size()) + " steps to report but " +
-         std::to_string(timings.size()) + " communication timings");
-  }
-  // A step's figures sum its micro-batches' rows (equal batches: drop_last and refills keep
-  // every training batch full). Rows past the last step are of a step never taken.
-  std::vector<float> sums;
-  size_t row = 0;
-  for (const PendingStep& p : pending) {
-    const auto micro_samples = static_cast<float>(p.samples / options.accum_steps);
-    float loss_sum = 0, correct1 = 0, correct5 = 0;
-    for (int64_t m = 0; m < options.accum_steps; ++m, ++row) {
-      if (row >= rows.size()) fail("resnet_train: fewer metric rows than micro-batches");
-      loss_sum += rows[row].mean_loss * micro_samples;
-      correct1 += rows[row].correct1;
-      correct5 += rows[row].correct5;
-    }
-    sums.insert(sums.end(), {loss_sum, correct1, correct5, static_cast<float>(p.samples)});
-  }
-  sums.push_back(static_cast<float>(stop_signal() != 0));
-  sums.push_back(static_cast<float>(stop_signal()));
-  sum_over_ranks(sums);
-  for (size_t i = 0; i < pending.size(); ++i) {
-    const PendingStep& p = pending[i];
-    const nn::CommTiming& timing = timings[i];
-    const StepTotals step_totals{sums[4 * i], sums[4 * i + 1], sums[4 * i + 2], sums[4 * i + 3]};
-    totals.steps.add(step_totals);
-    totals.comm_busy += timing.comm_busy_s;
-    totals.comm_exposed += timing.exposed_s;
-    progress.step(p.index, step_totals, p.lr);
-    if (rank0() && !options.step_metrics.empty()) {
-      append_line(options.step_metrics, JsonLine()
-                                            .add("step", p.step)
-                                            .add("epoch", epoch)
-                                            .add("loss", step_totals.loss_sum / step_totals.samples)
-                                            .add("lr", p.lr)
-                                            .add("comm_hidden_pct", 100 * timing.hidden_fraction)
-                                            .str());
-    }
-  }
-  pending.clear();
-  const float stopping = sums[sums.size() - 2], signal_sum = sums.back();
-  // The signal the stopping ranks got (their mean: the same one, as a rule).
-  return stopping > 0 ? static_cast<int>(std::lround(signal_sum / stopping)) : 0;
-}
-
-int Trainer::State::train_epoch(int64_t epoch, EpochFigures& figures) {
-  data::DistributedSampler sampler(static_cast<int64_t>(datasets.train->size()), world(),
-                                   session.rank(), true, options.seed);
-  sampler.set_epoch(epoch);
+int train_epoch(int64_t epoch, const TrainOptions& options, TrainerData& data, TrainerModel& model,
+                TrainerComms& comms, TrainerCheckpoints& checkpoints, TrainerMetrics& metrics,
+                Stream& stream, EpochFigures& figures) {
   const int64_t accum = options.accum_steps;
-  const int64_t start_batch = epoch == first_epoch ? first_batch : 0;  // loader batches
-  if (const int64_t size = train_image_size(options, epoch);
-      size != train_loader->config().transform.output_size) {
-    // Progressive resizing: the epoch's crop (the loader's workers hold their transform).
-    data::LoaderConfig config = train_loader->config();
-    set_image_size(config, size);
-    train_loader.reset();
-    train_loader = std::make_unique<data::Loader>(*datasets.train, config);
+  const int64_t start_batch = checkpoints.first_batch(epoch);  // loader batches
+  const int64_t steps_per_epoch = data.steps_per_epoch();
+  const int64_t crop = data.set_train_crop(epoch);
+  if (comms.rank0() && options.progressive.min > 0) {
+    metrics.progress().line("epoch " + std::to_string(epoch + 1) + ": training crop " +
+                            std::to_string(crop) + " px");
   }
-  if (rank0() && options.progressive.min > 0) {
-    progress.line("epoch " + std::to_string(epoch + 1) + ": training crop " +
-                  std::to_string(train_loader->config().transform.output_size) + " px");
-  }
-  train_loader->start_epoch(epoch, sampler.indices(), start_batch);
-  progress.start_epoch(epoch, options.epochs, steps_per_epoch, start_batch / accum);
+  data.start_train_epoch(epoch, start_batch);
+  metrics.progress().start_epoch(epoch, options.epochs, steps_per_epoch, start_batch / accum);
   const Clock::time_point started = Clock::now();
   EpochTotals totals;
   std::vector<PendingStep> pending;
   double lr = 0;
   int stopped_by = 0;
   // No step waits for the device: the figures are fetched (and the ranks' stop requests
-  // exchanged) at the print points, at the epoch's end, at --max-steps and when metric_rows
-  // fills up, the same steps on every rank.
+  // exchanged) at the print points, at the epoch's end, at --max-steps and when the metric
+  // rows fill up, the same steps on every rank.
   // With --accum-steps N each optimizer step takes N loader batches: the gradients of the
   // first N - 1 accumulate locally (no_sync), the N-th's backward all-reduces the sum, each
   // batch's loss scaled by 1/N, so the step is that of one N times larger batch (BatchNorm
   // aside: it normalizes each batch on its own, as in PyTorch).
   int64_t step_samples = 0;
-  for (int64_t batch_index = start_batch; std::optional<data::Batch> batch = train_loader->next();
-       ++batch_index) {
+  for (int64_t batch_index = start_batch;
+       std::optional<data::Batch> batch = data.next_train_batch(); ++batch_index) {
     const int64_t index = batch_index / accum;  // the optimizer step within the epoch
     if (index >= steps_per_epoch) break;        // batches that make no whole step
     const int64_t micro = batch_index % accum;
     if (batch->ready) stream.wait(*batch->ready);
     const int64_t n = batch->images.size(0);
-    ensure_setup(batch->images);
+    model.ensure_setup(batch->images, stream);
     if (!options.dump_batches.empty()) {
-      dump_batch(options.dump_batches, *batch, {step + 1, epoch, session.rank(), world()}, stream);
+      dump_batch(options.dump_batches, *batch,
+                 {model.step() + 1, epoch, comms.rank(), comms.world()}, stream);
     }
-    const Tensor labels = Tensor::from_ints({n}, batch->labels).to(device, stream);
+    const Tensor labels = Tensor::from_ints({n}, batch->labels).to(stream.device(), stream);
     nn::Pass pass{stream, true, false, {}};
-    if (micro == 0) model.params().zero_grad();
+    if (micro == 0) model.zero_grad();
     const Tensor& logits = model.forward(batch->images, pass);
-    metric_rows->push(logits, labels, loss.forward(logits, labels, stream), stream);
-    ddp->begin_backward(pass, micro == accum - 1);
-    model.backward(loss.backward(stream, 1.f / static_cast<float>(accum)), pass);
-    ddp->end_backward(stream);
+    metrics.rows().push(logits, labels, model.mean_loss(logits, labels, stream), stream);
+    model.backward(pass, micro == accum - 1, 1.f / static_cast<float>(accum), stream);
     step_samples += n;
     if (micro != accum - 1) continue;
-    lr = nn::learning_rate(schedule, options.lr, step);
-    sgd->step(static_cast<float>(lr), stream);
-    if (ema) ema->update(stream);
-    ++step;
+    lr = model.optimizer_step(stream);
+    const int64_t step = model.step();
     pending.push_back({.index = index, .step = step, .samples = step_samples, .lr = lr});
-    progress.tick(index, static_cast<double>(step_samples * world()), lr);
+    metrics.progress().tick(index, static_cast<double>(step_samples * comms.world()), lr);
     step_samples = 0;
     const bool at_max_steps = options.max_steps > 0 && step >= options.max_steps;
     // Inside the epoch only: its end saves `last` after the evaluation.
     const bool save_point = options.save_every_steps > 0 && step % options.save_every_steps == 0 &&
                             index + 1 < steps_per_epoch;
-    // metric_rows must have room for the next step's micro-batches.
+    // The metric rows must have room for the next step's micro-batches.
     if ((index + 1) % options.print_freq == 0 || index + 1 == steps_per_epoch || at_max_steps ||
-        save_point || metric_rows->size() + accum > kMetricRows) {
-      stopped_by = report_steps(pending, epoch, totals);
+        save_point || metrics.rows().size() + accum > kMetricRows) {
+      stopped_by = metrics.report_steps(pending, epoch, totals, model, comms, stream);
       if (stopped_by != 0 || at_max_steps) {
         if (stopped_by == 0) stopped_by = -1;
-        save("last", epoch, epoch, batch_index + 1);
+        checkpoints.save("last", epoch, epoch, batch_index + 1, model, stream);
         break;
       }
       if (save_point) {
-        save("last", epoch, epoch, batch_index + 1);
-        if (rank0()) {
-          progress.line("saved " + checkpoint_path(options, "last") + " at step " +
-                        std::to_string(step));
+        checkpoints.save("last", epoch, epoch, batch_index + 1, model, stream);
+        if (comms.rank0()) {
+          metrics.progress().line("saved " + checkpoint_path(options, "last") + " at step " +
+                                  std::to_string(step));
         }
       }
     }
   }
-  report_steps(pending, epoch, totals);  // a loader that ended early (every rank alike)
+  // A loader that ended early (every rank alike).
+  metrics.report_steps(pending, epoch, totals, model, comms, stream);
   const double elapsed = seconds_since(started);
   figures.train_loss = totals.steps.loss_sum / std::max(1.0, totals.steps.samples);
   figures.train_top1 = totals.steps.correct1 / std::max(1.0, totals.steps.samples);
@@ -161,26 +92,25 @@ int Trainer::State::train_epoch(int64_t epoch, EpochFigures& figures) {
   figures.images_per_s = totals.steps.samples / std::max(1e-9, elapsed);
   figures.comm_hidden =
       totals.comm_busy > 0 ? std::clamp(1 - totals.comm_exposed / totals.comm_busy, 0.0, 1.0) : 1.0;
-  std::vector<float> skipped = {static_cast<float>(train_loader->summary().skipped)};
-  sum_over_ranks(skipped);
+  std::vector<float> skipped = {static_cast<float>(data.train_skipped())};
+  comms.sum_over_ranks(skipped);
   figures.skipped_files = static_cast<int64_t>(skipped[0]);
   return stopped_by;
 }
 
-void Trainer::State::evaluate(EpochFigures& figures) {
+void evaluate(TrainerData& data, TrainerModel& model, TrainerComms& comms, TrainerMetrics& metrics,
+              Stream& stream, EpochFigures& figures) {
   // BatchNorm running statistics differ between ranks with local BN; evaluate rank 0's, as
   // PyTorch's DDP does (broadcast_buffers) and as the checkpoint keeps them.
-  Tensor& buffers = model.params().flat_buffers();
-  if (world() > 1 && buffers.defined() && buffers.numel() > 0) {
-    grad_comm->broadcast(buffers, 0, stream);
+  Tensor& buffers = model.buffers();
+  if (comms.world() > 1 && buffers.defined() && buffers.numel() > 0) {
+    comms.grad().broadcast(buffers, 0, stream);
   }
-  const data::EvaluationSampler sampler(static_cast<int64_t>(datasets.val.size()), world(),
-                                        session.rank());
-  val_loader->start_epoch(0, sampler.indices());
+  data.start_validation();
   double loss_sum = 0, correct1 = 0, correct5 = 0, samples = 0;
-  std::vector<int64_t> batch_sizes;  // of the batches in metric_rows
+  std::vector<int64_t> batch_sizes;  // of the batches in the metric rows
   const auto add_pending = [&] {
-    const std::vector<MetricRow> rows = metric_rows->drain(stream);
+    const std::vector<MetricRow> rows = metrics.rows().drain(stream);
     for (size_t i = 0; i < rows.size(); ++i) {
       loss_sum += rows[i].mean_loss * static_cast<double>(batch_sizes[i]);
       correct1 += rows[i].correct1;
@@ -189,23 +119,23 @@ void Trainer::State::evaluate(EpochFigures& figures) {
     }
     batch_sizes.clear();
   };
-  while (std::optional<data::Batch> batch = val_loader->next()) {
+  while (std::optional<data::Batch> batch = data.next_val_batch()) {
     if (batch->ready) stream.wait(*batch->ready);
     const int64_t n = batch->images.size(0);
     if (n == 0) continue;
-    ensure_setup(batch->images);
-    const Tensor labels = Tensor::from_ints({n}, batch->labels).to(device, stream);
+    model.ensure_setup(batch->images, stream);
+    const Tensor labels = Tensor::from_ints({n}, batch->labels).to(stream.device(), stream);
     nn::Pass pass{stream, false, false, {}};
     const Tensor& logits = model.forward(batch->images, pass);
-    metric_rows->push(logits, labels, loss.forward(logits, labels, stream), stream);
+    metrics.rows().push(logits, labels, model.mean_loss(logits, labels, stream), stream);
     batch_sizes.push_back(n);
-    if (metric_rows->full()) add_pending();
+    if (metrics.rows().full()) add_pending();
   }
   add_pending();
   std::vector<float> sums = {static_cast<float>(loss_sum), static_cast<float>(correct1),
                              static_cast<float>(correct5), static_cast<float>(samples),
-                             static_cast<float>(val_loader->summary().skipped)};
-  sum_over_ranks(sums);
+                             static_cast<float>(data.val_skipped())};
+  comms.sum_over_ranks(sums);
   const double total = std::max(1.0f, sums[3]);
   figures.val_loss = sums[0] / total;
   figures.val_top1 = sums[1] / total;

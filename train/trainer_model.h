@@ -1,0 +1,83 @@
+// A training run's model and what trains it (trainer.h): the ResNet and its loss, the DDP
+// reducer that all-reduces the gradients while backward runs, SGD at the LR schedule's rate
+// with the count of optimizer steps taken, and the --ema weight average.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "collectives/communicator.h"
+#include "kernels/device.h"
+#include "kernels/stream.h"
+#include "kernels/tensor.h"
+#include "nn/cross_entropy.h"
+#include "nn/data_parallel.h"
+#include "nn/lr_schedule.h"
+#include "nn/resnet.h"
+#include "nn/sgd.h"
+#include "train/train_options.h"
+#include "train/weight_ema.h"
+
+namespace engine::train {
+
+class TrainerModel {
+ public:
+  TrainerModel(const TrainOptions& options, int64_t classes, Device device);
+  // Allocates and initializes the weights, converts to SyncBN (--sync-bn) and makes SGD and
+  // the DDP reducer over `grad_comm`.
+  void build(Communicator& grad_comm, Stream& stream);
+  // The schedule for epochs of `steps_per_epoch` optimizer steps (training only).
+  void set_schedule(int64_t steps_per_epoch);
+  // --ema (not with --evaluate): starts the average from the current weights. Returns
+  // whether there is one.
+  bool start_ema(Stream& stream);
+
+  nn::ResNet& net() { return model_; }
+  nn::Sgd& sgd() { return *sgd_; }
+  // BatchNorm's running statistics (empty for a model without BatchNorm).
+  Tensor& buffers() { return model_.params().flat_buffers(); }
+  // Every rank takes rank 0's weights and buffers (its initialization or resumed checkpoint).
+  void broadcast_from_rank0(Stream& stream) { ddp_->broadcast_from_rank0(stream); }
+  // The all-reduce timings of the steps since the last call (their comm has finished).
+  std::vector<nn::CommTiming> take_comm_timings() { return ddp_->take_timings(); }
+
+  int64_t step() const { return step_; }  // optimizer steps taken
+  void set_step(int64_t step) { step_ = step; }
+
+  // Sets the model up for a batch of these images' shape (NHWC), when it changes.
+  void ensure_setup(const Tensor& images, Stream& stream);
+  void zero_grad() { model_.params().zero_grad(); }
+  const Tensor& forward(const Tensor& images, nn::Pass& pass) {
+    return model_.forward(images, pass);
+  }
+  // The batch's mean loss (f32, one element, on the device).
+  const Tensor& mean_loss(const Tensor& logits, const Tensor& labels, Stream& stream) {
+    return loss_.forward(logits, labels, stream);
+  }
+  // Backward of the last mean_loss times `loss_scale`; with `sync` (a step's last
+  // micro-batch) the gradients are all-reduced as backward finishes them, else they
+  // accumulate locally (no_sync).
+  void backward(nn::Pass& pass, bool sync, float loss_scale, Stream& stream);
+  // SGD at the schedule's rate for the next step, then the --ema average. Returns the rate.
+  double optimizer_step(Stream& stream);
+
+  bool has_ema() const { return ema_ != nullptr; }
+  // Exchanges the average with the model's weights (to evaluate or save it); again to undo.
+  void swap_ema(Stream& stream) { ema_->swap(stream); }
+
+ private:
+  const TrainOptions& options_;
+  int64_t classes_;
+  Device device_;
+  nn::ResNet model_;
+  nn::CrossEntropyLoss loss_;
+  std::unique_ptr<nn::Sgd> sgd_;
+  std::unique_ptr<nn::DataParallel> ddp_;
+  std::unique_ptr<WeightEma> ema_;
+  nn::LrSchedule schedule_;
+  int64_t step_ = 0;
+  Shape model_shape_;  // the shape ensure_setup last saw
+};
+
+}  // namespace engine::train
