@@ -1,5 +1,6 @@
 // Shared cases for the pooling ops: shapes, window parameters and naive references, used by
-// the CPU, SIMT and GPU suites.
+// the CPU suite (test_pool_cpu.cpp) and the SIMT suite (test_pool_simt.cpp). On CUDA devices
+// (the sim device, a GPU) the pooling ops run in the op harness (tests/ops), against the CPU.
 #pragma once
 
 #include <cmath>
