@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "collectives/transports/peer_names.h"
+#include "collectives/peer_names.h"
 #include "kernels/device.h"
 
 namespace engine {

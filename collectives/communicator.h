@@ -14,8 +14,8 @@
 #include <cstdint>
 #include <string>
 
+#include "collectives/collective_request.h"
 #include "collectives/comm_options.h"
-#include "collectives/communicators/collective_request.h"
 #include "collectives/work.h"
 #include "kernels/stream.h"
 #include "kernels/tensor.h"

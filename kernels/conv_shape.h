@@ -1,8 +1,13 @@
 // The geometry of a 2-D convolution in the engine's layouts: input NHWC [batch, in_h, in_w,
 // in_channels], filters KRSC [out_channels, kernel_h, kernel_w, in_channels], output NHWC
-// [batch, out_h, out_w, out_channels]. As a GEMM, the forward pass is
-//   Y[M x K] = im2col(X)[M x RSC] * W^T[RSC x K],  M = batch * out_h * out_w,
-// and the output rows are exactly NHWC, so no layout change is ever needed.
+// [batch, out_h, out_w, out_channels]. As a GEMM (M x N output, K the reduction length), the
+// forward pass is
+//   Y[M x N] = im2col(X)[M x K] * W^T[K x N],
+//   M = batch * out_h * out_w (gemm_m()), N = out_channels,
+//   K = kernel_h * kernel_w * in_channels (gemm_k()),
+// and the output rows are exactly NHWC, so no layout change is ever needed. (The K of the
+// layout name KRSC is cuDNN's letter for the output channels, the GEMM's N; here K is always
+// the reduction.)
 #pragma once
 
 #include <cstdint>
@@ -34,7 +39,8 @@ struct Conv2dShape {
   ENGINE_HOST_DEVICE int64_t out_w() const {
     return (in_w + 2 * pad_w - dilation_w * (kernel_w - 1) - 1) / stride_w + 1;
   }
-  // GEMM extents of the forward pass.
+  // GEMM extents of the forward pass: M (output pixels) and K (the reduction: one filter's
+  // taps times input channels); N is out_channels.
   ENGINE_HOST_DEVICE int64_t gemm_m() const { return batch * out_h() * out_w(); }
   ENGINE_HOST_DEVICE int64_t gemm_k() const { return kernel_h * kernel_w * in_channels; }
   ENGINE_HOST_DEVICE bool is_pointwise() const {

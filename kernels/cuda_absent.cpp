@@ -36,6 +36,9 @@ void pinned_host_free(void*) {
 void memcpy_async(void*, const void*, size_t, cudaStream_t) {
   no_cuda("memcpy_async");
 }
+void memset_async(void*, int, size_t, cudaStream_t) {
+  no_cuda("memset_async");
+}
 cudaStream_t stream_create(int) {
   no_cuda("stream_create");
 }

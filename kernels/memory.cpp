@@ -1,5 +1,6 @@
 #include "kernels/memory.h"
 
+#include <cstring>
 #include <mutex>
 #include <new>
 #include <string>
@@ -8,6 +9,7 @@
 #include "kernels/cuda/cuda_runtime.h"
 #include "kernels/error.h"
 #include "kernels/runtime.h"
+#include "kernels/stream.h"
 
 namespace engine {
 
@@ -59,6 +61,33 @@ std::shared_ptr<std::byte> allocate_storage(size_t bytes, Device device, HostMem
   }
   auto* ptr = static_cast<std::byte*>(::operator new(bytes == 0 ? 1 : bytes, kHostAlignment));
   return {ptr, [](std::byte* p) { ::operator delete(p, kHostAlignment); }};
+}
+
+void copy_bytes(std::string_view what, void* dst, Device dst_device, const void* src,
+                Device src_device, size_t bytes, const Stream& stream) {
+  if (dst_device.is_cpu() && src_device.is_cpu()) {
+    if (bytes > 0) std::memcpy(dst, src, bytes);
+    return;
+  }
+  const Device cuda_side = src_device.is_cuda() ? src_device : dst_device;
+  if (stream.device() != cuda_side) {
+    fail(std::string(what) + ": a copy from " + src_device.str() + " to " + dst_device.str() +
+         " needs a stream on " + cuda_side.str() + ", got one on " + stream.device().str());
+  }
+  if (bytes > 0) cuda_runtime::memcpy_async(dst, src, bytes, stream.native());
+}
+
+void zero_bytes(std::string_view what, void* dst, Device device, size_t bytes,
+                const Stream& stream) {
+  if (device.is_cpu()) {
+    if (bytes > 0) std::memset(dst, 0, bytes);
+    return;
+  }
+  if (stream.device() != device) {
+    fail(std::string(what) + ": a zero fill on " + device.str() +
+         " needs a stream on it, got one on " + stream.device().str());
+  }
+  if (bytes > 0) cuda_runtime::memset_async(dst, 0, bytes, stream.native());
 }
 
 }  // namespace engine

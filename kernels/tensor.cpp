@@ -2,7 +2,6 @@
 
 #include <cstring>
 
-#include "kernels/ops.h"
 #include "kernels/stream.h"
 
 namespace engine {
@@ -39,7 +38,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device, HostMemory 
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device, Stream& stream) {
   Tensor t = empty(shape, dtype, device);
-  fill(t, 0.f, stream);
+  zero_bytes("Tensor::zeros", t.raw_data(), device, t.nbytes(), stream);
   return t;
 }
 
@@ -127,8 +126,9 @@ Tensor Tensor::view(int64_t offset, const Shape& shape) const {
 }
 
 Tensor Tensor::to(Device device, Stream& stream) const {
+  if (!defined_) fail("Tensor::to of an undefined tensor");
   Tensor t = empty(shape_, dtype_, device);
-  copy(*this, t, stream);
+  copy_bytes("Tensor::to", t.raw_data(), device, raw_data(), device_, nbytes(), stream);
   return t;
 }
 

@@ -32,8 +32,8 @@ class Tensor {
   // Uninitialized storage.
   static Tensor empty(const Shape& shape, DType dtype, Device device = Device::cpu(),
                       HostMemory host_memory = HostMemory::pageable);
-  // Zeros of a float dtype or f64 (fill's); an i32 or u8 tensor comes from from_ints,
-  // from_bytes or a kernel's output.
+  // Zeros of any dtype (all-zero bytes: memset on the CPU, cudaMemsetAsync queued on `stream`
+  // for a CUDA device, whose stream it must be).
   static Tensor zeros(const Shape& shape, DType dtype, Device device, Stream& stream);
   // A CPU tensor holding `values` converted to a float dtype (bf16: round to nearest even) or
   // to f64 (exact).

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "collectives/comm_options.h"
+#include "collectives/peer_names.h"
 #include "collectives/transports/host_transport.h"
-#include "collectives/transports/peer_names.h"
 
 namespace engine {
 

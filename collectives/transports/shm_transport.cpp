@@ -10,7 +10,7 @@
 #include "collectives/bootstrap.h"
 #include "collectives/core/check_mpi.h"
 #include "collectives/cpu/reduce.h"
-#include "collectives/transports/peer_names.h"
+#include "collectives/peer_names.h"
 #include "kernels/error.h"
 
 namespace engine {

@@ -12,7 +12,8 @@ namespace engine {
 
 // torch.nn.MaxPool2d(kernel, stride, padding) with dilation 1 and ceil_mode=False: padding
 // never wins (it is -inf), so 2 * padding <= kernel as PyTorch requires. kernel <= 16: the
-// argmax is a window position in one byte.
+// argmax is a window position in one byte. The window of the Tensor API (kernels/ops/pool.h),
+// of the layers and of the tests; the kernels take it inside MaxPool2dGeometry.
 struct MaxPool2dParams {
   static constexpr int kMaxKernel = 16;  // kernel * kernel positions, codes 0..255: a byte
 
@@ -26,16 +27,35 @@ struct MaxPool2dParams {
   }
 };
 
-// Max pooling's input [n, h, w, c] and window; the output is [n, out_h, out_w, c].
-struct MaxPool2dWindow {
+// One max pooling's geometry: the input [n, h, w, c], the window, and the output
+// [n, out_h, out_w, c] that follows from them. The one parameters struct of the max-pooling
+// kernels: the CPU loops (kernels/cpu/pool.cpp) and the CUDA kernels (kernels/cuda/maxpool.cuh)
+// take it by value, as CUTLASS kernels take their Params. Extents are listed in NHWC order
+// (n, h, w, c) everywhere: fields, make()'s arguments, and what is derived from them. One
+// image's extents are 32-bit (the CUDA kernels index within an image in 32 bits; the op refuses
+// larger ones), the batch n is not. Build it with make(), so out_h and out_w agree.
+struct MaxPool2dGeometry {
   int64_t n = 0;
-  int64_t h = 0;
-  int64_t w = 0;
-  int64_t c = 0;
-  MaxPool2dParams params;
+  int32_t h = 0;
+  int32_t w = 0;
+  int32_t c = 0;
+  int32_t out_h = 0;  // window.output_size(h): 0 when the window does not fit
+  int32_t out_w = 0;
+  MaxPool2dParams window;
 
-  int64_t out_h() const { return params.output_size(h); }
-  int64_t out_w() const { return params.output_size(w); }
+  static MaxPool2dGeometry make(const MaxPool2dParams& window, int64_t n, int64_t h, int64_t w,
+                                int64_t c) {
+    return {.n = n,
+            .h = static_cast<int32_t>(h),
+            .w = static_cast<int32_t>(w),
+            .c = static_cast<int32_t>(c),
+            .out_h = static_cast<int32_t>(window.output_size(h)),
+            .out_w = static_cast<int32_t>(window.output_size(w)),
+            .window = window};
+  }
+  // Elements of one image of the input, h * w * c, and of the output, out_h * out_w * c.
+  int64_t image_numel() const { return int64_t{h} * w * c; }
+  int64_t out_image_numel() const { return int64_t{out_h} * out_w * c; }
 };
 
 struct MaxPool2dForwardArgs {
@@ -46,7 +66,7 @@ struct MaxPool2dForwardArgs {
   // from the window's corner at (oh * stride - padding, ow * stride - padding), padding
   // included (a maximum is never in the padding, so a clipped window's codes skip some).
   uint8_t* argmax = nullptr;
-  MaxPool2dWindow window;
+  MaxPool2dGeometry geometry;
 };
 
 struct MaxPool2dBackwardArgs {
@@ -54,7 +74,7 @@ struct MaxPool2dBackwardArgs {
   const void* dy = nullptr;
   const uint8_t* argmax = nullptr;
   void* dx = nullptr;  // every element written: no zero fill needed
-  MaxPool2dWindow window;
+  MaxPool2dGeometry geometry;
 };
 
 // x [n, spatial, c] -> y [n, c], spatial = H * W.

@@ -28,32 +28,27 @@ void for_each_image_channel_block(int64_t n, int64_t c, int64_t work, Body&& bod
   }
 }
 
-// A max-pool's input and output extents and its window.
-struct PoolGeometry {
-  int64_t h, w, c, out_h, out_w;
-  int kernel, stride, padding;
-};
-
 // f32 backward as a scatter: dx = 0, then each output adds its gradient at its argmax, per
 // (image, block of channels) on one thread in row-major output order. That is the order
 // the gather below (and the CUDA kernel) sums in, so the results are the same bits, at a
 // third of the gather's time (it visits every window of every input pixel).
-void maxpool2d_backward_scatter(const float* dy, const uint8_t* argmax, float* dx, int64_t n,
-                                const PoolGeometry& g) {
-  const int64_t pixels = g.h * g.w, out_pixels = g.out_h * g.out_w, c = g.c;
+void maxpool2d_backward_scatter(const float* dy, const uint8_t* argmax, float* dx,
+                                MaxPool2dGeometry g) {
+  const int64_t n = g.n, w = g.w, c = g.c, out_w = g.out_w;
+  const int64_t pixels = int64_t{g.h} * w, out_pixels = int64_t{g.out_h} * out_w;
+  const int64_t kernel = g.window.kernel, stride = g.window.stride, padding = g.window.padding;
   // A window position's pixel offset from the window's padded corner, by its code.
-  std::vector<int64_t> offset(static_cast<size_t>(g.kernel) * g.kernel);
+  std::vector<int64_t> offset(static_cast<size_t>(kernel * kernel));
   for (size_t code = 0; code < offset.size(); ++code)
-    offset[code] =
-        static_cast<int64_t>(code) / g.kernel * g.w + static_cast<int64_t>(code) % g.kernel;
+    offset[code] = static_cast<int64_t>(code) / kernel * w + static_cast<int64_t>(code) % kernel;
   for_each_image_channel_block(n, c, n * pixels * c, [&](int64_t image, int64_t c0, int64_t width) {
     float* image_dx = dx + image * pixels * c + c0;
     for (int64_t p = 0; p < pixels; ++p)
       std::fill(image_dx + p * c, image_dx + p * c + width, 0.f);
     const int64_t first = image * out_pixels * c + c0;
     for (int64_t op = 0; op < out_pixels; ++op) {
-      const int64_t oh = op / g.out_w, ow = op % g.out_w;
-      const int64_t corner = (oh * g.stride - g.padding) * g.w + ow * g.stride - g.padding;
+      const int64_t oh = op / out_w, ow = op % out_w;
+      const int64_t corner = (oh * stride - padding) * w + ow * stride - padding;
       const float* grad = dy + first + op * c;
       const uint8_t* code = argmax + first + op * c;
       for (int64_t ch = 0; ch < width; ++ch)
@@ -65,10 +60,10 @@ void maxpool2d_backward_scatter(const float* dy, const uint8_t* argmax, float* d
 template <typename T>
 __attribute__((always_inline)) inline void maxpool_forward_body(const T* in, T* out,
                                                                 uint8_t* argmax,
-                                                                const PoolGeometry& g,
-                                                                int64_t begin, int64_t end) {
+                                                                MaxPool2dGeometry g, int64_t begin,
+                                                                int64_t end) {
   const int64_t h = g.h, w = g.w, c = g.c, out_h = g.out_h, out_w = g.out_w;
-  const int64_t kernel = g.kernel, stride = g.stride, padding = g.padding;
+  const int64_t kernel = g.window.kernel, stride = g.window.stride, padding = g.window.padding;
   // One output pixel per iteration; channels innermost, so every load is contiguous, in
   // blocks of 64 channels whose running maxima stay in registers or the stack (a heap
   // vector per pixel had cost more than the pooling itself).
@@ -114,7 +109,7 @@ __attribute__((always_inline)) inline void maxpool_forward_body(const T* in, T* 
 // AVX-512 (kernels/cpu/vector_loops.h), taken where use_avx512(): the same source, so the same
 // results, 16 channels per compare instead of 4 (docs/kernel-tuning.md: what it saved).
 template <typename T>
-void maxpool_forward_pixels(const T* in, T* out, uint8_t* argmax, const PoolGeometry& g,
+void maxpool_forward_pixels(const T* in, T* out, uint8_t* argmax, MaxPool2dGeometry g,
                             int64_t begin, int64_t end) {
   const bool avx512 = std::is_same_v<T, float> && use_avx512();
   run_loops_at(avx512 ? VectorIsa::kAvx512 : VectorIsa::kBaseline,
@@ -124,29 +119,25 @@ void maxpool_forward_pixels(const T* in, T* out, uint8_t* argmax, const PoolGeom
 }  // namespace
 
 void maxpool2d_forward(const MaxPool2dForwardArgs& args) {
-  const MaxPool2dWindow& g = args.window;
-  const int64_t out_h = g.out_h(), out_w = g.out_w(), c = g.c;
-  const PoolGeometry geometry{
-      g.h, g.w, c, out_h, out_w, g.params.kernel, g.params.stride, g.params.padding};
+  const MaxPool2dGeometry& g = args.geometry;
+  const int64_t c = g.c;
   dispatch_dtype(args.dtype, [&]<typename T>() {
-    parallel_for_ranges(g.n * out_h * out_w * c, [&](int64_t begin, int64_t end) {
+    parallel_for_ranges(g.n * g.out_image_numel(), [&](int64_t begin, int64_t end) {
       // The threads split the elements (the threshold counts work), each taking whole pixels.
-      maxpool_forward_pixels(static_cast<const T*>(args.x), static_cast<T*>(args.y), args.argmax,
-                             geometry, begin / c, end / c);
+      maxpool_forward_pixels(static_cast<const T*>(args.x), static_cast<T*>(args.y), args.argmax, g,
+                             begin / c, end / c);
     });
   });
 }
 
 void maxpool2d_backward(const MaxPool2dBackwardArgs& args) {
-  const int64_t n = args.window.n, h = args.window.h, w = args.window.w, c = args.window.c;
-  const int kernel = args.window.params.kernel, stride = args.window.params.stride;
-  const int padding = args.window.params.padding;
-  const int64_t out_h = args.window.out_h(), out_w = args.window.out_w();
+  const MaxPool2dGeometry& g = args.geometry;
+  const int64_t n = g.n, h = g.h, w = g.w, c = g.c, out_h = g.out_h, out_w = g.out_w;
+  const int kernel = g.window.kernel, stride = g.window.stride, padding = g.window.padding;
   const uint8_t* argmax = args.argmax;
   if (args.dtype == DType::f32) {
     maxpool2d_backward_scatter(static_cast<const float*>(args.dy), argmax,
-                               static_cast<float*>(args.dx), n,
-                               {h, w, c, out_h, out_w, kernel, stride, padding});
+                               static_cast<float*>(args.dx), g);
     return;
   }
   dispatch_dtype(args.dtype, [&]<typename T>() {

@@ -13,73 +13,99 @@
 
 namespace engine::cuda {
 
-// y = act((x - mean) * invstd * weight + bias [+ residual]). kEval: `spread` holds the
-// running variance and invstd = 1 / sqrt(var + eps); else it holds invstd. Subtracting the
-// mean before scaling keeps full precision when |mean| >> std.
+// What batchnorm_apply_kernel takes, by value: the fields the training normalize and the
+// evaluation forward share, typed, and the statistics they differ in: `spread` holds the
+// batch's invstd (kEval false) or the running variance, invstd then being 1 / sqrt(var + eps).
+template <typename T>
+struct BatchNormApplyParams {
+  const T* x = nullptr;
+  const float* mean = nullptr;
+  const float* spread = nullptr;
+  float eps = 0.f;
+  const float* weight = nullptr;  // or null (1)
+  const float* bias = nullptr;    // or null (0)
+  const T* residual = nullptr;    // or null
+  bool relu = false;
+  T* y = nullptr;
+  int64_t rows = 0;
+  int64_t channels = 0;
+};
+
+// y = act((x - mean) * invstd * weight + bias [+ residual]). Subtracting the mean before
+// scaling keeps full precision when |mean| >> std.
 template <typename T, int kVec, bool kEval>
-__global__ void batchnorm_apply_kernel(const T* x, const float* mean, const float* spread,
-                                       float eps, const float* weight, const float* bias,
-                                       const T* residual, bool relu, T* y, int64_t rows,
-                                       int64_t channels) {
+__global__ void batchnorm_apply_kernel(BatchNormApplyParams<T> p) {
   const int64_t c0 = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kVec;
-  if (c0 >= channels) return;
+  if (c0 >= p.channels) return;
   float center[kVec], scale[kVec], shift[kVec];
 #pragma unroll
   for (int k = 0; k < kVec; ++k) {
     const int64_t c = c0 + k;
-    const float invstd = kEval ? 1.f / sqrtf(spread[c] + eps) : spread[c];
-    center[k] = mean[c];
-    scale[k] = invstd * (weight ? weight[c] : 1.f);
-    shift[k] = bias ? bias[c] : 0.f;
+    const float invstd = kEval ? 1.f / sqrtf(p.spread[c] + p.eps) : p.spread[c];
+    center[k] = p.mean[c];
+    scale[k] = invstd * (p.weight ? p.weight[c] : 1.f);
+    shift[k] = p.bias ? p.bias[c] : 0.f;
   }
-  for (int64_t r = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; r < rows;
+  for (int64_t r = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; r < p.rows;
        r += static_cast<int64_t>(gridDim.y) * blockDim.y) {
-    const int64_t at = r * channels + c0;
+    const int64_t at = r * p.channels + c0;
     float v[kVec];
-    load_channels<kVec>(x + at, v);
+    load_channels<kVec>(p.x + at, v);
     float add[kVec] = {};
-    if (residual) load_channels<kVec>(residual + at, add);
+    if (p.residual) load_channels<kVec>(p.residual + at, add);
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
       float out = (v[k] - center[k]) * scale[k] + shift[k] + add[k];
-      if (relu) out = out < 0.f ? 0.f : out;
+      if (p.relu) out = out < 0.f ? 0.f : out;
       v[k] = out;
     }
-    store_channels<kVec>(y + at, v);
+    store_channels<kVec>(p.y + at, v);
   }
 }
 
+// What batchnorm_backward_elementwise_kernel takes, by value: its entry point's arguments
+// (BatchNormBackwardElementwiseArgs), typed.
+template <typename T>
+struct BatchNormBackwardElementwiseParams {
+  const T* dy = nullptr;
+  const T* x = nullptr;
+  const float* batch_stats = nullptr;
+  const float* weight = nullptr;  // or null (1)
+  const float* grad_sums = nullptr;
+  T* dx = nullptr;
+  int64_t rows = 0;
+  int64_t channels = 0;
+};
+
 // dx = weight * invstd * (dy - sum_dy / n - xhat * sum_dy_xhat / n).
 template <typename T, int kVec>
-__global__ void batchnorm_backward_elementwise_kernel(const T* dy, const T* x,
-                                                      const float* batch_stats, const float* weight,
-                                                      const float* grad_sums, T* dx, int64_t rows,
-                                                      int64_t channels) {
+__global__ void batchnorm_backward_elementwise_kernel(BatchNormBackwardElementwiseParams<T> p) {
+  const int64_t channels = p.channels;
   const int64_t c0 = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kVec;
   if (c0 >= channels) return;
-  const float count = batch_stats[2 * channels];
+  const float count = p.batch_stats[2 * channels];
   float mean[kVec], invstd[kVec], scale[kVec], mean_dy[kVec], mean_dy_xhat[kVec];
 #pragma unroll
   for (int k = 0; k < kVec; ++k) {
     const int64_t c = c0 + k;
-    mean[k] = batch_stats[c];
-    invstd[k] = batch_stats[channels + c];
-    scale[k] = invstd[k] * (weight ? weight[c] : 1.f);
-    mean_dy[k] = grad_sums[c] / count;
-    mean_dy_xhat[k] = grad_sums[channels + c] / count;
+    mean[k] = p.batch_stats[c];
+    invstd[k] = p.batch_stats[channels + c];
+    scale[k] = invstd[k] * (p.weight ? p.weight[c] : 1.f);
+    mean_dy[k] = p.grad_sums[c] / count;
+    mean_dy_xhat[k] = p.grad_sums[channels + c] / count;
   }
-  for (int64_t r = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; r < rows;
+  for (int64_t r = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; r < p.rows;
        r += static_cast<int64_t>(gridDim.y) * blockDim.y) {
     const int64_t at = r * channels + c0;
     float g[kVec], v[kVec];
-    load_channels<kVec>(dy + at, g);
-    load_channels<kVec>(x + at, v);
+    load_channels<kVec>(p.dy + at, g);
+    load_channels<kVec>(p.x + at, v);
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
       const float xhat = (v[k] - mean[k]) * invstd[k];
       g[k] = scale[k] * (g[k] - mean_dy[k] - xhat * mean_dy_xhat[k]);
     }
-    store_channels<kVec>(dx + at, g);
+    store_channels<kVec>(p.dx + at, g);
   }
 }
 
@@ -99,8 +125,18 @@ void batchnorm_apply_launch(const Args& args, const float* mean, const float* sp
     const int64_t channels = args.channels;
     dispatch_channel_vector<T>(channel_vector_width<T>(channels, x, residual, y), [&]<int kVec>() {
       const ChannelTileGrid layout = channel_tile_grid(args.rows, channels / kVec, shape);
-      launch(batchnorm_apply_kernel<T, kVec, kEval>, layout.grid, layout.block, 0, stream, x, mean,
-             spread, eps, args.weight, args.bias, residual, args.relu, y, args.rows, channels);
+      launch(batchnorm_apply_kernel<T, kVec, kEval>, layout.grid, layout.block, 0, stream,
+             BatchNormApplyParams<T>{.x = x,
+                                     .mean = mean,
+                                     .spread = spread,
+                                     .eps = eps,
+                                     .weight = args.weight,
+                                     .bias = args.bias,
+                                     .residual = residual,
+                                     .relu = args.relu,
+                                     .y = y,
+                                     .rows = args.rows,
+                                     .channels = channels});
     });
   });
 }
@@ -128,7 +164,14 @@ inline void batchnorm_backward_elementwise(const BatchNormBackwardElementwiseArg
     dispatch_channel_vector<T>(channel_vector_width<T>(channels, dy, x, dx), [&]<int kVec>() {
       const ChannelTileGrid layout = channel_tile_grid(args.rows, channels / kVec, shape);
       launch(batchnorm_backward_elementwise_kernel<T, kVec>, layout.grid, layout.block, 0, stream,
-             dy, x, args.batch_stats, args.weight, args.grad_sums, dx, args.rows, channels);
+             BatchNormBackwardElementwiseParams<T>{.dy = dy,
+                                                   .x = x,
+                                                   .batch_stats = args.batch_stats,
+                                                   .weight = args.weight,
+                                                   .grad_sums = args.grad_sums,
+                                                   .dx = dx,
+                                                   .rows = args.rows,
+                                                   .channels = channels});
     });
   });
 }

@@ -105,13 +105,25 @@ __global__ void batchnorm_stats_merge_kernel(const float* part_mean, const float
   }
 }
 
+// What batchnorm_backward_partial_kernel takes, by value: dy and x [rows, channels], the
+// batch statistics, and the workspace's two partial arrays [slices, channels].
+template <typename T>
+struct BatchNormBackwardPartialParams {
+  const T* dy = nullptr;
+  const T* x = nullptr;
+  int64_t rows = 0;
+  int64_t channels = 0;
+  const float* batch_stats = nullptr;
+  float* part_dy = nullptr;
+  float* part_dy_xmu = nullptr;
+};
+
 // Partial (sum dy, sum dy * (x - mean)) per channel over the rows slice blockIdx.y.
 // Dynamic shared memory: 2 * blockDim.x * blockDim.y * kVec floats.
 template <typename T, int kVec>
-__global__ void batchnorm_backward_partial_kernel(const T* dy, const T* x, int64_t rows,
-                                                  int64_t channels, const float* batch_stats,
-                                                  float* part_dy, float* part_dy_xmu) {
+__global__ void batchnorm_backward_partial_kernel(BatchNormBackwardPartialParams<T> p) {
   DYNAMIC_SHARED_MEMORY(float, shared);
+  const int64_t rows = p.rows, channels = p.channels;
   const int64_t c0 = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kVec;
   const bool active = c0 < channels;
   const int64_t begin = rows * blockIdx.y / gridDim.y;
@@ -122,13 +134,13 @@ __global__ void batchnorm_backward_partial_kernel(const T* dy, const T* x, int64
 #pragma unroll
   for (int k = 0; k < kVec; ++k) {
     s_dy[k] = s_dy_xmu[k] = 0.f;
-    mean[k] = active ? batch_stats[c0 + k] : 0.f;
+    mean[k] = active ? p.batch_stats[c0 + k] : 0.f;
   }
   if (active) {
     for (int64_t r = begin + threadIdx.y; r < end; r += blockDim.y) {
       float g[kVec], v[kVec];
-      load_channels<kVec>(dy + r * channels + c0, g);
-      load_channels<kVec>(x + r * channels + c0, v);
+      load_channels<kVec>(p.dy + r * channels + c0, g);
+      load_channels<kVec>(p.x + r * channels + c0, v);
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
         s_dy[k] += g[k];
@@ -140,8 +152,8 @@ __global__ void batchnorm_backward_partial_kernel(const T* dy, const T* x, int64
   if (threadIdx.y != 0 || !active) return;
 #pragma unroll
   for (int k = 0; k < kVec; ++k) {
-    part_dy[blockIdx.y * channels + c0 + k] = s_dy[k];
-    part_dy_xmu[blockIdx.y * channels + c0 + k] = s_dy_xmu[k];
+    p.part_dy[blockIdx.y * channels + c0 + k] = s_dy[k];
+    p.part_dy_xmu[blockIdx.y * channels + c0 + k] = s_dy_xmu[k];
   }
 }
 
@@ -226,7 +238,13 @@ inline void batchnorm_backward_reduce(const BatchNormBackwardReduceArgs& args, c
       size_t smem = 0;
       const ChannelTileGrid layout = channel_reduce_grid<kVec>(rows, channels, shape, &smem);
       launch(batchnorm_backward_partial_kernel<T, kVec>, layout.grid, layout.block, smem, stream,
-             dy, x, rows, channels, args.batch_stats, part_dy, part_dy_xmu);
+             BatchNormBackwardPartialParams<T>{.dy = dy,
+                                               .x = x,
+                                               .rows = rows,
+                                               .channels = channels,
+                                               .batch_stats = args.batch_stats,
+                                               .part_dy = part_dy,
+                                               .part_dy_xmu = part_dy_xmu});
     });
   });
   launch(batchnorm_backward_merge_kernel, per_channel_grid(channels), dim3(kChannelThreads), 0,

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "kernels/args/batchnorm.h"
 #include "kernels/batchnorm_sums.h"
 #include "kernels/cuda/batchnorm_reduce.cuh"
 
@@ -25,22 +26,23 @@ __global__ void batchnorm_stats_to_sums_kernel(const float* stats, int64_t chann
 }
 
 // batch_stats = (mean, invstd, count) from sums; running statistics as torch.nn.BatchNorm2d.
-__global__ void batchnorm_finalize_sums_kernel(const double* sums, int64_t channels, float momentum,
-                                               float eps, float* running_mean, float* running_var,
-                                               float* batch_stats) {
-  const double count = sums[2 * channels];
+// Takes its entry point's arguments by value (no pointer of them is typeless).
+__global__ void batchnorm_finalize_sums_kernel(BatchNormFinalizeSumsArgs p) {
+  const int64_t channels = p.channels;
+  const double count = p.sums[2 * channels];
   for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < channels;
        c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const ChannelMoments moments = batchnorm_channel_moments(sums[c], sums[channels + c], count);
-    batch_stats[c] = static_cast<float>(moments.mean);
-    batch_stats[channels + c] = batchnorm_invstd(moments.var, eps);
-    if (c == 0) batch_stats[2 * channels] = static_cast<float>(count);
-    if (running_mean) {
-      running_mean[c] = batchnorm_running_update(running_mean[c], moments.mean, momentum);
+    const ChannelMoments moments =
+        batchnorm_channel_moments(p.sums[c], p.sums[channels + c], count);
+    p.batch_stats[c] = static_cast<float>(moments.mean);
+    p.batch_stats[channels + c] = batchnorm_invstd(moments.var, p.eps);
+    if (c == 0) p.batch_stats[2 * channels] = static_cast<float>(count);
+    if (p.running_mean) {
+      p.running_mean[c] = batchnorm_running_update(p.running_mean[c], moments.mean, p.momentum);
     }
-    if (running_var) {
-      running_var[c] = batchnorm_running_update(
-          running_var[c], batchnorm_unbiased_var(moments.var, count), momentum);
+    if (p.running_var) {
+      p.running_var[c] = batchnorm_running_update(
+          p.running_var[c], batchnorm_unbiased_var(moments.var, count), p.momentum);
     }
   }
 }
@@ -72,8 +74,7 @@ inline void batchnorm_finalize_sums(const BatchNormFinalizeSumsArgs& args, cudaS
                                     const PerChannelLaunch& shape) {
   ENGINE_REQUIRE(args.channels >= 1, "batchnorm_finalize_sums: needs at least one channel");
   launch(batchnorm_finalize_sums_kernel, per_channel_grid(args.channels, shape),
-         dim3(shape.threads), 0, stream, args.sums, args.channels, args.momentum, args.eps,
-         args.running_mean, args.running_var, args.batch_stats);
+         dim3(shape.threads), 0, stream, args);
 }
 
 }  // namespace engine::cuda

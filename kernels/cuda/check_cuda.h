@@ -1,5 +1,7 @@
-// CHECK_CUDA / CHECK_CUBLAS / CHECK_CUDNN: ENGINE_CHECK with the CUDA libraries' tags.
-// Only for translation units that already compile against the CUDA toolkit.
+// CHECK_CUDA: ENGINE_CHECK with the CUDA runtime's error codes. Its siblings are
+// CHECK_CUBLAS (check_cublas.h) and CHECK_CUDNN (check_cudnn.h), each in its own header so
+// that including this one needs neither library. Only for translation units that already
+// compile against the CUDA toolkit.
 #pragma once
 
 #include <cuda_runtime_api.h>

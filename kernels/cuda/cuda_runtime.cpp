@@ -87,6 +87,10 @@ void memcpy_async(void* dst, const void* src, size_t bytes, cudaStream_t stream)
   CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream));
 }
 
+void memset_async(void* dst, int value, size_t bytes, cudaStream_t stream) {
+  CHECK_CUDA(cudaMemsetAsync(dst, value, bytes, stream));
+}
+
 cudaStream_t stream_create(int device) {
   CHECK_CUDA(cudaSetDevice(device));
   cudaStream_t stream = nullptr;

@@ -34,6 +34,8 @@ void pinned_host_free(void* ptr);
 
 // Copies between any host/device pointers (unified addressing), ordered on stream.
 void memcpy_async(void* dst, const void* src, size_t bytes, cudaStream_t stream);
+// Sets `bytes` bytes of device (or pinned host) memory to `value`, ordered on stream.
+void memset_async(void* dst, int value, size_t bytes, cudaStream_t stream);
 
 cudaStream_t stream_create(int device);
 void stream_destroy(cudaStream_t stream);

@@ -73,21 +73,38 @@ __device__ __forceinline__ void row_softmax(const T* z, int64_t k, float& max, f
   if constexpr (kRowSum) *row_sum = total;
 }
 
+// What the cross-entropy kernels take, by value: logits [n, k] and labels [n] (typed), the label
+// smoothing, and each pass's own output: sample_loss [n] (forward), or dlogits [n, k] and the
+// scale of the gradient, grad_loss / n (backward).
+template <typename T>
+struct CrossEntropyParams {
+  const T* logits = nullptr;
+  const int32_t* labels = nullptr;
+  int64_t n = 0;
+  int64_t k = 0;
+  float label_smoothing = 0.f;
+  float* sample_loss = nullptr;  // forward
+  float scale = 1.f;             // backward
+  T* dlogits = nullptr;          // backward; may alias logits
+};
+
 // Block (32, warps): warp threadIdx.y of block b takes rows b * warps + y, then strides.
 template <typename T>
-__global__ void cross_entropy_forward_kernel(const T* logits, const int32_t* labels, int64_t n,
-                                             int64_t k, float label_smoothing, float* sample_loss) {
+__global__ void cross_entropy_forward_kernel(CrossEntropyParams<T> p) {
+  const int64_t n = p.n, k = p.k;
+  const float label_smoothing = p.label_smoothing;
   for (int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y; row < n;
        row += static_cast<int64_t>(gridDim.x) * blockDim.y) {
-    const T* z = logits + row * k;
+    const T* z = p.logits + row * k;
     float max, sum, sum_z;
     row_softmax<true>(z, k, max, sum, &sum_z);
     if (threadIdx.x == 0) {
-      const int64_t label = label_class(labels[row], k);
+      const int64_t label = label_class(p.labels[row], k);
       // -sum_j q_j (z_j - lse) = lse - sum_j q_j z_j, since the q_j sum to 1.
-      sample_loss[row] = label < 0 ? NAN
-                                   : max + logf(sum) - (1.f - label_smoothing) * to_f32(z[label]) -
-                                         label_smoothing / static_cast<float>(k) * sum_z;
+      p.sample_loss[row] = label < 0
+                               ? NAN
+                               : max + logf(sum) - (1.f - label_smoothing) * to_f32(z[label]) -
+                                     label_smoothing / static_cast<float>(k) * sum_z;
     }
   }
 }
@@ -110,18 +127,18 @@ __global__ void loss_mean_kernel(const float* values, int64_t n, float* out) {
 // dz = (softmax(z) - q) * scale; every lane finishes reading the row (the shuffles in
 // row_softmax) before any lane writes, so dlogits may alias logits.
 template <typename T>
-__global__ void cross_entropy_backward_kernel(const T* logits, const int32_t* labels, int64_t n,
-                                              int64_t k, float label_smoothing, float scale,
-                                              T* dlogits) {
+__global__ void cross_entropy_backward_kernel(CrossEntropyParams<T> p) {
+  const int64_t n = p.n, k = p.k;
+  const float label_smoothing = p.label_smoothing, scale = p.scale;
   const float smooth = label_smoothing / static_cast<float>(k);
   for (int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y; row < n;
        row += static_cast<int64_t>(gridDim.x) * blockDim.y) {
-    const T* z = logits + row * k;
+    const T* z = p.logits + row * k;
     float max, sum;
     row_softmax(z, k, max, sum);
-    const int64_t label = label_class(labels[row], k);
+    const int64_t label = label_class(p.labels[row], k);
     if (label < 0) sum = NAN;
-    T* dz = dlogits + row * k;
+    T* dz = p.dlogits + row * k;
     for (int64_t j = threadIdx.x; j < k; j += 32) {
       const float target = smooth + (j == label ? 1.f - label_smoothing : 0.f);
       dz[j] = from_f32<T>((expf(to_f32(z[j]) - max) / sum - target) * scale);
@@ -221,8 +238,13 @@ inline void cross_entropy_forward(const CrossEntropyForwardArgs& args, cudaStrea
                                   const RowLaunch& shape) {
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
     launch(cross_entropy_forward_kernel<T>, row_grid(args.n, shape),
-           dim3(32, shape.warps_per_block), 0, stream, static_cast<const T*>(args.logits),
-           args.labels, args.n, args.k, args.label_smoothing, args.sample_loss);
+           dim3(32, shape.warps_per_block), 0, stream,
+           CrossEntropyParams<T>{.logits = static_cast<const T*>(args.logits),
+                                 .labels = args.labels,
+                                 .n = args.n,
+                                 .k = args.k,
+                                 .label_smoothing = args.label_smoothing,
+                                 .sample_loss = args.sample_loss});
   });
   launch(loss_mean_kernel, dim3(1), dim3(kMeanThreads), 0, stream, args.sample_loss, args.n,
          args.loss);
@@ -232,9 +254,14 @@ inline void cross_entropy_backward(const CrossEntropyBackwardArgs& args, cudaStr
                                    const RowLaunch& shape) {
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
     launch(cross_entropy_backward_kernel<T>, row_grid(args.n, shape),
-           dim3(32, shape.warps_per_block), 0, stream, static_cast<const T*>(args.logits),
-           args.labels, args.n, args.k, args.label_smoothing,
-           args.grad_loss / static_cast<float>(args.n), static_cast<T*>(args.dlogits));
+           dim3(32, shape.warps_per_block), 0, stream,
+           CrossEntropyParams<T>{.logits = static_cast<const T*>(args.logits),
+                                 .labels = args.labels,
+                                 .n = args.n,
+                                 .k = args.k,
+                                 .label_smoothing = args.label_smoothing,
+                                 .scale = args.grad_loss / static_cast<float>(args.n),
+                                 .dlogits = static_cast<T*>(args.dlogits)});
   });
 }
 

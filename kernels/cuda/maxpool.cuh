@@ -25,16 +25,17 @@ namespace engine::cuda {
 // channels with two independent loads in flight, and both dtypes share one condition.
 constexpr int kMaxPoolVec = 8;
 
-// One launch's window: whole images whose input and output each hold under 2^31 elements, so
-// every index is 32-bit and split into coordinates by FastDivmod (a 64-bit `/` is a
-// ~70-instruction subroutine on the GPU; six of them per element held the backward to a
-// twelfth of a copy's bandwidth on an H200: bench/results/gpu-check-h200-2026-12-04-op-harness).
-// by_groups divides by the channel groups of a pixel, c / kVec; by_phase_slots by the
-// backward's slots of one phase, ceil(w / stride) (see there).
-struct PoolWindow {
-  int32_t h, w, c, out_h, out_w;
-  int32_t kernel, stride, padding;
-  FastDivmod by_groups, by_h, by_out_h, by_stride, by_phase_slots;
+// The kernels take the geometry (kernels/args/pool.h) by value, n being the images of one
+// launch: whole images whose input and output each hold under 2^31 elements, so every index is
+// 32-bit and split into coordinates by FastDivmod (a 64-bit `/` is a ~70-instruction
+// subroutine on the GPU; six of them per element held the backward to a twelfth of a copy's
+// bandwidth on an H200: bench/results/gpu-check-h200-2026-12-04-op-harness). The divisors,
+// derived from the geometry on the host, in NHWC order: a row (n, h) splits into image and
+// row by out_h (forward) or h (backward); a column (w, c) into pixel and channel group by the
+// groups of a pixel, c / kVec, and in the backward a slot into phase and step by stride phases
+// of ceil(w / stride) slots (see there).
+struct MaxPoolDivisors {
+  FastDivmod by_out_h, by_h, by_stride, by_phase_slots, by_groups;
 };
 
 // kVec channels of T as floats: 16-byte loads when kVec > 1 (one for 8 bf16, two for 8 f32),
@@ -86,35 +87,37 @@ __device__ __forceinline__ CodeWords<kVec> load_codes(const uint8_t* source) {
   return codes;
 }
 
-// Grid: blockIdx.x walks the launch's `rows` output rows (images * out_h, strided by
+// Grid: blockIdx.x walks the launch's rows of output (g.n * out_h, strided by
 // gridDim.x), blockIdx.y * blockDim.x + threadIdx.x is the column: output pixel ow and channel
 // group, group fastest (coalesced NHWC). As PyTorch: the argmax starts at the window's first
 // valid position; a value wins when it is greater than the best so far or NaN (v != v), so
 // NaN propagates. Positions are codes from the window's padded corner, row * kernel + col
 // (kernels/args/pool.h).
 template <typename T, int kVec>
-__global__ void maxpool2d_forward_kernel(const T* x, T* y, uint8_t* argmax, int32_t rows,
-                                         PoolWindow g) {
+__global__ void maxpool2d_forward_kernel(const T* x, T* y, uint8_t* argmax, MaxPool2dGeometry g,
+                                         MaxPoolDivisors d) {
+  const int32_t kernel = g.window.kernel, stride = g.window.stride, padding = g.window.padding;
+  const int32_t rows = static_cast<int32_t>(g.n) * g.out_h;
   int32_t ow, group;
-  g.by_groups.divmod(static_cast<int32_t>(blockIdx.y * blockDim.x + threadIdx.x), ow, group);
+  d.by_groups.divmod(static_cast<int32_t>(blockIdx.y * blockDim.x + threadIdx.x), ow, group);
   if (ow >= g.out_w) return;
-  const int32_t w0 = ow * g.stride - g.padding;
-  const int32_t w_begin = w0 < 0 ? 0 : w0, w_end = w0 + g.kernel < g.w ? w0 + g.kernel : g.w;
+  const int32_t w0 = ow * stride - padding;
+  const int32_t w_begin = w0 < 0 ? 0 : w0, w_end = w0 + kernel < g.w ? w0 + kernel : g.w;
   for (int32_t row = blockIdx.x; row < rows; row += gridDim.x) {
     int32_t image, oh;
-    g.by_out_h.divmod(row, image, oh);
-    const int32_t h0 = oh * g.stride - g.padding;
-    const int32_t h_begin = h0 < 0 ? 0 : h0, h_end = h0 + g.kernel < g.h ? h0 + g.kernel : g.h;
+    d.by_out_h.divmod(row, image, oh);
+    const int32_t h0 = oh * stride - padding;
+    const int32_t h_begin = h0 < 0 ? 0 : h0, h_end = h0 + kernel < g.h ? h0 + kernel : g.h;
     const T* plane = x + image * g.h * g.w * g.c + group * kVec;
     float best[kVec];
     int32_t code[kVec];
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
       best[k] = -INFINITY;
-      code[k] = (h_begin - h0) * g.kernel + w_begin - w0;
+      code[k] = (h_begin - h0) * kernel + w_begin - w0;
     }
     for (int32_t ih = h_begin; ih < h_end; ++ih) {
-      const int32_t row_code = (ih - h0) * g.kernel - w0;  // + iw: the position's code
+      const int32_t row_code = (ih - h0) * kernel - w0;  // + iw: the position's code
       for (int32_t iw = w_begin; iw < w_end; ++iw) {
         float v[kVec];
         load_group<kVec>(plane + (ih * g.w + iw) * g.c, v);
@@ -137,7 +140,7 @@ __global__ void maxpool2d_forward_kernel(const T* x, T* y, uint8_t* argmax, int3
   }
 }
 
-// Grid: blockIdx.x walks the launch's `rows` input rows (images * h, strided by gridDim.x),
+// Grid: blockIdx.x walks the launch's rows of input (g.n * h, strided by gridDim.x),
 // blockIdx.y * blockDim.x + threadIdx.x is the column: a slot and a channel group. Each input
 // sums dy over the outputs whose window holds it and chose it, in row-major output order:
 // deterministic, no atomics, and dx needs no zero fill. Columns take a row's inputs phase by
@@ -146,34 +149,36 @@ __global__ void maxpool2d_forward_kernel(const T* x, T* y, uint8_t* argmax, int3
 // how many windows hold their inputs (1 or 2 a direction for 3x3/2): in pixel order every warp
 // ran the larger count, 3 windows for 2.25.
 template <typename T, int kVec>
-__global__ void maxpool2d_backward_kernel(const T* dy, const uint8_t* argmax, T* dx, int32_t rows,
-                                          PoolWindow g) {
+__global__ void maxpool2d_backward_kernel(const T* dy, const uint8_t* argmax, T* dx,
+                                          MaxPool2dGeometry g, MaxPoolDivisors d) {
+  const int32_t kernel = g.window.kernel, stride = g.window.stride, padding = g.window.padding;
+  const int32_t rows = static_cast<int32_t>(g.n) * g.h;
   int32_t slot, group, phase, step;
-  g.by_groups.divmod(static_cast<int32_t>(blockIdx.y * blockDim.x + threadIdx.x), slot, group);
-  g.by_phase_slots.divmod(slot, phase, step);
-  const int32_t iw = step * g.stride + phase;
-  if (phase >= g.stride || iw >= g.w) return;
+  d.by_groups.divmod(static_cast<int32_t>(blockIdx.y * blockDim.x + threadIdx.x), slot, group);
+  d.by_phase_slots.divmod(slot, phase, step);
+  const int32_t iw = step * stride + phase;
+  if (phase >= stride || iw >= g.w) return;
   // Outputs ow with ow * stride - padding <= iw <= ow * stride - padding + kernel - 1 (a
   // negative lower bound is 0: FastDivmod takes no negative dividend); rows alike.
-  const int32_t ow_from = iw + g.padding - g.kernel + g.stride;
-  const int32_t ow_begin = ow_from > 0 ? g.by_stride.divide(ow_from) : 0;
-  const int32_t ow_last = g.by_stride.divide(iw + g.padding) + 1;
+  const int32_t ow_from = iw + padding - kernel + stride;
+  const int32_t ow_begin = ow_from > 0 ? d.by_stride.divide(ow_from) : 0;
+  const int32_t ow_last = d.by_stride.divide(iw + padding) + 1;
   const int32_t ow_end = ow_last < g.out_w ? ow_last : g.out_w;
   for (int32_t row = blockIdx.x; row < rows; row += gridDim.x) {
     int32_t image, ih;
-    g.by_h.divmod(row, image, ih);
-    const int32_t oh_from = ih + g.padding - g.kernel + g.stride;
-    const int32_t oh_begin = oh_from > 0 ? g.by_stride.divide(oh_from) : 0;
-    const int32_t oh_last = g.by_stride.divide(ih + g.padding) + 1;
+    d.by_h.divmod(row, image, ih);
+    const int32_t oh_from = ih + padding - kernel + stride;
+    const int32_t oh_begin = oh_from > 0 ? d.by_stride.divide(oh_from) : 0;
+    const int32_t oh_last = d.by_stride.divide(ih + padding) + 1;
     const int32_t oh_end = oh_last < g.out_h ? oh_last : g.out_h;
     const int32_t plane = image * g.out_h * g.out_w * g.c + group * kVec;
     float sum[kVec] = {};
     for (int32_t oh = oh_begin; oh < oh_end; ++oh) {
       // This input's code in the window of (oh, ow): (ih - h0) * kernel + iw - w0.
-      const int32_t row_code = (ih + g.padding - oh * g.stride) * g.kernel + iw + g.padding;
+      const int32_t row_code = (ih + padding - oh * stride) * kernel + iw + padding;
       for (int32_t ow = ow_begin; ow < ow_end; ++ow) {
         const int32_t at = plane + (oh * g.out_w + ow) * g.c;
-        const int32_t position = row_code - ow * g.stride;
+        const int32_t position = row_code - ow * stride;
         // XOR with the position in every byte leaves a zero byte where the window chose this
         // input: one test a channel (extracting each byte to compare it took three).
         const CodeWords<kVec> codes = load_codes<kVec>(argmax + at);
@@ -203,15 +208,25 @@ struct PoolLaunch {
 };
 
 // An input row's slots in the backward: ceil(w / stride) for each of the stride phases.
-inline int64_t maxpool_row_slots(const MaxPool2dWindow& window) {
-  const int64_t stride = window.params.stride;
-  return (window.w + stride - 1) / stride * stride;
+inline int64_t maxpool_row_slots(const MaxPool2dGeometry& g) {
+  const int64_t stride = g.window.stride;
+  return (g.w + stride - 1) / stride * stride;
 }
 
 // The elements one image takes in a launch: its input's or its output's, the larger, the
 // input's rows counted in the backward's slots (a multiple of the stride).
-inline int64_t maxpool_image_elements(const MaxPool2dWindow& window) {
-  return std::max(window.h * maxpool_row_slots(window), window.out_h() * window.out_w()) * window.c;
+inline int64_t maxpool_image_elements(const MaxPool2dGeometry& g) {
+  return std::max(g.h * maxpool_row_slots(g), int64_t{g.out_h} * g.out_w) * g.c;
+}
+
+// The kernels' divisors for kVec channels a thread (see MaxPoolDivisors).
+inline MaxPoolDivisors maxpool_divisors(const MaxPool2dGeometry& g, int kVec) {
+  return {
+      .by_out_h = FastDivmod(g.out_h),
+      .by_h = FastDivmod(g.h),
+      .by_stride = FastDivmod(g.window.stride),
+      .by_phase_slots = FastDivmod(static_cast<int32_t>(maxpool_row_slots(g) / g.window.stride)),
+      .by_groups = FastDivmod(g.c / kVec)};
 }
 
 // Channels per thread: kMaxPoolVec when the channels are a multiple of it and the activations
@@ -237,36 +252,23 @@ inline dim3 maxpool_grid(int64_t rows, int64_t columns, const ElementwiseLaunch&
               static_cast<unsigned>(tiles));
 }
 
-// Calls run(first_image, images, window) for runs of whole images that each fit a launch,
-// with kVec channels per thread.
+// Calls run(first_image, images) for runs of whole images that each fit a launch: `images` is
+// the geometry of the run (n = its images).
 template <typename Launch>
-void for_each_image_run(const MaxPool2dWindow& window, int kVec, int64_t max_launch_elements,
-                        Launch&& run) {
-  const int64_t out_h = window.out_h(), out_w = window.out_w();
-  const int64_t per_image = maxpool_image_elements(window);
-  if (window.n == 0 || per_image == 0) return;
+void for_each_image_run(const MaxPool2dGeometry& g, int64_t max_launch_elements, Launch&& run) {
+  const int64_t per_image = maxpool_image_elements(g);
+  if (g.n == 0 || per_image == 0) return;
   ENGINE_REQUIRE(per_image <= max_launch_elements,
-                 "maxpool2d: one image of " + std::to_string(window.h) + "x" +
-                     std::to_string(window.w) + "x" + std::to_string(window.c) + " holds " +
-                     std::to_string(per_image) + " elements, over the " +
-                     std::to_string(max_launch_elements) + " a launch indexes");
-  const int64_t images_per_launch = std::min(window.n, max_launch_elements / per_image);
-  const PoolWindow g{
-      static_cast<int32_t>(window.h),
-      static_cast<int32_t>(window.w),
-      static_cast<int32_t>(window.c),
-      static_cast<int32_t>(out_h),
-      static_cast<int32_t>(out_w),
-      window.params.kernel,
-      window.params.stride,
-      window.params.padding,
-      FastDivmod(static_cast<int32_t>(window.c / kVec)),
-      FastDivmod(static_cast<int32_t>(window.h)),
-      FastDivmod(static_cast<int32_t>(out_h)),
-      FastDivmod(window.params.stride),
-      FastDivmod(static_cast<int32_t>(maxpool_row_slots(window) / window.params.stride))};
-  for (int64_t first = 0; first < window.n; first += images_per_launch)
-    run(first, std::min(images_per_launch, window.n - first), g);
+                 "maxpool2d: one image of " + std::to_string(g.h) + "x" + std::to_string(g.w) +
+                     "x" + std::to_string(g.c) + " holds " + std::to_string(per_image) +
+                     " elements, over the " + std::to_string(max_launch_elements) +
+                     " a launch indexes");
+  const int64_t images_per_launch = std::min(g.n, max_launch_elements / per_image);
+  for (int64_t first = 0; first < g.n; first += images_per_launch) {
+    MaxPool2dGeometry images = g;
+    images.n = std::min(images_per_launch, g.n - first);
+    run(first, images);
+  }
 }
 
 // Calls fn.template operator()<kVec>() with the channels per thread as a constant.
@@ -283,44 +285,39 @@ void dispatch_maxpool_vector(int width, Fn&& fn) {
 // grids and launch sizes through it.
 inline void maxpool2d_forward(const MaxPool2dForwardArgs& args, cudaStream_t stream,
                               const PoolLaunch& shape) {
-  const MaxPool2dWindow& window = args.window;
-  const int64_t in_image = window.h * window.w * window.c;
-  const int64_t out_image = window.out_h() * window.out_w() * window.c;
+  const MaxPool2dGeometry& g = args.geometry;
+  const int64_t in_image = g.image_numel(), out_image = g.out_image_numel();
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
-    const int width = maxpool_channels_per_thread(window.c, args.x, args.y, args.argmax);
+    const int width = maxpool_channels_per_thread(g.c, args.x, args.y, args.argmax);
     dispatch_maxpool_vector(width, [&]<int kVec>() {
-      for_each_image_run(window, kVec, shape.max_launch_elements,
-                         [&](int64_t first, int64_t images, const PoolWindow& g) {
-                           const int64_t rows = images * window.out_h();
-                           launch(maxpool2d_forward_kernel<T, kVec>,
-                                  maxpool_grid(rows, window.out_w() * window.c / kVec, shape.grid),
-                                  dim3(shape.grid.threads), 0, stream,
-                                  static_cast<const T*>(args.x) + first * in_image,
-                                  static_cast<T*>(args.y) + first * out_image,
-                                  args.argmax + first * out_image, static_cast<int32_t>(rows), g);
-                         });
+      for_each_image_run(
+          g, shape.max_launch_elements, [&](int64_t first, const MaxPool2dGeometry& run) {
+            launch(maxpool2d_forward_kernel<T, kVec>,
+                   maxpool_grid(run.n * run.out_h, int64_t{run.out_w} * run.c / kVec, shape.grid),
+                   dim3(shape.grid.threads), 0, stream,
+                   static_cast<const T*>(args.x) + first * in_image,
+                   static_cast<T*>(args.y) + first * out_image, args.argmax + first * out_image,
+                   run, maxpool_divisors(run, kVec));
+          });
     });
   });
 }
 
 inline void maxpool2d_backward(const MaxPool2dBackwardArgs& args, cudaStream_t stream,
                                const PoolLaunch& shape) {
-  const MaxPool2dWindow& window = args.window;
-  const int64_t in_image = window.h * window.w * window.c;
-  const int64_t out_image = window.out_h() * window.out_w() * window.c;
+  const MaxPool2dGeometry& g = args.geometry;
+  const int64_t in_image = g.image_numel(), out_image = g.out_image_numel();
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
-    const int width = maxpool_channels_per_thread(window.c, args.dy, args.dx, args.argmax);
+    const int width = maxpool_channels_per_thread(g.c, args.dy, args.dx, args.argmax);
     dispatch_maxpool_vector(width, [&]<int kVec>() {
       for_each_image_run(
-          window, kVec, shape.max_launch_elements,
-          [&](int64_t first, int64_t images, const PoolWindow& g) {
-            const int64_t rows = images * window.h;
+          g, shape.max_launch_elements, [&](int64_t first, const MaxPool2dGeometry& run) {
             launch(maxpool2d_backward_kernel<T, kVec>,
-                   maxpool_grid(rows, maxpool_row_slots(window) * window.c / kVec, shape.grid),
+                   maxpool_grid(run.n * run.h, maxpool_row_slots(run) * run.c / kVec, shape.grid),
                    dim3(shape.grid.threads), 0, stream,
                    static_cast<const T*>(args.dy) + first * out_image,
                    args.argmax + first * out_image, static_cast<T*>(args.dx) + first * in_image,
-                   static_cast<int32_t>(rows), g);
+                   run, maxpool_divisors(run, kVec));
           });
     });
   });

@@ -1,10 +1,8 @@
 #include "kernels/cpu/copy.h"
 
-#include <cstring>
-
 #include "kernels/cuda/copy.h"
-#include "kernels/cuda/cuda_runtime.h"
 #include "kernels/error.h"
+#include "kernels/memory.h"
 #include "kernels/ops/checks.h"
 #include "kernels/ops/copy.h"
 #include "kernels/ops/dispatch.h"
@@ -30,18 +28,13 @@ void copy(const Tensor& src, Tensor& dst, Stream& stream) {
     fail("copy: dst is " + dst.describe() + ", expected the dtype and size of src (" +
          src.describe() + "); use cast to change the dtype");
   }
-  if (src.device().is_cpu() && dst.device().is_cpu()) {
-    if (src.nbytes() > 0) std::memcpy(dst.raw_data(), src.raw_data(), src.nbytes());
-    return;
-  }
   const Device cuda_side = src.device().is_cuda() ? src.device() : dst.device();
-  if (stream.device() != cuda_side) {
+  if (cuda_side.is_cuda() && stream.device() != cuda_side) {
     fail("copy from " + src.describe() + " to " + dst.describe() + " needs a stream on " +
          cuda_side.str() + ", got one on " + stream.device().str());
   }
-  if (src.nbytes() > 0) {
-    cuda_runtime::memcpy_async(dst.raw_data(), src.raw_data(), src.nbytes(), stream.native());
-  }
+  copy_bytes("copy", dst.raw_data(), dst.device(), src.raw_data(), src.device(), src.nbytes(),
+             stream);
 }
 
 void cast(const Tensor& src, Tensor& dst, Stream& stream) {

@@ -1,5 +1,6 @@
 #include "kernels/ops/pool.h"
 
+#include <cstdint>
 #include <string>
 
 #include "kernels/cpu/pool.h"
@@ -30,6 +31,10 @@ void require_params(std::string_view op, const MaxPool2dParams& p, const Tensor&
          " positions, over the 256 a u8 argmax holds (kernel <= " +
          std::to_string(MaxPool2dParams::kMaxKernel) + ")");
   }
+  if (x.size(1) > INT32_MAX || x.size(2) > INT32_MAX || x.size(3) > INT32_MAX) {
+    fail(std::string(op) + ": " + x.describe() +
+         " has an extent over 2^31 - 1 (max pooling indexes within an image in 32 bits)");
+  }
   if (p.output_size(x.size(1)) < 1 || p.output_size(x.size(2)) < 1) {
     fail(std::string(op) + ": the " + std::to_string(p.kernel) + "x" + std::to_string(p.kernel) +
          " window does not fit " + x.describe());
@@ -41,8 +46,8 @@ Shape pooled_shape(const MaxPool2dParams& p, const Tensor& x) {
   return {x.size(0), p.output_size(x.size(1)), p.output_size(x.size(2)), x.size(3)};
 }
 
-MaxPool2dWindow pool_window(const MaxPool2dParams& params, const Tensor& x) {
-  return {.n = x.size(0), .h = x.size(1), .w = x.size(2), .c = x.size(3), .params = params};
+MaxPool2dGeometry pool_geometry(const MaxPool2dParams& params, const Tensor& x) {
+  return MaxPool2dGeometry::make(params, x.size(0), x.size(1), x.size(2), x.size(3));
 }
 
 // y of global average pooling: [N, C] or [N, 1, 1, C].
@@ -74,7 +79,7 @@ void maxpool2d_forward(const MaxPool2dParams& params, const Tensor& x, Tensor& y
                                   .x = x.raw_data(),
                                   .y = y.raw_data(),
                                   .argmax = argmax.data<uint8_t>(),
-                                  .window = pool_window(params, x)};
+                                  .geometry = pool_geometry(params, x)};
   ops::on_device(
       op, stream, [&] { cpu::maxpool2d_forward(args); },
       [&](auto cuda_stream) { cuda::maxpool2d_forward(args, cuda_stream); });
@@ -93,7 +98,7 @@ void maxpool2d_backward(const MaxPool2dParams& params, const Tensor& dy, const T
                                    .dy = dy.raw_data(),
                                    .argmax = argmax.data<uint8_t>(),
                                    .dx = dx.raw_data(),
-                                   .window = pool_window(params, dx)};
+                                   .geometry = pool_geometry(params, dx)};
   ops::on_device(
       op, stream, [&] { cpu::maxpool2d_backward(args); },
       [&](auto cuda_stream) { cuda::maxpool2d_backward(args, cuda_stream); });

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/communicators/collective_request.h"
+#include "collectives/collective_request.h"
 #include "collectives/execution/host_executor.h"
 #include "collectives/execution/watchdog.h"
 

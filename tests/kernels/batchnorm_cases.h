@@ -1,6 +1,7 @@
 // Shared cases for the batchnorm phases: shapes, naive double-precision references, and
-// helpers that run a whole training forward/backward through the CPU twins, used by the CPU,
-// SIMT and GPU suites so all three check the same things.
+// helpers that run a whole training forward/backward through the CPU twins, used by the CPU
+// and SIMT suites (and SyncBN's, tests/nn/sync_bn_harness.h) so they check the same things.
+// On CUDA devices the batchnorm ops run in the op harness (tests/ops), against the CPU.
 #pragma once
 
 #include <cmath>

@@ -1,6 +1,6 @@
 // Shared cases for the loss ops: shapes, inputs and naive double-precision references (the
 // log-sum-exp with the max subtracted, PyTorch's label smoothing, a sort-based top-k), used
-// by the CPU, SIMT and GPU suites.
+// by the CPU and SIMT suites. On CUDA devices the loss ops run in the op harness (tests/ops).
 #pragma once
 
 #include <algorithm>

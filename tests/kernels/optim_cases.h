@@ -1,5 +1,6 @@
 // Shared cases for the fused SGD step: option sets and torch.optim.SGD written out op by op
-// (in fp32, in PyTorch's order), used by the CPU, SIMT and GPU suites.
+// (in fp32, in PyTorch's order), used by the CPU and SIMT suites. On CUDA devices the step
+// runs in tests/nn (Sgd.CudaMatchesCpu) and the op harness (tests/ops).
 #pragma once
 
 #include <string>

@@ -1,5 +1,6 @@
 // Shared cases for the pooling ops: shapes, window parameters and naive references, used by
-// the CPU, SIMT and GPU suites.
+// the CPU suite (test_pool_cpu.cpp) and the SIMT suite (test_pool_simt.cpp). On CUDA devices
+// (the sim device, a GPU) the pooling ops run in the op harness (tests/ops), against the CPU.
 #pragma once
 
 #include <cmath>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/args/pool.h"
 #include "kernels/tensor.h"
 
 namespace engine::testing {
@@ -25,29 +27,38 @@ inline const std::vector<PoolShape> kPoolShapes = {
     {2, 9, 11, 64}, {1, 14, 14, 8}, {2, 4, 3, 33}, {1, 6, 5, 100},
 };
 
-struct Window {
-  int kernel, stride, padding;
-  std::string str() const {
-    std::string text = "k";
-    text += std::to_string(kernel);
-    text += "s";
-    text += std::to_string(stride);
-    text += "p";
-    return text + std::to_string(padding);
-  }
-};
+// The windows are the op's own MaxPool2dParams (kernel, stride, padding), and a case's whole
+// geometry the kernels' MaxPool2dGeometry: what the references below take too.
+inline std::string window_str(const MaxPool2dParams& window) {
+  return "k" + std::to_string(window.kernel) + "s" + std::to_string(window.stride) + "p" +
+         std::to_string(window.padding);
+}
 // The ResNet stem's 3x3/2/1 first, the same unpadded; then non-overlapping, stride 1, and a
 // wide window.
-inline const std::vector<Window> kWindows = {{3, 2, 1}, {3, 2, 0}, {2, 2, 0}, {3, 1, 1}, {5, 2, 2}};
+inline const std::vector<MaxPool2dParams> kWindows = {
+    {3, 2, 1}, {3, 2, 0}, {2, 2, 0}, {3, 1, 1}, {5, 2, 2}};
 // The widest window a u8 argmax allows: 256 positions, codes up to 255 (padding 8: many
 // windows clipped), on shapes it fits, with channels for the vector path and without.
-inline const Window kWidestWindow = {16, 3, 8};
+inline const MaxPool2dParams kWidestWindow = {16, 3, 8};
 inline const std::vector<PoolShape> kWidestShapes = {{2, 17, 19, 16}, {1, 17, 19, 3}};
 
-// Output size, 0 when the window does not fit (PyTorch refuses those shapes).
-inline int64_t pooled(int64_t in, const Window& win) {
-  const int64_t span = in + 2 * win.padding - win.kernel;
-  return span < 0 ? 0 : span / win.stride + 1;
+// The window over an input of shape s; out_h or out_w is 0 when it does not fit (PyTorch
+// refuses those shapes).
+inline MaxPool2dGeometry maxpool_geometry(const PoolShape& s, const MaxPool2dParams& window) {
+  return MaxPool2dGeometry::make(window, s.n, s.h, s.w, s.c);
+}
+inline bool fits(const MaxPool2dGeometry& g) {
+  return g.out_h >= 1 && g.out_w >= 1;
+}
+// [n, out_h, out_w, c] and its elements.
+inline Shape pooled_shape(const MaxPool2dGeometry& g) {
+  return {g.n, g.out_h, g.out_w, g.c};
+}
+inline int64_t pooled_numel(const MaxPool2dGeometry& g) {
+  return g.n * g.out_image_numel();
+}
+inline std::string geometry_str(const MaxPool2dGeometry& g) {
+  return shape_str({g.n, g.h, g.w, g.c}) + " " + window_str(g.window);
 }
 
 // Naive max pooling: the first strictly greater value wins, NaN wins (as PyTorch); the index
@@ -57,30 +68,29 @@ struct ReferenceMaxPool {
   std::vector<float> y;
   std::vector<uint8_t> argmax;
 };
-inline ReferenceMaxPool reference_maxpool(const std::vector<float>& x, const PoolShape& s,
-                                          const Window& win) {
-  const int64_t oh_n = pooled(s.h, win), ow_n = pooled(s.w, win);
-  ReferenceMaxPool out{std::vector<float>(s.n * oh_n * ow_n * s.c),
-                       std::vector<uint8_t>(s.n * oh_n * ow_n * s.c)};
-  for (int64_t b = 0; b < s.n; ++b)
+inline ReferenceMaxPool reference_maxpool(const std::vector<float>& x, const MaxPool2dGeometry& g) {
+  const int64_t h = g.h, w = g.w, c = g.c, oh_n = g.out_h, ow_n = g.out_w;
+  const int64_t kernel = g.window.kernel, stride = g.window.stride, padding = g.window.padding;
+  ReferenceMaxPool out{std::vector<float>(pooled_numel(g)), std::vector<uint8_t>(pooled_numel(g))};
+  for (int64_t b = 0; b < g.n; ++b)
     for (int64_t oh = 0; oh < oh_n; ++oh)
       for (int64_t ow = 0; ow < ow_n; ++ow)
-        for (int64_t c = 0; c < s.c; ++c) {
+        for (int64_t ch = 0; ch < c; ++ch) {
           float best = -std::numeric_limits<float>::infinity();
           int64_t index = -1;
-          for (int64_t kh = 0; kh < win.kernel; ++kh)
-            for (int64_t kw = 0; kw < win.kernel; ++kw) {
-              const int64_t ih = oh * win.stride - win.padding + kh;
-              const int64_t iw = ow * win.stride - win.padding + kw;
-              if (ih < 0 || ih >= s.h || iw < 0 || iw >= s.w) continue;
-              const float v = x[((b * s.h + ih) * s.w + iw) * s.c + c];
-              if (index < 0) index = kh * win.kernel + kw;
+          for (int64_t kh = 0; kh < kernel; ++kh)
+            for (int64_t kw = 0; kw < kernel; ++kw) {
+              const int64_t ih = oh * stride - padding + kh;
+              const int64_t iw = ow * stride - padding + kw;
+              if (ih < 0 || ih >= h || iw < 0 || iw >= w) continue;
+              const float v = x[((b * h + ih) * w + iw) * c + ch];
+              if (index < 0) index = kh * kernel + kw;
               if (v > best || std::isnan(v)) {
                 best = v;
-                index = kh * win.kernel + kw;
+                index = kh * kernel + kw;
               }
             }
-          const int64_t at = ((b * oh_n + oh) * ow_n + ow) * s.c + c;
+          const int64_t at = ((b * oh_n + oh) * ow_n + ow) * c + ch;
           out.y[at] = best;
           out.argmax[at] = static_cast<uint8_t>(index);
         }
@@ -90,15 +100,16 @@ inline ReferenceMaxPool reference_maxpool(const std::vector<float>& x, const Poo
 // dx by scattering dy to the argmax of every output, in double.
 inline std::vector<double> reference_maxpool_backward(const std::vector<float>& dy,
                                                       const std::vector<uint8_t>& argmax,
-                                                      const PoolShape& s, const Window& win) {
-  const int64_t oh_n = pooled(s.h, win), ow_n = pooled(s.w, win);
-  std::vector<double> dx(s.numel(), 0.0);
+                                                      const MaxPool2dGeometry& g) {
+  const int64_t h = g.h, w = g.w, c = g.c, oh_n = g.out_h, ow_n = g.out_w;
+  const int64_t kernel = g.window.kernel, stride = g.window.stride, padding = g.window.padding;
+  std::vector<double> dx(g.n * g.image_numel(), 0.0);
   for (size_t i = 0; i < dy.size(); ++i) {
-    const int64_t c = static_cast<int64_t>(i) % s.c, pixel = static_cast<int64_t>(i) / s.c;
+    const int64_t ch = static_cast<int64_t>(i) % c, pixel = static_cast<int64_t>(i) / c;
     const int64_t ow = pixel % ow_n, oh = pixel / ow_n % oh_n, b = pixel / ow_n / oh_n;
-    const int64_t ih = oh * win.stride - win.padding + argmax[i] / win.kernel;
-    const int64_t iw = ow * win.stride - win.padding + argmax[i] % win.kernel;
-    dx[((b * s.h + ih) * s.w + iw) * s.c + c] += dy[i];
+    const int64_t ih = oh * stride - padding + argmax[i] / kernel;
+    const int64_t iw = ow * stride - padding + argmax[i] % kernel;
+    dx[((b * h + ih) * w + iw) * c + ch] += dy[i];
   }
   return dx;
 }

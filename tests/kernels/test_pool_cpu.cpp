@@ -20,25 +20,16 @@ namespace engine {
 namespace {
 
 using testing::all_close;
+using testing::geometry_str;
 using testing::kBf16Ulp;
 using testing::kPoolShapes;
 using testing::kWindows;
+using testing::maxpool_geometry;
+using testing::pooled_numel;
+using testing::pooled_shape;
 using testing::PoolShape;
-using testing::Window;
 
 using testing::kDTypes;
-
-MaxPool2dParams params_of(const Window& win) {
-  return {win.kernel, win.stride, win.padding};
-}
-
-Shape pooled_shape(const PoolShape& s, const Window& win) {
-  return {s.n, testing::pooled(s.h, win), testing::pooled(s.w, win), s.c};
-}
-
-bool fits(const PoolShape& s, const Window& win) {
-  return testing::pooled(s.h, win) >= 1 && testing::pooled(s.w, win) >= 1;
-}
 
 // Exact equality (NaN equal to NaN): max pooling copies values and positions.
 ::testing::AssertionResult same(const std::vector<float>& expected,
@@ -50,27 +41,28 @@ struct MaxPoolResult {
   std::vector<float> y;
   std::vector<uint8_t> argmax;
 };
-MaxPoolResult run_maxpool(const PoolShape& s, const Window& win, const std::vector<float>& x,
-                          DType dtype, Stream& stream) {
-  Tensor tx = Tensor::from_floats({s.n, s.h, s.w, s.c}, x, dtype);
-  Tensor y = Tensor::empty(pooled_shape(s, win), dtype);
-  Tensor argmax = Tensor::empty(pooled_shape(s, win), DType::u8);
-  maxpool2d_forward(params_of(win), tx, y, argmax, stream);
+MaxPoolResult run_maxpool(const MaxPool2dGeometry& g, const std::vector<float>& x, DType dtype,
+                          Stream& stream) {
+  Tensor tx = Tensor::from_floats({g.n, g.h, g.w, g.c}, x, dtype);
+  Tensor y = Tensor::empty(pooled_shape(g), dtype);
+  Tensor argmax = Tensor::empty(pooled_shape(g), DType::u8);
+  maxpool2d_forward(g.window, tx, y, argmax, stream);
   return {y.to_floats(stream), argmax.to_bytes(stream)};
 }
 
 TEST(PoolCpu, MaxPoolForwardMatchesReference) {
   Stream stream;
   for (DType dtype : kDTypes) {
-    for (const Window& win : kWindows) {
+    for (const MaxPool2dParams& win : kWindows) {
       for (const PoolShape& s : kPoolShapes) {
-        if (!fits(s, win)) continue;
-        SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str() + " " + win.str());
+        const MaxPool2dGeometry g = maxpool_geometry(s, win);
+        if (!testing::fits(g)) continue;
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + geometry_str(g));
         // bf16 rounding of normal values makes ties common: they must resolve the same way.
         std::vector<float> x = testing::normal_values(s.numel(), 1, dtype);
         if (s.numel() > 40) x[37] = NAN;  // NaN wins its windows
-        const testing::ReferenceMaxPool ref = testing::reference_maxpool(x, s, win);
-        const MaxPoolResult got = run_maxpool(s, win, x, dtype, stream);
+        const testing::ReferenceMaxPool ref = testing::reference_maxpool(x, g);
+        const MaxPoolResult got = run_maxpool(g, x, dtype, stream);
         EXPECT_TRUE(same(ref.y, got.y));
         EXPECT_EQ(ref.argmax, got.argmax);
       }
@@ -82,17 +74,17 @@ TEST(PoolCpu, TheWidestWindowUsesEveryCode) {
   // A 16x16 window's 256 positions are the codes 0..255 of a u8 argmax; the maximum of an
   // f32 ramp sits in each window's last valid position (255 where nothing clips it).
   Stream stream;
-  const Window win = testing::kWidestWindow;
   for (DType dtype : kDTypes) {
     for (const PoolShape& s : testing::kWidestShapes) {
-      SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str());
+      const MaxPool2dGeometry g = maxpool_geometry(s, testing::kWidestWindow);
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + geometry_str(g));
       std::vector<float> x = testing::normal_values(s.numel(), 8, dtype);
-      const testing::ReferenceMaxPool ref = testing::reference_maxpool(x, s, win);
-      EXPECT_EQ(ref.argmax, run_maxpool(s, win, x, dtype, stream).argmax);
+      const testing::ReferenceMaxPool ref = testing::reference_maxpool(x, g);
+      EXPECT_EQ(ref.argmax, run_maxpool(g, x, dtype, stream).argmax);
       for (int64_t i = 0; i < s.numel(); ++i)  // bf16 rounds the ramp into ties
         x[i] = testing::round_to(dtype, static_cast<float>(i / s.c));
-      const MaxPoolResult ramp = run_maxpool(s, win, x, dtype, stream);
-      EXPECT_EQ(testing::reference_maxpool(x, s, win).argmax, ramp.argmax);
+      const MaxPoolResult ramp = run_maxpool(g, x, dtype, stream);
+      EXPECT_EQ(testing::reference_maxpool(x, g).argmax, ramp.argmax);
       if (dtype == DType::f32) {
         EXPECT_EQ(*std::max_element(ramp.argmax.begin(), ramp.argmax.end()), 255);
       }
@@ -105,14 +97,15 @@ TEST(PoolCpu, MaxPoolForwardPortableLoopMatchesReference) {
   // baseline one that CPUs without it take.
   const testing::PortableLoops portable;
   Stream stream;
-  for (const Window& win : kWindows) {
+  for (const MaxPool2dParams& win : kWindows) {
     for (const PoolShape& s : kPoolShapes) {
-      if (!fits(s, win)) continue;
-      SCOPED_TRACE(s.str() + " " + win.str());
+      const MaxPool2dGeometry g = maxpool_geometry(s, win);
+      if (!testing::fits(g)) continue;
+      SCOPED_TRACE(geometry_str(g));
       std::vector<float> x = testing::normal_values(s.numel(), 1, DType::f32);
       if (s.numel() > 40) x[37] = NAN;
-      const testing::ReferenceMaxPool ref = testing::reference_maxpool(x, s, win);
-      const MaxPoolResult got = run_maxpool(s, win, x, DType::f32, stream);
+      const testing::ReferenceMaxPool ref = testing::reference_maxpool(x, g);
+      const MaxPoolResult got = run_maxpool(g, x, DType::f32, stream);
       EXPECT_TRUE(same(ref.y, got.y));
       EXPECT_EQ(ref.argmax, got.argmax);
     }
@@ -121,12 +114,12 @@ TEST(PoolCpu, MaxPoolForwardPortableLoopMatchesReference) {
 
 TEST(PoolCpu, MaxPoolTiesAndInfinitiesPickTheFirstPosition) {
   Stream stream;
-  const PoolShape s{1, 5, 5, 3};
+  const MaxPool2dGeometry g = maxpool_geometry({1, 5, 5, 3}, kWindows[0]);
   for (float value : {1.f, -INFINITY}) {
     SCOPED_TRACE(value);
-    const std::vector<float> x(s.numel(), value);
-    const testing::ReferenceMaxPool ref = testing::reference_maxpool(x, s, kWindows[0]);
-    const MaxPoolResult got = run_maxpool(s, kWindows[0], x, DType::f32, stream);
+    const std::vector<float> x(g.n * g.image_numel(), value);
+    const testing::ReferenceMaxPool ref = testing::reference_maxpool(x, g);
+    const MaxPoolResult got = run_maxpool(g, x, DType::f32, stream);
     EXPECT_TRUE(same(ref.y, got.y));
     EXPECT_EQ(ref.argmax, got.argmax);
     // Codes count from the window's padded corner: row * 3 + col.
@@ -140,21 +133,22 @@ TEST(PoolCpu, MaxPoolBackwardMatchesFiniteDifferences) {
   // L = sum(dy * maxpool(x)). Inputs are distinct and 0.25 apart, so x +- h with h = 0.05
   // stays clear of every kink and the differences are exact up to rounding.
   Stream stream;
-  for (const Window& win : kWindows) {
+  for (const MaxPool2dParams& win : kWindows) {
     for (const PoolShape& s : kPoolShapes) {
-      if (!fits(s, win) || s.numel() > 2000) continue;
-      SCOPED_TRACE(s.str() + " " + win.str());
+      const MaxPool2dGeometry g = maxpool_geometry(s, win);
+      if (!testing::fits(g) || s.numel() > 2000) continue;
+      SCOPED_TRACE(geometry_str(g));
       std::vector<float> x = testing::distinct_values(s.numel(), 0.25f, 2);
-      const Shape out = pooled_shape(s, win);
-      const std::vector<float> dy = testing::normal_values(shape_numel(out), 3, DType::f32);
-      const MaxPoolResult fwd = run_maxpool(s, win, x, DType::f32, stream);
+      const Shape out = pooled_shape(g);
+      const std::vector<float> dy = testing::normal_values(pooled_numel(g), 3, DType::f32);
+      const MaxPoolResult fwd = run_maxpool(g, x, DType::f32, stream);
       Tensor dx = Tensor::empty({s.n, s.h, s.w, s.c}, DType::f32);
-      maxpool2d_backward(params_of(win), Tensor::from_floats(out, dy),
-                         Tensor::from_bytes(out, fwd.argmax), dx, stream);
+      maxpool2d_backward(win, Tensor::from_floats(out, dy), Tensor::from_bytes(out, fwd.argmax), dx,
+                         stream);
       const std::vector<float> got = dx.to_floats(stream);
 
       auto loss = [&](const std::vector<float>& in) {
-        const std::vector<float> y = testing::reference_maxpool(in, s, win).y;
+        const std::vector<float> y = testing::reference_maxpool(in, g).y;
         double total = 0;
         for (size_t i = 0; i < y.size(); ++i)
           total += static_cast<double>(dy[i]) * y[i];
@@ -179,18 +173,19 @@ TEST(PoolCpu, MaxPoolBackwardMatchesFiniteDifferences) {
 TEST(PoolCpu, MaxPoolBackwardMatchesScatterReference) {
   Stream stream;
   for (DType dtype : kDTypes) {
-    for (const Window& win : kWindows) {
+    for (const MaxPool2dParams& win : kWindows) {
       for (const PoolShape& s : kPoolShapes) {
-        if (!fits(s, win)) continue;
-        SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str() + " " + win.str());
+        const MaxPool2dGeometry g = maxpool_geometry(s, win);
+        if (!testing::fits(g)) continue;
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + geometry_str(g));
         const std::vector<float> x = testing::normal_values(s.numel(), 4, dtype);
-        const Shape out = pooled_shape(s, win);
-        const std::vector<float> dy = testing::normal_values(shape_numel(out), 5, dtype);
-        const MaxPoolResult fwd = run_maxpool(s, win, x, dtype, stream);
+        const Shape out = pooled_shape(g);
+        const std::vector<float> dy = testing::normal_values(pooled_numel(g), 5, dtype);
+        const MaxPoolResult fwd = run_maxpool(g, x, dtype, stream);
         Tensor dx = Tensor::empty({s.n, s.h, s.w, s.c}, dtype);
-        maxpool2d_backward(params_of(win), Tensor::from_floats(out, dy, dtype),
+        maxpool2d_backward(win, Tensor::from_floats(out, dy, dtype),
                            Tensor::from_bytes(out, fwd.argmax), dx, stream);
-        const std::vector<double> ref = testing::reference_maxpool_backward(dy, fwd.argmax, s, win);
+        const std::vector<double> ref = testing::reference_maxpool_backward(dy, fwd.argmax, g);
         EXPECT_TRUE(all_close(ref, dx.to_floats(stream), dtype == DType::f32 ? 1e-6 : kBf16Ulp));
       }
     }

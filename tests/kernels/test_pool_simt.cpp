@@ -27,12 +27,11 @@ using testing::all_close;
 using testing::kBf16Ulp;
 using testing::PoolShape;
 using testing::SimtBuffer;
-using testing::Window;
 
 using testing::kDTypes;
-// Max pooling's geometries: each grid over all the images at once, and the small grid one
-// image per launch (as a batch of over 2^31 elements is launched).
-struct PoolGeometry {
+// Max pooling's launch geometries: each grid over all the images at once, and the small grid
+// one image per launch (as a batch of over 2^31 elements is launched).
+struct PoolGrid {
   cuda::ElementwiseLaunch grid;
   bool image_per_launch = false;
   std::string str() const {
@@ -40,7 +39,7 @@ struct PoolGeometry {
            (image_per_launch ? ", an image per launch" : "");
   }
 };
-const PoolGeometry kPoolGeometries[] = {{{256, 2048}}, {{64, 2}}, {{64, 2}, true}};
+const PoolGrid kPoolGrids[] = {{{256, 2048}}, {{64, 2}}, {{64, 2}, true}};
 
 // Where the buffers start: aligned (8 channels a thread where C % 8 == 0), the activations an
 // element off 16 bytes, or the argmax a byte off 8: both of those take the scalar path.
@@ -53,78 +52,64 @@ struct Placement {
 };
 const Placement kAligned{}, kPlacements[] = {{}, {1, 0}, {0, 1}};
 
-MaxPool2dWindow window_of(const PoolShape& s, const Window& win) {
-  return {.n = s.n,
-          .h = s.h,
-          .w = s.w,
-          .c = s.c,
-          .params = {.kernel = win.kernel, .stride = win.stride, .padding = win.padding}};
-}
-
 // Max pooling forward and backward of x through the launchers and the CPU twin: y and the
 // argmax bit for bit, then dx (the same gather order on both sides) bit for bit. Checks that
 // the launch took the vector path exactly when the channels and placement allow it.
-void expect_maxpool_matches_cpu(DType dtype, const PoolShape& s, const Window& win,
-                                const std::vector<float>& x, const PoolGeometry& geometry,
+void expect_maxpool_matches_cpu(DType dtype, const MaxPool2dGeometry& g,
+                                const std::vector<float>& x, const PoolGrid& pool_grid,
                                 const Placement& at) {
-  const int64_t out_numel = s.n * testing::pooled(s.h, win) * testing::pooled(s.w, win) * s.c;
+  const int64_t numel = g.n * g.image_numel(), out_numel = testing::pooled_numel(g);
   const std::vector<float> dy = testing::normal_values(out_numel, 2, dtype);
   const int offset = at.activation_offset;
   SimtBuffer dx_in(dtype, x, offset), y(dtype, std::vector<float>(out_numel, 7.f), offset);
   SimtBuffer argmax = SimtBuffer::u8(out_numel, at.argmax_offset);
   SimtBuffer cpu_y(dtype, std::vector<float>(out_numel));
   std::vector<uint8_t> cpu_argmax(out_numel);
-  const MaxPool2dWindow window = window_of(s, win);
-  const bool vector_path = s.c % 8 == 0 && offset == 0 && at.argmax_offset == 0;
-  EXPECT_EQ(cuda::maxpool_channels_per_thread(s.c, dx_in.data(), y.data(), argmax.bytes()),
+  const bool vector_path = g.c % 8 == 0 && offset == 0 && at.argmax_offset == 0;
+  EXPECT_EQ(cuda::maxpool_channels_per_thread(g.c, dx_in.data(), y.data(), argmax.bytes()),
             vector_path ? cuda::kMaxPoolVec : 1);
-  cuda::PoolLaunch grid{geometry.grid};
-  if (geometry.image_per_launch) grid.max_launch_elements = cuda::maxpool_image_elements(window);
+  cuda::PoolLaunch grid{pool_grid.grid};
+  if (pool_grid.image_per_launch) grid.max_launch_elements = cuda::maxpool_image_elements(g);
   cpu::maxpool2d_forward({.dtype = dtype,
                           .x = dx_in.data(),
                           .y = cpu_y.data(),
                           .argmax = cpu_argmax.data(),
-                          .window = window});
-  cuda::maxpool2d_forward({.dtype = dtype,
-                           .x = dx_in.data(),
-                           .y = y.data(),
-                           .argmax = argmax.bytes(),
-                           .window = window},
-                          nullptr, grid);
+                          .geometry = g});
+  cuda::maxpool2d_forward(
+      {.dtype = dtype, .x = dx_in.data(), .y = y.data(), .argmax = argmax.bytes(), .geometry = g},
+      nullptr, grid);
   EXPECT_TRUE(all_close(cpu_y.values(), y.values(), 0.0, 0.0));
   EXPECT_EQ(cpu_argmax, argmax.byte_values());
 
-  SimtBuffer ddy(dtype, dy, offset), dx(dtype, std::vector<float>(s.numel(), 7.f), offset);
-  SimtBuffer cpu_dx(dtype, std::vector<float>(s.numel()));
+  SimtBuffer ddy(dtype, dy, offset), dx(dtype, std::vector<float>(numel, 7.f), offset);
+  SimtBuffer cpu_dx(dtype, std::vector<float>(numel));
   cpu::maxpool2d_backward({.dtype = dtype,
                            .dy = ddy.data(),
                            .argmax = cpu_argmax.data(),
                            .dx = cpu_dx.data(),
-                           .window = window});
-  cuda::maxpool2d_backward({.dtype = dtype,
-                            .dy = ddy.data(),
-                            .argmax = argmax.bytes(),
-                            .dx = dx.data(),
-                            .window = window},
-                           nullptr, grid);
+                           .geometry = g});
+  cuda::maxpool2d_backward(
+      {.dtype = dtype, .dy = ddy.data(), .argmax = argmax.bytes(), .dx = dx.data(), .geometry = g},
+      nullptr, grid);
   EXPECT_TRUE(all_close(cpu_dx.values(), dx.values(), 0.0, 0.0));
 }
 
 TEST(PoolSimt, MaxPoolForwardBackwardMatchCpu) {
   for (DType dtype : kDTypes) {
-    for (const Window& win : testing::kWindows) {
+    for (const MaxPool2dParams& win : testing::kWindows) {
       for (const PoolShape& s : testing::kPoolShapes) {
-        if (testing::pooled(s.h, win) < 1 || testing::pooled(s.w, win) < 1) continue;
+        const MaxPool2dGeometry g = testing::maxpool_geometry(s, win);
+        if (!testing::fits(g)) continue;
         std::vector<float> x = testing::normal_values(s.numel(), 1, dtype);
         x[s.numel() / 2] = NAN;
         x[s.numel() / 3] = NAN;
-        for (const PoolGeometry& geometry : kPoolGeometries) {
+        for (const PoolGrid& pool_grid : kPoolGrids) {
           for (const Placement& at : kPlacements) {
             // Off-aligned placements change the path only where C % 8 == 0.
             if ((at.activation_offset != 0 || at.argmax_offset != 0) && s.c % 8 != 0) continue;
-            SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str() + " " + win.str() + " " +
-                         geometry.str() + " " + at.str());
-            expect_maxpool_matches_cpu(dtype, s, win, x, geometry, at);
+            SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + testing::geometry_str(g) + " " +
+                         pool_grid.str() + " " + at.str());
+            expect_maxpool_matches_cpu(dtype, g, x, pool_grid, at);
           }
         }
       }
@@ -148,10 +133,11 @@ TEST(PoolSimt, MaxPoolTiesInfinitiesAndNaNMatchCpu) {
         few[i] = NAN;
       inputs.push_back(few);
       for (size_t input = 0; input < inputs.size(); ++input) {
-        for (const Window& win : {testing::kWindows[0], testing::kWindows[2]}) {
-          SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str() + " " + win.str() +
-                       " input " + std::to_string(input));
-          expect_maxpool_matches_cpu(dtype, s, win, inputs[input], kPoolGeometries[1], kAligned);
+        for (const MaxPool2dParams& win : {testing::kWindows[0], testing::kWindows[2]}) {
+          const MaxPool2dGeometry g = testing::maxpool_geometry(s, win);
+          SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + testing::geometry_str(g) + " input " +
+                       std::to_string(input));
+          expect_maxpool_matches_cpu(dtype, g, inputs[input], kPoolGrids[1], kAligned);
         }
       }
     }
@@ -162,14 +148,14 @@ TEST(PoolSimt, TheWidestWindowMatchesCpu) {
   // 16x16 windows: argmax codes up to 255, on the vector path and the scalar one.
   for (DType dtype : kDTypes) {
     for (const PoolShape& s : testing::kWidestShapes) {
-      SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str());
+      const MaxPool2dGeometry g = testing::maxpool_geometry(s, testing::kWidestWindow);
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + testing::geometry_str(g));
       std::vector<float> x(s.numel());
       for (int64_t i = 0; i < s.numel(); ++i)
         x[i] = testing::round_to(dtype, static_cast<float>(i / s.c));
-      expect_maxpool_matches_cpu(dtype, s, testing::kWidestWindow, x, kPoolGeometries[1], kAligned);
-      expect_maxpool_matches_cpu(dtype, s, testing::kWidestWindow,
-                                 testing::normal_values(s.numel(), 9, dtype), kPoolGeometries[0],
-                                 kAligned);
+      expect_maxpool_matches_cpu(dtype, g, x, kPoolGrids[1], kAligned);
+      expect_maxpool_matches_cpu(dtype, g, testing::normal_values(s.numel(), 9, dtype),
+                                 kPoolGrids[0], kAligned);
     }
   }
 }
@@ -222,26 +208,20 @@ TEST(PoolSimt, EntryPointsDispatchOnDtype) {
     const int64_t out_numel = s.n * 4 * 4 * s.c;
     SimtBuffer dx_in(dtype, x), y(dtype, std::vector<float>(out_numel)), cpu_y(dtype, y.values());
     SimtBuffer argmax = SimtBuffer::u8(out_numel), cpu_argmax = SimtBuffer::u8(out_numel);
-    const MaxPool2dWindow window{.n = s.n, .h = s.h, .w = s.w, .c = s.c};  // 3x3, stride 2, pad 1
-    cuda::maxpool2d_forward({.dtype = dtype,
-                             .x = dx_in.data(),
-                             .y = y.data(),
-                             .argmax = argmax.bytes(),
-                             .window = window},
-                            nullptr);
+    const MaxPool2dGeometry g = testing::maxpool_geometry(s, {});  // 3x3, stride 2, pad 1
+    cuda::maxpool2d_forward(
+        {.dtype = dtype, .x = dx_in.data(), .y = y.data(), .argmax = argmax.bytes(), .geometry = g},
+        nullptr);
     cpu::maxpool2d_forward({.dtype = dtype,
                             .x = dx_in.data(),
                             .y = cpu_y.data(),
                             .argmax = cpu_argmax.bytes(),
-                            .window = window});
+                            .geometry = g});
     EXPECT_TRUE(all_close(cpu_y.values(), y.values(), 0.0, 0.0));
     EXPECT_EQ(cpu_argmax.byte_values(), argmax.byte_values());
     SimtBuffer dx(dtype, x), cpu_dx(dtype, x);
-    MaxPool2dBackwardArgs backward{.dtype = dtype,
-                                   .dy = y.data(),
-                                   .argmax = argmax.bytes(),
-                                   .dx = dx.data(),
-                                   .window = window};
+    MaxPool2dBackwardArgs backward{
+        .dtype = dtype, .dy = y.data(), .argmax = argmax.bytes(), .dx = dx.data(), .geometry = g};
     cuda::maxpool2d_backward(backward, nullptr);
     backward.dx = cpu_dx.data();
     cpu::maxpool2d_backward(backward);
@@ -270,13 +250,12 @@ TEST(PoolSimt, AnImageOverALaunchIsRefusedByName) {
   SimtBuffer x(DType::f32, std::vector<float>(s.numel())), y(DType::f32, std::vector<float>(24));
   SimtBuffer argmax = SimtBuffer::u8(24);
   EXPECT_EQ(error_of([&] {
-              cuda::maxpool2d_forward(
-                  {.dtype = DType::f32,
-                   .x = x.data(),
-                   .y = y.data(),
-                   .argmax = argmax.bytes(),
-                   .window = {.n = s.n, .h = s.h, .w = s.w, .c = s.c, .params = {}}},
-                  nullptr, {.grid = {}, .max_launch_elements = 47});
+              cuda::maxpool2d_forward({.dtype = DType::f32,
+                                       .x = x.data(),
+                                       .y = y.data(),
+                                       .argmax = argmax.bytes(),
+                                       .geometry = testing::maxpool_geometry(s, {})},
+                                      nullptr, {.grid = {}, .max_launch_elements = 47});
             }),
             "maxpool2d: one image of 4x4x3 holds 48 elements, over the 47 a launch indexes");
   EXPECT_EQ(argmax.byte_values(), SimtBuffer::u8(24).byte_values());
@@ -292,7 +271,7 @@ TEST(PoolSimt, EntryPointsRefuseI32Activations) {
                                        .x = x.data(),
                                        .y = y.data(),
                                        .argmax = argmax.bytes(),
-                                       .window = {.n = s.n, .h = s.h, .w = s.w, .c = s.c}},
+                                       .geometry = testing::maxpool_geometry(s, {})},
                                       nullptr);
             }),
             "dispatch_device_dtype: i32 is not a float dtype (f32 or bf16)");
@@ -301,7 +280,7 @@ TEST(PoolSimt, EntryPointsRefuseI32Activations) {
                                         .dy = y.data(),
                                         .argmax = argmax.bytes(),
                                         .dx = x.data(),
-                                        .window = {.n = s.n, .h = s.h, .w = s.w, .c = s.c}},
+                                        .geometry = testing::maxpool_geometry(s, {})},
                                        nullptr);
             }),
             "dispatch_device_dtype: i32 is not a float dtype (f32 or bf16)");

@@ -1,6 +1,9 @@
 // Tensor construction, views, typed access, copies and their errors (CPU).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "kernels/ops.h"
 #include "kernels/runtime.h"
 #include "kernels/tensor.h"
@@ -104,8 +107,29 @@ TEST(Tensor, FloatConstructorsRefuseI32) {
               std::string::npos)
         << error.what();
   }
-  // zeros fills, and fill takes float dtypes only.
-  EXPECT_THROW(Tensor::zeros({2}, DType::i32, Device::cpu(), stream), Error);
+}
+
+TEST(Tensor, ZerosOfEveryDtype) {
+  // zeros is all-zero bytes (no op of kernels/ops.h behind it): 0 in every dtype, +0.0 in the
+  // float ones.
+  Stream stream;
+  for (DType dtype : {DType::f32, DType::bf16, DType::f64, DType::i32, DType::u8}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const Tensor t = Tensor::zeros({3, 5}, dtype, Device::cpu(), stream);
+    EXPECT_EQ(t.to_floats(stream), std::vector<float>(15, 0.f));
+    const auto* bytes = static_cast<const unsigned char*>(t.raw_data());
+    EXPECT_TRUE(std::all_of(bytes, bytes + t.nbytes(), [](unsigned char b) { return b == 0; }));
+  }
+  EXPECT_EQ(Tensor::zeros({0}, DType::f32, Device::cpu(), stream).numel(), 0);
+  if (cuda_device_count() == 0) return;
+  // On a CUDA device (the sim device in CI): queued on the device's stream, refused on another.
+  Stream cuda_stream(Device::cuda(0));
+  for (DType dtype : {DType::f32, DType::bf16, DType::i32, DType::u8}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    Tensor t = Tensor::zeros({3, 5}, dtype, Device::cuda(0), cuda_stream);
+    EXPECT_EQ(t.to_floats(cuda_stream), std::vector<float>(15, 0.f));
+  }
+  EXPECT_THROW(Tensor::zeros({2}, DType::f32, Device::cuda(0), stream), Error);
 }
 
 TEST(Tensor, CudaTensorsAreAClearErrorWithoutADevice) {

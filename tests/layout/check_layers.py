@@ -11,7 +11,10 @@ The emulators (sim/) stand where NVIDIA's libraries stand in a GPU build, beside
 No engine file includes sim/ (a sim build links sim/cuda and sim/nccl where a GPU build links
 libcudart and libnccl; the kernels meet the SIMT emulator only through a force-included
 prelude), and sim/ uses nothing of the engine but its foundation (FOUNDATION below). Within
-kernels/, the CPU twins and the CUDA launchers never reach up to the dispatchers (kernels/ops/).
+kernels/, the CPU twins, the CUDA launchers and the tensor layer below them all (kernels/*.h,
+*.cpp: tensors, memory, streams) never reach up to the dispatchers (kernels/ops.h, kernels/ops/).
+The API headers of collectives/ (collectives/*.h) include each other and collectives/core/ only,
+never the implementations in its other folders, which include them.
 tests/ may use anything.
 """
 import argparse
@@ -40,7 +43,7 @@ def unit(path):
 
 def include_violation(path, include):
     src, dst = unit(path), unit(include)
-    if src is None or dst is None or src == dst and not src == "kernels":
+    if src is None or dst is None or src == dst and src not in ("kernels", "collectives"):
         return None
     if src in SIM_RANK:
         if dst in SIM_RANK:
@@ -49,8 +52,17 @@ def include_violation(path, include):
     if dst in SIM_RANK:
         return "the engine includes an emulator"
     if src == "kernels" and dst == "kernels":
-        below_ops = path.startswith(("kernels/cpu/", "kernels/cuda/"))
-        return "a CPU twin or CUDA launcher uses a dispatcher" if below_ops and include.startswith("kernels/ops/") else None
+        if not (include == "kernels/ops.h" or include.startswith("kernels/ops/")):
+            return None
+        if path.startswith(("kernels/cpu/", "kernels/cuda/")):
+            return "a CPU twin or CUDA launcher uses a dispatcher"
+        if path.count("/") == 1 and path != "kernels/ops.h":
+            return "the tensor layer (tensors, memory, streams) uses a dispatcher"
+        return None
+    if src == "collectives" and dst == "collectives":
+        api_header = path.count("/") == 1 and path.endswith(".h")
+        below = include.count("/") > 1 and not include.startswith("collectives/core/")
+        return "a collectives API header uses an implementation" if api_header and below else None
     if ENGINE_RANK[dst] > ENGINE_RANK[src] or (ENGINE_RANK[dst] == ENGINE_RANK[src] and src != dst):
         return "a layer uses one above or beside it"
     return None
@@ -118,6 +130,11 @@ def self_test():
     planted = {
         "kernels/ops/conv.cpp": '#include "sim/simt/simt.h"',
         "kernels/cuda/conv.cu": '#include "kernels/ops/conv.h"',
+        "kernels/cuda/pool.cuh": '#include "kernels/ops.h"',
+        "kernels/stream.cpp": '#include "kernels/ops.h"',
+        "kernels/memory.cpp": '#include "kernels/ops/copy.h"',
+        "collectives/communicator.h": '#include "collectives/communicators/nccl_comm.h"',
+        "collectives/bootstrap.h": '#include "collectives/transports/peer_names.h"',
         "kernels/tensor.cpp": '#include "collectives/communicator.h"',
         "collectives/ring/ring_algorithms.cpp": '#include "data/loader.h"',
         "nn/model.cpp": '#include "train/trainer.h"',
@@ -129,6 +146,11 @@ def self_test():
         "sim/nccl/progress.cpp": '#include "collectives/core/timeout.h"\n#include "sim/cuda/streams.h"',
         "sim/cuda/launch.cpp": '#include "kernels/cuda/check_cuda.h"\n#include "sim/simt/simt.h"',
         "kernels/ops/conv.cpp": '#include "kernels/cpu/conv.h"\n#include "kernels/tensor.h"',
+        "kernels/ops/pool.cpp": '#include "kernels/ops/checks.h"\n#include "kernels/memory.h"',
+        "kernels/ops.h": '#include "kernels/ops/pool.h"',
+        "collectives/comm_options.h": '#include "collectives/core/timeout.h"\n#include "kernels/device.h"',
+        "collectives/comm_factory.cpp": '#include "collectives/ring/ring_communicator.h"',
+        "collectives/communicators/mpi_communicator.h": '#include "collectives/communicator.h"',
         "train/trainer.cpp": '#include "nn/model.h"\n#include "data/loader.h"',
         "tests/kernels/test_conv_simt.cpp": '#include "sim/simt/simt.h"',
     }

@@ -1,4 +1,4 @@
-#include "collectives/transports/peer_names.h"
+#include "collectives/peer_names.h"
 
 #include <algorithm>
 

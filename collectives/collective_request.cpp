@@ -1,4 +1,4 @@
-#include "collectives/communicators/collective_request.h"
+#include "collectives/collective_request.h"
 
 #include <algorithm>
 #include <string>
