@@ -139,19 +139,31 @@ void soft_cross_entropy_backward(const SoftCrossEntropyBackwardArgs& args) {
   dispatch_dtype(args.dtype, [&]<typename T>() {
     const T* z = static_cast<const T*>(args.logits);
     T* dz = static_cast<T*>(args.dlogits);
-    for_each_row(n, k, [&](int64_t i) {
-      const T* row = z + i * k;
-      const float* target = args.targets + i * k;
-      float max = 0.f, sum = 0.f, mass = 0.f;
-      softmax_stats(row, k, max, sum);
-      for (int64_t j = 0; j < k; ++j)
-        mass += target[j];
-      // Each logit is read before it is written: dlogits may alias logits.
-      T* grad = dz + i * k;
-      for (int64_t j = 0; j < k; ++j)
-        grad[j] =
-            from_float<T>((std::exp(to_float(row[j]) - max) / sum * mass - target[j]) * scale);
-    });
+    [[maybe_unused]] const bool parallel = n > 1 && n * k >= kExpParallelThreshold;
+#pragma omp parallel if (parallel)
+    {
+      // exp(z - max) of a row, kept so that each is computed once (std::exp dominates here);
+      // the row is read whole before it is written, so dlogits may alias logits.
+      std::vector<float> e(static_cast<size_t>(k));
+#pragma omp for schedule(static)
+      for (int64_t i = 0; i < n; ++i) {
+        const T* row = z + i * k;
+        const float* target = args.targets + i * k;
+        float max = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j < k; ++j)
+          max = std::fmax(max, to_float(row[j]));
+        float sum = 0.f, mass = 0.f;
+        for (int64_t j = 0; j < k; ++j) {
+          e[j] = std::exp(to_float(row[j]) - max);
+          sum += e[j];
+          mass += target[j];
+        }
+        const float weight = mass / sum;
+        T* grad = dz + i * k;
+        for (int64_t j = 0; j < k; ++j)
+          grad[j] = from_float<T>((e[j] * weight - target[j]) * scale);
+      }
+    }
   });
 }
 

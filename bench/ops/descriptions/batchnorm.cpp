@@ -259,6 +259,13 @@ OpCase bn_sums_case(const std::string& prefix, int64_t channels, double mean) {
   return c;
 }
 
+// The PyTorch baselines' operands: dims are n h w c; PyTorch's layout is NCHW.
+#define ENGINE_BN_OPERANDS                             \
+  "    n, h, w, c = dims\n"                            \
+  "    x = torch.randn(n, c, h, w)\n"                  \
+  "    weight, bias = torch.ones(c), torch.zeros(c)\n" \
+  "    running_mean, running_var = torch.zeros(c), torch.ones(c)"
+
 }  // namespace
 
 const OpDescription& describe_bn_forward() {
@@ -266,12 +273,7 @@ const OpDescription& describe_bn_forward() {
       .id = OpId::bn_forward,
       .cases = [](const ModelShapes& model, DType dtype) { return bn_cases(model, dtype, false); },
       // Training mode: the batch statistics and the running statistics' update.
-      .torch = R"(
-def make(dims):
-    n, h, w, c = dims
-    x = torch.randn(n, c, h, w)
-    weight, bias = torch.ones(c), torch.zeros(c)
-    running_mean, running_var = torch.zeros(c), torch.ones(c)
+      .torch = "def make(dims):\n" ENGINE_BN_OPERANDS R"(
     return lambda: F.batch_norm(x, running_mean, running_var, weight, bias, training=True,
                                 momentum=0.1, eps=1e-5)
 )"};
@@ -283,12 +285,7 @@ const OpDescription& describe_bn_backward() {
   static const OpDescription d{
       .id = OpId::bn_backward,
       .cases = [](const ModelShapes& model, DType dtype) { return bn_cases(model, dtype, true); },
-      .torch = R"(
-def make(dims):
-    n, h, w, c = dims
-    x = torch.randn(n, c, h, w)
-    weight, bias = torch.ones(c), torch.zeros(c)
-    running_mean, running_var = torch.zeros(c), torch.ones(c)
+      .torch = "def make(dims):\n" ENGINE_BN_OPERANDS R"(
     _, save_mean, save_invstd = torch.ops.aten.native_batch_norm(
         x, weight, bias, running_mean, running_var, True, 0.1, 1e-5)
     dy = torch.randn_like(x)

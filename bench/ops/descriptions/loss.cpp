@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "bench/ops/case_kit.h"
+#include "bench/ops/descriptions/loss_kit.h"
 #include "bench/ops/op_description.h"
 #include "kernels/ops.h"
 
@@ -59,44 +60,16 @@ std::vector<OpCase> cross_entropy_cases(const ModelShapes& model, DType dtype) {
   // Forward reads logits and labels, writes the per-sample and mean loss; backward reads
   // logits and labels again and writes dlogits.
   c.bytes = bytes_of(3.0 * n * classes, dtype) + bytes_of(3.0 * n + 1, DType::f32);
-  c.prepare = [=](Stream& stream, Inputs inputs) {
-    const Device device = stream.device();
-    const Held z = hold(logits.on(stream, inputs));
-    const Held y = hold(labels.on(stream, inputs));
-    const Held sample = hold(Tensor::empty({n}, DType::f32, device));
-    const Held loss = hold(Tensor::empty({1}, DType::f32, device));
-    const Held dz = hold(Tensor::empty({n, classes}, dtype, device));
-    return Prepared{[=, &stream] {
-                      cross_entropy_forward(*z, *y, kSmoothing, *sample, *loss, stream);
-                      cross_entropy_backward(*z, *y, kSmoothing, 1.f, *dz, stream);
-                    },
-                    [=, &stream] {
-                      return std::vector<Output>{{"sample_loss", host_values(*sample, stream)},
-                                                 {"loss", host_values(*loss, stream)},
-                                                 {"dlogits", host_values(*dz, stream)}};
-                    }};
-  };
-  if (dtype == DType::f32) {
-    c.differentiables = [=] {
-      Stream host;
-      return std::vector<Differentiable>{
-          {"logits", logits->to_floats(host),
-           [=](Stream& stream, const std::vector<float>& point) {
-             const Device device = stream.device();
-             Tensor sample = Tensor::empty({n}, DType::f32, device);
-             Tensor loss = Tensor::empty({1}, DType::f32, device);
-             cross_entropy_forward(on_device(Tensor::from_floats({n, classes}, point), stream),
-                                   on_device(*labels, stream), kSmoothing, sample, loss, stream);
-             return static_cast<double>(loss.to_floats(stream)[0]);
+  set_loss_calls(
+      c, logits, labels, n, classes,
+      {.forward =
+           [](const Tensor& z, const Tensor& y, Tensor& sample, Tensor& loss, Stream& stream) {
+             cross_entropy_forward(z, y, kSmoothing, sample, loss, stream);
            },
-           [=](Stream& stream) {
-             Tensor dz = Tensor::empty({n, classes}, dtype, stream.device());
-             cross_entropy_backward(on_device(*logits, stream), on_device(*labels, stream),
-                                    kSmoothing, 1.f, dz, stream);
-             return dz.to_floats(stream);
-           }}};
-    };
-  }
+       .backward =
+           [](const Tensor& z, const Tensor& y, Tensor& dz, Stream& stream) {
+             cross_entropy_backward(z, y, kSmoothing, 1.f, dz, stream);
+           }});
   return {c};
 }
 

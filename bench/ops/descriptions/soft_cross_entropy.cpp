@@ -3,6 +3,7 @@
 #include <random>
 
 #include "bench/ops/case_kit.h"
+#include "bench/ops/descriptions/loss_kit.h"
 #include "bench/ops/op_description.h"
 #include "kernels/ops.h"
 
@@ -45,44 +46,12 @@ std::vector<OpCase> soft_cross_entropy_cases(const ModelShapes& model, DType dty
   c.dims = {n, classes};
   // Forward reads logits and targets; backward reads them again and writes dlogits.
   c.bytes = bytes_of(3.0 * n * classes, dtype) + bytes_of(2.0 * n * classes + n + 1, DType::f32);
-  c.prepare = [=](Stream& stream, Inputs inputs) {
-    const Device device = stream.device();
-    const Held z = hold(logits.on(stream, inputs));
-    const Held t = hold(targets.on(stream, inputs));
-    const Held sample = hold(Tensor::empty({n}, DType::f32, device));
-    const Held loss = hold(Tensor::empty({1}, DType::f32, device));
-    const Held dz = hold(Tensor::empty({n, classes}, dtype, device));
-    return Prepared{[=, &stream] {
-                      soft_cross_entropy_forward(*z, *t, *sample, *loss, stream);
-                      soft_cross_entropy_backward(*z, *t, 1.f, *dz, stream);
-                    },
-                    [=, &stream] {
-                      return std::vector<Output>{{"sample_loss", host_values(*sample, stream)},
-                                                 {"loss", host_values(*loss, stream)},
-                                                 {"dlogits", host_values(*dz, stream)}};
-                    }};
-  };
-  if (dtype == DType::f32) {
-    c.differentiables = [=] {
-      Stream host;
-      return std::vector<Differentiable>{
-          {"logits", logits->to_floats(host),
-           [=](Stream& stream, const std::vector<float>& point) {
-             const Device device = stream.device();
-             Tensor sample = Tensor::empty({n}, DType::f32, device);
-             Tensor loss = Tensor::empty({1}, DType::f32, device);
-             soft_cross_entropy_forward(on_device(Tensor::from_floats({n, classes}, point), stream),
-                                        on_device(*targets, stream), sample, loss, stream);
-             return static_cast<double>(loss.to_floats(stream)[0]);
-           },
-           [=](Stream& stream) {
-             Tensor dz = Tensor::empty({n, classes}, dtype, stream.device());
-             soft_cross_entropy_backward(on_device(*logits, stream), on_device(*targets, stream),
-                                         1.f, dz, stream);
-             return dz.to_floats(stream);
-           }}};
-    };
-  }
+  set_loss_calls(
+      c, logits, targets, n, classes,
+      {.forward = [](const Tensor& z, const Tensor& t, Tensor& sample, Tensor& loss,
+                     Stream& stream) { soft_cross_entropy_forward(z, t, sample, loss, stream); },
+       .backward = [](const Tensor& z, const Tensor& t, Tensor& dz,
+                      Stream& stream) { soft_cross_entropy_backward(z, t, 1.f, dz, stream); }});
   return {c};
 }
 
