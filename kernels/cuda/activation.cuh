@@ -37,30 +37,30 @@ struct AddOp {
 // grids through it.
 
 inline void relu_forward(const ReluForwardArgs& args, cudaStream_t stream,
-                         const ElementwiseLaunch& shape) {
+                         const ElementwiseLaunch& geometry) {
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
     launch_map1(args.n, ReluOp<T>{}, static_cast<T*>(args.y), static_cast<const T*>(args.x), stream,
-                shape);
+                geometry);
   });
 }
 
 inline void relu_backward(const ReluBackwardArgs& args, cudaStream_t stream,
-                          const ElementwiseLaunch& shape) {
+                          const ElementwiseLaunch& geometry) {
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
     launch_map2(args.n, ReluBackwardOp<T>{}, static_cast<T*>(args.dx),
-                static_cast<const T*>(args.y), static_cast<const T*>(args.dy), stream, shape);
+                static_cast<const T*>(args.y), static_cast<const T*>(args.dy), stream, geometry);
   });
 }
 
-inline void add(const AddArgs& args, cudaStream_t stream, const ElementwiseLaunch& shape) {
+inline void add(const AddArgs& args, cudaStream_t stream, const ElementwiseLaunch& geometry) {
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
     T* y = static_cast<T*>(args.y);
     const T* a = static_cast<const T*>(args.a);
     const T* b = static_cast<const T*>(args.b);
     if (args.relu) {
-      launch_map2(args.n, AddOp<T, true>{}, y, a, b, stream, shape);
+      launch_map2(args.n, AddOp<T, true>{}, y, a, b, stream, geometry);
     } else {
-      launch_map2(args.n, AddOp<T, false>{}, y, a, b, stream, shape);
+      launch_map2(args.n, AddOp<T, false>{}, y, a, b, stream, geometry);
     }
   });
 }

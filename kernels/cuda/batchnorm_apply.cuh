@@ -117,14 +117,14 @@ __global__ void batchnorm_backward_elementwise_kernel(BatchNormBackwardElementwi
 // `spread` is the batch's invstd) or the evaluation forward (kEval: the running variance).
 template <bool kEval, typename Args>
 void batchnorm_apply_launch(const Args& args, const float* mean, const float* spread, float eps,
-                            cudaStream_t stream, const ChannelTileLaunch& shape) {
+                            cudaStream_t stream, const ChannelTileLaunch& geometry) {
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
     const T* x = static_cast<const T*>(args.x);
     const T* residual = static_cast<const T*>(args.residual);
     T* y = static_cast<T*>(args.y);
     const int64_t channels = args.channels;
     dispatch_channel_vector<T>(channel_vector_width<T>(channels, x, residual, y), [&]<int kVec>() {
-      const ChannelTileGrid layout = channel_tile_grid(args.rows, channels / kVec, shape);
+      const ChannelTileGrid layout = channel_tile_grid(args.rows, channels / kVec, geometry);
       launch(batchnorm_apply_kernel<T, kVec, kEval>, layout.grid, layout.block, 0, stream,
              BatchNormApplyParams<T>{.x = x,
                                      .mean = mean,
@@ -144,25 +144,26 @@ void batchnorm_apply_launch(const Args& args, const float* mean, const float* sp
 // The element-wise entry points (kernels/cuda/batchnorm.h) with their launch geometry: the
 // SIMT tests force grids through it.
 inline void batchnorm_normalize(const BatchNormNormalizeArgs& args, cudaStream_t stream,
-                                const ChannelTileLaunch& shape) {
+                                const ChannelTileLaunch& geometry) {
   batchnorm_apply_launch<false>(args, args.batch_stats, args.batch_stats + args.channels, 0.f,
-                                stream, shape);
+                                stream, geometry);
 }
 
 inline void batchnorm_eval_forward(const BatchNormEvalForwardArgs& args, cudaStream_t stream,
-                                   const ChannelTileLaunch& shape) {
-  batchnorm_apply_launch<true>(args, args.running_mean, args.running_var, args.eps, stream, shape);
+                                   const ChannelTileLaunch& geometry) {
+  batchnorm_apply_launch<true>(args, args.running_mean, args.running_var, args.eps, stream,
+                               geometry);
 }
 
 inline void batchnorm_backward_elementwise(const BatchNormBackwardElementwiseArgs& args,
-                                           cudaStream_t stream, const ChannelTileLaunch& shape) {
+                                           cudaStream_t stream, const ChannelTileLaunch& geometry) {
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
     const T* dy = static_cast<const T*>(args.dy);
     const T* x = static_cast<const T*>(args.x);
     T* dx = static_cast<T*>(args.dx);
     const int64_t channels = args.channels;
     dispatch_channel_vector<T>(channel_vector_width<T>(channels, dy, x, dx), [&]<int kVec>() {
-      const ChannelTileGrid layout = channel_tile_grid(args.rows, channels / kVec, shape);
+      const ChannelTileGrid layout = channel_tile_grid(args.rows, channels / kVec, geometry);
       launch(batchnorm_backward_elementwise_kernel<T, kVec>, layout.grid, layout.block, 0, stream,
              BatchNormBackwardElementwiseParams<T>{.dy = dy,
                                                    .x = x,

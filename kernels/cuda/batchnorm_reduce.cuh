@@ -186,16 +186,16 @@ inline dim3 per_channel_grid(int64_t channels) {
 }
 
 inline int64_t batchnorm_workspace_numel(int64_t rows, int64_t channels,
-                                         const ChannelReduceLaunch& shape) {
-  return channel_reduce_partials(rows, shape) * (2 * channels + 1);
+                                         const ChannelReduceLaunch& geometry) {
+  return channel_reduce_partials(rows, geometry) * (2 * channels + 1);
 }
 
 // The partial kernels' block: one channel tile per block column, one slice per block row.
 template <int kVec>
 ChannelTileGrid channel_reduce_grid(int64_t rows, int64_t channels,
-                                    const ChannelReduceLaunch& shape, size_t* smem_bytes) {
-  ChannelTileGrid layout = channel_tile_block(channels / kVec, shape.threads);
-  layout.grid.y = static_cast<unsigned>(channel_reduce_partials(rows, shape));
+                                    const ChannelReduceLaunch& geometry, size_t* smem_bytes) {
+  ChannelTileGrid layout = channel_tile_block(channels / kVec, geometry.threads);
+  layout.grid.y = static_cast<unsigned>(channel_reduce_partials(rows, geometry));
   *smem_bytes = 2 * sizeof(float) * kVec * layout.block.x * layout.block.y;
   ENGINE_REQUIRE(*smem_bytes <= 48 * 1024,
                  "batchnorm: too many threads per block for the "
@@ -204,11 +204,11 @@ ChannelTileGrid channel_reduce_grid(int64_t rows, int64_t channels,
 }
 
 // The reduction entry points (kernels/cuda/batchnorm.h) with their launch geometry: the SIMT
-// tests force grids through it. workspace: batchnorm_workspace_numel(rows, channels, shape).
+// tests force grids through it. workspace: batchnorm_workspace_numel(rows, channels, geometry).
 inline void batchnorm_stats(const BatchNormStatsArgs& args, cudaStream_t stream,
-                            const ChannelReduceLaunch& shape) {
+                            const ChannelReduceLaunch& geometry) {
   const int64_t rows = args.rows, channels = args.channels;
-  const int64_t parts = channel_reduce_partials(rows, shape);
+  const int64_t parts = channel_reduce_partials(rows, geometry);
   float* part_mean = args.workspace;
   float* part_m2 = args.workspace + parts * channels;
   float* part_count = args.workspace + 2 * parts * channels;
@@ -216,7 +216,7 @@ inline void batchnorm_stats(const BatchNormStatsArgs& args, cudaStream_t stream,
     const T* x = static_cast<const T*>(args.x);
     dispatch_channel_vector<T>(channel_vector_width<T>(channels, x), [&]<int kVec>() {
       size_t smem = 0;
-      const ChannelTileGrid layout = channel_reduce_grid<kVec>(rows, channels, shape, &smem);
+      const ChannelTileGrid layout = channel_reduce_grid<kVec>(rows, channels, geometry, &smem);
       launch(batchnorm_stats_partial_kernel<T, kVec>, layout.grid, layout.block, smem, stream, x,
              rows, channels, part_mean, part_m2, part_count);
     });
@@ -226,9 +226,9 @@ inline void batchnorm_stats(const BatchNormStatsArgs& args, cudaStream_t stream,
 }
 
 inline void batchnorm_backward_reduce(const BatchNormBackwardReduceArgs& args, cudaStream_t stream,
-                                      const ChannelReduceLaunch& shape) {
+                                      const ChannelReduceLaunch& geometry) {
   const int64_t rows = args.rows, channels = args.channels;
-  const int64_t parts = channel_reduce_partials(rows, shape);
+  const int64_t parts = channel_reduce_partials(rows, geometry);
   float* part_dy = args.workspace;
   float* part_dy_xmu = args.workspace + parts * channels;
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
@@ -236,7 +236,7 @@ inline void batchnorm_backward_reduce(const BatchNormBackwardReduceArgs& args, c
     const T* x = static_cast<const T*>(args.x);
     dispatch_channel_vector<T>(channel_vector_width<T>(channels, dy, x), [&]<int kVec>() {
       size_t smem = 0;
-      const ChannelTileGrid layout = channel_reduce_grid<kVec>(rows, channels, shape, &smem);
+      const ChannelTileGrid layout = channel_reduce_grid<kVec>(rows, channels, geometry, &smem);
       launch(batchnorm_backward_partial_kernel<T, kVec>, layout.grid, layout.block, smem, stream,
              BatchNormBackwardPartialParams<T>{.dy = dy,
                                                .x = x,

@@ -57,24 +57,24 @@ struct PerChannelLaunch {
   int max_blocks = 1024;
 };
 
-inline dim3 per_channel_grid(int64_t channels, const PerChannelLaunch& shape) {
-  const int64_t blocks = (channels + shape.threads - 1) / shape.threads;
-  return dim3(static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, shape.max_blocks)));
+inline dim3 per_channel_grid(int64_t channels, const PerChannelLaunch& geometry) {
+  const int64_t blocks = (channels + geometry.threads - 1) / geometry.threads;
+  return dim3(static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, geometry.max_blocks)));
 }
 
 // The fp64 entry points (kernels/cuda/batchnorm.h) with their launch geometry.
 inline void batchnorm_stats_to_sums(const BatchNormStatsToSumsArgs& args, cudaStream_t stream,
-                                    const PerChannelLaunch& shape) {
+                                    const PerChannelLaunch& geometry) {
   ENGINE_REQUIRE(args.channels >= 1, "batchnorm_stats_to_sums: needs at least one channel");
-  launch(batchnorm_stats_to_sums_kernel, per_channel_grid(args.channels, shape),
-         dim3(shape.threads), 0, stream, args.stats, args.channels, args.sums);
+  launch(batchnorm_stats_to_sums_kernel, per_channel_grid(args.channels, geometry),
+         dim3(geometry.threads), 0, stream, args.stats, args.channels, args.sums);
 }
 
 inline void batchnorm_finalize_sums(const BatchNormFinalizeSumsArgs& args, cudaStream_t stream,
-                                    const PerChannelLaunch& shape) {
+                                    const PerChannelLaunch& geometry) {
   ENGINE_REQUIRE(args.channels >= 1, "batchnorm_finalize_sums: needs at least one channel");
-  launch(batchnorm_finalize_sums_kernel, per_channel_grid(args.channels, shape),
-         dim3(shape.threads), 0, stream, args);
+  launch(batchnorm_finalize_sums_kernel, per_channel_grid(args.channels, geometry),
+         dim3(geometry.threads), 0, stream, args);
 }
 
 }  // namespace engine::cuda

@@ -46,17 +46,17 @@ inline ChannelTileGrid channel_tile_block(int64_t groups, int threads) {
 }
 
 inline ChannelTileGrid channel_tile_grid(int64_t rows, int64_t groups,
-                                         const ChannelTileLaunch& shape) {
-  ChannelTileGrid layout = channel_tile_block(groups, shape.threads);
+                                         const ChannelTileLaunch& geometry) {
+  ChannelTileGrid layout = channel_tile_block(groups, geometry.threads);
   const int64_t row_blocks = (rows + layout.block.y - 1) / layout.block.y;
-  const int64_t cap = std::min(shape.max_row_blocks, 65535);
+  const int64_t cap = std::min(geometry.max_row_blocks, 65535);
   layout.grid.y = static_cast<unsigned>(std::clamp<int64_t>(row_blocks, 1, cap));
   return layout;
 }
 
-inline int64_t channel_reduce_partials(int64_t rows, const ChannelReduceLaunch& shape) {
-  const int64_t wanted = (rows + shape.min_rows_per_partial - 1) / shape.min_rows_per_partial;
-  return std::clamp<int64_t>(wanted, 1, std::min(shape.max_partials, 65535));
+inline int64_t channel_reduce_partials(int64_t rows, const ChannelReduceLaunch& geometry) {
+  const int64_t wanted = (rows + geometry.min_rows_per_partial - 1) / geometry.min_rows_per_partial;
+  return std::clamp<int64_t>(wanted, 1, std::min(geometry.max_partials, 65535));
 }
 
 // Channels per thread: 16 bytes of T when every row of every tensor starts 16-byte aligned,

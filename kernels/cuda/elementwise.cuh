@@ -17,8 +17,8 @@ struct alignas(sizeof(T) * N) Pack {
   T v[N];
 };
 
-// Grid shape of an element-wise launch. max_blocks caps the grid (the loop strides over the
-// rest); tests lower it to exercise the stride with small inputs.
+// The grid of an element-wise launch (its geometry). max_blocks caps the grid (the loop strides
+// over the rest); tests lower it to exercise the stride with small inputs.
 struct ElementwiseLaunch {
   int threads = 256;
   int max_blocks = 2048;
@@ -89,36 +89,37 @@ bool all_aligned(const T*... ptrs) {
   return ((reinterpret_cast<uintptr_t>(ptrs) % (sizeof(T) * kVec) == 0) && ...);
 }
 
-inline dim3 elementwise_grid(int64_t work_items, const ElementwiseLaunch& shape) {
-  const int64_t blocks = (std::max<int64_t>(work_items, 1) + shape.threads - 1) / shape.threads;
-  return dim3(static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, shape.max_blocks)));
+inline dim3 elementwise_grid(int64_t work_items, const ElementwiseLaunch& geometry) {
+  const int64_t blocks =
+      (std::max<int64_t>(work_items, 1) + geometry.threads - 1) / geometry.threads;
+  return dim3(static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, geometry.max_blocks)));
 }
 
 // y[i] = op() for i < n.
 template <typename Op, typename TOut>
-void launch_map0(int64_t n, Op op, TOut* y, cudaStream_t stream, ElementwiseLaunch shape = {}) {
+void launch_map0(int64_t n, Op op, TOut* y, cudaStream_t stream, ElementwiseLaunch geometry = {}) {
   if (n == 0) return;
   constexpr int kVec = vector_width<TOut>();
   if (all_aligned<kVec>(y)) {
-    launch(map0_kernel<kVec, Op, TOut>, elementwise_grid(n / kVec, shape), dim3(shape.threads), 0,
-           stream, n, op, y);
+    launch(map0_kernel<kVec, Op, TOut>, elementwise_grid(n / kVec, geometry),
+           dim3(geometry.threads), 0, stream, n, op, y);
   } else {
-    launch(map0_kernel<1, Op, TOut>, elementwise_grid(n, shape), dim3(shape.threads), 0, stream, n,
-           op, y);
+    launch(map0_kernel<1, Op, TOut>, elementwise_grid(n, geometry), dim3(geometry.threads), 0,
+           stream, n, op, y);
   }
 }
 
 // y[i] = op(x[i]) for i < n; y may alias x.
 template <typename Op, typename TOut, typename TIn>
 void launch_map1(int64_t n, Op op, TOut* y, const TIn* x, cudaStream_t stream,
-                 ElementwiseLaunch shape = {}) {
+                 ElementwiseLaunch geometry = {}) {
   if (n == 0) return;
   constexpr int kVec = vector_width<TOut, TIn>();
   if (all_aligned<kVec>(y, x)) {
-    launch(map1_kernel<kVec, Op, TOut, TIn>, elementwise_grid(n / kVec, shape), dim3(shape.threads),
-           0, stream, n, op, y, x);
+    launch(map1_kernel<kVec, Op, TOut, TIn>, elementwise_grid(n / kVec, geometry),
+           dim3(geometry.threads), 0, stream, n, op, y, x);
   } else {
-    launch(map1_kernel<1, Op, TOut, TIn>, elementwise_grid(n, shape), dim3(shape.threads), 0,
+    launch(map1_kernel<1, Op, TOut, TIn>, elementwise_grid(n, geometry), dim3(geometry.threads), 0,
            stream, n, op, y, x);
   }
 }
@@ -126,15 +127,15 @@ void launch_map1(int64_t n, Op op, TOut* y, const TIn* x, cudaStream_t stream,
 // y[i] = op(a[i], b[i]) for i < n; y may alias a or b.
 template <typename Op, typename TOut, typename TA, typename TB>
 void launch_map2(int64_t n, Op op, TOut* y, const TA* a, const TB* b, cudaStream_t stream,
-                 ElementwiseLaunch shape = {}) {
+                 ElementwiseLaunch geometry = {}) {
   if (n == 0) return;
   constexpr int kVec = vector_width<TOut, TA, TB>();
   if (all_aligned<kVec>(y, a, b)) {
-    launch(map2_kernel<kVec, Op, TOut, TA, TB>, elementwise_grid(n / kVec, shape),
-           dim3(shape.threads), 0, stream, n, op, y, a, b);
+    launch(map2_kernel<kVec, Op, TOut, TA, TB>, elementwise_grid(n / kVec, geometry),
+           dim3(geometry.threads), 0, stream, n, op, y, a, b);
   } else {
-    launch(map2_kernel<1, Op, TOut, TA, TB>, elementwise_grid(n, shape), dim3(shape.threads), 0,
-           stream, n, op, y, a, b);
+    launch(map2_kernel<1, Op, TOut, TA, TB>, elementwise_grid(n, geometry), dim3(geometry.threads),
+           0, stream, n, op, y, a, b);
   }
 }
 

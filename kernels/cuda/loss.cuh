@@ -227,18 +227,18 @@ __global__ void topk_correct_kernel(const T* logits, const int32_t* labels, int6
 // ---------------------------------------------------------------------------------------
 // Launchers
 
-inline dim3 row_grid(int64_t n, const RowLaunch& shape) {
-  const int64_t blocks = (n + shape.warps_per_block - 1) / shape.warps_per_block;
-  return dim3(static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, shape.max_blocks)));
+inline dim3 row_grid(int64_t n, const RowLaunch& geometry) {
+  const int64_t blocks = (n + geometry.warps_per_block - 1) / geometry.warps_per_block;
+  return dim3(static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, geometry.max_blocks)));
 }
 
 // The entry points (declared in loss.h) with their launch geometry: the SIMT tests force grids
 // through it.
 inline void cross_entropy_forward(const CrossEntropyForwardArgs& args, cudaStream_t stream,
-                                  const RowLaunch& shape) {
+                                  const RowLaunch& geometry) {
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
-    launch(cross_entropy_forward_kernel<T>, row_grid(args.n, shape),
-           dim3(32, shape.warps_per_block), 0, stream,
+    launch(cross_entropy_forward_kernel<T>, row_grid(args.n, geometry),
+           dim3(32, geometry.warps_per_block), 0, stream,
            CrossEntropyParams<T>{.logits = static_cast<const T*>(args.logits),
                                  .labels = args.labels,
                                  .n = args.n,
@@ -251,10 +251,10 @@ inline void cross_entropy_forward(const CrossEntropyForwardArgs& args, cudaStrea
 }
 
 inline void cross_entropy_backward(const CrossEntropyBackwardArgs& args, cudaStream_t stream,
-                                   const RowLaunch& shape) {
+                                   const RowLaunch& geometry) {
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
-    launch(cross_entropy_backward_kernel<T>, row_grid(args.n, shape),
-           dim3(32, shape.warps_per_block), 0, stream,
+    launch(cross_entropy_backward_kernel<T>, row_grid(args.n, geometry),
+           dim3(32, geometry.warps_per_block), 0, stream,
            CrossEntropyParams<T>{.logits = static_cast<const T*>(args.logits),
                                  .labels = args.labels,
                                  .n = args.n,
@@ -266,29 +266,31 @@ inline void cross_entropy_backward(const CrossEntropyBackwardArgs& args, cudaStr
 }
 
 inline void soft_cross_entropy_forward(const SoftCrossEntropyForwardArgs& args, cudaStream_t stream,
-                                       const RowLaunch& shape) {
+                                       const RowLaunch& geometry) {
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
-    launch(soft_cross_entropy_forward_kernel<T>, row_grid(args.n, shape),
-           dim3(32, shape.warps_per_block), 0, stream, args);
+    launch(soft_cross_entropy_forward_kernel<T>, row_grid(args.n, geometry),
+           dim3(32, geometry.warps_per_block), 0, stream, args);
   });
   launch(loss_mean_kernel, dim3(1), dim3(kMeanThreads), 0, stream, args.sample_loss, args.n,
          args.loss);
 }
 
 inline void soft_cross_entropy_backward(const SoftCrossEntropyBackwardArgs& args,
-                                        cudaStream_t stream, const RowLaunch& shape) {
+                                        cudaStream_t stream, const RowLaunch& geometry) {
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
-    launch(soft_cross_entropy_backward_kernel<T>, row_grid(args.n, shape),
-           dim3(32, shape.warps_per_block), 0, stream, args,
+    launch(soft_cross_entropy_backward_kernel<T>, row_grid(args.n, geometry),
+           dim3(32, geometry.warps_per_block), 0, stream, args,
            args.grad_loss / static_cast<float>(args.n));
   });
 }
 
-inline void topk_correct(const TopkCorrectArgs& args, cudaStream_t stream, const RowLaunch& shape) {
+inline void topk_correct(const TopkCorrectArgs& args, cudaStream_t stream,
+                         const RowLaunch& geometry) {
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
     launch(loss_zero_kernel, dim3(1), dim3(32), 0, stream, args.correct, 2);
-    launch(topk_correct_kernel<T>, row_grid(args.n, shape), dim3(32, shape.warps_per_block), 0,
-           stream, static_cast<const T*>(args.logits), args.labels, args.n, args.k, args.correct);
+    launch(topk_correct_kernel<T>, row_grid(args.n, geometry), dim3(32, geometry.warps_per_block),
+           0, stream, static_cast<const T*>(args.logits), args.labels, args.n, args.k,
+           args.correct);
   });
 }
 

@@ -243,12 +243,12 @@ inline int maxpool_channels_per_thread(int64_t c, const void* activation, const 
 }
 
 // The grid over `rows` rows of `columns` threads each.
-inline dim3 maxpool_grid(int64_t rows, int64_t columns, const ElementwiseLaunch& shape) {
-  const int64_t tiles = (columns + shape.threads - 1) / shape.threads;
+inline dim3 maxpool_grid(int64_t rows, int64_t columns, const ElementwiseLaunch& geometry) {
+  const int64_t tiles = (columns + geometry.threads - 1) / geometry.threads;
   ENGINE_REQUIRE(tiles <= 65535, "maxpool2d: a row of " + std::to_string(columns) +
                                      " threads is over 65535 blocks of " +
-                                     std::to_string(shape.threads));
-  return dim3(static_cast<unsigned>(std::clamp<int64_t>(rows, 1, shape.max_blocks)),
+                                     std::to_string(geometry.threads));
+  return dim3(static_cast<unsigned>(std::clamp<int64_t>(rows, 1, geometry.max_blocks)),
               static_cast<unsigned>(tiles));
 }
 
@@ -284,40 +284,41 @@ void dispatch_maxpool_vector(int width, Fn&& fn) {
 // The entry points (declared in pool.h) with their launch geometry: the SIMT tests force
 // grids and launch sizes through it.
 inline void maxpool2d_forward(const MaxPool2dForwardArgs& args, cudaStream_t stream,
-                              const PoolLaunch& shape) {
+                              const PoolLaunch& geometry) {
   const MaxPool2dGeometry& g = args.geometry;
   const int64_t in_image = g.image_numel(), out_image = g.out_image_numel();
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
     const int width = maxpool_channels_per_thread(g.c, args.x, args.y, args.argmax);
     dispatch_maxpool_vector(width, [&]<int kVec>() {
       for_each_image_run(
-          g, shape.max_launch_elements, [&](int64_t first, const MaxPool2dGeometry& run) {
-            launch(maxpool2d_forward_kernel<T, kVec>,
-                   maxpool_grid(run.n * run.out_h, int64_t{run.out_w} * run.c / kVec, shape.grid),
-                   dim3(shape.grid.threads), 0, stream,
-                   static_cast<const T*>(args.x) + first * in_image,
-                   static_cast<T*>(args.y) + first * out_image, args.argmax + first * out_image,
-                   run, maxpool_divisors(run, kVec));
+          g, geometry.max_launch_elements, [&](int64_t first, const MaxPool2dGeometry& run) {
+            launch(
+                maxpool2d_forward_kernel<T, kVec>,
+                maxpool_grid(run.n * run.out_h, int64_t{run.out_w} * run.c / kVec, geometry.grid),
+                dim3(geometry.grid.threads), 0, stream,
+                static_cast<const T*>(args.x) + first * in_image,
+                static_cast<T*>(args.y) + first * out_image, args.argmax + first * out_image, run,
+                maxpool_divisors(run, kVec));
           });
     });
   });
 }
 
 inline void maxpool2d_backward(const MaxPool2dBackwardArgs& args, cudaStream_t stream,
-                               const PoolLaunch& shape) {
+                               const PoolLaunch& geometry) {
   const MaxPool2dGeometry& g = args.geometry;
   const int64_t in_image = g.image_numel(), out_image = g.out_image_numel();
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
     const int width = maxpool_channels_per_thread(g.c, args.dy, args.dx, args.argmax);
     dispatch_maxpool_vector(width, [&]<int kVec>() {
       for_each_image_run(
-          g, shape.max_launch_elements, [&](int64_t first, const MaxPool2dGeometry& run) {
-            launch(maxpool2d_backward_kernel<T, kVec>,
-                   maxpool_grid(run.n * run.h, maxpool_row_slots(run) * run.c / kVec, shape.grid),
-                   dim3(shape.grid.threads), 0, stream,
-                   static_cast<const T*>(args.dy) + first * out_image,
-                   args.argmax + first * out_image, static_cast<T*>(args.dx) + first * in_image,
-                   run, maxpool_divisors(run, kVec));
+          g, geometry.max_launch_elements, [&](int64_t first, const MaxPool2dGeometry& run) {
+            launch(
+                maxpool2d_backward_kernel<T, kVec>,
+                maxpool_grid(run.n * run.h, maxpool_row_slots(run) * run.c / kVec, geometry.grid),
+                dim3(geometry.grid.threads), 0, stream,
+                static_cast<const T*>(args.dy) + first * out_image, args.argmax + first * out_image,
+                static_cast<T*>(args.dx) + first * in_image, run, maxpool_divisors(run, kVec));
           });
     });
   });

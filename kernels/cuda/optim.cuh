@@ -56,17 +56,18 @@ __global__ void sgd_step_kernel(float* params, const float* grads, float* moment
 // momentum_buffer may be null when h.momentum == 0.
 // The entry point (declared in optim.h) with its launch geometry: the SIMT tests force grids
 // through it.
-inline void sgd_step(const SgdStepArgs& args, cudaStream_t stream, const ElementwiseLaunch& shape) {
+inline void sgd_step(const SgdStepArgs& args, cudaStream_t stream,
+                     const ElementwiseLaunch& geometry) {
   const int64_t n = args.n;
   if (n == 0) return;
   float* buffer = args.momentum_buffer;
   const bool aligned =
       all_aligned<4>(args.params, args.grads) && (buffer == nullptr || all_aligned<4>(buffer));
   if (aligned) {
-    launch(sgd_step_kernel<4>, elementwise_grid(n / 4, shape), dim3(shape.threads), 0, stream,
+    launch(sgd_step_kernel<4>, elementwise_grid(n / 4, geometry), dim3(geometry.threads), 0, stream,
            args.params, args.grads, buffer, n, args.options, args.first_step);
   } else {
-    launch(sgd_step_kernel<1>, elementwise_grid(n, shape), dim3(shape.threads), 0, stream,
+    launch(sgd_step_kernel<1>, elementwise_grid(n, geometry), dim3(geometry.threads), 0, stream,
            args.params, args.grads, buffer, n, args.options, args.first_step);
   }
 }

@@ -81,12 +81,13 @@ inline void global_avgpool_forward(const GlobalAvgPoolForwardArgs& args, cudaStr
 }
 
 inline void global_avgpool_backward(const GlobalAvgPoolBackwardArgs& args, cudaStream_t stream,
-                                    const ChannelTileLaunch& shape) {
+                                    const ChannelTileLaunch& geometry) {
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
     const T* dy = static_cast<const T*>(args.dy);
     T* dx = static_cast<T*>(args.dx);
     dispatch_channel_vector<T>(channel_vector_width<T>(args.c, dy, dx), [&]<int kVec>() {
-      const ChannelTileGrid layout = channel_tile_grid(args.n * args.spatial, args.c / kVec, shape);
+      const ChannelTileGrid layout =
+          channel_tile_grid(args.n * args.spatial, args.c / kVec, geometry);
       launch(global_avgpool_backward_kernel<T, kVec>, layout.grid, layout.block, 0, stream, dy, dx,
              args.n * args.spatial, args.spatial, args.c);
     });
