@@ -39,6 +39,44 @@ void for_each_row(int64_t rows, int64_t k, Body&& body) {
     body(i);
 }
 
+// Calls body(row, e) for every row, in parallel as for_each_row, with e a buffer of k floats
+// of the calling thread's own.
+template <typename Body>
+void for_each_row_with_buffer(int64_t rows, int64_t k, Body&& body) {
+  [[maybe_unused]] const bool parallel = rows > 1 && rows * k >= kExpParallelThreshold;
+#pragma omp parallel if (parallel)
+  {
+    std::vector<float> e(static_cast<size_t>(k));
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < rows; ++i)
+      body(i, e.data());
+  }
+}
+
+// e[j] = exp(z_j - max) of a row, kept so that each is computed once (std::exp dominates the
+// backward passes); returns their sum. The row is read whole before a caller writes its
+// gradient, so dlogits may alias logits.
+template <typename T>
+float row_exps(const T* row, int64_t k, float* e) {
+  float max = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < k; ++j)
+    max = std::fmax(max, to_float(row[j]));
+  float sum = 0.f;
+  for (int64_t j = 0; j < k; ++j) {
+    e[j] = std::exp(to_float(row[j]) - max);
+    sum += e[j];
+  }
+  return sum;
+}
+
+// loss[0] = the mean of the per-sample losses, summed in double.
+void store_mean(const float* sample_loss, int64_t n, float* loss) {
+  double total = 0;
+  for (int64_t i = 0; i < n; ++i)
+    total += sample_loss[i];
+  loss[0] = static_cast<float>(total / static_cast<double>(n));
+}
+
 }  // namespace
 
 void cross_entropy_forward(const CrossEntropyForwardArgs& args) {
@@ -65,10 +103,7 @@ void cross_entropy_forward(const CrossEntropyForwardArgs& args) {
                        label_smoothing / static_cast<float>(k) * sum_z;
     });
   });
-  double total = 0;
-  for (int64_t i = 0; i < n; ++i)
-    total += sample_loss[i];
-  args.loss[0] = static_cast<float>(total / static_cast<double>(n));
+  store_mean(sample_loss, n, args.loss);
 }
 
 void cross_entropy_backward(const CrossEntropyBackwardArgs& args) {
@@ -80,31 +115,16 @@ void cross_entropy_backward(const CrossEntropyBackwardArgs& args) {
   dispatch_dtype(args.dtype, [&]<typename T>() {
     const T* z = static_cast<const T*>(args.logits);
     T* dz = static_cast<T*>(args.dlogits);
-    [[maybe_unused]] const bool parallel = n > 1 && n * k >= kExpParallelThreshold;
-#pragma omp parallel if (parallel)
-    {
-      // exp(z - max) of a row, kept so that each is computed once (std::exp dominates here).
-      std::vector<float> e(static_cast<size_t>(k));
-#pragma omp for schedule(static)
-      for (int64_t i = 0; i < n; ++i) {
-        const T* row = z + i * k;
-        T* grad = dz + i * k;
-        const int64_t label = class_index(labels[i], k);
-        float max = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < k; ++j)
-          max = std::fmax(max, to_float(row[j]));
-        float sum = 0.f;
-        for (int64_t j = 0; j < k; ++j) {
-          e[j] = std::exp(to_float(row[j]) - max);
-          sum += e[j];
-        }
-        if (label < 0) sum = std::numeric_limits<float>::quiet_NaN();
-        for (int64_t j = 0; j < k; ++j) {
-          const float target = smooth + (j == label ? 1.f - label_smoothing : 0.f);
-          grad[j] = from_float<T>((e[j] / sum - target) * scale);
-        }
+    for_each_row_with_buffer(n, k, [&](int64_t i, float* e) {
+      const int64_t label = class_index(labels[i], k);
+      float sum = row_exps(z + i * k, k, e);
+      if (label < 0) sum = std::numeric_limits<float>::quiet_NaN();
+      T* grad = dz + i * k;
+      for (int64_t j = 0; j < k; ++j) {
+        const float target = smooth + (j == label ? 1.f - label_smoothing : 0.f);
+        grad[j] = from_float<T>((e[j] / sum - target) * scale);
       }
-    }
+    });
   });
 }
 
@@ -127,10 +147,7 @@ void soft_cross_entropy_forward(const SoftCrossEntropyForwardArgs& args) {
       sample_loss[i] = std::log(sum) * mass - target_z;
     });
   });
-  double total = 0;
-  for (int64_t i = 0; i < n; ++i)
-    total += sample_loss[i];
-  args.loss[0] = static_cast<float>(total / static_cast<double>(n));
+  store_mean(sample_loss, n, args.loss);
 }
 
 void soft_cross_entropy_backward(const SoftCrossEntropyBackwardArgs& args) {
@@ -139,31 +156,17 @@ void soft_cross_entropy_backward(const SoftCrossEntropyBackwardArgs& args) {
   dispatch_dtype(args.dtype, [&]<typename T>() {
     const T* z = static_cast<const T*>(args.logits);
     T* dz = static_cast<T*>(args.dlogits);
-    [[maybe_unused]] const bool parallel = n > 1 && n * k >= kExpParallelThreshold;
-#pragma omp parallel if (parallel)
-    {
-      // exp(z - max) of a row, kept so that each is computed once (std::exp dominates here);
-      // the row is read whole before it is written, so dlogits may alias logits.
-      std::vector<float> e(static_cast<size_t>(k));
-#pragma omp for schedule(static)
-      for (int64_t i = 0; i < n; ++i) {
-        const T* row = z + i * k;
-        const float* target = args.targets + i * k;
-        float max = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < k; ++j)
-          max = std::fmax(max, to_float(row[j]));
-        float sum = 0.f, mass = 0.f;
-        for (int64_t j = 0; j < k; ++j) {
-          e[j] = std::exp(to_float(row[j]) - max);
-          sum += e[j];
-          mass += target[j];
-        }
-        const float weight = mass / sum;
-        T* grad = dz + i * k;
-        for (int64_t j = 0; j < k; ++j)
-          grad[j] = from_float<T>((e[j] * weight - target[j]) * scale);
-      }
-    }
+    for_each_row_with_buffer(n, k, [&](int64_t i, float* e) {
+      const float* target = args.targets + i * k;
+      const float sum = row_exps(z + i * k, k, e);
+      float mass = 0.f;
+      for (int64_t j = 0; j < k; ++j)
+        mass += target[j];
+      const float weight = mass / sum;
+      T* grad = dz + i * k;
+      for (int64_t j = 0; j < k; ++j)
+        grad[j] = from_float<T>((e[j] * weight - target[j]) * scale);
+    });
   });
 }
 

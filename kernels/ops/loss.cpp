@@ -16,39 +16,40 @@ struct Classes {
   int64_t k = 0;
 };
 
-// logits [N, K] (N, K >= 1) of a float dtype and labels i32[N] on the same device.
-Classes require_logits(std::string_view op, const Tensor& logits, const Tensor& labels,
-                       const Stream& stream) {
+// logits [N, K] (N, K >= 1) of a float dtype, on the stream's device.
+Classes require_logits_matrix(std::string_view op, const Tensor& logits, const Stream& stream) {
   ops::require_float(op, "logits", logits);
   if (logits.dim() != 2 || logits.numel() == 0) {
     fail(std::string(op) + ": logits is " + logits.describe() + ", expected a non-empty [N, K]");
   }
-  const Classes shape{logits.size(0), logits.size(1)};
+  ops::require_on_stream(op, "logits", logits, stream);
+  return {logits.size(0), logits.size(1)};
+}
+
+// logits as above and labels i32[N] on the same device.
+Classes require_logits(std::string_view op, const Tensor& logits, const Tensor& labels,
+                       const Stream& stream) {
+  const Classes shape = require_logits_matrix(op, logits, stream);
   ops::require_defined(op, "labels", labels);
   if (labels.dtype() != DType::i32 || labels.numel() != shape.n ||
       labels.device() != logits.device()) {
     fail(std::string(op) + ": labels is " + labels.describe() + ", expected i32[" +
          std::to_string(shape.n) + "] (class indices) on " + logits.device().str());
   }
-  ops::require_on_stream(op, "logits", logits, stream);
   return shape;
 }
 
-// logits [N, K] (N, K >= 1) of a float dtype and targets f32[N, K] on the same device.
+// logits as above and targets f32[N, K] on the same device.
 Classes require_soft_targets(std::string_view op, const Tensor& logits, const Tensor& targets,
                              const Stream& stream) {
-  ops::require_float(op, "logits", logits);
-  if (logits.dim() != 2 || logits.numel() == 0) {
-    fail(std::string(op) + ": logits is " + logits.describe() + ", expected a non-empty [N, K]");
-  }
+  const Classes shape = require_logits_matrix(op, logits, stream);
   ops::require_defined(op, "targets", targets);
   if (targets.dtype() != DType::f32 || targets.shape() != logits.shape() ||
       targets.device() != logits.device()) {
     fail(std::string(op) + ": targets is " + targets.describe() + ", expected f32" +
          shape_str(logits.shape()) + " (class probabilities) on " + logits.device().str());
   }
-  ops::require_on_stream(op, "logits", logits, stream);
-  return {logits.size(0), logits.size(1)};
+  return shape;
 }
 
 void require_smoothing(std::string_view op, float label_smoothing) {
