@@ -46,6 +46,7 @@ Loader::Loader(const ImageFolder& dataset, LoaderConfig config)
                  "Loader: --workers must be positive, got " + std::to_string(config_.workers));
   ENGINE_REQUIRE(is_float_dtype(config_.dtype), "Loader: --dtype must be f32 or bf16, got " +
                                                     std::string(dtype_name(config_.dtype)));
+  config_.mix.check();
   if (config_.prefetch_batches <= 0) config_.prefetch_batches = 2 * config_.workers;
   if (!config_.bad_files) config_.bad_files = std::make_shared<BadFileLog>();
   if (config_.device.is_cuda()) copy_stream_.emplace(config_.device);
@@ -100,6 +101,7 @@ EpochSummary Loader::summary() const {
 void Loader::worker_loop() {
   SampleProcessor processor(config_.transform, config_.limits);
   std::vector<uint8_t> file_bytes;
+  std::vector<std::byte> mix_scratch;
   std::unique_lock lock(mutex_);
   while (true) {
     work_available_.wait(lock, [&] {
@@ -115,6 +117,7 @@ void Loader::worker_loop() {
     Ready ready;
     try {
       ready.batch = build_batch(batch_index, epoch, indices, processor, file_bytes);
+      mix_batch(ready.batch, epoch, mix_scratch);
     } catch (...) {
       ready.error = std::current_exception();
     }
@@ -191,6 +194,20 @@ Batch Loader::build_batch(int64_t batch_index, int64_t epoch, std::span<const in
     batch.images = shorter;
   }
   return batch;
+}
+
+void Loader::mix_batch(Batch& batch, int64_t epoch, std::vector<std::byte>& scratch) const {
+  const MixConfig& mix = config_.mix;
+  if (!mix.enabled()) return;
+  const int size = config_.transform.output_size;
+  const auto n = static_cast<int64_t>(batch.labels.size());
+  const bool mixing = mix.off_epoch == 0 || epoch < mix.off_epoch;
+  BatchMixRandom random(config_.seed, config_.mix_rank, static_cast<uint64_t>(epoch),
+                        static_cast<uint64_t>(batch.batch_index));
+  const MixPlan plan = plan_mix(mix, n, size, size, mixing, random);
+  apply_mix(plan, batch.images.raw_data(), config_.dtype, size, size, scratch);
+  batch.targets = mixed_targets(plan, batch.labels, static_cast<int64_t>(dataset_.classes().size()),
+                                mix.label_smoothing);
 }
 
 void Loader::fill_synthetic(std::span<const int64_t> indices, std::byte* slots,

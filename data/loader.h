@@ -7,6 +7,10 @@
 // identical whatever the number of workers, and an epoch resumed at batch k continues exactly
 // as the uninterrupted one would have.
 //
+// With mixing configured (LoaderConfig::mix, data/batch_mixing.h) the worker that built a batch
+// mixes it, in host memory before the copy, and gives it soft targets; its draws come from
+// BatchMixRandom(seed, mix_rank, epoch, batch index): the same at any worker count and resume.
+//
 // A synthetic dataset (ImageFolder::synthetic) has no files: each image is uniform [0, 1)
 // values from (seed, index), the same in every epoch, with no transform.
 //
@@ -28,6 +32,7 @@
 #include <vector>
 
 #include "data/bad_file_log.h"
+#include "data/batch_mixing.h"
 #include "data/decode.h"
 #include "data/image_folder.h"
 #include "data/sampler.h"
@@ -55,6 +60,10 @@ struct LoaderConfig {
   uint64_t seed = 0;
   // Replace each skipped file by the next readable sample after the batch (see above).
   bool refill_skipped = false;
+  // MixUp / CutMix of each batch (off unless mix.enabled()); mix_rank keys its draws, as the
+  // rank's own generator in timm.
+  MixConfig mix;
+  uint64_t mix_rank = 0;
   // Where skipped files are recorded and warned about. Loaders that share one (bench_data runs
   // several over one folder) name each bad file once between them. Null: the loader's own.
   std::shared_ptr<BadFileLog> bad_files;
@@ -65,7 +74,10 @@ struct Batch {
   Tensor images;                 // [n, size, size, 3] on the configured device
   std::vector<int32_t> labels;   // n class indices
   std::vector<int64_t> indices;  // n dataset indices
-  int64_t skipped = 0;           // files of this batch that could not be used
+  // With mixing: n x classes soft targets (rows sum to 1), labels staying each image's own
+  // (the one weighted lambda); empty without.
+  std::vector<float> targets;
+  int64_t skipped = 0;  // files of this batch that could not be used
   // CUDA: recorded after the copy; the compute stream waits on it before reading `images`.
   // Keep `images` alive until that work has finished: the caching allocator does not track
   // streams (kernels/caching_allocator.h), as with PyTorch's record_stream. Null on the CPU.
@@ -110,6 +122,8 @@ class Loader {
   void worker_loop();
   Batch build_batch(int64_t batch_index, int64_t epoch, std::span<const int64_t> indices,
                     SampleProcessor& processor, std::vector<uint8_t>& file_bytes);
+  // Mixes the host batch and sets its targets, when mixing is configured.
+  void mix_batch(Batch& batch, int64_t epoch, std::vector<std::byte>& scratch) const;
   // The batch's images of a synthetic dataset: uniform [0, 1) values from (seed, index).
   void fill_synthetic(std::span<const int64_t> indices, std::byte* slots, Batch& batch) const;
   void copy_to_device(Batch& batch);

@@ -26,6 +26,7 @@ struct Collected {
   std::vector<std::vector<float>> images;  // per batch
   std::vector<std::vector<int32_t>> labels;
   std::vector<std::vector<int64_t>> indices;
+  std::vector<std::vector<float>> targets;
   EpochSummary summary;
 };
 
@@ -83,6 +84,7 @@ class LoaderTest : public ::testing::Test {
       out.images.push_back(batch->images.to_floats(stream));
       out.labels.push_back(batch->labels);
       out.indices.push_back(batch->indices);
+      out.targets.push_back(batch->targets);
     }
     out.summary = loader.summary();
     return out;
@@ -217,6 +219,58 @@ TEST_F(LoaderTest, Bf16BatchesAreTheF32BatchesRounded) {
       ASSERT_EQ(static_cast<float>(bf16(f32.images[b][i])), bf16_batches.images[b][i]);
     }
   }
+}
+
+// MixUp and CutMix (data/batch_mixing.h) in the loader: each batch is the unmixed loader's
+// batch mixed by the plan of BatchMixRandom(seed, rank, epoch, batch), with its soft targets,
+// the same for any worker count and from a resumed position; other ranks mix differently.
+TEST_F(LoaderTest, MixedBatchesAreThePlannedMixOfTheUnmixedOnes) {
+  Loader plain(*dataset_, config_);
+  config_.mix.mixup_alpha = 0.8;
+  config_.mix.cutmix_alpha = 1.0;
+  config_.mix.mode = MixMode::elem;
+  config_.mix.label_smoothing = 0.1;
+  config_.mix_rank = 1;
+  config_.workers = 1;
+  Loader one(*dataset_, config_);
+  config_.workers = 3;
+  Loader three(*dataset_, config_);
+  const Collected unmixed = run_epoch(plain, 2);
+  const Collected mixed = run_epoch(one, 2);
+  EXPECT_TRUE(unmixed.targets.front().empty()) << "no targets without mixing";
+  const int size = config_.transform.output_size;
+  std::vector<std::byte> scratch;
+  int changed = 0;
+  for (size_t b = 0; b < mixed.images.size(); ++b) {
+    BatchMixRandom random(config_.seed, 1, 2, b);
+    const auto n = static_cast<int64_t>(unmixed.labels[b].size());
+    const MixPlan plan = plan_mix(config_.mix, n, size, size, true, random);
+    std::vector<float> expected = unmixed.images[b];
+    apply_mix(plan, expected.data(), DType::f32, size, size, scratch);
+    EXPECT_EQ(mixed.images[b], expected) << "batch " << b;
+    EXPECT_EQ(mixed.labels[b], unmixed.labels[b]) << "labels stay each image's own";
+    EXPECT_EQ(mixed.targets[b], mixed_targets(plan, unmixed.labels[b], 3, 0.1));
+    changed += mixed.images[b] != unmixed.images[b];
+  }
+  EXPECT_GT(changed, 0);
+  const Collected mixed_by_three = run_epoch(three, 2);
+  EXPECT_EQ(mixed.images, mixed_by_three.images);
+  EXPECT_EQ(mixed.targets, mixed_by_three.targets);
+  Loader resumed(*dataset_, config_);
+  const Collected tail = run_epoch(resumed, 2, /*first_batch=*/3);
+  ASSERT_EQ(tail.images.size(), mixed.images.size() - 3);
+  EXPECT_EQ(tail.images.front(), mixed.images[3]);
+  EXPECT_EQ(tail.targets.front(), mixed.targets[3]);
+  config_.mix_rank = 0;
+  Loader rank0(*dataset_, config_);
+  EXPECT_NE(run_epoch(rank0, 2).targets, mixed.targets) << "each rank draws its own mixing";
+  config_.mix.off_epoch = 2;
+  Loader switched_off(*dataset_, config_);
+  const Collected off = run_epoch(switched_off, 2);
+  EXPECT_EQ(off.images, unmixed.images) << "--mixup-off-epoch 2 stops mixing in epoch 2";
+  EXPECT_EQ(off.targets.front()[static_cast<size_t>(unmixed.labels[0][0])], 1.f - 0.1f + 0.1f / 3);
+  config_.mix.mixup_alpha = -1;
+  EXPECT_THROW(Loader(*dataset_, config_), Error);
 }
 
 // --dummy's dataset: no files; each image uniform [0, 1) values from (seed, index), the same
