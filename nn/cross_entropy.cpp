@@ -28,12 +28,26 @@ const Tensor& CrossEntropyLoss::forward(const Tensor& logits, const Tensor& labe
                                         Stream& stream) {
   logits_ = logits;
   labels_ = labels;
+  targets_ = Tensor();
   cross_entropy_forward(logits, labels, label_smoothing_, sample_loss_, loss_, stream);
+  return loss_;
+}
+
+const Tensor& CrossEntropyLoss::forward_soft(const Tensor& logits, const Tensor& targets,
+                                             Stream& stream) {
+  logits_ = logits;
+  labels_ = Tensor();
+  targets_ = targets;
+  soft_cross_entropy_forward(logits, targets, sample_loss_, loss_, stream);
   return loss_;
 }
 
 const Tensor& CrossEntropyLoss::backward(Stream& stream, float grad_loss) {
   if (!logits_.defined()) fail("CrossEntropyLoss: backward before forward");
+  if (targets_.defined()) {
+    soft_cross_entropy_backward(logits_, targets_, grad_loss, dlogits_, stream);
+    return dlogits_;
+  }
   cross_entropy_backward(logits_, labels_, label_smoothing_, grad_loss, dlogits_, stream);
   return dlogits_;
 }

@@ -1,6 +1,7 @@
 #include "train/train_options.h"
 
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "train/cli_usage.h"
@@ -38,6 +39,28 @@ void require(bool ok, const std::string& message) {
   if (!ok) throw UsageError(message);
 }
 
+// --mixup, --cutmix and their settings.
+void check_mixing(const TrainOptions& o) {
+  const data::MixConfig& m = o.mix;
+  require(m.mixup_alpha >= 0, "--mixup ALPHA must be >= 0 (0: off)");
+  require(m.cutmix_alpha >= 0, "--cutmix ALPHA must be >= 0 (0: off)");
+  if (m.cutmix_minmax) {
+    const auto [low, high] = *m.cutmix_minmax;
+    require(low > 0 && low < high && high <= 1, "--cutmix-minmax MIN,MAX needs 0 < MIN < MAX <= 1");
+  }
+  require(m.prob >= 0 && m.prob <= 1, "--mixup-prob must be in [0, 1]");
+  require(m.switch_prob >= 0 && m.switch_prob <= 1, "--mixup-switch-prob must be in [0, 1]");
+  require(m.off_epoch >= 0, "--mixup-off-epoch must be >= 0 (0: never)");
+  if (!m.enabled()) return;
+  // timm asserts an even batch: image i is mixed with image n-1-i of each rank's batch.
+  require(o.batch_size % 2 == 0,
+          "--mixup/--cutmix mix image i with image n-1-i of each rank's "
+          "batch: --batch-size must be even");
+  require(o.dump_batches.empty(),
+          "--dump-batches records hard labels for a replay in PyTorch: it "
+          "does not apply with --mixup/--cutmix");
+}
+
 // What the parse's own checks cannot see: flags that need or exclude others, and the ranges
 // of values the shared flags (train/common_flags.h) do not own.
 void check_values(const TrainOptions& o) {
@@ -62,6 +85,7 @@ void check_values(const TrainOptions& o) {
   require(o.warmup_start_factor > 0 && o.warmup_start_factor <= 1,
           "--warmup-start-factor must be in (0, 1]");
   require(o.label_smoothing >= 0 && o.label_smoothing < 1, "--label-smoothing must be in [0, 1)");
+  check_mixing(o);
   require(o.workers >= 0, "--workers must be >= 0");
   require(o.threads >= 0, "--threads must be >= 0");
   require(o.print_freq >= 1, "--print-freq must be >= 1");
@@ -189,6 +213,39 @@ void add_image_flags(cli::Command& c, TrainOptions& o) {
            });
 }
 
+// MixUp and CutMix, with timm's train.py flags and defaults (data/batch_mixing.h).
+void add_mixing_flags(cli::Command& c, TrainOptions& o) {
+  data::MixConfig& m = o.mix;
+  c.number("--mixup", m.mixup_alpha,
+           "MixUp: blend each image with its partner (image n-1-i of the rank's batch) by lambda "
+           "~ Beta(X, X), targets likewise (0: off). With --mixup or --cutmix the loss "
+           "takes soft targets (--label-smoothing folded in) and training top-1 counts each "
+           "image's own label, the one weighted lambda: it reads lower than without mixing; "
+           "validation is unmixed",
+           "");
+  c.number("--cutmix", m.cutmix_alpha,
+           "CutMix: paste a box of the partner of area 1 - lambda, lambda ~ Beta(X, X), lambda "
+           "then the area kept (0: off)",
+           "");
+  c.option("--cutmix-minmax", "MIN,MAX",
+           "CutMix boxes with sides a random fraction in [MIN, MAX) of the image's instead "
+           "(turns CutMix on, alpha 1)",
+           "off", [&m](const std::string& flag, const std::string& text) {
+             m.cutmix_minmax = fixed_list<2, double>(flag, text);
+           });
+  c.number("--mixup-prob", m.prob, "probability of mixing a batch, pair or element", "1");
+  c.number("--mixup-switch-prob", m.switch_prob,
+           "with both on: probability of CutMix rather than MixUp", "0.5");
+  c.option("--mixup-mode", "M", "batch|pair|elem: one lambda per batch, pair or image", "batch",
+           [&m](const std::string& flag, const std::string& text) {
+             const std::optional<data::MixMode> mode = data::parse_mix_mode(text);
+             if (!mode) throw UsageError(flag + " takes batch, pair or elem, got '" + text + "'");
+             m.mode = *mode;
+           });
+  c.integer("--mixup-off-epoch", m.off_epoch,
+            "stop mixing from this epoch on (0-based, as timm; 0: never)", "");
+}
+
 // Communication, checkpoints, metrics and the run's limits.
 void add_output_flags(cli::Command& c, TrainOptions& o) {
   c.number("--bucket-cap-mb", o.bucket_cap_mb, "gradient bucket size for the all-reduce");
@@ -275,6 +332,7 @@ cli::Command train_command(TrainOptions& o) {
   add_optimizer_flags(command, o);
   add_run_flags(command, o);
   add_image_flags(command, o);
+  add_mixing_flags(command, o);
   add_output_flags(command, o);
   return command;
 }

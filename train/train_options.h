@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "data/batch_mixing.h"
 #include "kernels/dtype.h"
 #include "nn/precision.h"
 #include "train/cli_command.h"
@@ -39,6 +40,9 @@ struct TrainOptions {
   int64_t warmup_epochs = 0;
   double warmup_start_factor = 0.01;
   double label_smoothing = 0;
+  // --mixup, --cutmix and their settings (timm's flags). Its label_smoothing stays 0 here: the
+  // trainer folds --label-smoothing into the mixed targets.
+  data::MixConfig mix;
   int workers = 0;     // 0: the cores this rank has, at most 8
   int threads = 0;     // compute threads per rank; 0: the host's cores / ranks on the host
   std::string resume;  // a checkpoint, "" for none, or kResumeAuto before resolve_resume_auto

@@ -40,6 +40,9 @@ TrainerData::TrainerData(const TrainOptions& options, int rank, int world, Datas
     train.transform.augmentation = data::Augmentation::train;
     train.drop_last = true;  // every step has the full batch (and BatchNorm at least 2 values)
     train.refill_skipped = true;
+    train.mix = o.mix;
+    train.mix.label_smoothing = o.label_smoothing;
+    train.mix_rank = static_cast<uint64_t>(rank_);
     train_loader_ = std::make_unique<data::Loader>(*datasets_.train, train);
     const data::DistributedSampler sampler(static_cast<int64_t>(datasets_.train->size()), world_,
                                            rank_, true, o.seed);

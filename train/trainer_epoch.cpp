@@ -52,7 +52,17 @@ int train_epoch(int64_t epoch, const TrainOptions& options, TrainerData& data, T
     nn::Pass pass{stream, true, false, {}};
     if (micro == 0) model.zero_grad();
     const Tensor& logits = model.forward(batch->images, pass);
-    metrics.rows().push(logits, labels, model.mean_loss(logits, labels, stream), stream);
+    // --mixup/--cutmix: the loss takes the batch's soft targets; top-1 still counts the labels.
+    const Tensor& loss =
+        batch->targets.empty()
+            ? model.mean_loss(logits, labels, stream)
+            : model.mean_soft_loss(
+                  logits,
+                  Tensor::from_floats({n, static_cast<int64_t>(batch->targets.size()) / n},
+                                      batch->targets)
+                      .to(stream.device(), stream),
+                  stream);
+    metrics.rows().push(logits, labels, loss, stream);
     model.backward(pass, micro == accum - 1, 1.f / static_cast<float>(accum), stream);
     step_samples += n;
     if (micro != accum - 1) continue;

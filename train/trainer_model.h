@@ -51,9 +51,13 @@ class TrainerModel {
   const Tensor& forward(const Tensor& images, nn::Pass& pass) {
     return model_.forward(images, pass);
   }
-  // The batch's mean loss (f32, one element, on the device).
+  // The batch's mean loss (f32, one element, on the device), against class labels or, under
+  // --mixup/--cutmix, the batch's soft targets (f32[N, K] on the device).
   const Tensor& mean_loss(const Tensor& logits, const Tensor& labels, Stream& stream) {
     return loss_.forward(logits, labels, stream);
+  }
+  const Tensor& mean_soft_loss(const Tensor& logits, const Tensor& targets, Stream& stream) {
+    return loss_.forward_soft(logits, targets, stream);
   }
   // Backward of the last mean_loss times `loss_scale`; with `sync` (a step's last
   // micro-batch) the gradients are all-reduced as backward finishes them, else they

@@ -10,6 +10,7 @@ DIR is a small Fashion-MNIST ImageFolder (tools/export_fashion_mnist.py --train-
                 metrics.jsonl == the checkpoint's best, in percents; an older checkpoint's
                 fractional best resumes as a fraction
   learns_bf16   the same training with bf16 activations (fp32 master weights)
+  mixing        the same training with --mixup 0.2 --cutmix 1.0 --label-smoothing 0.1
   equivalence   1 rank x batch 16 vs 2 ranks x batch 8 with --sync-bn: the same losses
   resume        stopped mid-epoch by --max-steps then --resume: the same per-step losses as
                 an uninterrupted run, bit for bit; the resumed part's --dump-batches files
@@ -24,6 +25,7 @@ DIR is a small Fashion-MNIST ImageFolder (tools/export_fashion_mnist.py --train-
   dummy         --dummy: random images, no folder; the run, its checkpoint and --evaluate
   ema           --ema 0.5: the weight average's figures printed and in the metrics, one step
                 of it against the formula, resumed at step 13 == uninterrupted bit for bit
+                (with per-image MixUp/CutMix on, whose draws must resume too)
   resize        --progressive-resize and --val-image-size: each epoch's batches at its crop,
                 validation at its own size (== --evaluate at that size)
   sigterm       SIGTERM to one rank: every rank stops within seconds, 143, checkpoint intact
@@ -109,6 +111,15 @@ def case_learns_bf16(args):
     _, result, epochs = train_and_check_learning(args, "learns_bf16", ["--precision", "bf16"])
     check("bf16" in result.stdout, "the banner does not say bf16")
     print(f"learns_bf16: train loss {[e['train_loss'] for e in epochs]}, val top-1 "
+          f"{[e['val_top1_pct'] for e in epochs]}, {result.seconds:.0f} s")
+
+
+def case_mixing(args):
+    """MixUp and CutMix (timm's flags) with label smoothing folded into the soft targets: the
+    run learns as the plain one does, on batches that differ from the unmixed run's."""
+    mixing = ["--mixup", "0.2", "--cutmix", "1.0", "--label-smoothing", "0.1"]
+    _, result, epochs = train_and_check_learning(args, "mixing", mixing)
+    print(f"mixing: train loss {[e['train_loss'] for e in epochs]}, val top-1 "
           f"{[e['val_top1_pct'] for e in epochs]}, {result.seconds:.0f} s")
 
 
@@ -262,7 +273,8 @@ def case_ema(args):
     """--ema 0.5: the average of the weights and BatchNorm statistics, evaluated each epoch,
     saved with last, one step of it checked against the formula, resumed exactly."""
     work = fresh(args, "ema")
-    flags = ["--epochs", "2", "-b", "16", "--lr", "0.05", "--lr-schedule", "onecycle", "--ema", "0.5"]
+    flags = ["--epochs", "2", "-b", "16", "--lr", "0.05", "--lr-schedule", "onecycle", "--ema", "0.5",
+             "--mixup", "0.8", "--cutmix", "1.0", "--mixup-mode", "elem"]
     whole = run(args, 2, flags + ["--checkpoint-dir", work + "/whole"])
     epochs = read_jsonl(os.path.join(work, "whole", "metrics.jsonl"))
     for line in epochs:
@@ -543,6 +555,10 @@ def case_bad_flags(args):
         (["--dummy"], 2, "--dummy trains on random images: drop --data or --dummy"),
         (["--accum-steps", "0"], 2, "--accum-steps must be in 1..64"),
         (["--ema", "1"], 2, "--ema must be in [0, 1)"),
+        (["--mixup", "-0.2"], 2, "--mixup ALPHA must be >= 0"),
+        (["--cutmix", "1", "--batch-size", "15"], 2, "--batch-size must be even"),
+        (["--cutmix-minmax", "0.8,0.2"], 2, "--cutmix-minmax MIN,MAX needs 0 < MIN < MAX <= 1"),
+        (["--mixup-mode", "batches"], 2, "--mixup-mode takes batch, pair or elem"),
         (["--progressive-resize", "16,1,3"], 2, "needs 32 <= MIN <= --image-size"),
         (["--progressive-resize", "32,3,3"], 2, "needs 1 <= FIRST < LAST"),
         (["--dummy-images", "10.5,4"], 2, "--dummy-images takes two whole numbers"),
