@@ -8,7 +8,8 @@ CPU backend's within fp32 reordering (relative 1e-4; measured: 2e-6). Batch 8, n
 images, BatchNorm of the last stage normalizes two values per channel at 1x1, which amplifies
 rounding differences to percents by the second step.
 
---ranks 2: mpirun -np 2, batch 2 per rank with --sync-bn, so BatchNorm sees the global batch of
+--ranks 2: mpirun -np 2, batch 2 per rank with --sync-bn and pair-mode MixUp/CutMix (soft
+targets copied to the device for the soft-target loss), so BatchNorm sees the global batch of
 4 through the sim device's NCCL shim (--comm auto: our ring over NcclTransport for the gradients
 and SyncBN's all-reduces; ring-shm on the CPU). Three steps, a checkpoint, then --resume for a
 fourth: the resumed steps must be bit-identical to an uninterrupted 4-step CUDA run (the same
@@ -52,7 +53,7 @@ COMMON = ["--arch", "resnet18", "--image-size", "32", "--crop-scale", "0.64,1", 
           "--epochs", "1", "--lr", "0.002", "--momentum", "0.9"]
 # --ema: the weight average (sgd_step and copies on the device) saved at the stop, compared too.
 SINGLE_RANK = ["--comm", "ring-shm", "-b", "8", "--max-steps", "2", "--ema", "0.9"]
-MULTI_RANK = ["--sync-bn", "-b", "2"]
+MULTI_RANK = ["--sync-bn", "-b", "2", "--mixup", "0.8", "--cutmix", "1.0", "--mixup-mode", "pair"]
 RELATIVE_TOLERANCE = 1e-4
 MULTI_RANK_TOLERANCES = [1e-5, 2e-3]  # per step; see the docstring for why
 MPI = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
