@@ -73,11 +73,11 @@ Datasets scan_datasets(const TrainOptions& options) {
   return datasets;
 }
 
-void check_checkpoint_dir(const std::string& dir, int64_t checkpoint_bytes) {
+void check_writable_dir(const std::string& flag, const std::string& dir) {
   std::error_code error;
   fs::create_directories(dir, error);
   if (error || !fs::is_directory(dir)) {
-    fail("--checkpoint-dir " + dir + ": cannot create the folder" +
+    fail(flag + " " + dir + ": cannot create the folder" +
          (error ? ": " + error.message() : std::string(" (a file is in the way)")));
   }
   const std::string probe = dir + "/.resnet_train_probe." + std::to_string(getpid());
@@ -86,9 +86,11 @@ void check_checkpoint_dir(const std::string& dir, int64_t checkpoint_bytes) {
   const int write_error = errno;
   if (file) std::fclose(file);
   std::remove(probe.c_str());
-  if (!written) {
-    fail("--checkpoint-dir " + dir + ": not writable (" + std::strerror(write_error) + ")");
-  }
+  if (!written) fail(flag + " " + dir + ": not writable (" + std::strerror(write_error) + ")");
+}
+
+void check_checkpoint_dir(const std::string& dir, int64_t checkpoint_bytes) {
+  check_writable_dir("--checkpoint-dir", dir);
   struct statvfs space = {};
   if (statvfs(dir.c_str(), &space) == 0) {
     const auto free_bytes = static_cast<double>(space.f_bavail) * space.f_frsize;

@@ -28,6 +28,9 @@ Datasets scan_datasets(const TrainOptions& options);
 // has room for two checkpoints of `checkpoint_bytes` (the temp file and the one it replaces).
 void check_checkpoint_dir(const std::string& dir, int64_t checkpoint_bytes);
 
+// Creates the folder of `flag` and writes and removes a probe file in it.
+void check_writable_dir(const std::string& flag, const std::string& dir);
+
 // The --resume file: present, a safetensors checkpoint, of options.arch with `num_classes`
 // outputs, and (when it records them) of the same classes.
 void check_resume_file(const TrainOptions& options, const std::vector<std::string>& classes);

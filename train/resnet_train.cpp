@@ -101,6 +101,7 @@ int train_main(TrainOptions& options, MpiSession& session) {
     if (!options.resume.empty()) check_resume_file(options, datasets->classes());
     if (session.rank() == 0 && !options.evaluate) {
       check_checkpoint_dir(options.checkpoint_dir, checkpoint_bytes(options, classes));
+      if (!options.tensorboard.empty()) check_writable_dir("--tensorboard", options.tensorboard);
     }
     // Every rank writes its own batches, perhaps to a disk of its own host.
     if (!options.dump_batches.empty()) prepare_batch_dump_dir(options.dump_batches);

@@ -256,6 +256,10 @@ void add_output_flags(cli::Command& c, TrainOptions& o) {
          "one JSON line per optimizer step (none)\nAccuracies and shares are percents (0-100) "
          "everywhere: printed, in the JSON (keys ending _pct) and in the checkpoint "
          "(best_val_top1_pct)");
+  c.text("--tensorboard", o.tensorboard, "DIR",
+         "also write the step and epoch figures as TensorBoard event files in DIR (rank 0; "
+         "tensorboard --logdir DIR shows them)",
+         "none");
   c.number("--comm-timeout", o.comm_timeout_s, "a collective waiting longer ends the job");
   c.text("--comm", o.comm, "NAME",
          "gradient communicator: auto|ring-shm|ring-mpi|ring-hier|mpi|nccl|ring-nccl (auto: "

@@ -59,6 +59,7 @@ struct TrainOptions {
   std::string checkpoint_dir = "checkpoints";
   std::string metrics;       // "": <checkpoint_dir>/metrics.jsonl
   std::string step_metrics;  // "": none; else one JSON line per optimizer step
+  std::string tensorboard;   // "": none; else TensorBoard event files in this folder (rank 0)
   double comm_timeout_s = 300;
   std::string comm = "auto";  // the gradient all-reduce's communicator (comm_factory names)
   std::array<float, 3> normalize_mean = {0.485f, 0.456f, 0.406f};

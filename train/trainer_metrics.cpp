@@ -14,7 +14,11 @@ TrainerMetrics::TrainerMetrics(const TrainOptions& options, bool rank0, int worl
       rank0_(rank0),
       world_(world),
       progress_(rank0, options.print_freq),
-      rows_(kMetricRows, device) {}
+      rows_(kMetricRows, device) {
+  if (rank0 && !options.tensorboard.empty()) {
+    tensorboard_ = std::make_unique<TensorBoardWriter>(options.tensorboard);
+  }
+}
 
 int TrainerMetrics::report_steps(std::vector<PendingStep>& pending, int64_t epoch,
                                  EpochTotals& totals, TrainerModel& model, TrainerComms& comms,
@@ -52,17 +56,25 @@ int TrainerMetrics::report_steps(std::vector<PendingStep>& pending, int64_t epoc
     totals.comm_busy += timing.comm_busy_s;
     totals.comm_exposed += timing.exposed_s;
     progress_.step(p.index, step_totals, p.lr);
+    const double loss = step_totals.loss_sum / step_totals.samples;
     if (rank0_ && !options_.step_metrics.empty()) {
-      append_line(options_.step_metrics,
-                  JsonLine()
-                      .add("step", p.step)
-                      .add("epoch", epoch)
-                      .add("loss", step_totals.loss_sum / step_totals.samples)
-                      .add("lr", p.lr)
-                      .add("comm_hidden_pct", 100 * timing.hidden_fraction)
-                      .str());
+      append_line(options_.step_metrics, JsonLine()
+                                             .add("step", p.step)
+                                             .add("epoch", epoch)
+                                             .add("loss", loss)
+                                             .add("lr", p.lr)
+                                             .add("comm_hidden_pct", 100 * timing.hidden_fraction)
+                                             .str());
+    }
+    if (tensorboard_) {
+      tensorboard_->scalar("step/loss", p.step, loss);
+      tensorboard_->scalar("step/top1_pct", p.step,
+                           100 * step_totals.correct1 / step_totals.samples);
+      tensorboard_->scalar("step/lr", p.step, p.lr);
+      tensorboard_->scalar("step/comm_hidden_pct", p.step, 100 * timing.hidden_fraction);
     }
   }
+  if (tensorboard_) tensorboard_->flush();
   pending.clear();
   const float stopping = sums[sums.size() - 2], signal_sum = sums.back();
   // The signal the stopping ranks got (their mean: the same one, as a rule).
@@ -71,29 +83,43 @@ int TrainerMetrics::report_steps(std::vector<PendingStep>& pending, int64_t epoc
 
 void TrainerMetrics::write_epoch(const EpochFigures& f, bool trained, int64_t step) {
   if (!rank0_) return;
-  JsonLine line;
-  line.add("epoch", f.epoch + 1);
   const double none = std::nan("");
   // Accuracies and shares in percents, as the progress lines print them (--help says so).
-  line.add("train_loss", trained ? f.train_loss : none)
-      .add("train_top1_pct", trained ? 100 * f.train_top1 : none)
-      .add("val_loss", f.val_loss)
-      .add("val_top1_pct", 100 * f.val_top1)
-      .add("val_top5_pct", 100 * f.val_top5)
-      .add("lr", trained ? f.lr : none)
-      .add("images_per_s", trained ? f.images_per_s : none)
-      .add("epoch_s", f.epoch_s)
-      .add("skipped_files", f.skipped_files)
-      .add("comm_hidden_pct", trained ? 100 * f.comm_hidden : none)
-      .add("step", step)
-      .add("world_size", world_)
-      .add("arch", options_.arch);
+  std::vector<std::pair<const char*, double>> figures = {
+      {"train_loss", trained ? f.train_loss : none},
+      {"train_top1_pct", trained ? 100 * f.train_top1 : none},
+      {"val_loss", f.val_loss},
+      {"val_top1_pct", 100 * f.val_top1},
+      {"val_top5_pct", 100 * f.val_top5},
+      {"lr", trained ? f.lr : none},
+      {"images_per_s", trained ? f.images_per_s : none},
+      {"epoch_s", f.epoch_s}};
+  const std::vector<std::pair<const char*, double>> later = {
+      {"comm_hidden_pct", trained ? 100 * f.comm_hidden : none}};
+  const std::vector<std::pair<const char*, double>> ema = {
+      {"ema_val_loss", f.ema_val_loss},
+      {"ema_val_top1_pct", 100 * f.ema_val_top1},
+      {"ema_val_top5_pct", 100 * f.ema_val_top5}};
+  JsonLine line;
+  line.add("epoch", f.epoch + 1);
+  for (const auto& [key, value] : figures)
+    line.add(key, value);
+  line.add("skipped_files", f.skipped_files);
+  for (const auto& [key, value] : later)
+    line.add(key, value);
+  line.add("step", step).add("world_size", world_).add("arch", options_.arch);
   if (f.has_ema) {
-    line.add("ema_val_loss", f.ema_val_loss)
-        .add("ema_val_top1_pct", 100 * f.ema_val_top1)
-        .add("ema_val_top5_pct", 100 * f.ema_val_top5);
+    for (const auto& [key, value] : ema)
+      line.add(key, value);
   }
   append_line(metrics_path(options_), line.str());
+  if (tensorboard_) {
+    figures.insert(figures.end(), later.begin(), later.end());
+    if (f.has_ema) figures.insert(figures.end(), ema.begin(), ema.end());
+    for (const auto& [key, value] : figures)
+      tensorboard_->scalar(std::string("epoch/") + key, step, value);
+    tensorboard_->flush();
+  }
 }
 
 }  // namespace engine::train

@@ -1,16 +1,20 @@
 // A training run's figures (trainer.h): the batches' losses and counts held on the device
 // until a print point (metric_rows.h), rank 0's progress lines, and the metrics files: one
-// JSON line per epoch, and with --step-metrics one per optimizer step.
+// JSON line per epoch, and with --step-metrics one per optimizer step; with --tensorboard the
+// same figures as TensorBoard scalars ("step/..." per optimizer step, "epoch/..." per epoch,
+// both at the optimizer step).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "kernels/device.h"
 #include "kernels/stream.h"
 #include "train/metric_rows.h"
 #include "train/progress.h"
+#include "train/tensorboard_writer.h"
 #include "train/train_options.h"
 #include "train/trainer_comms.h"
 #include "train/trainer_model.h"
@@ -64,6 +68,7 @@ class TrainerMetrics {
   int world_;
   Progress progress_;
   MetricRows rows_;
+  std::unique_ptr<TensorBoardWriter> tensorboard_;  // rank 0 with --tensorboard
 };
 
 }  // namespace engine::train

@@ -574,6 +574,7 @@ def case_bad_flags(args):
         (["--data", os.path.join(work, "nowhere")], 1, "not a folder"),
         (["--checkpoint-dir", text_file], 1, "--checkpoint-dir " + text_file),
         (["--dump-batches", text_file], 1, "--dump-batches " + text_file),
+        (["--tensorboard", text_file], 1, "--tensorboard " + text_file),
         (["--evaluate", "--resume", text_file, "--dump-batches", work], 2,
          "--dump-batches does not apply to --evaluate"),
     ]
