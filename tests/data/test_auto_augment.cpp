@@ -97,8 +97,8 @@ TEST(AutoAugment, RandAugmentRefusesAMagnitudeOutsideItsBins) {
   EXPECT_ANY_THROW(apply_auto_augment(options, image, scratch, random));
 }
 
-// Without a policy or erasing, the sample is what it was before they existed (the goldens of
-// test_transforms.cpp); with them, the batch still depends only on (seed, epoch, index).
+// With a policy and erasing, a sample still depends only on its (seed, epoch, index) stream,
+// not on what its processor handled before (the loader's determinism across workers).
 TEST(AutoAugment, AugmentedSamplesAreAFunctionOfTheirStreamOnly) {
   const std::vector<uint8_t> png = testing::encode_png(testing::make_test_picture(64, 48, 3));
   TransformConfig config;
