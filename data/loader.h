@@ -3,9 +3,10 @@
 // hands them out in order. On a CUDA device the batches are built in pinned host memory and
 // copied on the loader's own stream; the batch's `ready` event tells the compute stream when.
 //
-// Determinism: sample i of epoch e is augmented with SampleRandom(seed, e, i), so batches are
-// identical whatever the number of workers, and an epoch resumed at batch k continues exactly
-// as the uninterrupted one would have.
+// Determinism: sample i of epoch e is augmented with SampleRandom(seed, e, i) (the crop's, the
+// flip's, then any AutoAugment policy's and RandomErasing's draws), so batches are identical
+// whatever the number of workers, and an epoch resumed at batch k continues exactly as the
+// uninterrupted one would have.
 //
 // With mixing configured (LoaderConfig::mix, data/batch_mixing.h) the worker that built a batch
 // mixes it, in host memory before the copy, and gives it soft targets; its draws come from

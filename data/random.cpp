@@ -1,6 +1,8 @@
 #include "data/random.h"
 
+#include <cmath>
 #include <cstdint>
+#include <numbers>
 
 #include "kernels/error.h"
 
@@ -17,6 +19,13 @@ uint64_t mix64(uint64_t z) {
 }
 
 }  // namespace
+
+// 1 - u is in (0, 1], so the logarithm is finite.
+float RandomSource::normal() {
+  const double u1 = 1.0 - static_cast<double>(uniform(0.0, 1.0));
+  const double u2 = static_cast<double>(uniform(0.0, 1.0));
+  return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2));
+}
 
 SampleRandom::SampleRandom(uint64_t seed, uint64_t epoch, uint64_t index)
     : state_(mix64(mix64(mix64(seed + kGoldenGamma) ^ epoch) + index)) {}

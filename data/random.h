@@ -16,6 +16,10 @@ class RandomSource {
   virtual float uniform(double low, double high) = 0;
   // An integer in [low, high), as torch.randint(low, high, (1,)) produces.
   virtual int64_t randint(int64_t low, int64_t high) = 0;
+  // A standard normal float32 (RandomErasing's value='random'). Not torch's algorithm: only
+  // its distribution matters, and tests replay torch's values. By default Box-Muller on two
+  // uniform() draws.
+  virtual float normal();
 };
 
 // SplitMix64 (Steele, Lea, Flood 2014) started from a hash of the key: cheap to create per

@@ -1,6 +1,21 @@
 #include "data/sample_processor.h"
 
+#include <algorithm>
+
 namespace engine::data {
+
+namespace {
+
+// RandomHorizontalFlip on the 8-bit pixels (F.hflip: each row reversed).
+void mirror_rows(RgbImage& image) {
+  for (int y = 0; y < image.height; ++y) {
+    uint8_t* row = image.pixels.data() + static_cast<size_t>(y) * image.width * 3;
+    for (int left = 0, right = image.width - 1; left < right; ++left, --right)
+      std::swap_ranges(row + left * 3, row + left * 3 + 3, row + right * 3);
+  }
+}
+
+}  // namespace
 
 SampleProcessor::SampleProcessor(const TransformConfig& config, const DecodeLimits& limits)
     : config_(config), limits_(limits), normalizer_(config.mean, config.std) {}
@@ -18,10 +33,19 @@ SamplePlan SampleProcessor::process(std::span<const uint8_t> bytes, RandomSource
   request.image_height = window.height;
   request.view_left = origin.left - window.left;
   request.view_top = origin.top - window.top;
-  resized_.resize(static_cast<size_t>(plan.resize.window_width) * plan.resize.window_height * 3);
-  resampler_.resize(decoded_.view(), request, resized_.data());
-  normalizer_.write(resized_.data(), plan.resize.window_width, plan.resize.window_height, plan.flip,
-                    dtype, out);
+  resized_.reset(plan.resize.window_width, plan.resize.window_height);
+  resampler_.resize(decoded_.view(), request, resized_.pixels.data());
+  bool mirror = plan.flip;
+  const bool training = config_.augmentation == Augmentation::train;
+  if (training && config_.auto_augment.policy != AutoAugmentPolicy::none) {
+    if (mirror) mirror_rows(resized_);
+    mirror = false;
+    apply_auto_augment(config_.auto_augment, resized_, scratch_, random);
+  }
+  normalizer_.write(resized_.pixels.data(), resized_.width, resized_.height, mirror, dtype, out);
+  if (training) {
+    random_erasing(config_.random_erasing, resized_.width, resized_.height, dtype, out, random);
+  }
   return plan;
 }
 

@@ -1,7 +1,10 @@
 // The two torchvision pipelines of ImageNet training, as one configuration:
 //   train: RandomResizedCrop(output_size, scale, ratio) -> RandomHorizontalFlip(p)
+//          [-> RandAugment | TrivialAugmentWide] (data/auto_augment.h)
 //   eval:  Resize(resize_size) -> CenterCrop(output_size)
-// both followed by ToTensor + Normalize(mean, std) into an NHWC slot of a batch.
+// both followed by ToTensor + Normalize(mean, std) into an NHWC slot of a batch, and in
+// training [-> RandomErasing] (data/random_erasing.h): torchvision's classification reference
+// order (presets.ClassificationPresetTrain).
 //
 // plan_sample decides everything from the header and the random draws before a pixel is
 // decoded, so a JPEG decoder can skip what the crop does not need (region decoding, always
@@ -11,10 +14,12 @@
 // twice the size it is resized to).
 #pragma once
 
+#include "data/auto_augment.h"
 #include "data/crop_geometry.h"
 #include "data/decode.h"
 #include "data/normalize.h"
 #include "data/random.h"
+#include "data/random_erasing.h"
 #include "data/resample.h"
 
 namespace engine::data {
@@ -30,6 +35,9 @@ struct TransformConfig {
   ChannelValues mean = kImageNetMean;
   ChannelValues std = kImageNetStd;
   bool jpeg_dct_downscale = true;
+  // Training only; off by default, and then no draws and the same bits as without them.
+  AutoAugmentOptions auto_augment;
+  RandomErasingOptions random_erasing;
 };
 
 // The torchvision-level description of one sample, then how it is computed.
@@ -44,7 +52,8 @@ struct SamplePlan {
 };
 
 // Draw order (train): RandomResizedCrop's draws, then one uniform for the flip, as torchvision
-// draws them in Compose order.
+// draws them in Compose order. The augmentation's and erasing's draws follow, in
+// SampleProcessor::process.
 SamplePlan plan_sample(const ImageHeader& header, const TransformConfig& config,
                        RandomSource& random);
 

@@ -35,6 +35,15 @@ ScheduleName parse_schedule(const std::string& text) {
   throw UsageError("--lr-schedule takes step, cosine, onecycle or constant, got '" + text + "'");
 }
 
+data::AutoAugmentPolicy parse_auto_augment(const std::string& text) {
+  if (text == "none") return data::AutoAugmentPolicy::none;
+  if (text == "ra") return data::AutoAugmentPolicy::rand_augment;
+  if (text == "ta_wide") return data::AutoAugmentPolicy::trivial_augment_wide;
+  throw UsageError(
+      "--auto-augment takes none, ra (RandAugment) or ta_wide (TrivialAugmentWide), got '" + text +
+      "'");
+}
+
 void require(bool ok, const std::string& message) {
   if (!ok) throw UsageError(message);
 }
@@ -99,6 +108,11 @@ void check_values(const TrainOptions& o) {
   }
   require(o.crop_scale[0] > 0 && o.crop_scale[0] <= o.crop_scale[1] && o.crop_scale[1] <= 1,
           "--crop-scale MIN,MAX needs 0 < MIN <= MAX <= 1");
+  require(o.ra_magnitude >= 0 && o.ra_magnitude <= 30,
+          "--ra-magnitude must be in 0..30 (RandAugment's 31 magnitude bins)");
+  require(o.ra_num_ops >= 1, "--ra-num-ops must be >= 1");
+  require(o.random_erase >= 0 && o.random_erase <= 1,
+          "--random-erase must be a probability in [0, 1]");
   require(o.bucket_cap_mb > 0, "--bucket-cap-mb must be > 0");
   require(!o.checkpoint_dir.empty(), "--checkpoint-dir must not be empty");
   require(o.comm_timeout_s > 0, "--comm-timeout must be > 0 seconds");
@@ -201,6 +215,31 @@ void add_image_flags(cli::Command& c, TrainOptions& o) {
   c.option("--crop-scale", "MIN,MAX", "RandomResizedCrop's area range", "0.08,1",
            [&o](const std::string& flag, const std::string& text) {
              o.crop_scale = fixed_list<2, double>(flag, text);
+           });
+  // Names and defaults of pytorch/vision's references/classification/train.py; semantics of
+  // torchvision 0.14's transforms on PIL images (data/auto_augment.h, data/random_erasing.h).
+  c.option("--auto-augment", "P",
+           "none|ra|ta_wide: RandAugment or TrivialAugmentWide on the 8-bit crop after the flip "
+           "(torchvision 0.14 on PIL, 31 magnitude bins, NEAREST, fill 0; vision's "
+           "references/classification --auto-augment)",
+           "none", [&o](const std::string&, const std::string& text) {
+             o.auto_augment = parse_auto_augment(text);
+           });
+  c.integer("--ra-magnitude", o.ra_magnitude,
+            "RandAugment's magnitude bin, 0..30 (vision's reference --ra-magnitude; timm's "
+            "rand-mN)");
+  c.integer("--ra-num-ops", o.ra_num_ops,
+            "RandAugment's ops per image (torchvision's num_ops; timm's rand-nN)");
+  c.number("--random-erase", o.random_erase,
+           "RandomErasing's probability after Normalize, scale 0.02-0.33, ratio 0.3-3.3 "
+           "(vision's reference --random-erase; timm's --reprob)");
+  c.option("--random-erase-value", "V",
+           "zero|random: erase with 0 or per-value N(0, 1) noise (torchvision's value=0 or "
+           "'random'; timm's --remode const|pixel)",
+           "zero", [&o](const std::string& flag, const std::string& text) {
+             if (text != "zero" && text != "random")
+               throw UsageError(flag + " takes zero or random, got '" + text + "'");
+             o.random_erase_normal = text == "random";
            });
   c.option("--normalize", "M,M,M/S,S,S", "Normalize mean/std", "ImageNet's",
            [&o](const std::string& flag, const std::string& text) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "data/auto_augment.h"
 #include "data/batch_mixing.h"
 #include "kernels/dtype.h"
 #include "nn/precision.h"
@@ -55,6 +56,13 @@ struct TrainOptions {
   nn::Precision precision;  // fp32
   int64_t image_size = 224;
   std::array<double, 2> crop_scale = {0.08, 1.0};  // RandomResizedCrop's scale range
+  // torchvision's classification reference (references/classification/train.py) flags:
+  // --auto-augment ra|ta_wide after the flip, --random-erase P after Normalize.
+  data::AutoAugmentPolicy auto_augment = data::AutoAugmentPolicy::none;
+  int64_t ra_magnitude = 9;
+  int64_t ra_num_ops = 2;
+  double random_erase = 0;
+  bool random_erase_normal = false;  // --random-erase-value random: N(0, 1) values, else 0
   double bucket_cap_mb = 25;
   std::string checkpoint_dir = "checkpoints";
   std::string metrics;       // "": <checkpoint_dir>/metrics.jsonl

@@ -38,6 +38,11 @@ TrainerData::TrainerData(const TrainOptions& options, int rank, int world, Datas
   if (datasets_.train) {
     data::LoaderConfig train = loader;
     train.transform.augmentation = data::Augmentation::train;
+    train.transform.auto_augment.policy = o.auto_augment;
+    train.transform.auto_augment.magnitude = static_cast<int>(o.ra_magnitude);
+    train.transform.auto_augment.num_ops = static_cast<int>(o.ra_num_ops);
+    train.transform.random_erasing.probability = o.random_erase;
+    train.transform.random_erasing.random_values = o.random_erase_normal;
     train.drop_last = true;  // every step has the full batch (and BatchNorm at least 2 values)
     train.refill_skipped = true;
     train.mix = o.mix;

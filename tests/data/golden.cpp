@@ -11,7 +11,9 @@ namespace {
 
 constexpr const char* kMagic = "ENGINE-DATA-GOLDEN";
 constexpr int kVersion = 1;
-constexpr const char* kRegenerate = "/usr/bin/python3 tools/make_data_goldens.py tests/data/golden";
+constexpr const char* kRegenerate =
+    "/usr/bin/python3 tools/make_data_goldens.py tests/data/golden (augment.golden: "
+    "tools/make_augment_goldens.py)";
 
 int hex_digit(char c) {
   if (c >= '0' && c <= '9') return c - '0';

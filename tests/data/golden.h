@@ -1,6 +1,7 @@
-// Reader of the golden files written by tools/make_data_goldens.py: a magic line with the
-// format version, comment lines, then one record per line (a keyword and space-separated
-// fields). Plus the decoders of the field encodings the tool uses.
+// Reader of the golden files written by tools/make_data_goldens.py and
+// tools/make_augment_goldens.py: a magic line with the format version, comment lines, then one
+// record per line (a keyword and space-separated fields). Plus the decoders of the field
+// encodings the tools use.
 #pragma once
 
 #include <cstdint>

@@ -16,6 +16,7 @@
 #include "data/sample_processor.h"
 #include "kernels/error.h"
 #include "tests/data/golden.h"
+#include "tests/data/replay_random.h"
 #include "tests/data/test_images.h"
 
 namespace engine::data {
@@ -23,29 +24,7 @@ namespace {
 
 using testing::golden_records;
 using testing::GoldenRecord;
-
-// Hands out draws recorded from torch in order, checking that each is the kind asked for.
-class ReplayRandom final : public RandomSource {
- public:
-  explicit ReplayRandom(std::vector<std::string> draws) : draws_(std::move(draws)) {}
-  float uniform(double, double) override { return static_cast<float>(std::stod(take("f:"))); }
-  int64_t randint(int64_t low, int64_t high) override {
-    const int64_t value = std::stoll(take("i:"));
-    EXPECT_TRUE(low <= value && value < high);
-    return value;
-  }
-  bool exhausted() const { return next_ == draws_.size(); }
-
- private:
-  std::string take(const std::string& kind) {
-    if (next_ >= draws_.size()) throw std::runtime_error("more draws than torch made");
-    const std::string& draw = draws_[next_++];
-    if (draw.rfind(kind, 0) != 0) throw std::runtime_error("draw " + draw + " is not " + kind);
-    return draw.substr(2);
-  }
-  std::vector<std::string> draws_;
-  size_t next_ = 0;
-};
+using testing::ReplayRandom;
 
 const std::vector<GoldenRecord>& transform_goldens() {
   static const auto records = testing::read_golden("transforms");
