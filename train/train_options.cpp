@@ -27,11 +27,12 @@ std::array<T, N> fixed_list(const std::string& flag, const std::string& text) {
 }
 
 ScheduleName parse_schedule(const std::string& text) {
-  for (ScheduleName name :
-       {ScheduleName::constant, ScheduleName::step, ScheduleName::cosine, ScheduleName::onecycle}) {
+  for (ScheduleName name : {ScheduleName::constant, ScheduleName::step, ScheduleName::cosine,
+                            ScheduleName::onecycle, ScheduleName::poly}) {
     if (text == schedule_name(name)) return name;
   }
-  throw UsageError("--lr-schedule takes step, cosine, onecycle or constant, got '" + text + "'");
+  throw UsageError("--lr-schedule takes step, cosine, onecycle, poly or constant, got '" + text +
+                   "'");
 }
 
 OptimizerName parse_optimizer(const std::string& text) {
@@ -85,6 +86,11 @@ void check_values(const TrainOptions& o) {
   require(o.warmup_epochs >= 0, "--warmup-epochs must be >= 0");
   require(o.warmup_epochs == 0 || o.lr_schedule != ScheduleName::onecycle,
           "--warmup-epochs does not apply to --lr-schedule onecycle (it has its own warmup)");
+  require(o.min_lr >= 0 && std::isfinite(o.min_lr), "--min-lr must be >= 0");
+  require(o.min_lr == 0 || o.lr_schedule == ScheduleName::poly,
+          "--min-lr applies to --lr-schedule poly only");
+  require(o.lr_schedule != ScheduleName::poly || o.warmup_epochs < o.epochs,
+          "--lr-schedule poly needs --warmup-epochs < --epochs (it decays after the warmup)");
   require(o.warmup_start_factor > 0 && o.warmup_start_factor <= 1,
           "--warmup-start-factor must be in (0, 1]");
   require(o.label_smoothing >= 0 && o.label_smoothing < 1, "--label-smoothing must be in [0, 1)");
@@ -176,12 +182,17 @@ void add_optimizer_flags(cli::Command& c, TrainOptions& o) {
            [&o](const std::string& flag, const std::string& text) {
              o.clip_grad = positive_value(flag, text, false, "the max gradient norm");
            });
-  c.option(
-      "--lr-schedule", "S", "step|cosine|onecycle|constant", "step",
-      [&o](const std::string&, const std::string& text) { o.lr_schedule = parse_schedule(text); });
+  c.option("--lr-schedule", "S",
+           "step|cosine|onecycle|constant|poly (MLPerf's: power 2 to --min-lr, its warmup per step "
+           "from --lr / warmup steps)",
+           "step", [&o](const std::string&, const std::string& text) {
+             o.lr_schedule = parse_schedule(text);
+           });
   c.integer("--lr-step-size", o.lr_step_size, "step: epochs between decays");
+  c.number("--min-lr", o.min_lr, "poly: the final rate");
   c.number("--lr-gamma", o.lr_gamma, "step: decay factor");
-  c.integer("--warmup-epochs", o.warmup_epochs, "linear warmup epochs before step/cosine/constant");
+  c.integer("--warmup-epochs", o.warmup_epochs,
+            "linear warmup epochs before step/cosine/constant (poly: per step)");
   c.number("--warmup-start-factor", o.warmup_start_factor,
            "warmup's first rate as a fraction of --lr");
   c.number("--label-smoothing", o.label_smoothing, "CrossEntropyLoss label smoothing");
@@ -292,6 +303,8 @@ std::string_view schedule_name(ScheduleName name) {
       return "cosine";
     case ScheduleName::onecycle:
       return "onecycle";
+    case ScheduleName::poly:
+      return "poly";
   }
   return "?";
 }

@@ -16,7 +16,7 @@
 
 namespace engine::train {
 
-enum class ScheduleName { constant, step, cosine, onecycle };
+enum class ScheduleName { constant, step, cosine, onecycle, poly };
 enum class OptimizerName { sgd, adamw, lars };
 
 // The optimizers' own defaults where --opt-betas, --opt-eps and --lars-eta are not given:
@@ -52,6 +52,7 @@ struct TrainOptions {
   double lr_gamma = 0.1;
   int64_t warmup_epochs = 0;
   double warmup_start_factor = 0.01;
+  double min_lr = 0;  // poly: the rate it decays to
   double label_smoothing = 0;
   int workers = 0;     // 0: the cores this rank has, at most 8
   int threads = 0;     // compute threads per rank; 0: the host's cores / ranks on the host

@@ -29,6 +29,13 @@ nn::LrSchedule make_schedule(const TrainOptions& o, int64_t steps_per_epoch) {
     case ScheduleName::onecycle:
       schedule.kind = nn::OneCycleLr{.max_lr = o.lr, .total_steps = o.epochs * steps_per_epoch};
       break;
+    case ScheduleName::poly:
+      // Its warmup is its own, per step (MLPerf's), in place of LinearLR's per epoch.
+      schedule.warmup = {};
+      schedule.kind = nn::PolyLr{.end_lr = o.min_lr,
+                                 .warmup_steps = o.warmup_epochs * steps_per_epoch,
+                                 .total_steps = o.epochs * steps_per_epoch};
+      break;
   }
   nn::validate_lr_schedule(schedule);
   return schedule;
