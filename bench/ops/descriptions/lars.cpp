@@ -12,9 +12,8 @@ namespace engine::op_registry {
 
 namespace {
 
-std::vector<OpCase> lars_cases(const ModelShapes& model, DType dtype) {
-  if (dtype != DType::f32) return {};  // master weights are f32
-  const std::vector<int32_t> rows = parameter_segment_rows(model);
+OpCase lars_case(const ModelShapes& model, const std::vector<int32_t>& rows,
+                 const std::string& what, bool bench) {
   const int64_t n = rows[rows.size() - 2];
   const auto segments = static_cast<int64_t>(rows.size() / kSegmentFields);
   int64_t largest = 0;
@@ -27,7 +26,8 @@ std::vector<OpCase> lars_cases(const ModelShapes& model, DType dtype) {
   OpCase c;
   c.op = OpId::lars;
   c.name = model.arch + " lars step " + shape_str({n}) + " in " + std::to_string(segments) +
-           " tensors (eta 1e-3, wd 5e-5)";
+           " tensors" + what + " (eta 1e-3, wd 5e-5)";
+  c.bench = bench;
   c.dtype = DType::f32;
   c.tolerance = 1e-6;
   c.why = "fp32 multiply-adds that nvcc may fuse, and the trust ratios' double sums' order";
@@ -54,7 +54,14 @@ std::vector<OpCase> lars_cases(const ModelShapes& model, DType dtype) {
                                                  {"momentum_buffer", host_values(*buffer, stream)}};
                     }};
   };
-  return {c};
+  return c;
+}
+
+std::vector<OpCase> lars_cases(const ModelShapes& model, DType dtype) {
+  if (dtype != DType::f32) return {};  // master weights are f32
+  return {
+      lars_case(model, parameter_segment_rows(model), "", true),
+      lars_case(model, parameter_segment_rows(model, 2), " of the first two conv layers", false)};
 }
 
 }  // namespace

@@ -61,7 +61,10 @@ std::vector<OpCase> sum_squares_cases(const ModelShapes& model, DType dtype) {
                        {0, n, 0}, false, true),
       sum_squares_case(model.arch + " sum_squares of weights and gradients per tensor " +
                            std::to_string(per_tensor.size() / kSegmentFields) + " tensors (lars)",
-                       per_tensor, true, false)};
+                       per_tensor, true, false),
+      sum_squares_case(model.arch + " sum_squares of weights and gradients per tensor over the "
+                                    "first two conv layers (lars, sim-sized)",
+                       parameter_segment_rows(model, 2), true, false)};
 }
 
 }  // namespace
