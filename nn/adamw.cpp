@@ -1,5 +1,6 @@
 #include "nn/adamw.h"
 
+#include <charconv>
 #include <cmath>
 #include <string>
 
@@ -97,8 +98,12 @@ void AdamW::load_state(const OptimizerState& state, Stream& stream) {
         "nn::AdamW::load_state: the state has no step count (a checkpoint of another "
         "optimizer?)");
   }
-  const int64_t count = std::stoll(steps->second);
-  if (count < 1) fail("nn::AdamW::load_state: a started state with step count " + steps->second);
+  int64_t count = 0;
+  const std::string& text = steps->second;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), count);
+  if (error != std::errc() || end != text.data() + text.size() || count < 1) {
+    fail("nn::AdamW::load_state: the step count is '" + text + "', expected an integer >= 1");
+  }
   const int64_t numel = exp_avg_.numel();
   copy(state_buffer(state, "exp_avg", numel, "AdamW").reshape(exp_avg_.shape()), exp_avg_, stream);
   copy(state_buffer(state, "exp_avg_sq", numel, "AdamW").reshape(exp_avg_sq_.shape()), exp_avg_sq_,

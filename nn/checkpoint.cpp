@@ -28,9 +28,9 @@ enum class Source { parameter, buffer, counter, optimizer };
 struct StateEntry {
   std::string name;
   Source source;
-  int index;           // into parameters(), buffers() or counters()
+  int index;  // into parameters(), buffers() or counters()
   std::string dtype;
-  Shape shape;  // torchvision's
+  Shape shape;              // torchvision's
   std::string buffer = {};  // Source::optimizer: the state's key ("momentum_buffer", ...)
 };
 

@@ -34,15 +34,9 @@ Lars::Lars(ParameterSet& parameters, const LarsConfig& config, Stream& stream)
   if (parameters_.parameters().empty()) fail("nn::Lars: the ParameterSet has no parameters");
   const Device device = parameters_.device();
   momentum_ = Tensor::zeros(parameters_.flat_values().shape(), DType::f32, device, stream);
-  segments_ = parameter_segments(parameters_, true, stream);
-  if (!config_.exclude_norm_and_bias) {
-    // Every row adapted: rebuild the table with the flag on norm and bias rows too.
-    std::vector<int32_t> rows = segments_.to_ints(stream);
-    for (size_t r = 2; r < rows.size(); r += 3)
-      rows[r] = kSegmentAdapt;
-    copy(Tensor::from_ints(segments_.shape(), rows), segments_, stream);
-    stream.synchronize();
-  }
+  segments_ = parameter_segments(
+      parameters_, config_.exclude_norm_and_bias ? SegmentAdapt::weights : SegmentAdapt::all,
+      stream);
   int64_t largest = 0;
   for (const ParameterInfo& p : parameters_.parameters())
     largest = std::max(largest, p.numel());

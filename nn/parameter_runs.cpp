@@ -38,16 +38,17 @@ std::vector<DecayRun> decay_runs(const ParameterSet& parameters, float weight_de
   return runs;
 }
 
-Tensor parameter_segments(const ParameterSet& parameters, bool adapt_weights, Stream& stream) {
+Tensor parameter_segments(const ParameterSet& parameters, SegmentAdapt adapt, Stream& stream) {
   const int64_t total = parameters.flat_values().numel();
   const std::vector<const ParameterInfo*> sorted = by_offset(parameters);
   std::vector<int32_t> table;
   for (size_t i = 0; i < sorted.size(); ++i) {
     const int64_t begin = i == 0 ? 0 : sorted[i]->offset;
     const int64_t end = i + 1 < sorted.size() ? sorted[i + 1]->offset : total;
-    const bool adapt = adapt_weights && !is_norm_or_bias(sorted[i]->kind);
+    const bool adapted = adapt == SegmentAdapt::all ||
+                         (adapt == SegmentAdapt::weights && !is_norm_or_bias(sorted[i]->kind));
     table.insert(table.end(), {static_cast<int32_t>(begin), static_cast<int32_t>(end),
-                               adapt ? kSegmentAdapt : 0});
+                               adapted ? kSegmentAdapt : 0});
   }
   const Shape shape{static_cast<int64_t>(sorted.size()), kSegmentFields};
   Tensor device_table = Tensor::empty(shape, DType::i32, parameters.device());

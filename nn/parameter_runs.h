@@ -28,9 +28,10 @@ std::vector<DecayRun> decay_runs(const ParameterSet& parameters, float weight_de
 
 // The i32 [parameters, 3] table {begin, end, flags} of kernels/ops/optim.h on the parameters'
 // device, one row per parameter in offset order, each reaching the next parameter's offset
-// (gaps included, as zeros they add nothing to a norm); flags kSegmentAdapt on conv filters
-// and linear weights when `adapt_weights`.
-Tensor parameter_segments(const ParameterSet& parameters, bool adapt_weights, Stream& stream);
+// (gaps included, as zeros they add nothing to a norm); flags kSegmentAdapt on the rows
+// `adapt` names.
+enum class SegmentAdapt { none, weights, all };  // weights: conv filters and linear weights
+Tensor parameter_segments(const ParameterSet& parameters, SegmentAdapt adapt, Stream& stream);
 
 // Blocks per segment for sum_squares: enough that a block sums about 64K elements of the
 // largest segment, at least 1 and at most 1024.

@@ -135,7 +135,8 @@ TEST(AdamW, ResumesFromItsStateBitForBit) {
   for (int k = 0; k < 2; ++k)
     step(first, running, k);
   write_flat(resumed.flat_values(), first.flat_values().to_floats(stream), stream);
-  OptimizerState state{.started = running.started(), .metadata = running.state_metadata()};
+  OptimizerState state{
+      .started = running.started(), .buffers = {}, .metadata = running.state_metadata()};
   for (const auto& [name, tensor] : running.state_buffers())
     state.buffers[name] = tensor->to_floats(stream);
   AdamW loaded(resumed, config, stream);
@@ -168,7 +169,7 @@ TEST(AdamW, ErrorsSayWhatIsWrong) {
   AdamW adamw(set, {}, stream);
   set.zero_grad();
   expect_contains(error_of([&] { adamw.step(0.1f, stream); }), "no gradients since zero_grad()");
-  OptimizerState wrong{.started = true, .metadata = {{"steps", "3"}}};
+  OptimizerState wrong{.started = true, .buffers = {}, .metadata = {{"steps", "3"}}};
   wrong.buffers["exp_avg"] = std::vector<float>(3);
   expect_contains(error_of([&] { adamw.load_state(wrong, stream); }),
                   "the exp_avg buffer has 3 elements, expected 176");

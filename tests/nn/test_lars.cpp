@@ -127,7 +127,8 @@ TEST(Lars, ResumesFromItsStateBitForBit) {
   for (int k = 0; k < 2; ++k)
     step(first, running, k);
   write_flat(resumed.flat_values(), first.flat_values().to_floats(stream), stream);
-  OptimizerState state{.started = running.started(), .metadata = running.state_metadata()};
+  OptimizerState state{
+      .started = running.started(), .buffers = {}, .metadata = running.state_metadata()};
   for (const auto& [name, tensor] : running.state_buffers())
     state.buffers[name] = tensor->to_floats(stream);
   Lars loaded(resumed, config, stream);
@@ -149,7 +150,7 @@ TEST(Lars, ErrorsSayWhatIsWrong) {
   EXPECT_NE(error_of([&] { Lars(set, {.eta = 0.f}, stream); }).find("eta must be > 0"),
             std::string::npos);
   Lars lars(set, {}, stream);
-  OptimizerState adamw_state{.started = true};
+  OptimizerState adamw_state{.started = true, .buffers = {}, .metadata = {}};
   adamw_state.buffers["exp_avg"] = std::vector<float>(176);
   EXPECT_NE(error_of([&] { lars.load_state(adamw_state, stream); }).find("no momentum_buffer"),
             std::string::npos);
