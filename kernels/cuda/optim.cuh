@@ -173,6 +173,8 @@ __global__ void sum_squares_finish_kernel(SumSquaresArgs a) {
   a.sums[item] = sum;
 }
 
+// threads: a power of two up to kSumSquaresThreads (the tree halves it; the shared sums hold
+// that many); the SIMT tests pass 32.
 inline void sum_squares(const SumSquaresArgs& args, cudaStream_t stream, int threads) {
   if (args.segment_count == 0) return;
   launch(sum_squares_partials_kernel,
