@@ -23,14 +23,15 @@ static_assert(std::endian::native == std::endian::little,
 constexpr size_t kMaxNamesListed = 64;
 
 // Where a tensor of the state_dict lives in the model.
-enum class Source { parameter, buffer, counter, momentum };
+enum class Source { parameter, buffer, counter, optimizer };
 
 struct StateEntry {
   std::string name;
   Source source;
   int index;  // into parameters(), buffers() or counters()
   std::string dtype;
-  Shape shape;  // torchvision's
+  Shape shape;              // torchvision's
+  std::string buffer = {};  // Source::optimizer: the state's key ("momentum_buffer", ...)
 };
 
 bool is_filter(const ParameterInfo& p) {
@@ -78,8 +79,9 @@ std::string_view module_of(std::string_view name) {
 }
 
 // The model's tensors in torchvision's state_dict order (each module's parameters, then its
-// buffers and counter), then with_momentum the optimizer's, in parameter order.
-std::vector<StateEntry> state_dict_layout(const ParameterSet& params, bool with_momentum) {
+// buffers and counter), then each optimizer buffer's, in parameter order.
+std::vector<StateEntry> state_dict_layout(const ParameterSet& params,
+                                          const std::vector<std::string>& optimizer_buffers) {
   const auto& ps = params.parameters();
   const auto& bs = params.buffers();
   const auto& cs = params.counters();
@@ -107,10 +109,10 @@ std::vector<StateEntry> state_dict_layout(const ParameterSet& params, bool with_
     if (!buffer_listed[b]) list_module_state(module_of(bs[b].name));
   for (size_t c = 0; c < cs.size(); ++c)
     if (!counter_listed[c]) list_module_state(module_of(cs[c].name));
-  if (with_momentum) {
+  for (const std::string& buffer : optimizer_buffers) {
     for (size_t p = 0; p < ps.size(); ++p) {
-      layout.push_back({std::string(kMomentumPrefix) + ps[p].name, Source::momentum,
-                        static_cast<int>(p), "F32", torch_shape(ps[p])});
+      layout.push_back({"optimizer." + buffer + "." + ps[p].name, Source::optimizer,
+                        static_cast<int>(p), "F32", torch_shape(ps[p]), buffer});
     }
   }
   return layout;
@@ -137,10 +139,10 @@ void infer_model(const SafetensorsReader& reader, CheckpointInfo& info) {
   if (fc != nullptr && fc->shape.size() == 2) info.num_classes = fc->shape[0];
   std::unordered_set<std::string_view> names;
   for (const SafetensorsEntry& e : reader.entries())
-    if (!e.name.starts_with(kMomentumPrefix)) names.insert(e.name);
+    if (!e.name.starts_with("optimizer.")) names.insert(e.name);
   for (const std::string& arch : resnet_arch_names()) {
     const ResNet candidate(arch, {.num_classes = std::max<int64_t>(info.num_classes, 1)});
-    const std::vector<StateEntry> layout = state_dict_layout(candidate.params(), false);
+    const std::vector<StateEntry> layout = state_dict_layout(candidate.params(), {});
     if (layout.size() == names.size() &&
         std::all_of(layout.begin(), layout.end(),
                     [&](const StateEntry& e) { return names.contains(e.name); })) {
@@ -150,15 +152,29 @@ void infer_model(const SafetensorsReader& reader, CheckpointInfo& info) {
   }
 }
 
+bool holds_buffer(const CheckpointInfo& info, std::string_view buffer) {
+  return std::find(info.optimizer_buffers.begin(), info.optimizer_buffers.end(), buffer) !=
+         info.optimizer_buffers.end();
+}
+
+std::vector<std::string> all_optimizer_buffers() {
+  return {std::begin(kOptimizerBuffers), std::end(kOptimizerBuffers)};
+}
+
 CheckpointInfo info_of(const SafetensorsReader& reader, const std::string& path) {
   CheckpointInfo info;
   info.path = path;
   info.metadata = reader.metadata();
   decode_checkpoint_metadata(info);
   if (!info.engine_checkpoint) infer_model(reader, info);
-  info.has_momentum =
-      std::any_of(reader.entries().begin(), reader.entries().end(),
-                  [](const auto& e) { return e.name.starts_with(kMomentumPrefix); });
+  for (std::string_view buffer : kOptimizerBuffers) {
+    const std::string prefix = "optimizer." + std::string(buffer) + ".";
+    if (std::any_of(reader.entries().begin(), reader.entries().end(),
+                    [&](const auto& e) { return e.name.starts_with(prefix); })) {
+      info.optimizer_buffers.emplace_back(buffer);
+    }
+  }
+  info.has_momentum = holds_buffer(info, "momentum_buffer");
   return info;
 }
 
@@ -187,8 +203,8 @@ void check_fits(const SafetensorsReader& reader, const CheckpointInfo& info, con
     }
   }
   for (const StateEntry& e : layout) {
-    // The optimizer's tensors are all there or none is.
-    if (e.source == Source::momentum && !info.has_momentum) continue;
+    // Each optimizer buffer's tensors are all there or none is.
+    if (e.source == Source::optimizer && !holds_buffer(info, e.buffer)) continue;
     if (!present.contains(e.name)) missing.push_back(e.name);
   }
   const int64_t classes = model.options().num_classes;
@@ -229,7 +245,7 @@ Tensor zeroed_host_twin(const Tensor& flat) {
   return host;
 }
 
-void save(const std::string& path, const ResNet& model, const Sgd* optimizer,
+void save(const std::string& path, const ResNet& model, const Optimizer* optimizer,
           const CheckpointState& state, Stream& stream) {
   const ParameterSet& params = model.params();
   ENGINE_REQUIRE(params.allocated(),
@@ -237,14 +253,19 @@ void save(const std::string& path, const ResNet& model, const Sgd* optimizer,
   const std::vector<float> values = params.flat_values().to_floats(stream);
   const std::vector<float> buffers =
       params.buffers().empty() ? std::vector<float>() : params.flat_buffers().to_floats(stream);
-  const bool with_momentum = optimizer != nullptr && optimizer->momentum_buffer().defined();
-  const std::vector<float> momentum =
-      with_momentum ? optimizer->momentum_buffer().to_floats(stream) : std::vector<float>();
+  std::vector<std::string> buffer_names;
+  std::map<std::string, std::vector<float>> optimizer_values;
+  if (optimizer != nullptr) {
+    for (const auto& [name, tensor] : optimizer->state_buffers()) {
+      buffer_names.push_back(name);
+      optimizer_values[name] = tensor->to_floats(stream);
+    }
+  }
   std::vector<int64_t> counters;
   for (const CounterInfo& c : params.counters())
     counters.push_back(c.value);
 
-  const std::vector<StateEntry> layout = state_dict_layout(params, with_momentum);
+  const std::vector<StateEntry> layout = state_dict_layout(params, buffer_names);
   std::vector<std::vector<float>> converted;  // filters in OIHW; their data stays put
   std::vector<SafetensorsTensor> tensors;
   for (const StateEntry& e : layout) {
@@ -256,7 +277,8 @@ void save(const std::string& path, const ResNet& model, const Sgd* optimizer,
     } else {
       const ParameterInfo& p = params.parameters()[static_cast<size_t>(e.index)];
       const float* engine_order =
-          (e.source == Source::momentum ? momentum : values).data() + p.offset;
+          (e.source == Source::optimizer ? optimizer_values.at(e.buffer) : values).data() +
+          p.offset;
       if (is_filter(p)) {
         converted.push_back(to_torch_layout(p, engine_order));
         engine_order = converted.back().data();
@@ -277,7 +299,7 @@ void save_checkpoint(const std::string& path, const ResNet& model, const Checkpo
   save(path, model, nullptr, state, stream);
 }
 
-void save_checkpoint(const std::string& path, const ResNet& model, const Sgd& optimizer,
+void save_checkpoint(const std::string& path, const ResNet& model, const Optimizer& optimizer,
                      const CheckpointState& state, Stream& stream) {
   save(path, model, &optimizer, state, stream);
 }
@@ -305,16 +327,17 @@ LoadedCheckpoint load_checkpoint(const std::string& path, ResNet& model, Stream&
                  "load_checkpoint(" + path + "): the " + model.arch() + " is not allocated");
   const SafetensorsReader reader = SafetensorsReader::open(path);
   LoadedCheckpoint loaded{info_of(reader, path), {}};
-  const std::vector<StateEntry> layout = state_dict_layout(params, true);
+  const std::vector<StateEntry> layout = state_dict_layout(params, all_optimizer_buffers());
   check_fits(reader, loaded.info, model, layout);
 
   // Everything is read into host memory first, so a read error leaves the model untouched.
   Tensor values = zeroed_host_twin(params.flat_values());
   Tensor buffers = params.buffers().empty() ? Tensor() : zeroed_host_twin(params.flat_buffers());
-  if (loaded.info.has_momentum) loaded.momentum.assign(static_cast<size_t>(values.numel()), 0.f);
+  for (const std::string& buffer : loaded.info.optimizer_buffers)
+    loaded.optimizer_buffers[buffer].assign(static_cast<size_t>(values.numel()), 0.f);
   std::vector<int64_t> counters(params.counters().size());
   for (const StateEntry& e : layout) {
-    if (e.source == Source::momentum && !loaded.info.has_momentum) continue;
+    if (e.source == Source::optimizer && !holds_buffer(loaded.info, e.buffer)) continue;
     const SafetensorsEntry& entry = reader.at(e.name);
     const auto index = static_cast<size_t>(e.index);
     if (e.source == Source::counter) {
@@ -324,7 +347,8 @@ LoadedCheckpoint load_checkpoint(const std::string& path, ResNet& model, Stream&
       read_values(reader, entry, nullptr, buffers.data<float>() + b.offset, shape_numel(b.shape));
     } else {
       const ParameterInfo& p = params.parameters()[index];
-      float* to = (e.source == Source::momentum ? loaded.momentum.data() : values.data<float>());
+      float* to = e.source == Source::optimizer ? loaded.optimizer_buffers[e.buffer].data()
+                                                : values.data<float>();
       read_values(reader, entry, is_filter(p) ? &p : nullptr, to + p.offset, p.numel());
     }
   }
@@ -336,21 +360,22 @@ LoadedCheckpoint load_checkpoint(const std::string& path, ResNet& model, Stream&
   return loaded;
 }
 
-void load_optimizer_state(const LoadedCheckpoint& checkpoint, Sgd& optimizer, Stream& stream) {
-  const bool has_buffer = optimizer.momentum_buffer().defined();
-  if (!has_buffer || checkpoint.momentum.empty()) {
-    // Without a saved momentum a step with momentum must start it afresh.
-    optimizer.load_state(Tensor(), checkpoint.info.optimizer_started && !has_buffer, stream);
-    return;
+void load_optimizer_state(const LoadedCheckpoint& checkpoint, Optimizer& optimizer,
+                          Stream& stream) {
+  const CheckpointInfo& info = checkpoint.info;
+  // A plain state_dict (no optimizer) starts any optimizer afresh; an old engine checkpoint
+  // always names "sgd".
+  if (!info.optimizer.empty() && info.optimizer != optimizer.name()) {
+    fail(info.path + ": the checkpoint holds the state of optimizer " + info.optimizer +
+         ", this run's is " + std::string(optimizer.name()) + " (resume with --opt " +
+         info.optimizer + ")");
   }
-  const auto count = static_cast<int64_t>(checkpoint.momentum.size());
-  if (count != optimizer.momentum_buffer().numel()) {
-    fail(checkpoint.info.path + ": the checkpoint's momentum has " + std::to_string(count) +
-         " elements, the optimizer's " + std::to_string(optimizer.momentum_buffer().numel()) +
-         " (it optimizes another model than the one the checkpoint was loaded into)");
-  }
-  optimizer.load_state(Tensor::from_floats({count}, checkpoint.momentum),
-                       checkpoint.info.optimizer_started, stream);
+  OptimizerState state;
+  state.started = info.optimizer_started;
+  state.buffers = checkpoint.optimizer_buffers;
+  for (const auto& [key, value] : info.metadata)
+    if (key.starts_with("optimizer.")) state.metadata[key.substr(10)] = value;
+  optimizer.load_state(state, stream);
   stream.synchronize();
 }
 

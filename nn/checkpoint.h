@@ -3,12 +3,14 @@
 // torchvision state_dict saved as safetensors loads here. On top of the model's tensors a
 // checkpoint holds what resuming a run needs:
 //   - "<bn>.num_batches_tracked": I64 scalars (shape []), as torchvision keeps them
-//   - "optimizer.momentum_buffer.<parameter name>": SGD's momentum, in the parameter's
-//     torchvision shape and layout (torch.optim.SGD's state, keyed by name not index)
+//   - "optimizer.<state>.<parameter name>": the optimizer's state buffers in the parameter's
+//     torchvision shape and layout, <state> being torch's key (keyed by name not index):
+//     "momentum_buffer" (SGD, LARS), "exp_avg" and "exp_avg_sq" (AdamW)
 //   - __metadata__: "format" (kCheckpointFormat), "format_version", "engine_version", "arch",
 //     "num_classes", the CheckpointState (epoch, step, sampler position, classes as a JSON
 //     list, image_size, normalize_mean/std as comma lists, seed, "extra.<key>") and the
-//     optimizer's flags and hyper-parameters ("optimizer.started", "optimizer.lr", ...)
+//     optimizer's name, flags, hyper-parameters and counters ("optimizer" = "sgd",
+//     "optimizer.started", "optimizer.lr", ..., AdamW's "optimizer.steps")
 //
 // Conv filters are KRSC in the engine and OIHW in the file; every other tensor is stored as
 // the engine holds it. Models on a GPU are staged through host memory both ways.
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include "kernels/stream.h"
+#include "nn/optimizer.h"
 #include "nn/resnet.h"
 #include "nn/sgd.h"
 
@@ -41,6 +44,9 @@ inline constexpr int kCheckpointFormatVersion = 1;
 // Recorded in every checkpoint (informational: format_version decides compatibility).
 inline constexpr std::string_view kEngineVersion = "0.1.0";
 inline constexpr std::string_view kMomentumPrefix = "optimizer.momentum_buffer.";
+// Every optimizer state buffer a checkpoint may hold, by torch's state key.
+inline constexpr std::string_view kOptimizerBuffers[] = {"momentum_buffer", "exp_avg",
+                                                         "exp_avg_sq"};
 
 // Where a resumed run's data loader starts: DistributedSampler::set_epoch's value, and how
 // many samples of that epoch's order this rank had consumed.
@@ -74,7 +80,7 @@ std::vector<float> to_torch_layout(const ParameterInfo& p, const float* values);
 // momentum buffer and flags. Waits for `stream`, the model's.
 void save_checkpoint(const std::string& path, const ResNet& model, const CheckpointState& state,
                      Stream& stream);
-void save_checkpoint(const std::string& path, const ResNet& model, const Sgd& optimizer,
+void save_checkpoint(const std::string& path, const ResNet& model, const Optimizer& optimizer,
                      const CheckpointState& state, Stream& stream);
 
 // What a checkpoint's header says, read without a model (tensor data is not read).
@@ -88,8 +94,11 @@ struct CheckpointInfo {
   int64_t num_classes = 0;
   CheckpointState state;
   bool has_momentum = false;  // the file holds optimizer.momentum_buffer.* tensors
+  // The kOptimizerBuffers whose tensors the file holds.
+  std::vector<std::string> optimizer_buffers;
+  std::string optimizer;  // "sgd", "adamw", "lars"; empty when saved without one
   bool optimizer_started = false;
-  std::optional<SgdConfig> optimizer_config;    // when the file was saved with an optimizer
+  std::optional<SgdConfig> optimizer_config;    // when the file was saved with SGD
   std::map<std::string, std::string> metadata;  // __metadata__ as stored
 };
 
@@ -102,9 +111,9 @@ std::string checkpoint_arch(const std::string& path);
 
 struct LoadedCheckpoint {
   CheckpointInfo info;
-  // SGD's momentum in the loaded model's flat parameter layout (ParameterSet::flat_values);
-  // empty when the file holds none.
-  std::vector<float> momentum;
+  // The optimizer's buffers in the loaded model's flat parameter layout
+  // (ParameterSet::flat_values), by torch's state key; empty when the file holds none.
+  std::map<std::string, std::vector<float>> optimizer_buffers;
 };
 
 // Checks the file against `model` (every name, dtype and shape; all mismatches in one error)
@@ -112,9 +121,10 @@ struct LoadedCheckpoint {
 // model is left as it was. `stream` is the model's; waits for it.
 LoadedCheckpoint load_checkpoint(const std::string& path, ResNet& model, Stream& stream);
 
-// Resumes `optimizer` (built over the same model) from a loaded checkpoint: its momentum and
-// started flag. A checkpoint without momentum (a plain state_dict, or a run with momentum 0)
-// leaves the optimizer to start its momentum at the next step, as torch does.
-void load_optimizer_state(const LoadedCheckpoint& checkpoint, Sgd& optimizer, Stream& stream);
+// Resumes `optimizer` (built over the same model) from a loaded checkpoint: its buffers,
+// started flag and counters. A checkpoint without momentum (a plain state_dict, or a run with
+// momentum 0) leaves SGD to start its momentum at the next step, as torch does. A checkpoint
+// of another optimizer is an engine::Error naming both.
+void load_optimizer_state(const LoadedCheckpoint& checkpoint, Optimizer& optimizer, Stream& stream);
 
 }  // namespace engine::nn

@@ -134,7 +134,7 @@ class MetadataDecoder {
 std::map<std::string, std::string> encode_checkpoint_metadata(std::string_view arch,
                                                               int64_t num_classes,
                                                               const CheckpointState& state,
-                                                              const Sgd* optimizer) {
+                                                              const Optimizer* optimizer) {
   std::map<std::string, std::string> m;
   m["format"] = kCheckpointFormat;
   m["format_version"] = std::to_string(kCheckpointFormatVersion);
@@ -153,15 +153,10 @@ std::map<std::string, std::string> encode_checkpoint_metadata(std::string_view a
   for (const auto& [key, value] : state.extra)
     m[std::string(kExtraPrefix) + key] = value;
   if (optimizer != nullptr) {
-    const SgdConfig& c = optimizer->config();
-    m["optimizer"] = "sgd";
+    m["optimizer"] = optimizer->name();
     m["optimizer.started"] = bool_text(optimizer->started());
-    m["optimizer.lr"] = float_text(c.lr);
-    m["optimizer.momentum"] = float_text(c.momentum);
-    m["optimizer.dampening"] = float_text(c.dampening);
-    m["optimizer.weight_decay"] = float_text(c.weight_decay);
-    m["optimizer.nesterov"] = bool_text(c.nesterov);
-    m["optimizer.decay_norm_and_bias"] = bool_text(c.decay_norm_and_bias);
+    for (const auto& [key, value] : optimizer->state_metadata())
+      m["optimizer." + key] = value;
   }
   return m;
 }
@@ -196,10 +191,14 @@ void decode_checkpoint_metadata(CheckpointInfo& info) {
     if (key.starts_with(kExtraPrefix)) s.extra[key.substr(kExtraPrefix.size())] = value;
   }
   if (d.has("optimizer")) {
-    if (d.text("optimizer") != "sgd") {
-      fail(info.path + ": checkpoint metadata \"optimizer\" is " +
-           quoted_for_message(d.text("optimizer")) + ", expected \"sgd\"");
+    const std::string name = d.text("optimizer");
+    if (name != "sgd" && name != "adamw" && name != "lars") {
+      fail(info.path + ": checkpoint metadata \"optimizer\" is " + quoted_for_message(name) +
+           ", expected \"sgd\", \"adamw\" or \"lars\"");
     }
+    info.optimizer = name;
+    info.optimizer_started = d.flag("optimizer.started", false);
+    if (name != "sgd") return;
     SgdConfig c;
     c.lr = d.real("optimizer.lr", c.lr);
     c.momentum = d.real("optimizer.momentum", c.momentum);
@@ -208,7 +207,6 @@ void decode_checkpoint_metadata(CheckpointInfo& info) {
     c.nesterov = d.flag("optimizer.nesterov", c.nesterov);
     c.decay_norm_and_bias = d.flag("optimizer.decay_norm_and_bias", c.decay_norm_and_bias);
     info.optimizer_config = c;
-    info.optimizer_started = d.flag("optimizer.started", false);
   }
 }
 

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "nn/checkpoint.h"
-#include "nn/sgd.h"
+#include "nn/optimizer.h"
 
 namespace engine::nn {
 
@@ -16,7 +16,7 @@ namespace engine::nn {
 std::map<std::string, std::string> encode_checkpoint_metadata(std::string_view arch,
                                                               int64_t num_classes,
                                                               const CheckpointState& state,
-                                                              const Sgd* optimizer);
+                                                              const Optimizer* optimizer);
 
 // Fills info's engine_checkpoint, arch, num_classes, state, optimizer_started and
 // optimizer_config from info.metadata. A map without "format" is a plain state_dict's and

@@ -83,6 +83,33 @@ std::string problem(const OneCycleLr& o) {
   return {};
 }
 
+std::string problem(const PolyLr& p) {
+  if (!positive_finite(p.power)) return "poly: power must be > 0, got " + number(p.power);
+  if (!(p.end_lr >= 0) || !std::isfinite(p.end_lr)) {
+    return "poly: end_lr must be >= 0, got " + number(p.end_lr);
+  }
+  if (p.warmup_steps < 0) return "poly: warmup must be >= 0";
+  if (p.total_steps <= p.warmup_steps) {
+    return "poly: total_steps (" + std::to_string(p.total_steps) + ") must exceed the warmup's " +
+           std::to_string(p.warmup_steps) + " steps";
+  }
+  return {};
+}
+
+// Per optimizer step, as PolyLr says; past total_steps it stays at end_lr.
+double poly_rate(const PolyLr& p, double base_lr, int64_t step) {
+  if (step < p.warmup_steps) {
+    return base_lr * static_cast<double>(step + 1) / static_cast<double>(p.warmup_steps);
+  }
+  const double decay_steps = static_cast<double>(p.total_steps - p.warmup_steps);
+  const double done = std::min(static_cast<double>(step - p.warmup_steps), decay_steps);
+  return p.end_lr + (base_lr - p.end_lr) * std::pow(1 - done / decay_steps, p.power);
+}
+
+bool per_step(const LrScheduleKind& kind) {
+  return std::holds_alternative<OneCycleLr>(kind) || std::holds_alternative<PolyLr>(kind);
+}
+
 std::string schedule_problem(const LrSchedule& schedule) {
   if (schedule.steps_per_epoch < 1) {
     return "steps_per_epoch must be >= 1, got " + std::to_string(schedule.steps_per_epoch);
@@ -94,6 +121,9 @@ std::string schedule_problem(const LrSchedule& schedule) {
   }
   if (w.epochs > 0 && std::holds_alternative<OneCycleLr>(schedule.kind)) {
     return "onecycle takes no warmup (it warms up over pct_start)";
+  }
+  if (w.epochs > 0 && std::holds_alternative<PolyLr>(schedule.kind)) {
+    return "poly takes no LinearLR warmup (it has its own, per step)";
   }
   return std::visit([](const auto& kind) { return problem(kind); }, schedule.kind);
 }
@@ -117,6 +147,7 @@ double epoch_rate(const LrScheduleKind& kind, double base_lr, int64_t epoch) {
             return c.eta_min + (base_lr - c.eta_min) * (1 + std::cos(angle)) / 2;
           },
           [&](const OneCycleLr&) -> double { invalid("onecycle is not an epoch schedule"); },
+          [&](const PolyLr&) -> double { invalid("poly is not an epoch schedule"); },
       },
       kind);
 }
@@ -171,6 +202,8 @@ double learning_rate(const LrSchedule& schedule, double base_lr, int64_t step) {
   if (const auto* one_cycle = std::get_if<OneCycleLr>(&schedule.kind)) {
     return one_cycle_rate(*one_cycle, base_lr, step);
   }
+  if (const auto* poly = std::get_if<PolyLr>(&schedule.kind))
+    return poly_rate(*poly, base_lr, step);
   const int64_t epoch = step / schedule.steps_per_epoch;
   const LinearWarmup& w = schedule.warmup;
   if (epoch < w.epochs) {
@@ -182,7 +215,7 @@ double learning_rate(const LrSchedule& schedule, double base_lr, int64_t step) {
 
 namespace {
 
-constexpr std::string_view kKindChoices = "constant, step, multistep, cosine, onecycle";
+constexpr std::string_view kKindChoices = "constant, step, multistep, cosine, onecycle, poly";
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && s.front() == ' ')
@@ -349,6 +382,15 @@ LrSchedule parse_lr_schedule(std::string_view text, const TrainingLength& length
           o.three_phase = items.boolean_or("three_phase", o.three_phase);
           schedule.kind = o;
         });
+  } else if (kind == "poly") {
+    parse("power=P, end_lr=X, warmup=EPOCHS, total_steps=N", [&](FlagItems& items) {
+      PolyLr p;
+      p.power = items.real_or("power", p.power);
+      p.end_lr = items.real_or("end_lr", p.end_lr);
+      p.warmup_steps = items.integer_or("warmup", 0) * length.steps_per_epoch;
+      p.total_steps = items.integer_or("total_steps", length.epochs * length.steps_per_epoch);
+      schedule.kind = p;
+    });
   } else {
     fail("lr schedule '" + std::string(text) + "': unknown kind '" + std::string(kind) +
          "'; choices: " + std::string(kKindChoices) + " (e.g. multistep:30,60,80)");
@@ -385,9 +427,14 @@ std::string describe(const LrSchedule& schedule) {
                    ", final_div_factor=" + number(o.final_div_factor) +
                    (o.three_phase ? ", three_phase" : "") + ") per step";
           },
+          [](const PolyLr& p) {
+            return "poly(power=" + number(p.power) + ", end_lr=" + number(p.end_lr) +
+                   ", warmup_steps=" + std::to_string(p.warmup_steps) +
+                   ", total_steps=" + std::to_string(p.total_steps) + ") per step";
+          },
       },
       schedule.kind);
-  if (std::holds_alternative<OneCycleLr>(schedule.kind)) return text;
+  if (per_step(schedule.kind)) return text;
   text += schedule.steps_per_epoch == 1
               ? " per step"
               : " per " + std::to_string(schedule.steps_per_epoch) + " steps";

@@ -70,13 +70,27 @@ struct OneCycleLr {
   bool three_phase = false;
 };
 
+// MLPerf ResNet-50's polynomial decay with linear warmup (the reference's LARS recipe, also
+// tf.compat.v1.train.polynomial_decay), per optimizer step s from 0, W = warmup_steps,
+// T = total_steps:
+//   s < W:  base_lr * (s + 1) / W                          (warmup from base_lr / W)
+//   else:   end_lr + (base_lr - end_lr) * (1 - min(s - W, T - W) / (T - W))^power
+// PyTorch 1.13 has no such scheduler (PolynomialLR comes in 2.0). It has its own warmup, per
+// step, and takes no LinearWarmup.
+struct PolyLr {
+  double power = 2;
+  double end_lr = 0;
+  int64_t warmup_steps = 0;
+  int64_t total_steps = 0;  // > warmup_steps
+};
+
 // LinearLR(start_factor, end_factor=1.0, total_iters=epochs) before the main schedule.
 struct LinearWarmup {
   int64_t epochs = 0;          // 0: no warmup
   double start_factor = 0.01;  // torchvision's --lr-warmup-decay default (LinearLR's is 1/3)
 };
 
-using LrScheduleKind = std::variant<ConstantLr, StepLr, MultiStepLr, CosineLr, OneCycleLr>;
+using LrScheduleKind = std::variant<ConstantLr, StepLr, MultiStepLr, CosineLr, OneCycleLr, PolyLr>;
 
 struct LrSchedule {
   LrScheduleKind kind = ConstantLr{};
@@ -107,7 +121,9 @@ struct TrainingLength {
 //   onecycle    max_lr=X (the base lr), total_steps=N (epochs * steps_per_epoch),
 //               pct_start=X (0.3), div_factor=X (25), final_div_factor=X (1e4),
 //               three_phase=true|false (false)
-// and for every kind but onecycle warmup=EPOCHS (0), warmup_factor=X (0.01), e.g.
+//   poly        power=P (2), end_lr=X (0), warmup=EPOCHS (0, per step from base_lr / W),
+//               total_steps=N (epochs * steps_per_epoch)
+// and for every kind but onecycle and poly warmup=EPOCHS (0), warmup_factor=X (0.01), e.g.
 // "multistep:30,60,80", "cosine:warmup=5,eta_min=1e-5", "onecycle:max_lr=0.4".
 // Errors name the text, the item and the choices.
 LrSchedule parse_lr_schedule(std::string_view text, const TrainingLength& length);

@@ -1,6 +1,5 @@
 #include "nn/sgd.h"
 
-#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -28,31 +27,6 @@ void require_config(const SgdConfig& c) {
   }
 }
 
-// Each parameter's range reaches up to the next parameter's offset (its alignment gap
-// included); neighbours with the same decay flag merge. Without weight decay the flag
-// changes nothing, so the whole buffer is one run.
-std::vector<SgdRun> plan_runs(const ParameterSet& parameters, const SgdConfig& config) {
-  const int64_t total = parameters.flat_values().numel();
-  if (config.weight_decay == 0.f || config.decay_norm_and_bias) return {{0, total, true}};
-  std::vector<const ParameterInfo*> by_offset;
-  for (const ParameterInfo& p : parameters.parameters())
-    by_offset.push_back(&p);
-  std::sort(by_offset.begin(), by_offset.end(),
-            [](const ParameterInfo* a, const ParameterInfo* b) { return a->offset < b->offset; });
-  std::vector<SgdRun> runs;
-  for (size_t i = 0; i < by_offset.size(); ++i) {
-    const int64_t begin = i == 0 ? 0 : by_offset[i]->offset;
-    const int64_t end = i + 1 < by_offset.size() ? by_offset[i + 1]->offset : total;
-    const bool decay = !is_norm_or_bias(by_offset[i]->kind);
-    if (!runs.empty() && runs.back().weight_decay == decay) {
-      runs.back().numel = end - runs.back().offset;
-    } else {
-      runs.push_back({begin, end - begin, decay});
-    }
-  }
-  return runs;
-}
-
 }  // namespace
 
 Sgd::Sgd(ParameterSet& parameters, const SgdConfig& config, Stream& stream)
@@ -68,7 +42,7 @@ Sgd::Sgd(ParameterSet& parameters, const SgdConfig& config, Stream& stream)
     momentum_ =
         Tensor::zeros(parameters_.flat_values().shape(), DType::f32, parameters_.device(), stream);
   }
-  runs_ = plan_runs(parameters_, config_);
+  runs_ = decay_runs(parameters_, config_.weight_decay, config_.decay_norm_and_bias);
 }
 
 void Sgd::step(float lr, Stream& stream, float grad_scale) {
@@ -121,6 +95,32 @@ void Sgd::load_state(const Tensor& momentum_values, bool started, Stream& stream
   }
   copy(momentum_values.reshape(momentum_.shape()), momentum_, stream);
   started_ = true;
+}
+
+std::vector<std::pair<std::string, const Tensor*>> Sgd::state_buffers() const {
+  if (!momentum_.defined()) return {};
+  return {{"momentum_buffer", &momentum_}};
+}
+
+std::map<std::string, std::string> Sgd::state_metadata() const {
+  const auto flag = [](bool value) { return std::string(value ? "true" : "false"); };
+  return {{"lr", float_metadata(config_.lr)},
+          {"momentum", float_metadata(config_.momentum)},
+          {"dampening", float_metadata(config_.dampening)},
+          {"weight_decay", float_metadata(config_.weight_decay)},
+          {"nesterov", flag(config_.nesterov)},
+          {"decay_norm_and_bias", flag(config_.decay_norm_and_bias)}};
+}
+
+void Sgd::load_state(const OptimizerState& state, Stream& stream) {
+  const bool has_buffer = momentum_.defined();
+  if (!has_buffer || !state.buffers.contains("momentum_buffer")) {
+    // Without a saved momentum a step with momentum must start it afresh.
+    load_state(Tensor(), state.started && !has_buffer, stream);
+    return;
+  }
+  load_state(state_buffer(state, "momentum_buffer", momentum_.numel(), "Sgd"), state.started,
+             stream);
 }
 
 }  // namespace engine::nn

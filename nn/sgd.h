@@ -16,6 +16,8 @@
 
 #include "kernels/stream.h"
 #include "kernels/tensor.h"
+#include "nn/optimizer.h"
+#include "nn/parameter_runs.h"
 #include "nn/parameters.h"
 
 namespace engine::nn {
@@ -34,16 +36,10 @@ struct SgdConfig {
   bool decay_norm_and_bias = true;
 };
 
-// A contiguous range of the flat buffers updated by one sgd_step call. The alignment gaps
-// between parameters belong to the run of the parameter before them: gaps are zero in
-// values and gradients, so any update leaves them zero.
-struct SgdRun {
-  int64_t offset = 0;
-  int64_t numel = 0;
-  bool weight_decay = true;
-};
+// A contiguous range of the flat buffers updated by one sgd_step call (nn/parameter_runs.h).
+using SgdRun = DecayRun;
 
-class Sgd {
+class Sgd final : public Optimizer {
  public:
   // parameters must be allocated and outlive this optimizer. The momentum buffer is
   // allocated (zero, on parameters.device()) when config.momentum != 0; with momentum 0
@@ -57,21 +53,28 @@ class Sgd {
   // The first step after construction or reset() starts the momentum buffer from the
   // gradient, as torch does when its buffer is None. Throws when zero_grad() was called and
   // no backward has written the gradients since (they would be stale values, not zeros).
-  void step(float lr, Stream& stream, float grad_scale = 1.f);
+  void step(float lr, Stream& stream, float grad_scale = 1.f) override;
 
   // Forgets the momentum (torch: optimizer.state cleared); the buffer is zeroed.
-  void reset(Stream& stream);
+  void reset(Stream& stream) override;
 
   // Checkpoint resume: the momentum buffer (flat, f32, as many elements as flat_values(), on
   // any device) and started(). With started false, or momentum 0, the values are ignored
   // and may be undefined.
   void load_state(const Tensor& momentum_values, bool started, Stream& stream);
 
+  // Optimizer: "sgd", the buffer "momentum_buffer" (when momentum != 0), the hyper-parameters.
+  // A state without a momentum buffer starts the momentum afresh at the next step.
+  std::string_view name() const override { return "sgd"; }
+  std::vector<std::pair<std::string, const Tensor*>> state_buffers() const override;
+  std::map<std::string, std::string> state_metadata() const override;
+  void load_state(const OptimizerState& state, Stream& stream) override;
+
   const SgdConfig& config() const { return config_; }
   // Undefined when config().momentum == 0.
   const Tensor& momentum_buffer() const { return momentum_; }
   // True once a step has run since construction, reset() or load_state(..., false, ...).
-  bool started() const { return started_; }
+  bool started() const override { return started_; }
   // The sgd_step calls of one step(), sorted by offset, covering the flat buffer.
   const std::vector<SgdRun>& runs() const { return runs_; }
   int run_count() const { return static_cast<int>(runs_.size()); }

@@ -10,7 +10,8 @@ parsed for, and the PyTorch objects that flag stands for, built here by hand. Th
 one nn/lr_schedule.h describes: a dummy parameter, torch.optim.SGD, and per optimizer step
 param_groups[0]["lr"] is recorded, then optimizer.step(); the epoch schedulers step after
 every steps_per_epoch optimizer steps, OneCycleLR after every optimizer step (and its rate is
-recorded for steps 0..total_steps, the last being the one PyTorch allows after the final step).
+recorded for steps 0..total_steps, the last being the one PyTorch allows after the final step),
+and the poly cases' LambdaLR after every optimizer step as well.
 
 The file starts with the magic line "ENGINE-NN-LR-GOLDEN <version>", then comment lines with
 the torch version and this command, then one line per case:
@@ -76,6 +77,16 @@ ONE_CYCLE_CASES = [
 ]
 
 
+# name, flag, base_lr, epochs, steps_per_epoch, (power, end_lr, warmup_epochs): MLPerf's
+# polynomial decay with per-step linear warmup (nn/lr_schedule.h, PolyLr), which 1.13 has no
+# scheduler for: LambdaLR with that formula as the factor, stepped after every optimizer step.
+POLY_CASES = [
+    ("poly_default", "poly", 0.1, 5, 4, (2.0, 0.0, 0)),
+    ("poly_mlperf", "poly:end_lr=1e-4,warmup=2", 8.5, 10, 3, (2.0, 1e-4, 2)),
+    ("poly_power_one", "poly:power=1,end_lr=0.001,warmup=1", 0.4, 4, 5, (1.0, 0.001, 1)),
+]
+
+
 def optimizer(base_lr):
     return torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=base_lr, momentum=0.9)
 
@@ -105,6 +116,27 @@ def one_cycle_rates(base_lr, options):
     return rates
 
 
+def poly_rates(base_lr, epochs, steps_per_epoch, poly):
+    power, end_lr, warmup_epochs = poly
+    warmup = warmup_epochs * steps_per_epoch
+    total = epochs * steps_per_epoch
+
+    def factor(step):
+        if step < warmup:
+            return (step + 1) / warmup
+        done = min(step - warmup, total - warmup)
+        return (end_lr + (base_lr - end_lr) * (1 - done / (total - warmup)) ** power) / base_lr
+
+    opt = optimizer(base_lr)
+    scheduler = S.LambdaLR(opt, factor)
+    rates = []
+    for _ in range(total):
+        rates.append(opt.param_groups[0]["lr"])
+        opt.step()
+        scheduler.step()
+    return rates
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(f"usage: {REGENERATE}")
@@ -122,6 +154,10 @@ def main():
                                str(len(rates))] + [repr(r) for r in rates]))
     for name, flag, base_lr, epochs, steps_per_epoch, options in ONE_CYCLE_CASES:
         rates = one_cycle_rates(base_lr, options)
+        lines.append(" ".join(["case", name, repr(base_lr), str(epochs), str(steps_per_epoch), flag,
+                               str(len(rates))] + [repr(r) for r in rates]))
+    for name, flag, base_lr, epochs, steps_per_epoch, poly in POLY_CASES:
+        rates = poly_rates(base_lr, epochs, steps_per_epoch, poly)
         lines.append(" ".join(["case", name, repr(base_lr), str(epochs), str(steps_per_epoch), flag,
                                str(len(rates))] + [repr(r) for r in rates]))
     path = os.path.join(sys.argv[1], "lr_schedules.golden")

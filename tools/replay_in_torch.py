@@ -102,6 +102,8 @@ def load_model(checkpoint, dtype):
 
 
 def make_optimizer(model, momentum, metadata, checkpoint):
+    if metadata.get("optimizer") not in (None, "sgd"):
+        fail(f"{checkpoint}: saved by --opt {metadata['optimizer']}; this replays SGD runs only")
     if metadata.get("optimizer") != "sgd":
         fail(f"{checkpoint}: no SGD settings in its metadata (saved without the optimizer)")
     setting = lambda key: metadata["optimizer." + key]  # noqa: E731

@@ -28,11 +28,30 @@ std::array<T, N> fixed_list(const std::string& flag, const std::string& text) {
 }
 
 ScheduleName parse_schedule(const std::string& text) {
-  for (ScheduleName name :
-       {ScheduleName::constant, ScheduleName::step, ScheduleName::cosine, ScheduleName::onecycle}) {
+  for (ScheduleName name : {ScheduleName::constant, ScheduleName::step, ScheduleName::cosine,
+                            ScheduleName::onecycle, ScheduleName::poly}) {
     if (text == schedule_name(name)) return name;
   }
-  throw UsageError("--lr-schedule takes step, cosine, onecycle or constant, got '" + text + "'");
+  throw UsageError("--lr-schedule takes step, cosine, onecycle, poly or constant, got '" + text +
+                   "'");
+}
+
+OptimizerName parse_optimizer(const std::string& text) {
+  for (OptimizerName name : {OptimizerName::sgd, OptimizerName::adamw, OptimizerName::lars}) {
+    if (text == optimizer_name(name)) return name;
+  }
+  throw UsageError("--opt takes sgd, adamw or lars, got '" + text + "'");
+}
+
+// A flag's number that must be finite and > 0 (or >= 0 with zero_ok).
+double positive_value(const std::string& flag, const std::string& text, bool zero_ok,
+                      const std::string& what) {
+  const double value = cli::number_value(flag, text);
+  if (!std::isfinite(value) || value < 0 || (value == 0 && !zero_ok)) {
+    throw UsageError(flag + " must be a finite number " + (zero_ok ? ">= 0" : "> 0") + " (" + what +
+                     "), got '" + text + "'");
+  }
+  return value;
 }
 
 data::AutoAugmentPolicy parse_auto_augment(const std::string& text) {
@@ -86,11 +105,24 @@ void check_values(const TrainOptions& o) {
   require(o.momentum >= 0 && o.momentum < 1, "--momentum must be in [0, 1)");
   require(!o.nesterov || o.momentum > 0, "--nesterov needs --momentum > 0");
   require(o.weight_decay >= 0, "--wd must be >= 0");
+  const bool sgd = o.opt == OptimizerName::sgd, lars = o.opt == OptimizerName::lars;
+  require(!o.nesterov || sgd, "--nesterov applies to --opt sgd only");
+  require(!o.opt_betas || o.opt == OptimizerName::adamw, "--opt-betas applies to --opt adamw only");
+  require(!o.opt_eps || !sgd, "--opt-eps applies to --opt adamw or lars, not sgd");
+  require(!o.lars_eta || lars, "--lars-eta applies to --opt lars only");
+  require(!o.lars_adapt_all || lars, "--lars-adapt-all applies to --opt lars only");
+  require(!o.lars_adapt_all || o.norm_weight_decay,
+          "--lars-adapt-all decays BatchNorm parameters and biases: drop --no-norm-weight-decay");
   require(o.lr_step_size >= 1, "--lr-step-size must be >= 1");
   require(o.lr_gamma > 0, "--lr-gamma must be > 0");
   require(o.warmup_epochs >= 0, "--warmup-epochs must be >= 0");
   require(o.warmup_epochs == 0 || o.lr_schedule != ScheduleName::onecycle,
           "--warmup-epochs does not apply to --lr-schedule onecycle (it has its own warmup)");
+  require(o.min_lr >= 0 && std::isfinite(o.min_lr), "--min-lr must be >= 0");
+  require(o.min_lr == 0 || o.lr_schedule == ScheduleName::poly,
+          "--min-lr applies to --lr-schedule poly only");
+  require(o.lr_schedule != ScheduleName::poly || o.warmup_epochs < o.epochs,
+          "--lr-schedule poly needs --warmup-epochs < --epochs (it decays after the warmup)");
   require(o.warmup_start_factor > 0 && o.warmup_start_factor <= 1,
           "--warmup-start-factor must be in (0, 1]");
   require(o.label_smoothing >= 0 && o.label_smoothing < 1, "--label-smoothing must be in [0, 1)");
@@ -154,18 +186,51 @@ void add_data_flags(cli::Command& c, TrainOptions& o) {
 // The optimizer and its schedule.
 void add_optimizer_flags(cli::Command& c, TrainOptions& o) {
   c.number("--lr", o.lr, "base learning rate; onecycle's maximum");
-  c.number("--momentum", o.momentum, "SGD momentum");
+  c.option("--opt", "NAME",
+           "optimizer: sgd|adamw|lars (torch.optim.SGD, torch.optim.AdamW, MLPerf's LARS)", "sgd",
+           [&o](const std::string&, const std::string& text) { o.opt = parse_optimizer(text); });
+  c.number("--momentum", o.momentum, "SGD and LARS momentum");
   c.number("--wd,--weight-decay", o.weight_decay, "weight decay", "1e-4");
   c.flag("--nesterov", o.nesterov, "Nesterov momentum");
   c.flag(
       "--no-norm-weight-decay", [&o] { o.norm_weight_decay = false; },
       "no weight decay on BatchNorm parameters and biases");
-  c.option(
-      "--lr-schedule", "S", "step|cosine|onecycle|constant", "step",
-      [&o](const std::string&, const std::string& text) { o.lr_schedule = parse_schedule(text); });
+  c.option("--opt-eps", "X", "adamw: eps; lars: the trust ratio's epsilon", "1e-8, lars 0",
+           [&o](const std::string& flag, const std::string& text) {
+             o.opt_eps = positive_value(flag, text, true, "added to a denominator");
+           });
+  c.option("--opt-betas", "B1,B2", "adamw: the moments' decay rates", "0.9,0.999",
+           [&o](const std::string& flag, const std::string& text) {
+             const auto betas = fixed_list<2, double>(flag, text);
+             for (double beta : betas) {
+               if (!(beta >= 0 && beta < 1)) {
+                 throw UsageError(flag + " takes two numbers in [0, 1), got '" + text + "'");
+               }
+             }
+             o.opt_betas = betas;
+           });
+  c.option("--lars-eta", "X", "lars: the trust coefficient", "1e-3",
+           [&o](const std::string& flag, const std::string& text) {
+             o.lars_eta = positive_value(flag, text, false, "the trust coefficient");
+           });
+  c.flag("--lars-adapt-all", o.lars_adapt_all,
+         "lars: trust ratio and weight decay on BatchNorm parameters and biases too (MLPerf "
+         "excludes them)");
+  c.option("--clip-grad", "NORM", "clip the all-reduced gradients' global L2 norm to NORM", "off",
+           [&o](const std::string& flag, const std::string& text) {
+             o.clip_grad = positive_value(flag, text, false, "the max gradient norm");
+           });
+  c.option("--lr-schedule", "S",
+           "step|cosine|onecycle|constant|poly (MLPerf's: power 2 to --min-lr, its warmup per step "
+           "from --lr / warmup steps)",
+           "step", [&o](const std::string&, const std::string& text) {
+             o.lr_schedule = parse_schedule(text);
+           });
   c.integer("--lr-step-size", o.lr_step_size, "step: epochs between decays");
+  c.number("--min-lr", o.min_lr, "poly: the final rate");
   c.number("--lr-gamma", o.lr_gamma, "step: decay factor");
-  c.integer("--warmup-epochs", o.warmup_epochs, "linear warmup epochs before step/cosine/constant");
+  c.integer("--warmup-epochs", o.warmup_epochs,
+            "linear warmup epochs before step/cosine/constant (poly: per step)");
   c.number("--warmup-start-factor", o.warmup_start_factor,
            "warmup's first rate as a fraction of --lr");
   c.number("--label-smoothing", o.label_smoothing, "CrossEntropyLoss label smoothing");
@@ -338,6 +403,20 @@ std::string_view schedule_name(ScheduleName name) {
       return "cosine";
     case ScheduleName::onecycle:
       return "onecycle";
+    case ScheduleName::poly:
+      return "poly";
+  }
+  return "?";
+}
+
+std::string_view optimizer_name(OptimizerName name) {
+  switch (name) {
+    case OptimizerName::sgd:
+      return "sgd";
+    case OptimizerName::adamw:
+      return "adamw";
+    case OptimizerName::lars:
+      return "lars";
   }
   return "?";
 }

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -17,7 +18,14 @@
 
 namespace engine::train {
 
-enum class ScheduleName { constant, step, cosine, onecycle };
+enum class ScheduleName { constant, step, cosine, onecycle, poly };
+enum class OptimizerName { sgd, adamw, lars };
+
+// The optimizers' own defaults where --opt-betas, --opt-eps and --lars-eta are not given:
+// torch.optim.AdamW's betas and eps, and MLPerf ResNet-50's LARS eta (its epsilon is 0).
+inline constexpr std::array<double, 2> kAdamBetas = {0.9, 0.999};
+inline constexpr double kAdamEps = 1e-8;
+inline constexpr double kLarsEta = 1e-3;
 
 struct TrainOptions {
   std::string data;  // DIR with train/ and val/
@@ -34,12 +42,19 @@ struct TrainOptions {
   double momentum = 0.9;
   double weight_decay = 1e-4;
   bool nesterov = false;
-  bool norm_weight_decay = true;  // false: no decay on BatchNorm weights/biases and biases
+  bool norm_weight_decay = true;           // false: no decay on BatchNorm weights/biases and biases
+  OptimizerName opt = OptimizerName::sgd;  // --opt (timm's name)
+  std::optional<double> opt_eps;           // AdamW's eps, LARS's trust-ratio epsilon
+  std::optional<std::array<double, 2>> opt_betas;  // AdamW's betas
+  std::optional<double> lars_eta;                  // LARS's trust coefficient
+  bool lars_adapt_all = false;  // LARS: trust ratio and decay on norm and bias parameters too
+  double clip_grad = 0;         // > 0: clip the gradients' global L2 norm to this; 0: off
   ScheduleName lr_schedule = ScheduleName::step;
   int64_t lr_step_size = 30;  // StepLR's, in epochs
   double lr_gamma = 0.1;
   int64_t warmup_epochs = 0;
   double warmup_start_factor = 0.01;
+  double min_lr = 0;  // poly: the rate it decays to
   double label_smoothing = 0;
   // --mixup, --cutmix and their settings (timm's flags). Its label_smoothing stays 0 here: the
   // trainer folds --label-smoothing into the mixed targets.
@@ -99,6 +114,7 @@ cli::Command train_command(TrainOptions& options);
 void check_train_options(const TrainOptions& options);
 
 std::string_view schedule_name(ScheduleName name);
+std::string_view optimizer_name(OptimizerName name);
 
 // --resume's value that picks <checkpoint-dir>/last.safetensors when it exists.
 inline constexpr std::string_view kResumeAuto = "auto";

@@ -12,6 +12,7 @@
 
 #include "kernels/stream.h"
 #include "train/common_flags.h"
+#include "train/json_line.h"
 #include "train/stop_signal.h"
 #include "train/trainer_checkpoints.h"
 #include "train/trainer_comms.h"
@@ -40,7 +41,11 @@ std::string banner(const TrainOptions& o, const TrainerData& data, const Trainer
          (o.accum_steps > 1 ? " x " + std::to_string(o.accum_steps) + " accumulated"
                             : std::string()) +
          " = " + std::to_string(o.batch_size * o.accum_steps * world) + " global, " +
-         std::string(nn::precision_name(o.precision)) + (o.sync_bn ? ", SyncBN" : "");
+         std::string(nn::precision_name(o.precision)) + (o.sync_bn ? ", SyncBN" : "") +
+         // Only what is not the default, so that an SGD run's banner reads as before.
+         (o.opt != OptimizerName::sgd ? ", " + std::string(optimizer_name(o.opt)) : std::string()) +
+         (o.clip_grad > 0 ? ", gradients clipped to norm " + json_number(o.clip_grad)
+                          : std::string());
 }
 
 }  // namespace

@@ -22,7 +22,7 @@ void TrainerCheckpoints::resume(TrainerModel& model, Progress& progress, Stream&
   const nn::CheckpointState& saved = checkpoint.info.state;
   evaluated_epochs_ = saved.epoch;
   if (checkpoint.info.engine_checkpoint && !options_.evaluate) {
-    nn::load_optimizer_state(checkpoint, model.sgd(), stream);
+    nn::load_optimizer_state(checkpoint, model.optimizer(), stream);
     model.set_step(saved.step);
     first_epoch_ = saved.sampler.epoch;
     const auto extra = [&](const char* key) -> std::optional<std::string> {
@@ -108,7 +108,8 @@ void TrainerCheckpoints::save(const std::string& name, int64_t epochs_done, int6
     nn::save_checkpoint(checkpoint_path(options_, "ema"), model.net(), state, stream);
     model.swap_ema(stream);
   }
-  nn::save_checkpoint(checkpoint_path(options_, name), model.net(), model.sgd(), state, stream);
+  nn::save_checkpoint(checkpoint_path(options_, name), model.net(), model.optimizer(), state,
+                      stream);
 }
 
 bool TrainerCheckpoints::record_val_top1(double val_top1) {

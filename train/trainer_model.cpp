@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "nn/adamw.h"
+#include "nn/lars.h"
+#include "nn/sgd.h"
 #include "nn/sync_batchnorm.h"
 
 namespace engine::train {
@@ -26,9 +29,52 @@ nn::LrSchedule make_schedule(const TrainOptions& o, int64_t steps_per_epoch) {
     case ScheduleName::onecycle:
       schedule.kind = nn::OneCycleLr{.max_lr = o.lr, .total_steps = o.epochs * steps_per_epoch};
       break;
+    case ScheduleName::poly:
+      // Its warmup is its own, per step (MLPerf's), in place of LinearLR's per epoch.
+      schedule.warmup = {};
+      schedule.kind = nn::PolyLr{.end_lr = o.min_lr,
+                                 .warmup_steps = o.warmup_epochs * steps_per_epoch,
+                                 .total_steps = o.epochs * steps_per_epoch};
+      break;
   }
   nn::validate_lr_schedule(schedule);
   return schedule;
+}
+
+// --opt and its flags; the defaults are today's SGD, bit for bit.
+std::unique_ptr<nn::Optimizer> make_optimizer(const TrainOptions& o, nn::ParameterSet& params,
+                                              Stream& stream) {
+  switch (o.opt) {
+    case OptimizerName::adamw:
+      return std::make_unique<nn::AdamW>(
+          params,
+          nn::AdamWConfig{.lr = static_cast<float>(o.lr),
+                          .beta1 = static_cast<float>(o.opt_betas.value_or(kAdamBetas)[0]),
+                          .beta2 = static_cast<float>(o.opt_betas.value_or(kAdamBetas)[1]),
+                          .eps = static_cast<float>(o.opt_eps.value_or(kAdamEps)),
+                          .weight_decay = static_cast<float>(o.weight_decay),
+                          .decay_norm_and_bias = o.norm_weight_decay},
+          stream);
+    case OptimizerName::lars:
+      return std::make_unique<nn::Lars>(
+          params,
+          nn::LarsConfig{.lr = static_cast<float>(o.lr),
+                         .momentum = static_cast<float>(o.momentum),
+                         .weight_decay = static_cast<float>(o.weight_decay),
+                         .eta = static_cast<float>(o.lars_eta.value_or(kLarsEta)),
+                         .epsilon = static_cast<float>(o.opt_eps.value_or(0)),
+                         .exclude_norm_and_bias = !o.lars_adapt_all},
+          stream);
+    case OptimizerName::sgd:
+      break;
+  }
+  nn::SgdConfig sgd_config;
+  sgd_config.lr = static_cast<float>(o.lr);
+  sgd_config.momentum = static_cast<float>(o.momentum);
+  sgd_config.weight_decay = static_cast<float>(o.weight_decay);
+  sgd_config.nesterov = o.nesterov;
+  sgd_config.decay_norm_and_bias = o.norm_weight_decay;
+  return std::make_unique<nn::Sgd>(params, sgd_config, stream);
 }
 
 }  // namespace
@@ -46,13 +92,11 @@ void TrainerModel::build(Communicator& grad_comm, Stream& stream) {
   const TrainOptions& o = options_;
   model_.allocate(device_, stream);
   if (o.sync_bn) nn::convert_sync_batchnorm(model_.layers(), grad_comm);
-  nn::SgdConfig sgd_config;
-  sgd_config.lr = static_cast<float>(o.lr);
-  sgd_config.momentum = static_cast<float>(o.momentum);
-  sgd_config.weight_decay = static_cast<float>(o.weight_decay);
-  sgd_config.nesterov = o.nesterov;
-  sgd_config.decay_norm_and_bias = o.norm_weight_decay;
-  sgd_ = std::make_unique<nn::Sgd>(model_.params(), sgd_config, stream);
+  optimizer_ = make_optimizer(o, model_.params(), stream);
+  if (o.clip_grad > 0) {
+    clip_ =
+        std::make_unique<nn::GradClip>(model_.params(), static_cast<float>(o.clip_grad), stream);
+  }
   ddp_ = std::make_unique<nn::DataParallel>(
       model_.params(), grad_comm,
       nn::DataParallelOptions{.bucket_cap_mb = o.bucket_cap_mb, .overlap = true});
@@ -85,7 +129,8 @@ void TrainerModel::backward(nn::Pass& pass, bool sync, float loss_scale, Stream&
 
 double TrainerModel::optimizer_step(Stream& stream) {
   const double lr = nn::learning_rate(schedule_, options_.lr, step_);
-  sgd_->step(static_cast<float>(lr), stream);
+  if (clip_) clip_->clip(stream);
+  optimizer_->step(static_cast<float>(lr), stream);
   if (ema_) ema_->update(stream);
   ++step_;
   return lr;

@@ -1,6 +1,7 @@
 // A training run's model and what trains it (trainer.h): the ResNet and its loss, the DDP
-// reducer that all-reduces the gradients while backward runs, SGD at the LR schedule's rate
-// with the count of optimizer steps taken, and the --ema weight average.
+// reducer that all-reduces the gradients while backward runs, the optimizer (--opt: SGD,
+// AdamW or LARS) at the LR schedule's rate after --clip-grad, with the count of optimizer
+// steps taken, and the --ema weight average.
 #pragma once
 
 #include <cstdint>
@@ -13,9 +14,10 @@
 #include "kernels/tensor.h"
 #include "nn/cross_entropy.h"
 #include "nn/data_parallel.h"
+#include "nn/grad_clip.h"
 #include "nn/lr_schedule.h"
+#include "nn/optimizer.h"
 #include "nn/resnet.h"
-#include "nn/sgd.h"
 #include "train/train_options.h"
 #include "train/weight_ema.h"
 
@@ -24,8 +26,8 @@ namespace engine::train {
 class TrainerModel {
  public:
   TrainerModel(const TrainOptions& options, int64_t classes, Device device);
-  // Allocates and initializes the weights, converts to SyncBN (--sync-bn) and makes SGD and
-  // the DDP reducer over `grad_comm`.
+  // Allocates and initializes the weights, converts to SyncBN (--sync-bn) and makes the
+  // optimizer (--opt), the --clip-grad clipper and the DDP reducer over `grad_comm`.
   void build(Communicator& grad_comm, Stream& stream);
   // The schedule for epochs of `steps_per_epoch` optimizer steps (training only).
   void set_schedule(int64_t steps_per_epoch);
@@ -34,7 +36,7 @@ class TrainerModel {
   bool start_ema(Stream& stream);
 
   nn::ResNet& net() { return model_; }
-  nn::Sgd& sgd() { return *sgd_; }
+  nn::Optimizer& optimizer() { return *optimizer_; }
   // BatchNorm's running statistics (empty for a model without BatchNorm).
   Tensor& buffers() { return model_.params().flat_buffers(); }
   // Every rank takes rank 0's weights and buffers (its initialization or resumed checkpoint).
@@ -63,7 +65,9 @@ class TrainerModel {
   // micro-batch) the gradients are all-reduced as backward finishes them, else they
   // accumulate locally (no_sync).
   void backward(nn::Pass& pass, bool sync, float loss_scale, Stream& stream);
-  // SGD at the schedule's rate for the next step, then the --ema average. Returns the rate.
+  // --clip-grad on the all-reduced gradients (every rank clips the same average by the same
+  // factor), the optimizer at the schedule's rate for the next step, then the --ema average.
+  // Returns the rate.
   double optimizer_step(Stream& stream);
 
   bool has_ema() const { return ema_ != nullptr; }
@@ -76,7 +80,8 @@ class TrainerModel {
   Device device_;
   nn::ResNet model_;
   nn::CrossEntropyLoss loss_;
-  std::unique_ptr<nn::Sgd> sgd_;
+  std::unique_ptr<nn::Optimizer> optimizer_;
+  std::unique_ptr<nn::GradClip> clip_;
   std::unique_ptr<nn::DataParallel> ddp_;
   std::unique_ptr<WeightEma> ema_;
   nn::LrSchedule schedule_;

@@ -1,5 +1,5 @@
-// CPU twin of the CUDA SGD entry point (kernels/cuda/optim.h): the same argument struct
-// (kernels/args/optim.h) with host pointers, no stream.
+// CPU twins of the CUDA optimizer entry points (kernels/cuda/optim.h): the same argument
+// structs (kernels/args/optim.h) with host pointers, no stream.
 #pragma once
 
 #include "kernels/args/optim.h"
@@ -7,5 +7,9 @@
 namespace engine::cpu {
 
 void sgd_step(const SgdStepArgs& args);
+void adamw_step(const AdamWStepArgs& args);
+void sum_squares(const SumSquaresArgs& args);
+void clip_grad(const ClipGradArgs& args);
+void lars_step(const LarsStepArgs& args);
 
 }  // namespace engine::cpu

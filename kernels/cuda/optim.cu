@@ -1,2 +1,2 @@
-// Compiles the SGD kernel and its entry point (see optim.cuh).
+// Compiles the optimizer kernels and their entry points (see optim.cuh).
 #include "kernels/cuda/optim.cuh"

@@ -1,4 +1,6 @@
-// The fused SGD step over flat fp32 buffers (implemented in kernels/ops/optim.cpp).
+// The optimizer ops over flat fp32 buffers (implemented in kernels/ops/optim.cpp): the fused
+// SGD and AdamW steps, sums of squares per parameter tensor, gradient clipping by the global
+// norm, and the LARS step.
 #pragma once
 
 #include "kernels/args/optim.h"
@@ -20,5 +22,43 @@ namespace engine {
 enum class MomentumBuffer { empty, filled };
 void sgd_step(const SgdOptions& options, Tensor& params, const Tensor& grads,
               Tensor& momentum_buffer, MomentumBuffer buffer_state, Stream& stream);
+
+// One step for every element, exactly as torch.optim.AdamW (1.13, amsgrad=False), t = step:
+//   g = grad * grad_scale
+//   param *= 1 - lr * weight_decay                        (decoupled weight decay)
+//   exp_avg = beta1 * exp_avg + (1 - beta1) * g
+//   exp_avg_sq = beta2 * exp_avg_sq + (1 - beta2) * g * g
+//   param -= lr / (1 - beta1^t) * exp_avg / (sqrt(exp_avg_sq) / sqrt(1 - beta2^t) + eps)
+// exp_avg and exp_avg_sq are f32 like params and start at zero (step 1 reads them as zero).
+void adamw_step(const AdamWOptions& options, int64_t step, Tensor& params, const Tensor& grads,
+                Tensor& exp_avg, Tensor& exp_avg_sq, Stream& stream);
+
+// A segment table for sum_squares and lars_step: i32 [segments, 3], rows {begin, end, flags}
+// with begin <= end <= the buffers' size (kernels/args/optim.h).
+// sums[s * inputs + k] = sum of input k's squares over [begin_s, end_s), in double, for one
+// input (a) or two (a and b, read in the same pass). partials is f64 workspace of
+// sum_squares_partials(...) elements; blocks_per_segment >= 1 blocks share each segment.
+int64_t sum_squares_partials(int64_t segments, int blocks_per_segment, int inputs);
+void sum_squares(const Tensor& a, const Tensor& b, const Tensor& segments, int blocks_per_segment,
+                 Tensor& partials, Tensor& sums, Stream& stream);
+
+// torch.nn.utils.clip_grad_norm_(max_norm, norm_type=2) given the gradients' squared global
+// norm (f64, one element, from sum_squares): grads *= min(1, max_norm / (norm + 1e-6)).
+void clip_grad(Tensor& grads, const Tensor& sum_squares, float max_norm, Stream& stream);
+
+// LARS as in the MLPerf Training ResNet-50 reference (You, Gitman, Ginsburg, "Large Batch
+// Training of Convolutional Networks", arXiv:1708.03888; MLPerf's TensorFlow LARSOptimizer
+// puts the rate inside the momentum), per parameter tensor w with gradient g:
+//   adapted (conv and linear weights):
+//     trust = eta * ||w|| / (||g|| + wd * ||w|| + epsilon)   (1 when ||w|| or ||g|| is 0)
+//     v = momentum * v + lr * trust * (g + wd * w)
+//   excluded (BatchNorm weights and biases, biases): v = momentum * v + lr * g
+//   w -= v
+// g is grad * grad_scale. sum_squares is f64 [segments, 2]: sum_squares of (params, grads)
+// over the same segment table, whose flags say which tensors are adapted. The momentum buffer
+// starts at zero (no first-step special case, unlike torch.optim.SGD).
+void lars_step(const LarsOptions& options, Tensor& params, const Tensor& grads,
+               Tensor& momentum_buffer, const Tensor& segments, const Tensor& sum_squares,
+               Stream& stream);
 
 }  // namespace engine

@@ -1,7 +1,9 @@
-// The CPU fused SGD step through the op API against torch.optim.SGD written out op by op:
-// five steps (the first initializes the momentum buffer) for every option set and size.
+// The CPU optimizer ops through the op API: SGD and AdamW against torch's steps written out op
+// by op (five steps for every option set and size), sums of squares and LARS against double
+// references, clip_grad against clip_grad_norm_'s formula, and the argument errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "close_values.h"
@@ -77,6 +79,101 @@ TEST(OptimCpu, ArgumentErrorsNameTheTensor) {
   EXPECT_THROW(sgd_step(bad_lr, params, grads, none, MomentumBuffer::filled, stream), Error);
   Tensor bf16_params = Tensor::empty({8}, DType::bf16);
   EXPECT_THROW(sgd_step(plain, bf16_params, grads, none, MomentumBuffer::filled, stream), Error);
+}
+
+TEST(OptimCpu, AdamWStepsMatchTorchFormula) {
+  Stream stream;
+  for (const testing::AdamWCase& c : testing::kAdamWCases) {
+    for (int64_t n : testing::kSgdSizes) {
+      SCOPED_TRACE(c.name + " n=" + std::to_string(n));
+      std::vector<float> expect_params = testing::normal_values(n, 1, DType::f32);
+      std::vector<float> expect_m(n, 0.f), expect_v(n, 0.f);
+      Tensor params = Tensor::from_floats({n}, expect_params);
+      Tensor m = Tensor::zeros({n}, DType::f32, Device::cpu(), stream);
+      Tensor v = Tensor::zeros({n}, DType::f32, Device::cpu(), stream);
+      for (int step = 1; step <= 5; ++step) {
+        const std::vector<float> grads = testing::normal_values(n, 10 + step, DType::f32);
+        testing::reference_adamw(c.options, step, expect_params, grads, expect_m, expect_v);
+        adamw_step(c.options, step, params, Tensor::from_floats({n}, grads), m, v, stream);
+      }
+      // The same fp32 operations in the same order, up to a contracted multiply-add.
+      EXPECT_TRUE(all_close(expect_params, params.to_floats(stream), 1e-6, 1e-2));
+      EXPECT_TRUE(all_close(expect_m, m.to_floats(stream), 1e-6));
+      EXPECT_TRUE(all_close(expect_v, v.to_floats(stream), 1e-6));
+    }
+  }
+}
+
+const std::vector<int32_t> kSegmentLengths = {3, 4, 0, 70001, 33};
+
+TEST(OptimCpu, SumSquaresPerSegmentInDouble) {
+  Stream stream;
+  const std::vector<int32_t> table = testing::segment_table(kSegmentLengths);
+  const int64_t n = testing::segment_total(table), segments = kSegmentLengths.size();
+  const std::vector<float> a = testing::normal_values(n, 4, DType::f32);
+  const std::vector<float> b = testing::normal_values(n, 5, DType::f32);
+  for (int blocks : {1, 3, 16}) {
+    for (bool two : {false, true}) {
+      SCOPED_TRACE("blocks " + std::to_string(blocks) + (two ? " two inputs" : " one input"));
+      const int inputs = two ? 2 : 1;
+      Tensor partials = Tensor::empty({sum_squares_partials(segments, blocks, inputs)}, DType::f64);
+      Tensor sums = Tensor::empty({segments * inputs}, DType::f64);
+      sum_squares(Tensor::from_floats({n}, a), two ? Tensor::from_floats({n}, b) : Tensor(),
+                  Tensor::from_ints({segments, 3}, table), blocks, partials, sums, stream);
+      const std::vector<double> got = sums.to_doubles(stream);
+      for (int64_t s = 0; s < segments; ++s) {
+        for (int k = 0; k < inputs; ++k) {
+          const std::vector<float>& x = k == 0 ? a : b;
+          double expected = 0;
+          for (int32_t i = table[3 * s]; i < table[3 * s + 1]; ++i)
+            expected += double(x[i]) * double(x[i]);
+          EXPECT_NEAR(got[s * inputs + k], expected, 1e-12 * (1 + expected)) << "segment " << s;
+        }
+      }
+    }
+  }
+}
+
+TEST(OptimCpu, ClipGradScalesByTheGlobalNorm) {
+  Stream stream;
+  const std::vector<float> grads = {3.f, -4.f, 0.f, 12.f};  // norm 13
+  for (float max_norm : {1.f, 6.5f, 13.f, 100.f}) {
+    Tensor g = Tensor::from_floats({4}, grads);
+    clip_grad(g, Tensor::from_doubles({1}, {169.0}), max_norm, stream);
+    // torch: clip_coef = max_norm / (13 + 1e-6) in f32, clamped to 1.
+    const float coefficient = std::min(1.f, max_norm / (13.f + 1e-6f));
+    std::vector<float> expected = grads;
+    for (float& x : expected)
+      x *= coefficient;
+    EXPECT_EQ(g.to_floats(stream), expected) << "max_norm " << max_norm;
+  }
+  Tensor g = Tensor::from_floats({4}, grads);
+  EXPECT_THROW(clip_grad(g, Tensor::from_doubles({1}, {1.0}), 0.f, stream), Error);
+  EXPECT_THROW(clip_grad(g, Tensor::from_doubles({2}, {1.0, 1.0}), 1.f, stream), Error);
+}
+
+TEST(OptimCpu, LarsStepsMatchDoubleReference) {
+  Stream stream;
+  const std::vector<int32_t> table = testing::segment_table(kSegmentLengths);
+  const int64_t n = testing::segment_total(table), segments = kSegmentLengths.size();
+  const LarsOptions options{
+      .lr = 2.f, .momentum = 0.9f, .weight_decay = 1e-3f, .eta = 0.02f, .grad_scale = 0.5f};
+  const std::vector<float> initial = testing::normal_values(n, 6, DType::f32);
+  std::vector<double> expect_params(initial.begin(), initial.end()), expect_buffer(n, 0.0);
+  Tensor params = Tensor::from_floats({n}, initial);
+  Tensor buffer = Tensor::zeros({n}, DType::f32, Device::cpu(), stream);
+  const Tensor segment_tensor = Tensor::from_ints({segments, 3}, table);
+  Tensor partials = Tensor::empty({sum_squares_partials(segments, 4, 2)}, DType::f64);
+  Tensor sums = Tensor::empty({segments * 2}, DType::f64);
+  for (int step = 0; step < 4; ++step) {
+    const std::vector<float> grads = testing::normal_values(n, 20 + step, DType::f32);
+    const Tensor g = Tensor::from_floats({n}, grads);
+    testing::reference_lars(options, table, expect_params, grads, expect_buffer);
+    sum_squares(params, g, segment_tensor, 4, partials, sums, stream);
+    lars_step(options, params, g, buffer, segment_tensor, sums, stream);
+  }
+  EXPECT_TRUE(all_close(expect_params, params.to_floats(stream), 1e-5));
+  EXPECT_TRUE(all_close(expect_buffer, buffer.to_floats(stream), 1e-5));
 }
 
 }  // namespace

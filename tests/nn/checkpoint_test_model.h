@@ -53,8 +53,10 @@ inline Tensor checkpoint_images() {
   return golden_images(kCheckpointBatch, kCheckpointImageSize);
 }
 
-// One forward (train mode), cross-entropy loss, backward and SGD step.
-inline void train_step(nn::ResNet& model, nn::Sgd& optimizer, Stream& stream) {
+// One forward (train mode), cross-entropy loss, backward and optimizer step at rate lr
+// (checkpoint_sgd_config's by default).
+inline void train_step(nn::ResNet& model, nn::Optimizer& optimizer, Stream& stream,
+                       float lr = 0.05f) {
   const Tensor images = checkpoint_images();
   const Tensor labels = Tensor::from_ints({kCheckpointBatch}, {3, 7, 0, 9});
   nn::CrossEntropyLoss loss;
@@ -64,7 +66,7 @@ inline void train_step(nn::ResNet& model, nn::Sgd& optimizer, Stream& stream) {
   const Tensor& logits = model.forward(images, pass);
   loss.forward(logits, labels, stream);
   model.backward(loss.backward(stream), pass);
-  optimizer.step(optimizer.config().lr, stream);
+  optimizer.step(lr, stream);
 }
 
 // Allocates `model` on the CPU (initialized from its options' seed) and sets it up for the

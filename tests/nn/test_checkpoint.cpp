@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,9 @@
 #include "golden_weights.h"
 #include "kernels/error.h"
 #include "kernels/runtime.h"
+#include "nn/adamw.h"
 #include "nn/checkpoint.h"
+#include "nn/lars.h"
 #include "nn/safetensors.h"
 #include "tests/error_text.h"
 
@@ -146,6 +149,55 @@ TEST(CheckpointRoundTrip, RestoresEveryByteAndTheNextStep) {
   EXPECT_TRUE(same_bits(saved.params().flat_values().to_floats(stream),
                         loaded.params().flat_values().to_floats(stream)))
       << "the step after the resume differs";
+}
+
+// AdamW's and LARS's state (their buffers as "optimizer.<state>.<name>", AdamW's step count)
+// round trips, so the step after the resume is the same bits; a checkpoint of one optimizer
+// does not load into another.
+TEST(CheckpointRoundTrip, AdamWAndLarsResumeBitForBit) {
+  const TempFolder folder;
+  Stream stream;
+  const auto round_trip = [&](auto make_optimizer, float lr, const std::string& name) {
+    SCOPED_TRACE(name);
+    const std::string path = folder.file(name + ".safetensors");
+    ResNet saved("resnet18", {.num_classes = engine::testing::kCheckpointClasses});
+    prepare(saved, stream);
+    auto saved_opt = make_optimizer(saved);
+    engine::testing::train_step(saved, *saved_opt, stream, lr);
+    engine::testing::train_step(saved, *saved_opt, stream, lr);
+    save_checkpoint(path, saved, *saved_opt, {}, stream);
+    ResNet loaded("resnet18", {.num_classes = engine::testing::kCheckpointClasses, .seed = 7});
+    prepare(loaded, stream);
+    auto loaded_opt = make_optimizer(loaded);
+    const LoadedCheckpoint checkpoint = load_checkpoint(path, loaded, stream);
+    EXPECT_EQ(checkpoint.info.optimizer, name);
+    load_optimizer_state(checkpoint, *loaded_opt, stream);
+    EXPECT_TRUE(loaded_opt->started());
+    engine::testing::train_step(saved, *saved_opt, stream, lr);
+    engine::testing::train_step(loaded, *loaded_opt, stream, lr);
+    EXPECT_TRUE(same_bits(saved.params().flat_values().to_floats(stream),
+                          loaded.params().flat_values().to_floats(stream)))
+        << "the step after the resume differs";
+    Sgd sgd(loaded.params(), engine::testing::checkpoint_sgd_config(), stream);
+    EXPECT_NE(error_of([&] {
+                load_optimizer_state(checkpoint, sgd, stream);
+              }).find("holds the state of optimizer " + name + ", this run's is sgd"),
+              std::string::npos);
+  };
+  round_trip(
+      [&](ResNet& model) {
+        return std::make_unique<AdamW>(
+            model.params(), AdamWConfig{.lr = 1e-3f, .decay_norm_and_bias = false}, stream);
+      },
+      1e-3f, "adamw");
+  round_trip(
+      [&](ResNet& model) {
+        return std::make_unique<Lars>(model.params(), LarsConfig{.lr = 1.f}, stream);
+      },
+      1.f, "lars");
+  const SafetensorsReader reader = SafetensorsReader::open(folder.file("adamw.safetensors"));
+  EXPECT_NE(reader.find("optimizer.exp_avg_sq.fc.weight"), nullptr);
+  EXPECT_EQ(reader.metadata().at("optimizer.steps"), "2");
 }
 
 // The file lists torchvision's state_dict in its order, with its shapes and dtypes.

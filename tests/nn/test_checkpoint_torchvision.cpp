@@ -152,7 +152,7 @@ TEST(TorchvisionStateDict, LoadsTheFilePyTorchWroteAndWritesItBack) {
   ResNet model("resnet18", {.num_classes = 10, .seed = 5});
   model.allocate(Device::cpu(), stream);
   const LoadedCheckpoint loaded = load_checkpoint(path, model, stream);
-  EXPECT_TRUE(loaded.momentum.empty());
+  EXPECT_TRUE(loaded.optimizer_buffers.empty());
   Sgd sgd(model.params(), engine::testing::checkpoint_sgd_config(), stream);
   load_optimizer_state(loaded, sgd, stream);
   EXPECT_FALSE(sgd.started());

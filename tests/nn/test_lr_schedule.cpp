@@ -120,6 +120,16 @@ TEST(LrSchedule, ParsesFlags) {
   EXPECT_TRUE(one.three_phase);
   EXPECT_DOUBLE_EQ(learning_rate(cycle, 0.1, 0), 0.4 / 25);  // max_lr replaces the base rate
   EXPECT_EQ(describe(parse_lr_schedule("constant", length)), "constant per 500 steps");
+
+  const LrSchedule poly = parse_lr_schedule("poly:end_lr=1e-4,warmup=2", length);
+  EXPECT_EQ(std::get<PolyLr>(poly.kind).warmup_steps, 1000);  // per step: 2 epochs of 500
+  EXPECT_EQ(poly.warmup.epochs, 0);
+  EXPECT_EQ(describe(poly),
+            "poly(power=2, end_lr=1e-04, warmup_steps=1000, total_steps=45000) "
+            "per step");
+  EXPECT_EQ(learning_rate(poly, 8.0, 0), 8.0 / 1000);
+  EXPECT_EQ(learning_rate(poly, 8.0, 999), 8.0);
+  EXPECT_EQ(learning_rate(poly, 8.0, 45000), 1e-4);  // past the end it stays at end_lr
 }
 
 using testing::error_of;
@@ -134,6 +144,7 @@ void expect_flag_error(const std::string& flag, const std::string& part) {
 TEST(LrSchedule, FlagErrorsNameTheTextAndTheChoices) {
   expect_flag_error("cosin", "unknown kind 'cosin'; choices: constant, step, multistep, cosine");
   expect_flag_error("step:t_max=3", "'t_max' is not an option of step; step takes N or size=N");
+  expect_flag_error("poly:warmup=10", "poly: total_steps (40) must exceed the warmup's 40 steps");
   expect_flag_error("step:gamma=fast", "'fast' is not a number for gamma");
   expect_flag_error("step:3,size=4", "given twice");
   expect_flag_error("multistep", "no milestones");

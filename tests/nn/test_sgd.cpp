@@ -13,45 +13,15 @@
 #include "kernels/runtime.h"
 #include "nn/sgd.h"
 #include "tests/error_text.h"
+#include "tests/nn/tiny_parameters.h"
 
 namespace engine::nn {
 namespace {
 
-// Registered as a ResNet registers (conv, norm, ..., fc), odd sizes so that gaps exist. The
-// layout is the reverse: fc.bias@0, fc.weight@16, conv2.bias@48, conv2.weight@64,
-// bn1.bias@128, bn1.weight@144, conv1.weight@160, 176 elements in all.
-void register_tiny_model(ParameterSet& set) {
-  set.add_parameter("conv1.weight", {3, 1, 1, 5}, ParameterKind::conv_filter);
-  set.add_parameter("bn1.weight", {3}, ParameterKind::norm_weight);
-  set.add_parameter("bn1.bias", {3}, ParameterKind::norm_bias);
-  set.add_parameter("conv2.weight", {2, 3, 3, 3}, ParameterKind::conv_filter);
-  set.add_parameter("conv2.bias", {2}, ParameterKind::bias);
-  set.add_parameter("fc.weight", {4, 7}, ParameterKind::linear_weight);
-  set.add_parameter("fc.bias", {4}, ParameterKind::bias);
-}
-constexpr int64_t kFlatSize = 176;
-
-double pseudo_random(uint64_t seed, int64_t i) {  // in [-1, 1)
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(i) * 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 31;
-  x *= 0x94D049BB133111EBull;
-  x ^= x >> 29;
-  return static_cast<double>(x >> 11) / static_cast<double>(1ull << 52) - 1.0;
-}
-
-// Flat values of `seed` inside the parameters and zero in the gaps, as f32 and as doubles.
-std::vector<float> flat_pattern(const ParameterSet& set, uint64_t seed) {
-  std::vector<float> flat(static_cast<size_t>(set.flat_values().numel()), 0.f);
-  for (const ParameterInfo& p : set.parameters())
-    for (int64_t i = 0; i < p.numel(); ++i)
-      flat[static_cast<size_t>(p.offset + i)] =
-          static_cast<float>(pseudo_random(seed, p.offset + i));
-  return flat;
-}
-
-void write_flat(Tensor& flat, const std::vector<float>& values, Stream& stream) {
-  copy(Tensor::from_floats(flat.shape(), values), flat, stream);
-}
+using testing::flat_pattern;
+using testing::kFlatSize;
+using testing::register_tiny_model;
+using testing::write_flat;
 
 // torch.optim.SGD's step in double, per element; buffer empty = PyTorch's "buf is None".
 struct ReferenceSgd {
@@ -255,7 +225,7 @@ TEST(Sgd, ResumesFromItsStateBitForBit) {
   EXPECT_NE(first.flat_values().to_floats(stream), fresh.flat_values().to_floats(stream));
 }
 
-using testing::error_of;
+using engine::testing::error_of;
 
 void expect_contains(const std::string& message, const std::string& part) {
   EXPECT_NE(message.find(part), std::string::npos) << "'" << message << "' lacks '" << part << "'";

@@ -12,9 +12,10 @@ DIR is a small Fashion-MNIST ImageFolder (tools/export_fashion_mnist.py --train-
   learns_bf16   the same training with bf16 activations (fp32 master weights)
   mixing        the same training with --mixup 0.2 --cutmix 1.0 --label-smoothing 0.1
   equivalence   1 rank x batch 16 vs 2 ranks x batch 8 with --sync-bn: the same losses
-  resume        stopped mid-epoch by --max-steps then --resume: the same per-step losses as
-                an uninterrupted run, bit for bit; the resumed part's --dump-batches files
-                hold each step's batch of each rank (labels of their files, grey images)
+  resume        with --opt lars and --lr-schedule poly (warmup): the loss falls; stopped
+                mid-epoch by --max-steps then --resume: the same per-step losses as an
+                uninterrupted run, bit for bit; the resumed part's --dump-batches files hold
+                each step's batch of each rank (labels of their files, grey images)
   probe         probe_step on a dumped batch gives the loss training logged for that step,
                 and as parameter gradients what a step of SGD at lr 1 (no momentum or weight
                 decay) took from the weights, in torchvision's layouts
@@ -23,9 +24,10 @@ DIR is a small Fashion-MNIST ImageFolder (tools/export_fashion_mnist.py --train-
   accum         --accum-steps 2: steps of two batches, resumed mid-epoch exactly, against
                 the 2x batch (the same steps and rates, BatchNorm aside)
   dummy         --dummy: random images, no folder; the run, its checkpoint and --evaluate
-  ema           --ema 0.5: the weight average's figures printed and in the metrics, one step
-                of it against the formula, resumed at step 13 == uninterrupted bit for bit
-                (with per-image MixUp/CutMix on, whose draws must resume too)
+  ema           --ema 0.5 with --opt adamw --clip-grad 1 and per-image MixUp/CutMix: the loss
+                falls; the weight average's figures printed and in the metrics, one step of it
+                against the formula, resumed at step 13 == uninterrupted bit for bit (AdamW's
+                moments and step count, and the mixing draws, included)
   resize        --progressive-resize and --val-image-size: each epoch's batches at its crop,
                 validation at its own size (== --evaluate at that size)
   sigterm       SIGTERM to one rank: every rank stops within seconds, 143, checkpoint intact
@@ -231,8 +233,10 @@ def case_equivalence(args):
 
 def case_resume(args):
     work = fresh(args, "resume")
-    flags = ["--epochs", "2", "-b", "16", "--lr", "0.05", "--lr-schedule", "onecycle", "--nesterov",
-             "--wd", "1e-4"]
+    # LARS (MLPerf's eta and decay, BatchNorm and biases excluded) on MLPerf's schedule: one
+    # epoch of warmup, then the poly decay.
+    flags = ["--epochs", "2", "-b", "16", "--opt", "lars", "--lr", "2", "--lr-schedule", "poly",
+             "--warmup-epochs", "1", "--wd", "5e-5"]
     whole = os.path.join(work, "whole.jsonl")
     # Saving inside the epochs (steps 4, 8, 12, 16; 9 and 18 end epochs) changes nothing.
     saving = run(args, 2, flags + ["--checkpoint-dir", work + "/whole", "--step-metrics", whole,
@@ -258,14 +262,18 @@ def case_resume(args):
         return [{k: v for k, v in line.items() if k != "comm_hidden_pct"} for line in read_jsonl(path)]
     a, b = figures(whole), figures(parts)
     check(len(a) == 18, f"the uninterrupted run took {len(a)} steps, expected 18")
+    early, late = (sum(line["loss"] for line in part) / 4 for part in (a[:4], a[-4:]))
+    check(late < 0.9 * early, f"lars: the loss did not fall: first 4 steps {early:.3f}, last 4 "
+                              f"{late:.3f}")
     check(a == b, "resumed losses differ:\n" + "".join(f"{x} | {y}\n"
                                                        for x, y in zip(a, b) if x != y))
     first = read_jsonl(os.path.join(work, "whole", "metrics.jsonl"))
     second = read_jsonl(os.path.join(work, "parts", "metrics.jsonl"))
     check(first[-1]["val_loss"] == second[-1]["val_loss"], "final validation differs")
     check_dumped_batches(args, dumps, steps=range(14, 19), ranks=2, batch=16, steps_per_epoch=9)
-    print("resume: 18 steps identical to the uninterrupted run (saving every 4 steps) after "
-          "stopping at step 13 (--resume auto: fresh, then continued); steps 14-18 dumped")
+    print(f"resume: lars loss {early:.3f} -> {late:.3f} (first/last 4 steps); 18 steps identical "
+          "to the uninterrupted run (saving every 4 steps) after stopping at step 13 (--resume "
+          "auto: fresh, then continued); steps 14-18 dumped")
 
 
 def float_tensors(path):
@@ -278,10 +286,13 @@ def case_ema(args):
     """--ema 0.5: the average of the weights and BatchNorm statistics, evaluated each epoch,
     saved with last, one step of it checked against the formula, resumed exactly."""
     work = fresh(args, "ema")
-    flags = ["--epochs", "2", "-b", "16", "--lr", "0.05", "--lr-schedule", "onecycle", "--ema", "0.5",
+    flags = ["--epochs", "2", "-b", "16", "--opt", "adamw", "--lr", "2e-3", "--wd", "0.05",
+             "--clip-grad", "1", "--lr-schedule", "onecycle", "--ema", "0.5",
              "--mixup", "0.8", "--cutmix", "1.0", "--mixup-mode", "elem"]
     whole = run(args, 2, flags + ["--checkpoint-dir", work + "/whole"])
     epochs = read_jsonl(os.path.join(work, "whole", "metrics.jsonl"))
+    check(epochs[-1]["train_loss"] < 0.9 * epochs[0]["train_loss"],
+          f"adamw: the loss did not fall: {[l['train_loss'] for l in epochs]}")
     for line in epochs:
         missing = [k for k in ("ema_val_loss", "ema_val_top1_pct", "ema_val_top5_pct") if k not in line]
         check(not missing, f"metrics line lacks {missing}: {line}")
@@ -322,7 +333,8 @@ def case_ema(args):
                                   at13 + "/last.safetensors", "--max-steps", "14"])
     check(at13 + "/ema.safetensors is at step 18, the checkpoint at step 13" in again.stdout,
           "an average of another step was not named:\n" + again.stdout)
-    print(f"ema: val top-1 {[l['val_top1_pct'] for l in epochs]}%, average "
+    print(f"ema (adamw, clip-grad 1): train loss {[l['train_loss'] for l in epochs]}, "
+          f"val top-1 {[l['val_top1_pct'] for l in epochs]}%, average "
           f"{[l['ema_val_top1_pct'] for l in epochs]}%; resumed at step 13 == uninterrupted; one "
           f"step == 0.5 ema + 0.5 w within {worst:.1e}")
 
@@ -573,6 +585,10 @@ def case_bad_flags(args):
         (["--ra-magnitude", "31"], 2, "--ra-magnitude must be in 0..30"),
         (["--random-erase", "-0.1"], 2, "--random-erase must be a probability in [0, 1]"),
         (["--random-erase-value", "pixel"], 2, "--random-erase-value takes zero or random"),
+        (["--opt", "adam"], 2, "--opt takes sgd, adamw or lars, got 'adam'"),
+        (["--opt", "adamw", "--nesterov"], 2, "--nesterov applies to --opt sgd only"),
+        (["--clip-grad", "0"], 2, "--clip-grad must be a finite number > 0"),
+        (["--lars-eta", "0.01"], 2, "--lars-eta applies to --opt lars only"),
         (["--evaluate", "--resume", "auto"], 1, "--evaluate --resume auto: there is no"),
         (["--device", "cuda"], 1, "cuda"),
         (["--resume", os.path.join(work, "missing.safetensors")], 1, "missing.safetensors: no such file"),
