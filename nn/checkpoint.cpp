@@ -179,14 +179,28 @@ CheckpointInfo info_of(const SafetensorsReader& reader, const std::string& path)
 }
 
 // Every difference between the file's tensors and the model's, in one message.
+// Whether a file's tensor is the classifier's (fc.weight, or optimizer.<state>.fc.bias, ...).
+bool names_head(std::string_view name) {
+  if (name.starts_with("optimizer.")) {
+    name.remove_prefix(std::string_view("optimizer.").size());
+    const size_t dot = name.find('.');
+    if (dot == std::string_view::npos) return false;
+    name.remove_prefix(dot + 1);
+  }
+  return module_of(name) == kHeadModule;
+}
+
+// `layout` is what the model expects; with `without_head` the file's classifier tensors are
+// passed over and its class count is not compared.
 void check_fits(const SafetensorsReader& reader, const CheckpointInfo& info, const ResNet& model,
-                const std::vector<StateEntry>& layout) {
+                const std::vector<StateEntry>& layout, bool without_head = false) {
   std::unordered_map<std::string_view, const StateEntry*> expected;
   for (const StateEntry& e : layout)
     expected.emplace(e.name, &e);
   std::vector<std::string> wrong, missing, unexpected;
   std::unordered_set<std::string_view> present;
   for (const SafetensorsEntry& entry : reader.entries()) {
+    if (without_head && names_head(entry.name)) continue;
     const auto found = expected.find(entry.name);
     if (found == expected.end()) {
       unexpected.push_back(quoted_for_message(entry.name));
@@ -208,8 +222,8 @@ void check_fits(const SafetensorsReader& reader, const CheckpointInfo& info, con
     if (!present.contains(e.name)) missing.push_back(e.name);
   }
   const int64_t classes = model.options().num_classes;
-  const bool other_model =
-      !info.arch.empty() && (info.arch != model.arch() || info.num_classes != classes);
+  const bool other_model = !info.arch.empty() && (info.arch != model.arch() ||
+                                                  (info.num_classes != classes && !without_head));
   // Metadata naming another arch over tensors that fit would be a corrupt file: refuse it too.
   if (wrong.empty() && missing.empty() && unexpected.empty() && !other_model) return;
   std::string message = info.path + " does not fit " + model_description(model.arch(), classes);
@@ -321,17 +335,27 @@ std::string checkpoint_arch(const std::string& path) {
   return info.arch;
 }
 
-LoadedCheckpoint load_checkpoint(const std::string& path, ResNet& model, Stream& stream) {
+LoadedCheckpoint load_checkpoint(const std::string& path, ResNet& model, Stream& stream,
+                                 const LoadOptions& options) {
   ParameterSet& params = model.params();
   ENGINE_REQUIRE(params.allocated(),
                  "load_checkpoint(" + path + "): the " + model.arch() + " is not allocated");
   const SafetensorsReader reader = SafetensorsReader::open(path);
   LoadedCheckpoint loaded{info_of(reader, path), {}};
-  const std::vector<StateEntry> layout = state_dict_layout(params, all_optimizer_buffers());
-  check_fits(reader, loaded.info, model, layout);
+  std::vector<StateEntry> layout = state_dict_layout(params, all_optimizer_buffers());
+  loaded.new_head = options.new_head && loaded.info.num_classes != model.options().num_classes;
+  if (loaded.new_head) {
+    std::erase_if(layout, [](const StateEntry& e) { return names_head(e.name); });
+  }
+  check_fits(reader, loaded.info, model, layout, loaded.new_head);
 
-  // Everything is read into host memory first, so a read error leaves the model untouched.
+  // Everything is read into host memory first, so a read error leaves the model untouched;
+  // a new head keeps the model's own values, which the file's then overwrite elsewhere.
   Tensor values = zeroed_host_twin(params.flat_values());
+  if (loaded.new_head) {
+    copy(params.flat_values(), values, stream);
+    stream.synchronize();
+  }
   Tensor buffers = params.buffers().empty() ? Tensor() : zeroed_host_twin(params.flat_buffers());
   for (const std::string& buffer : loaded.info.optimizer_buffers)
     loaded.optimizer_buffers[buffer].assign(static_cast<size_t>(values.numel()), 0.f);

@@ -114,12 +114,26 @@ struct LoadedCheckpoint {
   // The optimizer's buffers in the loaded model's flat parameter layout
   // (ParameterSet::flat_values), by torch's state key; empty when the file holds none.
   std::map<std::string, std::vector<float>> optimizer_buffers;
+  // With LoadOptions::new_head: the file's classifier was left out (another class count) and
+  // the model keeps its own, freshly initialized.
+  bool new_head = false;
+};
+
+struct LoadOptions {
+  // Fine-tuning onto other classes: when the file's class count differs from the model's,
+  // its classifier (torchvision's "fc": weight, bias and their optimizer state) is neither
+  // checked nor loaded, as torchvision users replace model.fc before training.
+  bool new_head = false;
 };
 
 // Checks the file against `model` (every name, dtype and shape; all mismatches in one error)
 // and then copies parameters, BN statistics and batch counters into it. On any failure the
 // model is left as it was. `stream` is the model's; waits for it.
-LoadedCheckpoint load_checkpoint(const std::string& path, ResNet& model, Stream& stream);
+LoadedCheckpoint load_checkpoint(const std::string& path, ResNet& model, Stream& stream,
+                                 const LoadOptions& options = {});
+
+// The classifier's module in torchvision's ResNets.
+inline constexpr std::string_view kHeadModule = "fc";
 
 // Resumes `optimizer` (built over the same model) from a loaded checkpoint: its buffers,
 // started flag and counters. A checkpoint without momentum (a plain state_dict, or a run with

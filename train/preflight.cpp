@@ -117,11 +117,22 @@ void check_resume_file(const TrainOptions& options, const std::vector<std::strin
   const auto num_classes = static_cast<int64_t>(classes.size());
   if (info.num_classes != num_classes) {
     fail("--resume " + path + " has " + std::to_string(info.num_classes) +
-         " classes, but the dataset " + options.data + " has " + std::to_string(num_classes));
+         " classes, but the dataset " + options.data + " has " + std::to_string(num_classes) +
+         " (to fine-tune its weights onto these classes: --pretrained " + path + ")");
   }
   if (!info.state.classes.empty() && info.state.classes != classes) {
     fail("--resume " + path + " was trained on classes (" + join(info.state.classes) +
          ") that differ from the dataset's (" + join(classes) + ")");
+  }
+}
+
+void check_pretrained_file(const TrainOptions& options) {
+  const std::string& path = options.pretrained;
+  std::error_code error;
+  if (!fs::is_regular_file(path, error)) fail("--pretrained " + path + ": no such file");
+  const std::string arch = nn::checkpoint_arch(path);
+  if (arch != options.arch) {
+    fail("--pretrained " + path + " holds " + arch + ", but --arch is " + options.arch);
   }
 }
 

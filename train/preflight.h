@@ -35,4 +35,8 @@ void check_writable_dir(const std::string& flag, const std::string& dir);
 // outputs, and (when it records them) of the same classes.
 void check_resume_file(const TrainOptions& options, const std::vector<std::string>& classes);
 
+// The --pretrained file: present, a safetensors state_dict or checkpoint of options.arch (any
+// class count: another one gets a new classifier).
+void check_pretrained_file(const TrainOptions& options);
+
 }  // namespace engine::train

@@ -70,7 +70,8 @@ void resolve_resume_auto(TrainOptions& options, const MpiSession& session) {
   MPI_Bcast(&found, 1, MPI_INT, 0, session.comm());
   options.resume = found ? path : "";
   if (session.rank() == 0 && !found && !options.evaluate) {
-    std::printf("resnet_train: --resume auto: no %s yet, starting from scratch\n", path.c_str());
+    std::printf("resnet_train: --resume auto: no %s yet, starting from %s\n", path.c_str(),
+                options.pretrained.empty() ? "scratch" : options.pretrained.c_str());
     std::fflush(stdout);
   }
 }
@@ -99,6 +100,7 @@ int train_main(TrainOptions& options, MpiSession& session) {
     datasets.emplace(scan_datasets(options));
     const auto classes = static_cast<int64_t>(datasets->classes().size());
     if (!options.resume.empty()) check_resume_file(options, datasets->classes());
+    if (options.resume.empty() && !options.pretrained.empty()) check_pretrained_file(options);
     if (session.rank() == 0 && !options.evaluate) {
       check_checkpoint_dir(options.checkpoint_dir, checkpoint_bytes(options, classes));
       if (!options.tensorboard.empty()) check_writable_dir("--tensorboard", options.tensorboard);

@@ -155,6 +155,11 @@ void check_values(const TrainOptions& o) {
   require(!o.evaluate || o.dump_batches.empty(), "--dump-batches does not apply to --evaluate");
   require(!o.evaluate || !o.resume.empty(),
           "--evaluate needs --resume FILE (the checkpoint to evaluate)");
+  require(o.pretrained.empty() || !o.evaluate,
+          "--evaluate evaluates --resume FILE: --pretrained does not apply");
+  require(o.pretrained.empty() || o.resume.empty() || o.resume == kResumeAuto,
+          "--pretrained starts a new run, --resume FILE continues one: give one of them "
+          "(--resume auto with --pretrained continues a run when it has a last checkpoint)");
 }
 
 // The data and the model: what is trained on what.
@@ -245,6 +250,12 @@ void add_run_flags(cli::Command& c, TrainOptions& o) {
          "continue from a checkpoint (or start from a torchvision state_dict saved as "
          "safetensors); auto: from <checkpoint-dir>/last.safetensors if it exists, else from "
          "scratch (for a scheduler's restarts; ./auto for a file named auto)");
+  c.text("--pretrained", o.pretrained, "FILE",
+         "start a new run from FILE's weights (a torchvision state_dict saved as safetensors, "
+         "tools/safetensors_torch.py; or a checkpoint): not its optimizer, schedule or epoch; "
+         "with another class count its fc is replaced by a new one, initialized as torchvision "
+         "does (fine-tuning). With --resume auto: only when there is no last checkpoint yet",
+         "none");
   c.flag("-e,--evaluate", o.evaluate, "validate --resume FILE on DIR/val and exit");
   c.option("--seed", "N", "weights, sampler order and augmentation", "0",
            [&o](const std::string& flag, const std::string& text) {

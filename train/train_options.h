@@ -62,6 +62,9 @@ struct TrainOptions {
   int workers = 0;     // 0: the cores this rank has, at most 8
   int threads = 0;     // compute threads per rank; 0: the host's cores / ranks on the host
   std::string resume;  // a checkpoint, "" for none, or kResumeAuto before resolve_resume_auto
+  // Fine-tuning: a new run starts from this file's weights (a torchvision state_dict as
+  // safetensors, or a checkpoint), its classifier replaced when the class count differs.
+  std::string pretrained;
   bool evaluate = false;
   uint64_t seed = 0;
   int64_t print_freq = 10;

@@ -15,6 +15,7 @@ TrainerCheckpoints::TrainerCheckpoints(const TrainOptions& options, bool rank0, 
 
 void TrainerCheckpoints::resume(TrainerModel& model, Progress& progress, Stream& stream) {
   if (options_.resume.empty()) {
+    if (!options_.pretrained.empty()) start_from_pretrained(model, progress, stream);
     model.broadcast_from_rank0(stream);
     return;
   }
@@ -61,6 +62,19 @@ void TrainerCheckpoints::resume(TrainerModel& model, Progress& progress, Stream&
                                                      : std::string("a plain state_dict")) +
                   ")");
   }
+}
+
+void TrainerCheckpoints::start_from_pretrained(TrainerModel& model, Progress& progress,
+                                               Stream& stream) {
+  const nn::LoadedCheckpoint loaded =
+      nn::load_checkpoint(options_.pretrained, model.net(), stream, {.new_head = true});
+  if (!rank0_) return;
+  const std::string head = loaded.new_head ? "; its " + std::to_string(loaded.info.num_classes) +
+                                                 "-class fc replaced by a new one for these " +
+                                                 std::to_string(classes_.size()) +
+                                                 " classes, initialized as torchvision's"
+                                           : "";
+  progress.line("started from the weights of " + options_.pretrained + head);
 }
 
 void TrainerCheckpoints::resume_ema(TrainerModel& model, Progress& progress, Stream& stream) {

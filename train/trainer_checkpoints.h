@@ -21,8 +21,9 @@ class TrainerCheckpoints {
   TrainerCheckpoints(const TrainOptions& options, bool rank0, int world,
                      std::vector<std::string> classes);
 
-  // --resume: loads the file into the model (and SGD and the step), then every rank takes
-  // rank 0's weights, as without --resume. Rank 0 says what it resumed.
+  // --resume: loads the file into the model (and the optimizer and the step), then every rank
+  // takes rank 0's weights, as without --resume. Rank 0 says what it resumed. Without it,
+  // --pretrained loads only the file's weights (LoadOptions::new_head).
   void resume(TrainerModel& model, Progress& progress, Stream& stream);
   // --ema after resume(): the average starts from the ema.safetensors saved beside the
   // resumed checkpoint at its step, else from the resumed weights. Rank 0 says which.
@@ -43,6 +44,8 @@ class TrainerCheckpoints {
   bool record_val_top1(double val_top1);
 
  private:
+  void start_from_pretrained(TrainerModel& model, Progress& progress, Stream& stream);
+
   const TrainOptions& options_;
   bool rank0_;
   int world_;

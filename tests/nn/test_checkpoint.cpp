@@ -245,6 +245,52 @@ TEST(CheckpointMismatch, TenClassesIntoAThousandNamesTheFcShapes) {
       << "a refused checkpoint changed the model";
 }
 
+// Fine-tuning (--pretrained): a 10-class checkpoint with its momentum into a 3-class model
+// loads every tensor but the classifier, which keeps the model's own initial values; with the
+// same class count the head loads too; without new_head the mismatch is refused as before.
+TEST(CheckpointPretrained, AnotherClassCountKeepsTheModelsOwnHead) {
+  const TempFolder folder;
+  const std::string path = folder.file("ten.safetensors");
+  Stream stream;
+  ResNet ten("resnet18", {.num_classes = 10, .seed = 5});
+  prepare(ten, stream);
+  Sgd sgd(ten.params(), engine::testing::checkpoint_sgd_config(), stream);
+  engine::testing::train_step(ten, sgd, stream);
+  save_checkpoint(path, ten, sgd, {}, stream);
+  ResNet three("resnet18", {.num_classes = 3, .seed = 9});
+  three.allocate(Device::cpu(), stream);
+  const std::vector<float> initial = three.params().flat_values().to_floats(stream);
+  EXPECT_THROW(load_checkpoint(path, three, stream), Error);
+  const LoadedCheckpoint loaded = load_checkpoint(path, three, stream, {.new_head = true});
+  EXPECT_TRUE(loaded.new_head);
+  const std::vector<float> trained = ten.params().flat_values().to_floats(stream);
+  const std::vector<float> now = three.params().flat_values().to_floats(stream);
+  int heads = 0, bodies = 0;
+  for (const ParameterInfo& p : three.params().parameters()) {
+    const bool head = p.name.starts_with("fc.");
+    const float* expected = head ? initial.data() + p.offset : nullptr;
+    if (!head) {
+      const ParameterInfo* same = nullptr;
+      for (const ParameterInfo& q : ten.params().parameters())
+        if (q.name == p.name) same = &q;
+      ASSERT_NE(same, nullptr) << p.name;
+      expected = trained.data() + same->offset;
+    }
+    EXPECT_EQ(std::memcmp(now.data() + p.offset, expected, p.numel() * sizeof(float)), 0)
+        << p.name << (head ? ": the model's own initial values" : ": the file's");
+    (head ? heads : bodies) += 1;
+  }
+  EXPECT_EQ(heads, 2);
+  EXPECT_EQ(bodies, 60);
+  EXPECT_EQ(three.params().flat_buffers().to_floats(stream),
+            ten.params().flat_buffers().to_floats(stream))
+      << "BatchNorm's running statistics come from the file";
+  ResNet ten_again("resnet18", {.num_classes = 10, .seed = 9});
+  ten_again.allocate(Device::cpu(), stream);
+  EXPECT_FALSE(load_checkpoint(path, ten_again, stream, {.new_head = true}).new_head);
+  EXPECT_TRUE(same_bits(trained, ten_again.params().flat_values().to_floats(stream)));
+}
+
 TEST(CheckpointMismatch, ListsEveryDifferenceAtOnce) {
   const TempFolder folder;
   const std::string good = folder.file("good.safetensors"), bad = folder.file("bad.safetensors");

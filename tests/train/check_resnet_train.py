@@ -24,6 +24,9 @@ DIR is a small Fashion-MNIST ImageFolder (tools/export_fashion_mnist.py --train-
   accum         --accum-steps 2: steps of two batches, resumed mid-epoch exactly, against
                 the 2x batch (the same steps and rates, BatchNorm aside)
   dummy         --dummy: random images, no folder; the run, its checkpoint and --evaluate
+  finetune      --pretrained: weights trained on 7 classes, fine-tuned onto the other 3 with a
+                new fc, beat training from scratch after one epoch (mean of 3 seeds), and the
+                banner says the head was replaced
   ema           --ema 0.5 with --opt adamw --clip-grad 1 and per-image MixUp/CutMix: the loss
                 falls; the weight average's figures printed and in the metrics, one step of it
                 against the formula, resumed at step 13 == uninterrupted bit for bit (AdamW's
@@ -427,6 +430,51 @@ def case_accum(args):
           f"{difference / size:.3f} of its size apart")
 
 
+def split_classes(source, destination, classes):
+    """An ImageFolder of `source`'s classes with these indices (sorted names), train and val."""
+    for split in ("train", "val"):
+        names = sorted(os.listdir(os.path.join(source, split)))
+        for index in classes:
+            shutil.copytree(os.path.join(source, split, names[index]),
+                            os.path.join(destination, split, names[index]))
+
+
+def case_finetune(args):
+    """--pretrained: a resnet18 trained on 7 Fashion-MNIST classes is fine-tuned onto the other 3
+    (Sneaker, Bag, Ankle boot) with a new fc; after one epoch it must beat the same epoch from
+    scratch by >= 5 points of val top-1, mean of 3 seeds."""
+    work = fresh(args, "finetune")
+    seven, three = os.path.join(work, "seven"), os.path.join(work, "three")
+    split_classes(args.data, seven, range(7))
+    split_classes(args.data, three, range(7, 10))
+    seven_args = argparse.Namespace(**vars(args))
+    seven_args.data = seven
+    run(seven_args, 2, ["--epochs", "4", "-b", "16", "--lr", "0.02", "--lr-schedule", "onecycle",
+                        "--wd", "5e-4", "--nesterov", "--checkpoint-dir", work + "/seven_ck"])
+    pretrained = os.path.join(work, "seven_ck", "last.safetensors")
+    three_args = argparse.Namespace(**vars(args))
+    three_args.data = three
+    tops = {"pretrained": [], "scratch": []}
+    for seed in (1, 2, 3):
+        for kind in tops:
+            extra = ["--pretrained", pretrained] if kind == "pretrained" else []
+            out = os.path.join(work, f"{kind}{seed}")
+            result = run(three_args, 2, ["--epochs", "1", "-b", "4", "--lr", "0.01", "--seed",
+                                         str(seed), "--checkpoint-dir", out] + extra)
+            if kind == "pretrained":
+                check(f"started from the weights of {pretrained}; its 7-class fc replaced by a "
+                      "new one for these 3 classes" in result.stdout,
+                      "no banner naming the replaced head:\n" + result.stdout)
+            tops[kind].append(read_jsonl(os.path.join(out, "metrics.jsonl"))[-1]["val_top1_pct"])
+    mean = {kind: sum(values) / len(values) for kind, values in tops.items()}
+    check(mean["pretrained"] >= mean["scratch"] + 5,
+          f"fine-tuned val top-1 {tops['pretrained']} (mean {mean['pretrained']:.1f}%) does not "
+          f"beat from scratch {tops['scratch']} (mean {mean['scratch']:.1f}%) by 5 points")
+    print(f"finetune: one epoch on 3 new classes, val top-1 fine-tuned {tops['pretrained']} "
+          f"(mean {mean['pretrained']:.1f}%) vs from scratch {tops['scratch']} "
+          f"(mean {mean['scratch']:.1f}%)")
+
+
 def case_dummy(args):
     """--dummy: random images and no folder; the run, its checkpoint and --evaluate work."""
     work = fresh(args, "dummy")
@@ -602,6 +650,12 @@ def case_bad_flags(args):
         (["--checkpoint-dir", text_file], 1, "--checkpoint-dir " + text_file),
         (["--dump-batches", text_file], 1, "--dump-batches " + text_file),
         (["--tensorboard", text_file], 1, "--tensorboard " + text_file),
+        (["--pretrained", os.path.join(work, "missing.safetensors")], 1,
+         "--pretrained " + os.path.join(work, "missing.safetensors") + ": no such file"),
+        (["--pretrained", os.path.join(r34, "last.safetensors")], 1,
+         "holds resnet34, but --arch is resnet18"),
+        (["--pretrained", text_file, "--resume", text_file], 2,
+         "--pretrained starts a new run, --resume FILE continues one"),
         (["--evaluate", "--resume", text_file, "--dump-batches", work], 2,
          "--dump-batches does not apply to --evaluate"),
     ]
