@@ -55,6 +55,7 @@ std::string to_json(const Row& row) {
   if (row.gflops) json += ",\"gflops\":" + number(*row.gflops);
   if (row.gbps) json += ",\"gbps\":" + number(*row.gbps);
   if (row.images_per_s) json += ",\"images_per_s\":" + number(*row.images_per_s);
+  if (row.kernel_launches) json += ",\"kernel_launches\":" + std::to_string(*row.kernel_launches);
   if (!row.baseline.empty()) {
     json += ",\"baseline\":" + json_string(row.baseline);
     if (row.baseline_time_us) json += ",\"baseline_time_us\":" + number(*row.baseline_time_us);

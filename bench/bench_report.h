@@ -26,7 +26,8 @@ struct Row {
   std::optional<double> gbps;
   std::optional<double> images_per_s;
   std::optional<int64_t> bytes;
-  std::string baseline;  // name of the baseline impl, "" when none
+  std::optional<int64_t> kernel_launches;  // per step or call, on a CUDA device
+  std::string baseline;                    // name of the baseline impl, "" when none
   std::optional<double> baseline_time_us;
   std::string note;  // e.g. why a baseline is missing
 

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "bench/timing.h"
 #include "bench/torch_baseline.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/kernel_launches.h"
 #include "kernels/runtime.h"
 #include "nn/cross_entropy.h"
 #include "nn/precision.h"
@@ -218,6 +220,16 @@ int run(const Options& o) {
                            "\t" + (gpu ? "cuda" : "cpu") + "\t" +
                            std::string(nn::precision_name(o.precision));
   const TimingOptions timing{o.min_seconds, o.min_steps};
+  // Our kernels one step launches (a step's are the same every time): counted on a warm step.
+  std::optional<int64_t> launches;
+  if (gpu) {
+    ours.run();
+    ours.stream().synchronize();
+    const uint64_t before = kernel_launches();
+    ours.run();
+    ours.stream().synchronize();
+    launches = static_cast<int64_t>(kernel_launches() - before);
+  }
   std::vector<std::vector<Row>> rounds;
   std::string torch_format;
   for (int r = 0; r < o.rounds; ++r) {
@@ -240,6 +252,7 @@ int run(const Options& o) {
     rounds.push_back({row});
   }
   Row best = fastest_of_rounds(rounds).front();
+  best.kernel_launches = launches;
   if (o.profile && !o.json) print_profile(ours, o);
   if (!torch_format.empty() && best.note.empty()) {
     best.note = "torch " + torch_format;
@@ -261,6 +274,10 @@ int run(const Options& o) {
   }
   std::printf("bench_step: %s on %s, %d threads, fastest of %d rounds\n", case_name(o).c_str(),
               device.str().c_str(), o.threads, o.rounds);
+  if (launches) {
+    std::printf("kernel launches per step: %lld (ours; not NCCL's, cuDNN's or cuBLAS's)\n",
+                static_cast<long long>(*launches));
+  }
   std::printf("%-40s %12s %10s %12s %10s %7s  %s\n", "case", "time_us", "img/s", "torch_us",
               "torch img/s", "ratio", "note");
   std::string torch_us = "-", torch_images_per_s = "-", ratio = "-";

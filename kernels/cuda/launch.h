@@ -4,7 +4,8 @@
 // emulator (sim/simt/simt.h, included before any kernel header) the same call runs the
 // kernel on the CPU, one block at a time, each CUDA thread a fiber; on the sim device
 // (sim/cuda/launch.h) it is queued on the stream and then run so. Launchers never use
-// <<<...>>> themselves, so every kernel can be checked in CI without a GPU.
+// <<<...>>> themselves, so every kernel can be checked in CI without a GPU. On a GPU and on the
+// sim device each launch is counted (kernels/kernel_launches.h).
 //
 // Kernels that need dynamic shared memory declare it with DYNAMIC_SHARED_MEMORY(T, name),
 // which is `extern __shared__` on the GPU and a per-block, NaN-filled buffer under emulation.
@@ -20,6 +21,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/check_cuda.h"
+#include "kernels/kernel_launches.h"
 
 #define DYNAMIC_SHARED_MEMORY(T, name)                                  \
   extern __shared__ __align__(16) unsigned char engine_dynamic_smem_[]; \
@@ -30,6 +32,7 @@ namespace engine::cuda {
 template <typename... Params, typename... Args>
 void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem_bytes,
             cudaStream_t stream, Args&&... args) {
+  count_kernel_launch();
   kernel<<<grid, block, smem_bytes, stream>>>(static_cast<Params>(args)...);
   CHECK_CUDA(cudaGetLastError());
 }
@@ -40,8 +43,18 @@ void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem_bytes,
 
 // The sim device (ENGINE_CUDA=SIM, sim/cuda/kernel_prelude.h): queued on the stream's
 // worker, then run under the SIMT emulator.
+#include <cstddef>
+#include <utility>
+
+#include "kernels/kernel_launches.h"
+
 namespace engine::cuda {
-using sim::launch;
+template <typename... Params, typename... Args>
+void launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem_bytes,
+            cudaStream_t stream, Args&&... args) {
+  count_kernel_launch();
+  sim::launch(kernel, grid, block, smem_bytes, stream, std::forward<Args>(args)...);
+}
 }  // namespace engine::cuda
 
 #elif defined(SIMT_EMULATOR)
