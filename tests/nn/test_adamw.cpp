@@ -22,9 +22,12 @@ namespace engine::nn {
 namespace {
 
 using testing::flat_pattern;
+using testing::make_tiny_model;
 using testing::OptimGoldenCase;
 using testing::register_tiny_model;
+using testing::saved_state;
 using testing::write_flat;
+using testing::write_tiny_grads;
 
 using TensorsByName = std::map<std::string, std::vector<double>>;
 
@@ -132,24 +135,17 @@ TEST(AdamW, ResumesFromItsStateBitForBit) {
   Stream stream;
   const AdamWConfig config{.lr = 1e-2f, .weight_decay = 5e-2f, .decay_norm_and_bias = false};
   ParameterSet first, resumed;
-  for (ParameterSet* set : {&first, &resumed}) {
-    register_tiny_model(*set);
-    set->allocate(Device::cpu(), stream);
-    write_flat(set->flat_values(), flat_pattern(*set, 7), stream);
-  }
+  for (ParameterSet* set : {&first, &resumed})
+    make_tiny_model(*set, Device::cpu(), 7, stream);
   AdamW running(first, config, stream);
   const auto step = [&](ParameterSet& set, AdamW& adamw, int k) {
-    write_flat(set.flat_grads(), flat_pattern(set, 50 + static_cast<uint64_t>(k)), stream);
-    set.mark_grads_written();
+    write_tiny_grads(set, 50 + static_cast<uint64_t>(k), stream);
     adamw.step(1e-2f * (1.f - 0.1f * static_cast<float>(k)), stream);
   };
   for (int k = 0; k < 2; ++k)
     step(first, running, k);
   write_flat(resumed.flat_values(), first.flat_values().to_floats(stream), stream);
-  OptimizerState state{
-      .started = running.started(), .buffers = {}, .metadata = running.state_metadata()};
-  for (const auto& [name, tensor] : running.state_buffers())
-    state.buffers[name] = tensor->to_floats(stream);
+  const OptimizerState state = saved_state(running, stream);
   AdamW loaded(resumed, config, stream);
   loaded.load_state(state, stream);
   EXPECT_EQ(loaded.steps(), 2);
@@ -194,20 +190,14 @@ TEST(AdamW, CudaMatchesCpu) {
   Stream host;
   Stream gpu(Device::cuda(0));
   ParameterSet cpu_set, gpu_set;
-  register_tiny_model(cpu_set);
-  register_tiny_model(gpu_set);
-  cpu_set.allocate(Device::cpu(), host);
-  gpu_set.allocate(Device::cuda(0), gpu);
-  write_flat(cpu_set.flat_values(), flat_pattern(cpu_set, 3), host);
-  write_flat(gpu_set.flat_values(), flat_pattern(gpu_set, 3), gpu);
+  make_tiny_model(cpu_set, Device::cpu(), 3, host);
+  make_tiny_model(gpu_set, Device::cuda(0), 3, gpu);
   AdamW cpu_adamw(cpu_set, config, host), gpu_adamw(gpu_set, config, gpu);
   GradClip cpu_clip(cpu_set, 2.f, host), gpu_clip(gpu_set, 2.f, gpu);
   ASSERT_GT(gpu_adamw.runs().size(), 1u);
   for (int k = 0; k < 4; ++k) {
-    write_flat(cpu_set.flat_grads(), flat_pattern(cpu_set, 30 + static_cast<uint64_t>(k)), host);
-    write_flat(gpu_set.flat_grads(), flat_pattern(gpu_set, 30 + static_cast<uint64_t>(k)), gpu);
-    cpu_set.mark_grads_written();
-    gpu_set.mark_grads_written();
+    write_tiny_grads(cpu_set, 30 + static_cast<uint64_t>(k), host);
+    write_tiny_grads(gpu_set, 30 + static_cast<uint64_t>(k), gpu);
     cpu_clip.clip(host);
     gpu_clip.clip(gpu);
     EXPECT_NEAR(gpu_clip.last_norm(gpu), cpu_clip.last_norm(host), 1e-12);

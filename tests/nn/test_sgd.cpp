@@ -20,8 +20,10 @@ namespace {
 
 using testing::flat_pattern;
 using testing::kFlatSize;
+using testing::make_tiny_model;
 using testing::register_tiny_model;
 using testing::write_flat;
+using testing::write_tiny_grads;
 
 // torch.optim.SGD's step in double, per element; buffer empty = PyTorch's "buf is None".
 struct ReferenceSgd {
@@ -197,8 +199,7 @@ TEST(Sgd, ResumesFromItsStateBitForBit) {
   }
   Sgd running(first, config, stream);
   const auto step = [&](ParameterSet& set, Sgd& sgd, int k) {
-    write_flat(set.flat_grads(), flat_pattern(set, 50 + static_cast<uint64_t>(k)), stream);
-    set.mark_grads_written();
+    write_tiny_grads(set, 50 + static_cast<uint64_t>(k), stream);
     sgd.step(lr_of_step(k), stream);
   };
   for (int k = 0; k < 2; ++k)
@@ -271,19 +272,13 @@ TEST(Sgd, CudaMatchesCpu) {
   Stream host;
   Stream gpu(Device::cuda(0));
   ParameterSet cpu_set, gpu_set;
-  register_tiny_model(cpu_set);
-  register_tiny_model(gpu_set);
-  cpu_set.allocate(Device::cpu(), host);
-  gpu_set.allocate(Device::cuda(0), gpu);
-  write_flat(cpu_set.flat_values(), flat_pattern(cpu_set, 3), host);
-  write_flat(gpu_set.flat_values(), flat_pattern(gpu_set, 3), gpu);
+  make_tiny_model(cpu_set, Device::cpu(), 3, host);
+  make_tiny_model(gpu_set, Device::cuda(0), 3, gpu);
   Sgd cpu_sgd(cpu_set, c.config, host), gpu_sgd(gpu_set, c.config, gpu);
   ASSERT_GT(gpu_sgd.run_count(), 1);
   for (int k = 0; k < 4; ++k) {
-    write_flat(cpu_set.flat_grads(), flat_pattern(cpu_set, 30 + static_cast<uint64_t>(k)), host);
-    write_flat(gpu_set.flat_grads(), flat_pattern(gpu_set, 30 + static_cast<uint64_t>(k)), gpu);
-    cpu_set.mark_grads_written();
-    gpu_set.mark_grads_written();
+    write_tiny_grads(cpu_set, 30 + static_cast<uint64_t>(k), host);
+    write_tiny_grads(gpu_set, 30 + static_cast<uint64_t>(k), gpu);
     cpu_sgd.step(lr_of_step(k), host, c.grad_scale);
     gpu_sgd.step(lr_of_step(k), gpu, c.grad_scale);
   }

@@ -9,6 +9,7 @@
 #include "kernels/ops/copy.h"
 #include "kernels/stream.h"
 #include "kernels/tensor.h"
+#include "nn/optimizer.h"
 #include "nn/parameters.h"
 
 namespace engine::nn::testing {
@@ -47,6 +48,28 @@ inline std::vector<float> flat_pattern(const ParameterSet& set, uint64_t seed) {
 
 inline void write_flat(Tensor& flat, const std::vector<float>& values, Stream& stream) {
   copy(Tensor::from_floats(flat.shape(), values), flat, stream);
+}
+
+// The tiny model allocated on `device`, its values flat_pattern(seed).
+inline void make_tiny_model(ParameterSet& set, Device device, uint64_t seed, Stream& stream) {
+  register_tiny_model(set);
+  set.allocate(device, stream);
+  write_flat(set.flat_values(), flat_pattern(set, seed), stream);
+}
+
+// Gradients of pattern `seed`, marked written as a backward leaves them.
+inline void write_tiny_grads(ParameterSet& set, uint64_t seed, Stream& stream) {
+  write_flat(set.flat_grads(), flat_pattern(set, seed), stream);
+  set.mark_grads_written();
+}
+
+// The optimizer's state as a checkpoint holds it: its buffers through the host.
+inline OptimizerState saved_state(const Optimizer& optimizer, Stream& stream) {
+  OptimizerState state{
+      .started = optimizer.started(), .buffers = {}, .metadata = optimizer.state_metadata()};
+  for (const auto& [name, tensor] : optimizer.state_buffers())
+    state.buffers[name] = tensor->to_floats(stream);
+  return state;
 }
 
 }  // namespace engine::nn::testing
