@@ -332,18 +332,21 @@ void add_image_flags(cli::Command& c, TrainOptions& o) {
 void add_mixing_flags(cli::Command& c, TrainOptions& o) {
   data::MixConfig& m = o.mix;
   c.number("--mixup", m.mixup_alpha,
-           "MixUp: blend each image with its partner (image n-1-i of the rank's batch) by lambda "
+           "MixUp as timm's --mixup (its Mixup class): blend each image with its partner (image "
+           "n-1-i of the rank's batch) by lambda "
            "~ Beta(X, X), targets likewise (0: off). With --mixup or --cutmix the loss "
            "takes soft targets (--label-smoothing folded in) and training top-1 counts each "
            "image's own label, the one weighted lambda: it reads lower than without mixing; "
            "validation is unmixed",
            "");
   c.number("--cutmix", m.cutmix_alpha,
-           "CutMix: paste a box of the partner of area 1 - lambda, lambda ~ Beta(X, X), lambda "
+           "CutMix as timm's --cutmix: paste a box of the partner of area 1 - lambda, lambda ~ "
+           "Beta(X, X), lambda "
            "then the area kept (0: off)",
            "");
   c.option("--cutmix-minmax", "MIN,MAX",
-           "CutMix boxes with sides a random fraction in [MIN, MAX) of the image's instead "
+           "timm's --cutmix-minmax: CutMix boxes with sides a random fraction in [MIN, MAX) of the "
+           "image's instead "
            "(turns CutMix on, alpha 1)",
            "off", [&m](const std::string& flag, const std::string& text) {
              m.cutmix_minmax = fixed_list<2, double>(flag, text);
