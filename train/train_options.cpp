@@ -107,6 +107,8 @@ void check_values(const TrainOptions& o) {
   require(o.weight_decay >= 0, "--wd must be >= 0");
   const bool sgd = o.opt == OptimizerName::sgd, lars = o.opt == OptimizerName::lars;
   require(!o.nesterov || sgd, "--nesterov applies to --opt sgd only");
+  require(!o.momentum_given || o.opt != OptimizerName::adamw,
+          "--momentum applies to --opt sgd and lars (AdamW's moments: --opt-betas)");
   require(!o.opt_betas || o.opt == OptimizerName::adamw, "--opt-betas applies to --opt adamw only");
   require(!o.opt_eps || !sgd, "--opt-eps applies to --opt adamw or lars, not sgd");
   require(!o.lars_eta || lars, "--lars-eta applies to --opt lars only");
@@ -194,7 +196,11 @@ void add_optimizer_flags(cli::Command& c, TrainOptions& o) {
   c.option("--opt", "NAME",
            "optimizer: sgd|adamw|lars (torch.optim.SGD, torch.optim.AdamW, MLPerf's LARS)", "sgd",
            [&o](const std::string&, const std::string& text) { o.opt = parse_optimizer(text); });
-  c.number("--momentum", o.momentum, "SGD and LARS momentum");
+  c.option("--momentum", "X", "SGD and LARS momentum", "0.9",
+           [&o](const std::string& flag, const std::string& text) {
+             o.momentum = cli::number_value(flag, text);
+             o.momentum_given = true;
+           });
   c.number("--wd,--weight-decay", o.weight_decay, "weight decay", "1e-4");
   c.flag("--nesterov", o.nesterov, "Nesterov momentum");
   c.flag(

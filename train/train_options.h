@@ -40,6 +40,7 @@ struct TrainOptions {
   int64_t accum_steps = 1;  // batches per optimizer step (gradient accumulation)
   double lr = 0.1;
   double momentum = 0.9;
+  bool momentum_given = false;  // --momentum was on the command line (AdamW refuses it)
   double weight_decay = 1e-4;
   bool nesterov = false;
   bool norm_weight_decay = true;           // false: no decay on BatchNorm weights/biases and biases

@@ -635,6 +635,7 @@ def case_bad_flags(args):
         (["--random-erase-value", "pixel"], 2, "--random-erase-value takes zero or random"),
         (["--opt", "adam"], 2, "--opt takes sgd, adamw or lars, got 'adam'"),
         (["--opt", "adamw", "--nesterov"], 2, "--nesterov applies to --opt sgd only"),
+        (["--opt", "adamw", "--momentum", "0.8"], 2, "--momentum applies to --opt sgd and lars"),
         (["--clip-grad", "0"], 2, "--clip-grad must be a finite number > 0"),
         (["--lars-eta", "0.01"], 2, "--lars-eta applies to --opt lars only"),
         (["--evaluate", "--resume", "auto"], 1, "--evaluate --resume auto: there is no"),
