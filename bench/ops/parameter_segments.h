@@ -5,6 +5,7 @@
 // device).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -29,6 +30,14 @@ inline std::vector<int32_t> parameter_segment_rows(const ModelShapes& model, int
     }
   }
   return rows;
+}
+
+// The most elements one row of a segment table spans (what nn::sum_squares_blocks sizes by).
+inline int64_t largest_segment(const std::vector<int32_t>& rows) {
+  int64_t largest = 0;
+  for (size_t row = 0; row + kSegmentFields <= rows.size(); row += kSegmentFields)
+    largest = std::max<int64_t>(largest, rows[row + 1] - rows[row]);
+  return largest;
 }
 
 }  // namespace engine::op_registry

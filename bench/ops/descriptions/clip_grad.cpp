@@ -1,11 +1,10 @@
 // --clip-grad as the trainer runs it on the flat gradient: the squared global norm
 // (sum_squares) then the scaling by min(1, max_norm / (norm + 1e-6)), which reads the norm on
 // the device. max_norm 1 against gradients of norm about 50: the scaling applies.
-#include <algorithm>
-
 #include "bench/ops/case_kit.h"
 #include "bench/ops/op_description.h"
 #include "kernels/ops.h"
+#include "nn/parameter_runs.h"
 
 namespace engine::op_registry {
 
@@ -13,7 +12,7 @@ namespace {
 
 OpCase clip_grad_case(const std::string& name, int64_t n, bool bench) {
   const Operand grads({n}, DType::f32, 95, 0, 1e-2);
-  const int blocks = static_cast<int>(std::clamp<int64_t>((n + 65535) / 65536, 1, 1024));
+  const int blocks = nn::sum_squares_blocks(n);  // the flat gradient is one segment
   OpCase c;
   c.op = OpId::clip_grad;
   c.name = name;

@@ -1,12 +1,11 @@
 // The LARS step as nn::Lars runs it (MLPerf ResNet-50's: eta 1e-3, weight decay 5e-5,
 // momentum 0.9, BatchNorm vectors excluded): the weights' and gradients' sums of squares per
 // tensor, then the update that reads them, over every conv filter and BatchNorm vector.
-#include <algorithm>
-
 #include "bench/ops/case_kit.h"
 #include "bench/ops/op_description.h"
 #include "bench/ops/parameter_segments.h"
 #include "kernels/ops.h"
+#include "nn/parameter_runs.h"
 
 namespace engine::op_registry {
 
@@ -16,10 +15,7 @@ OpCase lars_case(const ModelShapes& model, const std::vector<int32_t>& rows,
                  const std::string& what, bool bench) {
   const int64_t n = rows[rows.size() - 2];
   const auto segments = static_cast<int64_t>(rows.size() / kSegmentFields);
-  int64_t largest = 0;
-  for (int64_t s = 0; s < segments; ++s)
-    largest = std::max<int64_t>(largest, rows[s * kSegmentFields + 1] - rows[s * kSegmentFields]);
-  const int blocks = static_cast<int>(std::clamp<int64_t>((largest + 65535) / 65536, 1, 1024));
+  const int blocks = nn::sum_squares_blocks(largest_segment(rows));
   const Operand params({n}, DType::f32, 96);
   const Operand grads({n}, DType::f32, 97, 0, 1e-2);
   const LarsOptions options{.lr = 8.f, .momentum = 0.9f, .weight_decay = 5e-5f, .eta = 1e-3f};

@@ -1,12 +1,11 @@
 // Sums of squares per parameter tensor in double (two launches: blocks' partials, then their
 // sum per tensor): over the flat gradient as one tensor (--clip-grad's global norm), and over
 // the weights and gradients of every conv filter and BatchNorm vector at once (LARS).
-#include <algorithm>
-
 #include "bench/ops/case_kit.h"
 #include "bench/ops/op_description.h"
 #include "bench/ops/parameter_segments.h"
 #include "kernels/ops.h"
+#include "nn/parameter_runs.h"
 
 namespace engine::op_registry {
 
@@ -19,11 +18,7 @@ OpCase sum_squares_case(const std::string& name, const std::vector<int32_t>& row
   const Operand a({n}, DType::f32, 93);
   const Operand b({n}, DType::f32, 94, 0, 1e-2);
   const Tensor host_table = Tensor::from_ints({segments, kSegmentFields}, rows);
-  int64_t largest = 0;
-  for (int64_t s = 0; s < segments; ++s)
-    largest = std::max<int64_t>(largest, rows[s * kSegmentFields + 1] - rows[s * kSegmentFields]);
-  // As nn/parameter_runs.h sizes it: a block per 64K elements of the largest tensor.
-  const int blocks = static_cast<int>(std::clamp<int64_t>((largest + 65535) / 65536, 1, 1024));
+  const int blocks = nn::sum_squares_blocks(largest_segment(rows));
   const int inputs = two ? 2 : 1;
   OpCase c;
   c.op = OpId::sum_squares;
