@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kernels/conv_plans.h"
 #include "kernels/ops/conv.h"
 #include "nn/shape_checks.h"
 
@@ -29,7 +30,17 @@ Shape Conv2d::setup(const Shape& input, const SetupContext& context) {
                              options_.kernel, options_.stride, options_.padding);
   shape_.in_w = input[2];
   shape_.validate();
+  input_grad_ = context.input_grad;
   if (!context.allocate) return shape_.output_shape();
+  const auto algo = [&](ConvPass pass) {
+    return context.conv_plans == nullptr
+               ? ConvAlgo{}
+               : context.conv_plans->algo_for(
+                     {shape_, pass, context.dtype, context.stream.fp32_math()});
+  };
+  forward_algo_ = algo(ConvPass::forward);
+  backward_data_algo_ = algo(ConvPass::backward_data);
+  backward_filter_algo_ = algo(ConvPass::backward_filter);
   weight_.setup(params_.value(weight_id_), context.dtype, context.device);
   weight_grad_ = params_.grad(weight_id_);
   if (bias_id_ >= 0) {
@@ -39,17 +50,18 @@ Shape Conv2d::setup(const Shape& input, const SetupContext& context) {
   y_ = Tensor::empty(shape_.output_shape(), context.dtype, context.device);
   dx_ = context.input_grad ? Tensor::empty(input, context.dtype, context.device) : Tensor();
   // One scratch for the three passes, which run one after another on the layer's stream.
-  const int64_t scratch =
-      std::max({conv2d_forward_workspace_numel(shape_, context.device),
-                conv2d_backward_data_workspace_numel(shape_, context.device),
-                conv2d_backward_filter_workspace_numel(shape_, context.device)});
+  const int64_t scratch = std::max(
+      {conv2d_forward_workspace_numel(shape_, context.device, forward_algo_),
+       conv2d_backward_data_workspace_numel(shape_, context.device, backward_data_algo_),
+       conv2d_backward_filter_workspace_numel(shape_, context.device, backward_filter_algo_)});
   workspace_.setup(scratch, context.scratch, context.device);
   return shape_.output_shape();
 }
 
 const Tensor& Conv2d::forward(const Tensor& x, Pass& pass) {
   x_ = x;
-  conv2d_forward(shape_, x, weight_.refresh(pass.stream), bias_, y_, workspace_.get(), pass.stream);
+  conv2d_forward(shape_, x, weight_.refresh(pass.stream), bias_, y_, workspace_.get(), pass.stream,
+                 forward_algo_);
   return y_;
 }
 
@@ -57,13 +69,20 @@ const Tensor& Conv2d::backward(const Tensor& dy, Pass& pass) {
   // The filter gradient first, so its all-reduce can start while the input gradient runs.
   conv2d_backward_filter(shape_, x_, dy, weight_grad_, bias_grad_,
                          pass.accumulate_grads ? GradWrite::accumulate : GradWrite::overwrite,
-                         workspace_.get(), pass.stream);
+                         workspace_.get(), pass.stream, backward_filter_algo_);
   if (bias_id_ >= 0) pass.grad_ready(bias_id_);
   pass.grad_ready(weight_id_);
   if (dx_.defined()) {
-    conv2d_backward_data(shape_, dy, weight_.current(), dx_, workspace_.get(), pass.stream);
+    conv2d_backward_data(shape_, dy, weight_.current(), dx_, workspace_.get(), pass.stream,
+                         backward_data_algo_);
   }
   return dx_;
+}
+
+std::vector<ConvProblem> Conv2d::problems(DType dtype, Fp32Math math) const {
+  std::vector<ConvProblem> problems;
+  append_conv_problems(shape_, dtype, math, input_grad_, problems);
+  return problems;
 }
 
 }  // namespace engine::nn

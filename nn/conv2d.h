@@ -1,6 +1,7 @@
 // torch.nn.Conv2d (groups 1, dilation 1) on NHWC activations with a KRSC filter.
 #pragma once
 
+#include "kernels/conv_algo.h"
 #include "kernels/conv_shape.h"
 #include "nn/compute_weight.h"
 #include "nn/layer.h"
@@ -28,6 +29,10 @@ class Conv2d final : public Layer {
   const Conv2dOptions& options() const { return options_; }
   // The geometry of the last setup (batch included).
   const Conv2dShape& shape() const { return shape_; }
+  // Whether the last setup asked for the input gradient (not for the network's first layer).
+  bool input_grad() const { return input_grad_; }
+  // The passes' problems for the last setup's shape in `dtype` and `math`.
+  std::vector<ConvProblem> problems(DType dtype, Fp32Math math) const;
   ParameterId weight_id() const { return weight_id_; }
 
  private:
@@ -35,6 +40,8 @@ class Conv2d final : public Layer {
   Conv2dOptions options_;
   ParameterId weight_id_ = -1, bias_id_ = -1;
   Conv2dShape shape_;
+  bool input_grad_ = true;
+  ConvAlgo forward_algo_, backward_data_algo_, backward_filter_algo_;
   ComputeWeight weight_;  // the fp32 master, or its bf16 copy for bf16 activations
   Tensor weight_grad_, bias_, bias_grad_;
   Tensor x_, y_, dx_;

@@ -27,6 +27,10 @@
 #include "nn/layer_scratch.h"
 #include "nn/parameters.h"
 
+namespace engine {
+class ConvPlans;
+}
+
 namespace engine::nn {
 
 struct SetupContext {
@@ -40,6 +44,9 @@ struct SetupContext {
   bool allocate = true;
   // The network's shared scratch (nn/layer_scratch.h); null: each layer allocates its own.
   SharedScratch* scratch = nullptr;
+  // The convolutions' CUDA algorithms (kernels/conv_plans.h: the tuner's choices); null or a
+  // problem without a row: the heuristic's.
+  const ConvPlans* conv_plans = nullptr;
 };
 
 struct Pass {

@@ -1,5 +1,6 @@
 #include "nn/resnet.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/error.h"
@@ -111,12 +112,13 @@ void require_images(const std::string& arch, const Shape& images) {
 }
 }  // namespace
 
-Shape ResNet::setup(const Shape& images, DType dtype, Stream& stream) {
+Shape ResNet::setup(const Shape& images, DType dtype, Stream& stream, const ConvPlans* conv_plans) {
   if (!params_.allocated()) fail(arch_ + ": setup() before allocate()");
   require_images(arch_, images);
   scratch_.begin();
   SetupContext context{params_.device(), dtype, stream, false};
   context.scratch = &scratch_;
+  context.conv_plans = conv_plans;
   const Shape logits = layers_->setup(images, context);
   scratch_.allocate(params_.device());
   return logits;
@@ -144,6 +146,19 @@ std::vector<const Conv2d*> ResNet::conv_layers() const {
     if (const auto* conv = dynamic_cast<const Conv2d*>(&layer)) convs.push_back(conv);
   });
   return convs;
+}
+
+std::vector<ConvProblem> ResNet::conv_problems(const Shape& images, DType dtype, Fp32Math math) {
+  plan(images);
+  std::vector<ConvProblem> problems;
+  for (const Conv2d* conv : conv_layers()) {
+    for (const ConvProblem& problem : conv->problems(dtype, math)) {
+      if (std::find(problems.begin(), problems.end(), problem) == problems.end()) {
+        problems.push_back(problem);
+      }
+    }
+  }
+  return problems;
 }
 
 }  // namespace engine::nn

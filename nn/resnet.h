@@ -37,7 +37,9 @@ class ResNet {
   // Allocates the parameters on device and initializes them from options.seed.
   void allocate(Device device, Stream& stream);
   // For images [N, H, W, 3] (NHWC); returns the logits' shape [N, num_classes].
-  Shape setup(const Shape& images, DType dtype, Stream& stream);
+  // conv_plans: the convolutions' algorithms (kernels/conv_plans.h; null: the heuristic's).
+  Shape setup(const Shape& images, DType dtype, Stream& stream,
+              const ConvPlans* conv_plans = nullptr);
   // The shapes alone (no allocation, no parameters needed): afterwards conv_layers() give
   // every convolution's geometry, but forward and backward must wait for a real setup().
   Shape plan(const Shape& images);
@@ -57,6 +59,8 @@ class ResNet {
   Sequential& layers() { return *layers_; }
   // Every Conv2d in forward order (their shapes after setup): bench_kernels' layer table.
   std::vector<const Conv2d*> conv_layers() const;
+  // The convolution passes a training step on `images` runs, each once (plan()s the shapes).
+  std::vector<ConvProblem> conv_problems(const Shape& images, DType dtype, Fp32Math math);
 
  private:
   void initialize(Stream& stream);

@@ -2,10 +2,11 @@
 // (kernels/ops/conv.cpp), the CPU twin (kernels/cpu/conv.h) and the CUDA launcher
 // (kernels/cuda/conv.h); see kernels/args/batchnorm.h for why. NHWC activations and KRSC
 // filters of dtype (kernels/conv_shape.h); bias and dbias fp32; device pointers on CUDA. The
-// workspace and fp32_math are read by the CUDA launcher only: the CPU keeps its scratch
+// workspace, fp32_math and algo are read by the CUDA launcher only: the CPU keeps its scratch
 // (kernels/cpu/scratch.h) and multiplies in exact fp32.
 #pragma once
 
+#include "kernels/conv_algo.h"
 #include "kernels/conv_shape.h"
 #include "kernels/dtype.h"
 #include "kernels/fp32_math.h"
@@ -22,6 +23,8 @@ struct Conv2dForwardArgs {
   void* y = nullptr;
   void* workspace = nullptr;  // null (never split K) or conv2d_forward_workspace_bytes
   Fp32Math fp32_math = Fp32Math::exact;
+  ConvAlgo algo =
+      {};  // the CUDA kernels to run ({}: the heuristic's); the workspace is sized for it
 };
 
 // dx = conv^T(dy, w); overwrites dx.
@@ -33,6 +36,8 @@ struct Conv2dBackwardDataArgs {
   void* dx = nullptr;
   void* workspace = nullptr;  // null (never split K) or conv2d_backward_data_workspace_bytes
   Fp32Math fp32_math = Fp32Math::exact;
+  ConvAlgo algo =
+      {};  // the CUDA kernels to run ({}: the heuristic's); the workspace is sized for it
 };
 
 // dw (+)= the sum over output pixels of dy (x) im2col(x); dbias (+)= the column sums of dy.
@@ -47,6 +52,8 @@ struct Conv2dBackwardFilterArgs {
   bool accumulate = false;    // add to dw (and dbias) instead of overwriting
   void* workspace = nullptr;  // CUDA: conv2d_backward_filter_workspace_bytes
   Fp32Math fp32_math = Fp32Math::exact;
+  ConvAlgo algo =
+      {};  // the CUDA kernels to run ({}: the heuristic's); the workspace is sized for it
 };
 
 }  // namespace engine

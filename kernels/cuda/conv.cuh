@@ -12,11 +12,10 @@
 
 namespace engine::cuda {
 
-// Launch options; tests force splits to cover the split-K path with small shapes.
-struct ConvLaunch {
-  int split_k = 0;  // 0: choose_split_k
-  GemmChoice gemm;  // the tensor-core engine's epilogue and tile (gemm_choice.h)
-};
+// Launch options (kernels/conv_algo.h): the split count (0: choose_split_k), the tensor-core
+// engine's epilogue and tile. The tuner picks them per problem; tests force splits to cover
+// the split-K path with small shapes.
+using ConvLaunch = ConvAlgo;
 
 // One split choice for every engine: they tile C alike.
 static_assert(kFp32TileM == kMmaTileM && kFp32TileN == kMmaTileN);
@@ -193,29 +192,82 @@ inline void conv2d_backward_filter(const Conv2dBackwardFilterArgs& args, cudaStr
 // ---------------------------------------------------------------------------------------
 // Entry points (declared in conv.h)
 
-size_t conv2d_backward_filter_workspace_bytes(const Conv2dShape& shape) {
-  return filter_grad_workspace_bytes(shape, filter_grad_splits(shape, {}));
+size_t conv2d_backward_filter_workspace_bytes(const Conv2dShape& shape, const ConvAlgo& algo) {
+  return filter_grad_workspace_bytes(shape, filter_grad_splits(shape, algo));
 }
 
-size_t conv2d_forward_workspace_bytes(const Conv2dShape& shape) {
+size_t conv2d_forward_workspace_bytes(const Conv2dShape& shape, const ConvAlgo& algo) {
   const GemmExtent e = forward_extent(shape);
-  return output_split_workspace_bytes(e.m, e.n, output_splits(e.m, e.n, e.k, {}));
+  return output_split_workspace_bytes(e.m, e.n, output_splits(e.m, e.n, e.k, algo));
 }
 
-size_t conv2d_backward_data_workspace_bytes(const Conv2dShape& shape) {
+size_t conv2d_backward_data_workspace_bytes(const Conv2dShape& shape, const ConvAlgo& algo) {
   if (is_strided_pointwise(shape) || splits_into_stride_phases(shape)) return 0;
   const GemmExtent e = backward_data_extent(shape);
-  return output_split_workspace_bytes(e.m, e.n, output_splits(e.m, e.n, e.k, {}));
+  return output_split_workspace_bytes(e.m, e.n, output_splits(e.m, e.n, e.k, algo));
+}
+
+std::vector<ConvAlgo> conv2d_candidates(const ConvProblem& problem) {
+  const Conv2dShape& shape = problem.shape;
+  // The GEMM whose output is tiled, and whether its K may be split (and how far).
+  GemmExtent e = forward_extent(shape);
+  bool splits = true;
+  int64_t max_splits = 32;
+  if (problem.pass == ConvPass::backward_data) {
+    e = backward_data_extent(shape);
+    splits = !is_strided_pointwise(shape) && !splits_into_stride_phases(shape);
+  } else if (problem.pass == ConvPass::backward_filter) {
+    e = {shape.out_channels, shape.gemm_k(), shape.gemm_m()};
+    max_splits = 2 * kFilterGradMaxSplits;
+  }
+  // Only bf16's 16-byte path has several tiles; with channels not a multiple of 8 (the stem's
+  // 3) it takes element loads, on one tile.
+  const bool tiles =
+      problem.dtype == DType::bf16 && shape.in_channels % 8 == 0 && shape.out_channels % 8 == 0;
+  const auto split_count = [&](int tile_m, int tile_n) {
+    if (!splits) return 1;
+    return problem.pass == ConvPass::backward_filter
+               ? choose_split_k(e.m, e.n, e.k, tile_m, tile_n, kSplitTargetBlocks, kMinKPerSplit,
+                                kFilterGradMaxSplits)
+               : choose_split_k(e.m, e.n, e.k, tile_m, tile_n);
+  };
+  std::vector<ConvAlgo> candidates;
+  const auto add = [&](GemmTile tile, int64_t split) {
+    if (split < 1 || split > max_splits || (split > 1 && e.k / split < kMinKPerSplit / 2)) return;
+    ConvAlgo algo;
+    algo.gemm.tile = tile;
+    algo.split_k = static_cast<int>(split);
+    for (const ConvAlgo& seen : candidates) {
+      if (seen == algo) return;
+    }
+    candidates.push_back(algo);
+  };
+  // The heuristic's choice, spelled out.
+  add(tiles ? resolve_tile(GemmTile::automatic, e.m, e.n) : GemmTile::automatic,
+      split_count(kFp32TileM, kFp32TileN));
+  constexpr std::pair<GemmTile, std::pair<int, int>> kTiles[] = {{GemmTile::t128x128, {128, 128}},
+                                                                 {GemmTile::t128x64, {128, 64}},
+                                                                 {GemmTile::t64x128, {64, 128}},
+                                                                 {GemmTile::t64x64, {64, 64}}};
+  for (const auto& [tile, extent] : kTiles) {
+    if (!tiles && tile != GemmTile::t128x128) continue;
+    const GemmTile named = tiles ? tile : GemmTile::automatic;
+    const int64_t split = split_count(extent.first, extent.second);
+    add(named, 1);
+    add(named, split);
+    add(named, 2 * split);
+  }
+  return candidates;
 }
 
 void conv2d_forward(const Conv2dForwardArgs& args, cudaStream_t stream) {
-  conv2d_forward(args, stream, ConvLaunch{});
+  conv2d_forward(args, stream, args.algo);
 }
 void conv2d_backward_data(const Conv2dBackwardDataArgs& args, cudaStream_t stream) {
-  conv2d_backward_data(args, stream, ConvLaunch{});
+  conv2d_backward_data(args, stream, args.algo);
 }
 void conv2d_backward_filter(const Conv2dBackwardFilterArgs& args, cudaStream_t stream) {
-  conv2d_backward_filter(args, stream, ConvLaunch{});
+  conv2d_backward_filter(args, stream, args.algo);
 }
 
 }  // namespace engine::cuda

@@ -6,19 +6,27 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "kernels/args/conv.h"
 #include "kernels/cuda/cuda_runtime.h"
 
 namespace engine::cuda {
 
-// Device workspace conv2d_backward_filter needs (fp32 split-K partials and bias partials).
-size_t conv2d_backward_filter_workspace_bytes(const Conv2dShape& shape);
+// Device workspace conv2d_backward_filter needs with `algo` (fp32 split-K partials and bias
+// partials).
+size_t conv2d_backward_filter_workspace_bytes(const Conv2dShape& shape, const ConvAlgo& algo = {});
 
-// Device workspace conv2d_forward and conv2d_backward_data use to split K where the output
-// has too few tiles to fill the GPU (fp32 partials); 0 where they would not split.
-size_t conv2d_forward_workspace_bytes(const Conv2dShape& shape);
-size_t conv2d_backward_data_workspace_bytes(const Conv2dShape& shape);
+// Device workspace conv2d_forward and conv2d_backward_data use with `algo` to split K where the
+// output has too few tiles to fill the GPU (fp32 partials); 0 where they would not split.
+size_t conv2d_forward_workspace_bytes(const Conv2dShape& shape, const ConvAlgo& algo = {});
+size_t conv2d_backward_data_workspace_bytes(const Conv2dShape& shape, const ConvAlgo& algo = {});
+
+// The algorithms worth timing for `problem`, the heuristic's first (spelled out: its tile and
+// split count): every block tile the pass can run (bf16's 16-byte path has four) with no split,
+// the heuristic's split count for that tile and twice it, where the pass splits at all. No two
+// alike, none that the launcher would not run as asked.
+std::vector<ConvAlgo> conv2d_candidates(const ConvProblem& problem);
 
 void conv2d_forward(const Conv2dForwardArgs& args, cudaStream_t stream);
 void conv2d_backward_data(const Conv2dBackwardDataArgs& args, cudaStream_t stream);

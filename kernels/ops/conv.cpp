@@ -59,7 +59,7 @@ int64_t workspace_numel(std::string_view what, const Conv2dShape& shape, Device 
 
 // workspace: null, or the caller's (at least the _workspace_numel the op names).
 void forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const Tensor& bias,
-             Tensor& y, Tensor* workspace, Stream& stream) {
+             Tensor& y, Tensor* workspace, Stream& stream, const ConvAlgo& algo) {
   constexpr std::string_view op = "conv2d_forward";
   shape.validate();
   ops::require_float(op, "x", x);
@@ -71,11 +71,11 @@ void forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const T
   ops::require_exact(op, "y", y, shape.output_shape(), dtype, device, context);
   if (bias.defined())
     ops::require_exact(op, "bias", bias, {shape.out_channels}, DType::f32, device, context);
-  float* scratch =
-      workspace == nullptr
-          ? nullptr
-          : ops::require_workspace(op, *workspace, conv2d_forward_workspace_numel(shape, device),
-                                   device, "conv2d_forward_workspace_numel");
+  float* scratch = workspace == nullptr
+                       ? nullptr
+                       : ops::require_workspace(op, *workspace,
+                                                conv2d_forward_workspace_numel(shape, device, algo),
+                                                device, "conv2d_forward_workspace_numel");
   ops::require_on_stream(op, "x", x, stream);
   const Conv2dForwardArgs args{.shape = shape,
                                .dtype = dtype,
@@ -84,14 +84,15 @@ void forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const T
                                .bias = bias.defined() ? bias.data<float>() : nullptr,
                                .y = y.raw_data(),
                                .workspace = scratch,
-                               .fp32_math = stream.fp32_math()};
+                               .fp32_math = stream.fp32_math(),
+                               .algo = algo};
   ops::on_device(
       op, stream, [&] { cpu::conv2d_forward(args); },
       [&](auto cuda_stream) { cuda::conv2d_forward(args, cuda_stream); });
 }
 
 void backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, Tensor& dx,
-                   Tensor* workspace, Stream& stream) {
+                   Tensor* workspace, Stream& stream, const ConvAlgo& algo) {
   constexpr std::string_view op = "conv2d_backward_data";
   shape.validate();
   ops::require_float(op, "dy", dy);
@@ -101,11 +102,12 @@ void backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, 
   ops::require_exact(op, "dy", dy, shape.output_shape(), dtype, device, context);
   ops::require_exact(op, "w", w, shape.filter_shape(), dtype, device, context);
   ops::require_exact(op, "dx", dx, shape.input_shape(), dtype, device, context);
-  float* scratch = workspace == nullptr
-                       ? nullptr
-                       : ops::require_workspace(op, *workspace,
-                                                conv2d_backward_data_workspace_numel(shape, device),
-                                                device, "conv2d_backward_data_workspace_numel");
+  float* scratch =
+      workspace == nullptr
+          ? nullptr
+          : ops::require_workspace(op, *workspace,
+                                   conv2d_backward_data_workspace_numel(shape, device, algo),
+                                   device, "conv2d_backward_data_workspace_numel");
   ops::require_on_stream(op, "dy", dy, stream);
   const Conv2dBackwardDataArgs args{.shape = shape,
                                     .dtype = dtype,
@@ -113,7 +115,8 @@ void backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, 
                                     .w = w.raw_data(),
                                     .dx = dx.raw_data(),
                                     .workspace = scratch,
-                                    .fp32_math = stream.fp32_math()};
+                                    .fp32_math = stream.fp32_math(),
+                                    .algo = algo};
   ops::on_device(
       op, stream, [&] { cpu::conv2d_backward_data(args); },
       [&](auto cuda_stream) { cuda::conv2d_backward_data(args, cuda_stream); });
@@ -121,46 +124,52 @@ void backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, 
 
 }  // namespace
 
-int64_t conv2d_forward_workspace_numel(const Conv2dShape& shape, Device device) {
+int64_t conv2d_forward_workspace_numel(const Conv2dShape& shape, Device device,
+                                       const ConvAlgo& algo) {
   return workspace_numel(
       "conv2d_forward_workspace_numel", shape, device,
-      [](const Conv2dShape& s, auto) { return cuda::conv2d_forward_workspace_bytes(s); });
+      [&](const Conv2dShape& s, auto) { return cuda::conv2d_forward_workspace_bytes(s, algo); });
 }
 
-int64_t conv2d_backward_data_workspace_numel(const Conv2dShape& shape, Device device) {
-  return workspace_numel(
-      "conv2d_backward_data_workspace_numel", shape, device,
-      [](const Conv2dShape& s, auto) { return cuda::conv2d_backward_data_workspace_bytes(s); });
+int64_t conv2d_backward_data_workspace_numel(const Conv2dShape& shape, Device device,
+                                             const ConvAlgo& algo) {
+  return workspace_numel("conv2d_backward_data_workspace_numel", shape, device,
+                         [&](const Conv2dShape& s, auto) {
+                           return cuda::conv2d_backward_data_workspace_bytes(s, algo);
+                         });
 }
 
 void conv2d_forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const Tensor& bias,
                     Tensor& y, Stream& stream) {
-  forward(shape, x, w, bias, y, nullptr, stream);
+  forward(shape, x, w, bias, y, nullptr, stream, {});
 }
 
 void conv2d_forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const Tensor& bias,
-                    Tensor& y, Tensor& workspace, Stream& stream) {
-  forward(shape, x, w, bias, y, &workspace, stream);
+                    Tensor& y, Tensor& workspace, Stream& stream, const ConvAlgo& algo) {
+  forward(shape, x, w, bias, y, &workspace, stream, algo);
 }
 
 void conv2d_backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, Tensor& dx,
                           Stream& stream) {
-  backward_data(shape, dy, w, dx, nullptr, stream);
+  backward_data(shape, dy, w, dx, nullptr, stream, {});
 }
 
 void conv2d_backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, Tensor& dx,
-                          Tensor& workspace, Stream& stream) {
-  backward_data(shape, dy, w, dx, &workspace, stream);
+                          Tensor& workspace, Stream& stream, const ConvAlgo& algo) {
+  backward_data(shape, dy, w, dx, &workspace, stream, algo);
 }
 
-int64_t conv2d_backward_filter_workspace_numel(const Conv2dShape& shape, Device device) {
-  return workspace_numel(
-      "conv2d_backward_filter_workspace_numel", shape, device,
-      [](const Conv2dShape& s, auto) { return cuda::conv2d_backward_filter_workspace_bytes(s); });
+int64_t conv2d_backward_filter_workspace_numel(const Conv2dShape& shape, Device device,
+                                               const ConvAlgo& algo) {
+  return workspace_numel("conv2d_backward_filter_workspace_numel", shape, device,
+                         [&](const Conv2dShape& s, auto) {
+                           return cuda::conv2d_backward_filter_workspace_bytes(s, algo);
+                         });
 }
 
 void conv2d_backward_filter(const Conv2dShape& shape, const Tensor& x, const Tensor& dy, Tensor& dw,
-                            Tensor& dbias, GradWrite write, Tensor& workspace, Stream& stream) {
+                            Tensor& dbias, GradWrite write, Tensor& workspace, Stream& stream,
+                            const ConvAlgo& algo) {
   constexpr std::string_view op = "conv2d_backward_filter";
   shape.validate();
   ops::require_float(op, "x", x);
@@ -174,9 +183,9 @@ void conv2d_backward_filter(const Conv2dShape& shape, const Tensor& x, const Ten
   ops::require_exact(op, "dw", dw, shape.filter_shape(), dw.dtype(), device, context);
   if (dbias.defined())
     ops::require_exact(op, "dbias", dbias, {shape.out_channels}, DType::f32, device, context);
-  float* scratch =
-      ops::require_workspace(op, workspace, conv2d_backward_filter_workspace_numel(shape, device),
-                             device, "conv2d_backward_filter_workspace_numel");
+  float* scratch = ops::require_workspace(
+      op, workspace, conv2d_backward_filter_workspace_numel(shape, device, algo), device,
+      "conv2d_backward_filter_workspace_numel");
   ops::require_on_stream(op, "x", x, stream);
   const Conv2dBackwardFilterArgs args{.shape = shape,
                                       .dtype = dtype,
@@ -187,10 +196,20 @@ void conv2d_backward_filter(const Conv2dShape& shape, const Tensor& x, const Ten
                                       .dbias = dbias.defined() ? dbias.data<float>() : nullptr,
                                       .accumulate = write == GradWrite::accumulate,
                                       .workspace = scratch,
-                                      .fp32_math = stream.fp32_math()};
+                                      .fp32_math = stream.fp32_math(),
+                                      .algo = algo};
   ops::on_device(
       op, stream, [&] { cpu::conv2d_backward_filter(args); },
       [&](auto cuda_stream) { cuda::conv2d_backward_filter(args, cuda_stream); });
+}
+
+std::vector<ConvAlgo> conv2d_algo_candidates(const ConvProblem& problem, Device device) {
+  problem.shape.validate();
+  std::vector<ConvAlgo> candidates;
+  ops::on_device(
+      "conv2d_algo_candidates", device, nullptr, [] {},
+      [&](auto) { candidates = cuda::conv2d_candidates(problem); });
+  return candidates;
 }
 
 void linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
+#include "kernels/conv_algo.h"
 #include "kernels/conv_shape.h"
 #include "kernels/device.h"
 #include "kernels/stream.h"
@@ -20,31 +22,41 @@ enum class GradWrite { overwrite, accumulate };
 // f32 elements of scratch with which conv2d_forward / conv2d_backward_data split the
 // reduction where the output alone has too few tiles to fill a GPU (small batches at the last
 // stages); 0 on the CPU and where no split pays. Allocate once per layer shape, as below.
-int64_t conv2d_forward_workspace_numel(const Conv2dShape& shape, Device device);
-int64_t conv2d_backward_data_workspace_numel(const Conv2dShape& shape, Device device);
+// `algo` (kernels/conv_algo.h: the CUDA kernels to run, {} for the heuristic's) is the one the
+// pass will be called with: its split count sizes the workspace.
+int64_t conv2d_forward_workspace_numel(const Conv2dShape& shape, Device device,
+                                       const ConvAlgo& algo = {});
+int64_t conv2d_backward_data_workspace_numel(const Conv2dShape& shape, Device device,
+                                             const ConvAlgo& algo = {});
 
 // y = conv(x, w) + bias. bias: f32[K] or undefined. workspace: f32 with at least
 // conv2d_forward_workspace_numel elements (undefined when that is 0); without one, no split.
 void conv2d_forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const Tensor& bias,
                     Tensor& y, Stream& stream);
 void conv2d_forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const Tensor& bias,
-                    Tensor& y, Tensor& workspace, Stream& stream);
+                    Tensor& y, Tensor& workspace, Stream& stream, const ConvAlgo& algo = {});
 // dx = gradient of the input; overwrites dx. workspace: as the forward's, of
 // conv2d_backward_data_workspace_numel elements.
 void conv2d_backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, Tensor& dx,
                           Stream& stream);
 void conv2d_backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, Tensor& dx,
-                          Tensor& workspace, Stream& stream);
+                          Tensor& workspace, Stream& stream, const ConvAlgo& algo = {});
 
 // f32 elements of scratch that conv2d_backward_filter needs for `shape` on `device` (split-K
 // partials on CUDA; 0 on the CPU). Allocate it once per layer shape and reuse it.
-int64_t conv2d_backward_filter_workspace_numel(const Conv2dShape& shape, Device device);
+int64_t conv2d_backward_filter_workspace_numel(const Conv2dShape& shape, Device device,
+                                               const ConvAlgo& algo = {});
 // dw (and dbias, when defined) = gradients of the filters (and bias); with
 // GradWrite::accumulate they are added to what dw/dbias hold (gradient accumulation over
 // micro-batches). workspace:
 // f32 with conv2d_backward_filter_workspace_numel elements (may be undefined when that is 0).
 void conv2d_backward_filter(const Conv2dShape& shape, const Tensor& x, const Tensor& dy, Tensor& dw,
-                            Tensor& dbias, GradWrite write, Tensor& workspace, Stream& stream);
+                            Tensor& dbias, GradWrite write, Tensor& workspace, Stream& stream,
+                            const ConvAlgo& algo = {});
+
+// The CUDA algorithms worth timing for `problem` on `device`, the heuristic's first
+// (cuda::conv2d_candidates); none on the CPU, which has one way to run a convolution.
+std::vector<ConvAlgo> conv2d_algo_candidates(const ConvProblem& problem, Device device);
 
 // Linear layers are pointwise convolutions over rows: x [rows, in], w [out, in], y [rows, out].
 void linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,

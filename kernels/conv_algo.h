@@ -1,0 +1,58 @@
+// Which of the CUDA engine's kernels a convolution pass runs: the tensor-core block tile and
+// epilogue (kernels/cuda/gemm_choice.h) and the number of K-splits. The default ({}) is the
+// heuristic of kernels/cuda/conv.cuh; the tuner (nn/conv_tuner.h) times the candidates
+// cuda::conv2d_candidates lists and keeps the fastest per problem in a ConvPlans table
+// (kernels/conv_plans.h). The CPU backend ignores it.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/conv_shape.h"
+#include "kernels/cuda/gemm_choice.h"
+#include "kernels/dtype.h"
+#include "kernels/fp32_math.h"
+
+namespace engine {
+
+struct ConvAlgo {
+  int split_k = 0;  // 0: the heuristic's (choose_split_k), else this many K-splits
+  cuda::GemmChoice gemm = {};
+
+  bool operator==(const ConvAlgo& other) const {
+    return split_k == other.split_k && gemm.tile == other.gemm.tile &&
+           gemm.epilogue == other.gemm.epilogue;
+  }
+};
+
+// "tile=128x64 split=4 epilogue=staged" ("auto" where the heuristic or environment decides).
+std::string conv_algo_text(const ConvAlgo& algo);
+
+// The three passes of a convolution in training.
+enum class ConvPass : uint8_t { forward, backward_data, backward_filter };
+std::string_view conv_pass_name(ConvPass pass);  // "forward", "backward_data", ...
+
+// One convolution pass to choose an algorithm for: the shape, the pass and the precision (the
+// activations' dtype; for f32, how the stream multiplies).
+struct ConvProblem {
+  Conv2dShape shape;
+  ConvPass pass = ConvPass::forward;
+  DType dtype = DType::f32;
+  Fp32Math math = Fp32Math::exact;
+
+  // e.g. "forward bf16 n128 56x56x64 -> 64 3x3 s1 p1"
+  std::string str() const;
+};
+std::strong_ordering operator<=>(const ConvProblem& a, const ConvProblem& b);
+bool operator==(const ConvProblem& a, const ConvProblem& b);
+
+// The problems of one convolution layer: forward and filter gradient, and the input gradient
+// unless the layer is the network's first (nothing reads its input gradient).
+void append_conv_problems(const Conv2dShape& shape, DType dtype, Fp32Math math, bool input_grad,
+                          std::vector<ConvProblem>& problems);
+
+}  // namespace engine

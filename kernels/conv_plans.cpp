@@ -1,0 +1,210 @@
+#include "kernels/conv_plans.h"
+
+#include <charconv>
+#include <cmath>
+#include <sstream>
+#include <vector>
+
+#include "kernels/error.h"
+
+namespace engine {
+
+namespace {
+
+constexpr std::string_view kFormat = "1";
+constexpr size_t kRowFields = 20;
+
+template <typename Enum, size_t N>
+std::optional<Enum> lookup(std::string_view text,
+                           const std::pair<std::string_view, Enum> (&names)[N]) {
+  for (const auto& [name, value] : names) {
+    if (name == text) return value;
+  }
+  return std::nullopt;
+}
+
+constexpr std::pair<std::string_view, ConvPass> kPasses[] = {
+    {"forward", ConvPass::forward},
+    {"backward_data", ConvPass::backward_data},
+    {"backward_filter", ConvPass::backward_filter}};
+constexpr std::pair<std::string_view, DType> kDtypes[] = {{"f32", DType::f32},
+                                                          {"bf16", DType::bf16}};
+constexpr std::pair<std::string_view, Fp32Math> kMaths[] = {{"exact", Fp32Math::exact},
+                                                            {"tf32", Fp32Math::tf32}};
+constexpr std::pair<std::string_view, cuda::GemmTile> kTiles[] = {
+    {"auto", cuda::GemmTile::automatic},
+    {"128x128", cuda::GemmTile::t128x128},
+    {"128x64", cuda::GemmTile::t128x64},
+    {"64x128", cuda::GemmTile::t64x128},
+    {"64x64", cuda::GemmTile::t64x64}};
+constexpr std::pair<std::string_view, cuda::GemmEpilogue> kEpilogues[] = {
+    {"auto", cuda::GemmEpilogue::automatic},
+    {"direct", cuda::GemmEpilogue::direct},
+    {"staged", cuda::GemmEpilogue::staged}};
+
+template <typename Enum, size_t N>
+std::string_view name_of(Enum value, const std::pair<std::string_view, Enum> (&names)[N]) {
+  for (const auto& [name, v] : names) {
+    if (v == value) return name;
+  }
+  return "?";
+}
+
+std::vector<std::string_view> split_tabs(std::string_view line) {
+  std::vector<std::string_view> fields;
+  size_t start = 0;
+  while (true) {
+    const size_t tab = line.find('\t', start);
+    fields.push_back(line.substr(start, tab == std::string_view::npos ? tab : tab - start));
+    if (tab == std::string_view::npos) return fields;
+    start = tab + 1;
+  }
+}
+
+std::optional<int64_t> parse_int(std::string_view text) {
+  int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+std::optional<double> parse_double(std::string_view text) {
+  double value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value) ||
+      value < 0) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// The row's problem and entry, or a description of what is wrong with it.
+std::string parse_row(const std::vector<std::string_view>& f, ConvProblem& problem,
+                      ConvPlanEntry& entry) {
+  if (f.size() != kRowFields) {
+    return "expected " + std::to_string(kRowFields) + " tab-separated fields, got " +
+           std::to_string(f.size());
+  }
+  const auto pass = lookup(f[0], kPasses);
+  const auto dtype = lookup(f[1], kDtypes);
+  const auto math = lookup(f[2], kMaths);
+  if (!pass || !dtype || !math)
+    return "unknown pass, dtype or math '" + std::string(f[0]) + " " + std::string(f[1]) + " " +
+           std::string(f[2]) + "'";
+  problem.pass = *pass;
+  problem.dtype = *dtype;
+  problem.math = *math;
+  int64_t* extents[] = {
+      &problem.shape.batch,       &problem.shape.in_h,         &problem.shape.in_w,
+      &problem.shape.in_channels, &problem.shape.out_channels, &problem.shape.kernel_h,
+      &problem.shape.kernel_w,    &problem.shape.stride_h,     &problem.shape.stride_w,
+      &problem.shape.pad_h,       &problem.shape.pad_w,        &problem.shape.dilation_h,
+      &problem.shape.dilation_w};
+  for (size_t i = 0; i < std::size(extents); ++i) {
+    const auto value = parse_int(f[3 + i]);
+    if (!value)
+      return "field " + std::to_string(4 + i) + " '" + std::string(f[3 + i]) +
+             "' is not an integer";
+    *extents[i] = *value;
+  }
+  try {
+    problem.shape.validate();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  const auto tile = lookup(f[16], kTiles);
+  const auto split = parse_int(f[17]);
+  const auto epilogue = lookup(f[18], kEpilogues);
+  const auto microseconds = parse_double(f[19]);
+  if (!tile || !split || *split < 0 || *split > 4096 || !epilogue || !microseconds) {
+    return "bad algorithm '" + std::string(f[16]) + " " + std::string(f[17]) + " " +
+           std::string(f[18]) + " " + std::string(f[19]) + "'";
+  }
+  entry.algo.gemm.tile = *tile;
+  entry.algo.split_k = static_cast<int>(*split);
+  entry.algo.gemm.epilogue = *epilogue;
+  entry.microseconds = *microseconds;
+  return "";
+}
+
+}  // namespace
+
+const ConvPlanEntry* ConvPlans::find(const ConvProblem& problem) const {
+  const auto it = entries_.find(problem);
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
+ConvAlgo ConvPlans::algo_for(const ConvProblem& problem) const {
+  const ConvPlanEntry* entry = find(problem);
+  return entry == nullptr ? ConvAlgo{} : entry->algo;
+}
+
+std::string conv_plans_text(const ConvPlans& plans, const ConvPlanOrigin& origin) {
+  std::ostringstream out;
+  out << "# Convolution algorithms, the fastest of the candidates timed per problem "
+         "(nn/conv_tuner.h).\n"
+      << "# Delete the file to time them again; kernels/conv_plans.h describes the format.\n"
+      << "format\t" << kFormat << "\ngpu\t" << origin.gpu << "\ncuda\t" << origin.cuda
+      << "\nkernels\t" << origin.kernels << "\n"
+      << "# pass\tdtype\tmath\tbatch\tin_h\tin_w\tin_c\tout_c\tkernel_h\tkernel_w\tstride_h\t"
+         "stride_w\tpad_h\tpad_w\tdilation_h\tdilation_w\ttile\tsplit\tepilogue\tmicroseconds\n";
+  for (const auto& [p, entry] : plans.entries()) {
+    const Conv2dShape& s = p.shape;
+    out << name_of(p.pass, kPasses) << '\t' << name_of(p.dtype, kDtypes) << '\t'
+        << name_of(p.math, kMaths);
+    for (const int64_t v :
+         {s.batch, s.in_h, s.in_w, s.in_channels, s.out_channels, s.kernel_h, s.kernel_w,
+          s.stride_h, s.stride_w, s.pad_h, s.pad_w, s.dilation_h, s.dilation_w}) {
+      out << '\t' << v;
+    }
+    char microseconds[32];
+    std::snprintf(microseconds, sizeof microseconds, "%.1f", entry.microseconds);
+    out << '\t' << name_of(entry.algo.gemm.tile, kTiles) << '\t' << entry.algo.split_k << '\t'
+        << name_of(entry.algo.gemm.epilogue, kEpilogues) << '\t' << microseconds << '\n';
+  }
+  return out.str();
+}
+
+ParsedConvPlans parse_conv_plans(std::string_view text, std::string_view source) {
+  ParsedConvPlans parsed;
+  bool format_seen = false;
+  int line_number = 0;
+  const auto bad = [&](const std::string& why) {
+    fail(std::string(source) + ":" + std::to_string(line_number) + ": " + why);
+  };
+  while (!text.empty()) {
+    ++line_number;
+    const size_t newline = text.find('\n');
+    std::string_view line = text.substr(0, newline);
+    text = newline == std::string_view::npos ? std::string_view() : text.substr(newline + 1);
+    if (line.empty() || line.front() == '#') continue;
+    const std::vector<std::string_view> fields = split_tabs(line);
+    if (fields.size() == 2) {
+      const std::string value(fields[1]);
+      if (fields[0] == "format") {
+        if (fields[1] != kFormat) bad("format " + value + ", this build reads format 1");
+        format_seen = true;
+      } else if (fields[0] == "gpu") {
+        parsed.origin.gpu = value;
+      } else if (fields[0] == "cuda") {
+        parsed.origin.cuda = value;
+      } else if (fields[0] == "kernels") {
+        parsed.origin.kernels = value;
+      } else {
+        bad("unknown header '" + std::string(fields[0]) + "'");
+      }
+      continue;
+    }
+    if (!format_seen) bad("a row before the 'format' header");
+    ConvProblem problem;
+    ConvPlanEntry entry;
+    const std::string why = parse_row(fields, problem, entry);
+    if (!why.empty()) bad(why);
+    if (parsed.plans.find(problem) != nullptr) bad("a second row for " + problem.str());
+    parsed.plans.set(problem, entry);
+  }
+  if (!format_seen) fail(std::string(source) + ": not a convolution plan table (no 'format' row)");
+  return parsed;
+}
+
+}  // namespace engine
