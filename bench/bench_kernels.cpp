@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "bench/bench_report.h"
+#include "bench/conv_tune_table.h"
 #include "bench/op_rows.h"
 #include "bench/ops/op_description.h"
 #include "bench/resnet_layers.h"
@@ -52,6 +53,9 @@ struct Options {
   std::string filter;
   bool baseline = true;
   bool json = false;
+  bool tune = false;     // --tune: the tuner's table instead of the rows
+  bool tf32 = false;     // --tune: f32 rows on TF32 tensor cores
+  std::string tune_out;  // --tune-out FILE
 };
 
 cli::Command make_command(Options& o) {
@@ -76,6 +80,14 @@ cli::Command make_command(Options& o) {
   command.flag(
       "--no-baseline", [&o] { o.baseline = false; }, "time ours only");
   cli::add_json(command, o.json);
+  command.flag(
+      "--tune", [&o] { o.tune = true; },
+      "GPU: time every candidate algorithm of each convolution pass (the tuner's) and print the "
+      "heuristic's time, the fastest's and the gain");
+  command.flag(
+      "--tf32", [&o] { o.tf32 = true; }, "--tune: f32 passes on TF32 tensor cores");
+  command.text("--tune-out", o.tune_out, "FILE",
+               "--tune: also write the fastest per pass as a plan table (nn/conv_plans/)", "none");
   return command;
 }
 
@@ -365,6 +377,18 @@ int run(const Options& options) {
   wait_for_startup_threads_to_sleep();
   std::vector<Row> rows;
   RowPrinter printer(options.json);
+  if (options.tune) {
+    if (device.is_cpu()) throw cli::UsageError("--tune needs a CUDA device (--device cuda)");
+    const std::string arch = options.arch.empty() ? "resnet50" : options.arch;
+    const int64_t batch = options.batch > 0 ? options.batch : 128;
+    Stream stream(device);
+    run_conv_tune_table(selected_layers(options, arch, batch), stream,
+                        {.dtypes = selected_dtypes(options),
+                         .tf32 = options.tf32,
+                         .samples = cuda_is_sim_device() ? 1 : 5,
+                         .out = options.tune_out});
+    return 0;
+  }
   if (device.is_cpu()) {
     rows = run_cpu(options);
   } else {

@@ -23,9 +23,11 @@
 #include "bench/bench_report.h"
 #include "bench/timing.h"
 #include "bench/torch_baseline.h"
+#include "kernels/conv_plans.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/kernel_launches.h"
 #include "kernels/runtime.h"
+#include "nn/conv_tuning.h"
 #include "nn/cross_entropy.h"
 #include "nn/precision.h"
 #include "nn/resnet.h"
@@ -49,6 +51,7 @@ struct Options {
   bool json = false;
   bool profile = false;
   nn::Precision precision;  // fp32
+  nn::ConvTuning conv_tuning;
 };
 
 cli::Command make_command(Options& o) {
@@ -73,6 +76,7 @@ cli::Command make_command(Options& o) {
   command.integer("--min-steps", o.min_steps, "timed steps per round, at least");
   command.integer("--rounds", o.rounds, "rounds; each side keeps its fastest");
   cli::add_precision(command, o.precision);
+  cli::add_conv_tuning(command, o.conv_tuning);
   command.flag(
       "--no-baseline", [&o] { o.baseline = false; }, "time ours only");
   cli::add_json(command, o.json);
@@ -97,7 +101,16 @@ class NativeStep {
       : stream_(device), model_(o.arch, {.num_classes = o.classes, .seed = 1}) {
     model_.allocate(device, stream_);
     stream_.set_fp32_math(o.precision.fp32_math);
-    model_.setup({o.batch, o.image_size, o.image_size, 3}, o.precision.activations, stream_);
+    const Shape images = {o.batch, o.image_size, o.image_size, 3};
+    // The convolutions' algorithms as resnet_train chooses them (--conv-tuning).
+    nn::ConvPlanChoice plans = nn::choose_conv_plans(
+        o.conv_tuning, model_.conv_problems(images, o.precision.activations, o.precision.fp32_math),
+        stream_);
+    for (const std::string& warning : plans.warnings)
+      std::fprintf(stderr, "bench_step: warning: %s\n", warning.c_str());
+    conv_summary_ = plans.summary;
+    conv_plans_ = std::move(plans.plans);
+    model_.setup(images, o.precision.activations, stream_, &conv_plans_);
     std::mt19937 rng(7);
     std::normal_distribution<float> normal;
     std::vector<float> pixels(static_cast<size_t>(o.batch * o.image_size * o.image_size * 3));
@@ -161,12 +174,17 @@ class NativeStep {
     timed(times.back().second.first, [&] { sgd_->step(0.1f, stream_); });
   }
 
+  // How the convolutions' algorithms were chosen (--conv-tuning), "" on the CPU.
+  const std::string& conv_summary() const { return conv_summary_; }
+
  private:
   Stream stream_;
   nn::ResNet model_;
   nn::CrossEntropyLoss loss_;
   std::unique_ptr<nn::Sgd> sgd_;
   Tensor images_, labels_;
+  ConvPlans conv_plans_;
+  std::string conv_summary_;
 };
 
 std::string case_name(const Options& o) {
@@ -274,6 +292,7 @@ int run(const Options& o) {
   }
   std::printf("bench_step: %s on %s, %d threads, fastest of %d rounds\n", case_name(o).c_str(),
               device.str().c_str(), o.threads, o.rounds);
+  if (!ours.conv_summary().empty()) std::printf("%s\n", ours.conv_summary().c_str());
   if (launches) {
     std::printf("kernel launches per step: %lld (ours; not NCCL's, cuDNN's or cuBLAS's)\n",
                 static_cast<long long>(*launches));

@@ -21,6 +21,12 @@ void set_device(int) {
 std::string device_uuid(int) {
   no_cuda("device_uuid");
 }
+std::string device_name(int) {
+  no_cuda("device_name");
+}
+std::string versions() {
+  no_cuda("versions");
+}
 void* device_malloc(size_t, int) {
   no_cuda("device_malloc");
 }

@@ -32,6 +32,12 @@ std::string cuda_unavailable_reason() {
 std::string cuda_device_uuid(int index) {
   return cuda_runtime::device_uuid(index);
 }
+std::string cuda_device_name(int index) {
+  return cuda_runtime::device_name(index);
+}
+std::string cuda_versions() {
+  return cuda_runtime::versions();
+}
 bool cuda_is_sim_device() {
 #ifdef ENGINE_SIM_DEVICE
   return true;

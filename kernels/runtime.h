@@ -16,6 +16,10 @@ int cuda_device_count();
 std::string cuda_unavailable_reason();
 // The UUID of visible CUDA device `index`, in hex (the same in every process seeing that GPU).
 std::string cuda_device_uuid(int index);
+// The name of visible CUDA device `index`, e.g. "NVIDIA H200".
+std::string cuda_device_name(int index);
+// The CUDA runtime's and driver's versions: "runtime 13000 driver 13000".
+std::string cuda_versions();
 // Whether this build's CUDA devices are the sim device (ENGINE_CUDA=SIM: the CUDA backend on
 // the CPU, for correctness, not speed), so benchmarks compare it with the CPU backend and skip
 // the GPU libraries it does not emulate.

@@ -65,6 +65,25 @@ void add_device(Command& command, std::string& device, Shown shown) {
       });
 }
 
+void add_conv_tuning(Command& command, nn::ConvTuning& tuning) {
+  command.option("--conv-tuning", "M",
+                 "auto|on|off: time each convolution's candidate CUDA kernels once and run the "
+                 "fastest (auto: on a GPU, not on the sim device; off: the heuristic's)",
+                 "auto", [&tuning](const std::string& flag, const std::string& text) {
+                   const auto mode = nn::parse_conv_tuning_mode(text);
+                   if (!mode) throw UsageError(flag + " takes auto, on or off, got '" + text + "'");
+                   tuning.mode = *mode;
+                 });
+  command.text("--conv-tuning-file", tuning.file, "FILE", "the tuning cache (none: no cache)",
+               "~/.cache/resnet-engine/conv-plans-<gpu>.tsv");
+  command.option("--conv-tuning-seconds", "S",
+                 "cap on the timing; convolutions left over keep the heuristic's kernels", "60",
+                 [&tuning](const std::string& flag, const std::string& text) {
+                   tuning.seconds = number_value(flag, text);
+                   if (!(tuning.seconds >= 0)) throw UsageError(flag + " must be >= 0");
+                 });
+}
+
 void add_precision(Command& command, nn::Precision& precision) {
   command.option("--precision", "P",
                  "fp32, tf32 (fp32 with convolutions and linear layers on TF32 tensor cores, "

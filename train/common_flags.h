@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/device.h"
+#include "nn/conv_tuning.h"
 #include "nn/precision.h"
 #include "train/cli_command.h"
 
@@ -32,6 +33,10 @@ void add_precision(Command& command, nn::Precision& precision);
 // The one "tf32 needs CUDA" check: the CPU has no TF32 math, and running exact fp32 under the
 // name tf32 would mislead. A UsageError naming --precision and --device.
 void check_precision_device(const nn::Precision& precision, const Device& device);
+
+// --conv-tuning auto|on|off, --conv-tuning-file FILE, --conv-tuning-seconds S: how the CUDA
+// convolutions' algorithms are chosen (nn/conv_tuning.h).
+void add_conv_tuning(Command& command, nn::ConvTuning& tuning);
 
 // -b/--batch-size N: images per rank per step, at least `minimum` (`why` says why, if > 1).
 void add_batch_size(Command& command, int64_t& batch, std::string_view help, int64_t minimum = 1,

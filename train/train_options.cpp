@@ -275,6 +275,7 @@ void add_run_flags(cli::Command& c, TrainOptions& o) {
          "zero-init each block's last BatchNorm weight");
   cli::add_device(c, o.device);
   cli::add_precision(c, o.precision);
+  cli::add_conv_tuning(c, o.conv_tuning);
 }
 
 // The images: sizes, crops and normalization.

@@ -13,6 +13,7 @@
 #include "data/auto_augment.h"
 #include "data/batch_mixing.h"
 #include "kernels/dtype.h"
+#include "nn/conv_tuning.h"
 #include "nn/precision.h"
 #include "train/cli_command.h"
 
@@ -72,7 +73,8 @@ struct TrainOptions {
   bool sync_bn = false;
   bool zero_init_residual = false;
   std::string device = "auto";
-  nn::Precision precision;  // fp32
+  nn::Precision precision;     // fp32
+  nn::ConvTuning conv_tuning;  // --conv-tuning, --conv-tuning-file, --conv-tuning-seconds
   int64_t image_size = 224;
   std::array<double, 2> crop_scale = {0.08, 1.0};  // RandomResizedCrop's scale range
   // torchvision's classification reference (references/classification/train.py) flags:

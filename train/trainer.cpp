@@ -91,11 +91,19 @@ int Trainer::run(const std::function<void()>& set_up) {
   TrainerCheckpoints checkpoints(o, comms.rank0(), comms.world(), data.classes());
   checkpoints.resume(model, metrics.progress(), stream);
   if (model.start_ema(stream)) checkpoints.resume_ema(model, metrics.progress(), stream);
+  const std::vector<std::string> conv_lines =
+      data.has_train() && !o.evaluate
+          ? model.choose_conv_plans(
+                train_image_size(o, checkpoints.first_epoch()), comms.rank0(),
+                [&comms](std::vector<float>& v) { comms.sum_over_ranks(v); }, stream)
+          : std::vector<std::string>{};
   if (set_up) set_up();
 
   Progress& progress = metrics.progress();
   if (comms.rank0()) {
     progress.line(banner(o, data, comms, device));
+    for (const std::string& line : conv_lines)
+      progress.line(line);
     if (session.world().hosts > 1) progress.line("hosts: " + session.peers().placement());
   }
   if (o.evaluate) {

@@ -112,11 +112,36 @@ bool TrainerModel::start_ema(Stream& stream) {
   return true;
 }
 
+std::vector<std::string> TrainerModel::choose_conv_plans(
+    int64_t image_size, bool rank0, const std::function<void(std::vector<float>&)>& sum_over_ranks,
+    Stream& stream) {
+  if (device_.is_cpu()) return {};
+  const std::vector<ConvProblem> problems =
+      model_.conv_problems({options_.batch_size, image_size, image_size, 3},
+                           options_.precision.activations, stream.fp32_math());
+  std::vector<std::string> lines;
+  ConvPlans chosen;
+  if (rank0) {
+    // The other ranks wait in the sum meanwhile: the timing stays well inside --comm-timeout.
+    nn::ConvTuning tuning = options_.conv_tuning;
+    tuning.seconds = std::min(tuning.seconds, options_.comm_timeout_s / 2);
+    nn::ConvPlanChoice choice = nn::choose_conv_plans(tuning, problems, stream);
+    for (const std::string& warning : choice.warnings)
+      lines.push_back("warning: " + warning);
+    if (!choice.summary.empty()) lines.push_back(choice.summary);
+    chosen = std::move(choice.plans);
+  }
+  std::vector<float> values = nn::encode_conv_plans(chosen, problems);
+  sum_over_ranks(values);
+  conv_plans_ = nn::decode_conv_plans(values, problems);
+  return lines;
+}
+
 void TrainerModel::ensure_setup(const Tensor& images, Stream& stream) {
   const Shape shape = {images.size(0), images.size(1), images.size(2), 3};
   const int64_t batch = shape[0];
   if (shape == model_shape_) return;
-  model_.setup(shape, options_.precision.activations, stream);
+  model_.setup(shape, options_.precision.activations, stream, &conv_plans_);
   loss_.setup(batch, classes_, options_.precision.activations, device_);
   model_shape_ = shape;
 }

@@ -5,10 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "collectives/communicator.h"
+#include "kernels/conv_plans.h"
 #include "kernels/device.h"
 #include "kernels/stream.h"
 #include "kernels/tensor.h"
@@ -47,7 +50,15 @@ class TrainerModel {
   int64_t step() const { return step_; }  // optimizer steps taken
   void set_step(int64_t step) { step_ = step; }
 
-  // Sets the model up for a batch of these images' shape (NHWC), when it changes.
+  // The convolutions' CUDA algorithms for training batches of `image_size` px (--conv-tuning):
+  // rank 0 chooses (nn/conv_tuning.h), `sum_over_ranks` (a sum of floats over all ranks)
+  // gives every rank its choice. Before the first setup. Returns rank 0's lines for the
+  // banner and its warnings (empty on the other ranks and on the CPU).
+  std::vector<std::string> choose_conv_plans(
+      int64_t image_size, bool rank0,
+      const std::function<void(std::vector<float>&)>& sum_over_ranks, Stream& stream);
+  // Sets the model up for a batch of these images' shape (NHWC), when it changes, with the
+  // chosen algorithms (shapes without a choice run the heuristic's).
   void ensure_setup(const Tensor& images, Stream& stream);
   void zero_grad() { model_.params().zero_grad(); }
   const Tensor& forward(const Tensor& images, nn::Pass& pass) {
@@ -87,6 +98,7 @@ class TrainerModel {
   nn::LrSchedule schedule_;
   int64_t step_ = 0;
   Shape model_shape_;  // the shape ensure_setup last saw
+  ConvPlans conv_plans_;
 };
 
 }  // namespace engine::train

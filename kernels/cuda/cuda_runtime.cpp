@@ -36,6 +36,19 @@ std::string device_uuid(int device) {
   return text;
 }
 
+std::string device_name(int device) {
+  cudaDeviceProp properties{};
+  CHECK_CUDA(cudaGetDeviceProperties(&properties, device));
+  return properties.name;
+}
+
+std::string versions() {
+  int runtime = 0, driver = 0;
+  CHECK_CUDA(cudaRuntimeGetVersion(&runtime));
+  CHECK_CUDA(cudaDriverGetVersion(&driver));
+  return "runtime " + std::to_string(runtime) + " driver " + std::to_string(driver);
+}
+
 namespace {
 // " (N MiB free of M MiB)" for the current device, or "" when CUDA cannot say.
 std::string free_memory_note() {

@@ -26,6 +26,10 @@ DeviceQuery query_devices();
 void set_device(int device);
 // The device's UUID in hex: the same for every process that sees the same GPU.
 std::string device_uuid(int device);
+// The device's name (cudaDeviceProp::name).
+std::string device_name(int device);
+// "runtime 13000 driver 13000": cudaRuntimeGetVersion's and cudaDriverGetVersion's figures.
+std::string versions();
 // Throws engine::OutOfMemoryError when the device is out of memory.
 void* device_malloc(size_t bytes, int device);
 void device_free(void* ptr, int device);

@@ -89,6 +89,20 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   return cudaSuccess;
 }
 
+// The sim device implements the runtime of the toolkit it is built with; it has no driver, so
+// it names that version for the driver too.
+cudaError_t cudaRuntimeGetVersion(int* version) {
+  if (version == nullptr) return engine::sim::result(cudaErrorInvalidValue);
+  *version = CUDART_VERSION;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDriverGetVersion(int* version) {
+  if (version == nullptr) return engine::sim::result(cudaErrorInvalidValue);
+  *version = CUDART_VERSION;
+  return cudaSuccess;
+}
+
 // The attributes with a field in cudaDeviceProp; any other is cudaErrorInvalidValue (said on
 // stderr), rather than a made-up figure.
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {

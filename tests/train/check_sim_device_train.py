@@ -23,6 +23,12 @@ match the CPU backend's within MULTI_RANK_TOLERANCES, step by step:
     which amplifies the backends' rounding differences chaotically (one rank, batch 4, no
     NCCL at all: CPU and CUDA differ by 1.4% at step 3, measured).
 
+--ranks 2 also tunes the convolutions (--conv-tuning on, bf16, so the candidates differ in
+tile as well as split): rank 0 times candidates for 3 s, writes the cache and gives every rank
+its choices; a second run reads them back from the cache timing nothing (--conv-tuning-seconds
+0) and must repeat the first run's losses bit for bit (a foreign or corrupt cache:
+nn_conv_tuning_test_sim).
+
 --ranks 1 with --probe-exe also runs probe_step on the CPU run's last checkpoint and the batch
 of its last step (--dump-batches), on both devices: every layer's output within 1e-4 of the
 CPU's (relative norm), and every layer's output gradient and parameter gradient within 1e-4
@@ -59,7 +65,7 @@ MULTI_RANK_TOLERANCES = [1e-5, 2e-3]  # per step; see the docstring for why
 MPI = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
 
 
-def train(args, name, device, flags, ranks, fresh=True):
+def train(args, name, device, flags, ranks, fresh=True, output=None):
     work = os.path.join(args.work, name)
     if fresh:
         shutil.rmtree(work, ignore_errors=True)
@@ -74,6 +80,8 @@ def train(args, name, device, flags, ranks, fresh=True):
     if result.returncode != 0:
         sys.exit(f"{' '.join(command)} exited {result.returncode}\n--- stdout\n{result.stdout}"
                  f"\n--- stderr\n{result.stderr}")
+    if output is not None:
+        output.append(result.stdout + result.stderr)
     if not os.path.isfile(os.path.join(work, "last.safetensors")):
         sys.exit(f"{name}: no last.safetensors in {work}")
     with open(metrics) as f:
@@ -184,6 +192,33 @@ def two_ranks(args):
           f" (tolerances {MULTI_RANK_TOLERANCES}); resumed == uninterrupted, bit for bit")
 
 
+def tuned_two_ranks(args):
+    plans = os.path.join(args.work, "conv-plans.tsv")
+    if os.path.exists(plans):
+        os.remove(plans)
+    flags = MULTI_RANK + ["--max-steps", "2", "--precision", "bf16", "--conv-tuning", "on",
+                          "--conv-tuning-file", plans]
+    tuned_out, cached_out = [], []
+    tuned = train(args, "np2_tuned", "cuda", flags + ["--conv-tuning-seconds", "3"], 2,
+                  output=tuned_out)
+    summary = [line for line in tuned_out[0].splitlines() if "convolution algorithms:" in line]
+    if len(summary) != 1 or " timed (" not in summary[0] or ", 0 timed" in summary[0]:
+        sys.exit(f"expected one banner line with convolutions timed, got {summary}")
+    if not os.path.isfile(plans):
+        sys.exit(f"no cache written at {plans}: {summary[0]}")
+    with open(plans) as f:
+        rows = [line for line in f if line.split("\t")[0] in
+                ("forward", "backward_data", "backward_filter")]
+    cached = train(args, "np2_cached", "cuda", flags + ["--conv-tuning-seconds", "0"], 2,
+                   output=cached_out)
+    if f"{len(rows)} from {plans}, 0 timed" not in cached_out[0]:
+        sys.exit(f"the second run should read {len(rows)} rows and time none:\n{cached_out[0]}")
+    if cached != tuned:
+        sys.exit(f"the same choices from the cache gave other losses: {cached} vs {tuned}")
+    print(f"conv tuning, 2 ranks, bf16: {summary[0].strip()}\n  {len(rows)} rows cached; read "
+          f"back with nothing timed: losses {cached} == {tuned}, bit for bit")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -200,6 +235,7 @@ def main():
         single_rank(args)
     else:
         two_ranks(args)
+        tuned_two_ranks(args)
 
 
 if __name__ == "__main__":

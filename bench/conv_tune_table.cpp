@@ -1,0 +1,81 @@
+#include "bench/conv_tune_table.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+
+#include "kernels/conv_plans.h"
+#include "kernels/error.h"
+#include "kernels/runtime.h"
+#include "nn/conv_plan_file.h"
+#include "nn/conv_tuner.h"
+
+namespace engine::bench {
+
+namespace {
+
+std::string short_algo(const ConvAlgo& algo) {
+  // "64x128/s2" (auto parts as the heuristic left them: "auto").
+  const std::string text = conv_algo_text(algo);
+  const auto field = [&](const std::string& key) {
+    const size_t at = text.find(key + "=");
+    const size_t end = text.find(' ', at);
+    return text.substr(at + key.size() + 1,
+                       end == std::string::npos ? end : end - at - key.size() - 1);
+  };
+  return field("tile") + "/s" + field("split");
+}
+
+}  // namespace
+
+std::string run_conv_tune_table(const std::vector<ConvLayer>& layers, Stream& stream,
+                                const ConvTuneTableOptions& options) {
+  const Fp32Math math = options.tf32 ? Fp32Math::tf32 : Fp32Math::exact;
+  stream.set_fp32_math(math);
+  nn::ConvTunerOptions timing;
+  timing.samples = options.samples;
+  ConvPlans plans;
+  for (const DType dtype : options.dtypes) {
+    const std::string precision = dtype == DType::bf16 ? "bf16" : options.tf32 ? "tf32" : "f32";
+    std::printf("%-40s %-16s %5s %-14s %10s %-14s %10s %6s\n",
+                ("layer (" + precision + ")").c_str(), "pass", "cands", "heuristic", "us",
+                "fastest", "us", "gain");
+    double heuristic_total = 0, best_total = 0;
+    for (const ConvLayer& layer : layers) {
+      for (const ConvPass pass :
+           {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_filter}) {
+        const ConvProblem problem{layer.shape, pass, dtype, math};
+        const std::vector<nn::ConvCandidateTime> times =
+            nn::time_conv_candidates(problem, stream, timing);
+        if (times.empty()) continue;
+        const auto best = std::min_element(
+            times.begin(), times.end(),
+            [](const auto& a, const auto& b) { return a.microseconds < b.microseconds; });
+        plans.set(problem, {best->algo, best->microseconds});
+        heuristic_total += layer.count * times.front().microseconds;
+        best_total += layer.count * best->microseconds;
+        std::printf("%-40s %-16s %5zu %-14s %10.1f %-14s %10.1f %5.2fx\n", layer.name.c_str(),
+                    std::string(conv_pass_name(pass)).c_str(), times.size(),
+                    short_algo(times.front().algo).c_str(), times.front().microseconds,
+                    short_algo(best->algo).c_str(), best->microseconds,
+                    times.front().microseconds / best->microseconds);
+        std::fflush(stdout);
+      }
+    }
+    std::printf("%-40s %-16s %5s %-14s %10.1f %-14s %10.1f %5.2fx\n", "all conv layers (x count)",
+                "", "", "", heuristic_total, "", best_total,
+                best_total > 0 ? heuristic_total / best_total : 0.0);
+  }
+  const ConvPlanOrigin origin = nn::conv_plan_origin(stream.device().index);
+  const std::string text = conv_plans_text(plans, origin);
+  if (!options.out.empty()) {
+    nn::write_conv_plan_file(options.out, plans, origin);
+    std::printf(
+        "wrote %zu rows to %s (commit it as nn/conv_plans/<gpu>.tsv to make it the %s's "
+        "default)\n",
+        plans.size(), options.out.c_str(), origin.gpu.c_str());
+  }
+  return text;
+}
+
+}  // namespace engine::bench

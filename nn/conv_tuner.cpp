@@ -1,0 +1,149 @@
+#include "nn/conv_tuner.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "kernels/error.h"
+#include "kernels/ops/conv.h"
+#include "kernels/ops/copy.h"
+
+namespace engine::nn {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The operands of every pass of one problem, on the stream's device. Their values do not
+// change which kernels run or how long they take to within the tuner's resolution, so they are
+// constant: no random generator needed on the device.
+struct ConvOperands {
+  ConvOperands(const ConvProblem& problem, Stream& stream) {
+    const Conv2dShape& s = problem.shape;
+    const Device device = stream.device();
+    x = Tensor::empty(s.input_shape(), problem.dtype, device);
+    w = Tensor::empty(s.filter_shape(), problem.dtype, device);
+    y = Tensor::empty(s.output_shape(), problem.dtype, device);
+    dx = Tensor::empty(s.input_shape(), problem.dtype, device);
+    dw = Tensor::empty(s.filter_shape(), DType::f32, device);
+    fill(x, 0.5f, stream);
+    fill(w, 0.25f, stream);
+    fill(y, 0.125f, stream);
+  }
+  Tensor x, w, y, dx, dw, bias, dbias, workspace;
+};
+
+int64_t workspace_numel(const ConvProblem& problem, Device device, const ConvAlgo& algo) {
+  switch (problem.pass) {
+    case ConvPass::backward_data:
+      return conv2d_backward_data_workspace_numel(problem.shape, device, algo);
+    case ConvPass::backward_filter:
+      return conv2d_backward_filter_workspace_numel(problem.shape, device, algo);
+    case ConvPass::forward:
+      break;
+  }
+  return conv2d_forward_workspace_numel(problem.shape, device, algo);
+}
+
+void run(const ConvProblem& problem, ConvOperands& o, const ConvAlgo& algo, Stream& stream) {
+  const Conv2dShape& s = problem.shape;
+  switch (problem.pass) {
+    case ConvPass::forward:
+      conv2d_forward(s, o.x, o.w, o.bias, o.y, o.workspace, stream, algo);
+      return;
+    case ConvPass::backward_data:
+      conv2d_backward_data(s, o.y, o.w, o.dx, o.workspace, stream, algo);
+      return;
+    case ConvPass::backward_filter:
+      conv2d_backward_filter(s, o.x, o.y, o.dw, o.dbias, GradWrite::overwrite, o.workspace, stream,
+                             algo);
+      return;
+  }
+}
+
+// Microseconds per call: the median of `samples` samples of back-to-back calls, after one
+// warm-up call (which also sizes a sample).
+double time_algo(const ConvProblem& problem, ConvOperands& operands, const ConvAlgo& algo,
+                 Stream& stream, const ConvTunerOptions& options) {
+  Event start(stream.device(), /*timing=*/true), end(stream.device(), /*timing=*/true);
+  run(problem, operands, algo, stream);
+  start.record(stream);
+  run(problem, operands, algo, stream);
+  end.record(stream);
+  end.synchronize();
+  const double first_us = std::max(1e3 * Event::elapsed_ms(start, end), 1.0);
+  const int calls = std::clamp(static_cast<int>(options.sample_microseconds / first_us), 1, 64);
+  std::vector<double> times;
+  for (int sample = 0; sample < options.samples; ++sample) {
+    start.record(stream);
+    for (int call = 0; call < calls; ++call)
+      run(problem, operands, algo, stream);
+    end.record(stream);
+    end.synchronize();
+    times.push_back(1e3 * Event::elapsed_ms(start, end) / calls);
+  }
+  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+  return times[times.size() / 2];
+}
+
+}  // namespace
+
+std::vector<ConvCandidateTime> time_conv_candidates(const ConvProblem& problem, Stream& stream,
+                                                    const ConvTunerOptions& options) {
+  if (stream.fp32_math() != problem.math) {
+    fail("tune_convolutions: " + problem.str() + " on a stream that multiplies f32 as " +
+         std::string(fp32_math_name(stream.fp32_math())));
+  }
+  const std::vector<ConvAlgo> algos = conv2d_algo_candidates(problem, stream.device());
+  if (algos.empty()) return {};
+  ConvOperands operands(problem, stream);
+  std::vector<ConvCandidateTime> times;
+  for (const ConvAlgo& algo : algos) {
+    // A split's partials may not fit beside the model: that candidate is not one.
+    try {
+      operands.workspace =
+          Tensor::empty({std::max<int64_t>(workspace_numel(problem, stream.device(), algo), 1)},
+                        DType::f32, stream.device());
+    } catch (const OutOfMemoryError&) {
+      continue;
+    }
+    times.push_back({algo, time_algo(problem, operands, algo, stream, options)});
+    operands.workspace = Tensor();
+  }
+  return times;
+}
+
+ConvTuneReport tune_convolutions(const std::vector<ConvProblem>& problems, ConvPlans& plans,
+                                 Stream& stream, const ConvTunerOptions& options) {
+  ConvTuneReport report;
+  if (stream.device().is_cpu()) return report;
+  const Clock::time_point start = Clock::now();
+  const Fp32Math stream_math = stream.fp32_math();
+  for (const ConvProblem& problem : problems) {
+    if (plans.find(problem) != nullptr) continue;
+    if (seconds_since(start) >= options.budget_seconds) {
+      ++report.problems_skipped;
+      continue;
+    }
+    stream.set_fp32_math(problem.math);
+    const std::vector<ConvCandidateTime> times = time_conv_candidates(problem, stream, options);
+    stream.set_fp32_math(stream_math);
+    if (times.empty()) continue;
+    // The first (the heuristic's) unless another is strictly faster.
+    const auto best = std::min_element(times.begin(), times.end(),
+                                       [](const ConvCandidateTime& a, const ConvCandidateTime& b) {
+                                         return a.microseconds < b.microseconds;
+                                       });
+    plans.set(problem, {best->algo, best->microseconds});
+    ++report.problems_tuned;
+    report.candidates_timed += static_cast<int>(times.size());
+  }
+  stream.synchronize();
+  report.seconds = seconds_since(start);
+  return report;
+}
+
+}  // namespace engine::nn

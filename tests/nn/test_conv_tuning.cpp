@@ -1,0 +1,344 @@
+// The convolution tuner (issue 40): the plan table's text form and the cache file's checks on
+// the CPU; on a CUDA device (the sim device in CI) every candidate the tuner may pick against
+// the CPU, run to run, and the tuner itself: it times, writes, reads back without timing, and
+// ignores a corrupt or foreign file with a warning.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "kernels/error.h"
+#include "kernels/ops.h"
+#include "kernels/runtime.h"
+#include "nn/conv_plan_file.h"
+#include "nn/conv_tuner.h"
+#include "nn/conv_tuning.h"
+
+namespace engine::nn {
+namespace {
+
+ConvProblem problem(int64_t batch, int64_t size, int64_t in, int64_t out, int64_t kernel,
+                    int64_t stride, int64_t pad, ConvPass pass, DType dtype = DType::bf16) {
+  return {make_conv2d_shape(batch, size, in, out, kernel, stride, pad), pass, dtype,
+          Fp32Math::exact};
+}
+
+ConvAlgo algo(cuda::GemmTile tile, int split, cuda::GemmEpilogue epilogue) {
+  ConvAlgo a;
+  a.gemm.tile = tile;
+  a.split_k = split;
+  a.gemm.epilogue = epilogue;
+  return a;
+}
+
+ConvPlans sample_plans() {
+  ConvPlans plans;
+  plans.set(problem(128, 56, 64, 64, 3, 1, 1, ConvPass::forward),
+            {algo(cuda::GemmTile::t64x128, 1, cuda::GemmEpilogue::staged), 412.5});
+  plans.set(problem(128, 224, 3, 64, 7, 2, 3, ConvPass::backward_filter, DType::f32),
+            {algo(cuda::GemmTile::automatic, 96, cuda::GemmEpilogue::automatic), 670});
+  ConvProblem tf32 = problem(32, 14, 256, 256, 3, 2, 1, ConvPass::backward_data, DType::f32);
+  tf32.math = Fp32Math::tf32;
+  plans.set(tf32, {algo(cuda::GemmTile::automatic, 0, cuda::GemmEpilogue::direct), 0});
+  return plans;
+}
+
+const ConvPlanOrigin kOrigin{"NVIDIA H200", "runtime 13000 driver 13000", "0123456789abcdef"};
+
+TEST(ConvPlans, TextRoundTripsEveryField) {
+  const ConvPlans plans = sample_plans();
+  const ParsedConvPlans parsed = parse_conv_plans(conv_plans_text(plans, kOrigin), "test");
+  EXPECT_EQ(parsed.origin, kOrigin);
+  ASSERT_EQ(parsed.plans.size(), plans.size());
+  for (const auto& [p, entry] : plans.entries()) {
+    const ConvPlanEntry* read = parsed.plans.find(p);
+    ASSERT_NE(read, nullptr) << p.str();
+    EXPECT_EQ(read->algo, entry.algo) << p.str();
+    EXPECT_DOUBLE_EQ(read->microseconds, entry.microseconds) << p.str();
+  }
+  // The problem's every field is in the key: another pass or precision finds nothing.
+  ConvProblem other = problem(128, 56, 64, 64, 3, 1, 1, ConvPass::backward_data);
+  EXPECT_EQ(parsed.plans.find(other), nullptr);
+  other.pass = ConvPass::forward;
+  other.dtype = DType::f32;
+  EXPECT_EQ(parsed.plans.find(other), nullptr);
+  EXPECT_EQ(parsed.plans.algo_for(other), ConvAlgo{});
+}
+
+TEST(ConvPlans, MalformedTextIsNamedWithItsLine) {
+  const std::string good = conv_plans_text(sample_plans(), kOrigin);
+  const auto error_of = [](const std::string& text) {
+    try {
+      parse_conv_plans(text, "plans.tsv");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(parsed)");
+  };
+  EXPECT_NE(error_of("").find("no 'format' row"), std::string::npos) << error_of("");
+  // A row cut short (a truncated file).
+  const std::string truncated = good.substr(0, good.size() - 9);
+  EXPECT_NE(error_of(truncated).find("plans.tsv:"), std::string::npos) << error_of(truncated);
+  std::string bad_tile = good;
+  bad_tile.replace(bad_tile.find("64x128"), 6, "96x96!");
+  EXPECT_NE(error_of(bad_tile).find("bad algorithm"), std::string::npos) << error_of(bad_tile);
+  std::string negative = good;
+  negative.replace(negative.find("\t56\t56\t"), 8, "\t-5\t56\t");
+  EXPECT_NE(error_of(negative).find("invalid shape"), std::string::npos) << error_of(negative);
+  std::string twice = good + good.substr(good.rfind("\nforward") + 1);
+  EXPECT_NE(error_of(twice).find("a second row"), std::string::npos) << error_of(twice);
+  std::string future = good;
+  future.replace(future.find("format\t1"), 8, "format\t2");
+  EXPECT_NE(error_of(future).find("format 2"), std::string::npos) << error_of(future);
+}
+
+class ConvPlanFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("conv_plans_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+            "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path() const { return (dir_ / "sub" / "plans.tsv").string(); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(ConvPlanFileTest, WritesAtomicallyAndReadsBack) {
+  write_conv_plan_file(path(), sample_plans(), kOrigin);
+  std::string warning;
+  const ConvPlans read = read_conv_plan_file(path(), kOrigin, &warning);
+  EXPECT_EQ(warning, "");
+  EXPECT_EQ(read.size(), 3u);
+  // Nothing but the file in its folder: the temporary was renamed.
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_ / "sub"),
+                          std::filesystem::directory_iterator()),
+            1);
+}
+
+TEST_F(ConvPlanFileTest, MissingFileIsSilentlyEmpty) {
+  std::string warning;
+  EXPECT_EQ(read_conv_plan_file(path(), kOrigin, &warning).size(), 0u);
+  EXPECT_EQ(warning, "");
+}
+
+TEST_F(ConvPlanFileTest, ForeignStaleOrCorruptFilesAreIgnoredWithAWarning) {
+  struct Case {
+    ConvPlanOrigin written;
+    std::string expected_words;
+  };
+  const Case cases[] = {
+      {{"NVIDIA H100 80GB HBM3", kOrigin.cuda, kOrigin.kernels}, "timed on a NVIDIA H100"},
+      {{kOrigin.gpu, "runtime 12080 driver 12080", kOrigin.kernels}, "with CUDA runtime 12080"},
+      {{kOrigin.gpu, kOrigin.cuda, "fedcba9876543210"}, "other CUDA kernels"},
+  };
+  for (const Case& c : cases) {
+    write_conv_plan_file(path(), sample_plans(), c.written);
+    std::string warning;
+    EXPECT_EQ(read_conv_plan_file(path(), kOrigin, &warning).size(), 0u);
+    EXPECT_NE(warning.find(c.expected_words), std::string::npos) << warning;
+    EXPECT_NE(warning.find(path()), std::string::npos) << warning;
+  }
+  std::ofstream(path(), std::ios::trunc) << "format\t1\nforward\tbf16\tgarbage\n";
+  std::string warning;
+  EXPECT_EQ(read_conv_plan_file(path(), kOrigin, &warning).size(), 0u);
+  EXPECT_NE(warning.find("ignoring the convolution plans in " + path()), std::string::npos)
+      << warning;
+}
+
+TEST(ConvPlanDefaults, EveryCommittedTableParsesAndNoneIsForAnUnknownGpu) {
+  EXPECT_EQ(default_conv_plans({"no such GPU", "", ""}).size(), 0u);
+}
+
+// Rank 0's table reaches every rank through a sum in which the others add zeros.
+TEST(ConvPlanSharing, ASumOverRanksGivesEveryRankRankZerosTable) {
+  const ConvPlans plans = sample_plans();
+  std::vector<ConvProblem> problems;
+  for (const auto& [p, entry] : plans.entries())
+    problems.push_back(p);
+  problems.push_back(problem(8, 7, 512, 512, 3, 1, 1, ConvPass::forward));  // no row
+  std::vector<float> rank0 = encode_conv_plans(plans, problems);
+  const std::vector<float> rank1 = encode_conv_plans(ConvPlans{}, problems);
+  for (size_t i = 0; i < rank0.size(); ++i)
+    rank0[i] += rank1[i];
+  const ConvPlans shared = decode_conv_plans(rank0, problems);
+  EXPECT_EQ(shared.size(), plans.size());
+  for (const auto& [p, entry] : plans.entries())
+    EXPECT_EQ(shared.algo_for(p), entry.algo);
+  EXPECT_EQ(shared.find(problems.back()), nullptr);
+}
+
+// ---------------------------------------------------------------------------------------
+// On a CUDA device
+
+std::vector<float> pseudo_random(int64_t n, uint32_t seed) {
+  std::vector<float> v(static_cast<size_t>(n));
+  uint32_t state = seed * 2654435761u + 1;
+  for (float& x : v) {
+    state = state * 1664525u + 1013904223u;
+    x = static_cast<float>(state >> 8) / static_cast<float>(1u << 24) - 0.5f;
+  }
+  return v;
+}
+
+Tensor operand(const Shape& shape, DType dtype, Device device, uint32_t seed, Stream& stream) {
+  const Tensor host = Tensor::from_floats(shape, pseudo_random(shape_numel(shape), seed));
+  Tensor f32 = device.is_cpu() ? host : host.to(device, stream);
+  if (dtype == DType::f32) return f32;
+  Tensor out = Tensor::empty(shape, dtype, device);
+  cast(f32, out, stream);
+  return out;
+}
+
+// The pass's output on `stream`'s device with `algo`, as floats.
+std::vector<float> run_pass(const ConvProblem& p, const ConvAlgo& algo, Stream& stream) {
+  const Device device = stream.device();
+  const Conv2dShape& s = p.shape;
+  Tensor x = operand(s.input_shape(), p.dtype, device, 1, stream);
+  Tensor w = operand(s.filter_shape(), p.dtype, device, 2, stream);
+  Tensor dy = operand(s.output_shape(), p.dtype, device, 3, stream);
+  Tensor none;
+  switch (p.pass) {
+    case ConvPass::forward: {
+      Tensor y = Tensor::empty(s.output_shape(), p.dtype, device);
+      Tensor ws =
+          Tensor::empty({std::max<int64_t>(1, conv2d_forward_workspace_numel(s, device, algo))},
+                        DType::f32, device);
+      conv2d_forward(s, x, w, none, y, ws, stream, algo);
+      return y.to_floats(stream);
+    }
+    case ConvPass::backward_data: {
+      Tensor dx = Tensor::empty(s.input_shape(), p.dtype, device);
+      Tensor ws = Tensor::empty(
+          {std::max<int64_t>(1, conv2d_backward_data_workspace_numel(s, device, algo))}, DType::f32,
+          device);
+      conv2d_backward_data(s, dy, w, dx, ws, stream, algo);
+      return dx.to_floats(stream);
+    }
+    case ConvPass::backward_filter: {
+      Tensor dw = Tensor::empty(s.filter_shape(), DType::f32, device);
+      Tensor ws = Tensor::empty(
+          {std::max<int64_t>(1, conv2d_backward_filter_workspace_numel(s, device, algo))},
+          DType::f32, device);
+      conv2d_backward_filter(s, x, dy, dw, none, GradWrite::overwrite, ws, stream, algo);
+      return dw.to_floats(stream);
+    }
+  }
+  return {};
+}
+
+double relative_max_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+  }
+  return diff / std::max(scale, 1e-30);
+}
+
+// Small shapes with every path the candidates choose between: 16-byte bf16 operands (four
+// tiles), element loads (the stem's 3 channels), split K (K = 576 over 16 output pixels),
+// strided input gradients by stride phase and by stride cells.
+std::vector<ConvProblem> device_problems() {
+  std::vector<ConvProblem> problems;
+  for (const DType dtype : {DType::bf16, DType::f32}) {
+    for (const ConvPass pass :
+         {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_filter}) {
+      problems.push_back(problem(2, 8, 16, 16, 3, 1, 1, pass, dtype));
+      problems.push_back(problem(1, 4, 64, 64, 3, 1, 1, pass, dtype));
+      problems.push_back(problem(2, 8, 16, 32, 3, 2, 1, pass, dtype));
+      problems.push_back(problem(2, 8, 16, 32, 1, 2, 0, pass, dtype));
+    }
+    problems.push_back(problem(1, 16, 3, 8, 7, 2, 3, ConvPass::forward, dtype));
+    problems.push_back(problem(1, 16, 3, 8, 7, 2, 3, ConvPass::backward_filter, dtype));
+  }
+  return problems;
+}
+
+class ConvTuningCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cuda_device_count() == 0)
+      GTEST_SKIP() << "no usable CUDA device: " << cuda_unavailable_reason();
+  }
+};
+
+TEST_F(ConvTuningCuda, EveryCandidateMatchesTheCpuAndRepeatsItsBits) {
+  Stream cpu;
+  Stream gpu(Device::cuda(0));
+  size_t tiles_seen = 0, splits_seen = 0;
+  for (const ConvProblem& p : device_problems()) {
+    const std::vector<ConvAlgo> candidates = conv2d_algo_candidates(p, gpu.device());
+    ASSERT_FALSE(candidates.empty()) << p.str();
+    const std::vector<float> reference = run_pass(p, {}, cpu);
+    // bf16 outputs round to 8 bits of mantissa; a filter gradient is an f32 sum either way.
+    const double tolerance =
+        p.dtype == DType::bf16 && p.pass != ConvPass::backward_filter ? 1e-2 : 1e-4;
+    for (const ConvAlgo& a : candidates) {
+      SCOPED_TRACE(p.str() + ": " + conv_algo_text(a));
+      const std::vector<float> first = run_pass(p, a, gpu);
+      EXPECT_LE(relative_max_difference(first, reference), tolerance);
+      EXPECT_EQ(run_pass(p, a, gpu), first);  // the same bits again
+      tiles_seen += a.gemm.tile == cuda::GemmTile::t64x64;
+      splits_seen += a.split_k > 1;
+    }
+  }
+  EXPECT_GT(tiles_seen, 0u);
+  EXPECT_GT(splits_seen, 0u);
+}
+
+TEST_F(ConvTuningCuda, TunesWritesThenReadsWithoutTimingAndRetimesABadFile) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      ("conv_tuning_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  std::filesystem::remove_all(dir);
+  const std::string file = (dir / "plans.tsv").string();
+  Stream gpu(Device::cuda(0));
+  const std::vector<ConvProblem> problems = {
+      problem(2, 8, 16, 16, 3, 1, 1, ConvPass::forward),
+      problem(2, 8, 16, 16, 3, 1, 1, ConvPass::backward_filter)};
+  const ConvTuning tuning{ConvTuningMode::on, file, 600};
+  const ConvTunerOptions fast{.samples = 1, .sample_microseconds = 0};
+
+  const ConvPlanChoice first = choose_conv_plans(tuning, problems, gpu, fast);
+  EXPECT_TRUE(first.warnings.empty());
+  EXPECT_EQ(first.plans.size(), problems.size());
+  EXPECT_NE(first.summary.find("2 timed"), std::string::npos) << first.summary;
+  ASSERT_TRUE(std::filesystem::exists(file));
+
+  const ConvPlanChoice second = choose_conv_plans(tuning, problems, gpu, fast);
+  EXPECT_NE(second.summary.find("2 from " + file + ", 0 timed"), std::string::npos)
+      << second.summary;
+  for (const ConvProblem& p : problems) {
+    EXPECT_EQ(second.plans.algo_for(p), first.plans.algo_for(p)) << p.str();
+  }
+
+  // Another GPU's file, then a corrupt one: one warning each, timed again, rewritten.
+  ParsedConvPlans written = parse_conv_plans(conv_plans_text(first.plans, kOrigin), "x");
+  write_conv_plan_file(file, written.plans, kOrigin);
+  const ConvPlanChoice foreign = choose_conv_plans(tuning, problems, gpu, fast);
+  ASSERT_EQ(foreign.warnings.size(), 1u);
+  EXPECT_NE(foreign.warnings[0].find("timed on a NVIDIA H200"), std::string::npos)
+      << foreign.warnings[0];
+  EXPECT_NE(foreign.summary.find("2 timed"), std::string::npos) << foreign.summary;
+  std::ofstream(file, std::ios::trunc) << "format\t1\nnot a row\n";
+  const ConvPlanChoice corrupt = choose_conv_plans(tuning, problems, gpu, fast);
+  ASSERT_EQ(corrupt.warnings.size(), 1u);
+  EXPECT_NE(corrupt.summary.find("2 timed"), std::string::npos) << corrupt.summary;
+  EXPECT_NE(choose_conv_plans(tuning, problems, gpu, fast).summary.find("0 timed"),
+            std::string::npos);
+
+  // A cap of 0 s times nothing: every problem keeps the heuristic's algorithm (no row).
+  const ConvPlanChoice capped =
+      choose_conv_plans({ConvTuningMode::on, "none", 0}, problems, gpu, fast);
+  EXPECT_EQ(capped.plans.size(), 0u);
+  EXPECT_NE(capped.summary.find("2 left to the heuristic"), std::string::npos) << capped.summary;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace engine::nn
