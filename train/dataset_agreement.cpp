@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "collectives/core/check_mpi.h"
+#include "data/shard_dataset.h"
 
 namespace engine::train {
 namespace {
@@ -39,6 +40,12 @@ DatasetFingerprint fingerprint(const data::ImageFolder& folder) {
     mix(print.hash, folder.relative_path(i));
     mix(print.hash, std::to_string(folder.label(i)));
   }
+  // Shards: where each image lies too, so that hosts whose shards hold other bytes under the
+  // same member names disagree.
+  if (const data::ShardIndex* shards = folder.shards()) {
+    for (const data::ShardIndex::Location& where : shards->samples)
+      mix(print.hash, std::to_string(where.offset) + ":" + std::to_string(where.size));
+  }
   return print;
 }
 
@@ -61,7 +68,9 @@ std::string dataset_disagreement(const MpiSession& session, const Datasets& data
           first.hash == other.hash) {
         continue;
       }
-      const std::string folder = data_flag + (split == 0 ? "/train" : "/val");
+      const data::ImageFolder& scanned = split == 0 ? *datasets.train : datasets.val;
+      const std::string folder = scanned.shards() ? "the shards in " + scanned.root()
+                                                  : data_flag + (split == 0 ? "/train" : "/val");
       const bool counts_differ = first.classes != other.classes || first.images != other.images;
       return "--data: the ranks see different datasets: " + folder + " on host " +
              peers.host(rank) + " (rank " + std::to_string(rank) + ") has " + describe(other) +
