@@ -74,8 +74,10 @@ std::string dataset_disagreement(const MpiSession& session, const Datasets& data
       const bool counts_differ = first.classes != other.classes || first.images != other.images;
       return "--data: the ranks see different datasets: " + folder + " on host " +
              peers.host(rank) + " (rank " + std::to_string(rank) + ") has " + describe(other) +
-             (counts_differ ? "" : " but other class or file names") + ", on host " +
-             peers.host(0) + " (rank 0) " + describe(first) +
+             (counts_differ      ? ""
+              : scanned.shards() ? " but other class or member names, or member sizes"
+                                 : " but other class or file names") +
+             ", on host " + peers.host(0) + " (rank 0) " + describe(first) +
              "; every host needs the same copy (labels and epochs would not match)";
     }
   }
