@@ -62,7 +62,11 @@ void ShardReader::read(int64_t index, std::vector<uint8_t>& bytes) {
       Held& sample = held->second;
       const std::string error = sample.error;
       if (--sample.uses == 0) {
-        bytes = std::move(sample.bytes);
+        // The caller's old buffer is kept for a later read: no allocation or zero-filling
+        // of a fresh one per sample.
+        bytes.swap(sample.bytes);
+        if (spare_buffers_.size() < kMaxSpareBuffers)
+          spare_buffers_.push_back(std::move(sample.bytes));
         held_.erase(held);
       } else {
         bytes = sample.bytes;
@@ -83,8 +87,13 @@ void ShardReader::read(int64_t index, std::vector<uint8_t>& bytes) {
     }
     reading_ = true;
     const int64_t next = read_order_[cursor_++];
+    Held sample;
+    if (!spare_buffers_.empty()) {
+      sample.bytes = std::move(spare_buffers_.back());
+      spare_buffers_.pop_back();
+    }
     lock.unlock();
-    Held sample = read_in_sequence(next);
+    read_in_sequence(next, sample);
     lock.lock();
     reading_ = false;
     sample.uses = uses_[next];
@@ -98,9 +107,8 @@ int64_t ShardReader::unplanned_reads() const {
   return unplanned_reads_;
 }
 
-ShardReader::Held ShardReader::read_in_sequence(int64_t index) {
+void ShardReader::read_in_sequence(int64_t index, Held& sample) {
   const ShardIndex::Location& where = index_.samples[static_cast<size_t>(index)];
-  Held sample;
   if (open_shard_ != where.shard) {
     if (open_fd_ >= 0) close(open_fd_);
     open_shard_ = where.shard;
@@ -113,7 +121,6 @@ ShardReader::Held ShardReader::read_in_sequence(int64_t index) {
   } else if (!read_exactly(open_fd_, where.offset, where.size, sample.bytes)) {
     sample.error = read_failure(where);
   }
-  return sample;
 }
 
 void ShardReader::read_alone(int64_t index, std::vector<uint8_t>& bytes) const {

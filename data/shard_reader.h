@@ -48,8 +48,9 @@ class ShardReader {
     std::string error;  // the reason, when the read failed
     int64_t uses = 0;
   };
-  // Reads sample `index` from the open shard (opening it when it is not the current one).
-  Held read_in_sequence(int64_t index);
+  // Reads sample `index` from the open shard (opening it when it is not the current one) into
+  // `sample`.
+  void read_in_sequence(int64_t index, Held& sample);
   void read_alone(int64_t index, std::vector<uint8_t>& bytes) const;
 
   const ImageFolder& dataset_;
@@ -61,6 +62,8 @@ class ShardReader {
   std::unordered_map<int64_t, size_t> read_position_;
   std::unordered_map<int64_t, int64_t> uses_;
   std::unordered_map<int64_t, Held> held_;
+  static constexpr size_t kMaxSpareBuffers = 64;
+  std::vector<std::vector<uint8_t>> spare_buffers_;
   size_t cursor_ = 0;
   bool reading_ = false;
   int64_t unplanned_reads_ = 0;
