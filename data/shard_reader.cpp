@@ -93,7 +93,11 @@ void ShardReader::read(int64_t index, std::vector<uint8_t>& bytes) {
       spare_buffers_.pop_back();
     }
     lock.unlock();
-    read_in_sequence(next, sample);
+    try {
+      read_in_sequence(next, sample);
+    } catch (const std::exception& error) {  // out of memory, say: the others read on
+      sample.error = std::string("cannot read the member: ") + error.what();
+    }
     lock.lock();
     reading_ = false;
     sample.uses = uses_[next];
