@@ -47,11 +47,14 @@ def add_member(archive, name, data):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--folder", required=True, help="ImageFolder root: FOLDER/<class>/<image>")
-    parser.add_argument("--out", required=True, help="folder for the shards and classes.txt")
+    # Checked after parsing, so that an unknown flag is the error named first.
+    parser.add_argument("--folder", help="ImageFolder root: FOLDER/<class>/<image> (required)")
+    parser.add_argument("--out", help="folder for the shards and classes.txt (required)")
     parser.add_argument("--prefix", default="train", help="shard names: PREFIX-000000.tar, ...")
     parser.add_argument("--samples-per-shard", type=int, default=1000)
     args = parser.parse_args()
+    if not args.folder or not args.out:
+        parser.error("--folder and --out are required")
     if args.samples_per_shard < 1:
         parser.error("--samples-per-shard must be at least 1")
     samples, classes = image_folder_samples(args.folder)
@@ -74,7 +77,7 @@ def main():
                 add_member(archive, f"{index:09d}.cls", str(label).encode())
         os.replace(path + ".partial", path)
     last = f"{shards - 1:06d}"
-    print(f"wrote {len(samples)} samples of {len(classes)} classes in {shards} shards: "
+    print(f"wrote {len(samples)} samples of {len(classes)} classes in {shards} shard{'s' if shards != 1 else ''}: "
           f"{os.path.join(args.out, args.prefix)}-{{000000..{last}}}.tar")
 
 
