@@ -55,7 +55,6 @@ class ImageFolder {
 
   // Where a shard dataset's samples lie; null for a folder.
   const ShardIndex* shards() const { return shards_.get(); }
-  std::shared_ptr<const ShardIndex> shared_shards() const { return shards_; }
 
   const std::string& root() const { return root_; }
   const std::vector<std::string>& classes() const { return classes_; }

@@ -69,8 +69,10 @@ std::string dataset_disagreement(const MpiSession& session, const Datasets& data
         continue;
       }
       const data::ImageFolder& scanned = split == 0 ? *datasets.train : datasets.val;
+      // The folder as scanned (--val-data's when given), or the shards' common folder.
       const std::string folder = scanned.shards() ? "the shards in " + scanned.root()
-                                                  : data_flag + (split == 0 ? "/train" : "/val");
+                                 : split == 0     ? data_flag + "/train"
+                                                  : scanned.root();
       const bool counts_differ = first.classes != other.classes || first.images != other.images;
       return "--data: the ranks see different datasets: " + folder + " on host " +
              peers.host(rank) + " (rank " + std::to_string(rank) + ") has " + describe(other) +
