@@ -17,6 +17,8 @@ namespace engine::data {
 namespace {
 
 constexpr uint64_t kBlock = 512;
+// No path or pax record set is anywhere near this; a larger one is damage, not a name to read.
+constexpr uint64_t kMaxHeaderText = uint64_t{1} << 20;
 
 // A NUL-terminated field of at most `width` bytes.
 std::string_view field(const uint8_t* header, size_t offset, size_t width) {
@@ -156,9 +158,11 @@ TarListing list_tar_members(const std::string& path) {
       break;
     }
     const char type = static_cast<char>(header[156]);
-    const uint64_t size = (type != 'x' && type != 'L' && pax_size >= 0)
-                              ? static_cast<uint64_t>(pax_size)
-                              : *header_size;
+    // Entries that describe the next one or the archive ('K': GNU's long link name, 'X': old
+    // Solaris pax) leave the pending name for the entry they precede.
+    const bool metadata = type == 'L' || type == 'K' || type == 'x' || type == 'X' || type == 'g';
+    const uint64_t size =
+        (!metadata && pax_size >= 0) ? static_cast<uint64_t>(pax_size) : *header_size;
     std::string name;
     if (long_name) {
       name = *long_name;
@@ -178,7 +182,10 @@ TarListing list_tar_members(const std::string& path) {
                           " bytes after its header");
       break;
     }
-    const bool metadata = type == 'L' || type == 'x' || type == 'g';
+    if ((type == 'L' || type == 'x') && size > kMaxHeaderText) {
+      damaged(offset, "a long-name or pax header of " + std::to_string(size) + " bytes");
+      break;
+    }
     if (type == 'L' || type == 'x') {
       if (!read_exactly(file.fd(), data_offset, size, data)) {
         throw Error("cannot read the shard " + path + ": " + std::strerror(errno));
