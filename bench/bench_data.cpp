@@ -4,8 +4,18 @@
 // tools/bench_torchvision_loader.py in the same run. Also a single-thread full-size decode
 // figure, to compare with libjpeg-turbo's published ~700-850 ImageNet images/s per core.
 //
+// With --shards (WebDataset tar shards of the same images, tools/make_webdataset_shards.py) the
+// loader also reads the shards, in the ShardSampler's order, against the folder as baseline;
+// and both are read without decoding, once from the page cache and once cold (each file's
+// pages evicted first with POSIX_FADV_DONTNEED: the storage's own speed, no root needed):
+// where per-file opens and random reads cost, the shards' sequential reads show it.
+//
 //   /usr/bin/python3 tools/make_synthetic_jpegs.py --out /tmp/synthetic-jpegs
 //   build/bench/bench_data --data /tmp/synthetic-jpegs [-j 1,2] [--json]
+//       [--shards '/tmp/shards/train-{000000..000003}.tar']
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -23,6 +33,9 @@
 #include "data/image_folder.h"
 #include "data/loader.h"
 #include "data/sampler.h"
+#include "data/shard_dataset.h"
+#include "data/shard_reader.h"
+#include "data/shard_sampler.h"
 #include "kernels/error.h"
 #include "train/common_flags.h"
 
@@ -31,6 +44,7 @@ namespace {
 
 struct Options {
   std::string data;
+  std::string shards;  // tar shards of the same images
   std::vector<int> workers = {1, 2};
   int64_t batch_size = 64;
   int batches = 12;  // timed
@@ -49,7 +63,8 @@ struct Row {
   std::string case_name;
   int workers = 0;
   double images_per_s = 0;
-  std::optional<double> baseline_images_per_s;  // torchvision, same case
+  std::optional<double> baseline_images_per_s;  // torchvision's, or the folder's for shards
+  std::string baseline = "torch";
 };
 
 cli::Command make_command(Options& o) {
@@ -62,6 +77,9 @@ cli::Command make_command(Options& o) {
       "be decoded are skipped, as the loader skips them: each is named once on stderr, and the "
       "count is reported at the end.");
   command.text("--data", o.data, "DIR", "the ImageFolder root (required)");
+  command.text("--shards", o.shards, "PATTERN",
+               "WebDataset tar shards of the same images (tools/make_webdataset_shards.py), "
+               "timed against the folder");
   command.option("-j,--workers", "A,B,...", "loader threads, a case each", "1,2",
                  [&o](const std::string& flag, const std::string& text) {
                    o.workers.clear();
@@ -110,8 +128,12 @@ double loader_images_per_s(const ImageFolder& folder, const Options& options, in
   config.dtype = options.dtype;
   config.transform.output_size = static_cast<int>(options.image_size);
   Loader loader(folder, config);
-  DistributedSampler sampler(static_cast<int64_t>(folder.size()), 1, 0, /*shuffle=*/true);
-  loader.start_epoch(0, sampler.indices());
+  if (const ShardIndex* shards = folder.shards()) {
+    loader.start_epoch(0, ShardSampler(*shards, 1, 0, /*shuffle=*/true).indices());
+  } else {
+    DistributedSampler sampler(static_cast<int64_t>(folder.size()), 1, 0, /*shuffle=*/true);
+    loader.start_epoch(0, sampler.indices());
+  }
   for (int b = 0; b < options.warmup; ++b)
     loader.next();
   const auto start = std::chrono::steady_clock::now();
@@ -135,6 +157,47 @@ double decode_images_per_s(const ImageFolder& folder, int count, BadFileLog& bad
   const double seconds = seconds_since(start);
   if (decoded == 0) fail("none of the files of " + folder.root() + " could be decoded");
   return decoded / seconds;
+}
+
+// Drops the file's pages from the page cache (clean pages only: ours were just read), so the
+// next read comes from the storage.
+void evict_from_page_cache(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  fdatasync(fd);
+  posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  close(fd);
+}
+
+// One thread reading every image's bytes, no decode: the folder file by file in the sampler's
+// shuffled order, the shards through a ShardReader in the ShardSampler's order with a shuffle
+// buffer of `shuffle_buffer` samples (whose bytes the reader holds until they are taken).
+double read_images_per_s(const ImageFolder& dataset, bool cold,
+                         int64_t shuffle_buffer = kDefaultShuffleBuffer) {
+  const auto count = static_cast<int64_t>(dataset.size());
+  if (cold) {
+    if (const ShardIndex* shards = dataset.shards()) {
+      for (const std::string& path : shards->shard_paths)
+        evict_from_page_cache(path);
+    } else {
+      for (int64_t i = 0; i < count; ++i)
+        evict_from_page_cache(dataset.path(static_cast<size_t>(i)));
+    }
+  }
+  std::vector<uint8_t> bytes;
+  const auto start = std::chrono::steady_clock::now();
+  if (const ShardIndex* shards = dataset.shards()) {
+    const std::vector<int64_t> order =
+        ShardSampler(*shards, 1, 0, true, 0, shuffle_buffer).indices();
+    ShardReader reader(dataset);
+    reader.begin_epoch(order);
+    for (const int64_t index : order)
+      reader.read(index, bytes);
+  } else {
+    for (const int64_t index : torch_randperm(count, 0))
+      read_file(dataset.path(static_cast<size_t>(index)), bytes);
+  }
+  return static_cast<double>(count) / seconds_since(start);
 }
 
 std::optional<double> torchvision_images_per_s(const Options& options, int workers) {
@@ -178,21 +241,22 @@ void print_json(const Row& row) {
       row.impl.c_str(), row.case_name.c_str(), row.workers, time_us, row.images_per_s,
       row.images_per_s / cores_used(row.workers));
   if (row.baseline_images_per_s) {
-    std::printf(", \"baseline\": \"torch\", \"baseline_images_per_s\": %.2f, \"ratio\": %.3f",
-                *row.baseline_images_per_s, row.images_per_s / *row.baseline_images_per_s);
+    std::printf(", \"baseline\": \"%s\", \"baseline_images_per_s\": %.2f, \"ratio\": %.3f",
+                row.baseline.c_str(), *row.baseline_images_per_s,
+                row.images_per_s / *row.baseline_images_per_s);
   }
   std::printf("}\n");
 }
 
 void print_table(const std::vector<Row>& rows) {
   std::printf("%-8s %-36s %7s %12s %14s %14s %7s\n", "impl", "case", "workers", "images/s",
-              "images/s/core", "torchvision/s", "ratio");
+              "images/s/core", "baseline/s", "ratio");
   for (const Row& row : rows) {
     std::printf("%-8s %-36s %7d %12.1f %14.1f", row.impl.c_str(), row.case_name.c_str(),
                 row.workers, row.images_per_s, row.images_per_s / cores_used(row.workers));
     if (row.baseline_images_per_s) {
-      std::printf(" %14.1f %6.2fx\n", *row.baseline_images_per_s,
-                  row.images_per_s / *row.baseline_images_per_s);
+      std::printf(" %14.1f %6.2fx vs %s\n", *row.baseline_images_per_s,
+                  row.images_per_s / *row.baseline_images_per_s, row.baseline.c_str());
     } else {
       std::printf(" %14s %7s\n", "-", "-");
     }
@@ -200,16 +264,37 @@ void print_table(const std::vector<Row>& rows) {
 }
 
 int run(const Options& options) {
+  const auto folder_scan_start = std::chrono::steady_clock::now();
   const ImageFolder folder = ImageFolder::scan(options.data);
+  const double folder_scan_s = seconds_since(folder_scan_start);
   const size_t needed = static_cast<size_t>(options.batches + options.warmup) * options.batch_size;
   if (folder.size() < needed) {
     fail(options.data + " has " + std::to_string(folder.size()) +
          " images; --batches + --warmup need " + std::to_string(needed));
   }
+  std::optional<ImageFolder> shards;
+  double shard_scan_s = 0;
+  if (!options.shards.empty()) {
+    const auto shard_scan_start = std::chrono::steady_clock::now();
+    shards.emplace(scan_shards(options.shards, {.flag = "--shards"}));
+    shard_scan_s = seconds_since(shard_scan_start);
+    if (shards->size() != folder.size()) {
+      fail("--shards " + options.shards + " holds " + std::to_string(shards->size()) +
+           " images, --data " + options.data + " " + std::to_string(folder.size()) +
+           ": not the same images");
+    }
+  }
   if (!options.json) {
     std::printf("bench_data on %s (%u hardware threads); %zu images in %zu classes under %s\n",
                 cpu_model().c_str(), std::thread::hardware_concurrency(), folder.size(),
                 folder.classes().size(), options.data.c_str());
+    if (shards) {
+      std::printf(
+          "startup: the folder listed in %.1f ms, the %lld shards' headers and .cls read "
+          "in %.1f ms (as they were: page cache or not)\n",
+          folder_scan_s * 1e3, static_cast<long long>(shards->shards()->shard_count()),
+          shard_scan_s * 1e3);
+    }
     std::printf(
         "pipeline: read + decode + RandomResizedCrop(%d) + flip + normalize -> NHWC %s, "
         "batch %d, %d timed batches after %d warm-up, best of %d runs (torchvision's too)\n\n",
@@ -243,6 +328,34 @@ int run(const Options& options) {
     rows.push_back(row);
     if (row.baseline_images_per_s) {
       rows.push_back({"torch", case_name, workers, *row.baseline_images_per_s, std::nullopt});
+    }
+    if (shards) {
+      Row shard_row{"shards", case_name, workers, 0.0, row.images_per_s, "folder"};
+      for (int attempt = 0; attempt < options.repeat; ++attempt) {
+        shard_row.images_per_s = std::max(
+            shard_row.images_per_s, loader_images_per_s(*shards, options, workers, bad_files));
+      }
+      rows.push_back(shard_row);
+    }
+  }
+  if (shards) {
+    for (const bool cold : {false, true}) {
+      const std::string name = cold ? "read only, cold cache" : "read only, page cache";
+      Row folder_row{"native", name, 1, 0.0, std::nullopt};
+      Row shard_row{"shards", name, 1, 0.0, 0.0, "folder"};
+      Row unbuffered_row{"shards", name + ", no buffer", 1, 0.0, 0.0, "folder"};
+      for (int attempt = 0; attempt < options.repeat; ++attempt) {
+        folder_row.images_per_s =
+            std::max(folder_row.images_per_s, read_images_per_s(folder, cold));
+        shard_row.images_per_s = std::max(shard_row.images_per_s, read_images_per_s(*shards, cold));
+        unbuffered_row.images_per_s =
+            std::max(unbuffered_row.images_per_s, read_images_per_s(*shards, cold, 0));
+      }
+      shard_row.baseline_images_per_s = folder_row.images_per_s;
+      unbuffered_row.baseline_images_per_s = folder_row.images_per_s;
+      rows.push_back(folder_row);
+      rows.push_back(shard_row);
+      rows.push_back(unbuffered_row);
     }
   }
   if (options.json) {

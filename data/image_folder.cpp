@@ -117,6 +117,24 @@ ImageFolder ImageFolder::synthetic(const std::string& name, int64_t images, int6
   return folder;
 }
 
+ImageFolder ImageFolder::from_samples(std::string root, std::vector<std::string> classes,
+                                      const std::vector<std::string>& relative_paths,
+                                      std::vector<int32_t> labels,
+                                      std::shared_ptr<const ShardIndex> shards) {
+  ENGINE_REQUIRE(relative_paths.size() == labels.size(),
+                 "ImageFolder::from_samples: " + root + " has a label per sample");
+  ImageFolder folder;
+  folder.root_ = std::move(root);
+  folder.classes_ = std::move(classes);
+  for (const std::string& path : relative_paths) {
+    folder.path_bytes_ += path;
+    folder.path_ends_.push_back(folder.path_bytes_.size());
+  }
+  folder.labels_ = std::move(labels);
+  folder.shards_ = std::move(shards);
+  return folder;
+}
+
 std::string_view ImageFolder::relative_path(size_t index) const {
   ENGINE_REQUIRE(index < labels_.size(), "ImageFolder: sample index " + std::to_string(index) +
                                              " out of range (" + std::to_string(size()) + ")");

@@ -13,11 +13,14 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace engine::data {
+
+struct ShardIndex;
 
 inline constexpr std::array<std::string_view, 9> kImageExtensions = {
     ".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp"};
@@ -40,8 +43,18 @@ class ImageFolder {
   // stands for the root in messages.
   static ImageFolder synthetic(const std::string& name, int64_t images, int64_t classes);
 
+  // A dataset of samples listed by someone else (tar shards, data/shard_dataset.h): the sample
+  // names below `root` with their labels, and where the samples' bytes lie.
+  static ImageFolder from_samples(std::string root, std::vector<std::string> classes,
+                                  const std::vector<std::string>& relative_paths,
+                                  std::vector<int32_t> labels,
+                                  std::shared_ptr<const ShardIndex> shards);
+
   // Whether the images are synthetic (no files to read).
   bool is_synthetic() const { return synthetic_; }
+
+  // Where a shard dataset's samples lie; null for a folder.
+  const ShardIndex* shards() const { return shards_.get(); }
 
   const std::string& root() const { return root_; }
   const std::vector<std::string>& classes() const { return classes_; }
@@ -69,6 +82,7 @@ class ImageFolder {
   std::vector<uint64_t> path_ends_;
   std::vector<int32_t> labels_;
   bool synthetic_ = false;
+  std::shared_ptr<const ShardIndex> shards_;
 };
 
 }  // namespace engine::data

@@ -10,6 +10,7 @@
 #include "data/file_io.h"
 #include "data/random.h"
 #include "data/sample_processor.h"
+#include "data/shard_reader.h"
 
 namespace engine::data {
 
@@ -50,6 +51,7 @@ Loader::Loader(const ImageFolder& dataset, LoaderConfig config)
   if (config_.prefetch_batches <= 0) config_.prefetch_batches = 2 * config_.workers;
   if (!config_.bad_files) config_.bad_files = std::make_shared<BadFileLog>();
   if (config_.device.is_cuda()) copy_stream_.emplace(config_.device);
+  if (dataset_.shards()) shard_reader_ = std::make_unique<ShardReader>(dataset_);
   for (int w = 0; w < config_.workers; ++w)
     workers_.emplace_back([this] { worker_loop(); });
 }
@@ -75,6 +77,14 @@ void Loader::start_epoch(int64_t epoch, std::vector<int64_t> indices, int64_t fi
   next_to_claim_ = batches_ ? batches_->size() : 0;
   batch_ready_.wait(lock, [&] { return in_flight_ == 0; });
   ready_.clear();
+  if (shard_reader_) {
+    std::vector<int64_t> wanted;
+    for (int64_t b = first_batch; b < batches->size(); ++b) {
+      const std::span<const int64_t> batch = batches->batch(b);
+      wanted.insert(wanted.end(), batch.begin(), batch.end());
+    }
+    shard_reader_->begin_epoch(wanted);
+  }
   batches_ = std::move(batches);
   epoch_ = epoch;
   next_to_claim_ = next_to_deliver_ = first_batch;
@@ -152,7 +162,7 @@ Batch Loader::build_batch(int64_t batch_index, int64_t epoch, std::span<const in
     const auto sample = static_cast<size_t>(index);
     const std::string path = dataset_.path(sample);
     const bool used = config_.bad_files->use_or_skip(path, [&] {
-      read_file(path, file_bytes);
+      read_sample(index, path, file_bytes);
       SampleRandom random(config_.seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(index));
       processor.process(file_bytes, random, config_.dtype, slots + filled * sample_bytes);
     });
@@ -176,7 +186,7 @@ Batch Loader::build_batch(int64_t batch_index, int64_t epoch, std::span<const in
     const auto sample = static_cast<size_t>(*index);
     const std::string path = dataset_.path(sample);
     const bool used = config_.bad_files->use_or_skip(path, [&] {
-      read_file(path, file_bytes);
+      read_sample(*index, path, file_bytes);
       SampleRandom random(config_.seed, static_cast<uint64_t>(epoch),
                           static_cast<uint64_t>(*index));
       processor.process(file_bytes, random, config_.dtype, slots + filled * sample_bytes);
@@ -194,6 +204,14 @@ Batch Loader::build_batch(int64_t batch_index, int64_t epoch, std::span<const in
     batch.images = shorter;
   }
   return batch;
+}
+
+void Loader::read_sample(int64_t index, const std::string& path, std::vector<uint8_t>& bytes) {
+  if (shard_reader_) {
+    shard_reader_->read(index, bytes);
+  } else {
+    read_file(path, bytes);
+  }
 }
 
 void Loader::mix_batch(Batch& batch, int64_t epoch, std::vector<std::byte>& scratch) const {

@@ -15,6 +15,9 @@
 // A synthetic dataset (ImageFolder::synthetic) has no files: each image is uniform [0, 1)
 // values from (seed, index), the same in every epoch, with no transform.
 //
+// A shard dataset (ImageFolder::shards()) is read through a ShardReader (data/shard_reader.h):
+// start_epoch tells it the epoch's remaining samples, so each shard is read front to back.
+//
 // Bad files never stop training: each is skipped with one warning (path and reason; once per
 // path per BadFileLog) and counted. With refill_skipped (training) the batch takes the next
 // readable sample of the epoch's order in its place and keeps its size; without (evaluation,
@@ -45,6 +48,7 @@
 namespace engine::data {
 
 class SampleProcessor;
+class ShardReader;
 
 // min(hardware threads, 8), as the design's --workers default.
 int default_worker_count();
@@ -132,8 +136,12 @@ class Loader {
   // every sample has been offered.
   std::optional<int64_t> replacement_candidate(int64_t batch_index, int64_t k) const;
 
+  // The bytes of sample `index` (its file, or its member of a shard) into `bytes`.
+  void read_sample(int64_t index, const std::string& path, std::vector<uint8_t>& bytes);
+
   const ImageFolder& dataset_;
-  LoaderConfig config_;  // config_.bad_files is never null
+  std::unique_ptr<ShardReader> shard_reader_;  // for a shard dataset
+  LoaderConfig config_;                        // config_.bad_files is never null
   std::optional<Stream> copy_stream_;
   std::vector<std::pair<Tensor, std::shared_ptr<Event>>> copies_in_flight_;
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "collectives/core/check_mpi.h"
+#include "data/shard_dataset.h"
 
 namespace engine::train {
 namespace {
@@ -39,6 +40,12 @@ DatasetFingerprint fingerprint(const data::ImageFolder& folder) {
     mix(print.hash, folder.relative_path(i));
     mix(print.hash, std::to_string(folder.label(i)));
   }
+  // Shards: where each image lies too, so that hosts whose shards hold other bytes under the
+  // same member names disagree.
+  if (const data::ShardIndex* shards = folder.shards()) {
+    for (const data::ShardIndex::Location& where : shards->samples)
+      mix(print.hash, std::to_string(where.offset) + ":" + std::to_string(where.size));
+  }
   return print;
 }
 
@@ -61,12 +68,18 @@ std::string dataset_disagreement(const MpiSession& session, const Datasets& data
           first.hash == other.hash) {
         continue;
       }
-      const std::string folder = data_flag + (split == 0 ? "/train" : "/val");
+      const data::ImageFolder& scanned = split == 0 ? *datasets.train : datasets.val;
+      // The folder as scanned (--val-data's when given), or the shards' common folder.
+      const std::string folder = scanned.shards() ? "the shards in " + scanned.root()
+                                 : split == 0     ? data_flag + "/train"
+                                                  : scanned.root();
       const bool counts_differ = first.classes != other.classes || first.images != other.images;
       return "--data: the ranks see different datasets: " + folder + " on host " +
              peers.host(rank) + " (rank " + std::to_string(rank) + ") has " + describe(other) +
-             (counts_differ ? "" : " but other class or file names") + ", on host " +
-             peers.host(0) + " (rank 0) " + describe(first) +
+             (counts_differ      ? ""
+              : scanned.shards() ? " but other class or member names, or member sizes"
+                                 : " but other class or file names") +
+             ", on host " + peers.host(0) + " (rank 0) " + describe(first) +
              "; every host needs the same copy (labels and epochs would not match)";
     }
   }

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "data/shard_dataset.h"
+#include "data/shard_pattern.h"
 #include "kernels/error.h"
 #include "nn/checkpoint.h"
 
@@ -35,6 +37,39 @@ std::string join(const std::vector<std::string>& names, size_t limit = 5) {
   return text;
 }
 
+// The validation split of --val-data: shards (named as the training split's classes when they
+// have no classes.txt) or a folder.
+data::ImageFolder scan_val_split(const TrainOptions& options,
+                                 const std::vector<std::string>& train_classes) {
+  if (data::is_shard_pattern(options.val_data)) {
+    return data::scan_shards(options.val_data, {.classes = train_classes, .flag = "--val-data"});
+  }
+  std::error_code error;
+  if (!fs::is_directory(options.val_data, error)) {
+    fail("--val-data " + options.val_data + ": neither tar shards (PATTERN.tar) nor a folder");
+  }
+  return data::ImageFolder::scan(options.val_data);
+}
+
+Datasets scan_shard_datasets(const TrainOptions& options) {
+  if (options.val_data.empty()) {
+    fail("--data " + options.data +
+         " names tar shards: give the validation split with "
+         "--val-data (shards such as DIR/val-{000000..000009}.tar, or a folder)");
+  }
+  std::optional<data::ImageFolder> train;
+  if (!options.evaluate) train.emplace(data::scan_shards(options.data));
+  data::ImageFolder val =
+      scan_val_split(options, train ? train->classes() : std::vector<std::string>{});
+  if (train && train->classes() != val.classes()) {
+    fail("--data " + options.data + " has " + std::to_string(train->classes().size()) +
+         " classes (" + join(train->classes()) + ") but --val-data " + options.val_data + " has " +
+         std::to_string(val.classes().size()) + " (" + join(val.classes()) +
+         "): the labels would not match");
+  }
+  return {std::move(train), std::move(val)};
+}
+
 }  // namespace
 
 const std::vector<std::string>& Datasets::classes() const {
@@ -51,13 +86,16 @@ Datasets scan_datasets(const TrainOptions& options) {
     return {std::move(train), data::ImageFolder::synthetic("--dummy val", options.dummy_images[1],
                                                            options.dummy_classes)};
   }
+  if (data::is_shard_pattern(options.data)) return scan_shard_datasets(options);
   std::error_code error;
   if (!fs::is_directory(options.data, error)) {
-    fail("--data " + options.data + ": not a folder (expected train/ and val/ in it)");
+    fail("--data " + options.data +
+         ": not a folder (expected train/ and val/ in it) nor tar shards (PATTERN.tar)");
   }
   // Both folders exist before either is scanned (a scan can take seconds).
   const std::string train_root = options.evaluate ? "" : split_root(options, "train");
-  const std::string val_root = split_root(options, "val");
+  const std::string val_root =
+      options.val_data.empty() ? split_root(options, "val") : options.val_data;
   std::optional<data::ImageFolder> train;
   if (!options.evaluate) train.emplace(data::ImageFolder::scan(train_root));
   Datasets datasets{std::move(train), data::ImageFolder::scan(val_root)};

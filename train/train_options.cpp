@@ -98,6 +98,8 @@ void check_values(const TrainOptions& o) {
   require(o.dummy_images[0] >= 1 && o.dummy_images[1] >= 1,
           "--dummy-images TRAIN,VAL needs at least one image in each");
   require(o.epochs >= 1, "--epochs must be >= 1");
+  require(o.val_data.empty() || !o.dummy, "--dummy has its own validation images: drop --val-data");
+  require(o.shuffle_buffer >= 0, "--shuffle-buffer must be >= 0");
   require(o.accum_steps >= 1 && o.accum_steps <= 64, "--accum-steps must be in 1..64");
   require(o.accum_steps == 1 || o.dump_batches.empty(),
           "--dump-batches writes one batch per step: it does not apply with --accum-steps");
@@ -166,7 +168,14 @@ void check_values(const TrainOptions& o) {
 
 // The data and the model: what is trained on what.
 void add_data_flags(cli::Command& c, TrainOptions& o) {
-  c.text("--data", o.data, "DIR", "dataset root with train/ and val/ (required)");
+  c.text("--data", o.data, "DIR|SHARDS",
+         "dataset root with train/ and val/, or WebDataset tar shards such as "
+         "'DIR/train-{000000..000099}.tar' (required)");
+  c.text("--val-data", o.val_data, "DIR|SHARDS",
+         "the validation split: shards or an ImageFolder root (required with shards; default "
+         "DIR/val)");
+  c.integer("--shuffle-buffer", o.shuffle_buffer,
+            "with shards: samples in each rank's shuffle buffer (shards are shuffled whole)");
   c.flag("--dummy", o.dummy,
          "random images instead of --data: uniform [0, 1), no transform, --image-size square "
          "(a first run on a node)");
@@ -470,7 +479,8 @@ std::string metrics_path(const TrainOptions& options) {
 cli::Command train_command(TrainOptions& o) {
   cli::Command command(
       "resnet_train", "--data DIR [flags]        (mpirun -np N resnet_train ... for N ranks)",
-      "Trains a torchvision ResNet data-parallel on an ImageFolder tree DIR/train, DIR/val.");
+      "Trains a torchvision ResNet data-parallel on an ImageFolder tree DIR/train, DIR/val, or on "
+      "WebDataset tar shards.");
   add_data_flags(command, o);
   add_optimizer_flags(command, o);
   add_run_flags(command, o);

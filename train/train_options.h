@@ -29,7 +29,10 @@ inline constexpr double kAdamEps = 1e-8;
 inline constexpr double kLarsEta = 1e-3;
 
 struct TrainOptions {
-  std::string data;  // DIR with train/ and val/
+  std::string data;  // DIR with train/ and val/, or a pattern of WebDataset tar shards
+  // The validation split: shards or an ImageFolder root; required with shards, else DIR/val.
+  std::string val_data;
+  int64_t shuffle_buffer = 1000;  // samples, with shards (data/shard_sampler.h)
   // --dummy: random images instead of a folder (pytorch/examples' flag, torchvision's
   // FakeData sizes by default: ImageNet's 1,281,167 + 50,000 images in 1000 classes).
   bool dummy = false;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "data/sampler.h"
+#include "data/shard_sampler.h"
 #include "kernels/error.h"
 
 namespace engine::train {
@@ -49,15 +50,14 @@ TrainerData::TrainerData(const TrainOptions& options, int rank, int world, Datas
     train.mix.label_smoothing = o.label_smoothing;
     train.mix_rank = static_cast<uint64_t>(rank_);
     train_loader_ = std::make_unique<data::Loader>(*datasets_.train, train);
-    const data::DistributedSampler sampler(static_cast<int64_t>(datasets_.train->size()), world_,
-                                           rank_, true, o.seed);
+    const int64_t samples_per_rank = train_sampler(0).num_samples;
     // Optimizer steps: --accum-steps batches each; an epoch's last batches that make no whole
     // step are left out, as drop_last leaves out a partial batch.
-    steps_per_epoch_ = sampler.num_samples() / (o.batch_size * o.accum_steps);
+    steps_per_epoch_ = samples_per_rank / (o.batch_size * o.accum_steps);
     if (steps_per_epoch_ == 0) {
       fail("--batch-size " + std::to_string(o.batch_size) + " x --accum-steps " +
            std::to_string(o.accum_steps) + ": each of the " + std::to_string(world_) +
-           " ranks gets " + std::to_string(sampler.num_samples()) + " of the " +
+           " ranks gets " + std::to_string(samples_per_rank) + " of the " +
            std::to_string(datasets_.train->size()) +
            " training images per epoch, less than one optimizer step");
     }
@@ -79,15 +79,31 @@ int64_t TrainerData::set_train_crop(int64_t epoch) {
   return train_loader_->config().transform.output_size;
 }
 
-void TrainerData::start_train_epoch(int64_t epoch, int64_t first_batch) {
-  data::DistributedSampler sampler(static_cast<int64_t>(datasets_.train->size()), world_, rank_,
-                                   true, options_.seed);
+TrainerData::EpochOrder TrainerData::train_sampler(int64_t epoch) const {
+  const data::ImageFolder& train = *datasets_.train;
+  if (const data::ShardIndex* shards = train.shards()) {
+    data::ShardSampler sampler(*shards, world_, rank_, true, options_.seed,
+                               options_.shuffle_buffer);
+    sampler.set_epoch(epoch);
+    return {sampler.num_samples(), [sampler] { return sampler.indices(); }};
+  }
+  data::DistributedSampler sampler(static_cast<int64_t>(train.size()), world_, rank_, true,
+                                   options_.seed);
   sampler.set_epoch(epoch);
-  train_loader_->start_epoch(epoch, sampler.indices(), first_batch);
+  return {sampler.num_samples(), [sampler] { return sampler.indices(); }};
+}
+
+void TrainerData::start_train_epoch(int64_t epoch, int64_t first_batch) {
+  train_loader_->start_epoch(epoch, train_sampler(epoch).indices(), first_batch);
 }
 
 void TrainerData::start_validation() {
-  const data::EvaluationSampler sampler(static_cast<int64_t>(datasets_.val.size()), world_, rank_);
+  const auto size = static_cast<int64_t>(datasets_.val.size());
+  if (datasets_.val.shards()) {
+    val_loader_->start_epoch(0, data::shard_evaluation_indices(size, world_, rank_));
+    return;
+  }
+  const data::EvaluationSampler sampler(size, world_, rank_);
   val_loader_->start_epoch(0, sampler.indices());
 }
 

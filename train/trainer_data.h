@@ -1,9 +1,11 @@
 // A training run's data (trainer.h): the datasets, a rank's loaders over them, and how many
 // optimizer steps an epoch has. Each epoch's training order is the DistributedSampler's for
-// (seed, epoch); validation counts every sample once over the ranks.
+// (seed, epoch), or over tar shards the ShardSampler's (whole shards per rank, a shuffle
+// buffer); validation counts every sample once over the ranks.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +46,13 @@ class TrainerData {
   int64_t val_skipped() const { return val_loader_->summary().skipped; }
 
  private:
+  struct EpochOrder {
+    int64_t num_samples;                            // per rank, padding included
+    std::function<std::vector<int64_t>()> indices;  // this rank's, in training order
+  };
+  // The training sampler of `epoch`: DistributedSampler for a folder, ShardSampler for shards.
+  EpochOrder train_sampler(int64_t epoch) const;
+
   const TrainOptions& options_;
   int rank_, world_;
   Datasets datasets_;

@@ -17,7 +17,9 @@ Cases:
                one once resumed); last.safetensors resumes
   data         a different copy of --data on the second host (a file missing, a file
                renamed) stops every rank before any work with one message naming the host;
-               a --resume file missing there is named with its host
+               a --resume file missing there is named with its host; tar shards of the same
+               data train on 2 hosts x 1 rank, and a shard rewritten on the second host (a
+               member one byte longer, the same names) is named as the folders are
   train        resnet_train on 2 hosts x 2 ranks against 1 host x 4 ranks: the same per-step
                losses and checkpoints, bit for bit where the reduction order is the same
                (ring-mpi's ring, MPI_Allreduce), within the equivalence tolerances where it
@@ -27,12 +29,14 @@ After each job nothing may be left on any host: no process, no /dev/shm entry.
 Needs root (namespaces); exits 77 (skipped) without it. Only the standard library is used.
 """
 import argparse
+import io
 import os
 import re
 import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -379,6 +383,50 @@ def case_data(args, hosts):
           result.stderr[-2000:])
     print(f"data: --resume missing on {HOSTS[1]} only: "
           f"{named[0]}")
+    check_shards_across_hosts(args, hosts)
+
+
+def check_shards_across_hosts(args, hosts):
+    """WebDataset shards (tools/make_webdataset_shards.py) on both hosts: a short run trains;
+    a copy on the second host whose first image is one byte longer stops every rank."""
+    shards = os.path.join(args.work, "shards")
+    shutil.rmtree(shards, ignore_errors=True)
+    tool = os.path.join(HERE, "..", "..", "tools", "make_webdataset_shards.py")
+    patterns = []
+    for split in ("train", "val"):
+        made = subprocess.run([sys.executable, tool, "--folder", os.path.join(args.data, split),
+                               "--out", shards, "--prefix", split, "--samples-per-shard", "100"],
+                              capture_output=True, text=True, check=True)
+        patterns.append(made.stdout.split(": ")[-1].strip())
+    train = [args.exe, "--data", patterns[0], "--val-data", patterns[1], *COMMON, "--epochs", "1",
+             "--max-steps", "3", "-b", "4", "--checkpoint-dir", os.path.join(args.work, "shard-run")]
+    started = time.monotonic()
+    result = hosts.mpirun(placement((1, 1)), train)
+    check("reached --max-steps at step 3" in result.stdout,
+          "2 hosts did not train from shards:\n" + result.stdout[-2000:])
+    copy = os.path.join(args.work, "shards-other")
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(shards, copy)
+    first = os.path.join(copy, "train-000000.tar")
+    with tarfile.open(first) as archive:
+        members = [(info, archive.extractfile(info).read()) for info in archive.getmembers()]
+    with tarfile.open(first, "w", format=tarfile.GNU_FORMAT) as archive:
+        for index, (info, data) in enumerate(members):
+            data += b"\0" if index == 0 else b""  # PNG decoders ignore bytes after IEND
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    hosts.tool("exec", HOSTS[1], "mount", "--bind", copy, shards)
+    try:
+        result = hosts.mpirun(placement((1, 1)), train, expect_ok=False)
+    finally:
+        hosts.tool("exec", HOSTS[1], "umount", shards, check_rc=False)
+    message = (f"--data: the ranks see different datasets: the shards in {shards} on host "
+               f"{HOSTS[1]} (rank 1) has 10 classes and 300 images but other")
+    check(result.returncode != 0 and message in result.stderr,
+          f"a rewritten shard on {HOSTS[1]}: expected '{message}', got exit "
+          f"{result.returncode}:\n{result.stderr[-2000:]}")
+    print(f"data: shards train on 2 hosts; a shard rewritten on {HOSTS[1]}: {message} ... "
+          f"({time.monotonic() - started:.1f} s for both)")
 
 
 CASES = {"collectives": case_collectives, "train": case_train, "faults": case_faults,

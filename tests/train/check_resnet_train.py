@@ -33,6 +33,11 @@ DIR is a small Fashion-MNIST ImageFolder (tools/export_fashion_mnist.py --train-
                 moments and step count, and the mixing draws, included)
   resize        --progressive-resize and --val-image-size: each epoch's batches at its crop,
                 validation at its own size (== --evaluate at that size)
+  shards        WebDataset tar shards written from DIR by tools/make_webdataset_shards.py, 2
+                ranks: an epoch's samples are the folder's (index, label and augmented pixels,
+                as multisets); stopped at step 7 and resumed == uninterrupted bit for bit;
+                --evaluate on 1 rank gives the folder's figures exactly; a truncated shard and a
+                corrupt member are named and skipped
   sigterm       SIGTERM to one rank: every rank stops within seconds, 143, checkpoint intact
   sigkill       SIGKILL of one rank: the others end within the timeout, naming the dead rank
 Only the Python standard library is used.
@@ -70,8 +75,8 @@ def check(condition, message):
         raise Failure(message)
 
 
-def run(args, ranks, extra, timeout=300, expect=0):
-    command = MPI + ["-np", str(ranks), args.exe, "--data", args.data] + COMMON + extra
+def run(args, ranks, extra, timeout=300, expect=0, data=None):
+    command = MPI + ["-np", str(ranks), args.exe, "--data", data or args.data] + COMMON + extra
     started = time.monotonic()
     result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     result.seconds = time.monotonic() - started
@@ -648,6 +653,10 @@ def case_bad_flags(args):
         (["--data", empty], 1, empty + "/train"),
         (["--data", no_val], 1, "no val/ folder"),
         (["--data", os.path.join(work, "nowhere")], 1, "not a folder"),
+        (["--data", work + "/s-{0..1}.tar"], 1, "give the validation split with --val-data"),
+        (["--data", work + "/s-{0..1}.tar", "--val-data", work], 1,
+         f"--data {work}/s-{{0..1}}.tar: cannot open the shard {work}/s-0.tar"),
+        (["--shuffle-buffer", "-1"], 2, "--shuffle-buffer must be >= 0"),
         (["--checkpoint-dir", text_file], 1, "--checkpoint-dir " + text_file),
         (["--dump-batches", text_file], 1, "--dump-batches " + text_file),
         (["--tensorboard", text_file], 1, "--tensorboard " + text_file),
@@ -817,6 +826,103 @@ def case_sigkill(args):
     check("rank 1" in err, f"no message names rank 1:\n{err}")
     check(os.path.exists(os.path.join(work, "last.safetensors")), "epoch 1's checkpoint is gone")
     print(f"sigkill: the job ended {seconds:.1f} s after rank 1 was killed, naming it")
+
+
+
+
+def make_shards(args, out):
+    """DIR/train and DIR/val as shards of 64 samples; returns the two patterns."""
+    tool = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
+                        "make_webdataset_shards.py")
+    patterns = []
+    for split in ("train", "val"):
+        made = subprocess.run([sys.executable, tool, "--folder", os.path.join(args.data, split),
+                               "--out", out, "--prefix", split, "--samples-per-shard", "64"],
+                              capture_output=True, text=True, check=True)
+        patterns.append(made.stdout.split(": ")[-1].strip())
+    return patterns
+
+
+def dumped_samples(folder, steps, ranks):
+    """{index: (label, image bytes)} of the dumped batches, and how many samples they hold."""
+    samples, count = {}, 0
+    for step in steps:
+        for rank in range(ranks):
+            _, tensors = read_safetensors_plain(
+                os.path.join(folder, f"step-{step:07d}-rank-{rank}.safetensors"))
+            _, shape, pixels = tensors["images"]
+            size = shape[1] * shape[2] * shape[3]
+            for i, (index, label) in enumerate(zip(tensors["indices"][2], tensors["labels"][2])):
+                samples[index] = (label, pixels[i * size:(i + 1) * size])
+                count += 1
+    return samples, count
+
+
+def case_shards(args):
+    work = fresh(args, "shards")
+    train, val = make_shards(args, os.path.join(work, "shards"))
+    check(train.endswith("/train-{000000..000004}.tar"), f"the tool printed {train}")
+    # 300 images, 2 ranks x 15 = 10 steps an epoch with none left over: the epoch is every
+    # sample once, in either form.
+    flags = ["--epochs", "1", "-b", "15", "--lr", "0.05", "--val-data", val,
+             "--shuffle-buffer", "40"]
+    whole = os.path.join(work, "whole.jsonl")
+    run(args, 2, flags + ["--checkpoint-dir", work + "/whole", "--step-metrics", whole,
+                          "--dump-batches", work + "/dumps"], data=train)
+    folder_dumps = os.path.join(work, "folder_dumps")
+    run(args, 2, ["--epochs", "1", "-b", "15", "--lr", "0.05",
+                  "--checkpoint-dir", work + "/folder", "--dump-batches", folder_dumps])
+    from_shards, count = dumped_samples(work + "/dumps", range(1, 11), 2)
+    from_folder, _ = dumped_samples(folder_dumps, range(1, 11), 2)
+    check(count == 300 and len(from_shards) == 300,
+          f"epoch 1 from shards: {count} samples, {len(from_shards)} distinct, expected 300")
+    check(from_shards == from_folder, "epoch 1 from shards and from the folder hold other "
+          "samples (index, label or pixels)")
+    order = lambda folder: [list(read_safetensors_plain(os.path.join(folder, f"step-{s:07d}-rank-0"
+                            ".safetensors"))[1]["indices"][2]) for s in range(1, 11)]
+    check(order(work + "/dumps") != order(folder_dumps), "shards took the folder's order")
+
+    parts = os.path.join(work, "parts.jsonl")
+    run(args, 2, flags + ["--checkpoint-dir", work + "/parts", "--step-metrics", parts,
+                          "--max-steps", "7"], data=train)
+    resumed = run(args, 2, flags + ["--checkpoint-dir", work + "/parts", "--step-metrics", parts,
+                                    "--resume", "auto"], data=train)
+    check("(epoch 1, step 7)" in resumed.stdout, "no resume at step 7:\n" + resumed.stdout)
+    figures = lambda path: [{k: v for k, v in line.items() if k != "comm_hidden_pct"}
+                            for line in read_jsonl(path)]
+    a, b = figures(whole), figures(parts)
+    check(len(a) == 10 and a == b, "resumed from shards, the steps differ:\n" +
+          "".join(f"{x} | {y}\n" for x, y in zip(a, b) if x != y))
+
+    # Validation's order is defined (one rank: the samples in order): the same figures.
+    checkpoint = os.path.join(work, "whole", "last.safetensors")
+    evaluated = []
+    for data, extra in ((None, []), (train, ["--val-data", val])):
+        metrics = os.path.join(work, f"eval{len(evaluated)}.jsonl")
+        run(args, 1, ["--evaluate", "--resume", checkpoint, "--metrics", metrics] + extra,
+            data=data)
+        line = read_jsonl(metrics)[0]
+        evaluated.append((line["val_loss"], line["val_top1_pct"], line["val_top5_pct"]))
+    check(evaluated[0] == evaluated[1], f"--evaluate: folder {evaluated[0]}, shards {evaluated[1]}")
+
+    # A shard cut short and a corrupt member: named, skipped, the run goes on.
+    shard = os.path.join(work, "shards", "train-000004.tar")
+    with open(shard, "r+b") as f:
+        f.truncate(os.path.getsize(shard) // 2)
+    first = os.path.join(work, "shards", "train-000000.tar")
+    with open(first, "r+b") as f:
+        f.seek(512 + 16)  # inside member 000000000.png, past its signature
+        f.write(b"\0" * 64)
+        f.seek(512)
+        f.write(b"not a png")
+    bad = run(args, 1, flags + ["--max-steps", "3", "--checkpoint-dir", work + "/bad"], data=train)
+    check(f"shard {shard} is damaged: truncated: member 000000" in bad.stderr,
+          "the truncated shard was not named:\n" + bad.stderr)
+    check(f"skipping {work}/shards/train-000000.tar/000000000.png" in bad.stderr,
+          "the corrupt member was not named:\n" + bad.stderr)
+    print(f"shards: epoch 1 == the folder's 300 samples (as a multiset, another order); resumed "
+          f"at step 7 == uninterrupted over 10 steps; --evaluate {evaluated[1]} == folder; a "
+          "truncated shard and a corrupt member named")
 
 
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
