@@ -13,6 +13,7 @@
 #include "collectives/bootstrap.h"
 #include "collectives/core/timeout.h"
 #include "collectives/execution/watchdog.h"
+#include "collectives/launch_environment.h"
 #include "kernels/error.h"
 #include "nn/resnet.h"
 #include "train/batch_dump.h"
@@ -131,6 +132,12 @@ int train_main(TrainOptions& options, MpiSession& session) {
 
 int main(int argc, char** argv) {
   using namespace engine::train;
+  // Before MPI_Init, which would abort with Open MPI's page: one line, from the first task.
+  if (const std::string why = engine::srun_without_pmix(); !why.empty()) {
+    if (engine::launcher_rank().value_or(0) == 0)
+      std::fprintf(stderr, "resnet_train: %s\n", why.c_str());
+    return 1;
+  }
   engine::MpiSession session(&argc, &argv);
   return engine::cli::run_program<TrainOptions>(
       argc, argv, train_command, check_train_options,
