@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <optional>
 
@@ -139,7 +140,17 @@ int main(int argc, char** argv) {
     return 1;
   }
   engine::MpiSession session(&argc, &argv);
-  return engine::cli::run_program<TrainOptions>(
+  const int status = engine::cli::run_program<TrainOptions>(
       argc, argv, train_command, check_train_options,
       [&](TrainOptions& options) { return train_main(options, session); });
+  // Stopped by a signal (every rank at the same step, past the barrier after rank 0 saved
+  // last): leave without MPI_Finalize. mpirun ends the job at the first rank's exit of
+  // 128 + N, and ranks still inside MPI_Finalize's fence then wait until it kills them (seen
+  // in a SLURM allocation: for its odls_base_sigkill_timeout, their last output lost).
+  if (status > 128 && session.size() > 1) {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(status);
+  }
+  return status;
 }
