@@ -12,12 +12,14 @@
 #   tools/sim_slurm.sh up                     # after tools/sim_hosts.sh up; waits until idle
 #   tools/sim_slurm.sh srun|sbatch|squeue|scancel|scontrol|sinfo ARGS ...   # from host 0
 #   tools/sim_slurm.sh daemons                # the daemons' process ids, one a line
+#   tools/sim_slurm.sh state                  # the folder of its files and logs
 #   tools/sim_slurm.sh stop HOST              # end the slurmd of one host (the node dies)
 #   tools/sim_slurm.sh down                   # end the daemons, remove their files
 #
 # The cluster: one partition `sim` with every host, 4 CPUs each (the configuration, not the
 # hardware: SlurmdParameters=config_overrides), MpiDefault=none as Debian's default, no
-# cgroups (proctrack/linuxproc), KillWait 5 s. SIM_HOSTS_PREFIX selects the hosts.
+# cgroups (proctrack/linuxproc), KillWait 30 s (SLURM's default: SIGTERM, then SIGKILL).
+# SIM_HOSTS_PREFIX selects the hosts.
 set -euo pipefail
 
 prefix=${SIM_HOSTS_PREFIX:-simhost}
@@ -29,7 +31,7 @@ export SLURM_CONF=$state/slurm.conf
 
 usage() {
   echo "usage: tools/sim_slurm.sh up|srun|sbatch|squeue|scancel|scontrol|sinfo|daemons|stop|down ..."
-  sed -n '12,16p' "$(readlink -f "${BASH_SOURCE[0]}")" | sed 's/^# */  /'
+  sed -n '12,17p' "$(readlink -f "${BASH_SOURCE[0]}")" | sed 's/^# */  /'
 }
 
 die() {
@@ -72,9 +74,9 @@ SelectTypeParameters=CR_CPU
 MpiDefault=none
 ReturnToService=2
 SlurmdParameters=config_overrides
-SlurmdTimeout=10
+SlurmdTimeout=5
 MessageTimeout=5
-KillWait=5
+KillWait=30
 InactiveLimit=0
 MinJobAge=30
 JobAcctGatherType=jobacct_gather/none
@@ -164,6 +166,7 @@ case $command in
   up) up ;;
   down) down ;;
   daemons) daemons ;;
+  state) echo "$state" ;;
   stop) stop_slurmd "$@" ;;
   srun | sbatch | squeue | scancel | scontrol | sinfo | sacct)
     on_host "$(host_names | head -1)" "$command" "$@"
