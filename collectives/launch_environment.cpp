@@ -25,10 +25,6 @@ std::optional<int> launcher_rank() {
   return first_number({"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID"});
 }
 
-std::optional<int> launcher_local_rank() {
-  return first_number({"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"});
-}
-
 std::string srun_without_pmix() {
   if (std::getenv("SLURM_STEP_ID") == nullptr) return "";
   // Open MPI's own launcher (mpirun inside an allocation) and srun's PMIx plugin both set

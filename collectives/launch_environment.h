@@ -12,12 +12,10 @@
 namespace engine {
 
 // This process's rank as its launcher numbered it (Open MPI's, PMIx's, then SLURM's
-// SLURM_PROCID), or none outside a launcher. Usable before MPI_Init.
+// SLURM_PROCID), or none outside a launcher. Usable before MPI_Init. (Local ranks need no
+// such reading: MpiSession takes them from MPI over the ranks of each host, which under srun
+// is SLURM's SLURM_LOCALID.)
 std::optional<int> launcher_rank();
-
-// Its rank among the processes its launcher started on this host (Open MPI's local rank,
-// else SLURM's SLURM_LOCALID), or none outside a launcher. Usable before MPI_Init.
-std::optional<int> launcher_local_rank();
 
 // When srun started this process without a PMIx server (SLURM_STEP_ID set, no PMIx rank):
 // one line saying so and what to pass instead; empty otherwise. The batch script itself
