@@ -18,7 +18,9 @@
 #
 # The cluster: one partition `sim` with every host, 4 CPUs each (the configuration, not the
 # hardware: SlurmdParameters=config_overrides), MpiDefault=none as Debian's default, no
-# cgroups (proctrack/linuxproc), KillWait 30 s (SLURM's default: SIGTERM, then SIGKILL).
+# cgroups (proctrack/linuxproc), KillWait 30 s (SLURM's default: SIGTERM, then SIGKILL), and
+# credentials that expire after 5 s rather than 120, so a requeued job may start again 5 s
+# later, and schedulers that look every second (60 and 30 s by default) so that it does.
 # SIM_HOSTS_PREFIX selects the hosts.
 set -euo pipefail
 
@@ -30,7 +32,8 @@ sim_hosts=$here/sim_hosts.sh
 export SLURM_CONF=$state/slurm.conf
 
 usage() {
-  echo "usage: tools/sim_slurm.sh up|srun|sbatch|squeue|scancel|scontrol|sinfo|daemons|stop|down ..."
+  echo "usage: tools/sim_slurm.sh up|down|daemons|state|stop ..."
+  echo "       tools/sim_slurm.sh srun|sbatch|squeue|scancel|scontrol|sinfo ARGS ..."
   sed -n '12,17p' "$(readlink -f "${BASH_SOURCE[0]}")" | sed 's/^# */  /'
 }
 
@@ -40,7 +43,8 @@ die() {
 }
 
 host_names() {
-  [[ -f $hosts_state/hosts.list ]] || die "no simulated hosts '$prefix' (run: tools/sim_hosts.sh up)"
+  [[ -f $hosts_state/hosts.list ]] ||
+    die "no simulated hosts '$prefix' (run: tools/sim_hosts.sh up)"
   cat "$hosts_state/hosts.list"
 }
 
@@ -58,7 +62,7 @@ ClusterName=sim
 SlurmctldHost=$first(198.18.0.1)
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$state/munge/munge.socket
+AuthInfo=socket=$state/munge/munge.socket,cred_expire=5
 SlurmUser=root
 SlurmdUser=root
 StateSaveLocation=$state/ctld
@@ -72,6 +76,7 @@ TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 MpiDefault=none
+SchedulerParameters=sched_interval=1,bf_interval=1
 ReturnToService=2
 SlurmdParameters=config_overrides
 SlurmdTimeout=5
@@ -81,16 +86,31 @@ InactiveLimit=0
 MinJobAge=30
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
-NodeName=$prefix[0-$last] CPUs=4 State=UNKNOWN
-PartitionName=sim Nodes=$prefix[0-$last] Default=YES MaxTime=INFINITE State=UP
+NodeName=${prefix}[0-$last] CPUs=4 State=UNKNOWN
+PartitionName=sim Nodes=${prefix}[0-$last] Default=YES MaxTime=INFINITE State=UP
 CONF
+}
+
+# What slurmd needs in a host's own mount namespace. A /tmp of its own, as a real host has:
+# slurmstepd's PMIx server makes folders there whose names are the same on every node of a
+# step. And cgroups where slurmd's cgroup plugin looks: `ip netns exec` gave the host a sysfs
+# of its own without them; the plugin only checks for a v1 hierarchy named systemd (which
+# this mount joins, or makes), as proctrack/linuxproc and task/none put nothing in it.
+mount_for_slurmd() {
+  on_host "$1" sh -c '
+    mountpoint -q /tmp || mount -t tmpfs -o size=1g,mode=1777 tmpfs /tmp
+    mountpoint -q /sys/fs/cgroup || mount -t tmpfs -o mode=755 cgroup-none /sys/fs/cgroup
+    mkdir -p /sys/fs/cgroup/systemd
+    mountpoint -q /sys/fs/cgroup/systemd ||
+      mount -t cgroup -o none,name=systemd cgroup /sys/fs/cgroup/systemd'
 }
 
 up() {
   [[ $(id -u) == 0 ]] || die "needs root (the daemons run inside the simulated hosts)"
   local tool
   for tool in munged slurmctld slurmd srun; do
-    command -v "$tool" >/dev/null || die "needs $tool (scripts/install-deps installs slurmctld, slurmd, slurm-client, munge)"
+    command -v "$tool" >/dev/null ||
+      die "needs $tool (scripts/install-deps installs slurmctld, slurmd, slurm-client, munge)"
   done
   local -a hosts
   mapfile -t hosts < <(host_names)
@@ -110,10 +130,7 @@ up() {
     mkdir -p "$state/spool-$host"
     # `ip netns exec` gave each host a sysfs of its own, without the cgroup mounts slurmd's
     # cgroup plugin looks for: the machine's, bound in the host's own mount namespace.
-    # A /tmp of its own, as a real host has: slurmstepd's PMIx server makes its folders
-    # there under names that are the same on every node of a step.
-    on_host "$host" sh -c 'mountpoint -q /tmp || mount -t tmpfs -o size=1g,mode=1777 tmpfs /tmp'
-    on_host "$host" sh -c 'mountpoint -q /sys/fs/cgroup || mount -t tmpfs -o mode=755 cgroup-none /sys/fs/cgroup; mkdir -p /sys/fs/cgroup/systemd; mountpoint -q /sys/fs/cgroup/systemd || mount -t cgroup -o none,name=systemd cgroup /sys/fs/cgroup/systemd'
+    mount_for_slurmd "$host"
     on_host "$host" slurmd -f "$SLURM_CONF"
   done
   wait_idle "${#hosts[@]}"
@@ -124,7 +141,8 @@ up() {
 wait_idle() {
   local count=$1 waited=0 idle
   while true; do
-    idle=$(on_host "$(host_names | head -1)" sinfo -h -N -t idle -o '%N' 2>/dev/null | sort -u | wc -l)
+    idle=$(on_host "$(host_names | head -1)" sinfo -h -N -t idle -o '%N' 2>/dev/null |
+      sort -u | wc -l)
     ((idle == count)) && return 0
     ((waited++ < 300)) || die "the nodes did not become idle within 30 s (logs in $state)"
     sleep 0.1

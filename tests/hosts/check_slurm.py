@@ -13,11 +13,11 @@ In order, each job on the subset of Fashion-MNIST at 32 px:
                pass --mpi=pmix, from one task, none of Open MPI's MPI_Init text, exit non-zero
   scancel      scancel mid-epoch: every task exits 143, rank 0 saved last at the step the
                ranks stopped at (the step metrics' last), nothing left on either host
-  requeue      docs/slurm/resnet_train_mpirun.sbatch (mpirun inside the allocation) given
-               SLURM's --signal=USR1 notice: the ranks stop at one step, save, exit 138,
-               the script requeues the job, which continues from that step (--resume auto)
-               to --max-steps; docs/slurm/resnet_train.sbatch (srun) preempted by `scontrol
-               requeue` (SIGTERM): the same
+  requeue      docs/slurm/resnet_train.sbatch (srun) given SLURM's --signal=USR1 notice:
+               the ranks stop at one step, save, exit 138, the script requeues the job,
+               which continues from that step (--resume auto) to --max-steps;
+               docs/slurm/resnet_train_mpirun.sbatch (mpirun inside the allocation)
+               preempted by `scontrol requeue` (SIGTERM to every process): the same
   node down    cihost1's slurmd killed: a 2-node srun fails naming cihost1, SLURM marks it
                down, then a 2-node job is refused with --immediate and a 1-node job runs
 After each job nothing but the daemons may be left on either host: no process, no /dev/shm
@@ -44,9 +44,9 @@ from check_resnet_train import COMMON, Failure, check, read_jsonl  # noqa: E402
 JOB_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
            "OMPI_MCA_btl_tcp_if_include": "198.18.0.0/24",
            "OMPI_MCA_oob_tcp_if_include": "198.18.0.0/24",
-           # Not resnet_train_mpirun.sbatch's 10 s, which it lingers 3.5 times at every early
-           # end: the mpirun job here gets no SIGTERM (srun's does), only SIGUSR1.
-           "OMPI_MCA_odls_base_sigkill_timeout": "1"}
+           # Not resnet_train_mpirun.sbatch's 10 s, which mpirun lingers 3.5 times at every
+           # early end: these tiny ranks finish their step and save within 4 s of its SIGTERM.
+           "OMPI_MCA_odls_base_sigkill_timeout": "4"}
 PMIX_HINT = "pass --mpi=pmix to srun, or set MpiDefault=pmix in slurm.conf"
 
 
@@ -114,9 +114,12 @@ class Slurm:
     def jobs(self):
         return self.tool("squeue", "-h", "-o", "%i").stdout.split()
 
-    def state(self, job):
+    def field(self, job, name):
         shown = self.tool("scontrol", "show", "job", "-o", job).stdout
-        return re.search(r"JobState=(\S+)", shown).group(1)
+        return re.search(rf"\b{name}=(\S+)", shown).group(1)
+
+    def state(self, job):
+        return self.field(job, "JobState")
 
     def wait_state(self, job, states, timeout):
         deadline = time.monotonic() + timeout
@@ -240,8 +243,8 @@ def case_scancel(args, slurm):
 
 
 def requeued_run(args, slurm, script, interrupt, signal_name, max_steps=12):
-    """Submits `script`, interrupts it after 2 steps (it stops at the print point, step 5), and follows the requeued job to its end;
-    returns what the job wrote."""
+    """Submits `script`, interrupts it once steps are logged (the ranks stop at a print
+    point), follows the requeued job to its end; returns the stop step and the seconds."""
     work = fresh(args, "requeue-" + signal_name)
     steps = os.path.join(work, "steps.jsonl")
     out = os.path.join(work, "job.out")
@@ -255,21 +258,21 @@ def requeued_run(args, slurm, script, interrupt, signal_name, max_steps=12):
     started = time.monotonic()
     wait_for_lines(steps, 2)
     interrupt(job)
-    # Back in the queue; SLURM holds a requeued job for 2 minutes (BeginTime): no waiting here.
-    slurm.wait_state(job, ("PENDING",), timeout=40)
-    text = open(out).read()
-    stopped = re.search(rf"stopped by {signal_name} at step (\d+); saved", text)
-    check(stopped, f"{signal_name}: no stop line from rank 0 in the job's output:\n{text[-3000:]}")
+    # Back in the queue (SLURM starts it again once the first run's credential expires: the
+    # 5 s of sim_slurm.sh here, 120 s by default).
+    deadline = time.monotonic() + 40
+    pattern = rf"stopped by {signal_name} at step (\d+); saved"
+    while not (stopped := re.search(pattern, text := open(out).read())):
+        check(time.monotonic() < deadline, f"{signal_name}: no stop line from rank 0 in the "
+              f"job's output within 40 s:\n{text[-3000:]}")
+        time.sleep(0.2)
+    while slurm.field(job, "Restarts") == "0":
+        check(time.monotonic() < deadline, f"job {job} not requeued 40 s after {signal_name}")
+        time.sleep(0.2)
     step = int(stopped.group(1))
     saved = checkpoint_step(os.path.join(env_checkpoints, "last.safetensors"))
     check(saved == step, f"{signal_name}: stopped at step {step}, last.safetensors holds {saved}")
     check(step < max_steps, f"{signal_name}: the first run reached --max-steps before it")
-    # Where the nodes are still completing the first run, the job would start early.
-    deadline = time.monotonic() + 30
-    while set(slurm.tool("sinfo", "-h", "-o", "%T").stdout.split()) != {"idle"}:
-        check(time.monotonic() < deadline, "the nodes are not idle 30 s after the requeue")
-        time.sleep(0.2)
-    slurm.tool("scontrol", "update", f"jobid={job}", "StartTime=now")
     slurm.wait_state(job, ("COMPLETED", "FAILED", "CANCELLED"), timeout=60)
     seconds = time.monotonic() - started
     text = open(out).read()
@@ -289,18 +292,18 @@ def requeued_run(args, slurm, script, interrupt, signal_name, max_steps=12):
 def case_requeue(args, slurm):
     usr1 = lambda job: slurm.tool("scancel", "--signal=USR1", job)  # as --signal=USR1@120
     step, seconds = requeued_run(args, slurm, os.path.join(args.sbatch_dir,
-                                                           "resnet_train_mpirun.sbatch"),
+                                                           "resnet_train.sbatch"),
                                  usr1, "SIGUSR1")
-    print(f"requeue: resnet_train_mpirun.sbatch, SIGUSR1 to the steps: every rank stopped at "
+    print(f"requeue: resnet_train.sbatch (srun), SIGUSR1 to the steps: every rank stopped at "
           f"step {step}, the script requeued the job, which resumed there and reached "
           f"--max-steps ({seconds:.1f} s)")
     preempt = lambda job: slurm.tool("scontrol", "requeue", job)  # SIGTERM, back in the queue
     step, seconds = requeued_run(args, slurm, os.path.join(args.sbatch_dir,
-                                                           "resnet_train.sbatch"),
+                                                           "resnet_train_mpirun.sbatch"),
                                  preempt, "SIGTERM")
-    print(f"requeue: resnet_train.sbatch, scontrol requeue (SIGTERM): every rank stopped at "
-          f"step {step}, the requeued job resumed there and reached --max-steps "
-          f"({seconds:.1f} s)")
+    print(f"requeue: resnet_train_mpirun.sbatch, scontrol requeue (SIGTERM to every process): "
+          f"every rank stopped at step {step}, the requeued job resumed there and reached "
+          f"--max-steps ({seconds:.1f} s)")
 
 
 def case_node_down(args, slurm):
@@ -366,7 +369,8 @@ def main():
         "SLURM_CASES", " ".join(case.__name__[5:] for case in CASES)).split()]
     started = time.monotonic()
     try:
-        with SimHosts(args.sim_hosts) as hosts, Slurm(hosts, args.sim_slurm, os.path.join(args.work, "slurm-logs")) as slurm:
+        logs = os.path.join(args.work, "slurm-logs")
+        with SimHosts(args.sim_hosts) as hosts, Slurm(hosts, args.sim_slurm, logs) as slurm:
             for case in cases:
                 case(args, slurm)
     except (Failure, subprocess.TimeoutExpired) as error:
