@@ -273,7 +273,7 @@ def requeued_run(args, slurm, script, interrupt, signal_name, max_steps=12):
     saved = checkpoint_step(os.path.join(env_checkpoints, "last.safetensors"))
     check(saved == step, f"{signal_name}: stopped at step {step}, last.safetensors holds {saved}")
     check(step < max_steps, f"{signal_name}: the first run reached --max-steps before it")
-    slurm.wait_state(job, ("COMPLETED", "FAILED", "CANCELLED"), timeout=60)
+    slurm.wait_state(job, ("COMPLETED", "FAILED", "CANCELLED"), timeout=120)
     seconds = time.monotonic() - started
     text = open(out).read()
     check(slurm.state(job) == "COMPLETED", f"the requeued job ended {slurm.state(job)}:\n"
