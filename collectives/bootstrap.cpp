@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "collectives/core/check_mpi.h"
+#include "collectives/launch_environment.h"
 #include "kernels/error.h"
 #include "kernels/runtime.h"
 
@@ -37,6 +38,8 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   int initialized = 0;
   CHECK_MPI(MPI_Initialized(&initialized));
   if (!initialized) {
+    // Open MPI would abort inside MPI_Init with a page about how it was built.
+    if (const std::string why = srun_without_pmix(); !why.empty()) fail(why);
     int provided = MPI_THREAD_SINGLE;
     CHECK_MPI(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
     owns_mpi_ = true;

@@ -7,12 +7,14 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <optional>
 
 #include "collectives/bootstrap.h"
 #include "collectives/core/timeout.h"
 #include "collectives/execution/watchdog.h"
+#include "collectives/launch_environment.h"
 #include "kernels/error.h"
 #include "nn/resnet.h"
 #include "train/batch_dump.h"
@@ -131,8 +133,24 @@ int train_main(TrainOptions& options, MpiSession& session) {
 
 int main(int argc, char** argv) {
   using namespace engine::train;
+  // Before MPI_Init, which would abort with Open MPI's page: one line, from the first task.
+  if (const std::string why = engine::srun_without_pmix(); !why.empty()) {
+    if (engine::launcher_rank().value_or(0) == 0)
+      std::fprintf(stderr, "resnet_train: %s\n", why.c_str());
+    return 1;
+  }
   engine::MpiSession session(&argc, &argv);
-  return engine::cli::run_program<TrainOptions>(
+  const int status = engine::cli::run_program<TrainOptions>(
       argc, argv, train_command, check_train_options,
       [&](TrainOptions& options) { return train_main(options, session); });
+  // Stopped by a signal (every rank at the same step, past the barrier after rank 0 saved
+  // last): leave without MPI_Finalize. mpirun ends the job at the first rank's exit of
+  // 128 + N, and ranks still inside MPI_Finalize's fence then wait until it kills them (seen
+  // in a SLURM allocation: for its odls_base_sigkill_timeout, their last output lost).
+  if (status > 128 && session.size() > 1) {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(status);
+  }
+  return status;
 }

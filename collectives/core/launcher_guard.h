@@ -3,9 +3,11 @@
 // stalled host never confirms, and Open MPI 4.1's mpirun then waits on (seen: still there
 // 150 s later, the other host's daemon left behind). So an aborting rank first leaves a guard
 // process behind: if the rank's own launcher daemon (its parent: mpirun on the first host,
-// orted on the others) is still there `grace` later, the guard ends it, SIGTERM and then
-// SIGKILL. Every host's ranks time out when a peer is lost, so each host's daemon is guarded
-// by its own ranks, whichever side failed.
+// orted on the others) is still there `grace` later, the guard ends it with SIGKILL (a
+// SIGTERM would make Open MPI 4.1.4's aborting mpirun crash in PMIx_Finalize and print the
+// trace) and removes mpirun's session folder, which only mpirun's own exit would have.
+// Every host's ranks time out when a peer is lost, so each host's daemon is guarded by its
+// own ranks, whichever side failed.
 #pragma once
 
 #include <chrono>

@@ -304,6 +304,10 @@ def case_faults(args, hosts):
         if fault.endswith("startup"):  # MPI's collectives cannot say who is missing
             named = [line for line in err.splitlines() if "startup (resnet_train: the "
                      "preflight checks and setup) timed out after" in line]
+        # Our line is what the user reads: no crash of mpirun's after it (4.1.4's mpirun
+        # crashed in PMIx_Finalize when the launcher guard sent it SIGTERM).
+        check("Segmentation fault" not in err and "PMIx_Finalize" not in err,
+              f"{fault}: mpirun crashed after the job's end:\n{err[-3000:]}")
         check(named, f"{fault}: no message names {HOSTS[1]} (exit "
               f"{process.returncode} after {seconds:.1f} s):\n--- stderr\n{err[-3000:]}\n"
               f"--- stdout\n{out[-1500:]}")
