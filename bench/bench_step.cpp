@@ -50,7 +50,8 @@ struct Options {
   bool baseline = true;
   bool json = false;
   bool profile = false;
-  nn::Precision precision;  // fp32
+  bool launches_only = false;  // count one warm step's launches, time nothing
+  nn::Precision precision;     // fp32
   nn::ConvTuning conv_tuning;
 };
 
@@ -83,6 +84,9 @@ cli::Command make_command(Options& o) {
   command.flag("--profile", o.profile,
                "also print the time of each top-level layer's forward and backward, the loss "
                "and SGD");
+  command.flag("--launches-only", o.launches_only,
+               "CUDA: count our kernel launches of one warm step and print them, timing nothing "
+               "and starting no baseline (ctest launches_per_step)");
   return command;
 }
 
@@ -223,9 +227,11 @@ int run(const Options& o) {
   // formats, on a GPU channels_last; none on the sim device (no PyTorch runs there).
   const bool gpu = device.is_cuda();
   const bool sim = gpu && cuda_is_sim_device();
+  if (o.launches_only && !gpu)
+    throw cli::UsageError("--launches-only counts CUDA launches: use --device cuda");
   std::string no_baseline_note;
   std::unique_ptr<TorchProcess> torch;
-  if (!o.baseline) {
+  if (!o.baseline || o.launches_only) {
     no_baseline_note = "--no-baseline";
   } else if (sim) {
     no_baseline_note = "no PyTorch baseline on the sim device";
@@ -247,6 +253,18 @@ int run(const Options& o) {
     ours.run();
     ours.stream().synchronize();
     launches = static_cast<int64_t>(kernel_launches() - before);
+  }
+  if (o.launches_only) {
+    Row row("step", "native", case_name(o), 0);
+    row.kernel_launches = launches;
+    row.note = "--launches-only: not timed";
+    if (o.json) {
+      std::printf("%s\n", to_json(row).c_str());
+    } else {
+      std::printf("bench_step: %s on %s: %lld kernel launches per step (ours)\n",
+                  case_name(o).c_str(), device.str().c_str(), static_cast<long long>(*launches));
+    }
+    return 0;
   }
   std::vector<std::vector<Row>> rounds;
   std::string torch_format;

@@ -5,7 +5,8 @@
                       [--tighten N]
 
 For each row of the budget (arch, image size, batch, precision, the most launches a step may
-take) runs bench_step on the sim device with --json and reads its kernel_launches: our kernels
+take) runs bench_step --launches-only on the sim device (two steps, none timed) with --json and
+reads its kernel_launches: our kernels
 of one forward, backward, loss and SGD step, the same on a GPU (engine::cuda::launch counts
 both). More than the budget fails, naming the row: a pass that was fused and split again, a
 per-layer loop that grew a launch. Fewer says so, so the budget can follow an improvement down.
@@ -33,8 +34,8 @@ def main():
     for arch, size, batch, precision, budget in rows:
         allowed = int(budget) - args.tighten
         command = [args.bench_step, "--device", "cuda", "--arch", arch, "--image-size", size,
-                   "--batch-size", batch, "--precision", precision, "--no-baseline", "--json",
-                   "--rounds", "1", "--min-steps", "1", "--min-seconds", "0.001", "--threads", "1"]
+                   "--batch-size", batch, "--precision", precision, "--launches-only", "--json",
+                   "--threads", "1"]
         result = subprocess.run(command, capture_output=True, text=True, timeout=900)
         if result.returncode != 0:
             sys.exit(f"check_launches: {' '.join(command)} exited {result.returncode}:\n"
