@@ -64,7 +64,7 @@ void StepTrace::begin_step(int64_t step, Stream& stream) {
     anchor_.emplace(device_, /*timing=*/true);
     anchor_->record(stream);
     anchor_->synchronize();
-    host_origin_ = Clock::now();
+    anchor_us_ = host_us(Clock::now());
   }
   steps_.push_back({});
   steps_.back().number = step;
@@ -144,11 +144,11 @@ void StepTrace::write_partial() {
 }
 
 double StepTrace::host_us(Clock::time_point t) const {
-  return std::chrono::duration<double, std::micro>(t - host_origin_).count();
+  return std::chrono::duration<double, std::micro>(t.time_since_epoch()).count();
 }
 
 double StepTrace::device_us(const Event& event) const {
-  return 1e3 * static_cast<double>(Event::elapsed_ms(*anchor_, event));
+  return anchor_us_ + 1e3 * static_cast<double>(Event::elapsed_ms(*anchor_, event));
 }
 
 void StepTrace::write() {

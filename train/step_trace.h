@@ -12,8 +12,10 @@
 // they read the host clock, on CUDA they are cudaEvents, read only once the steps are over
 // (the trainer's report after them has waited for the device), so tracing never makes the
 // host wait for the GPU inside a step; one synchronization before the first traced step puts
-// the device's clock on the host's. Each span is also an NVTX range (kernels/nvtx.h) for
-// Nsight Systems users. Without --trace nothing is recorded: the layers see no observer.
+// the device's clock on the host's. Times are the host's steady clock (CLOCK_MONOTONIC, shared
+// by the processes of a host), so the ranks of one host line up when their files are opened
+// together. Each span is also an NVTX range (kernels/nvtx.h) for Nsight Systems users.
+// Without --trace nothing is recorded: the layers see no observer.
 #pragma once
 
 #include <chrono>
@@ -99,7 +101,7 @@ class StepTrace final : public nn::LayerObserver {
   bool recording_ = false;
   bool written_ = false;
   std::optional<Event> anchor_;  // recorded and waited for before the first traced step
-  Clock::time_point host_origin_{};
+  double anchor_us_ = 0;         // the host clock when it was reached
   Clock::time_point data_wait_start_{};
   std::vector<int> open_layer_spans_;
   int open_nvtx_ranges_ = 0;  // closed when a step is dropped, so that Nsight's stay nested
