@@ -158,6 +158,9 @@ def single_rank(args, device="cpu", env=None):
     run(args, os.path.basename(work), ["--trace", trace_path] + path_flags, env=env)
     events, trace = load(trace_path)
     check(trace["otherData"]["world"] == 1, f"{trace_path}: otherData {trace['otherData']}")
+    # A CUDA build (the sim device's too) has the toolkit's headers, nvtx3 among them.
+    check(device != "cuda" or trace["otherData"]["nvtx"] is True,
+          f"{trace_path}: no NVTX ranges in a CUDA build")
     check_steps(trace_path, events, [2, 3], 0)
     check(not [e for e in events if e["tid"] == 2], "a world of one all-reduced something")
     print(f"check_trace: {len(events)} spans for steps 2-3 on {device}, one rank")
