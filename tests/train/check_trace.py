@@ -124,7 +124,12 @@ def check_steps(path, events, steps, rank):
     return True
 
 
-def check_all_reduce(path, events, trace, steps):
+def check_all_reduce(path, events, trace, steps, device):
+    # On CUDA the compute stream goes on once the last all-reduce completes; the comm stream's
+    # end event after it is stamped when that stream reaches it, which on the sim device is
+    # when its worker thread runs (milliseconds later on a loaded 2-core machine; on a GPU,
+    # microseconds). So there a bucket may end a little after the optimizer started.
+    late_us = 20000 if device == "cuda" else EPSILON_US
     for step in steps:
         mine = [e for e in events if e["args"]["step"] == step]
         whole = one(mine, "step", name=f"step {step}", tid=0)
@@ -143,7 +148,7 @@ def check_all_reduce(path, events, trace, steps):
                   f"[{whole['ts']}, {whole['ts'] + whole['dur']}]: {e}")
             check(e["ts"] >= backward["ts"] - EPSILON_US,
                   f"{path}: {e['name']} of step {step} starts before its backward")
-            check(e["ts"] + e["dur"] <= optimizer["ts"] + EPSILON_US,
+            check(e["ts"] + e["dur"] <= optimizer["ts"] + late_us,
                   f"{path}: {e['name']} of step {step} ends after its optimizer starts")
         for a, b in zip(buckets, buckets[1:]):
             check(b["ts"] >= a["ts"] - EPSILON_US,
@@ -180,7 +185,7 @@ def two_ranks(args, device="cpu", env=None, steps=(2, 3), batch=4):
         check(trace["otherData"]["rank"] == rank and trace["otherData"]["world"] == 2,
               f"{path}: otherData {trace['otherData']}")
         check_steps(path, events, list(steps), rank)
-        check_all_reduce(path, events, trace, list(steps))
+        check_all_reduce(path, events, trace, list(steps), device)
     check(not os.path.exists(os.path.join(work, "trace.json")), "a rankless trace.json with -np 2")
     print(f"check_trace: two ranks' traces on {device}, all-reduces inside their steps")
 
