@@ -117,20 +117,28 @@ void DataParallel::end_backward(Stream& stream) {
 }
 
 namespace {
-CommTiming comm_timing(const GradBucketTiming& t) {
-  return {t.backward_s, t.busy_s, t.exposed_s, t.hidden_fraction, t.buckets, t.bytes};
+CommTiming comm_timing(const GradBucketTiming& t, const std::vector<GradBucket>& buckets,
+                       size_t grad_bytes) {
+  CommTiming timing{t.backward_s, t.busy_s, t.exposed_s, t.hidden_fraction, t.buckets, t.bytes, {}};
+  for (size_t b = 0; b < t.intervals.size() && b < buckets.size(); ++b) {
+    timing.bucket_spans.push_back({t.intervals[b].start_s, t.intervals[b].end_s,
+                                   buckets[b].numel * static_cast<int64_t>(grad_bytes)});
+  }
+  return timing;
 }
 }  // namespace
 
 const CommTiming& DataParallel::last_timing() const {
-  timing_ = comm_timing(buckets_->last_timing());
+  timing_ = comm_timing(buckets_->last_timing(), buckets_->buckets(),
+                        dtype_size(params_.flat_grads().dtype()));
   return timing_;
 }
 
 std::vector<CommTiming> DataParallel::take_timings() {
   std::vector<CommTiming> timings;
+  const size_t grad_bytes = dtype_size(params_.flat_grads().dtype());
   for (const GradBucketTiming& t : buckets_->take_timings())
-    timings.push_back(comm_timing(t));
+    timings.push_back(comm_timing(t, buckets_->buckets(), grad_bytes));
   return timings;
 }
 

@@ -38,6 +38,13 @@ struct DataParallelOptions {
   bool overlap = true;           // false: every bucket all-reduced in finish() (benchmark baseline)
 };
 
+// One bucket's all-reduce in a synced step, in seconds since begin_backward() (the --trace
+// timeline's comm lane).
+struct BucketSpan {
+  double start_s = 0, end_s = 0;
+  int64_t bytes = 0;
+};
+
 struct CommTiming {            // one synced step
   double backward_s = 0;       // begin_backward() .. end_backward()
   double comm_busy_s = 0;      // time the buckets' all-reduces were running (union of intervals)
@@ -45,6 +52,7 @@ struct CommTiming {            // one synced step
   double hidden_fraction = 1;  // 1 - exposed/busy, in [0, 1]
   int buckets = 0;             // all-reduced this step (0 in a world of one)
   int64_t bytes = 0;           // all-reduced this step
+  std::vector<BucketSpan> bucket_spans;  // per bucket, in bucket order
 };
 
 // One gradient range per parameter, named, in offset order (backward's order): what

@@ -49,6 +49,19 @@ struct SetupContext {
   const ConvPlans* conv_plans = nullptr;
 };
 
+class Layer;
+
+// Told when each top-level layer of a network starts and ends its forward or backward (the
+// --trace timeline, train/step_trace.h). Only the outermost Sequential reports, and only its
+// own children ("conv1", "layer1.0", ... "fc"), so that a timeline stays readable and its
+// cost is two calls per top-level layer; with no observer nothing at all is called.
+class LayerObserver {
+ public:
+  virtual ~LayerObserver() = default;
+  virtual void layer_begin(const Layer& layer, bool backward, Stream& stream) = 0;
+  virtual void layer_end(const Layer& layer, bool backward, Stream& stream) = 0;
+};
+
 struct Pass {
   Stream& stream;
   bool training = true;
@@ -56,6 +69,8 @@ struct Pass {
   bool accumulate_grads = false;
   // Called with each parameter whose gradient is final; may be empty.
   std::function<void(ParameterId)> on_grad_ready;
+  // Null unless a timeline is being recorded (see LayerObserver).
+  LayerObserver* layer_observer = nullptr;
 
   void grad_ready(ParameterId id) const {
     if (on_grad_ready) on_grad_ready(id);

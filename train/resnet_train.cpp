@@ -22,6 +22,7 @@
 #include "train/dataset_agreement.h"
 #include "train/preflight.h"
 #include "train/stop_signal.h"
+#include "train/trace_steps.h"
 #include "train/train_options.h"
 #include "train/trainer.h"
 
@@ -107,6 +108,9 @@ int train_main(TrainOptions& options, MpiSession& session) {
       check_checkpoint_dir(options.checkpoint_dir, checkpoint_bytes(options, classes));
       if (!options.tensorboard.empty()) check_writable_dir("--tensorboard", options.tensorboard);
     }
+    // Every rank writes its own timeline.
+    if (!options.trace.empty())
+      check_trace_file(trace_path_for_rank(options.trace, session.rank(), session.size()));
     // Every rank writes its own batches, perhaps to a disk of its own host.
     if (!options.dump_batches.empty()) prepare_batch_dump_dir(options.dump_batches);
   });

@@ -157,6 +157,7 @@ void check_values(const TrainOptions& o) {
   require(o.max_steps >= 0, "--max-steps must be >= 0");
   require(o.save_every_steps >= 0, "--save-every-steps must be >= 0");
   require(!o.evaluate || o.dump_batches.empty(), "--dump-batches does not apply to --evaluate");
+  require(!o.evaluate || o.trace.empty(), "--trace records training steps: not with --evaluate");
   require(!o.evaluate || !o.resume.empty(),
           "--evaluate needs --resume FILE (the checkpoint to evaluate)");
   require(o.pretrained.empty() || !o.evaluate,
@@ -394,6 +395,15 @@ void add_output_flags(cli::Command& c, TrainOptions& o) {
          "also write the step and epoch figures as TensorBoard event files in DIR (rank 0; "
          "tensorboard --logdir DIR shows them)",
          "none");
+  c.text("--trace", o.trace, "FILE",
+         "write a timeline of the --trace-steps (data wait, each layer's forward and backward, "
+         "each gradient bucket's all-reduce, the optimizer) as a Chrome/Perfetto trace; with N "
+         "ranks each writes its own, FILE with .rankR before the extension",
+         "none");
+  c.option("--trace-steps", "A-B", "the optimizer steps --trace records (1-based, inclusive)",
+           "3-5", [&o](const std::string& flag, const std::string& text) {
+             o.trace_steps = parse_trace_steps(flag, text);
+           });
   c.number("--comm-timeout", o.comm_timeout_s, "a collective waiting longer ends the job");
   c.text("--comm", o.comm, "NAME",
          "gradient communicator: auto|ring-shm|ring-mpi|ring-hier|mpi|nccl|ring-nccl (auto: "

@@ -16,6 +16,7 @@
 #include "nn/conv_tuning.h"
 #include "nn/precision.h"
 #include "train/cli_command.h"
+#include "train/trace_steps.h"
 
 namespace engine::train {
 
@@ -92,6 +93,8 @@ struct TrainOptions {
   std::string metrics;       // "": <checkpoint_dir>/metrics.jsonl
   std::string step_metrics;  // "": none; else one JSON line per optimizer step
   std::string tensorboard;   // "": none; else TensorBoard event files in this folder (rank 0)
+  std::string trace;         // "": none; else a timeline of trace_steps per rank (step_trace.h)
+  TraceSteps trace_steps;
   double comm_timeout_s = 300;
   std::string comm = "auto";  // the gradient all-reduce's communicator (comm_factory names)
   std::array<float, 3> normalize_mean = {0.485f, 0.456f, 0.406f};

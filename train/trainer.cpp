@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -48,6 +49,22 @@ std::string banner(const TrainOptions& o, const TrainerData& data, const Trainer
                           : std::string());
 }
 
+// --trace-steps within the steps this run makes (the same answer on every rank, so all stop
+// together before training, rank 0 saying why in one line). Removes the empty trace file the
+// preflight's check left.
+bool trace_range_reachable(const TrainOptions& o, const TrainerData& data, int64_t steps_done,
+                           const TrainerComms& comms) {
+  if (o.trace.empty() || o.evaluate || !data.has_train()) return true;
+  int64_t last_step = o.epochs * data.steps_per_epoch();
+  if (o.max_steps > 0) last_step = std::min(last_step, o.max_steps);
+  const std::string why = trace_steps_problem(o.trace_steps, steps_done, last_step);
+  if (why.empty()) return true;
+  if (comms.rank0()) std::fprintf(stderr, "resnet_train: %s\n", why.c_str());
+  std::error_code ignored;
+  std::filesystem::remove(trace_path_for_rank(o.trace, comms.rank(), comms.world()), ignored);
+  return false;
+}
+
 }  // namespace
 
 // What the Trainer is given, and the device it runs on; run() makes the pieces.
@@ -84,13 +101,14 @@ int Trainer::run(const std::function<void()>& set_up) {
   TrainerComms comms(o, session, device);
   TrainerModel model(o, classes, device);
   model.build(comms.grad(), stream);
-  TrainerMetrics metrics(o, comms.rank0(), comms.world(), device);
+  TrainerMetrics metrics(o, comms.rank(), comms.world(), device);
   TrainerData data(o, comms.rank(), comms.world(), std::move(state_->datasets), device,
                    std::max(1, default_threads(session)));
   if (data.has_train()) model.set_schedule(data.steps_per_epoch());
   TrainerCheckpoints checkpoints(o, comms.rank0(), comms.world(), data.classes());
   checkpoints.resume(model, metrics.progress(), stream);
   if (model.start_ema(stream)) checkpoints.resume_ema(model, metrics.progress(), stream);
+  if (!trace_range_reachable(o, data, model.step(), comms)) return 1;
   const std::vector<std::string> conv_lines =
       data.has_train() && !o.evaluate
           ? model.choose_conv_plans(
@@ -129,6 +147,7 @@ int Trainer::run(const std::function<void()>& set_up) {
     const int stopped_by =
         train_epoch(epoch, o, data, model, comms, checkpoints, metrics, stream, figures);
     if (stopped_by != 0) {
+      metrics.trace().write_partial();
       if (comms.rank0()) {
         progress.line(
             std::string("resnet_train: ") +

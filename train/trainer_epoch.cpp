@@ -36,11 +36,16 @@ int train_epoch(int64_t epoch, const TrainOptions& options, TrainerData& data, T
   // batch's loss scaled by 1/N, so the step is that of one N times larger batch (BatchNorm
   // aside: it normalizes each batch on its own, as in PyTorch).
   int64_t step_samples = 0;
-  for (int64_t batch_index = start_batch;
-       std::optional<data::Batch> batch = data.next_train_batch(); ++batch_index) {
+  StepTrace& trace = metrics.trace();
+  for (int64_t batch_index = start_batch;; ++batch_index) {
     const int64_t index = batch_index / accum;  // the optimizer step within the epoch
-    if (index >= steps_per_epoch) break;        // batches that make no whole step
     const int64_t micro = batch_index % accum;
+    if (micro == 0 && index < steps_per_epoch) trace.begin_step(model.step() + 1, stream);
+    trace.begin_data_wait();
+    std::optional<data::Batch> batch = data.next_train_batch();
+    trace.end_data_wait();
+    if (!batch) break;
+    if (index >= steps_per_epoch) break;  // batches that make no whole step
     if (batch->ready) stream.wait(*batch->ready);
     const int64_t n = batch->images.size(0);
     model.ensure_setup(batch->images, stream);
@@ -49,9 +54,11 @@ int train_epoch(int64_t epoch, const TrainOptions& options, TrainerData& data, T
                  {model.step() + 1, epoch, comms.rank(), comms.world()}, stream);
     }
     const Tensor labels = Tensor::from_ints({n}, batch->labels).to(stream.device(), stream);
-    nn::Pass pass{stream, true, false, {}};
+    nn::Pass pass{stream, true, false, {}, trace.layer_observer()};
     if (micro == 0) model.zero_grad();
+    const int forward_span = trace.begin_span("forward", stream, micro);
     const Tensor& logits = model.forward(batch->images, pass);
+    const int loss_span = trace.begin_span("loss", stream, micro);
     // --mixup/--cutmix: the loss takes the batch's soft targets; top-1 still counts the labels.
     const Tensor& loss =
         batch->targets.empty()
@@ -62,11 +69,19 @@ int train_epoch(int64_t epoch, const TrainOptions& options, TrainerData& data, T
                                       batch->targets)
                       .to(stream.device(), stream),
                   stream);
+    trace.end_span(loss_span, stream);
+    trace.end_span(forward_span, stream);
     metrics.rows().push(logits, labels, loss, stream);
+    const int backward_span = trace.begin_span("backward", stream, micro);
     model.backward(pass, micro == accum - 1, 1.f / static_cast<float>(accum), stream);
+    trace.end_span(backward_span, stream);
     step_samples += n;
     if (micro != accum - 1) continue;
+    trace.mark_synced_backward(backward_span);
+    const int optimizer_span = trace.begin_span("optimizer", stream);
     lr = model.optimizer_step(stream);
+    trace.end_span(optimizer_span, stream);
+    trace.end_step();
     const int64_t step = model.step();
     pending.push_back({.index = index, .step = step, .samples = step_samples, .lr = lr});
     metrics.progress().tick(index, static_cast<double>(step_samples * comms.world()), lr);

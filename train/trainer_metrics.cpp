@@ -9,13 +9,15 @@
 
 namespace engine::train {
 
-TrainerMetrics::TrainerMetrics(const TrainOptions& options, bool rank0, int world, Device device)
+TrainerMetrics::TrainerMetrics(const TrainOptions& options, int rank, int world, Device device)
     : options_(options),
-      rank0_(rank0),
+      rank0_(rank == 0),
       world_(world),
-      progress_(rank0, options.print_freq),
-      rows_(kMetricRows, device) {
-  if (rank0 && !options.tensorboard.empty()) {
+      progress_(rank0_, options.print_freq),
+      rows_(kMetricRows, device),
+      trace_(options.trace.empty() ? "" : trace_path_for_rank(options.trace, rank, world),
+             options.trace_steps, rank, world, device) {
+  if (rank0_ && !options.tensorboard.empty()) {
     tensorboard_ = std::make_unique<TensorBoardWriter>(options.tensorboard);
   }
 }
@@ -53,6 +55,7 @@ int TrainerMetrics::report_steps(std::vector<PendingStep>& pending, int64_t epoc
     const nn::CommTiming& timing = timings[i];
     const StepTotals step_totals{sums[4 * i], sums[4 * i + 1], sums[4 * i + 2], sums[4 * i + 3]};
     totals.steps.add(step_totals);
+    trace_.add_comm_timing(p.step, timing);
     totals.comm_busy += timing.comm_busy_s;
     totals.comm_exposed += timing.exposed_s;
     progress_.step(p.index, step_totals, p.lr);

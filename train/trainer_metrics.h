@@ -14,6 +14,7 @@
 #include "kernels/stream.h"
 #include "train/metric_rows.h"
 #include "train/progress.h"
+#include "train/step_trace.h"
 #include "train/tensorboard_writer.h"
 #include "train/train_options.h"
 #include "train/trainer_comms.h"
@@ -47,9 +48,11 @@ struct EpochTotals {
 
 class TrainerMetrics {
  public:
-  TrainerMetrics(const TrainOptions& options, bool rank0, int world, Device device);
+  TrainerMetrics(const TrainOptions& options, int rank, int world, Device device);
 
   Progress& progress() { return progress_; }
+  // --trace's timeline (records nothing without it); report_steps gives it the all-reduces.
+  StepTrace& trace() { return trace_; }
   MetricRows& rows() { return rows_; }
 
   // Brings the pending steps' figures to the host (and their all-reduce timings from the
@@ -69,6 +72,7 @@ class TrainerMetrics {
   Progress progress_;
   MetricRows rows_;
   std::unique_ptr<TensorBoardWriter> tensorboard_;  // rank 0 with --tensorboard
+  StepTrace trace_;
 };
 
 }  // namespace engine::train
