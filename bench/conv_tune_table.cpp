@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 
 #include "kernels/conv_plans.h"
 #include "kernels/error.h"
@@ -14,16 +13,10 @@ namespace engine::bench {
 
 namespace {
 
+// "64x128/s2": the tile and split count ("auto" where the heuristic decides).
 std::string short_algo(const ConvAlgo& algo) {
-  // "64x128/s2" (auto parts as the heuristic left them: "auto").
-  const std::string text = conv_algo_text(algo);
-  const auto field = [&](const std::string& key) {
-    const size_t at = text.find(key + "=");
-    const size_t end = text.find(' ', at);
-    return text.substr(at + key.size() + 1,
-                       end == std::string::npos ? end : end - at - key.size() - 1);
-  };
-  return field("tile") + "/s" + field("split");
+  return std::string(gemm_tile_name(algo.gemm.tile)) + "/s" +
+         (algo.split_k == 0 ? std::string("auto") : std::to_string(algo.split_k));
 }
 
 }  // namespace

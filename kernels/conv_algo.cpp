@@ -1,37 +1,42 @@
 #include "kernels/conv_algo.h"
 
 #include <tuple>
+#include <utility>
 
 namespace engine {
 
 namespace {
 
-std::string_view tile_name(cuda::GemmTile tile) {
-  switch (tile) {
-    case cuda::GemmTile::t128x128:
-      return "128x128";
-    case cuda::GemmTile::t128x64:
-      return "128x64";
-    case cuda::GemmTile::t64x128:
-      return "64x128";
-    case cuda::GemmTile::t64x64:
-      return "64x64";
-    case cuda::GemmTile::automatic:
-      break;
+constexpr std::pair<std::string_view, cuda::GemmTile> kTiles[] = {
+    {"auto", cuda::GemmTile::automatic},
+    {"128x128", cuda::GemmTile::t128x128},
+    {"128x64", cuda::GemmTile::t128x64},
+    {"64x128", cuda::GemmTile::t64x128},
+    {"64x64", cuda::GemmTile::t64x64}};
+constexpr std::pair<std::string_view, cuda::GemmEpilogue> kEpilogues[] = {
+    {"auto", cuda::GemmEpilogue::automatic},
+    {"direct", cuda::GemmEpilogue::direct},
+    {"staged", cuda::GemmEpilogue::staged}};
+constexpr std::pair<std::string_view, ConvPass> kPasses[] = {
+    {"forward", ConvPass::forward},
+    {"backward_data", ConvPass::backward_data},
+    {"backward_filter", ConvPass::backward_filter}};
+
+template <typename Enum, size_t N>
+std::string_view name_of(Enum value, const std::pair<std::string_view, Enum> (&names)[N]) {
+  for (const auto& [name, v] : names) {
+    if (v == value) return name;
   }
-  return "auto";
+  return names[0].first;
 }
 
-std::string_view epilogue_name(cuda::GemmEpilogue epilogue) {
-  switch (epilogue) {
-    case cuda::GemmEpilogue::direct:
-      return "direct";
-    case cuda::GemmEpilogue::staged:
-      return "staged";
-    case cuda::GemmEpilogue::automatic:
-      break;
+template <typename Enum, size_t N>
+std::optional<Enum> value_of(std::string_view text,
+                             const std::pair<std::string_view, Enum> (&names)[N]) {
+  for (const auto& [name, value] : names) {
+    if (name == text) return value;
   }
-  return "auto";
+  return std::nullopt;
 }
 
 auto shape_fields(const Conv2dShape& s) {
@@ -41,22 +46,29 @@ auto shape_fields(const Conv2dShape& s) {
 
 }  // namespace
 
-std::string conv_algo_text(const ConvAlgo& algo) {
-  return "tile=" + std::string(tile_name(algo.gemm.tile)) +
-         " split=" + (algo.split_k == 0 ? std::string("auto") : std::to_string(algo.split_k)) +
-         " epilogue=" + std::string(epilogue_name(algo.gemm.epilogue));
+std::string_view gemm_tile_name(cuda::GemmTile tile) {
+  return name_of(tile, kTiles);
+}
+std::optional<cuda::GemmTile> parse_gemm_tile(std::string_view text) {
+  return value_of(text, kTiles);
+}
+std::string_view gemm_epilogue_name(cuda::GemmEpilogue epilogue) {
+  return name_of(epilogue, kEpilogues);
+}
+std::optional<cuda::GemmEpilogue> parse_gemm_epilogue(std::string_view text) {
+  return value_of(text, kEpilogues);
+}
+std::string_view conv_pass_name(ConvPass pass) {
+  return name_of(pass, kPasses);
+}
+std::optional<ConvPass> parse_conv_pass(std::string_view text) {
+  return value_of(text, kPasses);
 }
 
-std::string_view conv_pass_name(ConvPass pass) {
-  switch (pass) {
-    case ConvPass::backward_data:
-      return "backward_data";
-    case ConvPass::backward_filter:
-      return "backward_filter";
-    case ConvPass::forward:
-      break;
-  }
-  return "forward";
+std::string conv_algo_text(const ConvAlgo& algo) {
+  return "tile=" + std::string(gemm_tile_name(algo.gemm.tile)) +
+         " split=" + (algo.split_k == 0 ? std::string("auto") : std::to_string(algo.split_k)) +
+         " epilogue=" + std::string(gemm_epilogue_name(algo.gemm.epilogue));
 }
 
 std::string ConvProblem::str() const {

@@ -31,10 +31,16 @@ struct ConvAlgo {
 
 // "tile=128x64 split=4 epilogue=staged" ("auto" where the heuristic or environment decides).
 std::string conv_algo_text(const ConvAlgo& algo);
+// "auto", "128x128", "128x64", "64x128", "64x64"; "auto", "direct", "staged"; and back.
+std::string_view gemm_tile_name(cuda::GemmTile tile);
+std::optional<cuda::GemmTile> parse_gemm_tile(std::string_view text);
+std::string_view gemm_epilogue_name(cuda::GemmEpilogue epilogue);
+std::optional<cuda::GemmEpilogue> parse_gemm_epilogue(std::string_view text);
 
 // The three passes of a convolution in training.
 enum class ConvPass : uint8_t { forward, backward_data, backward_filter };
 std::string_view conv_pass_name(ConvPass pass);  // "forward", "backward_data", ...
+std::optional<ConvPass> parse_conv_pass(std::string_view text);
 
 // One convolution pass to choose an algorithm for: the shape, the pass and the precision (the
 // activations' dtype; for f32, how the stream multiplies).

@@ -14,40 +14,20 @@ namespace {
 constexpr std::string_view kFormat = "1";
 constexpr size_t kRowFields = 20;
 
-template <typename Enum, size_t N>
-std::optional<Enum> lookup(std::string_view text,
-                           const std::pair<std::string_view, Enum> (&names)[N]) {
-  for (const auto& [name, value] : names) {
-    if (name == text) return value;
+constexpr std::pair<std::string_view, DType> kDtypes[] = {{"f32", DType::f32},
+                                                          {"bf16", DType::bf16}};
+
+std::optional<DType> parse_conv_dtype(std::string_view text) {
+  for (const auto& [name, dtype] : kDtypes) {
+    if (name == text) return dtype;
   }
   return std::nullopt;
 }
 
-constexpr std::pair<std::string_view, ConvPass> kPasses[] = {
-    {"forward", ConvPass::forward},
-    {"backward_data", ConvPass::backward_data},
-    {"backward_filter", ConvPass::backward_filter}};
-constexpr std::pair<std::string_view, DType> kDtypes[] = {{"f32", DType::f32},
-                                                          {"bf16", DType::bf16}};
-constexpr std::pair<std::string_view, Fp32Math> kMaths[] = {{"exact", Fp32Math::exact},
-                                                            {"tf32", Fp32Math::tf32}};
-constexpr std::pair<std::string_view, cuda::GemmTile> kTiles[] = {
-    {"auto", cuda::GemmTile::automatic},
-    {"128x128", cuda::GemmTile::t128x128},
-    {"128x64", cuda::GemmTile::t128x64},
-    {"64x128", cuda::GemmTile::t64x128},
-    {"64x64", cuda::GemmTile::t64x64}};
-constexpr std::pair<std::string_view, cuda::GemmEpilogue> kEpilogues[] = {
-    {"auto", cuda::GemmEpilogue::automatic},
-    {"direct", cuda::GemmEpilogue::direct},
-    {"staged", cuda::GemmEpilogue::staged}};
-
-template <typename Enum, size_t N>
-std::string_view name_of(Enum value, const std::pair<std::string_view, Enum> (&names)[N]) {
-  for (const auto& [name, v] : names) {
-    if (v == value) return name;
-  }
-  return "?";
+std::optional<Fp32Math> parse_fp32_math(std::string_view text) {
+  if (text == fp32_math_name(Fp32Math::exact)) return Fp32Math::exact;
+  if (text == fp32_math_name(Fp32Math::tf32)) return Fp32Math::tf32;
+  return std::nullopt;
 }
 
 std::vector<std::string_view> split_tabs(std::string_view line) {
@@ -85,9 +65,9 @@ std::string parse_row(const std::vector<std::string_view>& f, ConvProblem& probl
     return "expected " + std::to_string(kRowFields) + " tab-separated fields, got " +
            std::to_string(f.size());
   }
-  const auto pass = lookup(f[0], kPasses);
-  const auto dtype = lookup(f[1], kDtypes);
-  const auto math = lookup(f[2], kMaths);
+  const auto pass = parse_conv_pass(f[0]);
+  const auto dtype = parse_conv_dtype(f[1]);
+  const auto math = parse_fp32_math(f[2]);
   if (!pass || !dtype || !math)
     return "unknown pass, dtype or math '" + std::string(f[0]) + " " + std::string(f[1]) + " " +
            std::string(f[2]) + "'";
@@ -112,9 +92,9 @@ std::string parse_row(const std::vector<std::string_view>& f, ConvProblem& probl
   } catch (const Error& e) {
     return e.what();
   }
-  const auto tile = lookup(f[16], kTiles);
+  const auto tile = parse_gemm_tile(f[16]);
   const auto split = parse_int(f[17]);
-  const auto epilogue = lookup(f[18], kEpilogues);
+  const auto epilogue = parse_gemm_epilogue(f[18]);
   const auto microseconds = parse_double(f[19]);
   if (!tile || !split || *split < 0 || *split > 4096 || !epilogue || !microseconds) {
     return "bad algorithm '" + std::string(f[16]) + " " + std::string(f[17]) + " " +
@@ -150,8 +130,7 @@ std::string conv_plans_text(const ConvPlans& plans, const ConvPlanOrigin& origin
          "stride_w\tpad_h\tpad_w\tdilation_h\tdilation_w\ttile\tsplit\tepilogue\tmicroseconds\n";
   for (const auto& [p, entry] : plans.entries()) {
     const Conv2dShape& s = p.shape;
-    out << name_of(p.pass, kPasses) << '\t' << name_of(p.dtype, kDtypes) << '\t'
-        << name_of(p.math, kMaths);
+    out << conv_pass_name(p.pass) << '\t' << dtype_name(p.dtype) << '\t' << fp32_math_name(p.math);
     for (const int64_t v :
          {s.batch, s.in_h, s.in_w, s.in_channels, s.out_channels, s.kernel_h, s.kernel_w,
           s.stride_h, s.stride_w, s.pad_h, s.pad_w, s.dilation_h, s.dilation_w}) {
@@ -159,8 +138,8 @@ std::string conv_plans_text(const ConvPlans& plans, const ConvPlanOrigin& origin
     }
     char microseconds[32];
     std::snprintf(microseconds, sizeof microseconds, "%.1f", entry.microseconds);
-    out << '\t' << name_of(entry.algo.gemm.tile, kTiles) << '\t' << entry.algo.split_k << '\t'
-        << name_of(entry.algo.gemm.epilogue, kEpilogues) << '\t' << microseconds << '\n';
+    out << '\t' << gemm_tile_name(entry.algo.gemm.tile) << '\t' << entry.algo.split_k << '\t'
+        << gemm_epilogue_name(entry.algo.gemm.epilogue) << '\t' << microseconds << '\n';
   }
   return out.str();
 }
