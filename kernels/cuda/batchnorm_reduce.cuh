@@ -8,11 +8,26 @@
 #include <cstdint>
 
 #include "kernels/args/batchnorm.h"
+#include "kernels/batchnorm_sums.h"
 #include "kernels/cuda/channel_tile.cuh"
 #include "kernels/cuda/device_types.cuh"
 #include "kernels/error.h"
 
 namespace engine::cuda {
+
+// kVec gradients at a fused ReLU's output (dy at `at`), passed where that output y > 0 and 0
+// elsewhere (relu_backward's rule); no ReLU (relu_output null): dy as it is.
+template <int kVec, typename T>
+__device__ __forceinline__ void load_gradient_through_relu(const T* dy, const T* relu_output,
+                                                           int64_t at, float (&g)[kVec]) {
+  load_channels<kVec>(dy + at, g);
+  if (relu_output == nullptr) return;
+  float y[kVec];
+  load_channels<kVec>(relu_output + at, y);
+#pragma unroll
+  for (int k = 0; k < kVec; ++k)
+    g[k] = y[k] > 0.f ? g[k] : 0.f;
+}
 
 // Chan et al.: merges the (count, mean, m2) of a second set into the first.
 __device__ __forceinline__ void chan_merge(float& count, float& mean, float& m2, float count_b,
@@ -90,18 +105,44 @@ __device__ __forceinline__ ChannelStats merge_in_order(int64_t parts, PartAt par
   return {count, reference + offset, m2};
 }
 
-// stats = (mean[C], m2[C], count) merged from the row slices' partials in order.
-__global__ void batchnorm_stats_merge_kernel(const float* part_mean, const float* part_m2,
-                                             const float* part_count, int64_t parts,
-                                             int64_t channels, float* stats) {
+// What batchnorm_stats_merge_kernel takes, by value: the workspace's partials [parts,
+// channels] and counts [parts], and the outputs of BatchNormStatsArgs (sums and finalize as
+// there: or null).
+struct BatchNormStatsMergeParams {
+  const float* part_mean = nullptr;
+  const float* part_m2 = nullptr;
+  const float* part_count = nullptr;
+  int64_t parts = 0;
+  int64_t channels = 0;
+  float* stats = nullptr;
+  double* sums = nullptr;
+  BatchNormFinalizeSumsArgs finalize = {};
+};
+
+// stats = (mean[C], m2[C], count) merged from the row slices' partials in order; then, in the
+// same thread, the fp64 sums (batchnorm_stats_to_sums) and the finalize
+// (batchnorm_finalize_sums) when asked: the same helpers on the same values, so the same bits
+// as those phases, without their launches.
+__global__ void batchnorm_stats_merge_kernel(BatchNormStatsMergeParams p) {
+  const int64_t channels = p.channels;
   for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < channels;
        c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const ChannelStats merged = merge_in_order(parts, [&](int64_t p) {
-      return ChannelStats{part_count[p], part_mean[p * channels + c], part_m2[p * channels + c]};
+    const ChannelStats merged = merge_in_order(p.parts, [&](int64_t part) {
+      return ChannelStats{p.part_count[part], p.part_mean[part * channels + c],
+                          p.part_m2[part * channels + c]};
     });
-    stats[c] = merged.mean;
-    stats[channels + c] = merged.m2;
-    if (c == 0) stats[2 * channels] = merged.count;
+    p.stats[c] = merged.mean;
+    p.stats[channels + c] = merged.m2;
+    if (c == 0) p.stats[2 * channels] = merged.count;
+    if (p.sums == nullptr) continue;
+    const ChannelSums sums = batchnorm_channel_sums(merged.count, merged.mean, merged.m2);
+    const double count = static_cast<double>(merged.count);
+    p.sums[c] = sums.sum;
+    p.sums[channels + c] = sums.sumsq;
+    if (c == 0) p.sums[2 * channels] = count;
+    if (p.finalize.batch_stats != nullptr) {
+      batchnorm_finalize_channel(p.finalize, c, sums.sum, sums.sumsq, count);
+    }
   }
 }
 
@@ -110,6 +151,8 @@ __global__ void batchnorm_stats_merge_kernel(const float* part_mean, const float
 template <typename T>
 struct BatchNormBackwardPartialParams {
   const T* dy = nullptr;
+  const T* relu_output = nullptr;  // or null: see load_gradient_through_relu
+  T* relu_grad = nullptr;          // or null: receives dy through the ReLU
   const T* x = nullptr;
   int64_t rows = 0;
   int64_t channels = 0;
@@ -139,7 +182,8 @@ __global__ void batchnorm_backward_partial_kernel(BatchNormBackwardPartialParams
   if (active) {
     for (int64_t r = begin + threadIdx.y; r < end; r += blockDim.y) {
       float g[kVec], v[kVec];
-      load_channels<kVec>(p.dy + r * channels + c0, g);
+      load_gradient_through_relu<kVec>(p.dy, p.relu_output, r * channels + c0, g);
+      if (p.relu_grad) store_channels<kVec>(p.relu_grad + r * channels + c0, g);
       load_channels<kVec>(p.x + r * channels + c0, v);
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
@@ -157,19 +201,37 @@ __global__ void batchnorm_backward_partial_kernel(BatchNormBackwardPartialParams
   }
 }
 
-// grad_sums = (sum_dy[C], invstd * sum dy * (x - mean) [C]) summed over the partials in order.
-__global__ void batchnorm_backward_merge_kernel(const float* part_dy, const float* part_dy_xmu,
-                                                int64_t parts, int64_t channels,
-                                                const float* batch_stats, float* grad_sums) {
+// What batchnorm_backward_merge_kernel takes, by value: the workspace's partials [parts,
+// channels] and the outputs of BatchNormBackwardReduceArgs.
+struct BatchNormBackwardMergeParams {
+  const float* part_dy = nullptr;
+  const float* part_dy_xmu = nullptr;
+  int64_t parts = 0;
+  int64_t channels = 0;
+  const float* batch_stats = nullptr;
+  float* grad_sums = nullptr;
+  float* bias_grad = nullptr;    // or null
+  float* weight_grad = nullptr;  // or null
+  bool accumulate = false;
+};
+
+// grad_sums = (sum_dy[C], invstd * sum dy * (x - mean) [C]) summed over the partials in order,
+// and the same two sums into the bias and weight gradients (overwritten or accumulated): what
+// two copies or adds did after this kernel before.
+__global__ void batchnorm_backward_merge_kernel(BatchNormBackwardMergeParams p) {
+  const int64_t channels = p.channels;
   for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < channels;
        c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     float sum_dy = 0.f, sum_dy_xmu = 0.f;
-    for (int64_t p = 0; p < parts; ++p) {
-      sum_dy += part_dy[p * channels + c];
-      sum_dy_xmu += part_dy_xmu[p * channels + c];
+    for (int64_t part = 0; part < p.parts; ++part) {
+      sum_dy += p.part_dy[part * channels + c];
+      sum_dy_xmu += p.part_dy_xmu[part * channels + c];
     }
-    grad_sums[c] = sum_dy;
-    grad_sums[channels + c] = sum_dy_xmu * batch_stats[channels + c];
+    const float sum_dy_xhat = sum_dy_xmu * p.batch_stats[channels + c];
+    p.grad_sums[c] = sum_dy;
+    p.grad_sums[channels + c] = sum_dy_xhat;
+    batchnorm_write_grad(p.bias_grad, c, sum_dy, p.accumulate);
+    batchnorm_write_grad(p.weight_grad, c, sum_dy_xhat, p.accumulate);
   }
 }
 
@@ -212,6 +274,11 @@ inline void batchnorm_stats(const BatchNormStatsArgs& args, cudaStream_t stream,
   float* part_mean = args.workspace;
   float* part_m2 = args.workspace + parts * channels;
   float* part_count = args.workspace + 2 * parts * channels;
+  BatchNormFinalizeSumsArgs finalize = args.finalize;
+  finalize.sums = args.sums;
+  finalize.channels = channels;
+  ENGINE_REQUIRE(finalize.batch_stats == nullptr || args.sums != nullptr,
+                 "batchnorm_stats: finalizing needs the sums");
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
     const T* x = static_cast<const T*>(args.x);
     dispatch_channel_vector<T>(channel_vector_width<T>(channels, x), [&]<int kVec>() {
@@ -222,23 +289,37 @@ inline void batchnorm_stats(const BatchNormStatsArgs& args, cudaStream_t stream,
     });
   });
   launch(batchnorm_stats_merge_kernel, per_channel_grid(channels), dim3(kChannelThreads), 0, stream,
-         part_mean, part_m2, part_count, parts, channels, args.stats);
+         BatchNormStatsMergeParams{.part_mean = part_mean,
+                                   .part_m2 = part_m2,
+                                   .part_count = part_count,
+                                   .parts = parts,
+                                   .channels = channels,
+                                   .stats = args.stats,
+                                   .sums = args.sums,
+                                   .finalize = finalize});
 }
 
 inline void batchnorm_backward_reduce(const BatchNormBackwardReduceArgs& args, cudaStream_t stream,
                                       const ChannelReduceLaunch& geometry) {
   const int64_t rows = args.rows, channels = args.channels;
   const int64_t parts = channel_reduce_partials(rows, geometry);
+  ENGINE_REQUIRE(args.relu_grad == nullptr || args.relu_output != nullptr,
+                 "batchnorm_backward_reduce: relu_grad needs relu_output");
   float* part_dy = args.workspace;
   float* part_dy_xmu = args.workspace + parts * channels;
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
     const T* dy = static_cast<const T*>(args.dy);
+    const T* relu_output = static_cast<const T*>(args.relu_output);
+    T* relu_grad = static_cast<T*>(args.relu_grad);
     const T* x = static_cast<const T*>(args.x);
-    dispatch_channel_vector<T>(channel_vector_width<T>(channels, dy, x), [&]<int kVec>() {
+    const int width = channel_vector_width<T>(channels, dy, relu_output, relu_grad, x);
+    dispatch_channel_vector<T>(width, [&]<int kVec>() {
       size_t smem = 0;
       const ChannelTileGrid layout = channel_reduce_grid<kVec>(rows, channels, geometry, &smem);
       launch(batchnorm_backward_partial_kernel<T, kVec>, layout.grid, layout.block, smem, stream,
              BatchNormBackwardPartialParams<T>{.dy = dy,
+                                               .relu_output = relu_output,
+                                               .relu_grad = relu_grad,
                                                .x = x,
                                                .rows = rows,
                                                .channels = channels,
@@ -248,7 +329,16 @@ inline void batchnorm_backward_reduce(const BatchNormBackwardReduceArgs& args, c
     });
   });
   launch(batchnorm_backward_merge_kernel, per_channel_grid(channels), dim3(kChannelThreads), 0,
-         stream, part_dy, part_dy_xmu, parts, channels, args.batch_stats, args.grad_sums);
+         stream,
+         BatchNormBackwardMergeParams{.part_dy = part_dy,
+                                      .part_dy_xmu = part_dy_xmu,
+                                      .parts = parts,
+                                      .channels = channels,
+                                      .batch_stats = args.batch_stats,
+                                      .grad_sums = args.grad_sums,
+                                      .bias_grad = args.bias_grad,
+                                      .weight_grad = args.weight_grad,
+                                      .accumulate = args.accumulate});
 }
 
 }  // namespace engine::cuda
