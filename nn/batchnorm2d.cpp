@@ -57,7 +57,7 @@ Shape BatchNorm2d::setup(const Shape& input, const SetupContext& context) {
   sums_ = Tensor::empty({batchnorm_stats_numel(c)}, DType::f64, device);
   batch_stats_ = Tensor::empty({batchnorm_stats_numel(c)}, DType::f32, device);
   grad_sums_ = Tensor::empty({2 * c}, DType::f32, device);
-  workspace_ = Tensor::empty({batchnorm_workspace_numel(y_)}, DType::f32, device);
+  workspace_ = Tensor::zeros({batchnorm_workspace_numel(y_)}, DType::f32, device, context.stream);
   return input;
 }
 
@@ -97,8 +97,8 @@ const Tensor& BatchNorm2d::run_forward(const Tensor& x, const Tensor& residual, 
   if (!sync_ && local_count <= 1) fail_single_value(static_cast<double>(local_count));
   x_ = x;
   // The same fp64 path with or without ranks, so SyncBN on one rank is BatchNorm2d bit for bit.
-  // The statistics' launches also write the sums and, without ranks to all-reduce them with,
-  // finalize them: on CUDA 2 launches where the separate phases took 4.
+  // The statistics' launch also writes the sums and, without ranks to all-reduce them with,
+  // finalizes them: on CUDA 1 launch where the separate phases took 4.
   const BatchNormConstants constants{.momentum = options_.momentum, .eps = options_.eps};
   BatchNormStatsFusion fused{.sums = sums_};
   if (!sync_) {

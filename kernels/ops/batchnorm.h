@@ -10,9 +10,10 @@
 // Evaluation:        batchnorm_eval_forward
 // Plain BatchNorm runs the same phases without the all-reduces, so SyncBN on one rank gives
 // BatchNorm's bits. batchnorm_stats can finish the phases up to the all-reduce (or, without
-// one, up to the normalize) in its own launches (BatchNormStatsFusion); the backward reduce
+// one, up to the normalize) in its own launch (BatchNormStatsFusion); the backward reduce
 // writes the parameter gradients and both backward passes take a fused ReLU's gradient
-// (BatchNormBackwardFusion): on CUDA, 3 launches forward and 3 backward where the separate
+// (BatchNormBackwardFusion). On CUDA each reduction is one launch (its last block merges), so a
+// training step takes 2 launches forward (3 under SyncBN) and 2 backward where the separate
 // phases and ops took 5 and 5-6, with the same bits.
 //
 // Layouts of the per-channel vectors (1-D tensors):
@@ -53,7 +54,9 @@ struct BatchNormEpilogue {
 };
 
 // f32 elements of scratch that batchnorm_stats and batchnorm_backward_reduce need for x
-// (0 on the CPU). Allocate it once per layer shape and reuse it: ops never allocate.
+// (0 on the CPU). Allocate it once per layer shape, zeroed (Tensor::zeros: it holds the
+// counters with which each reduction's last block finds itself, which every call leaves at
+// zero), and reuse it: ops never allocate.
 int64_t batchnorm_workspace_numel(const Tensor& x);
 
 // The finalize's constants (batchnorm_finalize_sums).
@@ -62,7 +65,7 @@ struct BatchNormConstants {
   float eps = 1e-5f;      // added to the variance
 };
 
-// What batchnorm_stats may finish in the same launches (CUDA: in its merge kernel), with the
+// What batchnorm_stats may finish in the same launch (CUDA: in its merging blocks), with the
 // same bits as the separate ops. Undefined tensors: not done.
 struct BatchNormStatsFusion {
   Tensor sums;  // f64[2C+1]: as batchnorm_stats_to_sums(stats, sums)

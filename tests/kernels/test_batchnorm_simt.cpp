@@ -78,6 +78,20 @@ std::vector<float> slice(const std::vector<float>& v, int64_t begin, int64_t cou
   return {v.begin() + begin, v.begin() + begin + count};
 }
 
+// A reduction workspace, zeroed before its first use as its tile counters need.
+SimtBuffer zeroed_workspace(int64_t numel,
+                            std::source_location created = std::source_location::current()) {
+  return SimtBuffer(DType::f32, std::vector<float>(numel, 0.f), 0, created);
+}
+
+// Every launch leaves the workspace's tile counters (its last C words) at zero, so the next
+// launch, or a graph's replay, finds them as the first did.
+void expect_counters_reset(const SimtBuffer& workspace, int64_t channels) {
+  const std::vector<float> words = workspace.values();
+  const std::vector<float> counters(words.end() - channels, words.end());
+  EXPECT_EQ(counters, std::vector<float>(channels, 0.f)) << "tile counters after the launch";
+}
+
 // Per-channel f32 stats, in layout [mean, m2 or invstd, count]: means to fp32 rounding of the
 // data's scale, the rest relative.
 void expect_stats_close(const std::vector<float>& expected, const std::vector<float>& actual,
@@ -102,7 +116,7 @@ void check_training_step(const BnShape& s, DType dtype, const LaunchShapes& laun
   const double rel = dtype == DType::f32 ? 1e-5 : kBf16Ulp;
 
   // Statistics.
-  SimtBuffer workspace = SimtBuffer::f32(cuda::batchnorm_workspace_numel(rows, c, launch.reduce));
+  SimtBuffer workspace = zeroed_workspace(cuda::batchnorm_workspace_numel(rows, c, launch.reduce));
   SimtBuffer stats = SimtBuffer::f32(2 * c + 1);
   std::vector<float> cpu_stats(2 * c + 1);
   cpu::batchnorm_stats(
@@ -295,7 +309,7 @@ TEST(BatchNormSimt, LargeMeanStatsMatchReference) {
     SCOPED_TRACE(dtype_name(dtype));
     const std::vector<float> x = normal_values(s.numel(), 7, dtype, 1e3, 1.0);
     SimtBuffer dx_in(dtype, x);
-    SimtBuffer workspace = SimtBuffer::f32(cuda::batchnorm_workspace_numel(s.rows(), s.c, {}));
+    SimtBuffer workspace = zeroed_workspace(cuda::batchnorm_workspace_numel(s.rows(), s.c, {}));
     SimtBuffer stats = SimtBuffer::f32(2 * s.c + 1);
     cuda::batchnorm_stats({.dtype = dtype,
                            .x = dx_in.data(),
@@ -334,7 +348,7 @@ TEST(BatchNormSimt, SumPhasesKeepTheVarianceAtLargeMeans) {
           all.insert(all.end(), x.begin(), x.end());
           SimtBuffer in(DType::f32, x);
           SimtBuffer workspace =
-              SimtBuffer::f32(cuda::batchnorm_workspace_numel(rows, c, launch.reduce));
+              zeroed_workspace(cuda::batchnorm_workspace_numel(rows, c, launch.reduce));
           SimtBuffer stats = SimtBuffer::f32(2 * c + 1);
           cuda::batchnorm_stats({.dtype = DType::f32,
                                  .x = in.data(),
@@ -392,7 +406,7 @@ TEST(BatchNormSimt, EntryPointsDispatchOnDtype) {
     SCOPED_TRACE(dtype_name(dtype));
     const std::vector<float> x = normal_values(s.numel(), 8, dtype);
     SimtBuffer dx_in(dtype, x);
-    SimtBuffer workspace = SimtBuffer::f32(cuda::batchnorm_workspace_numel(s.rows(), s.c));
+    SimtBuffer workspace = zeroed_workspace(cuda::batchnorm_workspace_numel(s.rows(), s.c));
     SimtBuffer stats = SimtBuffer::f32(2 * s.c + 1), batch = SimtBuffer::f32(2 * s.c + 1);
     SimtBuffer stat_sums = SimtBuffer::f64(2 * s.c + 1);
     // Each phase on the emulator, then its CPU twin on the same struct with the outputs (and
@@ -509,7 +523,7 @@ TEST(BatchNormSimt, StatsMergeFinishesSumsAndFinalizeBitForBit) {
         const std::vector<float> rm0 = normal_values(c, 32, DType::f32);
         const std::vector<float> rv0(c, 1.5f);
         SimtBuffer workspace =
-            SimtBuffer::f32(cuda::batchnorm_workspace_numel(rows, c, launch.reduce));
+            zeroed_workspace(cuda::batchnorm_workspace_numel(rows, c, launch.reduce));
         // The separate phases.
         SimtBuffer stats = SimtBuffer::f32(2 * c + 1), sums = SimtBuffer::f64(2 * c + 1);
         SimtBuffer batch = SimtBuffer::f32(2 * c + 1);
@@ -557,6 +571,7 @@ TEST(BatchNormSimt, StatsMergeFinishesSumsAndFinalizeBitForBit) {
         sums_only.sums = s_sums.doubles();
         cuda::batchnorm_stats(sums_only, nullptr, launch.reduce);
         EXPECT_TRUE(same_bits(sums.double_values(), s_sums.double_values())) << "sums only";
+        expect_counters_reset(workspace, c);
 
         // The CPU twin: the same folding, the same bits as its separate phases.
         std::vector<float> cpu_stats(2 * c + 1), cpu_batch(2 * c + 1), cpu_rm = rm0, cpu_rv = rv0;
@@ -703,7 +718,7 @@ TEST(BatchNormSimt, BackwardFoldsReluAndWritesTheParameterGradients) {
           SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str() + " " + launch.str() + " " +
                        f.str());
           SimtBuffer workspace =
-              SimtBuffer::f32(cuda::batchnorm_workspace_numel(s.rows(), s.c, launch.reduce));
+              zeroed_workspace(cuda::batchnorm_workspace_numel(s.rows(), s.c, launch.reduce));
           std::vector<float> gpu_sums, gpu_dx, cpu_sums, cpu_dx;
           check_fused_backward(
               s, dtype, f, workspace,
@@ -714,6 +729,7 @@ TEST(BatchNormSimt, BackwardFoldsReluAndWritesTheParameterGradients) {
                 cuda::batchnorm_backward_elementwise(a, nullptr, launch.tile);
               },
               &gpu_sums, &gpu_dx);
+          expect_counters_reset(workspace, s.c);
           check_fused_backward(
               s, dtype, f, workspace,
               [](const BatchNormBackwardReduceArgs& a) { cpu::batchnorm_backward_reduce(a); },
