@@ -6,6 +6,7 @@
 
 #include <math.h>
 
+#include "kernels/args/batchnorm.h"
 #include "kernels/host_device.h"
 
 namespace engine {
@@ -53,6 +54,33 @@ ENGINE_HOST_DEVICE inline float batchnorm_running_update(float running, double b
 // PyTorch refuses to train (the layer checks the count first).
 ENGINE_HOST_DEVICE inline double batchnorm_unbiased_var(double var, double count) {
   return count > 1.0 ? var * count / (count - 1.0) : NAN;
+}
+
+// Channel c of the finalize (BatchNormFinalizeSumsArgs; p.sums is not read): batch_stats
+// mean and invstd from this channel's sums, and the running statistics when given. The
+// finalize phase and the statistics merge that finalizes in the same launch both call it.
+ENGINE_HOST_DEVICE inline void batchnorm_finalize_channel(const BatchNormFinalizeSumsArgs& p,
+                                                          int64_t c, double sum, double sumsq,
+                                                          double count) {
+  const int64_t channels = p.channels;
+  const ChannelMoments moments = batchnorm_channel_moments(sum, sumsq, count);
+  p.batch_stats[c] = static_cast<float>(moments.mean);
+  p.batch_stats[channels + c] = batchnorm_invstd(moments.var, p.eps);
+  if (c == 0) p.batch_stats[2 * channels] = static_cast<float>(count);
+  if (p.running_mean) {
+    p.running_mean[c] = batchnorm_running_update(p.running_mean[c], moments.mean, p.momentum);
+  }
+  if (p.running_var) {
+    p.running_var[c] = batchnorm_running_update(
+        p.running_var[c], batchnorm_unbiased_var(moments.var, count), p.momentum);
+  }
+}
+
+// A parameter gradient's element from its sum: overwritten, or added to what it holds (the
+// same fp32 add as the add op that did this before it was folded into the merge).
+ENGINE_HOST_DEVICE inline void batchnorm_write_grad(float* grad, int64_t c, float value,
+                                                    bool accumulate) {
+  if (grad != nullptr) grad[c] = accumulate ? grad[c] + value : value;
 }
 
 }  // namespace engine

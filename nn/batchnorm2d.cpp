@@ -1,6 +1,5 @@
 #include "nn/batchnorm2d.h"
 
-#include "kernels/ops/activation.h"
 #include "kernels/ops/batchnorm.h"
 #include "kernels/ops/copy.h"
 #include "nn/shape_checks.h"
@@ -58,7 +57,7 @@ Shape BatchNorm2d::setup(const Shape& input, const SetupContext& context) {
   sums_ = Tensor::empty({batchnorm_stats_numel(c)}, DType::f64, device);
   batch_stats_ = Tensor::empty({batchnorm_stats_numel(c)}, DType::f32, device);
   grad_sums_ = Tensor::empty({2 * c}, DType::f32, device);
-  workspace_ = Tensor::empty({batchnorm_workspace_numel(y_)}, DType::f32, device);
+  workspace_ = Tensor::zeros({batchnorm_workspace_numel(y_)}, DType::f32, device, context.stream);
   return input;
 }
 
@@ -87,6 +86,7 @@ void BatchNorm2d::fail_single_value(double count) const {
 const Tensor& BatchNorm2d::run_forward(const Tensor& x, const Tensor& residual, Pass& pass) {
   const BatchNormEpilogue epilogue{residual, options_.relu};
   trained_forward_ = pass.training;
+  residual_forward_ = residual.defined();
   if (!pass.training) {
     batchnorm_eval_forward(x, running_mean_, running_var_, weight_, bias_, options_.eps, y_,
                            pass.stream, epilogue);
@@ -97,8 +97,17 @@ const Tensor& BatchNorm2d::run_forward(const Tensor& x, const Tensor& residual, 
   if (!sync_ && local_count <= 1) fail_single_value(static_cast<double>(local_count));
   x_ = x;
   // The same fp64 path with or without ranks, so SyncBN on one rank is BatchNorm2d bit for bit.
-  batchnorm_stats(x, stats_, workspace_, pass.stream);
-  batchnorm_stats_to_sums(stats_, sums_, pass.stream);
+  // The statistics' launch also writes the sums and, without ranks to all-reduce them with,
+  // finalizes them: on CUDA 1 launch where the separate phases took 4.
+  const BatchNormConstants constants{.momentum = options_.momentum, .eps = options_.eps};
+  BatchNormStatsFusion fused{.sums = sums_};
+  if (!sync_) {
+    fused.batch_stats = batch_stats_;
+    fused.running_mean = running_mean_;
+    fused.running_var = running_var_;
+    fused.constants = constants;
+  }
+  batchnorm_stats(x, stats_, workspace_, pass.stream, fused);
   if (sync_) {
     sync_sum_(sums_, pass.stream);
     // Only a rank with a single row can see a global count of 1; it alone reads the count
@@ -107,10 +116,9 @@ const Tensor& BatchNorm2d::run_forward(const Tensor& x, const Tensor& residual, 
       const double count = sums_.view(2 * options_.channels, {1}).to_doubles(pass.stream)[0];
       if (count <= 1.0) fail_single_value(count);
     }
+    batchnorm_finalize_sums(sums_, running_mean_, running_var_, constants, batch_stats_,
+                            pass.stream);
   }
-  batchnorm_finalize_sums(sums_, running_mean_, running_var_,
-                          {.momentum = options_.momentum, .eps = options_.eps}, batch_stats_,
-                          pass.stream);
   batchnorm_normalize(x, batch_stats_, weight_, bias_, y_, pass.stream, epilogue);
   ++params_.counter(batches_id_);
   return y_;
@@ -120,25 +128,22 @@ const Tensor& BatchNorm2d::backward(const Tensor& dy, Pass& pass) {
   if (!trained_forward_) {
     fail_in(*this, "backward after an evaluation forward (it uses running statistics)");
   }
-  pre_activation_grad_ = dy;
-  if (options_.relu) {
-    relu_backward(y_, dy, relu_grad_, pass.stream);
-    pre_activation_grad_ = relu_grad_;
-  }
-  const Tensor& g = pre_activation_grad_;
-  batchnorm_backward_reduce(g, x_, batch_stats_, grad_sums_, workspace_, pass.stream);
-  // grad_sums = (sum dy, sum dy * xhat) over this rank's rows: the bias and the weight
-  // gradient. Under SyncBN too (as PyTorch): the data-parallel average of the ranks' sums is
-  // the global batch's gradient, so the reduced sums must not go here.
-  const int64_t c = options_.channels;
-  const Tensor sum_dy = grad_sums_.view(0, {c}), sum_dy_xhat = grad_sums_.view(c, {c});
-  if (pass.accumulate_grads) {
-    add(bias_grad_, sum_dy, bias_grad_, pass.stream);
-    add(weight_grad_, sum_dy_xhat, weight_grad_, pass.stream);
-  } else {
-    copy(sum_dy, bias_grad_, pass.stream);
-    copy(sum_dy_xhat, weight_grad_, pass.stream);
-  }
+  // ReLU's backward is folded into both passes: they read dy and y and take dy where y > 0.
+  // After a forward with a residual, the reduce also writes that gradient to relu_grad_ (the
+  // residual's branch continues with it), and the element-wise pass reads it as its dy.
+  const Tensor relu_output = options_.relu ? y_ : Tensor();
+  const bool feeds_residual = options_.relu && residual_forward_;
+  pre_activation_grad_ = feeds_residual ? relu_grad_ : options_.relu ? Tensor() : dy;
+  // grad_sums = (sum dy, sum dy * xhat) over this rank's rows, which the reduce also writes to
+  // the bias and the weight gradient. Under SyncBN too (as PyTorch): the data-parallel average
+  // of the ranks' sums is the global batch's gradient, so the reduced sums must not go there.
+  batchnorm_backward_reduce(
+      dy, x_, batch_stats_, grad_sums_, workspace_, pass.stream,
+      {.relu_output = relu_output,
+       .relu_grad = feeds_residual ? relu_grad_ : Tensor(),
+       .bias_grad = bias_grad_,
+       .weight_grad = weight_grad_,
+       .write = pass.accumulate_grads ? GradWrite::accumulate : GradWrite::overwrite});
   // dx needs the sums over the global batch. Reduced before the gradients are reported, so
   // that on a communicator shared with the gradient buckets these 8C bytes do not queue behind
   // the bucket that this layer's gradients may complete.
@@ -146,7 +151,13 @@ const Tensor& BatchNorm2d::backward(const Tensor& dy, Pass& pass) {
   pass.grad_ready(bias_id_);
   pass.grad_ready(weight_id_);
   if (dx_.defined()) {
-    batchnorm_backward_elementwise(g, x_, batch_stats_, weight_, grad_sums_, dx_, pass.stream);
+    if (feeds_residual) {
+      batchnorm_backward_elementwise(relu_grad_, x_, batch_stats_, weight_, grad_sums_, dx_,
+                                     pass.stream);
+    } else {
+      batchnorm_backward_elementwise(dy, x_, batch_stats_, weight_, grad_sums_, dx_, pass.stream,
+                                     relu_output);
+    }
   }
   return dx_;
 }

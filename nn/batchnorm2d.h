@@ -51,7 +51,8 @@ class BatchNorm2d final : public Layer {
   const Tensor& forward(const Tensor& x, const Tensor& residual, Pass& pass);
   const Tensor& backward(const Tensor& dy, Pass& pass) override;
   // After backward: the gradient at the residual input (dy through the ReLU), which the
-  // residual's branch continues with. It is the layer's tensor (or dy itself without ReLU).
+  // residual's branch continues with. It is the layer's tensor (or dy itself without ReLU);
+  // undefined after a forward with ReLU and no residual (the backward then never writes it).
   const Tensor& residual_grad() const { return pre_activation_grad_; }
 
   const BatchNormOptions& options() const { return options_; }
@@ -84,7 +85,8 @@ class BatchNorm2d final : public Layer {
   // collectives symbol, and engine_nn links without MPI (plain BatchNorm2d only).
   std::function<void(Tensor&, Stream&)> sync_sum_;
   Tensor x_, y_, dx_, relu_grad_, pre_activation_grad_;
-  bool trained_forward_ = false;  // the last forward used batch statistics
+  bool trained_forward_ = false;   // the last forward used batch statistics
+  bool residual_forward_ = false;  // the last forward added a residual
 };
 
 }  // namespace engine::nn

@@ -35,7 +35,7 @@ Tensor on_device(const Tensor& host, Stream& stream) {
 }
 
 Tensor workspace(int64_t numel, Stream& stream) {
-  return numel > 0 ? Tensor::empty({numel}, DType::f32, stream.device()) : Tensor();
+  return numel > 0 ? Tensor::zeros({numel}, DType::f32, stream.device(), stream) : Tensor();
 }
 
 std::vector<double> host_values(const Tensor& t, Stream& stream) {

@@ -69,7 +69,8 @@ class Operand {
 
 Tensor on_device(const Tensor& host, Stream& stream);
 
-// A CUDA workspace of `numel` f32 on the stream's device, or undefined when none is needed.
+// A CUDA workspace of `numel` f32 on the stream's device, zeroed (BatchNorm's keeps counters
+// that must start at zero), or undefined when none is needed.
 Tensor workspace(int64_t numel, Stream& stream);
 
 // A tensor's values on the host: f64 exactly, the rest widened from float.

@@ -13,15 +13,6 @@
 
 namespace engine {
 
-struct BatchNormStatsArgs {
-  DType dtype = DType::f32;
-  const void* x = nullptr;
-  int64_t rows = 0;
-  int64_t channels = 0;
-  float* stats = nullptr;      // f32[2C+1]: mean, m2, count
-  float* workspace = nullptr;  // CUDA: batchnorm_workspace_numel floats; the CPU needs none
-};
-
 struct BatchNormStatsToSumsArgs {
   const float* stats = nullptr;  // f32[2C+1]
   int64_t channels = 0;
@@ -36,6 +27,21 @@ struct BatchNormFinalizeSumsArgs {
   float* running_mean = nullptr;  // f32[C] or null
   float* running_var = nullptr;   // f32[C] or null
   float* batch_stats = nullptr;   // f32[2C+1]: mean, invstd, count
+};
+
+// The statistics; their merge may also do the next phases for the same launch: sums (then
+// stats_to_sums is done), and, with finalize.batch_stats too, the finalize (whose sums and
+// channels are these; its other fields are finalize's). Without SyncBN the forward's
+// statistics are then one reduction.
+struct BatchNormStatsArgs {
+  DType dtype = DType::f32;
+  const void* x = nullptr;
+  int64_t rows = 0;
+  int64_t channels = 0;
+  float* stats = nullptr;      // f32[2C+1]: mean, m2, count
+  float* workspace = nullptr;  // CUDA: batchnorm_workspace_numel floats; the CPU needs none
+  double* sums = nullptr;      // f64[2C+1] or null
+  BatchNormFinalizeSumsArgs finalize = {};  // batch_stats null: no finalize (needs sums)
 };
 
 // y = act((x - mean) * invstd * weight + bias [+ residual]) with the batch's statistics.
@@ -68,6 +74,9 @@ struct BatchNormEvalForwardArgs {
   int64_t channels = 0;
 };
 
+// relu_output: the layer's output y when a ReLU followed BatchNorm (fused into normalize);
+// then dy is the gradient at the ReLU's output and passes where y > 0 (torch's
+// threshold_backward), in both backward passes: no separate relu_backward pass.
 struct BatchNormBackwardReduceArgs {
   DType dtype = DType::f32;
   const void* dy = nullptr;
@@ -76,7 +85,16 @@ struct BatchNormBackwardReduceArgs {
   float* grad_sums = nullptr;  // f32[2C]: sum dy, sum dy * xhat
   int64_t rows = 0;
   int64_t channels = 0;
-  float* workspace = nullptr;  // CUDA: batchnorm_workspace_numel floats; the CPU needs none
+  float* workspace = nullptr;         // CUDA: batchnorm_workspace_numel floats; the CPU needs none
+  const void* relu_output = nullptr;  // like x, or null
+  // Like x, or null (needs relu_output): also gets dy through the ReLU, for a consumer beyond
+  // BatchNorm (a residual's branch); the element-wise pass may then read it as its dy.
+  void* relu_grad = nullptr;
+  // Also written from the same sums: the bias gradient (sum dy) and the weight gradient (sum
+  // dy * xhat), f32[C] or null; added to what they hold when accumulate.
+  float* bias_grad = nullptr;
+  float* weight_grad = nullptr;
+  bool accumulate = false;
 };
 
 struct BatchNormBackwardElementwiseArgs {
@@ -89,6 +107,7 @@ struct BatchNormBackwardElementwiseArgs {
   void* dx = nullptr;  // may alias dy
   int64_t rows = 0;
   int64_t channels = 0;
+  const void* relu_output = nullptr;  // like x, or null: see BatchNormBackwardReduceArgs
 };
 
 }  // namespace engine

@@ -111,6 +111,15 @@ void apply_affine(const T* x, const ChannelAffine& affine, const T* residual, bo
   });
 }
 
+// dy at element i, through a fused ReLU whose output is relu_output (or none, null): passed
+// where the output is > 0, else 0, as relu_backward. A select of floats, so loops vectorize.
+template <typename T>
+float gradient_through_relu(const T* dy, const T* relu_output, int64_t i) {
+  const float g = to_float(dy[i]);
+  if (relu_output == nullptr) return g;
+  return to_float(relu_output[i]) > 0.f ? g : 0.f;
+}
+
 float weight_at(const float* weight, int64_t c) {
   return weight ? weight[c] : 1.f;
 }
@@ -166,6 +175,14 @@ void batchnorm_stats(const BatchNormStatsArgs& args) {
     }
     stats[2 * channels] = static_cast<float>(rows);
   });
+  // The phases the CUDA merge does in the same launch, from the same fp32 statistics.
+  if (args.sums == nullptr) return;
+  batchnorm_stats_to_sums({.stats = stats, .channels = channels, .sums = args.sums});
+  if (args.finalize.batch_stats == nullptr) return;
+  BatchNormFinalizeSumsArgs finalize = args.finalize;
+  finalize.sums = args.sums;
+  finalize.channels = channels;
+  batchnorm_finalize_sums(finalize);
 }
 
 void batchnorm_stats_to_sums(const BatchNormStatsToSumsArgs& args) {
@@ -184,23 +201,9 @@ void batchnorm_stats_to_sums(const BatchNormStatsToSumsArgs& args) {
 void batchnorm_finalize_sums(const BatchNormFinalizeSumsArgs& args) {
   const double* sums = args.sums;
   const int64_t channels = args.channels;
-  float* running_mean = args.running_mean;
-  float* running_var = args.running_var;
-  float* batch_stats = args.batch_stats;
   const double count = sums[2 * channels];
-  for (int64_t c = 0; c < channels; ++c) {
-    const ChannelMoments moments = batchnorm_channel_moments(sums[c], sums[channels + c], count);
-    batch_stats[c] = static_cast<float>(moments.mean);
-    batch_stats[channels + c] = batchnorm_invstd(moments.var, args.eps);
-    if (running_mean) {
-      running_mean[c] = batchnorm_running_update(running_mean[c], moments.mean, args.momentum);
-    }
-    if (running_var) {
-      running_var[c] = batchnorm_running_update(
-          running_var[c], batchnorm_unbiased_var(moments.var, count), args.momentum);
-    }
-  }
-  batch_stats[2 * channels] = static_cast<float>(count);
+  for (int64_t c = 0; c < channels; ++c)
+    batchnorm_finalize_channel(args, c, sums[c], sums[channels + c], count);
 }
 
 void batchnorm_normalize(const BatchNormNormalizeArgs& args) {
@@ -237,6 +240,8 @@ void batchnorm_backward_reduce(const BatchNormBackwardReduceArgs& args) {
   float* grad_sums = args.grad_sums;
   dispatch_dtype(args.dtype, [&]<typename T>() {
     const T* grad = static_cast<const T*>(args.dy);
+    const T* relu_output = static_cast<const T*>(args.relu_output);
+    T* relu_grad = static_cast<T*>(args.relu_grad);
     const T* in = static_cast<const T*>(args.x);
     const int64_t chunks = chunk_count(rows);
     const bool avx512 = batchnorm_avx512_applies(channels);
@@ -248,7 +253,8 @@ void batchnorm_backward_reduce(const BatchNormBackwardReduceArgs& args) {
       std::fill(s_dy, s_dy + channels, 0.0);
       std::fill(s_dy_xmu, s_dy_xmu + channels, 0.0);
       if (avx512) {
-        batchnorm_backward_sums_avx512(grad, in, batch_stats, begin, end, channels, s_dy, s_dy_xmu);
+        batchnorm_backward_sums_avx512(grad, relu_output, relu_grad, in, batch_stats, begin, end,
+                                       channels, s_dy, s_dy_xmu);
         return;
       }
       // fp32 sums over blocks of 64 rows (vectorized), folded into the chunk's fp64 sums.
@@ -260,7 +266,8 @@ void batchnorm_backward_reduce(const BatchNormBackwardReduceArgs& args) {
           std::fill(block_dy_xmu.begin(), block_dy_xmu.end(), 0.f);
           for (int64_t r = block; r < std::min(end, block + kBlockRows); ++r) {
             for (int64_t c = 0; c < channels; ++c) {
-              const float g = to_float(grad[r * channels + c]);
+              const float g = gradient_through_relu(grad, relu_output, r * channels + c);
+              if (relu_grad) relu_grad[r * channels + c] = from_float<T>(g);
               block_dy[c] += g;
               block_dy_xmu[c] += g * (to_float(in[r * channels + c]) - batch_stats[c]);
             }
@@ -278,8 +285,12 @@ void batchnorm_backward_reduce(const BatchNormBackwardReduceArgs& args) {
         total_dy += sum_dy[k * channels + c];
         total_dy_xmu += sum_dy_xmu[k * channels + c];
       }
-      grad_sums[c] = static_cast<float>(total_dy);
-      grad_sums[channels + c] = static_cast<float>(total_dy_xmu * batch_stats[channels + c]);
+      const float sum_dy = static_cast<float>(total_dy);
+      const float sum_dy_xhat = static_cast<float>(total_dy_xmu * batch_stats[channels + c]);
+      grad_sums[c] = sum_dy;
+      grad_sums[channels + c] = sum_dy_xhat;
+      batchnorm_write_grad(args.bias_grad, c, sum_dy, args.accumulate);
+      batchnorm_write_grad(args.weight_grad, c, sum_dy_xhat, args.accumulate);
     }
   });
 }
@@ -301,13 +312,14 @@ void batchnorm_backward_elementwise(const BatchNormBackwardElementwiseArgs& args
   }
   dispatch_dtype(args.dtype, [&]<typename T>() {
     const T* grad = static_cast<const T*>(args.dy);
+    const T* relu_output = static_cast<const T*>(args.relu_output);
     const T* in = static_cast<const T*>(args.x);
     T* out = static_cast<T*>(args.dx);
     if (batchnorm_avx512_applies(channels)) {
       for_each_row_block_reversed(rows, channels, [&](int64_t begin, int64_t end) {
-        batchnorm_backward_rows_avx512(grad, in, mean.data(), invstd.data(), scale.data(),
-                                       mean_dy.data(), mean_dy_xhat.data(), out, begin, end,
-                                       channels);
+        batchnorm_backward_rows_avx512(grad, relu_output, in, mean.data(), invstd.data(),
+                                       scale.data(), mean_dy.data(), mean_dy_xhat.data(), out,
+                                       begin, end, channels);
       });
       return;
     }
@@ -318,8 +330,8 @@ void batchnorm_backward_elementwise(const BatchNormBackwardElementwiseArgs& args
           const int64_t row = r * channels;
           for (int64_t c = 0; c < channels; ++c) {
             const float xhat = (to_float(in[row + c]) - mean[c]) * invstd[c];
-            out[row + c] = from_float<T>(
-                scale[c] * (to_float(grad[row + c]) - mean_dy[c] - xhat * mean_dy_xhat[c]));
+            const float g = gradient_through_relu(grad, relu_output, row + c);
+            out[row + c] = from_float<T>(scale[c] * (g - mean_dy[c] - xhat * mean_dy_xhat[c]));
           }
         }
       });

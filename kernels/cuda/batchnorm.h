@@ -10,8 +10,9 @@
 
 namespace engine::cuda {
 
-// f32 elements of scratch batchnorm_stats and batchnorm_backward_reduce need (their
-// per-block partial results, merged by a second kernel: deterministic, no atomics).
+// f32 elements of scratch batchnorm_stats and batchnorm_backward_reduce need: their
+// per-block partial results, merged in a fixed order by the last block of each channel tile,
+// and that tile's arrival counter. Zero it before its first use; the kernels leave it so.
 int64_t batchnorm_workspace_numel(int64_t rows, int64_t channels);
 
 void batchnorm_stats(const BatchNormStatsArgs& args, cudaStream_t stream);

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "kernels/args/batchnorm.h"
+#include "kernels/cuda/batchnorm_reduce.cuh"
 #include "kernels/cuda/channel_tile.cuh"
 #include "kernels/cuda/device_types.cuh"
 
@@ -68,6 +69,7 @@ __global__ void batchnorm_apply_kernel(BatchNormApplyParams<T> p) {
 template <typename T>
 struct BatchNormBackwardElementwiseParams {
   const T* dy = nullptr;
+  const T* relu_output = nullptr;  // or null: see load_gradient_through_relu
   const T* x = nullptr;
   const float* batch_stats = nullptr;
   const float* weight = nullptr;  // or null (1)
@@ -77,7 +79,8 @@ struct BatchNormBackwardElementwiseParams {
   int64_t channels = 0;
 };
 
-// dx = weight * invstd * (dy - sum_dy / n - xhat * sum_dy_xhat / n).
+// dx = weight * invstd * (dy - sum_dy / n - xhat * sum_dy_xhat / n), dy through the fused
+// ReLU when there is one.
 template <typename T, int kVec>
 __global__ void batchnorm_backward_elementwise_kernel(BatchNormBackwardElementwiseParams<T> p) {
   const int64_t channels = p.channels;
@@ -98,7 +101,7 @@ __global__ void batchnorm_backward_elementwise_kernel(BatchNormBackwardElementwi
        r += static_cast<int64_t>(gridDim.y) * blockDim.y) {
     const int64_t at = r * channels + c0;
     float g[kVec], v[kVec];
-    load_channels<kVec>(p.dy + at, g);
+    load_gradient_through_relu<kVec>(p.dy, p.relu_output, at, g);
     load_channels<kVec>(p.x + at, v);
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
@@ -159,13 +162,16 @@ inline void batchnorm_backward_elementwise(const BatchNormBackwardElementwiseArg
                                            cudaStream_t stream, const ChannelTileLaunch& geometry) {
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
     const T* dy = static_cast<const T*>(args.dy);
+    const T* relu_output = static_cast<const T*>(args.relu_output);
     const T* x = static_cast<const T*>(args.x);
     T* dx = static_cast<T*>(args.dx);
     const int64_t channels = args.channels;
-    dispatch_channel_vector<T>(channel_vector_width<T>(channels, dy, x, dx), [&]<int kVec>() {
+    const int width = channel_vector_width<T>(channels, dy, relu_output, x, dx);
+    dispatch_channel_vector<T>(width, [&]<int kVec>() {
       const ChannelTileGrid layout = channel_tile_grid(args.rows, channels / kVec, geometry);
       launch(batchnorm_backward_elementwise_kernel<T, kVec>, layout.grid, layout.block, 0, stream,
              BatchNormBackwardElementwiseParams<T>{.dy = dy,
+                                                   .relu_output = relu_output,
                                                    .x = x,
                                                    .batch_stats = args.batch_stats,
                                                    .weight = args.weight,

@@ -31,20 +31,8 @@ __global__ void batchnorm_finalize_sums_kernel(BatchNormFinalizeSumsArgs p) {
   const int64_t channels = p.channels;
   const double count = p.sums[2 * channels];
   for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < channels;
-       c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const ChannelMoments moments =
-        batchnorm_channel_moments(p.sums[c], p.sums[channels + c], count);
-    p.batch_stats[c] = static_cast<float>(moments.mean);
-    p.batch_stats[channels + c] = batchnorm_invstd(moments.var, p.eps);
-    if (c == 0) p.batch_stats[2 * channels] = static_cast<float>(count);
-    if (p.running_mean) {
-      p.running_mean[c] = batchnorm_running_update(p.running_mean[c], moments.mean, p.momentum);
-    }
-    if (p.running_var) {
-      p.running_var[c] = batchnorm_running_update(
-          p.running_var[c], batchnorm_unbiased_var(moments.var, count), p.momentum);
-    }
-  }
+       c += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    batchnorm_finalize_channel(p, c, p.sums[c], p.sums[channels + c], count);
 }
 
 // ---------------------------------------------------------------------------------------

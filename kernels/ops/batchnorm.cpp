@@ -44,6 +44,35 @@ const void* optional_residual(std::string_view op, const BatchNormEpilogue& epil
   return epilogue.residual.raw_data();
 }
 
+// The finalize's arguments from checked tensors; batch_stats undefined: none (all null).
+BatchNormFinalizeSumsArgs finalize_args(std::string_view op, const double* sums,
+                                        Tensor& running_mean, Tensor& running_var,
+                                        const BatchNormConstants& constants, Tensor& batch_stats,
+                                        int64_t channels) {
+  if (!batch_stats.defined()) return {};
+  const float momentum = constants.momentum, eps = constants.eps;
+  const Device device = batch_stats.device();
+  float* rm = ops::optional_f32(op, "running_mean", running_mean, channels, device);
+  float* rv = ops::optional_f32(op, "running_var", running_var, channels, device);
+  ENGINE_REQUIRE(momentum >= 0.f && momentum <= 1.f,
+                 std::string(op) + ": momentum must be in [0, 1], got " + std::to_string(momentum));
+  ENGINE_REQUIRE(eps >= 0.f, std::string(op) + ": eps must be >= 0, got " + std::to_string(eps));
+  return {.sums = sums,
+          .channels = channels,
+          .momentum = momentum,
+          .eps = eps,
+          .running_mean = rm,
+          .running_var = rv,
+          .batch_stats = batch_stats.data<float>()};
+}
+
+// A fused ReLU's output for the backward passes: like x, or undefined (none).
+const void* optional_relu_output(std::string_view op, const Tensor& relu_output, const Tensor& x) {
+  if (!relu_output.defined()) return nullptr;
+  ops::require_like(op, "x", x, "relu_output", relu_output);
+  return relu_output.raw_data();
+}
+
 }  // namespace
 
 int64_t batchnorm_workspace_numel(const Tensor& x) {
@@ -56,19 +85,36 @@ int64_t batchnorm_workspace_numel(const Tensor& x) {
   return numel;
 }
 
-void batchnorm_stats(const Tensor& x, Tensor& stats, Tensor& workspace, Stream& stream) {
+void batchnorm_stats(const Tensor& x, Tensor& stats, Tensor& workspace, Stream& stream,
+                     const BatchNormStatsFusion& fusion) {
   constexpr std::string_view op = "batchnorm_stats";
   const Rows shape = require_activation(op, "x", x);
-  ops::require_f32(op, "stats", stats, batchnorm_stats_numel(shape.channels), x.device());
-  float* scratch = ops::require_workspace(op, workspace, batchnorm_workspace_numel(x), x.device(),
+  const Device device = x.device();
+  const int64_t per_channel = batchnorm_stats_numel(shape.channels);
+  ops::require_f32(op, "stats", stats, per_channel, device);
+  float* scratch = ops::require_workspace(op, workspace, batchnorm_workspace_numel(x), device,
                                           "batchnorm_workspace_numel");
+  Tensor sums = fusion.sums, batch_stats = fusion.batch_stats;
+  Tensor running_mean = fusion.running_mean, running_var = fusion.running_var;
+  double* sums_data = nullptr;
+  if (sums.defined()) {
+    ops::require_f64(op, "sums", sums, per_channel, device);
+    sums_data = sums.data<double>();
+  }
+  const float* finalizing = ops::optional_f32(op, "batch_stats", batch_stats, per_channel, device);
+  ENGINE_REQUIRE(finalizing == nullptr || sums_data != nullptr,
+                 std::string(op) + ": finalizing into batch_stats needs the sums");
+  const BatchNormFinalizeSumsArgs finalize = finalize_args(
+      op, sums_data, running_mean, running_var, fusion.constants, batch_stats, shape.channels);
   ops::require_on_stream(op, "x", x, stream);
   const BatchNormStatsArgs args{.dtype = x.dtype(),
                                 .x = x.raw_data(),
                                 .rows = shape.rows,
                                 .channels = shape.channels,
                                 .stats = stats.data<float>(),
-                                .workspace = scratch};
+                                .workspace = scratch,
+                                .sums = sums_data,
+                                .finalize = finalize};
   ops::on_device(
       op, stream, [&] { cpu::batchnorm_stats(args); },
       [&](auto cuda_stream) { cuda::batchnorm_stats(args, cuda_stream); });
@@ -92,24 +138,13 @@ void batchnorm_finalize_sums(const Tensor& sums, Tensor& running_mean, Tensor& r
                              const BatchNormConstants& constants, Tensor& batch_stats,
                              Stream& stream) {
   constexpr std::string_view op = "batchnorm_finalize_sums";
-  const float momentum = constants.momentum, eps = constants.eps;
   const int64_t channels = per_channel_count(op, "batch_stats", batch_stats);
   const Device device = batch_stats.device();
   ops::require_f32(op, "batch_stats", batch_stats, batchnorm_stats_numel(channels), device);
   ops::require_f64(op, "sums", sums, batchnorm_stats_numel(channels), device);
-  float* rm = ops::optional_f32(op, "running_mean", running_mean, channels, device);
-  float* rv = ops::optional_f32(op, "running_var", running_var, channels, device);
-  ENGINE_REQUIRE(momentum >= 0.f && momentum <= 1.f,
-                 std::string(op) + ": momentum must be in [0, 1], got " + std::to_string(momentum));
-  ENGINE_REQUIRE(eps >= 0.f, std::string(op) + ": eps must be >= 0, got " + std::to_string(eps));
   ops::require_on_stream(op, "batch_stats", batch_stats, stream);
-  const BatchNormFinalizeSumsArgs args{.sums = sums.data<double>(),
-                                       .channels = channels,
-                                       .momentum = momentum,
-                                       .eps = eps,
-                                       .running_mean = rm,
-                                       .running_var = rv,
-                                       .batch_stats = batch_stats.data<float>()};
+  const BatchNormFinalizeSumsArgs args = finalize_args(
+      op, sums.data<double>(), running_mean, running_var, constants, batch_stats, channels);
   ops::on_device(
       op, stream, [&] { cpu::batchnorm_finalize_sums(args); },
       [&](auto cuda_stream) { cuda::batchnorm_finalize_sums(args, cuda_stream); });
@@ -174,7 +209,8 @@ void batchnorm_eval_forward(const Tensor& x, const Tensor& running_mean, const T
 }
 
 void batchnorm_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& batch_stats,
-                               Tensor& grad_sums, Tensor& workspace, Stream& stream) {
+                               Tensor& grad_sums, Tensor& workspace, Stream& stream,
+                               const BatchNormBackwardFusion& fusion) {
   constexpr std::string_view op = "batchnorm_backward_reduce";
   const Rows shape = require_activation(op, "x", x);
   ops::require_like(op, "x", x, "dy", dy);
@@ -183,15 +219,29 @@ void batchnorm_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& 
   ops::require_f32(op, "grad_sums", grad_sums, 2 * shape.channels, device);
   float* scratch = ops::require_workspace(op, workspace, batchnorm_workspace_numel(x), device,
                                           "batchnorm_workspace_numel");
+  const void* relu_output = optional_relu_output(op, fusion.relu_output, x);
+  Tensor relu_grad = fusion.relu_grad;
+  ENGINE_REQUIRE(!relu_grad.defined() || relu_output != nullptr,
+                 std::string(op) + ": relu_grad needs relu_output");
+  if (relu_grad.defined()) ops::require_like(op, "x", x, "relu_grad", relu_grad);
+  Tensor bias_grad = fusion.bias_grad, weight_grad = fusion.weight_grad;
+  float* db = ops::optional_f32(op, "bias_grad", bias_grad, shape.channels, device);
+  float* dw = ops::optional_f32(op, "weight_grad", weight_grad, shape.channels, device);
   ops::require_on_stream(op, "x", x, stream);
-  const BatchNormBackwardReduceArgs args{.dtype = x.dtype(),
-                                         .dy = dy.raw_data(),
-                                         .x = x.raw_data(),
-                                         .batch_stats = batch_stats.data<float>(),
-                                         .grad_sums = grad_sums.data<float>(),
-                                         .rows = shape.rows,
-                                         .channels = shape.channels,
-                                         .workspace = scratch};
+  const BatchNormBackwardReduceArgs args{
+      .dtype = x.dtype(),
+      .dy = dy.raw_data(),
+      .x = x.raw_data(),
+      .batch_stats = batch_stats.data<float>(),
+      .grad_sums = grad_sums.data<float>(),
+      .rows = shape.rows,
+      .channels = shape.channels,
+      .workspace = scratch,
+      .relu_output = relu_output,
+      .relu_grad = relu_grad.defined() ? relu_grad.raw_data() : nullptr,
+      .bias_grad = db,
+      .weight_grad = dw,
+      .accumulate = fusion.write == GradWrite::accumulate};
   ops::on_device(
       op, stream, [&] { cpu::batchnorm_backward_reduce(args); },
       [&](auto cuda_stream) { cuda::batchnorm_backward_reduce(args, cuda_stream); });
@@ -199,7 +249,7 @@ void batchnorm_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& 
 
 void batchnorm_backward_elementwise(const Tensor& dy, const Tensor& x, const Tensor& batch_stats,
                                     const Tensor& weight, const Tensor& grad_sums, Tensor& dx,
-                                    Stream& stream) {
+                                    Stream& stream, const Tensor& relu_output) {
   constexpr std::string_view op = "batchnorm_backward_elementwise";
   const Rows shape = require_activation(op, "x", x);
   ops::require_like(op, "x", x, "dy", dy);
@@ -208,6 +258,7 @@ void batchnorm_backward_elementwise(const Tensor& dy, const Tensor& x, const Ten
   ops::require_f32(op, "batch_stats", batch_stats, batchnorm_stats_numel(shape.channels), device);
   const float* w = ops::optional_f32(op, "weight", weight, shape.channels, device);
   ops::require_f32(op, "grad_sums", grad_sums, 2 * shape.channels, device);
+  const void* relu_y = optional_relu_output(op, relu_output, x);
   ops::require_on_stream(op, "x", x, stream);
   const BatchNormBackwardElementwiseArgs args{.dtype = x.dtype(),
                                               .dy = dy.raw_data(),
@@ -217,7 +268,8 @@ void batchnorm_backward_elementwise(const Tensor& dy, const Tensor& x, const Ten
                                               .grad_sums = grad_sums.data<float>(),
                                               .dx = dx.raw_data(),
                                               .rows = shape.rows,
-                                              .channels = shape.channels};
+                                              .channels = shape.channels,
+                                              .relu_output = relu_y};
   ops::on_device(
       op, stream, [&] { cpu::batchnorm_backward_elementwise(args); },
       [&](auto cuda_stream) { cuda::batchnorm_backward_elementwise(args, cuda_stream); });

@@ -9,7 +9,12 @@
 //                    batchnorm_backward_elementwise
 // Evaluation:        batchnorm_eval_forward
 // Plain BatchNorm runs the same phases without the all-reduces, so SyncBN on one rank gives
-// BatchNorm's bits.
+// BatchNorm's bits. batchnorm_stats can finish the phases up to the all-reduce (or, without
+// one, up to the normalize) in its own launch (BatchNormStatsFusion); the backward reduce
+// writes the parameter gradients and both backward passes take a fused ReLU's gradient
+// (BatchNormBackwardFusion). On CUDA each reduction is one launch (its last block merges), so a
+// training step takes 2 launches forward (3 under SyncBN) and 2 backward where the separate
+// phases and ops took 5 and 5-6, with the same bits.
 //
 // Layouts of the per-channel vectors (1-D tensors):
 //   stats       f32[2C+1]  mean[C], m2[C], count   Welford form: m2 = sum of (x - mean)^2,
@@ -32,6 +37,7 @@
 
 #include <cstdint>
 
+#include "kernels/ops/grad_write.h"
 #include "kernels/stream.h"
 #include "kernels/tensor.h"
 
@@ -48,11 +54,32 @@ struct BatchNormEpilogue {
 };
 
 // f32 elements of scratch that batchnorm_stats and batchnorm_backward_reduce need for x
-// (0 on the CPU). Allocate it once per layer shape and reuse it: ops never allocate.
+// (0 on the CPU). Allocate it once per layer shape, zeroed (Tensor::zeros: it holds the
+// counters with which each reduction's last block finds itself, which every call leaves at
+// zero), and reuse it: ops never allocate.
 int64_t batchnorm_workspace_numel(const Tensor& x);
 
-// Per-channel statistics of this process's x: stats = f32[2C+1] (Welford form, see above).
-void batchnorm_stats(const Tensor& x, Tensor& stats, Tensor& workspace, Stream& stream);
+// The finalize's constants (batchnorm_finalize_sums).
+struct BatchNormConstants {
+  float momentum = 0.1f;  // of the running statistics' update
+  float eps = 1e-5f;      // added to the variance
+};
+
+// What batchnorm_stats may finish in the same launch (CUDA: in its merging blocks), with the
+// same bits as the separate ops. Undefined tensors: not done.
+struct BatchNormStatsFusion {
+  Tensor sums;  // f64[2C+1]: as batchnorm_stats_to_sums(stats, sums)
+  // f32[2C+1] (needs sums): as batchnorm_finalize_sums(sums, running_mean, running_var,
+  // constants, batch_stats). Not under SyncBN, whose sums must be all-reduced first.
+  Tensor batch_stats;
+  Tensor running_mean, running_var;  // f32[C] or undefined
+  BatchNormConstants constants;
+};
+
+// Per-channel statistics of this process's x: stats = f32[2C+1] (Welford form, see above),
+// and what `fusion` asks for.
+void batchnorm_stats(const Tensor& x, Tensor& stats, Tensor& workspace, Stream& stream,
+                     const BatchNormStatsFusion& fusion = {});
 
 // sums = f64[2C+1] (sum, sumsq, count; see above) from this process's stats, on their device.
 void batchnorm_stats_to_sums(const Tensor& stats, Tensor& sums, Stream& stream);
@@ -63,10 +90,6 @@ void batchnorm_stats_to_sums(const Tensor& stats, Tensor& sums, Stream& stream);
 //   running = (1 - momentum) * running + momentum * batch value, with the unbiased variance
 //   var * n / (n - 1) (NaN for n <= 1, where PyTorch refuses to train; the layer checks n).
 // For PyTorch's momentum=None (cumulative average) pass momentum = 1 / batches_tracked.
-struct BatchNormConstants {
-  float momentum = 0.1f;  // of the running statistics' update
-  float eps = 1e-5f;      // added to the variance
-};
 void batchnorm_finalize_sums(const Tensor& sums, Tensor& running_mean, Tensor& running_var,
                              const BatchNormConstants& constants, Tensor& batch_stats,
                              Stream& stream);
@@ -83,16 +106,33 @@ void batchnorm_eval_forward(const Tensor& x, const Tensor& running_mean, const T
                             const Tensor& weight, const Tensor& bias, float eps, Tensor& y,
                             Stream& stream, const BatchNormEpilogue& epilogue = {});
 
+// What the backward passes fold in. relu_output: when the forward fused a ReLU
+// (epilogue.relu), its output y (like x); dy is then the gradient at the ReLU's output and
+// passes where y > 0, 0 elsewhere (relu_backward's rule, torch's threshold_backward), read in
+// both passes instead of a relu_backward pass of its own. relu_grad (like x, needs
+// relu_output; batchnorm_backward_reduce only): also receives that gradient, for a residual's
+// branch (the element-wise pass may then take it as its dy). bias_grad / weight_grad (f32[C],
+// batchnorm_backward_reduce only): written with this rank's sum dy / sum dy * xhat
+// (overwritten or accumulated), the gradients as PyTorch's SyncBN has them too.
+struct BatchNormBackwardFusion {
+  Tensor relu_output, relu_grad;
+  Tensor bias_grad, weight_grad;
+  GradWrite write = GradWrite::overwrite;
+};
+
 // grad_sums = (sum over rows of dy, sum of dy * xhat) with xhat = (x - mean) * invstd, for
-// this process's rows. dy is the gradient at the BN output (after any ReLU backward).
+// this process's rows. dy is the gradient at the BN output, or at the fused ReLU's output
+// with fusion.relu_output.
 void batchnorm_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& batch_stats,
-                               Tensor& grad_sums, Tensor& workspace, Stream& stream);
+                               Tensor& grad_sums, Tensor& workspace, Stream& stream,
+                               const BatchNormBackwardFusion& fusion = {});
 
 // dx = weight * invstd * (dy - sum_dy / n - xhat * sum_dy_xhat / n), with n the count in
-// batch_stats (the global count under SyncBN) and grad_sums reduced over all ranks.
+// batch_stats (the global count under SyncBN) and grad_sums reduced over all ranks; dy
+// through the fused ReLU when relu_output is defined (as in BatchNormBackwardFusion).
 // dx may alias dy.
 void batchnorm_backward_elementwise(const Tensor& dy, const Tensor& x, const Tensor& batch_stats,
                                     const Tensor& weight, const Tensor& grad_sums, Tensor& dx,
-                                    Stream& stream);
+                                    Stream& stream, const Tensor& relu_output = Tensor());
 
 }  // namespace engine

@@ -10,14 +10,11 @@
 #include "kernels/conv_algo.h"
 #include "kernels/conv_shape.h"
 #include "kernels/device.h"
+#include "kernels/ops/grad_write.h"
 #include "kernels/stream.h"
 #include "kernels/tensor.h"
 
 namespace engine {
-
-// Whether a weight gradient replaces what its buffer holds or is added to it (micro-batches
-// accumulating into one step).
-enum class GradWrite { overwrite, accumulate };
 
 // f32 elements of scratch with which conv2d_forward / conv2d_backward_data split the
 // reduction where the output alone has too few tiles to fill a GPU (small batches at the last

@@ -107,7 +107,15 @@ inline BnResult run_bn(const BnBatch& b, int64_t batch, const std::vector<float>
     result.y = forward(pass).to_floats(stream);
     result.dx =
         bn.backward(Tensor::from_floats(shape, dy).to(device, stream), pass).to_floats(stream);
-    result.residual_grad = bn.residual_grad().to_floats(stream);
+    if (step.relu && !step.residual) {
+      // No residual to continue: the layer keeps no ReLU gradient (both of its backward passes
+      // mask dy in registers). The reference's: dy where y > 0, as relu_backward.
+      result.residual_grad = dy;
+      for (size_t i = 0; i < dy.size(); ++i)
+        if (!(result.y[i] > 0.f)) result.residual_grad[i] = 0.f;
+    } else {
+      result.residual_grad = bn.residual_grad().to_floats(stream);
+    }
     result.dweight = params.grad(bn.weight_id()).to_floats(stream);
     result.dbias = params.grad(bn.bias_id()).to_floats(stream);
   }

@@ -1,5 +1,7 @@
-// BatchNorm's training forward (its phases: statistics, fp64 sums, finalize, normalize), its
-// backward (reduce, then the element-wise pass) on every activation, and SyncBN's fp64 sums.
+// BatchNorm's training forward (as the layer runs it: the statistics launches also writing the
+// fp64 sums and finalizing, then normalize), its backward (reduce, then the element-wise pass;
+// also with a fused ReLU and the parameter gradients accumulated) on every activation, and
+// SyncBN's fp64 phases separately.
 #include <algorithm>
 #include <cmath>
 
@@ -33,10 +35,12 @@ BnTensors bn_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, 
   t.batch_stats = Tensor::empty({batchnorm_stats_numel(c)}, DType::f32, device);
   t.workspace = workspace(batchnorm_workspace_numel(x), stream);
   t.y = Tensor::empty(x.shape(), x.dtype(), device);
-  batchnorm_stats(x, t.stats, t.workspace, stream);
-  batchnorm_stats_to_sums(t.stats, t.sums, stream);
-  batchnorm_finalize_sums(t.sums, t.running_mean, t.running_var, {.momentum = 0.1f, .eps = 1e-5f},
-                          t.batch_stats, stream);
+  batchnorm_stats(x, t.stats, t.workspace, stream,
+                  {.sums = t.sums,
+                   .batch_stats = t.batch_stats,
+                   .running_mean = t.running_mean,
+                   .running_var = t.running_var,
+                   .constants = {.momentum = 0.1f, .eps = 1e-5f}});
   batchnorm_normalize(x, t.batch_stats, weight, bias, t.y, stream, epilogue);
   return t;
 }
@@ -61,7 +65,10 @@ struct BnCase {
   const Activation* activation;
   DType dtype;
   double mean = 0.5;
-  bool fused = false;  // the forward with the residual add and ReLU, then the eval forward
+  // Forward: with the residual add and ReLU, then the eval forward. Backward: after such a
+  // forward, through its ReLU (folded into both passes), writing the ReLU's gradient for the
+  // residual branch and accumulating the parameter gradients.
+  bool fused = false;
 };
 
 OpCase bn_case(const ModelShapes& model, const BnCase& spec, bool backward) {
@@ -80,7 +87,8 @@ OpCase bn_case(const ModelShapes& model, const BnCase& spec, bool backward) {
   c.op = backward ? OpId::bn_backward : OpId::bn_forward;
   c.name = model.prefix(*spec.activation) + (backward ? " bn_backward" : " bn_forward");
   if (far) c.name += " at mean " + std::to_string(static_cast<int>(spec.mean));
-  if (spec.fused) c.name += " (+ residual, ReLU; then eval)";
+  if (spec.fused)
+    c.name += backward ? " (ReLU, residual grad, accumulate)" : " (+ residual, ReLU; then eval)";
   c.dtype = dtype;
   c.tolerance = tolerance;
   c.why = dtype == DType::bf16 ? kBf16Why : kReduceF32Why;
@@ -92,23 +100,51 @@ OpCase bn_case(const ModelShapes& model, const BnCase& spec, bool backward) {
   c.bytes = bytes_of(static_cast<double>((backward ? 5 : 3) * shape_numel(shape)), dtype);
   const double act = far ? std::max(tolerance, kFarMean) : -1;
   if (backward) {
+    const bool fused = spec.fused;
+    // The fused ReLU's output: an input of its own (about half of it <= 0), not the forward's
+    // y, whose elements near 0 may round to either side of it on the two devices.
+    const Operand relu_output(shape, dtype, 28);
+    const Operand grad0({channels}, DType::f32, 29);
     c.prepare = [=](Stream& stream, Inputs inputs) {
       auto t = std::make_shared<BnTensors>(bn_forward(
           x.on(stream, inputs), weight.on(stream, inputs), bias.on(stream, inputs), stream));
+      const Held y = hold(relu_output.on(stream, inputs));
       const Held grad = hold(dy.on(stream, inputs));
       const Held grad_sums = hold(Tensor::empty({2 * channels}, DType::f32, stream.device()));
       const Held dx = hold(Tensor::empty(shape, dtype, stream.device()));
-      return Prepared{[=, &stream] {
-                        batchnorm_backward_reduce(*grad, t->x, t->batch_stats, *grad_sums,
-                                                  t->workspace, stream);
-                        batchnorm_backward_elementwise(*grad, t->x, t->batch_stats, t->weight,
-                                                       *grad_sums, *dx, stream);
-                      },
-                      [=, &stream] {
-                        return std::vector<Output>{{"grad_sums", host_values(*grad_sums, stream),
-                                                    far ? kFarMean : kReduceF32},
-                                                   {"dx", host_values(*dx, stream), act}};
-                      }};
+      const Held relu_grad = hold(Tensor::empty(shape, dtype, stream.device()));
+      const Held bias_grad = hold(grad0.on(stream, inputs));
+      const Held weight_grad = hold(grad0.on(stream, inputs));
+      return Prepared{
+          [=, &stream] {
+            if (!fused) {
+              batchnorm_backward_reduce(*grad, t->x, t->batch_stats, *grad_sums, t->workspace,
+                                        stream);
+              batchnorm_backward_elementwise(*grad, t->x, t->batch_stats, t->weight, *grad_sums,
+                                             *dx, stream);
+              return;
+            }
+            batchnorm_backward_reduce(*grad, t->x, t->batch_stats, *grad_sums, t->workspace, stream,
+                                      {.relu_output = *y,
+                                       .relu_grad = *relu_grad,
+                                       .bias_grad = *bias_grad,
+                                       .weight_grad = *weight_grad,
+                                       .write = GradWrite::accumulate});
+            batchnorm_backward_elementwise(*grad, t->x, t->batch_stats, t->weight, *grad_sums, *dx,
+                                           stream, *y);
+          },
+          [=, &stream] {
+            const double sums_tolerance = far ? kFarMean : kReduceF32;
+            std::vector<Output> outputs{
+                {"grad_sums", host_values(*grad_sums, stream), sums_tolerance},
+                {"dx", host_values(*dx, stream), act}};
+            if (fused) {
+              outputs.push_back({"relu_grad", host_values(*relu_grad, stream)});
+              outputs.push_back({"bias_grad", host_values(*bias_grad, stream), sums_tolerance});
+              outputs.push_back({"weight_grad", host_values(*weight_grad, stream), sums_tolerance});
+            }
+            return outputs;
+          }};
     };
     return c;
   }
@@ -195,10 +231,10 @@ std::vector<OpCase> bn_cases(const ModelShapes& model, DType dtype, bool backwar
   std::vector<OpCase> cases;
   for (const Activation& a : model.activations) {
     cases.push_back(bn_case(model, {&a, dtype}, backward));
-    if (!backward) cases.push_back(bn_case(model, {&a, dtype, 0.5, true}, backward));
+    cases.push_back(bn_case(model, {&a, dtype, 0.5, true}, backward));
   }
   const Activation& stem = model.activations.front();
-  cases.push_back(bn_case(model, {&stem, dtype, 1e3, !backward}, backward));
+  cases.push_back(bn_case(model, {&stem, dtype, 1e3, true}, backward));
   return cases;
 }
 
