@@ -96,13 +96,30 @@ CONF
 # step. And cgroups where slurmd's cgroup plugin looks: `ip netns exec` gave the host a sysfs
 # of its own without them; the plugin only checks for a v1 hierarchy named systemd (which
 # this mount joins, or makes), as proctrack/linuxproc and task/none put nothing in it.
+# A checkout under /tmp (CI may clone there) stays visible in it: the top folder of the
+# checkout is bound back over the new /tmp, so the jobs find their binary and data.
 mount_for_slurmd() {
   on_host "$1" sh -c '
-    mountpoint -q /tmp || mount -t tmpfs -o size=1g,mode=1777 tmpfs /tmp
+    checkout=$1
+    if ! mountpoint -q /tmp; then
+      case $checkout in
+        /tmp/?*)
+          top=${checkout#/tmp/}
+          top=${top%%/*}
+          mkdir -p /run/sim-slurm-outer-tmp
+          mount --bind /tmp /run/sim-slurm-outer-tmp ;;
+        *) top= ;;
+      esac
+      mount -t tmpfs -o size=1g,mode=1777 tmpfs /tmp
+      if [ -n "$top" ]; then
+        mkdir -p "/tmp/$top"
+        mount --bind "/run/sim-slurm-outer-tmp/$top" "/tmp/$top"
+      fi
+    fi
     mountpoint -q /sys/fs/cgroup || mount -t tmpfs -o mode=755 cgroup-none /sys/fs/cgroup
     mkdir -p /sys/fs/cgroup/systemd
     mountpoint -q /sys/fs/cgroup/systemd ||
-      mount -t cgroup -o none,name=systemd cgroup /sys/fs/cgroup/systemd'
+      mount -t cgroup -o none,name=systemd cgroup /sys/fs/cgroup/systemd' sh "$(dirname "$here")"
 }
 
 up() {
