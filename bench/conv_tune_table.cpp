@@ -21,8 +21,8 @@ std::string short_algo(const ConvAlgo& algo) {
 
 }  // namespace
 
-std::string run_conv_tune_table(const std::vector<ConvLayer>& layers, Stream& stream,
-                                const ConvTuneTableOptions& options) {
+void run_conv_tune_table(const std::vector<ConvLayer>& layers, Stream& stream,
+                         const ConvTuneTableOptions& options) {
   const Fp32Math math = options.tf32 ? Fp32Math::tf32 : Fp32Math::exact;
   stream.set_fp32_math(math);
   nn::ConvTunerOptions timing;
@@ -59,16 +59,14 @@ std::string run_conv_tune_table(const std::vector<ConvLayer>& layers, Stream& st
                 "", "", "", heuristic_total, "", best_total,
                 best_total > 0 ? heuristic_total / best_total : 0.0);
   }
-  const ConvPlanOrigin origin = nn::conv_plan_origin(stream.device().index);
-  const std::string text = conv_plans_text(plans, origin);
   if (!options.out.empty()) {
+    const ConvPlanOrigin origin = nn::conv_plan_origin(stream.device().index);
     nn::write_conv_plan_file(options.out, plans, origin);
     std::printf(
         "wrote %zu rows to %s (commit it as nn/conv_plans/<gpu>.tsv to make it the %s's "
         "default)\n",
         plans.size(), options.out.c_str(), origin.gpu.c_str());
   }
-  return text;
 }
 
 }  // namespace engine::bench

@@ -22,8 +22,8 @@ struct ConvTuneTableOptions {
   std::string out;  // "": print only; else also write the plan table here
 };
 
-// Prints the table on stdout; returns the plan table's text.
-std::string run_conv_tune_table(const std::vector<ConvLayer>& layers, Stream& stream,
-                                const ConvTuneTableOptions& options);
+// Prints the table on stdout (and writes the plan table to options.out).
+void run_conv_tune_table(const std::vector<ConvLayer>& layers, Stream& stream,
+                         const ConvTuneTableOptions& options);
 
 }  // namespace engine::bench

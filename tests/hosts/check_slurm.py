@@ -38,7 +38,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from check_hosts import HOSTS, SimHosts  # noqa: E402
-from check_resnet_train import COMMON, Failure, check, read_jsonl  # noqa: E402
+from check_resnet_train import COMMON, Failure, check, fresh, read_jsonl  # noqa: E402
 
 # What the ranks need in the simulated hosts: root, and MPI's TCP on their subnet.
 JOB_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
@@ -161,13 +161,6 @@ def wait_for_lines(path, count, timeout=60):
     while not (os.path.exists(path) and len(open(path).readlines()) >= count):
         check(time.monotonic() < deadline, f"{path}: not {count} lines within {timeout} s")
         time.sleep(0.1)
-
-
-def fresh(args, name):
-    work = os.path.join(args.work, name)
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    return work
 
 
 def train_args(args, work, extra):
