@@ -42,7 +42,7 @@ struct ShardIndex {
 struct ShardScanOptions {
   int scan_threads = 8;
   // When not empty: the class names (and count) to use when no classes.txt is found.
-  std::vector<std::string> classes;
+  std::vector<std::string> classes = {};
   std::string flag = "--data";  // the flag that named the pattern, for messages
 };
 

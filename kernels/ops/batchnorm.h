@@ -71,9 +71,9 @@ struct BatchNormStatsFusion {
   Tensor sums;  // f64[2C+1]: as batchnorm_stats_to_sums(stats, sums)
   // f32[2C+1] (needs sums): as batchnorm_finalize_sums(sums, running_mean, running_var,
   // constants, batch_stats). Not under SyncBN, whose sums must be all-reduced first.
-  Tensor batch_stats;
-  Tensor running_mean, running_var;  // f32[C] or undefined
-  BatchNormConstants constants;
+  Tensor batch_stats = {};
+  Tensor running_mean = {}, running_var = {};  // f32[C] or undefined
+  BatchNormConstants constants = {};
 };
 
 // Per-channel statistics of this process's x: stats = f32[2C+1] (Welford form, see above),

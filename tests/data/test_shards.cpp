@@ -195,7 +195,9 @@ TEST(ShardSampler, EverySampleOncePerEpochAcrossRanksInWholeShardRuns) {
           for (size_t i = 1; i < mine.size(); ++i) {
             const bool same_shard =
                 index.samples[mine[i]].shard == index.samples[mine[i - 1]].shard;
-            if (same_shard) EXPECT_EQ(mine[i], mine[i - 1] + 1);
+            if (same_shard) {
+              EXPECT_EQ(mine[i], mine[i - 1] + 1);
+            }
           }
         }
       }
