@@ -49,7 +49,7 @@ function(engine_add_fuzz_test name)
   set(binary ${fuzz_dir}/${name})
   add_custom_command(OUTPUT ${binary}
     COMMAND ${CMAKE_COMMAND} -E make_directory ${fuzz_dir}
-    COMMAND ${ENGINE_CLANGXX} -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined
+    COMMAND ${ENGINE_CLANGXX} -std=c++20 -O1 -g1 -fsanitize=fuzzer,address,undefined
             -fno-sanitize-recover=undefined ${ARG_COMPILE_FLAGS} -I${PROJECT_SOURCE_DIR}
             ${ARG_SOURCES} ${ARG_LINK} -o ${binary}
     DEPENDS ${ARG_SOURCES} ${ARG_DEPENDS}

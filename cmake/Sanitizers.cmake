@@ -1,12 +1,14 @@
 # Interface targets that build a target under a sanitizer. Sanitized variants are compiled
 # without OpenMP: libgomp is not instrumented, so its barriers would show as false races.
+# -g1 (line tables and function names) is what a sanitizer's stack trace reads; full -g only
+# adds variables, and 12% to the compile (test_conv_simt.cpp under ASan: 62.5 -> 54.9 s).
 add_library(engine_sanitize_thread INTERFACE)
-target_compile_options(engine_sanitize_thread INTERFACE -fsanitize=thread -g -O1)
+target_compile_options(engine_sanitize_thread INTERFACE -fsanitize=thread -g1 -O1)
 target_link_options(engine_sanitize_thread INTERFACE -fsanitize=thread)
 
 add_library(engine_sanitize_address INTERFACE)
 target_compile_options(engine_sanitize_address INTERFACE
-  -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1)
+  -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g1 -O1)
 target_link_options(engine_sanitize_address INTERFACE -fsanitize=address,undefined)
 
 # engine_apply_sanitizer(<target> <none|thread|address>)
