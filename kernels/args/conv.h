@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "kernels/args/batchnorm.h"
 #include "kernels/conv_algo.h"
 #include "kernels/conv_shape.h"
 #include "kernels/dtype.h"
@@ -30,6 +31,9 @@ struct Conv2dForwardArgs {
   // f32[2C+1] or null: also batchnorm_stats(y) (kernels/ops/batchnorm.h's stats); on CUDA
   // through conv2d_forward_stats, with conv2d_forward_stats_workspace_bytes of workspace.
   float* stats = nullptr;
+  // With stats: what batchnorm_stats may finish too (BatchNormStatsArgs' sums and finalize).
+  double* stats_sums = nullptr;                   // f64[2C+1] or null
+  BatchNormFinalizeSumsArgs stats_finalize = {};  // batch_stats null: no finalize (needs sums)
 };
 
 // How conv2d_forward_stats gets y's statistics: in the convolution's epilogue, or by

@@ -347,7 +347,9 @@ void conv2d_forward(const Conv2dForwardArgs& args) {
                    .x = args.y,
                    .rows = args.shape.gemm_m(),
                    .channels = args.shape.out_channels,
-                   .stats = args.stats});
+                   .stats = args.stats,
+                   .sums = args.stats_sums,
+                   .finalize = args.stats_finalize});
 }
 
 void conv2d_backward_data(const Conv2dBackwardDataArgs& args) {

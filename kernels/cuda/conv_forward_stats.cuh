@@ -66,7 +66,12 @@ inline void conv2d_forward_stats(const Conv2dForwardArgs& args, cudaStream_t str
   ENGINE_REQUIRE(args.stats != nullptr, "conv2d_forward_stats: no stats to write");
   ENGINE_REQUIRE(args.workspace != nullptr,
                  "conv2d_forward_stats: needs conv2d_forward_stats_workspace_bytes of workspace");
+  ENGINE_REQUIRE(args.stats_finalize.batch_stats == nullptr || args.stats_sums != nullptr,
+                 "conv2d_forward_stats: finalizing needs the sums");
   const GemmExtent e = forward_extent(args.shape);
+  BatchNormFinalizeSumsArgs finalize = args.stats_finalize;
+  finalize.sums = args.stats_sums;
+  finalize.channels = e.n;
   const ForwardStatsWorkspace sizes = forward_stats_workspace(args.shape, options);
   float* const split_partials = static_cast<float*>(args.workspace);
   float* const batchnorm_scratch = split_partials + sizes.split_floats;
@@ -81,7 +86,9 @@ inline void conv2d_forward_stats(const Conv2dForwardArgs& args, cudaStream_t str
           .targets = {.part_mean = part_mean,
                       .part_m2 = part_mean + sizes.row_tiles,
                       .counters = reinterpret_cast<unsigned*>(counters),
-                      .stats = args.stats}};
+                      .stats = args.stats,
+                      .sums = args.stats_sums,
+                      .finalize = finalize}};
       forward_gemm<T>(conv, options, store, 1, stream);
     });
     return;
@@ -92,7 +99,9 @@ inline void conv2d_forward_stats(const Conv2dForwardArgs& args, cudaStream_t str
                                      .rows = e.m,
                                      .channels = e.n,
                                      .stats = args.stats,
-                                     .workspace = batchnorm_scratch},
+                                     .workspace = batchnorm_scratch,
+                                     .sums = args.stats_sums,
+                                     .finalize = finalize},
                   stream, ChannelReduceLaunch{});
 }
 

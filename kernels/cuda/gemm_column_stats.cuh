@@ -22,12 +22,17 @@ namespace engine::cuda {
 
 // Where a GEMM's column statistics go: the blocks' partials [row tiles, n] (mean and m2 of
 // the tile's rows), one counter per column tile (zero before the first launch; every launch
-// leaves them zero, as batchnorm's) and the merged stats, f32[2n+1].
+// leaves them zero, as batchnorm's) and the merged stats, f32[2n+1]. As batchnorm_stats'
+// merge, the merging block may also write the fp64 sums (batchnorm_stats_to_sums) and
+// finalize them (batchnorm_finalize_sums; finalize.batch_stats null: not), through the same
+// helpers: the same bits without their launches.
 struct ColumnStatsTargets {
   float* part_mean = nullptr;
   float* part_m2 = nullptr;
   unsigned* counters = nullptr;
   float* stats = nullptr;
+  double* sums = nullptr;                   // f64[2n+1] or null
+  BatchNormFinalizeSumsArgs finalize = {};  // its sums and channels unread
 };
 
 // StoreToMatrix<TOut> that also asks the staged epilogue for the statistics of the columns it
@@ -150,9 +155,20 @@ struct StoreWithColumnStats {
     for (int l = 0; l < kLanes; ++l)
       chan_merge(total, total_offset, total_m2, scratch(0, l, col), scratch(1, l, col),
                  scratch(2, l, col));
-    targets.stats[n] = reference + total_offset;
-    targets.stats[n_size + n] = total_m2;
-    if (n == 0) targets.stats[2 * static_cast<int64_t>(n_size)] = total;
+    const float mean = reference + total_offset;
+    const int64_t channels = n_size;
+    targets.stats[n] = mean;
+    targets.stats[channels + n] = total_m2;
+    if (n == 0) targets.stats[2 * channels] = total;
+    if (targets.sums == nullptr) return;
+    const ChannelSums sums = batchnorm_channel_sums(total, mean, total_m2);
+    targets.sums[n] = sums.sum;
+    targets.sums[channels + n] = sums.sumsq;
+    if (n == 0) targets.sums[2 * channels] = static_cast<double>(total);
+    if (targets.finalize.batch_stats != nullptr) {
+      batchnorm_finalize_channel(targets.finalize, n, sums.sum, sums.sumsq,
+                                 static_cast<double>(total));
+    }
   }
 };
 

@@ -57,6 +57,39 @@ int64_t workspace_numel(std::string_view what, const Conv2dShape& shape, Device 
   return numel;
 }
 
+// What the statistics' merge finishes (fusion.batchnorm, checked): the sums, and the finalize
+// where batch_stats is defined. Undefined tensors: nothing.
+struct StatsPhases {
+  double* sums = nullptr;
+  BatchNormFinalizeSumsArgs finalize = {};
+};
+StatsPhases stats_phases(std::string_view op, const BatchNormStatsFusion& fusion, int64_t channels,
+                         Device device) {
+  StatsPhases phases;
+  Tensor sums = fusion.sums, batch_stats = fusion.batch_stats;
+  Tensor running_mean = fusion.running_mean, running_var = fusion.running_var;
+  const int64_t per_channel = 2 * channels + 1;
+  if (sums.defined()) {
+    ops::require_f64(op, "sums", sums, per_channel, device);
+    phases.sums = sums.data<double>();
+  }
+  if (!batch_stats.defined()) return phases;
+  ENGINE_REQUIRE(phases.sums != nullptr,
+                 std::string(op) + ": finalizing into batch_stats needs the sums");
+  const float momentum = fusion.constants.momentum, eps = fusion.constants.eps;
+  ENGINE_REQUIRE(momentum >= 0.f && momentum <= 1.f,
+                 std::string(op) + ": momentum must be in [0, 1], got " + std::to_string(momentum));
+  ENGINE_REQUIRE(eps >= 0.f, std::string(op) + ": eps must be >= 0, got " + std::to_string(eps));
+  ops::require_f32(op, "batch_stats", batch_stats, per_channel, device);
+  phases.finalize = {
+      .momentum = momentum,
+      .eps = eps,
+      .running_mean = ops::optional_f32(op, "running_mean", running_mean, channels, device),
+      .running_var = ops::optional_f32(op, "running_var", running_var, channels, device),
+      .batch_stats = batch_stats.data<float>()};
+  return phases;
+}
+
 // workspace: null, or the caller's (at least the _workspace_numel the op names).
 void forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const Tensor& bias,
              Tensor& y, Tensor* workspace, Stream& stream, const ConvAlgo& algo,
@@ -73,10 +106,15 @@ void forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const T
   if (bias.defined())
     ops::require_exact(op, "bias", bias, {shape.out_channels}, DType::f32, device, context);
   float* stats = nullptr;
+  StatsPhases phases;
   if (fusion.stats.defined()) {
     ops::require_f32(op, "stats", fusion.stats, 2 * shape.out_channels + 1, device);
     Tensor stats_tensor = fusion.stats;  // a handle: the fusion struct is const, not its data
     stats = stats_tensor.data<float>();
+    phases = stats_phases(op, fusion.batchnorm, shape.out_channels, device);
+  } else {
+    ENGINE_REQUIRE(!fusion.batchnorm.sums.defined() && !fusion.batchnorm.batch_stats.defined(),
+                   std::string(op) + ": the statistics' sums and finalize need stats");
   }
   float* scratch = nullptr;
   if (stats != nullptr) {
@@ -102,7 +140,9 @@ void forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const T
                                .workspace = scratch,
                                .fp32_math = stream.fp32_math(),
                                .algo = algo,
-                               .stats = stats};
+                               .stats = stats,
+                               .stats_sums = phases.sums,
+                               .stats_finalize = phases.finalize};
   ops::on_device(
       op, stream, [&] { cpu::conv2d_forward(args); },
       [&](auto cuda_stream) {

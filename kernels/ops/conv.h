@@ -11,6 +11,7 @@
 #include "kernels/conv_algo.h"
 #include "kernels/conv_shape.h"
 #include "kernels/device.h"
+#include "kernels/ops/batchnorm.h"
 #include "kernels/ops/grad_write.h"
 #include "kernels/stream.h"
 #include "kernels/tensor.h"
@@ -34,6 +35,9 @@ struct Conv2dForwardFusion {
   // CUDA from the convolution's epilogue where it can (conv2d_forward_stats_path), else by a
   // batchnorm_stats pass over y. Needs the workspace of conv2d_forward_stats_workspace_numel.
   Tensor stats;
+  // With stats: the phases batchnorm_stats may finish in the same launch (its
+  // BatchNormStatsFusion: the fp64 sums, then the finalize), with the same bits.
+  BatchNormStatsFusion batchnorm = {};
 };
 
 // y = conv(x, w) + bias. bias: f32[K] or undefined. workspace: f32 with at least

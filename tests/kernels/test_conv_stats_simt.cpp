@@ -145,6 +145,29 @@ double stats_error(const std::vector<float>& actual, const std::vector<float>& e
   return worst;
 }
 
+// The sums and the finalize the merge wrote are, bit for bit, what the separate phases give
+// from the statistics it wrote (the same helpers on both sides).
+void expect_finished_phases(const std::vector<float>& stats, const SimtBuffer& sums,
+                            const SimtBuffer& batch_stats, const SimtBuffer& running_mean,
+                            const SimtBuffer& running_var, std::vector<float> expected_mean,
+                            std::vector<float> expected_var, BatchNormFinalizeSumsArgs finalize) {
+  const int64_t channels = static_cast<int64_t>(expected_mean.size());
+  std::vector<double> expected_sums(2 * channels + 1, NAN);
+  std::vector<float> expected_batch_stats(2 * channels + 1, NAN);
+  cpu::batchnorm_stats_to_sums(
+      {.stats = stats.data(), .channels = channels, .sums = expected_sums.data()});
+  finalize.sums = expected_sums.data();
+  finalize.channels = channels;
+  finalize.running_mean = expected_mean.data();
+  finalize.running_var = expected_var.data();
+  finalize.batch_stats = expected_batch_stats.data();
+  cpu::batchnorm_finalize_sums(finalize);
+  EXPECT_EQ(sums.double_values(), expected_sums);
+  EXPECT_EQ(batch_stats.values(), expected_batch_stats);
+  EXPECT_EQ(running_mean.values(), expected_mean);
+  EXPECT_EQ(running_var.values(), expected_var);
+}
+
 TEST(ConvStatsSimt, StatisticsOfTheStoredOutput) {
   for (const StatsCase& c : stats_cases()) {
     const Conv2dShape& shape = c.shape;
@@ -156,6 +179,17 @@ TEST(ConvStatsSimt, StatisticsOfTheStoredOutput) {
     SimtBuffer bias(DType::f32, std::vector<float>(channels, c.bias));
     SimtBuffer y(dtype, std::vector<float>(outputs, NAN), c.y_offset);
     SimtBuffer stats(DType::f32, std::vector<float>(2 * channels + 1, NAN));
+    // The phases the merge may finish: the fp64 sums and the finalize with running stats.
+    SimtBuffer sums(std::vector<double>(2 * channels + 1, NAN));
+    SimtBuffer batch_stats(DType::f32, std::vector<float>(2 * channels + 1, NAN));
+    const std::vector<float> running_mean0 = random_values(channels, 5);
+    const std::vector<float> running_var0(channels, 1.5f);
+    SimtBuffer running_mean(DType::f32, running_mean0), running_var(DType::f32, running_var0);
+    const BatchNormFinalizeSumsArgs finalize{.momentum = 0.1f,
+                                             .eps = 1e-5f,
+                                             .running_mean = running_mean.floats(),
+                                             .running_var = running_var.floats(),
+                                             .batch_stats = batch_stats.floats()};
     SimtBuffer workspace(
         DType::f32,
         std::vector<float>(cuda::forward_stats_workspace(shape, c.options).total(), 0.f));
@@ -167,7 +201,9 @@ TEST(ConvStatsSimt, StatisticsOfTheStoredOutput) {
                                  .y = y.data(),
                                  .workspace = workspace.data(),
                                  .fp32_math = c.engine.math,
-                                 .stats = stats.floats()};
+                                 .stats = stats.floats(),
+                                 .stats_sums = sums.as<double>(),
+                                 .stats_finalize = finalize};
     EXPECT_EQ(cuda::forward_stats_path(args, c.options), c.path);
     cuda::conv2d_forward_stats(args, nullptr, c.options);
 
@@ -178,17 +214,23 @@ TEST(ConvStatsSimt, StatisticsOfTheStoredOutput) {
     plain.y = plain_y.data();
     plain.workspace = plain_workspace.data();
     plain.stats = nullptr;
+    plain.stats_sums = nullptr;
+    plain.stats_finalize = {};
     cuda::conv2d_forward(plain, nullptr, c.options);
     EXPECT_EQ(y.values(), plain_y.values());
 
     const std::vector<float> expected = cpu_stats(y, dtype, rows, channels);
     const std::vector<float> first = stats.values();
     EXPECT_LE(stats_error(first, expected, channels), kStatsTolerance);
+    expect_finished_phases(first, sums, batch_stats, running_mean, running_var, running_mean0,
+                           running_var0, finalize);
 
     // Again on the same workspace: its counters were left at zero, and the merge's order is
     // fixed, so the statistics come out with the same bits.
+    const std::vector<double> first_sums = sums.double_values();
     cuda::conv2d_forward_stats(args, nullptr, c.options);
     EXPECT_EQ(stats.values(), first);
+    EXPECT_EQ(sums.double_values(), first_sums);
   }
 }
 
