@@ -53,6 +53,7 @@ struct Options {
   bool launches_only = false;  // count one warm step's launches, time nothing
   nn::Precision precision;     // fp32
   nn::ConvTuning conv_tuning;
+  bool fusion = true;  // --no-fusion: false
 };
 
 cli::Command make_command(Options& o) {
@@ -78,6 +79,7 @@ cli::Command make_command(Options& o) {
   command.integer("--rounds", o.rounds, "rounds; each side keeps its fastest");
   cli::add_precision(command, o.precision);
   cli::add_conv_tuning(command, o.conv_tuning);
+  cli::add_no_fusion(command, o.fusion);
   command.flag(
       "--no-baseline", [&o] { o.baseline = false; }, "time ours only");
   cli::add_json(command, o.json);
@@ -114,6 +116,7 @@ class NativeStep {
       std::fprintf(stderr, "bench_step: warning: %s\n", warning.c_str());
     conv_summary_ = plans.summary;
     conv_plans_ = std::move(plans.plans);
+    model_.set_fusion(o.fusion);
     model_.setup(images, o.precision.activations, stream_, &conv_plans_);
     std::mt19937 rng(7);
     std::normal_distribution<float> normal;

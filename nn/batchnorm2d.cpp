@@ -61,6 +61,18 @@ Shape BatchNorm2d::setup(const Shape& input, const SetupContext& context) {
   return input;
 }
 
+Conv2dForwardFusion BatchNorm2d::stats_fusion() {
+  stats_given_ = true;
+  Conv2dForwardFusion fusion{.stats = stats_, .batchnorm = {.sums = sums_}};
+  if (!sync_) {
+    fusion.batchnorm.batch_stats = batch_stats_;
+    fusion.batchnorm.running_mean = running_mean_;
+    fusion.batchnorm.running_var = running_var_;
+    fusion.batchnorm.constants = {.momentum = options_.momentum, .eps = options_.eps};
+  }
+  return fusion;
+}
+
 const Tensor& BatchNorm2d::forward(const Tensor& x, Pass& pass) {
   return run_forward(x, Tensor(), pass);
 }
@@ -107,7 +119,9 @@ const Tensor& BatchNorm2d::run_forward(const Tensor& x, const Tensor& residual, 
     fused.running_var = running_var_;
     fused.constants = constants;
   }
-  batchnorm_stats(x, stats_, workspace_, pass.stream, fused);
+  // The convolution before may have written all of it already (stats_fusion).
+  if (!stats_given_) batchnorm_stats(x, stats_, workspace_, pass.stream, fused);
+  stats_given_ = false;
   if (sync_) {
     sync_sum_(sums_, pass.stream);
     // Only a rank with a single row can see a global count of 1; it alone reads the count

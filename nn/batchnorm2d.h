@@ -20,6 +20,7 @@
 #include <functional>
 
 #include "collectives/communicator.h"
+#include "kernels/ops/conv.h"
 #include "nn/layer.h"
 
 namespace engine::nn {
@@ -66,6 +67,11 @@ class BatchNorm2d final : public Layer {
   int64_t batches_tracked() const;
   // Called by the model right after allocate(): running_var = 1, weight = 1 (bias = 0).
   void reset_state(Stream& stream);
+  // For the convolution whose output this layer takes (Conv2d::feed_batchnorm_stats), in a
+  // training forward: what it is to write besides its output (this layer's statistics, their
+  // sums and, without SyncBN, the finalize), so that this layer's next training forward skips
+  // its statistics pass. Asked at each forward, so that set_sync_group after setup holds.
+  Conv2dForwardFusion stats_fusion();
 
  private:
   const Tensor& run_forward(const Tensor& x, const Tensor& residual, Pass& pass);
@@ -87,6 +93,7 @@ class BatchNorm2d final : public Layer {
   Tensor x_, y_, dx_, relu_grad_, pre_activation_grad_;
   bool trained_forward_ = false;   // the last forward used batch statistics
   bool residual_forward_ = false;  // the last forward added a residual
+  bool stats_given_ = false;       // stats_fusion() since the last training forward
 };
 
 }  // namespace engine::nn

@@ -58,8 +58,28 @@ Shape Conv2d::setup(const Shape& input, const SetupContext& context) {
   return shape_.output_shape();
 }
 
+void Conv2d::feed_batchnorm_stats(BatchNorm2d* bn, const SetupContext& context) {
+  stats_for_ = nullptr;
+  stats_workspace_ = Tensor();
+  if (bn == nullptr || !context.allocate || !context.fuse_batchnorm_stats ||
+      context.device.is_cpu()) {
+    return;
+  }
+  stats_for_ = bn;
+  // Its own and zeroed: it holds counters that every forward leaves at zero, which a scratch
+  // shared with other layers would not keep.
+  stats_workspace_ =
+      Tensor::zeros({conv2d_forward_stats_workspace_numel(shape_, context.device, forward_algo_)},
+                    DType::f32, context.device, context.stream);
+}
+
 const Tensor& Conv2d::forward(const Tensor& x, Pass& pass) {
   x_ = x;
+  if (stats_for_ != nullptr && pass.training) {
+    conv2d_forward(shape_, x, weight_.refresh(pass.stream), bias_, y_, stats_workspace_,
+                   pass.stream, forward_algo_, stats_for_->stats_fusion());
+    return y_;
+  }
   conv2d_forward(shape_, x, weight_.refresh(pass.stream), bias_, y_, workspace_.get(), pass.stream,
                  forward_algo_);
   return y_;

@@ -3,6 +3,7 @@
 
 #include "kernels/conv_algo.h"
 #include "kernels/conv_shape.h"
+#include "nn/batchnorm2d.h"
 #include "nn/compute_weight.h"
 #include "nn/layer.h"
 
@@ -34,6 +35,11 @@ class Conv2d final : public Layer {
   // The passes' problems for the last setup's shape in `dtype` and `math`.
   std::vector<ConvProblem> problems(DType dtype, Fp32Math math) const;
   ParameterId weight_id() const { return weight_id_; }
+  // Training forwards then also compute `bn`'s statistics (the BatchNorm that takes this
+  // layer's output; kernels/ops/conv.h's Conv2dForwardFusion), which it then does not compute
+  // itself. Only on CUDA (on the CPU the pass is the same either way) and with
+  // context.fuse_batchnorm_stats; after setup, with its context. null: not (again).
+  void feed_batchnorm_stats(BatchNorm2d* bn, const SetupContext& context);
 
  private:
   ParameterSet& params_;
@@ -46,6 +52,8 @@ class Conv2d final : public Layer {
   Tensor weight_grad_, bias_, bias_grad_;
   Tensor x_, y_, dx_;
   LayerScratch workspace_;  // for all three passes, which run one after another
+  BatchNorm2d* stats_for_ = nullptr;
+  Tensor stats_workspace_;  // the forward's with statistics: zeroed, this layer's own
 };
 
 }  // namespace engine::nn

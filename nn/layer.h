@@ -47,6 +47,10 @@ struct SetupContext {
   // The convolutions' CUDA algorithms (kernels/conv_plans.h: the tuner's choices); null or a
   // problem without a row: the heuristic's.
   const ConvPlans* conv_plans = nullptr;
+  // Training on CUDA: a convolution followed by its BatchNorm computes the BatchNorm's
+  // statistics in its epilogue (Conv2d::feed_batchnorm_stats); false (--no-fusion): the
+  // BatchNorm's own statistics pass.
+  bool fuse_batchnorm_stats = true;
 };
 
 class Layer;

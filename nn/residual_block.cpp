@@ -45,11 +45,13 @@ Shape ResidualBlock::setup(const Shape& input, const SetupContext& context) {
     shape = convs_[i]->setup(shape, inner);
     inner.input_grad = true;
     shape = norms_[i]->setup(shape, inner);
+    convs_[i]->feed_batchnorm_stats(norms_[i].get(), inner);
   }
   Shape identity = input;
   if (downsample_conv_) {
     identity = downsample_conv_->setup(input, context);
     identity = downsample_norm_->setup(identity, inner);
+    downsample_conv_->feed_batchnorm_stats(downsample_norm_.get(), inner);
   }
   if (identity != shape) {
     fail_in(*this, "the residual " + shape_str(identity) + " does not match the output " +

@@ -51,9 +51,13 @@ ResNet::ResNet(std::string_view arch, const ResNetOptions& options)
     : arch_(arch), options_(options), layers_(std::make_unique<Sequential>("")) {
   const ArchSpec& spec = find_arch(arch);
   if (options.num_classes < 1) fail(arch_ + ": num_classes must be >= 1");
-  layers_->add(std::make_unique<Conv2d>(params_, "conv1", Conv2dOptions{3, 64, 7, 2, 3, false}));
-  layers_->add(
-      std::make_unique<BatchNorm2d>(params_, "bn1", BatchNormOptions{64, 1e-5f, 0.1f, true}));
+  auto stem_conv = std::make_unique<Conv2d>(params_, "conv1", Conv2dOptions{3, 64, 7, 2, 3, false});
+  auto stem_norm =
+      std::make_unique<BatchNorm2d>(params_, "bn1", BatchNormOptions{64, 1e-5f, 0.1f, true});
+  stem_conv_ = stem_conv.get();
+  stem_norm_ = stem_norm.get();
+  layers_->add(std::move(stem_conv));
+  layers_->add(std::move(stem_norm));
   layers_->add(std::make_unique<MaxPool2d>("maxpool", MaxPool2dParams{3, 2, 1}));
   int64_t channels = 64;
   for (int stage = 0; stage < 4; ++stage) {
@@ -119,7 +123,9 @@ Shape ResNet::setup(const Shape& images, DType dtype, Stream& stream, const Conv
   SetupContext context{params_.device(), dtype, stream, false};
   context.scratch = &scratch_;
   context.conv_plans = conv_plans;
+  context.fuse_batchnorm_stats = fusion_;
   const Shape logits = layers_->setup(images, context);
+  stem_conv_->feed_batchnorm_stats(stem_norm_, context);
   scratch_.allocate(params_.device());
   return logits;
 }

@@ -40,6 +40,9 @@ class ResNet {
   // conv_plans: the convolutions' algorithms (kernels/conv_plans.h; null: the heuristic's).
   Shape setup(const Shape& images, DType dtype, Stream& stream,
               const ConvPlans* conv_plans = nullptr);
+  // Whether the next setup() lets each convolution compute its BatchNorm's statistics in
+  // training on CUDA (SetupContext::fuse_batchnorm_stats; --no-fusion: false). Default true.
+  void set_fusion(bool enabled) { fusion_ = enabled; }
   // The shapes alone (no allocation, no parameters needed): afterwards conv_layers() give
   // every convolution's geometry, but forward and backward must wait for a real setup().
   Shape plan(const Shape& images);
@@ -69,7 +72,10 @@ class ResNet {
   ResNetOptions options_;
   ParameterSet params_;  // declared before the layers, which hold references to it
   std::unique_ptr<Sequential> layers_;
-  SharedScratch scratch_;  // the layers' split-K partials (nn/layer_scratch.h)
+  SharedScratch scratch_;        // the layers' split-K partials (nn/layer_scratch.h)
+  Conv2d* stem_conv_ = nullptr;  // conv1 and bn1, held by layers_
+  BatchNorm2d* stem_norm_ = nullptr;
+  bool fusion_ = true;
 };
 
 }  // namespace engine::nn

@@ -84,6 +84,12 @@ void add_conv_tuning(Command& command, nn::ConvTuning& tuning) {
                  });
 }
 
+void add_no_fusion(Command& command, bool& fusion) {
+  command.flag(
+      "--no-fusion", [&fusion] { fusion = false; },
+      "BatchNorm statistics in a pass of their own, not in the convolution's epilogue (CUDA)");
+}
+
 void add_precision(Command& command, nn::Precision& precision) {
   command.option("--precision", "P",
                  "fp32, tf32 (fp32 with convolutions and linear layers on TF32 tensor cores, "

@@ -79,6 +79,7 @@ struct TrainOptions {
   std::string device = "auto";
   nn::Precision precision;     // fp32
   nn::ConvTuning conv_tuning;  // --conv-tuning, --conv-tuning-file, --conv-tuning-seconds
+  bool fusion = true;          // --no-fusion: false
   int64_t image_size = 224;
   std::array<double, 2> crop_scale = {0.08, 1.0};  // RandomResizedCrop's scale range
   // torchvision's classification reference (references/classification/train.py) flags:

@@ -141,6 +141,7 @@ void TrainerModel::ensure_setup(const Tensor& images, Stream& stream) {
   const Shape shape = {images.size(0), images.size(1), images.size(2), 3};
   const int64_t batch = shape[0];
   if (shape == model_shape_) return;
+  model_.set_fusion(options_.fusion);
   model_.setup(shape, options_.precision.activations, stream, &conv_plans_);
   loss_.setup(batch, classes_, options_.precision.activations, device_);
   model_shape_ = shape;

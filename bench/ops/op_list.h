@@ -4,6 +4,7 @@
 // and its description file (kernels/README.md, "Adding an op").
 // No include guard: each includer defines ENGINE_OP first.
 ENGINE_OP(conv2d_forward)
+ENGINE_OP(conv2d_forward_stats)
 ENGINE_OP(conv2d_backward_data)
 ENGINE_OP(conv2d_backward_filter)
 ENGINE_OP(cast)

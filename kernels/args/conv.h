@@ -6,6 +6,9 @@
 // (kernels/cpu/scratch.h) and multiplies in exact fp32.
 #pragma once
 
+#include <cstdint>
+
+#include "kernels/args/batchnorm.h"
 #include "kernels/conv_algo.h"
 #include "kernels/conv_shape.h"
 #include "kernels/dtype.h"
@@ -25,7 +28,18 @@ struct Conv2dForwardArgs {
   Fp32Math fp32_math = Fp32Math::exact;
   ConvAlgo algo =
       {};  // the CUDA kernels to run ({}: the heuristic's); the workspace is sized for it
+  // f32[2C+1] or null: also batchnorm_stats(y) (kernels/ops/batchnorm.h's stats); on CUDA
+  // through conv2d_forward_stats, with conv2d_forward_stats_workspace_bytes of workspace.
+  float* stats = nullptr;
+  // With stats: what batchnorm_stats may finish too (BatchNormStatsArgs' sums and finalize).
+  double* stats_sums = nullptr;                   // f64[2C+1] or null
+  BatchNormFinalizeSumsArgs stats_finalize = {};  // batch_stats null: no finalize (needs sums)
 };
+
+// How conv2d_forward_stats gets y's statistics: in the convolution's epilogue, or by
+// batchnorm_stats on y after it (where the epilogue cannot: split K, the direct epilogue, the
+// fp32 SIMT engine, a y whose rows are not 16-byte runs).
+enum class ConvStatsPath : uint8_t { epilogue, separate_pass };
 
 // dx = conv^T(dy, w); overwrites dx.
 struct Conv2dBackwardDataArgs {

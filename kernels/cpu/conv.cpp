@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/cpu/batchnorm.h"
 #include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/column_chunks.h"
 #include "kernels/cpu/fp32_buffer.h"
@@ -315,9 +316,8 @@ bool backward_data_bf16(const Conv2dShape& shape, const bf16* dy, const bf16* w,
   return true;
 }
 
-}  // namespace
-
-void conv2d_forward(const Conv2dForwardArgs& args) {
+// y = conv(x, w) (+ bias): conv2d_forward without the statistics.
+void forward_output(const Conv2dForwardArgs& args) {
   const Conv2dShape& shape = args.shape;
   const DType dtype = args.dtype;
   const void *x = args.x, *w = args.w;
@@ -335,6 +335,21 @@ void conv2d_forward(const Conv2dForwardArgs& args) {
   forward_fp32(shape, input.data(), filter.data(), output.data());
   if (bias != nullptr) add_bias(m, channels_out, bias, output.data());
   output.commit();
+}
+
+}  // namespace
+
+// The CUDA epilogue's statistics are those of y as stored: here batchnorm_stats of y itself.
+void conv2d_forward(const Conv2dForwardArgs& args) {
+  forward_output(args);
+  if (args.stats == nullptr) return;
+  batchnorm_stats({.dtype = args.dtype,
+                   .x = args.y,
+                   .rows = args.shape.gemm_m(),
+                   .channels = args.shape.out_channels,
+                   .stats = args.stats,
+                   .sums = args.stats_sums,
+                   .finalize = args.stats_finalize});
 }
 
 void conv2d_backward_data(const Conv2dBackwardDataArgs& args) {

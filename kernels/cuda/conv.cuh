@@ -9,6 +9,7 @@
 #include "kernels/cuda/gemm_epilogue.cuh"
 #include "kernels/cuda/gemm_operands.cuh"
 #include "kernels/cuda/gemm_tiles.cuh"
+#include "kernels/error.h"
 
 namespace engine::cuda {
 
@@ -84,25 +85,36 @@ void split_output_gemm(const GemmExtent& e, T* out, const float* bias, float* wo
   splitk_reduce_launch(splits, e.m * e.n, workspace, out, false, stream);
 }
 
+// The forward's GEMM of T into `store` with `splits` K-splits: the pointwise path or the
+// gather (also run by conv2d_forward_stats with its statistics store).
+template <typename T, typename Store>
+void forward_gemm(const Conv2dForwardArgs& args, const ConvLaunch& options, const Store& store,
+                  int splits, cudaStream_t stream) {
+  const Conv2dShape& shape = args.shape;
+  const GemmExtent e = forward_extent(shape);
+  const T* x = static_cast<const T*>(args.x);
+  const KContiguousOperand<T> filters{static_cast<const T*>(args.w), e.k};
+  if (shape.is_pointwise()) {
+    gemm_launch<T>(e.m, e.n, e.k, KContiguousOperand<T>{x, e.k}, filters, store, splits, stream,
+                   args.fp32_math, options.gemm);
+  } else {
+    gemm_launch<T>(e.m, e.n, e.k, ConvForwardInput<T>{x, shape}, filters, store, splits, stream,
+                   args.fp32_math, options.gemm);
+  }
+}
+
 // The entry points (declared in conv.h) with their launch options: the SIMT tests force
 // split-K through them.
 inline void conv2d_forward(const Conv2dForwardArgs& args, cudaStream_t stream,
                            const ConvLaunch& options) {
-  const Conv2dShape& shape = args.shape;
-  const GemmExtent e = forward_extent(shape);
+  ENGINE_REQUIRE(args.stats == nullptr,
+                 "conv2d_forward: statistics go through conv2d_forward_stats");
+  const GemmExtent e = forward_extent(args.shape);
   float* workspace = static_cast<float*>(args.workspace);
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
-    const T* x = static_cast<const T*>(args.x);
-    const KContiguousOperand<T> filters{static_cast<const T*>(args.w), e.k};
     split_output_gemm(e, static_cast<T*>(args.y), args.bias, workspace, options, stream,
                       [&](const auto& store, int splits) {
-                        if (shape.is_pointwise()) {
-                          gemm_launch<T>(e.m, e.n, e.k, KContiguousOperand<T>{x, e.k}, filters,
-                                         store, splits, stream, args.fp32_math, options.gemm);
-                        } else {
-                          gemm_launch<T>(e.m, e.n, e.k, ConvForwardInput<T>{x, shape}, filters,
-                                         store, splits, stream, args.fp32_math, options.gemm);
-                        }
+                        forward_gemm<T>(args, options, store, splits, stream);
                       });
   });
 }

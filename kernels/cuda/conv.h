@@ -29,6 +29,15 @@ size_t conv2d_backward_data_workspace_bytes(const Conv2dShape& shape, const Conv
 std::vector<ConvAlgo> conv2d_candidates(const ConvProblem& problem);
 
 void conv2d_forward(const Conv2dForwardArgs& args, cudaStream_t stream);
+
+// conv2d_forward that also writes args.stats = batchnorm_stats(y) (defined in
+// conv_forward_stats.cuh): from the convolution's epilogue where it can, else by a
+// batchnorm_stats pass over y; conv2d_forward_stats_path says which these arguments take.
+// workspace: conv2d_forward_stats_workspace_bytes(shape, algo), zeroed before its first use
+// (it holds counters that every call leaves at zero, as batchnorm's workspace).
+size_t conv2d_forward_stats_workspace_bytes(const Conv2dShape& shape, const ConvAlgo& algo = {});
+ConvStatsPath conv2d_forward_stats_path(const Conv2dForwardArgs& args);
+void conv2d_forward_stats(const Conv2dForwardArgs& args, cudaStream_t stream);
 void conv2d_backward_data(const Conv2dBackwardDataArgs& args, cudaStream_t stream);
 void conv2d_backward_filter(const Conv2dBackwardFilterArgs& args, cudaStream_t stream);
 

@@ -21,6 +21,18 @@ namespace engine::cuda {
 template <typename T>
 using Vector16 = Pack<T, vector_width<T>()>;
 
+// Whether a store also asks the staged epilogue for the block's whole tile: gemm_mma_kernel
+// then calls store.after_staged_tile<Block>(staged, m0, m_size, n0, n_size) once its stores
+// are done, every thread of the block (gemm_column_stats.cuh: BatchNorm's statistics).
+template <typename Store>
+constexpr bool store_reads_staged_tile() {
+  if constexpr (requires { Store::kReadsStagedTile; }) {
+    return Store::kReadsStagedTile;
+  } else {
+    return false;
+  }
+}
+
 // out[m * ld + n] = acc (+ bias[n]) (+ out[m * ld + n] when accumulating).
 template <typename TOut>
 struct StoreToMatrix {

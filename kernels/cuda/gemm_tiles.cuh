@@ -29,6 +29,7 @@
 
 #include "kernels/cuda/device_types.cuh"
 #include "kernels/cuda/gemm_choice.h"
+#include "kernels/cuda/gemm_epilogue.cuh"
 #include "kernels/cuda/gemm_pipeline.cuh"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/warp_mma.cuh"
@@ -415,6 +416,8 @@ __global__ void __launch_bounds__(Block::kThreads)
           store(static_cast<int>(blockIdx.z), m, n + v, values[v]);
       }
     }
+    if constexpr (store_reads_staged_tile<Store>())
+      store.template after_staged_tile<Block>(staged, m0, m_size, n0, n_size);
     return;
   }
   // Straight from the accumulators: d[0], d[1] at (row lane / 4, columns 2 (lane % 4) and +1)

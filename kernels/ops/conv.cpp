@@ -57,9 +57,43 @@ int64_t workspace_numel(std::string_view what, const Conv2dShape& shape, Device 
   return numel;
 }
 
+// What the statistics' merge finishes (fusion.batchnorm, checked): the sums, and the finalize
+// where batch_stats is defined. Undefined tensors: nothing.
+struct StatsPhases {
+  double* sums = nullptr;
+  BatchNormFinalizeSumsArgs finalize = {};
+};
+StatsPhases stats_phases(std::string_view op, const BatchNormStatsFusion& fusion, int64_t channels,
+                         Device device) {
+  StatsPhases phases;
+  Tensor sums = fusion.sums, batch_stats = fusion.batch_stats;
+  Tensor running_mean = fusion.running_mean, running_var = fusion.running_var;
+  const int64_t per_channel = 2 * channels + 1;
+  if (sums.defined()) {
+    ops::require_f64(op, "sums", sums, per_channel, device);
+    phases.sums = sums.data<double>();
+  }
+  if (!batch_stats.defined()) return phases;
+  ENGINE_REQUIRE(phases.sums != nullptr,
+                 std::string(op) + ": finalizing into batch_stats needs the sums");
+  const float momentum = fusion.constants.momentum, eps = fusion.constants.eps;
+  ENGINE_REQUIRE(momentum >= 0.f && momentum <= 1.f,
+                 std::string(op) + ": momentum must be in [0, 1], got " + std::to_string(momentum));
+  ENGINE_REQUIRE(eps >= 0.f, std::string(op) + ": eps must be >= 0, got " + std::to_string(eps));
+  ops::require_f32(op, "batch_stats", batch_stats, per_channel, device);
+  phases.finalize = {
+      .momentum = momentum,
+      .eps = eps,
+      .running_mean = ops::optional_f32(op, "running_mean", running_mean, channels, device),
+      .running_var = ops::optional_f32(op, "running_var", running_var, channels, device),
+      .batch_stats = batch_stats.data<float>()};
+  return phases;
+}
+
 // workspace: null, or the caller's (at least the _workspace_numel the op names).
 void forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const Tensor& bias,
-             Tensor& y, Tensor* workspace, Stream& stream, const ConvAlgo& algo) {
+             Tensor& y, Tensor* workspace, Stream& stream, const ConvAlgo& algo,
+             const Conv2dForwardFusion& fusion) {
   constexpr std::string_view op = "conv2d_forward";
   shape.validate();
   ops::require_float(op, "x", x);
@@ -71,11 +105,31 @@ void forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const T
   ops::require_exact(op, "y", y, shape.output_shape(), dtype, device, context);
   if (bias.defined())
     ops::require_exact(op, "bias", bias, {shape.out_channels}, DType::f32, device, context);
-  float* scratch = workspace == nullptr
-                       ? nullptr
-                       : ops::require_workspace(op, *workspace,
-                                                conv2d_forward_workspace_numel(shape, device, algo),
-                                                device, "conv2d_forward_workspace_numel");
+  float* stats = nullptr;
+  StatsPhases phases;
+  if (fusion.stats.defined()) {
+    ops::require_f32(op, "stats", fusion.stats, 2 * shape.out_channels + 1, device);
+    Tensor stats_tensor = fusion.stats;  // a handle: the fusion struct is const, not its data
+    stats = stats_tensor.data<float>();
+    phases = stats_phases(op, fusion.batchnorm, shape.out_channels, device);
+  } else {
+    ENGINE_REQUIRE(!fusion.batchnorm.sums.defined() && !fusion.batchnorm.batch_stats.defined(),
+                   std::string(op) + ": the statistics' sums and finalize need stats");
+  }
+  float* scratch = nullptr;
+  if (stats != nullptr) {
+    const int64_t needed = conv2d_forward_stats_workspace_numel(shape, device, algo);
+    ENGINE_REQUIRE(
+        workspace != nullptr || needed == 0,
+        std::string(op) + ": stats need a workspace (conv2d_forward_stats_workspace_numel)");
+    if (workspace != nullptr)
+      scratch = ops::require_workspace(op, *workspace, needed, device,
+                                       "conv2d_forward_stats_workspace_numel");
+  } else if (workspace != nullptr) {
+    scratch =
+        ops::require_workspace(op, *workspace, conv2d_forward_workspace_numel(shape, device, algo),
+                               device, "conv2d_forward_workspace_numel");
+  }
   ops::require_on_stream(op, "x", x, stream);
   const Conv2dForwardArgs args{.shape = shape,
                                .dtype = dtype,
@@ -85,10 +139,19 @@ void forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const T
                                .y = y.raw_data(),
                                .workspace = scratch,
                                .fp32_math = stream.fp32_math(),
-                               .algo = algo};
+                               .algo = algo,
+                               .stats = stats,
+                               .stats_sums = phases.sums,
+                               .stats_finalize = phases.finalize};
   ops::on_device(
       op, stream, [&] { cpu::conv2d_forward(args); },
-      [&](auto cuda_stream) { cuda::conv2d_forward(args, cuda_stream); });
+      [&](auto cuda_stream) {
+        if (stats != nullptr) {
+          cuda::conv2d_forward_stats(args, cuda_stream);
+        } else {
+          cuda::conv2d_forward(args, cuda_stream);
+        }
+      });
 }
 
 void backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, Tensor& dx,
@@ -141,12 +204,42 @@ int64_t conv2d_backward_data_workspace_numel(const Conv2dShape& shape, Device de
 
 void conv2d_forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const Tensor& bias,
                     Tensor& y, Stream& stream) {
-  forward(shape, x, w, bias, y, nullptr, stream, {});
+  forward(shape, x, w, bias, y, nullptr, stream, {}, {});
 }
 
 void conv2d_forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const Tensor& bias,
-                    Tensor& y, Tensor& workspace, Stream& stream, const ConvAlgo& algo) {
-  forward(shape, x, w, bias, y, &workspace, stream, algo);
+                    Tensor& y, Tensor& workspace, Stream& stream, const ConvAlgo& algo,
+                    const Conv2dForwardFusion& fusion) {
+  forward(shape, x, w, bias, y, &workspace, stream, algo, fusion);
+}
+
+int64_t conv2d_forward_stats_workspace_numel(const Conv2dShape& shape, Device device,
+                                             const ConvAlgo& algo) {
+  return workspace_numel("conv2d_forward_stats_workspace_numel", shape, device,
+                         [&](const Conv2dShape& s, auto) {
+                           return cuda::conv2d_forward_stats_workspace_bytes(s, algo);
+                         });
+}
+
+ConvStatsPath conv2d_forward_stats_path(const Conv2dShape& shape, const Tensor& y,
+                                        const Tensor& bias, Stream& stream, const ConvAlgo& algo) {
+  constexpr std::string_view op = "conv2d_forward_stats_path";
+  shape.validate();
+  ops::require_float(op, "y", y);
+  ops::require_exact(op, "y", y, shape.output_shape(), y.dtype(), y.device(), shape.str());
+  ConvStatsPath path = ConvStatsPath::separate_pass;  // the CPU's: batchnorm_stats after
+  ops::on_device(
+      op, stream, [] {},
+      [&](auto) {
+        path =
+            cuda::conv2d_forward_stats_path({.shape = shape,
+                                             .dtype = y.dtype(),
+                                             .bias = bias.defined() ? bias.data<float>() : nullptr,
+                                             .y = const_cast<void*>(y.raw_data()),
+                                             .fp32_math = stream.fp32_math(),
+                                             .algo = algo});
+      });
+  return path;
 }
 
 void conv2d_backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, Tensor& dx,

@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/args/conv.h"
 #include "kernels/conv_algo.h"
 #include "kernels/conv_shape.h"
 #include "kernels/device.h"
+#include "kernels/ops/batchnorm.h"
 #include "kernels/ops/grad_write.h"
 #include "kernels/stream.h"
 #include "kernels/tensor.h"
@@ -26,12 +28,37 @@ int64_t conv2d_forward_workspace_numel(const Conv2dShape& shape, Device device,
 int64_t conv2d_backward_data_workspace_numel(const Conv2dShape& shape, Device device,
                                              const ConvAlgo& algo = {});
 
+// What the forward may compute besides y (undefined tensors: not asked).
+struct Conv2dForwardFusion {
+  // f32[2K+1]: batchnorm_stats(y, stats) (kernels/ops/batchnorm.h's stats: mean[K], m2[K],
+  // count) of y as stored, so that a training BatchNorm on y skips its statistics pass. On
+  // CUDA from the convolution's epilogue where it can (conv2d_forward_stats_path), else by a
+  // batchnorm_stats pass over y. Needs the workspace of conv2d_forward_stats_workspace_numel.
+  Tensor stats;
+  // With stats: the phases batchnorm_stats may finish in the same launch (its
+  // BatchNormStatsFusion: the fp64 sums, then the finalize), with the same bits.
+  BatchNormStatsFusion batchnorm = {};
+};
+
 // y = conv(x, w) + bias. bias: f32[K] or undefined. workspace: f32 with at least
 // conv2d_forward_workspace_numel elements (undefined when that is 0); without one, no split.
+// With fusion.stats: conv2d_forward_stats_workspace_numel elements, zeroed once before its
+// first use (Tensor::zeros: it holds counters that every call leaves at zero).
 void conv2d_forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const Tensor& bias,
                     Tensor& y, Stream& stream);
 void conv2d_forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const Tensor& bias,
-                    Tensor& y, Tensor& workspace, Stream& stream, const ConvAlgo& algo = {});
+                    Tensor& y, Tensor& workspace, Stream& stream, const ConvAlgo& algo = {},
+                    const Conv2dForwardFusion& fusion = {});
+
+// f32 elements of the workspace conv2d_forward needs with fusion.stats (0 on the CPU).
+int64_t conv2d_forward_stats_workspace_numel(const Conv2dShape& shape, Device device,
+                                             const ConvAlgo& algo = {});
+// Where conv2d_forward(shape, x, w, bias, y, workspace, stream, algo, {stats}) takes the
+// statistics from: the epilogue (bf16 or tf32 tensor cores storing through the staged
+// epilogue without split K), else (and on the CPU) a separate batchnorm_stats pass over y.
+ConvStatsPath conv2d_forward_stats_path(const Conv2dShape& shape, const Tensor& y,
+                                        const Tensor& bias, Stream& stream,
+                                        const ConvAlgo& algo = {});
 // dx = gradient of the input; overwrites dx. workspace: as the forward's, of
 // conv2d_backward_data_workspace_numel elements.
 void conv2d_backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, Tensor& dx,

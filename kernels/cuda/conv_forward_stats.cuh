@@ -1,0 +1,123 @@
+// conv2d forward that also gives BatchNorm's statistics of its output (stats = f32[2C+1],
+// kernels/ops/batchnorm.h), so that a training BatchNorm after the convolution skips its
+// statistics pass (batchnorm_stats reads all of y back). Where the tensor-core engine's staged
+// epilogue stores y, it computes them from its shared tile (gemm_column_stats.cuh); elsewhere
+// (split K, the direct epilogue, the fp32 SIMT engine, a y without 16-byte rows) the
+// convolution runs as usual and batchnorm_stats reads y after it. Either way the caller gets
+// the statistics of y as stored, and conv2d_forward_stats_path says which ran.
+#pragma once
+
+#include "kernels/cuda/batchnorm_reduce.cuh"
+#include "kernels/cuda/conv.cuh"
+#include "kernels/cuda/gemm_column_stats.cuh"
+
+namespace engine::cuda {
+
+// The workspace of conv2d_forward_stats, in floats: the convolution's own (split-K partials),
+// batchnorm_stats' (the separate pass), then the epilogue's column-tile counters and its
+// partial means and m2 [row tiles, C]. Both paths' regions are always there, so that the
+// counters of each stay zero whichever path a call takes (zero the workspace once).
+struct ForwardStatsWorkspace {
+  int64_t split_floats = 0;
+  int64_t batchnorm_floats = 0;
+  int64_t counter_floats = 0;
+  int64_t row_tiles = 0;
+  int64_t total() const { return split_floats + batchnorm_floats + counter_floats + 2 * row_tiles; }
+};
+
+// Sized for the smallest block tile (64 x 64): the most row tiles and column tiles any launch
+// has.
+inline ForwardStatsWorkspace forward_stats_workspace(const Conv2dShape& shape,
+                                                     const ConvLaunch& options) {
+  const GemmExtent e = forward_extent(shape);
+  constexpr int64_t kSmallestTile = 64;
+  const int64_t column_tiles = (e.n + kSmallestTile - 1) / kSmallestTile;
+  ForwardStatsWorkspace w;
+  w.split_floats = static_cast<int64_t>(
+      output_split_workspace_bytes(e.m, e.n, output_splits(e.m, e.n, e.k, options)) /
+      sizeof(float));
+  w.batchnorm_floats = batchnorm_workspace_numel(e.m, e.n, ChannelReduceLaunch{});
+  w.counter_floats = (column_tiles + 3) / 4 * 4;
+  w.row_tiles = (e.m + kSmallestTile - 1) / kSmallestTile * e.n;
+  return w;
+}
+
+// Where the statistics come from for these arguments: the epilogue exactly where the
+// convolution stores y through the staged epilogue of the tensor-core engine without split K
+// (split_output_gemm and mma_gemm_launch decide alike).
+inline ConvStatsPath forward_stats_path(const Conv2dForwardArgs& args, const ConvLaunch& options) {
+  if (args.dtype == DType::f32 && args.fp32_math != Fp32Math::tf32)
+    return ConvStatsPath::separate_pass;  // the fp32 SIMT engine stores from registers
+  const GemmExtent e = forward_extent(args.shape);
+  const int splits = args.bias == nullptr ? output_splits(e.m, e.n, e.k, options) : 1;
+  if (splits > 1 || resolve_epilogue(options.gemm.epilogue) != GemmEpilogue::staged)
+    return ConvStatsPath::separate_pass;
+  bool fits = false;
+  dispatch_device_dtype(args.dtype, [&]<typename T>() {
+    fits = StoreToMatrix<T>{static_cast<T*>(args.y), e.n, nullptr, false}.vector_fits();
+  });
+  return fits ? ConvStatsPath::epilogue : ConvStatsPath::separate_pass;
+}
+
+// The entry point with its launch options (the SIMT tests force tiles, epilogues and splits).
+// workspace: forward_stats_workspace(shape, options).total() floats, zeroed before first use.
+inline void conv2d_forward_stats(const Conv2dForwardArgs& args, cudaStream_t stream,
+                                 const ConvLaunch& options) {
+  ENGINE_REQUIRE(args.stats != nullptr, "conv2d_forward_stats: no stats to write");
+  ENGINE_REQUIRE(args.workspace != nullptr,
+                 "conv2d_forward_stats: needs conv2d_forward_stats_workspace_bytes of workspace");
+  ENGINE_REQUIRE(args.stats_finalize.batch_stats == nullptr || args.stats_sums != nullptr,
+                 "conv2d_forward_stats: finalizing needs the sums");
+  const GemmExtent e = forward_extent(args.shape);
+  BatchNormFinalizeSumsArgs finalize = args.stats_finalize;
+  finalize.sums = args.stats_sums;
+  finalize.channels = e.n;
+  const ForwardStatsWorkspace sizes = forward_stats_workspace(args.shape, options);
+  float* const split_partials = static_cast<float*>(args.workspace);
+  float* const batchnorm_scratch = split_partials + sizes.split_floats;
+  float* const counters = batchnorm_scratch + sizes.batchnorm_floats;
+  float* const part_mean = counters + sizes.counter_floats;
+  Conv2dForwardArgs conv = args;
+  conv.stats = nullptr;
+  if (forward_stats_path(args, options) == ConvStatsPath::epilogue) {
+    dispatch_device_dtype(args.dtype, [&]<typename T>() {
+      const StoreWithColumnStats<T> store{
+          .matrix = {static_cast<T*>(args.y), e.n, args.bias, false},
+          .targets = {.part_mean = part_mean,
+                      .part_m2 = part_mean + sizes.row_tiles,
+                      .counters = reinterpret_cast<unsigned*>(counters),
+                      .stats = args.stats,
+                      .sums = args.stats_sums,
+                      .finalize = finalize}};
+      forward_gemm<T>(conv, options, store, 1, stream);
+    });
+    return;
+  }
+  conv2d_forward(conv, stream, options);
+  batchnorm_stats(BatchNormStatsArgs{.dtype = args.dtype,
+                                     .x = args.y,
+                                     .rows = e.m,
+                                     .channels = e.n,
+                                     .stats = args.stats,
+                                     .workspace = batchnorm_scratch,
+                                     .sums = args.stats_sums,
+                                     .finalize = finalize},
+                  stream, ChannelReduceLaunch{});
+}
+
+// ---------------------------------------------------------------------------------------
+// Entry points (declared in conv.h)
+
+size_t conv2d_forward_stats_workspace_bytes(const Conv2dShape& shape, const ConvAlgo& algo) {
+  return static_cast<size_t>(forward_stats_workspace(shape, algo).total()) * sizeof(float);
+}
+
+ConvStatsPath conv2d_forward_stats_path(const Conv2dForwardArgs& args) {
+  return forward_stats_path(args, args.algo);
+}
+
+void conv2d_forward_stats(const Conv2dForwardArgs& args, cudaStream_t stream) {
+  conv2d_forward_stats(args, stream, args.algo);
+}
+
+}  // namespace engine::cuda
