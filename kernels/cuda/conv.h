@@ -31,5 +31,7 @@ std::vector<ConvAlgo> conv2d_candidates(const ConvProblem& problem);
 void conv2d_forward(const Conv2dForwardArgs& args, cudaStream_t stream);
 void conv2d_backward_data(const Conv2dBackwardDataArgs& args, cudaStream_t stream);
 void conv2d_backward_filter(const Conv2dBackwardFilterArgs& args, cudaStream_t stream);
+// scale and shift of a ConvInputTransform from BatchNorm's statistics (kernels/args/conv.h).
+void conv_input_from_batchnorm(const ConvInputFromBatchNormArgs& args, cudaStream_t stream);
 
 }  // namespace engine::cuda
