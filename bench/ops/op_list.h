@@ -6,6 +6,8 @@
 ENGINE_OP(conv2d_forward)
 ENGINE_OP(conv2d_backward_data)
 ENGINE_OP(conv2d_backward_filter)
+ENGINE_OP(conv2d_forward_bn_input)
+ENGINE_OP(conv2d_backward_filter_bn_input)
 ENGINE_OP(cast)
 ENGINE_OP(bn_forward)
 ENGINE_OP(bn_backward)
