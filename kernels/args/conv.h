@@ -16,6 +16,30 @@
 
 namespace engine {
 
+// The activation a convolution reads, normalized as it is loaded: x is read as
+// act(x * scale[c] + shift[c]) at input channel c (act: max(., 0) with relu, NaN staying NaN),
+// while the convolution's zero padding stays 0. BatchNorm-apply and ReLU of the layer before
+// (scale = invstd * weight, shift = bias - mean * scale) then never write their output.
+// scale and shift are f32[C] (device pointers on CUDA); scale null: no transform.
+struct ConvInputTransform {
+  const float* scale = nullptr;  // or null
+  const float* shift = nullptr;
+  bool relu = false;
+  bool active() const { return scale != nullptr; }
+};
+
+// The transform that applies BatchNorm's batch statistics (f32[2C+1]: mean[C], invstd[C],
+// count) with weight and bias (f32[C], or null: 1 and 0) in a convolution's operand loads:
+// scale[c] = invstd * weight, shift[c] = bias - mean * scale (kernels/conv_input_value.h).
+struct ConvInputFromBatchNormArgs {
+  const float* batch_stats = nullptr;
+  const float* weight = nullptr;  // or null
+  const float* bias = nullptr;    // or null
+  int64_t channels = 0;
+  float* scale = nullptr;  // f32[C]
+  float* shift = nullptr;  // f32[C]
+};
+
 // y = conv(x, w) (+ bias[k]).
 struct Conv2dForwardArgs {
   Conv2dShape shape;
@@ -34,6 +58,7 @@ struct Conv2dForwardArgs {
   // With stats: what batchnorm_stats may finish too (BatchNormStatsArgs' sums and finalize).
   double* stats_sums = nullptr;                   // f64[2C+1] or null
   BatchNormFinalizeSumsArgs stats_finalize = {};  // batch_stats null: no finalize (needs sums)
+  ConvInputTransform input_transform = {};        // x as read; none by default
 };
 
 // How conv2d_forward_stats gets y's statistics: in the convolution's epilogue, or by
@@ -55,6 +80,7 @@ struct Conv2dBackwardDataArgs {
 };
 
 // dw (+)= the sum over output pixels of dy (x) im2col(x); dbias (+)= the column sums of dy.
+// With an input_transform, im2col of the transformed x (dw_dtype f32 then).
 struct Conv2dBackwardFilterArgs {
   Conv2dShape shape;
   DType dtype = DType::f32;  // of x and dy
@@ -68,6 +94,7 @@ struct Conv2dBackwardFilterArgs {
   Fp32Math fp32_math = Fp32Math::exact;
   ConvAlgo algo =
       {};  // the CUDA kernels to run ({}: the heuristic's); the workspace is sized for it
+  ConvInputTransform input_transform = {};  // x as read; none by default
 };
 
 }  // namespace engine

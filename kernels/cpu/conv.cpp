@@ -6,6 +6,7 @@
 #include "kernels/cpu/batchnorm.h"
 #include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/column_chunks.h"
+#include "kernels/cpu/conv_input_transform.h"
 #include "kernels/cpu/fp32_buffer.h"
 #include "kernels/cpu/im2col.h"
 #include "kernels/cpu/isa.h"
@@ -319,6 +320,15 @@ bool backward_data_bf16(const Conv2dShape& shape, const bf16* dy, const bf16* w,
 // y = conv(x, w) (+ bias): conv2d_forward without the statistics.
 void forward_output(const Conv2dForwardArgs& args) {
   const Conv2dShape& shape = args.shape;
+  if (args.input_transform.active()) {
+    const TransformedConvInput input(args.dtype, args.x, shape.batch * shape.in_h * shape.in_w,
+                                     shape.in_channels, args.input_transform);
+    Conv2dForwardArgs plain = args;
+    plain.x = input.data();
+    plain.input_transform = {};
+    conv2d_forward(plain);
+    return;
+  }
   const DType dtype = args.dtype;
   const void *x = args.x, *w = args.w;
   const float* bias = args.bias;

@@ -10,5 +10,6 @@ namespace engine::cpu {
 void conv2d_forward(const Conv2dForwardArgs& args);
 void conv2d_backward_data(const Conv2dBackwardDataArgs& args);
 void conv2d_backward_filter(const Conv2dBackwardFilterArgs& args);
+void conv_input_from_batchnorm(const ConvInputFromBatchNormArgs& args);
 
 }  // namespace engine::cpu

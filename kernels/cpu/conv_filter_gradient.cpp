@@ -13,6 +13,7 @@
 #include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/column_chunks.h"
 #include "kernels/cpu/conv.h"
+#include "kernels/cpu/conv_input_transform.h"
 #include "kernels/cpu/fp32_buffer.h"
 #include "kernels/cpu/im2col.h"
 #include "kernels/cpu/isa.h"
@@ -468,6 +469,15 @@ bool filter_gradient_bf16(const Conv2dShape& shape, const bf16* x, const bf16* d
 
 void conv2d_backward_filter(const Conv2dBackwardFilterArgs& args) {
   const Conv2dShape& shape = args.shape;
+  if (args.input_transform.active()) {
+    const TransformedConvInput input(args.dtype, args.x, shape.batch * shape.in_h * shape.in_w,
+                                     shape.in_channels, args.input_transform);
+    Conv2dBackwardFilterArgs plain = args;
+    plain.x = input.data();
+    plain.input_transform = {};
+    conv2d_backward_filter(plain);
+    return;
+  }
   const DType dtype = args.dtype, dw_dtype = args.dw_dtype;
   const void *x = args.x, *dy = args.dy;
   void* dw = args.dw;

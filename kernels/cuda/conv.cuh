@@ -4,6 +4,7 @@
 #pragma once
 
 #include "kernels/cuda/conv.h"
+#include "kernels/cuda/conv_input_transform.cuh"
 #include "kernels/cuda/conv_operands.cuh"
 #include "kernels/cuda/conv_strided_data_grad.cuh"
 #include "kernels/cuda/gemm_epilogue.cuh"
@@ -103,6 +104,23 @@ void forward_gemm(const Conv2dForwardArgs& args, const ConvLaunch& options, cons
   }
 }
 
+// The GEMM of a pass whose input x is read through an active input transform
+// (conv_input_transform.cuh): x's operand as the pass reads it plain (im2col, or pointwise
+// rows), wrapped. Separate instantiations, so a convolution without a transform runs exactly
+// the kernels it ran before. gemm(operand) launches the pass's GEMM on the operand; the
+// forward's operand has pixel rows (kPixelRows), the filter gradient's (tap, channel) rows.
+template <bool kPixelRows, typename T, typename Gemm>
+void transformed_input_gemm(const Conv2dShape& shape, const T* x,
+                            const ConvInputTransform& transform, Gemm&& gemm) {
+  const int64_t channels = shape.in_channels;
+  using Pointwise = std::conditional_t<kPixelRows, KContiguousOperand<T>, RowContiguousOperand<T>>;
+  if (shape.is_pointwise()) {
+    gemm(TransformedInput(Pointwise{x, channels}, transform, channels));
+  } else {
+    gemm(TransformedInput(Im2colOperand<T, kPixelRows>{x, shape}, transform, channels));
+  }
+}
+
 // The entry points (declared in conv.h) with their launch options: the SIMT tests force
 // split-K through them.
 inline void conv2d_forward(const Conv2dForwardArgs& args, cudaStream_t stream,
@@ -114,6 +132,19 @@ inline void conv2d_forward(const Conv2dForwardArgs& args, cudaStream_t stream,
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
     split_output_gemm(e, static_cast<T*>(args.y), args.bias, workspace, options, stream,
                       [&](const auto& store, int splits) {
+                        if (args.input_transform.active()) {
+                          // (Not with conv2d_forward_stats' store: no caller fuses both yet,
+                          // and each store would double the transformed kernels.)
+                          transformed_input_gemm<true>(
+                              args.shape, static_cast<const T*>(args.x), args.input_transform,
+                              [&](const auto& input) {
+                                gemm_launch<T>(
+                                    e.m, e.n, e.k, input,
+                                    KContiguousOperand<T>{static_cast<const T*>(args.w), e.k},
+                                    store, splits, stream, args.fp32_math, options.gemm);
+                              });
+                          return;
+                        }
                         forward_gemm<T>(args, options, store, splits, stream);
                       });
   });
@@ -167,6 +198,8 @@ inline void conv2d_backward_data(const Conv2dBackwardDataArgs& args, cudaStream_
 inline void conv2d_backward_filter(const Conv2dBackwardFilterArgs& args, cudaStream_t stream,
                                    const ConvLaunch& options) {
   const Conv2dShape& shape = args.shape;
+  if (args.input_transform.active() && args.dw_dtype != DType::f32)
+    throw std::invalid_argument("conv2d_backward_filter: an input transform needs an f32 dw");
   const int splits = filter_grad_splits(shape, options);
   const int64_t k_out = shape.out_channels, taps = shape.gemm_k(), pixels = shape.gemm_m();
   float* workspace = static_cast<float*>(args.workspace);
@@ -175,6 +208,18 @@ inline void conv2d_backward_filter(const Conv2dBackwardFilterArgs& args, cudaStr
     const T* dy = static_cast<const T*>(args.dy);
     const RowContiguousOperand<T> grad_out{dy, k_out};
     auto gemm = [&](const auto& store, int split_count) {
+      // To fp32 master weights (or their split partials) only, checked above: a bf16 dw store
+      // would be more kernels for nvcc to compile that ResNet never runs.
+      using Store = std::decay_t<decltype(store)>;
+      if constexpr (!std::is_same_v<Store, StoreToMatrix<__nv_bfloat16>>) {
+        if (args.input_transform.active()) {
+          transformed_input_gemm<false>(shape, x, args.input_transform, [&](const auto& input) {
+            gemm_launch<T>(k_out, taps, pixels, grad_out, input, store, split_count, stream,
+                           args.fp32_math, options.gemm);
+          });
+          return;
+        }
+      }
       if (shape.is_pointwise()) {
         gemm_launch<T>(k_out, taps, pixels, grad_out, RowContiguousOperand<T>{x, taps}, store,
                        split_count, stream, args.fp32_math, options.gemm);
@@ -280,6 +325,14 @@ void conv2d_backward_data(const Conv2dBackwardDataArgs& args, cudaStream_t strea
 }
 void conv2d_backward_filter(const Conv2dBackwardFilterArgs& args, cudaStream_t stream) {
   conv2d_backward_filter(args, stream, args.algo);
+}
+
+void conv_input_from_batchnorm(const ConvInputFromBatchNormArgs& args, cudaStream_t stream) {
+  if (args.channels == 0) return;
+  constexpr int kThreads = 256;
+  launch(conv_input_from_batchnorm_kernel,
+         dim3(static_cast<unsigned>((args.channels + kThreads - 1) / kThreads)), dim3(kThreads), 0,
+         stream, args);
 }
 
 }  // namespace engine::cuda

@@ -40,5 +40,7 @@ ConvStatsPath conv2d_forward_stats_path(const Conv2dForwardArgs& args);
 void conv2d_forward_stats(const Conv2dForwardArgs& args, cudaStream_t stream);
 void conv2d_backward_data(const Conv2dBackwardDataArgs& args, cudaStream_t stream);
 void conv2d_backward_filter(const Conv2dBackwardFilterArgs& args, cudaStream_t stream);
+// scale and shift of a ConvInputTransform from BatchNorm's statistics (kernels/args/conv.h).
+void conv_input_from_batchnorm(const ConvInputFromBatchNormArgs& args, cudaStream_t stream);
 
 }  // namespace engine::cuda

@@ -100,13 +100,20 @@ struct TileLoader : TileLanes<kTileRows, kTileK, kThreads, Operand::kContiguousA
 
 // 16-byte vectors straight from global into a shared tile with cp.async (async_copy.cuh), no
 // registers held: fetch(k0, tile) issues the tile at K offset k0 into the caller's open group,
-// zero-filled at k >= k_end and where the operand has no source (padding). Needs the
-// operand's vectorizable(kVector) and tile.at(row, k) 16-byte aligned at every vector.
+// zero-filled at k >= k_end and where the operand has no source (padding); noted(i, zero)
+// hears whether vector i of this thread's was zero-filled. Needs the operand's
+// vectorizable(kVector) and tile.at(row, k) 16-byte aligned at every vector. It leaves the
+// landed vectors as they are (kRewritesLanded: see gemm_operand_transform.cuh for one that
+// does not).
 template <int kTileRows, int kTileK, int kThreads, typename Operand, int kVector>
 struct AsyncTileLoader
     : TileLanes<kTileRows, kTileK, kThreads, Operand::kContiguousAlongK, kVector> {
   using Lanes = TileLanes<kTileRows, kTileK, kThreads, Operand::kContiguousAlongK, kVector>;
   using Row = typename Operand::Row;
+  static constexpr bool kRewritesLanded = false;
+  struct Unnoted {
+    __device__ __forceinline__ void operator()(int, bool) const {}
+  };
 
   template <typename Tile>
   __device__ __forceinline__ static void copy(const Operand& operand, Tile& tile, int row, int k,
@@ -115,9 +122,9 @@ struct AsyncTileLoader
                 source != nullptr);
   }
 
-  template <typename Tile>
+  template <typename Tile, typename Noted = Unnoted>
   __device__ __forceinline__ void fetch(const Operand& operand, const Row* rows, int32_t k0,
-                                        int32_t k_end, Tile& tile) const {
+                                        int32_t k_end, Tile& tile, Noted noted = {}) const {
     if constexpr (Operand::kContiguousAlongK) {
       const int k_in_tile = this->lane * kVector;
       const bool inside = k0 + k_in_tile < k_end;
@@ -125,8 +132,9 @@ struct AsyncTileLoader
 #pragma unroll
       for (int i = 0; i < Lanes::kPerThread; ++i) {
         const int row = this->first + i * Lanes::kStep;
-        copy(operand, tile, row, k_in_tile,
-             inside ? operand.vector_source(rows[row], k_cursor) : nullptr);
+        const auto* source = inside ? operand.vector_source(rows[row], k_cursor) : nullptr;
+        noted(i, source == nullptr);
+        copy(operand, tile, row, k_in_tile, source);
       }
     } else {
       const Row row_cursor = rows[this->lane * kVector];
@@ -134,8 +142,9 @@ struct AsyncTileLoader
       for (int i = 0; i < Lanes::kPerThread; ++i) {
         const int k_in_tile = this->first + i * Lanes::kStep;
         const int32_t k = k0 + k_in_tile;
-        copy(operand, tile, this->lane * kVector, k_in_tile,
-             k < k_end ? operand.vector_source(row_cursor, operand.k(k)) : nullptr);
+        const auto* source = k < k_end ? operand.vector_source(row_cursor, operand.k(k)) : nullptr;
+        noted(i, source == nullptr);
+        copy(operand, tile, this->lane * kVector, k_in_tile, source);
       }
     }
   }
@@ -195,21 +204,32 @@ __device__ __forceinline__ void double_buffered_k_loop(int32_t k_begin, int32_t 
 }
 
 // One operand's path into shared memory by cp.async: its loader, the operand, its rows'
-// cursors and the stages of its shared tile.
+// cursors and the stages of its shared tile. A loader that rewrites what landed (an input
+// transform) hears the stage of each fetch, and landed(k0, stage) once this thread's copies of
+// that tile are in and before the barrier that publishes them; for the others it is nothing.
 template <typename Loader, typename Operand, typename Tile>
 struct AsyncTileFeed {
-  const Loader& loader;
+  Loader& loader;
   const Operand& operand;
   const typename Operand::Row* rows;
   Tile* stages;
+  static constexpr bool kRewrites = std::remove_cvref_t<Loader>::kRewritesLanded;
   __device__ __forceinline__ void fetch(int32_t k0, int32_t k_end, int stage) {
-    loader.fetch(operand, rows, k0, k_end, stages[stage]);
+    if constexpr (kRewrites) {
+      loader.fetch(operand, rows, k0, k_end, stages[stage], stage);
+    } else {
+      loader.fetch(operand, rows, k0, k_end, stages[stage]);
+    }
+  }
+  __device__ __forceinline__ void landed(int32_t k0, int stage) {
+    if constexpr (kRewrites) loader.landed(operand, rows, k0, stages[stage], stage);
   }
 };
 
 // The K loop by cp.async with kStages stages: kStages - 1 tiles in flight ahead of the one
-// computed. Per tile: wait for its copies (this thread's), one barrier (everyone's have
-// landed, and everyone is done with the stage computed last, which the next copies refill),
+// computed. Per tile: wait for its copies (this thread's), let the loaders rewrite them (an
+// input transform; nothing otherwise), one barrier (everyone's have landed, and everyone is
+// done with the stage computed last, which the next copies refill),
 // issue the tile kStages - 1 ahead into that stage, compute. Every step commits one group,
 // empty past the end, so "all but the newest kStages - 2 groups" is always the tile about to
 // be computed; the groups left at the end are empty.
@@ -229,6 +249,8 @@ __device__ __forceinline__ void multistage_k_loop(int32_t k_begin, int32_t k_end
   int stage = 0, refill = kStages - 1;
   for (int32_t t = 0; t < tiles; ++t) {
     cp_async_wait<kStages - 2>();
+    a.landed(k_begin + t * kTileK, stage);
+    b.landed(k_begin + t * kTileK, stage);
     __syncthreads();
     if (t + kStages - 1 < tiles) {
       const int32_t k0 = k_begin + (t + kStages - 1) * kTileK;

@@ -30,6 +30,7 @@
 #include "kernels/cuda/device_types.cuh"
 #include "kernels/cuda/gemm_choice.h"
 #include "kernels/cuda/gemm_epilogue.cuh"
+#include "kernels/cuda/gemm_operand_transform.cuh"
 #include "kernels/cuda/gemm_pipeline.cuh"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/warp_mma.cuh"
@@ -362,10 +363,10 @@ __global__ void __launch_bounds__(Block::kThreads)
     }
   };
   if constexpr (Shape::kAsync) {
-    using ALoader = AsyncTileLoader<kTileM, kTileK, kThreads, AOperand, kVector>;
-    using BLoader = AsyncTileLoader<kTileN, kTileK, kThreads, BOperand, kVector>;
-    const ALoader a_loader;
-    const BLoader b_loader;
+    using ALoader = AsyncTileLoaderFor<kTileM, kTileK, kThreads, AOperand, kVector, Shape::kStages>;
+    using BLoader = AsyncTileLoaderFor<kTileN, kTileK, kThreads, BOperand, kVector, Shape::kStages>;
+    ALoader a_loader;  // a transforming one keeps which vectors it zero-filled
+    BLoader b_loader;
     multistage_k_loop<Shape::kStages, kTileK>(
         k_begin, k_end, AsyncTileFeed{a_loader, a, storage->a_rows, a_tile},
         AsyncTileFeed{b_loader, b, storage->b_rows, b_tile}, compute);

@@ -90,6 +90,20 @@ StatsPhases stats_phases(std::string_view op, const BatchNormStatsFusion& fusion
   return phases;
 }
 
+// The kernels' transform of `input`, checked against x's channels and device: none where
+// input.scale is undefined.
+ConvInputTransform input_transform(std::string_view op, const ConvInputAffine& input,
+                                   const Conv2dShape& shape, Device device) {
+  if (!input.scale.defined()) {
+    if (input.shift.defined()) fail(std::string(op) + ": input.shift without input.scale");
+    return {};
+  }
+  ops::require_f32(op, "input.scale", input.scale, shape.in_channels, device);
+  ops::require_f32(op, "input.shift", input.shift, shape.in_channels, device);
+  return {
+      .scale = input.scale.data<float>(), .shift = input.shift.data<float>(), .relu = input.relu};
+}
+
 // workspace: null, or the caller's (at least the _workspace_numel the op names).
 void forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const Tensor& bias,
              Tensor& y, Tensor* workspace, Stream& stream, const ConvAlgo& algo,
@@ -105,6 +119,10 @@ void forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const T
   ops::require_exact(op, "y", y, shape.output_shape(), dtype, device, context);
   if (bias.defined())
     ops::require_exact(op, "bias", bias, {shape.out_channels}, DType::f32, device, context);
+  ENGINE_REQUIRE(!(fusion.stats.defined() && fusion.input.scale.defined()),
+                 std::string(op) +
+                     ": fusion.stats with fusion.input (a transformed input) is "
+                     "not supported yet: run them as two convolutions' fusions");
   float* stats = nullptr;
   StatsPhases phases;
   if (fusion.stats.defined()) {
@@ -142,7 +160,8 @@ void forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const T
                                .algo = algo,
                                .stats = stats,
                                .stats_sums = phases.sums,
-                               .stats_finalize = phases.finalize};
+                               .stats_finalize = phases.finalize,
+                               .input_transform = input_transform(op, fusion.input, shape, device)};
   ops::on_device(
       op, stream, [&] { cpu::conv2d_forward(args); },
       [&](auto cuda_stream) {
@@ -262,7 +281,7 @@ int64_t conv2d_backward_filter_workspace_numel(const Conv2dShape& shape, Device 
 
 void conv2d_backward_filter(const Conv2dShape& shape, const Tensor& x, const Tensor& dy, Tensor& dw,
                             Tensor& dbias, GradWrite write, Tensor& workspace, Stream& stream,
-                            const ConvAlgo& algo) {
+                            const ConvAlgo& algo, const ConvInputAffine& input) {
   constexpr std::string_view op = "conv2d_backward_filter";
   shape.validate();
   ops::require_float(op, "x", x);
@@ -290,10 +309,42 @@ void conv2d_backward_filter(const Conv2dShape& shape, const Tensor& x, const Ten
                                       .accumulate = write == GradWrite::accumulate,
                                       .workspace = scratch,
                                       .fp32_math = stream.fp32_math(),
-                                      .algo = algo};
+                                      .algo = algo,
+                                      .input_transform = input_transform(op, input, shape, device)};
+  if (args.input_transform.active() && dw.dtype() != DType::f32) {
+    fail(std::string(op) + ": dw is " + dw.describe() +
+         ", expected f32 with an input transform (fp32 master weights)");
+  }
   ops::on_device(
       op, stream, [&] { cpu::conv2d_backward_filter(args); },
       [&](auto cuda_stream) { cuda::conv2d_backward_filter(args, cuda_stream); });
+}
+
+void conv_input_from_batchnorm(const Tensor& batch_stats, const Tensor& weight, const Tensor& bias,
+                               Tensor& scale, Tensor& shift, Stream& stream) {
+  constexpr std::string_view op = "conv_input_from_batchnorm";
+  ops::require_defined(op, "batch_stats", batch_stats);
+  const int64_t numel = batch_stats.numel();
+  if (numel < 3 || numel % 2 != 1) {
+    fail(std::string(op) + ": batch_stats is " + batch_stats.describe() +
+         ", expected 2C+1 elements for C channels");
+  }
+  const int64_t channels = (numel - 1) / 2;
+  const Device device = batch_stats.device();
+  ops::require_f32(op, "batch_stats", batch_stats, numel, device);
+  ops::require_f32(op, "scale", scale, channels, device);
+  ops::require_f32(op, "shift", shift, channels, device);
+  ops::require_on_stream(op, "batch_stats", batch_stats, stream);
+  const ConvInputFromBatchNormArgs args{
+      .batch_stats = batch_stats.data<float>(),
+      .weight = ops::optional_f32(op, "weight", weight, channels, device),
+      .bias = ops::optional_f32(op, "bias", bias, channels, device),
+      .channels = channels,
+      .scale = scale.data<float>(),
+      .shift = shift.data<float>()};
+  ops::on_device(
+      op, stream, [&] { cpu::conv_input_from_batchnorm(args); },
+      [&](auto cuda_stream) { cuda::conv_input_from_batchnorm(args, cuda_stream); });
 }
 
 std::vector<ConvAlgo> conv2d_algo_candidates(const ConvProblem& problem, Device device) {

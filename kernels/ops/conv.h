@@ -18,6 +18,23 @@
 
 namespace engine {
 
+// The input a convolution reads, normalized as it loads: act(x * scale[c] + shift[c]) at input
+// channel c (act: ReLU when relu, NaN staying NaN), its zero padding staying 0, so that the
+// BatchNorm-apply and ReLU before a convolution never write their output
+// (kernels/args/conv.h: ConvInputTransform). scale and shift: f32[C] on x's device, from
+// conv_input_from_batchnorm; an undefined scale: x as it is.
+struct ConvInputAffine {
+  Tensor scale, shift;
+  bool relu = false;
+};
+
+// scale = invstd * weight, shift = bias - mean * scale: BatchNorm's training transform of
+// batch_stats (f32[2C+1]: mean, invstd, count) with weight and bias (f32[C], or undefined: 1
+// and 0), as a ConvInputAffine's scale and shift (f32[C]). With conv2d_forward then, conv(relu(
+// batchnorm(x))) reads x alone; the sums differ from batchnorm_normalize's by rounding only.
+void conv_input_from_batchnorm(const Tensor& batch_stats, const Tensor& weight, const Tensor& bias,
+                               Tensor& scale, Tensor& shift, Stream& stream);
+
 // f32 elements of scratch with which conv2d_forward / conv2d_backward_data split the
 // reduction where the output alone has too few tiles to fill a GPU (small batches at the last
 // stages); 0 on the CPU and where no split pays. Allocate once per layer shape, as below.
@@ -38,12 +55,15 @@ struct Conv2dForwardFusion {
   // With stats: the phases batchnorm_stats may finish in the same launch (its
   // BatchNormStatsFusion: the fp64 sums, then the finalize), with the same bits.
   BatchNormStatsFusion batchnorm = {};
+  // x as the convolution reads it (ConvInputAffine above): not yet together with stats.
+  ConvInputAffine input = {};
 };
 
 // y = conv(x, w) + bias. bias: f32[K] or undefined. workspace: f32 with at least
 // conv2d_forward_workspace_numel elements (undefined when that is 0); without one, no split.
 // With fusion.stats: conv2d_forward_stats_workspace_numel elements, zeroed once before its
-// first use (Tensor::zeros: it holds counters that every call leaves at zero).
+// first use (Tensor::zeros: it holds counters that every call leaves at zero). With
+// fusion.input.scale defined, x is read through that transform.
 void conv2d_forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const Tensor& bias,
                     Tensor& y, Stream& stream);
 void conv2d_forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const Tensor& bias,
@@ -74,9 +94,11 @@ int64_t conv2d_backward_filter_workspace_numel(const Conv2dShape& shape, Device 
 // GradWrite::accumulate they are added to what dw/dbias hold (gradient accumulation over
 // micro-batches). workspace:
 // f32 with conv2d_backward_filter_workspace_numel elements (may be undefined when that is 0).
+// With input.scale defined, x is read through that transform (the forward's input), and dw
+// must be f32.
 void conv2d_backward_filter(const Conv2dShape& shape, const Tensor& x, const Tensor& dy, Tensor& dw,
                             Tensor& dbias, GradWrite write, Tensor& workspace, Stream& stream,
-                            const ConvAlgo& algo = {});
+                            const ConvAlgo& algo = {}, const ConvInputAffine& input = {});
 
 // The CUDA algorithms worth timing for `problem` on `device`, the heuristic's first
 // (cuda::conv2d_candidates); none on the CPU, which has one way to run a convolution.
