@@ -6,11 +6,14 @@
 //
 // Each block: per column of its tile, the mean over its valid rows, then m2 = sum of
 // (value - mean)^2 by a second pass over shared memory (stable at any |mean| / std), both
-// summed in a fixed order; written as the partial of row tile blockIdx.x. The last block of a
-// column tile to finish (atomicInc ticket, as batchnorm_reduce.cuh) merges the tile's partials
-// over the row tiles in row-tile order by Chan's formula into batchnorm.h's
-// stats = f32[2C+1] (mean[C], m2[C], count). No float atomics: the bits never depend on which
-// block finishes when.
+// summed in a fixed order; written as the partial of row tile blockIdx.x. The partials are
+// merged by Chan's formula in two levels, each in a fixed order: the row tiles form groups of
+// about sqrt(row tiles) (stats_group_tiles), the last block of a group to finish (atomicInc
+// ticket, as batchnorm_reduce.cuh) merges the group's partials, and the last group of a column
+// tile merges the groups' into batchnorm.h's stats = f32[2C+1] (mean[C], m2[C], count). One
+// level over every row tile would leave one block walking thousands of partials per column
+// (resnet50's layer1 at batch 256: 12,544 row tiles of 64) while the GPU waits; two levels walk
+// about 2 sqrt of them. No float atomics: the bits never depend on which block finishes when.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +23,23 @@
 
 namespace engine::cuda {
 
+// Row tiles a group of the statistics' first merge level: about sqrt(row tiles), so that
+// both levels walk about as many partials; at least kStatsMinGroupTiles. `forced` (> 0) wins.
+constexpr int kStatsMinGroupTiles = 8;
+__host__ __device__ inline int64_t stats_group_tiles(int64_t row_tiles, int forced) {
+  if (forced > 0) return forced;
+  int64_t group = kStatsMinGroupTiles;
+  while (group * group < row_tiles)
+    ++group;
+  return group;
+}
+
+// The most groups `row_tiles` can form whatever the block tile (a workspace's bound).
+inline int64_t stats_group_bound(int64_t row_tiles, int forced) {
+  const int64_t smallest = forced > 0 ? forced : kStatsMinGroupTiles;
+  return (row_tiles + smallest - 1) / smallest;
+}
+
 // Where a GEMM's column statistics go: the blocks' partials [row tiles, n] (mean and m2 of
 // the tile's rows), one counter per column tile (zero before the first launch; every launch
 // leaves them zero, as batchnorm's) and the merged stats, f32[2n+1]. As batchnorm_stats'
@@ -27,9 +47,14 @@ namespace engine::cuda {
 // finalize them (batchnorm_finalize_sums; finalize.batch_stats null: not), through the same
 // helpers: the same bits without their launches.
 struct ColumnStatsTargets {
-  float* part_mean = nullptr;
+  float* part_mean = nullptr;  // [row tiles, n]
   float* part_m2 = nullptr;
+  float* group_mean = nullptr;  // [groups, n]: the first level's merges
+  float* group_m2 = nullptr;
+  // Per column tile, max_groups + 1 counters: one per group, then the column tile's.
   unsigned* counters = nullptr;
+  int64_t max_groups = 1;  // what the workspace holds (stats_group_bound)
+  int group_tiles = 0;     // row tiles a group (0: stats_group_tiles' choice; tests force it)
   float* stats = nullptr;
   double* sums = nullptr;                   // f64[2n+1] or null
   BatchNormFinalizeSumsArgs finalize = {};  // its sums and channels unread
@@ -114,60 +139,110 @@ struct StoreWithColumnStats {
       targets.part_m2[blockIdx.x * static_cast<int64_t>(n_size) + n] = tile_m2;
     }
 
-    // The last block of this column tile merges (batchnorm_reduce.cuh's last_block_of_tile,
-    // with the tiles along y and the parts along x).
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) ticket = atomicInc(targets.counters + blockIdx.y, gridDim.x - 1);
-    __syncthreads();
-    if (ticket != gridDim.x - 1) return;
-    __threadfence();
-    merge_tile_partials<kTileM, kLanes>(scratch, col, lane, n, active, m_size, n_size);
+    // The first level: the last block of this block's group merges the group's partials.
+    const int64_t row_tiles = gridDim.x;
+    const int64_t group = stats_group_tiles(row_tiles, targets.group_tiles);
+    const int64_t groups = (row_tiles + group - 1) / group;
+    const int64_t g = blockIdx.x / group;
+    const int64_t first = g * group, last = first + group < row_tiles ? first + group : row_tiles;
+    unsigned* const counters = targets.counters + blockIdx.y * (targets.max_groups + 1);
+    if (!last_to_finish(counters + g, static_cast<unsigned>(last - first), ticket)) return;
+    const auto tile_rows = [&](int64_t tile) {
+      const int64_t begin = tile * kTileM;
+      return static_cast<float>(m_size - begin < kTileM ? m_size - begin : kTileM);
+    };
+    ChannelStats merged = merge_partials<kLanes>(scratch, col, lane, n, active, n_size, first, last,
+                                                 targets.part_mean, targets.part_m2, tile_rows);
+    if (groups > 1) {
+      // The second: the last group of this column tile merges the groups'.
+      if (lane == 0 && active) {
+        targets.group_mean[g * n_size + n] = merged.mean;
+        targets.group_m2[g * n_size + n] = merged.m2;
+      }
+      if (!last_to_finish(counters + targets.max_groups, static_cast<unsigned>(groups), ticket))
+        return;
+      const auto group_rows = [&](int64_t index) {
+        const int64_t begin = index * group * kTileM, end = begin + group * kTileM;
+        return static_cast<float>((end < m_size ? end : m_size) - begin);
+      };
+      merged = merge_partials<kLanes>(scratch, col, lane, n, active, n_size, 0, groups,
+                                      targets.group_mean, targets.group_m2, group_rows);
+    }
+    if (lane == 0 && active) finish(n, n_size, merged);
   }
 
-  // The column's partials over the row tiles, in row-tile order: lane l merges the contiguous
-  // run l of kLanes, as offsets from row tile 0's mean (merge_in_order's reasoning), then lane
-  // 0 merges the runs in lane order. The partials are other blocks' writes of this launch:
-  // read volatile.
-  template <int kTileM, int kLanes, typename Scratch>
-  __device__ void merge_tile_partials(Scratch& scratch, int col, int lane, int64_t n, bool active,
-                                      int32_t m_size, int32_t n_size) const {
-    const int64_t parts = gridDim.x;
-    const volatile float* part_mean = targets.part_mean;
-    const volatile float* part_m2 = targets.part_m2;
+  // Whether this block is the last of `members` to get here on `counter` (atomicInc wraps it
+  // back to zero: every launch leaves it as it found it); the others return. Every thread
+  // fences its writes first, and the last block fences again before it reads the others'.
+  __device__ static bool last_to_finish(unsigned* counter, unsigned members, unsigned& ticket) {
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) ticket = atomicInc(counter, members - 1);
+    __syncthreads();
+    if (ticket != members - 1) return false;
+    __threadfence();
+    return true;
+  }
+
+  // The column's partials [first, last) (rows_of(p) rows each), in order: lane l merges the
+  // contiguous run l of kLanes, as offsets from partial `first`'s mean (merge_in_order's
+  // reasoning), then lane 0 merges the runs in lane order; the result is lane 0's. The
+  // partials are other blocks' writes of this launch: read volatile, the next one loaded
+  // before the current one is merged. Every thread of the block calls it (it has a barrier).
+  template <int kLanes, typename Scratch, typename RowsOf>
+  __device__ static ChannelStats merge_partials(Scratch& scratch, int col, int lane, int64_t n,
+                                                bool active, int64_t n_size, int64_t first,
+                                                int64_t last, const float* means, const float* m2s,
+                                                RowsOf rows_of) {
+    const volatile float* part_mean = means;
+    const volatile float* part_m2 = m2s;
     float count = 0.f, offset = 0.f, m2 = 0.f, reference = 0.f;
     if (active) {
-      reference = part_mean[n];
-      for (int64_t p = parts * lane / kLanes; p < parts * (lane + 1) / kLanes; ++p) {
-        const int64_t first = p * kTileM;
-        const float rows = static_cast<float>(m_size - first < kTileM ? m_size - first : kTileM);
-        chan_merge(count, offset, m2, rows, part_mean[p * n_size + n] - reference,
-                   part_m2[p * n_size + n]);
+      reference = part_mean[first * n_size + n];
+      const int64_t parts = last - first;
+      const int64_t begin = first + parts * lane / kLanes,
+                    end = first + parts * (lane + 1) / kLanes;
+      float next_mean = 0.f, next_m2 = 0.f;
+      if (begin < end) {
+        next_mean = part_mean[begin * n_size + n];
+        next_m2 = part_m2[begin * n_size + n];
+      }
+      for (int64_t p = begin; p < end; ++p) {
+        const float mean_p = next_mean, m2_p = next_m2;
+        if (p + 1 < end) {
+          next_mean = part_mean[(p + 1) * n_size + n];
+          next_m2 = part_m2[(p + 1) * n_size + n];
+        }
+        chan_merge(count, offset, m2, rows_of(p), mean_p - reference, m2_p);
       }
     }
     scratch(0, lane, col) = count;
     scratch(1, lane, col) = offset;
     scratch(2, lane, col) = m2;
     __syncthreads();
-    if (lane != 0 || !active) return;
     float total = 0.f, total_offset = 0.f, total_m2 = 0.f;
+    if (lane == 0 && active) {
 #pragma unroll
-    for (int l = 0; l < kLanes; ++l)
-      chan_merge(total, total_offset, total_m2, scratch(0, l, col), scratch(1, l, col),
-                 scratch(2, l, col));
-    const float mean = reference + total_offset;
-    const int64_t channels = n_size;
-    targets.stats[n] = mean;
-    targets.stats[channels + n] = total_m2;
-    if (n == 0) targets.stats[2 * channels] = total;
+      for (int l = 0; l < kLanes; ++l)
+        chan_merge(total, total_offset, total_m2, scratch(0, l, col), scratch(1, l, col),
+                   scratch(2, l, col));
+    }
+    return {total, reference + total_offset, total_m2};
+  }
+
+  // The column's statistics, and what the merge finishes of the phases after them.
+  __device__ void finish(int64_t n, int64_t channels, const ChannelStats& merged) const {
+    targets.stats[n] = merged.mean;
+    targets.stats[channels + n] = merged.m2;
+    if (n == 0) targets.stats[2 * channels] = merged.count;
     if (targets.sums == nullptr) return;
-    const ChannelSums sums = batchnorm_channel_sums(total, mean, total_m2);
+    const ChannelSums sums = batchnorm_channel_sums(merged.count, merged.mean, merged.m2);
     targets.sums[n] = sums.sum;
     targets.sums[channels + n] = sums.sumsq;
-    if (n == 0) targets.sums[2 * channels] = static_cast<double>(total);
+    if (n == 0) targets.sums[2 * channels] = static_cast<double>(merged.count);
     if (targets.finalize.batch_stats != nullptr) {
       batchnorm_finalize_channel(targets.finalize, n, sums.sum, sums.sumsq,
-                                 static_cast<double>(total));
+                                 static_cast<double>(merged.count));
     }
   }
 };

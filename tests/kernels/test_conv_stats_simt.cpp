@@ -50,9 +50,10 @@ struct StatsCase {
   Conv2dShape shape;
   Engine engine;
   ConvLaunch options;
-  ConvStatsPath path;  // the one it must take
-  float bias = 0.f;    // added to every channel (0: no bias)
-  int y_offset = 0;    // elements by which y misses 16-byte alignment
+  ConvStatsPath path;   // the one it must take
+  float bias = 0.f;     // added to every channel (0: no bias)
+  int y_offset = 0;     // elements by which y misses 16-byte alignment
+  int group_tiles = 0;  // row tiles a group of the merge's first level (0: its choice)
 };
 
 ConvLaunch tile(GemmTile t, int split_k = 0) {
@@ -94,6 +95,14 @@ std::vector<StatsCase> stats_cases() {
       {"tf32 3x3", three, kTf32, tile(GemmTile::automatic), kEpilogue},
       {"tf32 1x1 s2", strided, kTf32, tile(GemmTile::automatic), kEpilogue},
       {"tf32 3x3 bias 40", three, kTf32, tile(GemmTile::automatic), kEpilogue, 40.f},
+      // The merge in two levels (groups of row tiles, then the groups), which these sizes
+      // reach only when forced: 3 row tiles of 64 in groups of 2 (the last of one), 2 of 128
+      // and 3 of 64 in groups of one.
+      {"bf16 3x3 64x64 groups of 2", three, kBf16, tile(GemmTile::t64x64), kEpilogue, 0.f, 0, 2},
+      {"bf16 3x3 bias 40 groups of 2", three, kBf16, tile(GemmTile::t64x64), kEpilogue, 40.f, 0, 2},
+      {"tf32 3x3 groups of 1", three, kTf32, tile(GemmTile::automatic), kEpilogue, 0.f, 0, 1},
+      {"bf16 1x1 s2 64x128 groups of 1", strided, kBf16, tile(GemmTile::t64x128), kEpilogue, 0.f, 0,
+       1},
       // The fallbacks: the convolution as usual, then batchnorm_stats over y.
       {"bf16 split K", three, kBf16, tile(GemmTile::t64x64, 2), kSeparate},
       {"tf32 split K", three, kTf32, tile(GemmTile::automatic, 3), kSeparate},
@@ -192,7 +201,8 @@ TEST(ConvStatsSimt, StatisticsOfTheStoredOutput) {
                                              .batch_stats = batch_stats.floats()};
     SimtBuffer workspace(
         DType::f32,
-        std::vector<float>(cuda::forward_stats_workspace(shape, c.options).total(), 0.f));
+        std::vector<float>(cuda::forward_stats_workspace(shape, c.options, c.group_tiles).total(),
+                           0.f));
     const Conv2dForwardArgs args{.shape = shape,
                                  .dtype = dtype,
                                  .x = in.x.data(),
@@ -205,7 +215,7 @@ TEST(ConvStatsSimt, StatisticsOfTheStoredOutput) {
                                  .stats_sums = sums.as<double>(),
                                  .stats_finalize = finalize};
     EXPECT_EQ(cuda::forward_stats_path(args, c.options), c.path);
-    cuda::conv2d_forward_stats(args, nullptr, c.options);
+    cuda::conv2d_forward_stats(args, nullptr, c.options, c.group_tiles);
 
     // y is the plain forward's, bit for bit.
     SimtBuffer plain_y(dtype, std::vector<float>(outputs, NAN), c.y_offset);
@@ -228,7 +238,7 @@ TEST(ConvStatsSimt, StatisticsOfTheStoredOutput) {
     // Again on the same workspace: its counters were left at zero, and the merge's order is
     // fixed, so the statistics come out with the same bits.
     const std::vector<double> first_sums = sums.double_values();
-    cuda::conv2d_forward_stats(args, nullptr, c.options);
+    cuda::conv2d_forward_stats(args, nullptr, c.options, c.group_tiles);
     EXPECT_EQ(stats.values(), first);
     EXPECT_EQ(sums.double_values(), first_sums);
   }
@@ -243,8 +253,15 @@ TEST(ConvStatsSimt, WorkspaceCoversEveryPath) {
   EXPECT_EQ(plain.split_floats, 0);
   EXPECT_EQ(plain.batchnorm_floats,
             cuda::batchnorm_workspace_numel(162, 72, cuda::ChannelReduceLaunch{}));
-  EXPECT_EQ(plain.row_tiles, 3 * 72);  // 162 rows in 64-row tiles
-  EXPECT_EQ(plain.counter_floats, 4);  // 2 column tiles, rounded up to 4 floats
+  EXPECT_EQ(plain.row_tiles, 3);  // 162 rows in 64-row tiles
+  EXPECT_EQ(plain.partial_floats, 3 * 72);
+  EXPECT_EQ(plain.max_groups, 1);  // groups of at least 8 row tiles
+  EXPECT_EQ(plain.group_floats, 72);
+  EXPECT_EQ(plain.counter_floats, 4);  // 2 column tiles x (1 group + 1), rounded up to 4
+  const cuda::ForwardStatsWorkspace pairs =
+      cuda::forward_stats_workspace(shape, tile(GemmTile::t64x64), 2);
+  EXPECT_EQ(pairs.max_groups, 2);
+  EXPECT_EQ(pairs.counter_floats, 8);  // 2 column tiles x (2 groups + 1), rounded up to 4
   const cuda::ForwardStatsWorkspace split =
       cuda::forward_stats_workspace(shape, tile(GemmTile::t64x64, 2));
   EXPECT_EQ(split.split_floats, 2 * 162 * 72);
