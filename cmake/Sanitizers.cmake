@@ -6,9 +6,14 @@ add_library(engine_sanitize_thread INTERFACE)
 target_compile_options(engine_sanitize_thread INTERFACE -fsanitize=thread -g1 -O1)
 target_link_options(engine_sanitize_thread INTERFACE -fsanitize=thread)
 
+# UBSan's null, object-size and pointer-overflow checks are left to ASan, which reports the
+# access they would (a SEGV at a null address, an access outside its object): they cost 16% of
+# the compile (the ASan conv SIMT test: 63 -> 53 s). Its alignment check stays: on x86 only it
+# sees a kernel's misaligned 16-byte access, which a GPU faults on.
 add_library(engine_sanitize_address INTERFACE)
 target_compile_options(engine_sanitize_address INTERFACE
-  -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g1 -O1)
+  -fsanitize=address,undefined -fno-sanitize=null,object-size,pointer-overflow
+  -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g1 -O1)
 target_link_options(engine_sanitize_address INTERFACE -fsanitize=address,undefined)
 
 # engine_apply_sanitizer(<target> <none|thread|address>)

@@ -5,7 +5,8 @@ A device call brings back at most 8 files of $OUT and may be killed at its time 
 gpu-check packs its report into four files after every step. Cases:
   full    both parts: exit 0; $OUT holds exactly summary.txt, bench_step.jsonl,
           bench_kernels.jsonl and report.tar.xz; the summary names both parts and ends with
-          "0 failed"; the archive holds every step's log and no checkpoint; every JSON row parses.
+          "0 failed"; the archive holds every step's log and no checkpoint; every JSON row parses;
+          the tuner's step timed at least one pass.
   killed  --part A, killed (SIGKILL, the whole process group) once three steps have ended and a
           fourth is running: $OUT still holds at most the four files, and its summary names the
           steps that ended and the one that was running; the archive holds the ended steps' logs.
@@ -85,6 +86,12 @@ def case_full(script, work):
         rows = [json.loads(line) for line in open(os.path.join(out, jsonl))]
         if not rows:
             fail(f"{jsonl} is empty")
+    # The tuner's step timed something: its total line's heuristic time is not 0 (a --filter
+    # that selects no layer would leave it 0 and the plan table empty).
+    tuned = [line for line in summary if line.startswith("bench_kernels --tune bf16:")]
+    total = re.search(r"all conv layers \(x count\) ([0-9.]+)", tuned[0] if tuned else "")
+    if not total or float(total.group(1)) <= 0:
+        fail(f"the tuner's step timed nothing: {tuned}")
     kernels = [json.loads(line)["case"] for line in open(os.path.join(out, "bench_kernels.jsonl"))]
     if not any("bf16" in case for case in kernels) or not any("f32" in case for case in kernels):
         fail("bench_kernels.jsonl lacks the bf16 (part A) or the f32 (part B) rows")
