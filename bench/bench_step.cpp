@@ -197,7 +197,7 @@ class NativeStep {
 std::string case_name(const Options& o) {
   return o.arch + " " + std::to_string(o.image_size) + "x" + std::to_string(o.image_size) + " b" +
          std::to_string(o.batch) + " " + std::string(nn::precision_name(o.precision)) +
-         " train step";
+         " train step" + (o.fusion ? "" : " no-fusion");
 }
 
 // The mean of a few profiled steps, per top-level layer, with each one's share of the step.

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "conv_engines.h"
 #include "conv_reference.h"
 #include "elementwise_cases.h"
 #include "kernels/cpu/conv.h"
@@ -27,28 +28,9 @@ using testing::random_values;
 using testing::round_to_tf32;
 using testing::SimtBuffer;
 
-// fp32 and tf32 engines differ from their CPU twins only in summation order (tf32 operands
-// that were truncated instead of rounded would be off by about 5e-4).
-constexpr double kF32Tolerance = 1e-5;
-// bf16 outputs may round to neighbouring values: one bf16 ulp of the largest element.
-constexpr double kBf16Tolerance = 1.0 / 128;
-
-// The engines: the tensors' dtype and, for f32, the math.
-struct Engine {
-  DType dtype;
-  Fp32Math math;
-  std::string name() const {
-    return dtype == DType::bf16 ? "bf16" : math == Fp32Math::tf32 ? "tf32" : "fp32";
-  }
-  double tolerance() const { return dtype == DType::bf16 ? kBf16Tolerance : kF32Tolerance; }
-};
-constexpr Engine kEngines[] = {
-    {DType::f32, Fp32Math::exact}, {DType::f32, Fp32Math::tf32}, {DType::bf16, Fp32Math::exact}};
-
-double relative_difference(const std::vector<float>& actual, const std::vector<float>& expected) {
-  std::vector<double> wide(expected.begin(), expected.end());
-  return testing::relative_error(actual, wide);
-}
+using Engine = testing::ConvEngine;
+using testing::kConvEngines;
+using testing::relative_difference;
 
 struct SimtCase {
   const char* name;
@@ -111,7 +93,7 @@ struct Operands {
 };
 
 TEST(ConvSimt, ForwardMatchesCpu) {
-  for (const Engine& engine : kEngines) {
+  for (const Engine& engine : kConvEngines) {
     const DType dtype = engine.dtype;
     for (const auto& [name, shape] : simt_cases()) {
       SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + engine.name());
@@ -164,7 +146,7 @@ void expect_backward_data_matches_cpu(const Conv2dShape& shape, const Engine& en
 }
 
 TEST(ConvSimt, BackwardDataMatchesCpu) {
-  for (const Engine& engine : kEngines) {
+  for (const Engine& engine : kConvEngines) {
     for (const auto& [name, shape] : simt_cases()) {
       SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + engine.name());
       expect_backward_data_matches_cpu(shape, engine);
@@ -192,7 +174,7 @@ std::vector<SimtCase> strided_data_grad_cases() {
 }
 
 TEST(ConvSimt, StridedBackwardDataSkipsTheStridesZeros) {
-  for (const Engine& engine : kEngines) {
+  for (const Engine& engine : kConvEngines) {
     for (const auto& [name, shape] : strided_data_grad_cases()) {
       SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + engine.name());
       EXPECT_TRUE(cuda::is_strided_pointwise(shape) || cuda::splits_into_stride_phases(shape));
@@ -251,7 +233,7 @@ TEST(ConvSimt, ForwardAndBackwardDataMatchCpuWithSplitK) {
       {"pointwise, odd N", conv_shape(2, 5, 5, 19, 70, 1, 1, 1, 0)},
       {"3x3 long K", conv_shape(1, 4, 4, 40, 8, 3, 3, 1, 1)},
   };
-  for (const Engine& engine : kEngines) {
+  for (const Engine& engine : kConvEngines) {
     const DType dtype = engine.dtype;
     for (const auto& [name, shape] : cases) {
       for (const bool with_bias : {false, true}) {
@@ -310,7 +292,7 @@ TEST(ConvSimt, ForwardAndBackwardDataMatchCpuWithSplitK) {
 }
 
 TEST(ConvSimt, BackwardFilterMatchesCpuWithAndWithoutSplitK) {
-  for (const Engine& engine : kEngines) {
+  for (const Engine& engine : kConvEngines) {
     const DType dtype = engine.dtype;
     for (const auto& [name, shape] : simt_cases()) {
       for (int splits : {1, 3}) {
@@ -350,8 +332,9 @@ TEST(ConvSimt, BackwardFilterMatchesCpuWithAndWithoutSplitK) {
                                       .workspace = workspace.data(),
                                       .fp32_math = engine.math},
                                      nullptr, {.split_k = splits});
-        EXPECT_LE(relative_difference(actual.values(), expected), kF32Tolerance);
-        EXPECT_LE(relative_difference(actual_bias.values(), expected_bias), kF32Tolerance);
+        EXPECT_LE(relative_difference(actual.values(), expected), testing::kConvF32Tolerance);
+        EXPECT_LE(relative_difference(actual_bias.values(), expected_bias),
+                  testing::kConvF32Tolerance);
       }
     }
   }
@@ -379,7 +362,7 @@ TEST(ConvSimt, EntryPointsWriteBf16FilterGradients) {
                                 .workspace = workspace.data()},
                                nullptr);
   EXPECT_LE(relative_difference(actual.values(), decode(DType::bf16, expected.data(), filters)),
-            kBf16Tolerance);
+            testing::kConvBf16Tolerance);
 }
 
 TEST(ConvSimt, GemmLaunchRefusesDimensionsPastThe32BitIndices) {

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <string>
 
+#include "conv_engines.h"
 #include "conv_reference.h"
 #include "kernels/cpu/batchnorm.h"
 #include "simt_buffer.h"
@@ -36,14 +37,8 @@ using testing::SimtBuffer;
 // std / rows (1e-2 here) and m2 by about 1 / rows: a hundred times the tolerance.
 constexpr double kStatsTolerance = 1e-4;
 
-struct Engine {
-  DType dtype;
-  Fp32Math math;
-  const char* name;
-};
-constexpr Engine kBf16{DType::bf16, Fp32Math::exact, "bf16"};
-constexpr Engine kTf32{DType::f32, Fp32Math::tf32, "tf32"};
-constexpr Engine kFp32{DType::f32, Fp32Math::exact, "fp32"};
+using Engine = testing::ConvEngine;
+constexpr Engine kBf16 = testing::kConvBf16, kTf32 = testing::kConvTf32, kFp32 = testing::kConvFp32;
 
 struct StatsCase {
   const char* name;
@@ -181,7 +176,7 @@ TEST(ConvStatsSimt, StatisticsOfTheStoredOutput) {
   for (const StatsCase& c : stats_cases()) {
     const Conv2dShape& shape = c.shape;
     const DType dtype = c.engine.dtype;
-    SCOPED_TRACE(std::string(c.name) + " " + shape.str() + " " + c.engine.name);
+    SCOPED_TRACE(std::string(c.name) + " " + shape.str() + " " + c.engine.name());
     const int64_t rows = shape.gemm_m(), channels = shape.out_channels;
     const int64_t outputs = rows * channels;
     Operands in(shape, dtype);

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "conv_engines.h"
 #include "conv_reference.h"
 #include "kernels/conv_input_value.h"
 #include "kernels/cpu/conv.h"
@@ -33,23 +34,13 @@ using testing::random_values;
 using testing::round_to_tf32;
 using testing::SimtBuffer;
 
-// As test_conv_simt.cpp: the transformed operand has the same bits on both sides (one fused
-// multiply-add, rounded once to the dtype; tf32 rounds it when the fragment is read, as the
-// reference rounds it before its fp32 conv), so what differs is the summation order: 1e-5 of
-// the output's magnitude for fp32 and tf32 outputs (filter gradients are fp32 for every dtype),
-// one bf16 ulp of the largest element for bf16 outputs, which round once more.
-constexpr double kF32Tolerance = 1e-5;
-constexpr double kBf16Tolerance = 1.0 / 128;
-
-struct Engine {
-  DType dtype;
-  Fp32Math math;
-  std::string name() const {
-    return dtype == DType::bf16 ? "bf16" : math == Fp32Math::tf32 ? "tf32" : "fp32";
-  }
-};
-constexpr Engine kEngines[] = {
-    {DType::f32, Fp32Math::exact}, {DType::f32, Fp32Math::tf32}, {DType::bf16, Fp32Math::exact}};
+// The tolerances of test_conv_simt.cpp (conv_engines.h): the transformed operand has the same
+// bits on both sides (one fused multiply-add, rounded once to the dtype; tf32 rounds it when
+// the fragment is read, as the reference rounds it before its fp32 conv), so what differs is
+// the summation order. Filter gradients are fp32 for every dtype.
+using Engine = testing::ConvEngine;
+using testing::kConvEngines;
+using testing::relative_difference;
 
 struct TransformCase {
   const char* name;
@@ -134,10 +125,6 @@ struct Operands {
   std::vector<std::byte> cpu_a, cpu_w, cpu_dy;
 };
 
-double relative_difference(const std::vector<float>& actual, const std::vector<float>& expected) {
-  return testing::relative_error(actual, std::vector<double>(expected.begin(), expected.end()));
-}
-
 void expect_forward_matches(const Conv2dShape& shape, const Engine& engine, bool relu, int splits) {
   const DType dtype = engine.dtype;
   Operands in(shape, engine, relu);
@@ -160,7 +147,7 @@ void expect_forward_matches(const Conv2dShape& shape, const Engine& engine, bool
                         .input_transform = in.transform()},
                        nullptr, {.split_k = splits});
   EXPECT_LE(relative_difference(y.values(), decode(dtype, expected.data(), outputs)),
-            dtype == DType::bf16 ? kBf16Tolerance : kF32Tolerance);
+            engine.tolerance());
 }
 
 void expect_filter_grad_matches(const Conv2dShape& shape, const Engine& engine, bool relu,
@@ -185,11 +172,11 @@ void expect_filter_grad_matches(const Conv2dShape& shape, const Engine& engine, 
                                 .fp32_math = engine.math,
                                 .input_transform = in.transform()},
                                nullptr, {.split_k = splits});
-  EXPECT_LE(relative_difference(dw.values(), expected), kF32Tolerance);
+  EXPECT_LE(relative_difference(dw.values(), expected), testing::kConvF32Tolerance);
 }
 
 TEST(ConvTransformSimt, ForwardMatchesCpuOfTheTransformedInput) {
-  for (const Engine& engine : kEngines) {
+  for (const Engine& engine : kConvEngines) {
     for (const auto& [name, shape] : transform_cases()) {
       SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + engine.name());
       expect_forward_matches(shape, engine, true, 1);
@@ -198,7 +185,7 @@ TEST(ConvTransformSimt, ForwardMatchesCpuOfTheTransformedInput) {
 }
 
 TEST(ConvTransformSimt, FilterGradientMatchesCpuOfTheTransformedInput) {
-  for (const Engine& engine : kEngines) {
+  for (const Engine& engine : kConvEngines) {
     for (const auto& [name, shape] : transform_cases()) {
       SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + engine.name());
       expect_filter_grad_matches(shape, engine, true, 1);
@@ -213,7 +200,7 @@ TEST(ConvTransformSimt, SplitKMatchesCpuOfTheTransformedInput) {
       {"3x3 s2 p1, odd channels", conv_shape(1, 7, 6, 5, 8, 3, 3, 2, 1)},
       {"pointwise, 16-byte loads", conv_shape(2, 5, 5, 24, 16, 1, 1, 1, 0)},
   };
-  for (const Engine& engine : kEngines) {
+  for (const Engine& engine : kConvEngines) {
     for (const auto& [name, shape] : cases) {
       SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + engine.name());
       expect_forward_matches(shape, engine, true, 3);
@@ -225,7 +212,7 @@ TEST(ConvTransformSimt, SplitKMatchesCpuOfTheTransformedInput) {
 // Without the ReLU, negative values pass: the affine transform alone.
 TEST(ConvTransformSimt, AffineWithoutReluMatchesCpu) {
   const Conv2dShape shape = conv_shape(2, 6, 5, 16, 24, 3, 3, 1, 1);
-  for (const Engine& engine : kEngines) {
+  for (const Engine& engine : kConvEngines) {
     SCOPED_TRACE(engine.name());
     expect_forward_matches(shape, engine, false, 1);
     expect_filter_grad_matches(shape, engine, false, 1);
