@@ -319,16 +319,10 @@ bool backward_data_bf16(const Conv2dShape& shape, const bf16* dy, const bf16* w,
 
 // y = conv(x, w) (+ bias): conv2d_forward without the statistics.
 void forward_output(const Conv2dForwardArgs& args) {
-  const Conv2dShape& shape = args.shape;
-  if (args.input_transform.active()) {
-    const TransformedConvInput input(args.dtype, args.x, shape.batch * shape.in_h * shape.in_w,
-                                     shape.in_channels, args.input_transform);
-    Conv2dForwardArgs plain = args;
-    plain.x = input.data();
-    plain.input_transform = {};
-    conv2d_forward(plain);
+  // (forward_output, not conv2d_forward: the statistics are taken once, by the caller.)
+  if (run_on_transformed_input(args, [](const Conv2dForwardArgs& plain) { forward_output(plain); }))
     return;
-  }
+  const Conv2dShape& shape = args.shape;
   const DType dtype = args.dtype;
   const void *x = args.x, *w = args.w;
   const float* bias = args.bias;

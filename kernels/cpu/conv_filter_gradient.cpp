@@ -468,16 +468,10 @@ bool filter_gradient_bf16(const Conv2dShape& shape, const bf16* x, const bf16* d
 }  // namespace
 
 void conv2d_backward_filter(const Conv2dBackwardFilterArgs& args) {
-  const Conv2dShape& shape = args.shape;
-  if (args.input_transform.active()) {
-    const TransformedConvInput input(args.dtype, args.x, shape.batch * shape.in_h * shape.in_w,
-                                     shape.in_channels, args.input_transform);
-    Conv2dBackwardFilterArgs plain = args;
-    plain.x = input.data();
-    plain.input_transform = {};
-    conv2d_backward_filter(plain);
+  if (run_on_transformed_input(
+          args, [](const Conv2dBackwardFilterArgs& plain) { conv2d_backward_filter(plain); }))
     return;
-  }
+  const Conv2dShape& shape = args.shape;
   const DType dtype = args.dtype, dw_dtype = args.dw_dtype;
   const void *x = args.x, *dy = args.dy;
   void* dw = args.dw;

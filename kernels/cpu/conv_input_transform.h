@@ -22,4 +22,20 @@ class TransformedConvInput {
   ScratchFloats scratch_;
 };
 
+// Where args (a pass's args with x and input_transform: the forward's, the filter gradient's)
+// read x through a transform: runs pass(plain), plain being args with x transformed into
+// scratch and no transform left, and returns true; else false, having run nothing.
+template <typename Args, typename Pass>
+bool run_on_transformed_input(const Args& args, Pass&& pass) {
+  if (!args.input_transform.active()) return false;
+  const Conv2dShape& shape = args.shape;
+  const TransformedConvInput input(args.dtype, args.x, shape.batch * shape.in_h * shape.in_w,
+                                   shape.in_channels, args.input_transform);
+  Args plain = args;
+  plain.x = input.data();
+  plain.input_transform = {};
+  pass(plain);
+  return true;
+}
+
 }  // namespace engine::cpu

@@ -41,21 +41,27 @@ __device__ __forceinline__ void chan_merge(float& count, float& mean, float& m2,
   count = total;
 }
 
-// Whether this block is the last of its channel tile (blockIdx.x) to have written its
-// partials, so that it merges them: every thread fences its writes, then one thread takes a
-// ticket. atomicInc wraps the counter back to 0 at the last ticket, so every launch leaves it
-// as it found it (zero: the workspace is zeroed once) and the kernel can be launched again or
-// replayed from a graph. The last block fences again before it reads the other blocks'
-// partials. `ticket` is the kernel's __shared__ word.
-__device__ __forceinline__ bool last_block_of_tile(unsigned* counters, unsigned& ticket) {
+// Whether this block is the last of `members` blocks to arrive at `counter`, so that it merges
+// what they wrote: every thread fences its writes, then one thread takes a ticket. atomicInc
+// wraps the counter back to 0 at the last ticket, so every launch leaves it as it found it
+// (zero: the workspace is zeroed once) and the kernel can be launched again or replayed from a
+// graph. The last block fences again before it reads the other blocks' writes. `ticket` is the
+// kernel's __shared__ word. Every thread of the block calls it (it has barriers).
+__device__ __forceinline__ bool last_to_arrive(unsigned* counter, unsigned members,
+                                               unsigned& ticket) {
   __threadfence();
   __syncthreads();
-  if (threadIdx.x == 0 && threadIdx.y == 0)
-    ticket = atomicInc(counters + blockIdx.x, gridDim.y - 1);
+  if (threadIdx.x == 0 && threadIdx.y == 0) ticket = atomicInc(counter, members - 1);
   __syncthreads();
-  const bool last = ticket == gridDim.y - 1;
+  const bool last = ticket == members - 1;
   if (last) __threadfence();
   return last;
+}
+
+// Whether this block is the last of its channel tile (blockIdx.x) to have written its
+// partials over the parts (gridDim.y), so that it merges them.
+__device__ __forceinline__ bool last_block_of_tile(unsigned* counters, unsigned& ticket) {
+  return last_to_arrive(counters + blockIdx.x, gridDim.y, ticket);
 }
 
 // Calls merge(c) for every channel of this block's tile, spread over all its threads.

@@ -146,7 +146,7 @@ struct StoreWithColumnStats {
     const int64_t g = blockIdx.x / group;
     const int64_t first = g * group, last = first + group < row_tiles ? first + group : row_tiles;
     unsigned* const counters = targets.counters + blockIdx.y * (targets.max_groups + 1);
-    if (!last_to_finish(counters + g, static_cast<unsigned>(last - first), ticket)) return;
+    if (!last_to_arrive(counters + g, static_cast<unsigned>(last - first), ticket)) return;
     const auto tile_rows = [&](int64_t tile) {
       const int64_t begin = tile * kTileM;
       return static_cast<float>(m_size - begin < kTileM ? m_size - begin : kTileM);
@@ -159,7 +159,7 @@ struct StoreWithColumnStats {
         targets.group_mean[g * n_size + n] = merged.mean;
         targets.group_m2[g * n_size + n] = merged.m2;
       }
-      if (!last_to_finish(counters + targets.max_groups, static_cast<unsigned>(groups), ticket))
+      if (!last_to_arrive(counters + targets.max_groups, static_cast<unsigned>(groups), ticket))
         return;
       const auto group_rows = [&](int64_t index) {
         const int64_t begin = index * group * kTileM, end = begin + group * kTileM;
@@ -169,19 +169,6 @@ struct StoreWithColumnStats {
                                       targets.group_mean, targets.group_m2, group_rows);
     }
     if (lane == 0 && active) finish(n, n_size, merged);
-  }
-
-  // Whether this block is the last of `members` to get here on `counter` (atomicInc wraps it
-  // back to zero: every launch leaves it as it found it); the others return. Every thread
-  // fences its writes first, and the last block fences again before it reads the others'.
-  __device__ static bool last_to_finish(unsigned* counter, unsigned members, unsigned& ticket) {
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) ticket = atomicInc(counter, members - 1);
-    __syncthreads();
-    if (ticket != members - 1) return false;
-    __threadfence();
-    return true;
   }
 
   // The column's partials [first, last) (rows_of(p) rows each), in order: lane l merges the
