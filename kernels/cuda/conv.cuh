@@ -86,24 +86,6 @@ void split_output_gemm(const GemmExtent& e, T* out, const float* bias, float* wo
   splitk_reduce_launch(splits, e.m * e.n, workspace, out, false, stream);
 }
 
-// The forward's GEMM of T into `store` with `splits` K-splits: the pointwise path or the
-// gather (also run by conv2d_forward_stats with its statistics store).
-template <typename T, typename Store>
-void forward_gemm(const Conv2dForwardArgs& args, const ConvLaunch& options, const Store& store,
-                  int splits, cudaStream_t stream) {
-  const Conv2dShape& shape = args.shape;
-  const GemmExtent e = forward_extent(shape);
-  const T* x = static_cast<const T*>(args.x);
-  const KContiguousOperand<T> filters{static_cast<const T*>(args.w), e.k};
-  if (shape.is_pointwise()) {
-    gemm_launch<T>(e.m, e.n, e.k, KContiguousOperand<T>{x, e.k}, filters, store, splits, stream,
-                   args.fp32_math, options.gemm);
-  } else {
-    gemm_launch<T>(e.m, e.n, e.k, ConvForwardInput<T>{x, shape}, filters, store, splits, stream,
-                   args.fp32_math, options.gemm);
-  }
-}
-
 // The GEMM of a pass whose input x is read through an active input transform
 // (conv_input_transform.cuh): x's operand as the pass reads it plain (im2col, or pointwise
 // rows), wrapped. Separate instantiations, so a convolution without a transform runs exactly
@@ -121,6 +103,30 @@ void transformed_input_gemm(const Conv2dShape& shape, const T* x,
   }
 }
 
+// The forward's GEMM of T into `store` with `splits` K-splits: the pointwise path or the
+// gather, x read plain or through its input transform (also run by conv2d_forward_stats with
+// its statistics store: conv2 and conv3 of a bottleneck read the previous convolution's raw
+// output and give the next BatchNorm its statistics).
+template <typename T, typename Store>
+void forward_gemm(const Conv2dForwardArgs& args, const ConvLaunch& options, const Store& store,
+                  int splits, cudaStream_t stream) {
+  const Conv2dShape& shape = args.shape;
+  const GemmExtent e = forward_extent(shape);
+  const T* x = static_cast<const T*>(args.x);
+  const KContiguousOperand<T> filters{static_cast<const T*>(args.w), e.k};
+  const auto gemm = [&](const auto& input) {
+    gemm_launch<T>(e.m, e.n, e.k, input, filters, store, splits, stream, args.fp32_math,
+                   options.gemm);
+  };
+  if (args.input_transform.active()) {
+    transformed_input_gemm<true>(shape, x, args.input_transform, gemm);
+  } else if (shape.is_pointwise()) {
+    gemm(KContiguousOperand<T>{x, e.k});
+  } else {
+    gemm(ConvForwardInput<T>{x, shape});
+  }
+}
+
 // The entry points (declared in conv.h) with their launch options: the SIMT tests force
 // split-K through them.
 inline void conv2d_forward(const Conv2dForwardArgs& args, cudaStream_t stream,
@@ -132,19 +138,6 @@ inline void conv2d_forward(const Conv2dForwardArgs& args, cudaStream_t stream,
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
     split_output_gemm(e, static_cast<T*>(args.y), args.bias, workspace, options, stream,
                       [&](const auto& store, int splits) {
-                        if (args.input_transform.active()) {
-                          // (Not with conv2d_forward_stats' store: no caller fuses both yet,
-                          // and each store would double the transformed kernels.)
-                          transformed_input_gemm<true>(
-                              args.shape, static_cast<const T*>(args.x), args.input_transform,
-                              [&](const auto& input) {
-                                gemm_launch<T>(
-                                    e.m, e.n, e.k, input,
-                                    KContiguousOperand<T>{static_cast<const T*>(args.w), e.k},
-                                    store, splits, stream, args.fp32_math, options.gemm);
-                              });
-                          return;
-                        }
                         forward_gemm<T>(args, options, store, splits, stream);
                       });
   });

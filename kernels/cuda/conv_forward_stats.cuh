@@ -75,8 +75,6 @@ inline ConvStatsPath forward_stats_path(const Conv2dForwardArgs& args, const Con
 inline void conv2d_forward_stats(const Conv2dForwardArgs& args, cudaStream_t stream,
                                  const ConvLaunch& options, int group_tiles = 0) {
   ENGINE_REQUIRE(args.stats != nullptr, "conv2d_forward_stats: no stats to write");
-  ENGINE_REQUIRE(!args.input_transform.active(),
-                 "conv2d_forward_stats: no input transform with the statistics' store yet");
   ENGINE_REQUIRE(args.workspace != nullptr,
                  "conv2d_forward_stats: needs conv2d_forward_stats_workspace_bytes of workspace");
   ENGINE_REQUIRE(args.stats_finalize.batch_stats == nullptr || args.stats_sums != nullptr,

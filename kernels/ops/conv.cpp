@@ -119,10 +119,6 @@ void forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const T
   ops::require_exact(op, "y", y, shape.output_shape(), dtype, device, context);
   if (bias.defined())
     ops::require_exact(op, "bias", bias, {shape.out_channels}, DType::f32, device, context);
-  ENGINE_REQUIRE(!(fusion.stats.defined() && fusion.input.scale.defined()),
-                 std::string(op) +
-                     ": fusion.stats with fusion.input (a transformed input) is "
-                     "not supported yet: run them as two convolutions' fusions");
   float* stats = nullptr;
   StatsPhases phases;
   if (fusion.stats.defined()) {

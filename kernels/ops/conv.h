@@ -55,7 +55,7 @@ struct Conv2dForwardFusion {
   // With stats: the phases batchnorm_stats may finish in the same launch (its
   // BatchNormStatsFusion: the fp64 sums, then the finalize), with the same bits.
   BatchNormStatsFusion batchnorm = {};
-  // x as the convolution reads it (ConvInputAffine above): not yet together with stats.
+  // x as the convolution reads it (ConvInputAffine above); with stats too, those of y.
   ConvInputAffine input = {};
 };
 

@@ -49,6 +49,9 @@ struct StatsCase {
   float bias = 0.f;     // added to every channel (0: no bias)
   int y_offset = 0;     // elements by which y misses 16-byte alignment
   int group_tiles = 0;  // row tiles a group of the merge's first level (0: its choice)
+  // x read through BatchNorm-apply and ReLU (a ConvInputTransform), as conv2 and conv3 of a
+  // bottleneck read the previous convolution's raw output.
+  bool transform = false;
 };
 
 ConvLaunch tile(GemmTile t, int split_k = 0) {
@@ -106,6 +109,23 @@ std::vector<StatsCase> stats_cases() {
       {"bf16 y not 16-byte aligned", three, kBf16, tile(GemmTile::t64x64), kSeparate, 0.f, 1},
       {"bf16 channels not a multiple of 8", conv_shape(2, 9, 9, 16, 20, 3, 3, 1, 1), kBf16,
        tile(GemmTile::automatic), kSeparate},
+      // With the input transform: the transformed operand loads and the statistics' store in
+      // one kernel (16-byte and element loads, the gather and the pointwise rows), and the
+      // fallback's convolution transforming too.
+      {"bf16 3x3 64x64 transformed", three, kBf16, tile(GemmTile::t64x64), kEpilogue, 0.f, 0, 0,
+       true},
+      {"bf16 1x1 s2 128x128 transformed", strided, kBf16, tile(GemmTile::t128x128), kEpilogue, 0.f,
+       0, 0, true},
+      {"bf16 pointwise 128x64 transformed", pointwise, kBf16, tile(GemmTile::t128x64), kEpilogue,
+       0.f, 0, 0, true},
+      {"bf16 element loads transformed", conv_shape(2, 9, 9, 5, 24, 3, 3, 1, 1), kBf16,
+       tile(GemmTile::automatic), kEpilogue, 0.f, 0, 0, true},
+      {"tf32 3x3 transformed groups of 1", three, kTf32, tile(GemmTile::automatic), kEpilogue, 0.f,
+       0, 1, true},
+      {"bf16 split K transformed", three, kBf16, tile(GemmTile::t64x64, 2), kSeparate, 0.f, 0, 0,
+       true},
+      {"fp32 SIMT transformed", three, kFp32, tile(GemmTile::automatic), kSeparate, 0.f, 0, 0,
+       true},
   };
 }
 
@@ -116,6 +136,18 @@ struct Operands {
       : x(dtype, random_values(shape_numel(shape.input_shape()), 1, true)),
         w(dtype, random_values(shape_numel(shape.filter_shape()), 2, true)) {}
   SimtBuffer x, w;
+};
+
+// A BatchNorm's coefficients for x's channels: scales of both signs, shifts of both signs
+// (about a third of the values then pass the ReLU).
+struct InputCoefficients {
+  explicit InputCoefficients(int64_t channels)
+      : scale(DType::f32, random_values(channels, 6)),
+        shift(DType::f32, random_values(channels, 7)) {}
+  ConvInputTransform transform() {
+    return {.scale = scale.floats(), .shift = shift.floats(), .relu = true};
+  }
+  SimtBuffer scale, shift;
 };
 
 // The CPU's statistics of y as the device stored it.
@@ -180,6 +212,7 @@ TEST(ConvStatsSimt, StatisticsOfTheStoredOutput) {
     const int64_t rows = shape.gemm_m(), channels = shape.out_channels;
     const int64_t outputs = rows * channels;
     Operands in(shape, dtype);
+    InputCoefficients coefficients(shape.in_channels);
     SimtBuffer bias(DType::f32, std::vector<float>(channels, c.bias));
     SimtBuffer y(dtype, std::vector<float>(outputs, NAN), c.y_offset);
     SimtBuffer stats(DType::f32, std::vector<float>(2 * channels + 1, NAN));
@@ -198,21 +231,23 @@ TEST(ConvStatsSimt, StatisticsOfTheStoredOutput) {
         DType::f32,
         std::vector<float>(cuda::forward_stats_workspace(shape, c.options, c.group_tiles).total(),
                            0.f));
-    const Conv2dForwardArgs args{.shape = shape,
-                                 .dtype = dtype,
-                                 .x = in.x.data(),
-                                 .w = in.w.data(),
-                                 .bias = c.bias != 0.f ? bias.floats() : nullptr,
-                                 .y = y.data(),
-                                 .workspace = workspace.data(),
-                                 .fp32_math = c.engine.math,
-                                 .stats = stats.floats(),
-                                 .stats_sums = sums.as<double>(),
-                                 .stats_finalize = finalize};
+    const Conv2dForwardArgs args{
+        .shape = shape,
+        .dtype = dtype,
+        .x = in.x.data(),
+        .w = in.w.data(),
+        .bias = c.bias != 0.f ? bias.floats() : nullptr,
+        .y = y.data(),
+        .workspace = workspace.data(),
+        .fp32_math = c.engine.math,
+        .stats = stats.floats(),
+        .stats_sums = sums.as<double>(),
+        .stats_finalize = finalize,
+        .input_transform = c.transform ? coefficients.transform() : ConvInputTransform{}};
     EXPECT_EQ(cuda::forward_stats_path(args, c.options), c.path);
     cuda::conv2d_forward_stats(args, nullptr, c.options, c.group_tiles);
 
-    // y is the plain forward's, bit for bit.
+    // y is the plain forward's (with the same transform), bit for bit.
     SimtBuffer plain_y(dtype, std::vector<float>(outputs, NAN), c.y_offset);
     SimtBuffer plain_workspace = SimtBuffer::f32(workspace.values().size());
     Conv2dForwardArgs plain = args;

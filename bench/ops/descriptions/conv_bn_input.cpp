@@ -1,5 +1,6 @@
 // BatchNorm-apply and ReLU fused into the next convolution's operand loads (ConvInputAffine,
-// kernels/ops/conv.h): conv_input_from_batchnorm, then the forward or the filter gradient
+// kernels/ops/conv.h): conv_input_from_batchnorm, then the forward (plain, or also giving the
+// next BatchNorm's statistics of y: conv2 and conv3 of a bottleneck) or the filter gradient
 // reading the raw x through it, on the layers that read a BatchNorm + ReLU output in ResNet
 // (3x3 stride 1 and pointwise 1x1). The harness checks the device against the CPU twin, which
 // transforms x into scratch and runs the plain convolution. f32 exact and bf16 only: against
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "bench/ops/case_kit.h"
+#include "bench/ops/descriptions/stats_outputs.h"
 #include "bench/ops/op_description.h"
 #include "kernels/ops.h"
 
@@ -17,7 +19,7 @@ namespace engine::op_registry {
 
 namespace {
 
-enum class Pass { forward, backward_filter };
+enum class Pass { forward, forward_stats, backward_filter };
 
 // batch_stats (mean ~ N(0, 1), invstd in [0.5, 1.5], a count) and the affine parameters,
 // with biases above the means' spread so that a padding read as act(shift) would show.
@@ -59,11 +61,15 @@ void add_case(std::vector<OpCase>& cases, const bench::ConvLayer& layer, DType d
   c.flops = 2.0 * static_cast<double>(shape.gemm_m()) * shape.out_channels * shape.gemm_k();
   // Both sides read the same transformed operand (one fused multiply-add, rounded once to the
   // dtype): the convolution's tolerance. The filter gradient is fp32 for both dtypes.
-  const bool bf16_output = dtype == DType::bf16 && pass == Pass::forward;
+  // With statistics, they follow y's tolerance (conv_stats.cpp).
+  const bool forward = pass != Pass::backward_filter;
+  const bool bf16_output = dtype == DType::bf16 && forward;
   c.tolerance = bf16_output ? kBf16 : kGemmF32;
   c.why = bf16_output ? kBf16Why : kGemmF32Why;
-  c.op =
-      pass == Pass::forward ? OpId::conv2d_forward_bn_input : OpId::conv2d_backward_filter_bn_input;
+  c.op = pass == Pass::forward         ? OpId::conv2d_forward_bn_input
+         : pass == Pass::forward_stats ? OpId::conv2d_forward_stats_bn_input
+                                       : OpId::conv2d_backward_filter_bn_input;
+  const ConvAlgo unsplit{.split_k = 1};  // with statistics: from the epilogue on the device
   c.prepare = [=](Stream& stream, Inputs inputs) {
     const Device device = stream.device();
     const Held in = hold(x.on(stream, inputs));
@@ -74,31 +80,40 @@ void add_case(std::vector<OpCase>& cases, const bench::ConvLayer& layer, DType d
     const Held bias = hold(bn.bias.on(stream, inputs));
     const Held scale = hold(Tensor::empty({channels}, DType::f32, device));
     const Held shift = hold(Tensor::empty({channels}, DType::f32, device));
-    const Held out =
-        hold(Tensor::empty(pass == Pass::forward ? shape.output_shape() : shape.filter_shape(),
-                           pass == Pass::forward ? dtype : DType::f32, device));
-    const Held scratch = hold(workspace(pass == Pass::forward
-                                            ? conv2d_forward_workspace_numel(shape, device)
-                                            : conv2d_backward_filter_workspace_numel(shape, device),
-                                        stream));
-    return Prepared{[=, &stream] {
-                      conv_input_from_batchnorm(*stats, *weight, *bias, *scale, *shift, stream);
-                      const ConvInputAffine input{.scale = *scale, .shift = *shift, .relu = true};
-                      if (pass == Pass::forward) {
-                        conv2d_forward(shape, *in, *filters, Tensor(), *out, *scratch, stream, {},
-                                       {.input = input});
-                      } else {
-                        Tensor none;
-                        conv2d_backward_filter(shape, *in, *grad, *out, none, GradWrite::overwrite,
-                                               *scratch, stream, {}, input);
-                      }
-                    },
-                    [=, &stream] {
-                      return std::vector<Output>{
-                          {pass == Pass::forward ? "y" : "dw", host_values(*out, stream)},
-                          {"scale", host_values(*scale, stream), kExact},
-                          {"shift", host_values(*shift, stream), kExact}};
-                    }};
+    const Held out = hold(Tensor::empty(forward ? shape.output_shape() : shape.filter_shape(),
+                                        forward ? dtype : DType::f32, device));
+    const Held stats_out =
+        hold(Tensor::empty({2 * shape.out_channels + 1}, DType::f32, stream.device()));
+    const int64_t scratch_numel =
+        pass == Pass::forward         ? conv2d_forward_workspace_numel(shape, device)
+        : pass == Pass::forward_stats ? conv2d_forward_stats_workspace_numel(shape, device, unsplit)
+                                      : conv2d_backward_filter_workspace_numel(shape, device);
+    const Held scratch = hold(workspace(scratch_numel, stream));
+    return Prepared{
+        [=, &stream] {
+          conv_input_from_batchnorm(*stats, *weight, *bias, *scale, *shift, stream);
+          const ConvInputAffine input{.scale = *scale, .shift = *shift, .relu = true};
+          if (pass == Pass::forward) {
+            conv2d_forward(shape, *in, *filters, Tensor(), *out, *scratch, stream, {},
+                           {.input = input});
+          } else if (pass == Pass::forward_stats) {
+            conv2d_forward(shape, *in, *filters, Tensor(), *out, *scratch, stream, unsplit,
+                           {.stats = *stats_out, .input = input});
+          } else {
+            Tensor none;
+            conv2d_backward_filter(shape, *in, *grad, *out, none, GradWrite::overwrite, *scratch,
+                                   stream, {}, input);
+          }
+        },
+        [=, &stream] {
+          std::vector<Output> outputs =
+              pass == Pass::forward_stats
+                  ? stats_outputs(*out, *stats_out, shape.out_channels, stream)
+                  : std::vector<Output>{{forward ? "y" : "dw", host_values(*out, stream)}};
+          outputs.push_back({"scale", host_values(*scale, stream), kExact});
+          outputs.push_back({"shift", host_values(*shift, stream), kExact});
+          return outputs;
+        }};
   };
   cases.push_back(c);
 }
@@ -118,6 +133,14 @@ const OpDescription& describe_conv2d_forward_bn_input() {
   static const OpDescription d{.id = OpId::conv2d_forward_bn_input,
                                .cases = [](const ModelShapes& model, DType dtype) {
                                  return bn_input_cases(model, dtype, Pass::forward);
+                               }};
+  return d;
+}
+
+const OpDescription& describe_conv2d_forward_stats_bn_input() {
+  static const OpDescription d{.id = OpId::conv2d_forward_stats_bn_input,
+                               .cases = [](const ModelShapes& model, DType dtype) {
+                                 return bn_input_cases(model, dtype, Pass::forward_stats);
                                }};
   return d;
 }

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "bench/ops/case_kit.h"
+#include "bench/ops/descriptions/stats_outputs.h"
 #include "bench/ops/op_description.h"
 #include "kernels/ops.h"
 
@@ -24,21 +25,6 @@ Tensor stats_conv_operand(const Operand& operand, Stream& stream, Inputs inputs,
   for (float& v : values)
     v = round_to_tf32(v);
   return Tensor::from_floats(t.shape(), values);
-}
-
-// The statistics as three outputs of their own scale: the means against 1 (y is O(1): filters
-// scaled by 1 / sqrt(K)), the variances m2 / count relative to theirs, the count exactly.
-std::vector<Output> stats_outputs(const Tensor& y, const Tensor& stats, int64_t channels,
-                                  Stream& stream) {
-  const std::vector<double> s = host_values(stats, stream);
-  const double count = s[2 * channels];
-  std::vector<double> mean(s.begin(), s.begin() + channels), variance(channels);
-  for (int64_t c = 0; c < channels; ++c)
-    variance[c] = s[channels + c] / count;
-  return {{"y", host_values(y, stream)},
-          {"mean", mean, -1, 1.0},
-          {"variance", variance},
-          {"count", {count}, 0.0}};
 }
 
 void add_layer_case(std::vector<OpCase>& cases, const bench::ConvLayer& layer, DType dtype,
@@ -91,6 +77,19 @@ std::vector<OpCase> conv_stats_cases(const ModelShapes& model, DType dtype) {
 }
 
 }  // namespace
+
+std::vector<Output> stats_outputs(const Tensor& y, const Tensor& stats, int64_t channels,
+                                  Stream& stream) {
+  const std::vector<double> s = host_values(stats, stream);
+  const double count = s[2 * channels];
+  std::vector<double> mean(s.begin(), s.begin() + channels), variance(channels);
+  for (int64_t c = 0; c < channels; ++c)
+    variance[c] = s[channels + c] / count;
+  return {{"y", host_values(y, stream)},
+          {"mean", mean, -1, 1.0},
+          {"variance", variance},
+          {"count", {count}, 0.0}};
+}
 
 const OpDescription& describe_conv2d_forward_stats() {
   static const OpDescription d{.id = OpId::conv2d_forward_stats, .cases = conv_stats_cases};
