@@ -153,7 +153,7 @@ const Tensor& BatchNorm2d::backward(const Tensor& dy, Pass& pass) {
   // of the ranks' sums is the global batch's gradient, so the reduced sums must not go there.
   batchnorm_backward_reduce(
       dy, x_, batch_stats_, grad_sums_, workspace_, pass.stream,
-      {.relu_output = relu_output,
+      {.relu = {.output = relu_output},
        .relu_grad = feeds_residual ? relu_grad_ : Tensor(),
        .bias_grad = bias_grad_,
        .weight_grad = weight_grad_,
@@ -170,7 +170,7 @@ const Tensor& BatchNorm2d::backward(const Tensor& dy, Pass& pass) {
                                      pass.stream);
     } else {
       batchnorm_backward_elementwise(dy, x_, batch_stats_, weight_, grad_sums_, dx_, pass.stream,
-                                     relu_output);
+                                     {.output = relu_output});
     }
   }
   return dx_;

@@ -77,6 +77,9 @@ struct BatchNormEvalForwardArgs {
 // relu_output: the layer's output y when a ReLU followed BatchNorm (fused into normalize);
 // then dy is the gradient at the ReLU's output and passes where y > 0 (torch's
 // threshold_backward), in both backward passes: no separate relu_backward pass.
+// relu_scale / relu_shift: the same mask where y was never stored (the next convolution
+// applied BatchNorm and ReLU as it loaded x), recomputed from x as
+// conv_input_value(x, relu_scale[c], relu_shift[c], true) > 0: the bits that convolution read.
 struct BatchNormBackwardReduceArgs {
   DType dtype = DType::f32;
   const void* dy = nullptr;
@@ -87,7 +90,10 @@ struct BatchNormBackwardReduceArgs {
   int64_t channels = 0;
   float* workspace = nullptr;         // CUDA: batchnorm_workspace_numel floats; the CPU needs none
   const void* relu_output = nullptr;  // like x, or null
-  // Like x, or null (needs relu_output): also gets dy through the ReLU, for a consumer beyond
+  // The mask recomputed from x: f32[C] each, both or neither; exclusive with relu_output.
+  const float* relu_scale = nullptr;
+  const float* relu_shift = nullptr;
+  // Like x, or null (needs either ReLU): also gets dy through the ReLU, for a consumer beyond
   // BatchNorm (a residual's branch); the element-wise pass may then read it as its dy.
   void* relu_grad = nullptr;
   // Also written from the same sums: the bias gradient (sum dy) and the weight gradient (sum
@@ -108,6 +114,9 @@ struct BatchNormBackwardElementwiseArgs {
   int64_t rows = 0;
   int64_t channels = 0;
   const void* relu_output = nullptr;  // like x, or null: see BatchNormBackwardReduceArgs
+  // The mask recomputed from x, exclusive with relu_output: see BatchNormBackwardReduceArgs.
+  const float* relu_scale = nullptr;
+  const float* relu_shift = nullptr;
 };
 
 }  // namespace engine

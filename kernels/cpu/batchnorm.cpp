@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/batchnorm_sums.h"
+#include "kernels/conv_input_value.h"
 #include "kernels/cpu/batchnorm_avx512.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/parallel.h"
@@ -118,6 +119,24 @@ float gradient_through_relu(const T* dy, const T* relu_output, int64_t i) {
   const float g = to_float(dy[i]);
   if (relu_output == nullptr) return g;
   return to_float(relu_output[i]) > 0.f ? g : 0.f;
+}
+
+// g where the fused ReLU's output, recomputed from x's value v with its channel's scale and
+// shift as the next convolution read it (conv_input_value: the same bits), is > 0, else 0.
+float gate_by_recomputed_relu(float g, float v, float scale, float shift) {
+  return conv_input_value(v, scale, shift, true) > 0.f ? g : 0.f;
+}
+
+// Calls body(std::true_type) when the ReLU's mask is recomputed from x, else
+// body(std::false_type): the loops without it compile as they did, vectorized (GCC vectorizes
+// none of a loop's versions that holds a branch to the fused multiply-add).
+template <typename Body>
+void with_recomputed_mask(const float* relu_scale, Body&& body) {
+  if (relu_scale) {
+    body(std::true_type{});
+  } else {
+    body(std::false_type{});
+  }
 }
 
 float weight_at(const float* weight, int64_t c) {
@@ -247,36 +266,43 @@ void batchnorm_backward_reduce(const BatchNormBackwardReduceArgs& args) {
     const bool avx512 = batchnorm_avx512_applies(channels);
     const VectorIsa level = portable_loops_level();
     std::vector<double> sum_dy(chunks * channels), sum_dy_xmu(chunks * channels);
-    for_each_chunk(rows, channels, [&](int64_t k, int64_t begin, int64_t end) {
-      double* s_dy = sum_dy.data() + k * channels;
-      double* s_dy_xmu = sum_dy_xmu.data() + k * channels;
-      std::fill(s_dy, s_dy + channels, 0.0);
-      std::fill(s_dy_xmu, s_dy_xmu + channels, 0.0);
-      if (avx512) {
-        batchnorm_backward_sums_avx512(grad, relu_output, relu_grad, in, batch_stats, begin, end,
-                                       channels, s_dy, s_dy_xmu);
-        return;
-      }
-      // fp32 sums over blocks of 64 rows (vectorized), folded into the chunk's fp64 sums.
-      constexpr int64_t kBlockRows = 64;
-      std::vector<float> block_dy(channels), block_dy_xmu(channels);
-      run_loops_at(level, [&] {
-        for (int64_t block = begin; block < end; block += kBlockRows) {
-          std::fill(block_dy.begin(), block_dy.end(), 0.f);
-          std::fill(block_dy_xmu.begin(), block_dy_xmu.end(), 0.f);
-          for (int64_t r = block; r < std::min(end, block + kBlockRows); ++r) {
+    with_recomputed_mask(args.relu_scale, [&](auto recomputed) {
+      for_each_chunk(rows, channels, [&](int64_t k, int64_t begin, int64_t end) {
+        double* s_dy = sum_dy.data() + k * channels;
+        double* s_dy_xmu = sum_dy_xmu.data() + k * channels;
+        std::fill(s_dy, s_dy + channels, 0.0);
+        std::fill(s_dy_xmu, s_dy_xmu + channels, 0.0);
+        if (avx512) {
+          batchnorm_backward_sums_avx512(grad, {relu_output, args.relu_scale, args.relu_shift},
+                                         relu_grad, in, batch_stats, begin, end, channels, s_dy,
+                                         s_dy_xmu);
+          return;
+        }
+        // fp32 sums over blocks of 64 rows (vectorized), folded into the chunk's fp64 sums.
+        constexpr int64_t kBlockRows = 64;
+        std::vector<float> block_dy(channels), block_dy_xmu(channels);
+        run_loops_at(level, [&] {
+          for (int64_t block = begin; block < end; block += kBlockRows) {
+            std::fill(block_dy.begin(), block_dy.end(), 0.f);
+            std::fill(block_dy_xmu.begin(), block_dy_xmu.end(), 0.f);
+            for (int64_t r = block; r < std::min(end, block + kBlockRows); ++r) {
+              for (int64_t c = 0; c < channels; ++c) {
+                const float v = to_float(in[r * channels + c]);
+                float g = gradient_through_relu(grad, relu_output, r * channels + c);
+                if constexpr (recomputed) {
+                  g = gate_by_recomputed_relu(g, v, args.relu_scale[c], args.relu_shift[c]);
+                }
+                if (relu_grad) relu_grad[r * channels + c] = from_float<T>(g);
+                block_dy[c] += g;
+                block_dy_xmu[c] += g * (v - batch_stats[c]);
+              }
+            }
             for (int64_t c = 0; c < channels; ++c) {
-              const float g = gradient_through_relu(grad, relu_output, r * channels + c);
-              if (relu_grad) relu_grad[r * channels + c] = from_float<T>(g);
-              block_dy[c] += g;
-              block_dy_xmu[c] += g * (to_float(in[r * channels + c]) - batch_stats[c]);
+              s_dy[c] += block_dy[c];
+              s_dy_xmu[c] += block_dy_xmu[c];
             }
           }
-          for (int64_t c = 0; c < channels; ++c) {
-            s_dy[c] += block_dy[c];
-            s_dy_xmu[c] += block_dy_xmu[c];
-          }
-        }
+        });
       });
     });
     for (int64_t c = 0; c < channels; ++c) {
@@ -317,23 +343,29 @@ void batchnorm_backward_elementwise(const BatchNormBackwardElementwiseArgs& args
     T* out = static_cast<T*>(args.dx);
     if (batchnorm_avx512_applies(channels)) {
       for_each_row_block_reversed(rows, channels, [&](int64_t begin, int64_t end) {
-        batchnorm_backward_rows_avx512(grad, relu_output, in, mean.data(), invstd.data(),
-                                       scale.data(), mean_dy.data(), mean_dy_xhat.data(), out,
-                                       begin, end, channels);
+        batchnorm_backward_rows_avx512(grad, {relu_output, args.relu_scale, args.relu_shift}, in,
+                                       mean.data(), invstd.data(), scale.data(), mean_dy.data(),
+                                       mean_dy_xhat.data(), out, begin, end, channels);
       });
       return;
     }
     const VectorIsa level = portable_loops_level();
-    for_each_row_block_reversed(rows, channels, [&](int64_t begin, int64_t end) {
-      run_loops_at(level, [&] {
-        for (int64_t r = begin; r < end; ++r) {
-          const int64_t row = r * channels;
-          for (int64_t c = 0; c < channels; ++c) {
-            const float xhat = (to_float(in[row + c]) - mean[c]) * invstd[c];
-            const float g = gradient_through_relu(grad, relu_output, row + c);
-            out[row + c] = from_float<T>(scale[c] * (g - mean_dy[c] - xhat * mean_dy_xhat[c]));
+    with_recomputed_mask(args.relu_scale, [&](auto recomputed) {
+      for_each_row_block_reversed(rows, channels, [&](int64_t begin, int64_t end) {
+        run_loops_at(level, [&] {
+          for (int64_t r = begin; r < end; ++r) {
+            const int64_t row = r * channels;
+            for (int64_t c = 0; c < channels; ++c) {
+              const float v = to_float(in[row + c]);
+              const float xhat = (v - mean[c]) * invstd[c];
+              float g = gradient_through_relu(grad, relu_output, row + c);
+              if constexpr (recomputed) {
+                g = gate_by_recomputed_relu(g, v, args.relu_scale[c], args.relu_shift[c]);
+              }
+              out[row + c] = from_float<T>(scale[c] * (g - mean_dy[c] - xhat * mean_dy_xhat[c]));
+            }
           }
-        }
+        });
       });
     });
   });

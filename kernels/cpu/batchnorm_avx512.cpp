@@ -95,14 +95,19 @@ void paired_sums(int64_t begin, int64_t end, LoadA load_a, Product product, doub
   }
 }
 
-// 16 gradients at a fused ReLU's output, passed where its output y > 0 (relu_backward's
-// rule); no ReLU (y null): dy as it is.
+// 16 gradients at a fused ReLU's output (dy and x at `at`, channels c0..c0+15), passed where
+// its output y > 0 (relu_backward's rule); no ReLU: dy as it is.
 template <typename T>
-__m512 load16_through_relu(const T* dy, const T* y, int64_t at) {
+__m512 load16_through_relu(const T* dy, const BatchNormReluMask<T>& relu, const T* x, int64_t at,
+                           int64_t c0) {
   const __m512 g = load16(dy + at);
-  if (y == nullptr) return g;
-  return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(load16(y + at), _mm512_setzero_ps(), _CMP_GT_OQ),
-                             g);
+  const __m512 zero = _mm512_setzero_ps();
+  if (relu.output)
+    return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(load16(relu.output + at), zero, _CMP_GT_OQ), g);
+  if (relu.scale == nullptr) return g;
+  const __m512 y = _mm512_fmadd_ps(load16(x + at), _mm512_loadu_ps(relu.scale + c0),
+                                   _mm512_loadu_ps(relu.shift + c0));
+  return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(y, zero, _CMP_GT_OQ), g);
 }
 
 }  // namespace
@@ -138,15 +143,15 @@ void batchnorm_affine_avx512(const T* x, const float* mean, const float* scale, 
 }
 
 template <typename T>
-void batchnorm_backward_sums_avx512(const T* dy, const T* relu_output, T* relu_grad, const T* x,
-                                    const float* mean, int64_t begin, int64_t end, int64_t channels,
-                                    double* sum_dy, double* sum_dy_xmu) {
+void batchnorm_backward_sums_avx512(const T* dy, const BatchNormReluMask<T>& relu, T* relu_grad,
+                                    const T* x, const float* mean, int64_t begin, int64_t end,
+                                    int64_t channels, double* sum_dy, double* sum_dy_xmu) {
   for (int64_t c0 = 0; c0 < channels; c0 += kLanes) {
     const __m512 mean_v = _mm512_loadu_ps(mean + c0);
     paired_sums(
         begin, end,
         [&](int64_t r) {
-          const __m512 g = load16_through_relu(dy, relu_output, r * channels + c0);
+          const __m512 g = load16_through_relu(dy, relu, x, r * channels + c0, c0);
           if (relu_grad) store16(relu_grad + r * channels + c0, g);
           return g;
         },
@@ -156,7 +161,7 @@ void batchnorm_backward_sums_avx512(const T* dy, const T* relu_output, T* relu_g
 }
 
 template <typename T>
-void batchnorm_backward_rows_avx512(const T* dy, const T* relu_output, const T* x,
+void batchnorm_backward_rows_avx512(const T* dy, const BatchNormReluMask<T>& relu, const T* x,
                                     const float* mean, const float* invstd, const float* scale,
                                     const float* mean_dy, const float* mean_dy_xhat, T* dx,
                                     int64_t begin, int64_t end, int64_t channels) {
@@ -166,7 +171,7 @@ void batchnorm_backward_rows_avx512(const T* dy, const T* relu_output, const T* 
       const __m512 xhat = _mm512_mul_ps(_mm512_sub_ps(load16(x + at), _mm512_loadu_ps(mean + c0)),
                                         _mm512_loadu_ps(invstd + c0));
       const __m512 centred =
-          _mm512_sub_ps(load16_through_relu(dy, relu_output, at), _mm512_loadu_ps(mean_dy + c0));
+          _mm512_sub_ps(load16_through_relu(dy, relu, x, at, c0), _mm512_loadu_ps(mean_dy + c0));
       store16(dx + at,
               _mm512_mul_ps(_mm512_loadu_ps(scale + c0),
                             _mm512_fnmadd_ps(xhat, _mm512_loadu_ps(mean_dy_xhat + c0), centred)));
@@ -174,16 +179,17 @@ void batchnorm_backward_rows_avx512(const T* dy, const T* relu_output, const T* 
   }
 }
 
-#define ENGINE_BATCHNORM_AVX512_FOR(T)                                                           \
-  template void batchnorm_shifted_sums_avx512(const T*, int64_t, int64_t, int64_t, const float*, \
-                                              double*, double*);                                 \
-  template void batchnorm_affine_avx512(const T*, const float*, const float*, const float*,      \
-                                        const T*, bool, T*, int64_t, int64_t, int64_t);          \
-  template void batchnorm_backward_sums_avx512(const T*, const T*, T*, const T*, const float*,   \
-                                               int64_t, int64_t, int64_t, double*, double*);     \
-  template void batchnorm_backward_rows_avx512(const T*, const T*, const T*, const float*,       \
-                                               const float*, const float*, const float*,         \
-                                               const float*, T*, int64_t, int64_t, int64_t);
+#define ENGINE_BATCHNORM_AVX512_FOR(T)                                                            \
+  template void batchnorm_shifted_sums_avx512(const T*, int64_t, int64_t, int64_t, const float*,  \
+                                              double*, double*);                                  \
+  template void batchnorm_affine_avx512(const T*, const float*, const float*, const float*,       \
+                                        const T*, bool, T*, int64_t, int64_t, int64_t);           \
+  template void batchnorm_backward_sums_avx512(const T*, const BatchNormReluMask<T>&, T*,         \
+                                               const T*, const float*, int64_t, int64_t, int64_t, \
+                                               double*, double*);                                 \
+  template void batchnorm_backward_rows_avx512(                                                   \
+      const T*, const BatchNormReluMask<T>&, const T*, const float*, const float*, const float*,  \
+      const float*, const float*, T*, int64_t, int64_t, int64_t);
 ENGINE_BATCHNORM_AVX512_FOR(float)
 ENGINE_BATCHNORM_AVX512_FOR(bf16)
 #undef ENGINE_BATCHNORM_AVX512_FOR

@@ -33,21 +33,29 @@ void batchnorm_affine_avx512(const T* x, const float* mean, const float* scale, 
                              const T* residual, bool relu, T* y, int64_t begin, int64_t end,
                              int64_t channels);
 
-// In the two backward loops, relu_output (or null) is a fused ReLU's output y: dy then
-// counts where y > 0 and as 0 elsewhere (relu_backward's rule), without a pass of its own.
+// In the two backward loops, dy counts where a fused ReLU's output y > 0 and as 0 elsewhere
+// (relu_backward's rule), without a pass of its own. y is read from `output`, or recomputed
+// from x as conv_input_value(x, scale[c], shift[c], true) (a fused multiply-add, rounded once
+// as std::fma is: the same bits); all null: no ReLU.
+template <typename T>
+struct BatchNormReluMask {
+  const T* output = nullptr;
+  const float* scale = nullptr;
+  const float* shift = nullptr;
+};
 
 // Over rows [begin, end): sum_dy[c] += sum(dy) and sum_dy_xmu[c] += sum(dy * (x - mean[c])),
 // in fp32 over blocks of 64 rows folded into the fp64 sums.
-// relu_grad (or null, needs relu_output) receives that gradient.
+// relu_grad (or null, needs a ReLU) receives that gradient.
 template <typename T>
-void batchnorm_backward_sums_avx512(const T* dy, const T* relu_output, T* relu_grad, const T* x,
-                                    const float* mean, int64_t begin, int64_t end, int64_t channels,
-                                    double* sum_dy, double* sum_dy_xmu);
+void batchnorm_backward_sums_avx512(const T* dy, const BatchNormReluMask<T>& relu, T* relu_grad,
+                                    const T* x, const float* mean, int64_t begin, int64_t end,
+                                    int64_t channels, double* sum_dy, double* sum_dy_xmu);
 
 // dx = scale[c] * (dy - mean_dy[c] - (x - mean[c]) * invstd[c] * mean_dy_xhat[c]) over rows
 // [begin, end).
 template <typename T>
-void batchnorm_backward_rows_avx512(const T* dy, const T* relu_output, const T* x,
+void batchnorm_backward_rows_avx512(const T* dy, const BatchNormReluMask<T>& relu, const T* x,
                                     const float* mean, const float* invstd, const float* scale,
                                     const float* mean_dy, const float* mean_dy_xhat, T* dx,
                                     int64_t begin, int64_t end, int64_t channels);

@@ -69,7 +69,9 @@ __global__ void batchnorm_apply_kernel(BatchNormApplyParams<T> p) {
 template <typename T>
 struct BatchNormBackwardElementwiseParams {
   const T* dy = nullptr;
-  const T* relu_output = nullptr;  // or null: see load_gradient_through_relu
+  const T* relu_output = nullptr;     // or null: see load_gradient_through_relu
+  const float* relu_scale = nullptr;  // or null: see gate_by_recomputed_relu
+  const float* relu_shift = nullptr;
   const T* x = nullptr;
   const float* batch_stats = nullptr;
   const float* weight = nullptr;  // or null (1)
@@ -80,7 +82,7 @@ struct BatchNormBackwardElementwiseParams {
 };
 
 // dx = weight * invstd * (dy - sum_dy / n - xhat * sum_dy_xhat / n), dy through the fused
-// ReLU when there is one.
+// ReLU when there is one (its mask read from relu_output or recomputed from x).
 template <typename T, int kVec>
 __global__ void batchnorm_backward_elementwise_kernel(BatchNormBackwardElementwiseParams<T> p) {
   const int64_t channels = p.channels;
@@ -88,6 +90,7 @@ __global__ void batchnorm_backward_elementwise_kernel(BatchNormBackwardElementwi
   if (c0 >= channels) return;
   const float count = p.batch_stats[2 * channels];
   float mean[kVec], invstd[kVec], scale[kVec], mean_dy[kVec], mean_dy_xhat[kVec];
+  float relu_scale[kVec], relu_shift[kVec];
 #pragma unroll
   for (int k = 0; k < kVec; ++k) {
     const int64_t c = c0 + k;
@@ -97,12 +100,14 @@ __global__ void batchnorm_backward_elementwise_kernel(BatchNormBackwardElementwi
     mean_dy[k] = p.grad_sums[c] / count;
     mean_dy_xhat[k] = p.grad_sums[channels + c] / count;
   }
+  load_relu_coefficients<kVec>(p.relu_scale, p.relu_shift, c0, relu_scale, relu_shift);
   for (int64_t r = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; r < p.rows;
        r += static_cast<int64_t>(gridDim.y) * blockDim.y) {
     const int64_t at = r * channels + c0;
     float g[kVec], v[kVec];
     load_gradient_through_relu<kVec>(p.dy, p.relu_output, at, g);
     load_channels<kVec>(p.x + at, v);
+    if (p.relu_scale) gate_by_recomputed_relu<kVec>(v, relu_scale, relu_shift, g);
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
       const float xhat = (v[k] - mean[k]) * invstd[k];
@@ -160,6 +165,8 @@ inline void batchnorm_eval_forward(const BatchNormEvalForwardArgs& args, cudaStr
 
 inline void batchnorm_backward_elementwise(const BatchNormBackwardElementwiseArgs& args,
                                            cudaStream_t stream, const ChannelTileLaunch& geometry) {
+  ENGINE_REQUIRE(args.relu_output == nullptr || args.relu_scale == nullptr,
+                 "batchnorm_backward_elementwise: relu_output and relu_scale exclude each other");
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
     const T* dy = static_cast<const T*>(args.dy);
     const T* relu_output = static_cast<const T*>(args.relu_output);
@@ -172,6 +179,8 @@ inline void batchnorm_backward_elementwise(const BatchNormBackwardElementwiseArg
       launch(batchnorm_backward_elementwise_kernel<T, kVec>, layout.grid, layout.block, 0, stream,
              BatchNormBackwardElementwiseParams<T>{.dy = dy,
                                                    .relu_output = relu_output,
+                                                   .relu_scale = args.relu_scale,
+                                                   .relu_shift = args.relu_shift,
                                                    .x = x,
                                                    .batch_stats = args.batch_stats,
                                                    .weight = args.weight,

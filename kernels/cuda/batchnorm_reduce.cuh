@@ -10,6 +10,7 @@
 
 #include "kernels/args/batchnorm.h"
 #include "kernels/batchnorm_sums.h"
+#include "kernels/conv_input_value.h"
 #include "kernels/cuda/channel_tile.cuh"
 #include "kernels/cuda/device_types.cuh"
 #include "kernels/error.h"
@@ -28,6 +29,31 @@ __device__ __forceinline__ void load_gradient_through_relu(const T* dy, const T*
 #pragma unroll
   for (int k = 0; k < kVec; ++k)
     g[k] = y[k] > 0.f ? g[k] : 0.f;
+}
+
+// The per-channel scale and shift of a ReLU mask recomputed from x (relu_scale set), loaded
+// once per thread as the statistics are; zeros when there is none.
+template <int kVec>
+__device__ __forceinline__ void load_relu_coefficients(const float* relu_scale,
+                                                       const float* relu_shift, int64_t c0,
+                                                       float (&scale)[kVec], float (&shift)[kVec]) {
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) {
+    scale[k] = relu_scale ? relu_scale[c0 + k] : 0.f;
+    shift[k] = relu_scale ? relu_shift[c0 + k] : 0.f;
+  }
+}
+
+// g where the ReLU's output, recomputed from x's values v as the next convolution read it
+// (conv_input_value: the same bits), is > 0, and 0 elsewhere (NaN included).
+template <int kVec>
+__device__ __forceinline__ void gate_by_recomputed_relu(const float (&v)[kVec],
+                                                        const float (&scale)[kVec],
+                                                        const float (&shift)[kVec],
+                                                        float (&g)[kVec]) {
+#pragma unroll
+  for (int k = 0; k < kVec; ++k)
+    g[k] = conv_input_value(v[k], scale[k], shift[k], true) > 0.f ? g[k] : 0.f;
 }
 
 // Chan et al.: merges the (count, mean, m2) of a second set into the first.
@@ -198,14 +224,16 @@ __global__ void batchnorm_stats_kernel(BatchNormStatsParams<T> p) {
 }
 
 // What batchnorm_backward_kernel takes, by value: dy and x [rows, channels] (dy through the
-// fused ReLU when relu_output is set), the batch statistics, the workspace's two partial
-// arrays [parts = gridDim.y, channels] and tile counters, and the outputs of
+// fused ReLU when relu_output or relu_scale is set), the batch statistics, the workspace's two
+// partial arrays [parts = gridDim.y, channels] and tile counters, and the outputs of
 // BatchNormBackwardReduceArgs.
 template <typename T>
 struct BatchNormBackwardReduceParams {
   const T* dy = nullptr;
-  const T* relu_output = nullptr;  // or null: see load_gradient_through_relu
-  T* relu_grad = nullptr;          // or null: receives dy through the ReLU
+  const T* relu_output = nullptr;     // or null: see load_gradient_through_relu
+  const float* relu_scale = nullptr;  // or null: see gate_by_recomputed_relu
+  const float* relu_shift = nullptr;
+  T* relu_grad = nullptr;  // or null: receives dy through the ReLU
   const T* x = nullptr;
   int64_t rows = 0;
   int64_t channels = 0;
@@ -253,7 +281,7 @@ __global__ void batchnorm_backward_reduce_kernel(BatchNormBackwardReduceParams<T
   const bool active = c0 < channels;
   const int64_t begin = rows * blockIdx.y / gridDim.y;
   const int64_t end = rows * (blockIdx.y + 1) / gridDim.y;
-  float mean[kVec], sums[2][kVec];
+  float mean[kVec], relu_scale[kVec], relu_shift[kVec], sums[2][kVec];
   float(&s_dy)[kVec] = sums[0];
   float(&s_dy_xmu)[kVec] = sums[1];
 #pragma unroll
@@ -262,11 +290,13 @@ __global__ void batchnorm_backward_reduce_kernel(BatchNormBackwardReduceParams<T
     mean[k] = active ? p.batch_stats[c0 + k] : 0.f;
   }
   if (active) {
+    load_relu_coefficients<kVec>(p.relu_scale, p.relu_shift, c0, relu_scale, relu_shift);
     for (int64_t r = begin + threadIdx.y; r < end; r += blockDim.y) {
       float g[kVec], v[kVec];
       load_gradient_through_relu<kVec>(p.dy, p.relu_output, r * channels + c0, g);
-      if (p.relu_grad) store_channels<kVec>(p.relu_grad + r * channels + c0, g);
       load_channels<kVec>(p.x + r * channels + c0, v);
+      if (p.relu_scale) gate_by_recomputed_relu<kVec>(v, relu_scale, relu_shift, g);
+      if (p.relu_grad) store_channels<kVec>(p.relu_grad + r * channels + c0, g);
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
         s_dy[k] += g[k];
@@ -354,8 +384,11 @@ inline void batchnorm_backward_reduce(const BatchNormBackwardReduceArgs& args, c
                                       const ChannelReduceLaunch& geometry) {
   const int64_t rows = args.rows, channels = args.channels;
   const int64_t parts = channel_reduce_partials(rows, geometry);
-  ENGINE_REQUIRE(args.relu_grad == nullptr || args.relu_output != nullptr,
-                 "batchnorm_backward_reduce: relu_grad needs relu_output");
+  ENGINE_REQUIRE(
+      args.relu_grad == nullptr || args.relu_output != nullptr || args.relu_scale != nullptr,
+      "batchnorm_backward_reduce: relu_grad needs relu_output or relu_scale");
+  ENGINE_REQUIRE(args.relu_output == nullptr || args.relu_scale == nullptr,
+                 "batchnorm_backward_reduce: relu_output and relu_scale exclude each other");
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
     const T* dy = static_cast<const T*>(args.dy);
     const T* relu_output = static_cast<const T*>(args.relu_output);
@@ -369,6 +402,8 @@ inline void batchnorm_backward_reduce(const BatchNormBackwardReduceArgs& args, c
              BatchNormBackwardReduceParams<T>{
                  .dy = dy,
                  .relu_output = relu_output,
+                 .relu_scale = args.relu_scale,
+                 .relu_shift = args.relu_shift,
                  .relu_grad = relu_grad,
                  .x = x,
                  .rows = rows,

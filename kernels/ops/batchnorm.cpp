@@ -66,11 +66,31 @@ BatchNormFinalizeSumsArgs finalize_args(std::string_view op, const double* sums,
           .batch_stats = batch_stats.data<float>()};
 }
 
-// A fused ReLU's output for the backward passes: like x, or undefined (none).
-const void* optional_relu_output(std::string_view op, const Tensor& relu_output, const Tensor& x) {
-  if (!relu_output.defined()) return nullptr;
-  ops::require_like(op, "x", x, "relu_output", relu_output);
-  return relu_output.raw_data();
+// A fused ReLU's gate for the backward passes, checked: its output y (like x), or the
+// per-channel scale and shift that recompute it from x (f32[C] each, on x's device), or none.
+struct ReluGateArgs {
+  const void* output = nullptr;
+  const float* scale = nullptr;
+  const float* shift = nullptr;
+  bool active() const { return output != nullptr || scale != nullptr; }
+};
+ReluGateArgs relu_gate_args(std::string_view op, const BatchNormReluGate& relu, const Tensor& x,
+                            int64_t channels) {
+  const std::string name(op);
+  ENGINE_REQUIRE(relu.scale.defined() == relu.shift.defined(),
+                 name + ": relu.scale and relu.shift come together (both or neither)");
+  ENGINE_REQUIRE(!relu.output.defined() || !relu.scale.defined(),
+                 name +
+                     ": relu.output and relu.scale/shift exclude each other: the mask is "
+                     "read from the stored y or recomputed from x, not both");
+  if (relu.output.defined()) {
+    ops::require_like(op, "x", x, "relu.output", relu.output);
+    return {.output = relu.output.raw_data()};
+  }
+  if (!relu.scale.defined()) return {};
+  ops::require_f32(op, "relu.scale", relu.scale, channels, x.device());
+  ops::require_f32(op, "relu.shift", relu.shift, channels, x.device());
+  return {.scale = relu.scale.data<float>(), .shift = relu.shift.data<float>()};
 }
 
 }  // namespace
@@ -219,10 +239,9 @@ void batchnorm_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& 
   ops::require_f32(op, "grad_sums", grad_sums, 2 * shape.channels, device);
   float* scratch = ops::require_workspace(op, workspace, batchnorm_workspace_numel(x), device,
                                           "batchnorm_workspace_numel");
-  const void* relu_output = optional_relu_output(op, fusion.relu_output, x);
+  const ReluGateArgs relu = relu_gate_args(op, fusion.relu, x, shape.channels);
   Tensor relu_grad = fusion.relu_grad;
-  ENGINE_REQUIRE(!relu_grad.defined() || relu_output != nullptr,
-                 std::string(op) + ": relu_grad needs relu_output");
+  ENGINE_REQUIRE(!relu_grad.defined() || relu.active(), std::string(op) + ": relu_grad needs relu");
   if (relu_grad.defined()) ops::require_like(op, "x", x, "relu_grad", relu_grad);
   Tensor bias_grad = fusion.bias_grad, weight_grad = fusion.weight_grad;
   float* db = ops::optional_f32(op, "bias_grad", bias_grad, shape.channels, device);
@@ -237,7 +256,9 @@ void batchnorm_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& 
       .rows = shape.rows,
       .channels = shape.channels,
       .workspace = scratch,
-      .relu_output = relu_output,
+      .relu_output = relu.output,
+      .relu_scale = relu.scale,
+      .relu_shift = relu.shift,
       .relu_grad = relu_grad.defined() ? relu_grad.raw_data() : nullptr,
       .bias_grad = db,
       .weight_grad = dw,
@@ -249,7 +270,7 @@ void batchnorm_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& 
 
 void batchnorm_backward_elementwise(const Tensor& dy, const Tensor& x, const Tensor& batch_stats,
                                     const Tensor& weight, const Tensor& grad_sums, Tensor& dx,
-                                    Stream& stream, const Tensor& relu_output) {
+                                    Stream& stream, const BatchNormReluGate& relu) {
   constexpr std::string_view op = "batchnorm_backward_elementwise";
   const Rows shape = require_activation(op, "x", x);
   ops::require_like(op, "x", x, "dy", dy);
@@ -258,7 +279,7 @@ void batchnorm_backward_elementwise(const Tensor& dy, const Tensor& x, const Ten
   ops::require_f32(op, "batch_stats", batch_stats, batchnorm_stats_numel(shape.channels), device);
   const float* w = ops::optional_f32(op, "weight", weight, shape.channels, device);
   ops::require_f32(op, "grad_sums", grad_sums, 2 * shape.channels, device);
-  const void* relu_y = optional_relu_output(op, relu_output, x);
+  const ReluGateArgs gate = relu_gate_args(op, relu, x, shape.channels);
   ops::require_on_stream(op, "x", x, stream);
   const BatchNormBackwardElementwiseArgs args{.dtype = x.dtype(),
                                               .dy = dy.raw_data(),
@@ -269,7 +290,9 @@ void batchnorm_backward_elementwise(const Tensor& dy, const Tensor& x, const Ten
                                               .dx = dx.raw_data(),
                                               .rows = shape.rows,
                                               .channels = shape.channels,
-                                              .relu_output = relu_y};
+                                              .relu_output = gate.output,
+                                              .relu_scale = gate.scale,
+                                              .relu_shift = gate.shift};
   ops::on_device(
       op, stream, [&] { cpu::batchnorm_backward_elementwise(args); },
       [&](auto cuda_stream) { cuda::batchnorm_backward_elementwise(args, cuda_stream); });

@@ -106,33 +106,45 @@ void batchnorm_eval_forward(const Tensor& x, const Tensor& running_mean, const T
                             const Tensor& weight, const Tensor& bias, float eps, Tensor& y,
                             Stream& stream, const BatchNormEpilogue& epilogue = {});
 
-// What the backward passes fold in. relu_output: when the forward fused a ReLU
-// (epilogue.relu), its output y (like x); dy is then the gradient at the ReLU's output and
-// passes where y > 0, 0 elsewhere (relu_backward's rule, torch's threshold_backward), read in
-// both passes instead of a relu_backward pass of its own. relu_grad (like x, needs
-// relu_output; batchnorm_backward_reduce only): also receives that gradient, for a residual's
-// branch (the element-wise pass may then take it as its dy). bias_grad / weight_grad (f32[C],
-// batchnorm_backward_reduce only): written with this rank's sum dy / sum dy * xhat
-// (overwritten or accumulated), the gradients as PyTorch's SyncBN has them too.
+// The ReLU fused after a BatchNorm's forward, as its backward passes see it: dy passes where
+// the ReLU's output y > 0. y is read from `output` (normalize's, like x) or, where it was never
+// stored (the next convolution applied BatchNorm and ReLU as it loaded x: kernels/ops/conv.h's
+// ConvInputAffine), recomputed from x as conv_input_value(x, scale[c], shift[c], true): the bits
+// that convolution read. Nothing defined: no ReLU.
+struct BatchNormReluGate {
+  Tensor output = {};
+  Tensor scale = {}, shift = {};  // f32[C] each, both or neither; not with output
+  bool active() const { return output.defined() || scale.defined() || shift.defined(); }
+};
+
+// What the backward passes fold in. relu: when the forward fused a ReLU (epilogue.relu), dy
+// is the gradient at the ReLU's output and passes where y > 0, 0 elsewhere (relu_backward's
+// rule, torch's threshold_backward), read in both passes instead of a relu_backward pass of
+// its own. relu_grad (like x, needs relu; batchnorm_backward_reduce only): also receives that
+// gradient, for a residual's branch (the element-wise pass may then take it as its dy).
+// bias_grad / weight_grad (f32[C], batchnorm_backward_reduce only): written with this rank's
+// sum dy / sum dy * xhat (overwritten or accumulated), the gradients as PyTorch's SyncBN has
+// them too.
 struct BatchNormBackwardFusion {
-  Tensor relu_output, relu_grad;
+  BatchNormReluGate relu;
+  Tensor relu_grad;
   Tensor bias_grad, weight_grad;
   GradWrite write = GradWrite::overwrite;
 };
 
 // grad_sums = (sum over rows of dy, sum of dy * xhat) with xhat = (x - mean) * invstd, for
 // this process's rows. dy is the gradient at the BN output, or at the fused ReLU's output
-// with fusion.relu_output.
+// with fusion.relu.
 void batchnorm_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& batch_stats,
                                Tensor& grad_sums, Tensor& workspace, Stream& stream,
                                const BatchNormBackwardFusion& fusion = {});
 
 // dx = weight * invstd * (dy - sum_dy / n - xhat * sum_dy_xhat / n), with n the count in
 // batch_stats (the global count under SyncBN) and grad_sums reduced over all ranks; dy
-// through the fused ReLU when relu_output is defined (as in BatchNormBackwardFusion).
+// through the fused ReLU when relu is active (as in BatchNormBackwardFusion).
 // dx may alias dy.
 void batchnorm_backward_elementwise(const Tensor& dy, const Tensor& x, const Tensor& batch_stats,
                                     const Tensor& weight, const Tensor& grad_sums, Tensor& dx,
-                                    Stream& stream, const Tensor& relu_output = Tensor());
+                                    Stream& stream, const BatchNormReluGate& relu = {});
 
 }  // namespace engine

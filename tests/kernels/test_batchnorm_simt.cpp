@@ -14,6 +14,7 @@
 #include <string>
 
 #include "batchnorm_cases.h"
+#include "batchnorm_simt_helpers.h"
 #include "kernels/cpu/batchnorm.h"
 #include "simt_buffer.h"
 #include "tests/dtype_bytes.h"
@@ -27,40 +28,13 @@ using testing::kBf16Ulp;
 using testing::normal_values;
 using testing::SimtBuffer;
 
+using testing::expect_counters_reset;
 using testing::kDTypes;
-constexpr float kEps = 1e-5f;
-
-struct LaunchShapes {
-  cuda::ChannelReduceLaunch reduce;
-  cuda::ChannelTileLaunch tile;
-  cuda::PerChannelLaunch channel;
-  std::string str() const {
-    return "threads " + std::to_string(reduce.threads) +
-           " partials<=" + std::to_string(reduce.max_partials);
-  }
-};
-// The defaults, then 64-thread blocks with at most 3 partials of >= 2 rows and 2 row blocks,
-// and per-channel kernels of 2 blocks of 32 threads (so C > 64 takes their stride loop).
-const LaunchShapes kLaunchShapes[] = {{{}, {}, {}}, {{64, 3, 2}, {64, 2}, {32, 2}}};
-
-// Bitwise, NaN == NaN.
-::testing::AssertionResult same_bits(const std::vector<double>& expected,
-                                     const std::vector<double>& actual) {
-  if (expected.size() != actual.size()) return ::testing::AssertionFailure() << "sizes differ";
-  for (size_t i = 0; i < expected.size(); ++i) {
-    const bool both_nan = std::isnan(expected[i]) && std::isnan(actual[i]);
-    if (!both_nan && std::memcmp(&expected[i], &actual[i], sizeof(double)) != 0) {
-      return ::testing::AssertionFailure()
-             << "element " << i << ": " << actual[i] << ", expected " << expected[i];
-    }
-  }
-  return ::testing::AssertionSuccess();
-}
-::testing::AssertionResult same_bits(const std::vector<float>& expected,
-                                     const std::vector<float>& actual) {
-  return same_bits(std::vector<double>(expected.begin(), expected.end()),
-                   std::vector<double>(actual.begin(), actual.end()));
-}
+using testing::kEps;
+using testing::kLaunchShapes;
+using testing::LaunchShapes;
+using testing::same_bits;
+using testing::zeroed_workspace;
 
 // stats -> sums through the launcher, bit for bit against the CPU twin; returns the sums.
 std::vector<double> sums_checked(const std::vector<float>& stats, int64_t c,
@@ -76,20 +50,6 @@ std::vector<double> sums_checked(const std::vector<float>& stats, int64_t c,
 
 std::vector<float> slice(const std::vector<float>& v, int64_t begin, int64_t count) {
   return {v.begin() + begin, v.begin() + begin + count};
-}
-
-// A reduction workspace, zeroed before its first use as its tile counters need.
-SimtBuffer zeroed_workspace(int64_t numel,
-                            std::source_location created = std::source_location::current()) {
-  return SimtBuffer(DType::f32, std::vector<float>(numel, 0.f), 0, created);
-}
-
-// Every launch leaves the workspace's tile counters (its last C words) at zero, so the next
-// launch, or a graph's replay, finds them as the first did.
-void expect_counters_reset(const SimtBuffer& workspace, int64_t channels) {
-  const std::vector<float> words = workspace.values();
-  const std::vector<float> counters(words.end() - channels, words.end());
-  EXPECT_EQ(counters, std::vector<float>(channels, 0.f)) << "tile counters after the launch";
 }
 
 // Per-channel f32 stats, in layout [mean, m2 or invstd, count]: means to fp32 rounding of the

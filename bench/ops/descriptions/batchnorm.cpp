@@ -1,7 +1,7 @@
 // BatchNorm's training forward (as the layer runs it: the statistics launches also writing the
 // fp64 sums and finalizing, then normalize), its backward (reduce, then the element-wise pass;
-// also with a fused ReLU and the parameter gradients accumulated) on every activation, and
-// SyncBN's fp64 phases separately.
+// also with a fused ReLU, its mask read from y or recomputed from x, and the parameter
+// gradients accumulated) on every activation, and SyncBN's fp64 phases separately.
 #include <algorithm>
 #include <cmath>
 
@@ -69,6 +69,9 @@ struct BnCase {
   // forward, through its ReLU (folded into both passes), writing the ReLU's gradient for the
   // residual branch and accumulating the parameter gradients.
   bool fused = false;
+  // Backward, fused: the ReLU's mask recomputed from x with a ConvInputAffine's scale and shift
+  // (y never stored: the next convolution applied BatchNorm and ReLU as it loaded x).
+  bool mask_from_x = false;
 };
 
 OpCase bn_case(const ModelShapes& model, const BnCase& spec, bool backward) {
@@ -87,8 +90,11 @@ OpCase bn_case(const ModelShapes& model, const BnCase& spec, bool backward) {
   c.op = backward ? OpId::bn_backward : OpId::bn_forward;
   c.name = model.prefix(*spec.activation) + (backward ? " bn_backward" : " bn_forward");
   if (far) c.name += " at mean " + std::to_string(static_cast<int>(spec.mean));
-  if (spec.fused)
-    c.name += backward ? " (ReLU, residual grad, accumulate)" : " (+ residual, ReLU; then eval)";
+  if (spec.fused) {
+    c.name += !backward          ? " (+ residual, ReLU; then eval)"
+              : spec.mask_from_x ? " (ReLU mask from x, residual grad, accumulate)"
+                                 : " (ReLU, residual grad, accumulate)";
+  }
   c.dtype = dtype;
   c.tolerance = tolerance;
   c.why = dtype == DType::bf16 ? kBf16Why : kReduceF32Why;
@@ -105,10 +111,18 @@ OpCase bn_case(const ModelShapes& model, const BnCase& spec, bool backward) {
     // y, whose elements near 0 may round to either side of it on the two devices.
     const Operand relu_output(shape, dtype, 28);
     const Operand grad0({channels}, DType::f32, 29);
+    // The recomputed mask's scale and shift: inputs too, for the same reason (the forward's
+    // batch statistics, from which conv_input_from_batchnorm would derive them, may differ by
+    // an ulp between the devices). Scales of both signs, shifts about x's spread.
+    const bool mask_from_x = spec.mask_from_x;
+    const Operand relu_scale({channels}, DType::f32, 30, 0.5, 1.0);
+    const Operand relu_shift({channels}, DType::f32, 31, 0.0, 1.0);
     c.prepare = [=](Stream& stream, Inputs inputs) {
       auto t = std::make_shared<BnTensors>(bn_forward(
           x.on(stream, inputs), weight.on(stream, inputs), bias.on(stream, inputs), stream));
       const Held y = hold(relu_output.on(stream, inputs));
+      const Held scale = hold(relu_scale.on(stream, inputs));
+      const Held shift = hold(relu_shift.on(stream, inputs));
       const Held grad = hold(dy.on(stream, inputs));
       const Held grad_sums = hold(Tensor::empty({2 * channels}, DType::f32, stream.device()));
       const Held dx = hold(Tensor::empty(shape, dtype, stream.device()));
@@ -124,14 +138,17 @@ OpCase bn_case(const ModelShapes& model, const BnCase& spec, bool backward) {
                                              *dx, stream);
               return;
             }
+            const BatchNormReluGate relu = mask_from_x
+                                               ? BatchNormReluGate{.scale = *scale, .shift = *shift}
+                                               : BatchNormReluGate{.output = *y};
             batchnorm_backward_reduce(*grad, t->x, t->batch_stats, *grad_sums, t->workspace, stream,
-                                      {.relu_output = *y,
+                                      {.relu = relu,
                                        .relu_grad = *relu_grad,
                                        .bias_grad = *bias_grad,
                                        .weight_grad = *weight_grad,
                                        .write = GradWrite::accumulate});
             batchnorm_backward_elementwise(*grad, t->x, t->batch_stats, t->weight, *grad_sums, *dx,
-                                           stream, *y);
+                                           stream, relu);
           },
           [=, &stream] {
             const double sums_tolerance = far ? kFarMean : kReduceF32;
@@ -232,6 +249,7 @@ std::vector<OpCase> bn_cases(const ModelShapes& model, DType dtype, bool backwar
   for (const Activation& a : model.activations) {
     cases.push_back(bn_case(model, {&a, dtype}, backward));
     cases.push_back(bn_case(model, {&a, dtype, 0.5, true}, backward));
+    if (backward) cases.push_back(bn_case(model, {&a, dtype, 0.5, true, true}, backward));
   }
   const Activation& stem = model.activations.front();
   cases.push_back(bn_case(model, {&stem, dtype, 1e3, true}, backward));
