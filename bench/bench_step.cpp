@@ -53,7 +53,7 @@ struct Options {
   bool launches_only = false;  // count one warm step's launches, time nothing
   nn::Precision precision;     // fp32
   nn::ConvTuning conv_tuning;
-  bool fusion = true;  // --no-fusion: false
+  nn::BatchNormFusion fusion = nn::BatchNormFusion::full;  // --fusion
 };
 
 cli::Command make_command(Options& o) {
@@ -79,7 +79,7 @@ cli::Command make_command(Options& o) {
   command.integer("--rounds", o.rounds, "rounds; each side keeps its fastest");
   cli::add_precision(command, o.precision);
   cli::add_conv_tuning(command, o.conv_tuning);
-  cli::add_no_fusion(command, o.fusion);
+  cli::add_fusion(command, o.fusion);
   command.flag(
       "--no-baseline", [&o] { o.baseline = false; }, "time ours only");
   cli::add_json(command, o.json);
@@ -197,7 +197,10 @@ class NativeStep {
 std::string case_name(const Options& o) {
   return o.arch + " " + std::to_string(o.image_size) + "x" + std::to_string(o.image_size) + " b" +
          std::to_string(o.batch) + " " + std::string(nn::precision_name(o.precision)) +
-         " train step" + (o.fusion ? "" : " no-fusion");
+         " train step" +
+         (o.fusion == nn::BatchNormFusion::full
+              ? ""
+              : " fusion=" + std::string(nn::batchnorm_fusion_name(o.fusion)));
 }
 
 // The mean of a few profiled steps, per top-level layer, with each one's share of the step.

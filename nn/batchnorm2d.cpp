@@ -73,6 +73,16 @@ Conv2dForwardFusion BatchNorm2d::stats_fusion() {
   return fusion;
 }
 
+void BatchNorm2d::defer_apply(bool on, const SetupContext& context) {
+  if (on && !options_.relu) fail_in(*this, "defer_apply needs the ReLU");
+  defer_apply_ = on;
+  deferred_forward_ = false;
+  input_scale_ = input_shift_ = Tensor();
+  if (!on) return;
+  input_scale_ = Tensor::empty({options_.channels}, DType::f32, context.device);
+  input_shift_ = Tensor::empty({options_.channels}, DType::f32, context.device);
+}
+
 const Tensor& BatchNorm2d::forward(const Tensor& x, Pass& pass) {
   return run_forward(x, Tensor(), pass);
 }
@@ -99,6 +109,7 @@ const Tensor& BatchNorm2d::run_forward(const Tensor& x, const Tensor& residual, 
   const BatchNormEpilogue epilogue{residual, options_.relu};
   trained_forward_ = pass.training;
   residual_forward_ = residual.defined();
+  deferred_forward_ = defer_apply_ && pass.training && !residual.defined();
   if (!pass.training) {
     batchnorm_eval_forward(x, running_mean_, running_var_, weight_, bias_, options_.eps, y_,
                            pass.stream, epilogue);
@@ -133,8 +144,15 @@ const Tensor& BatchNorm2d::run_forward(const Tensor& x, const Tensor& residual, 
     batchnorm_finalize_sums(sums_, running_mean_, running_var_, constants, batch_stats_,
                             pass.stream);
   }
-  batchnorm_normalize(x, batch_stats_, weight_, bias_, y_, pass.stream, epilogue);
   ++params_.counter(batches_id_);
+  if (deferred_forward_) {
+    // The next convolution reads x as act(x * scale + shift): one per-channel launch where the
+    // normalize read x and wrote y.
+    conv_input_from_batchnorm(batch_stats_, weight_, bias_, input_scale_, input_shift_,
+                              pass.stream);
+    return x_;
+  }
+  batchnorm_normalize(x, batch_stats_, weight_, bias_, y_, pass.stream, epilogue);
   return y_;
 }
 
@@ -142,10 +160,17 @@ const Tensor& BatchNorm2d::backward(const Tensor& dy, Pass& pass) {
   if (!trained_forward_) {
     fail_in(*this, "backward after an evaluation forward (it uses running statistics)");
   }
-  // ReLU's backward is folded into both passes: they read dy and y and take dy where y > 0.
-  // After a forward with a residual, the reduce also writes that gradient to relu_grad_ (the
-  // residual's branch continues with it), and the element-wise pass reads it as its dy.
-  const Tensor relu_output = options_.relu ? y_ : Tensor();
+  // ReLU's backward is folded into both passes: they take dy where the ReLU's output y > 0,
+  // reading y, or after a deferred forward (y never written) recomputing it from x as the
+  // next convolution did. After a forward with a residual, the reduce also writes that
+  // gradient to relu_grad_ (the residual's branch continues with it), and the element-wise
+  // pass reads it as its dy.
+  BatchNormReluGate relu;
+  if (deferred_forward_) {
+    relu = {.scale = input_scale_, .shift = input_shift_};
+  } else if (options_.relu) {
+    relu = {.output = y_};
+  }
   const bool feeds_residual = options_.relu && residual_forward_;
   pre_activation_grad_ = feeds_residual ? relu_grad_ : options_.relu ? Tensor() : dy;
   // grad_sums = (sum dy, sum dy * xhat) over this rank's rows, which the reduce also writes to
@@ -153,7 +178,7 @@ const Tensor& BatchNorm2d::backward(const Tensor& dy, Pass& pass) {
   // of the ranks' sums is the global batch's gradient, so the reduced sums must not go there.
   batchnorm_backward_reduce(
       dy, x_, batch_stats_, grad_sums_, workspace_, pass.stream,
-      {.relu = {.output = relu_output},
+      {.relu = relu,
        .relu_grad = feeds_residual ? relu_grad_ : Tensor(),
        .bias_grad = bias_grad_,
        .weight_grad = weight_grad_,
@@ -170,7 +195,7 @@ const Tensor& BatchNorm2d::backward(const Tensor& dy, Pass& pass) {
                                      pass.stream);
     } else {
       batchnorm_backward_elementwise(dy, x_, batch_stats_, weight_, grad_sums_, dx_, pass.stream,
-                                     {.output = relu_output});
+                                     relu);
     }
   }
   return dx_;

@@ -61,7 +61,7 @@ Shape Conv2d::setup(const Shape& input, const SetupContext& context) {
 void Conv2d::feed_batchnorm_stats(BatchNorm2d* bn, const SetupContext& context) {
   stats_for_ = nullptr;
   stats_workspace_ = Tensor();
-  if (bn == nullptr || !context.allocate || !context.fuse_batchnorm_stats ||
+  if (bn == nullptr || !context.allocate || context.fusion == BatchNormFusion::none ||
       context.device.is_cpu()) {
     return;
   }
@@ -73,15 +73,31 @@ void Conv2d::feed_batchnorm_stats(BatchNorm2d* bn, const SetupContext& context) 
                     DType::f32, context.device, context.stream);
 }
 
+void Conv2d::read_input_through(BatchNorm2d* bn, const SetupContext& context) {
+  if (input_from_ != nullptr) input_from_->defer_apply(false, context);
+  input_from_ = nullptr;
+  const bool fits = bn != nullptr && context.allocate && context.fusion == BatchNormFusion::full &&
+                    !context.device.is_cpu() && weight_grad_.dtype() == DType::f32 &&
+                    bn->options().relu;
+  if (!fits) return;
+  input_from_ = bn;
+  bn->defer_apply(true, context);
+}
+
 const Tensor& Conv2d::forward(const Tensor& x, Pass& pass) {
   x_ = x;
+  // x is the BatchNorm's input where its last forward deferred (a training one).
+  input_ = input_from_ != nullptr && input_from_->deferred() ? input_from_->deferred_input()
+                                                             : ConvInputAffine{};
   if (stats_for_ != nullptr && pass.training) {
+    Conv2dForwardFusion fusion = stats_for_->stats_fusion();
+    fusion.input = input_;
     conv2d_forward(shape_, x, weight_.refresh(pass.stream), bias_, y_, stats_workspace_,
-                   pass.stream, forward_algo_, stats_for_->stats_fusion());
+                   pass.stream, forward_algo_, fusion);
     return y_;
   }
   conv2d_forward(shape_, x, weight_.refresh(pass.stream), bias_, y_, workspace_.get(), pass.stream,
-                 forward_algo_);
+                 forward_algo_, {.input = input_});
   return y_;
 }
 
@@ -89,7 +105,7 @@ const Tensor& Conv2d::backward(const Tensor& dy, Pass& pass) {
   // The filter gradient first, so its all-reduce can start while the input gradient runs.
   conv2d_backward_filter(shape_, x_, dy, weight_grad_, bias_grad_,
                          pass.accumulate_grads ? GradWrite::accumulate : GradWrite::overwrite,
-                         workspace_.get(), pass.stream, backward_filter_algo_);
+                         workspace_.get(), pass.stream, backward_filter_algo_, input_);
   if (bias_id_ >= 0) pass.grad_ready(bias_id_);
   pass.grad_ready(weight_id_);
   if (dx_.defined()) {

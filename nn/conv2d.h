@@ -38,8 +38,14 @@ class Conv2d final : public Layer {
   // Training forwards then also compute `bn`'s statistics (the BatchNorm that takes this
   // layer's output; kernels/ops/conv.h's Conv2dForwardFusion), which it then does not compute
   // itself. Only on CUDA (on the CPU the pass is the same either way) and with
-  // context.fuse_batchnorm_stats; after setup, with its context. null: not (again).
+  // context.fusion stats or full; after setup, with its context. null: not (again).
   void feed_batchnorm_stats(BatchNorm2d* bn, const SetupContext& context);
+  // Where this layer alone reads `bn`'s output (bn with a ReLU and no residual, inside a
+  // residual block): training forwards on CUDA with context.fusion full then read bn's input
+  // through bn's normalize and ReLU (BatchNorm2d::defer_apply: bn never writes its output), and
+  // the filter gradient reads it the same way. Only with fp32 filter gradients (master
+  // weights). After setup, with its context; null: not (again). Evaluation reads bn's output.
+  void read_input_through(BatchNorm2d* bn, const SetupContext& context);
 
  private:
   ParameterSet& params_;
@@ -53,6 +59,8 @@ class Conv2d final : public Layer {
   Tensor x_, y_, dx_;
   LayerScratch workspace_;  // for all three passes, which run one after another
   BatchNorm2d* stats_for_ = nullptr;
+  BatchNorm2d* input_from_ = nullptr;
+  ConvInputAffine input_;   // how the last forward read x (none: as it is)
   Tensor stats_workspace_;  // the forward's with statistics: zeroed, this layer's own
 };
 

@@ -24,6 +24,7 @@
 #include "kernels/device.h"
 #include "kernels/stream.h"
 #include "kernels/tensor.h"
+#include "nn/batchnorm_fusion.h"
 #include "nn/layer_scratch.h"
 #include "nn/parameters.h"
 
@@ -47,10 +48,9 @@ struct SetupContext {
   // The convolutions' CUDA algorithms (kernels/conv_plans.h: the tuner's choices); null or a
   // problem without a row: the heuristic's.
   const ConvPlans* conv_plans = nullptr;
-  // Training on CUDA: a convolution followed by its BatchNorm computes the BatchNorm's
-  // statistics in its epilogue (Conv2d::feed_batchnorm_stats); false (--no-fusion): the
-  // BatchNorm's own statistics pass.
-  bool fuse_batchnorm_stats = true;
+  // Training on CUDA: how much of each BatchNorm its convolutions do (nn/batchnorm_fusion.h;
+  // --fusion).
+  BatchNormFusion fusion = BatchNormFusion::full;
 };
 
 class Layer;

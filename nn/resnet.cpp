@@ -123,7 +123,7 @@ Shape ResNet::setup(const Shape& images, DType dtype, Stream& stream, const Conv
   SetupContext context{params_.device(), dtype, stream, false};
   context.scratch = &scratch_;
   context.conv_plans = conv_plans;
-  context.fuse_batchnorm_stats = fusion_;
+  context.fusion = fusion_;
   const Shape logits = layers_->setup(images, context);
   stem_conv_->feed_batchnorm_stats(stem_norm_, context);
   scratch_.allocate(params_.device());

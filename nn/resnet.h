@@ -40,9 +40,9 @@ class ResNet {
   // conv_plans: the convolutions' algorithms (kernels/conv_plans.h; null: the heuristic's).
   Shape setup(const Shape& images, DType dtype, Stream& stream,
               const ConvPlans* conv_plans = nullptr);
-  // Whether the next setup() lets each convolution compute its BatchNorm's statistics in
-  // training on CUDA (SetupContext::fuse_batchnorm_stats; --no-fusion: false). Default true.
-  void set_fusion(bool enabled) { fusion_ = enabled; }
+  // How much of each BatchNorm the next setup() lets the convolutions do in training on CUDA
+  // (nn/batchnorm_fusion.h; --fusion). Default full.
+  void set_fusion(BatchNormFusion fusion) { fusion_ = fusion; }
   // The shapes alone (no allocation, no parameters needed): afterwards conv_layers() give
   // every convolution's geometry, but forward and backward must wait for a real setup().
   Shape plan(const Shape& images);
@@ -75,7 +75,7 @@ class ResNet {
   SharedScratch scratch_;        // the layers' split-K partials (nn/layer_scratch.h)
   Conv2d* stem_conv_ = nullptr;  // conv1 and bn1, held by layers_
   BatchNorm2d* stem_norm_ = nullptr;
-  bool fusion_ = true;
+  BatchNormFusion fusion_ = BatchNormFusion::full;
 };
 
 }  // namespace engine::nn

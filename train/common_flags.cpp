@@ -84,10 +84,21 @@ void add_conv_tuning(Command& command, nn::ConvTuning& tuning) {
                  });
 }
 
-void add_no_fusion(Command& command, bool& fusion) {
+void add_fusion(Command& command, nn::BatchNormFusion& fusion) {
+  command.option("--fusion", "F",
+                 "how much of each training BatchNorm the CUDA convolutions do: none, stats (its "
+                 "statistics in the epilogue of the convolution before it) or full (also its "
+                 "normalize and ReLU in the loads of the convolution after it, inside a block)",
+                 std::string(nn::batchnorm_fusion_name(fusion)),
+                 [&fusion](const std::string& flag, const std::string& text) {
+                   const auto parsed = nn::batchnorm_fusion_from_name(text);
+                   if (!parsed) {
+                     throw UsageError(flag + " must be none, stats or full, got '" + text + "'");
+                   }
+                   fusion = *parsed;
+                 });
   command.flag(
-      "--no-fusion", [&fusion] { fusion = false; },
-      "BatchNorm statistics in a pass of their own, not in the convolution's epilogue (CUDA)");
+      "--no-fusion", [&fusion] { fusion = nn::BatchNormFusion::none; }, "--fusion none");
 }
 
 void add_precision(Command& command, nn::Precision& precision) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/device.h"
+#include "nn/batchnorm_fusion.h"
 #include "nn/conv_tuning.h"
 #include "nn/precision.h"
 #include "train/cli_command.h"
@@ -38,10 +39,9 @@ void check_precision_device(const nn::Precision& precision, const Device& device
 // convolutions' algorithms are chosen (nn/conv_tuning.h).
 void add_conv_tuning(Command& command, nn::ConvTuning& tuning);
 
-// --no-fusion: each BatchNorm computes its statistics in a pass of its own instead of taking
-// them from the convolution before it (nn::SetupContext::fuse_batchnorm_stats), so that a run
-// can be compared with and without the fusion.
-void add_no_fusion(Command& command, bool& fusion);
+// --fusion none|stats|full (and --no-fusion, none): how much of each training BatchNorm the
+// CUDA convolutions do (nn/batchnorm_fusion.h), so that runs can be compared with and without.
+void add_fusion(Command& command, nn::BatchNormFusion& fusion);
 
 // -b/--batch-size N: images per rank per step, at least `minimum` (`why` says why, if > 1).
 void add_batch_size(Command& command, int64_t& batch, std::string_view help, int64_t minimum = 1,

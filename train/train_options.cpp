@@ -286,7 +286,7 @@ void add_run_flags(cli::Command& c, TrainOptions& o) {
   cli::add_device(c, o.device);
   cli::add_precision(c, o.precision);
   cli::add_conv_tuning(c, o.conv_tuning);
-  cli::add_no_fusion(c, o.fusion);
+  cli::add_fusion(c, o.fusion);
 }
 
 // The images: sizes, crops and normalization.

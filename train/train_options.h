@@ -13,6 +13,7 @@
 #include "data/auto_augment.h"
 #include "data/batch_mixing.h"
 #include "kernels/dtype.h"
+#include "nn/batchnorm_fusion.h"
 #include "nn/conv_tuning.h"
 #include "nn/precision.h"
 #include "train/cli_command.h"
@@ -79,7 +80,7 @@ struct TrainOptions {
   std::string device = "auto";
   nn::Precision precision;     // fp32
   nn::ConvTuning conv_tuning;  // --conv-tuning, --conv-tuning-file, --conv-tuning-seconds
-  bool fusion = true;          // --no-fusion: false
+  nn::BatchNormFusion fusion = nn::BatchNormFusion::full;  // --fusion
   int64_t image_size = 224;
   std::array<double, 2> crop_scale = {0.08, 1.0};  // RandomResizedCrop's scale range
   // torchvision's classification reference (references/classification/train.py) flags:

@@ -1,0 +1,23 @@
+// How much of each training BatchNorm the CUDA step folds into its convolutions (--fusion):
+//   none   BatchNorm runs its own passes (statistics, normalize + ReLU) between convolutions;
+//   stats  the convolution before it computes its statistics in its epilogue
+//          (Conv2d::feed_batchnorm_stats);
+//   full   also, where one convolution alone reads a BatchNorm + ReLU output (inside a residual
+//          block), that convolution applies them as it loads its operand, so the output is
+//          never written (Conv2d::read_input_through), and BatchNorm's backward recomputes the
+//          ReLU's mask from its input.
+// The CPU runs the same arithmetic either way, unfused.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+namespace engine::nn {
+
+enum class BatchNormFusion { none, stats, full };
+
+// "none", "stats" or "full"; nullopt for anything else.
+std::optional<BatchNormFusion> batchnorm_fusion_from_name(std::string_view name);
+std::string_view batchnorm_fusion_name(BatchNormFusion fusion);
+
+}  // namespace engine::nn
