@@ -26,6 +26,7 @@
 #include "kernels/conv_plans.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/kernel_launches.h"
+#include "kernels/memory.h"
 #include "kernels/runtime.h"
 #include "nn/conv_tuning.h"
 #include "nn/cross_entropy.h"
@@ -51,6 +52,7 @@ struct Options {
   bool json = false;
   bool profile = false;
   bool launches_only = false;  // count one warm step's launches, time nothing
+  bool memory_only = false;    // print the device memory once set up, run nothing
   nn::Precision precision;     // fp32
   nn::ConvTuning conv_tuning;
   nn::BatchNormFusion fusion = nn::BatchNormFusion::full;  // --fusion
@@ -86,6 +88,10 @@ cli::Command make_command(Options& o) {
   command.flag("--profile", o.profile,
                "also print the time of each top-level layer's forward and backward, the loss "
                "and SGD");
+  command.flag("--memory-only", o.memory_only,
+               "CUDA: print the device memory the model holds once set up (parameters, "
+               "gradients, activations, workspaces, the batch), running nothing; two batches "
+               "give the bytes per image");
   command.flag("--launches-only", o.launches_only,
                "CUDA: count our kernel launches of one warm step and print them, timing nothing "
                "and starting no baseline (ctest launches_per_step)");
@@ -228,7 +234,17 @@ int run(const Options& o) {
   cli::check_precision_device(o.precision, device);
   omp_set_num_threads(o.threads);
   wait_for_startup_threads_to_sleep();
+  if (o.memory_only && !device.is_cuda())
+    throw cli::UsageError("--memory-only reads the CUDA allocator: use --device cuda");
   NativeStep ours(o, device);
+  if (o.memory_only) {
+    ours.stream().synchronize();
+    const CachingAllocator::Stats memory = device_allocator(device.index).stats();
+    std::printf("bench_step: %s on %s: %.1f MiB of device memory in use once set up\n",
+                case_name(o).c_str(), device.str().c_str(),
+                static_cast<double>(memory.bytes_in_use) / (1024.0 * 1024.0));
+    return 0;
+  }
   // The baseline: PyTorch on the same device, fp32 or bf16 autocast: on the CPU in both memory
   // formats, on a GPU channels_last; none on the sim device (no PyTorch runs there).
   const bool gpu = device.is_cuda();

@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "kernels/args/conv.h"
 #include "kernels/host_device.h"
 
 namespace engine {
@@ -41,6 +42,21 @@ ENGINE_HOST_DEVICE inline ConvInputCoefficients conv_input_coefficients(float me
 #else
   return {scale, std::fma(-mean, scale, bias)};
 #endif
+}
+
+// Channel c's coefficients for conv_input_from_batchnorm's arguments (kernels/args/conv.h):
+// one expression for the kernel and the CPU twin, so both give the same bits (the division and
+// square root are correctly rounded on either side, as CUDA compiles them without fast math).
+ENGINE_HOST_DEVICE inline ConvInputCoefficients conv_input_coefficients_at(
+    const ConvInputFromBatchNormArgs& args, int64_t c) {
+  const float weight = args.weight ? args.weight[c] : 1.f;
+  const float bias = args.bias ? args.bias[c] : 0.f;
+  if (args.batch_stats != nullptr) {
+    return conv_input_coefficients(args.batch_stats[c], args.batch_stats[args.channels + c], weight,
+                                   bias);
+  }
+  return conv_input_coefficients(args.running_mean[c], 1.f / sqrtf(args.running_var[c] + args.eps),
+                                 weight, bias);
 }
 
 }  // namespace engine

@@ -76,11 +76,20 @@ Conv2dForwardFusion BatchNorm2d::stats_fusion() {
 void BatchNorm2d::defer_apply(bool on, const SetupContext& context) {
   if (on && !options_.relu) fail_in(*this, "defer_apply needs the ReLU");
   defer_apply_ = on;
-  deferred_forward_ = false;
   input_scale_ = input_shift_ = Tensor();
-  if (!on) return;
+  if (!context.allocate) return;
+  if (!on) {
+    // Back to writing the output (and the ReLU's gradient for a residual's branch).
+    if (!y_.defined()) y_ = Tensor::empty(input_shape_, context.dtype, context.device);
+    if (!relu_grad_.defined())
+      relu_grad_ = Tensor::empty(input_shape_, context.dtype, context.device);
+    return;
+  }
   input_scale_ = Tensor::empty({options_.channels}, DType::f32, context.device);
   input_shift_ = Tensor::empty({options_.channels}, DType::f32, context.device);
+  // Never written now (every forward defers, a forward with a residual is refused): one
+  // activation less held through the step.
+  y_ = relu_grad_ = Tensor();
 }
 
 const Tensor& BatchNorm2d::forward(const Tensor& x, Pass& pass) {
@@ -107,10 +116,18 @@ void BatchNorm2d::fail_single_value(double count) const {
 
 const Tensor& BatchNorm2d::run_forward(const Tensor& x, const Tensor& residual, Pass& pass) {
   const BatchNormEpilogue epilogue{residual, options_.relu};
+  if (defer_apply_ && residual.defined())
+    fail_in(*this, "takes no residual while the next convolution applies it (defer_apply)");
   trained_forward_ = pass.training;
   residual_forward_ = residual.defined();
-  deferred_forward_ = defer_apply_ && pass.training && !residual.defined();
   if (!pass.training) {
+    if (defer_apply_) {
+      // The next convolution reads x through the running statistics' transform.
+      x_ = x;
+      conv_input_from_running_stats(running_mean_, running_var_, options_.eps, weight_, bias_,
+                                    input_scale_, input_shift_, pass.stream);
+      return x_;
+    }
     batchnorm_eval_forward(x, running_mean_, running_var_, weight_, bias_, options_.eps, y_,
                            pass.stream, epilogue);
     return y_;
@@ -145,7 +162,7 @@ const Tensor& BatchNorm2d::run_forward(const Tensor& x, const Tensor& residual, 
                             pass.stream);
   }
   ++params_.counter(batches_id_);
-  if (deferred_forward_) {
+  if (defer_apply_) {
     // The next convolution reads x as act(x * scale + shift): one per-channel launch where the
     // normalize read x and wrote y.
     conv_input_from_batchnorm(batch_stats_, weight_, bias_, input_scale_, input_shift_,
@@ -166,7 +183,7 @@ const Tensor& BatchNorm2d::backward(const Tensor& dy, Pass& pass) {
   // gradient to relu_grad_ (the residual's branch continues with it), and the element-wise
   // pass reads it as its dy.
   BatchNormReluGate relu;
-  if (deferred_forward_) {
+  if (defer_apply_) {
     relu = {.scale = input_scale_, .shift = input_shift_};
   } else if (options_.relu) {
     relu = {.output = y_};

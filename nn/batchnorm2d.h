@@ -73,14 +73,14 @@ class BatchNorm2d final : public Layer {
   // its statistics pass. Asked at each forward, so that set_sync_group after setup holds.
   Conv2dForwardFusion stats_fusion();
   // For the convolution that alone reads this layer's output (Conv2d::read_input_through):
-  // training forwards then leave the normalize and the ReLU to its operand loads, so that the
-  // output is never written: they compute the statistics and the coefficients
-  // (deferred_input()) and return x itself; backward recomputes the ReLU's mask from x. Needs
-  // the ReLU; a forward with a residual and evaluation forwards normalize as usual. After
-  // setup, with its context.
+  // forwards then leave the normalize and the ReLU to its operand loads, so that the output is
+  // never written (nor held: on, the layer drops it): they compute the coefficients
+  // (deferred_input(): from the batch's statistics in training, the running ones in
+  // evaluation) and return x itself; backward recomputes the ReLU's mask from x. Needs the
+  // ReLU; a forward with a residual is then refused. After setup, with its context.
   void defer_apply(bool on, const SetupContext& context);
-  // Whether the last forward deferred: its output was x, to be read through deferred_input().
-  bool deferred() const { return deferred_forward_; }
+  // Whether forwards defer: their output is x, to be read through deferred_input().
+  bool deferred() const { return defer_apply_; }
   ConvInputAffine deferred_input() const {
     return {.scale = input_scale_, .shift = input_shift_, .relu = true};
   }
@@ -107,7 +107,6 @@ class BatchNorm2d final : public Layer {
   bool residual_forward_ = false;     // the last forward added a residual
   bool stats_given_ = false;          // stats_fusion() since the last training forward
   bool defer_apply_ = false;          // defer_apply(true)
-  bool deferred_forward_ = false;     // the last forward deferred
   Tensor input_scale_, input_shift_;  // deferred_input()'s: f32[C]
 };
 

@@ -86,7 +86,7 @@ void Conv2d::read_input_through(BatchNorm2d* bn, const SetupContext& context) {
 
 const Tensor& Conv2d::forward(const Tensor& x, Pass& pass) {
   x_ = x;
-  // x is the BatchNorm's input where its last forward deferred (a training one).
+  // x is the BatchNorm's input where it defers.
   input_ = input_from_ != nullptr && input_from_->deferred() ? input_from_->deferred_input()
                                                              : ConvInputAffine{};
   if (stats_for_ != nullptr && pass.training) {

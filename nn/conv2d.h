@@ -41,10 +41,10 @@ class Conv2d final : public Layer {
   // context.fusion stats or full; after setup, with its context. null: not (again).
   void feed_batchnorm_stats(BatchNorm2d* bn, const SetupContext& context);
   // Where this layer alone reads `bn`'s output (bn with a ReLU and no residual, inside a
-  // residual block): training forwards on CUDA with context.fusion full then read bn's input
-  // through bn's normalize and ReLU (BatchNorm2d::defer_apply: bn never writes its output), and
-  // the filter gradient reads it the same way. Only with fp32 filter gradients (master
-  // weights). After setup, with its context; null: not (again). Evaluation reads bn's output.
+  // residual block): on CUDA with context.fusion full, forwards then read bn's input through
+  // bn's normalize and ReLU (BatchNorm2d::defer_apply: bn never writes its output), and the
+  // filter gradient reads it the same way. Only with fp32 filter gradients (master weights).
+  // After setup, with its context; null: not (again).
   void read_input_through(BatchNorm2d* bn, const SetupContext& context);
 
  private:

@@ -32,7 +32,12 @@ struct ConvInputTransform {
 // count) with weight and bias (f32[C], or null: 1 and 0) in a convolution's operand loads:
 // scale[c] = invstd * weight, shift[c] = bias - mean * scale (kernels/conv_input_value.h).
 struct ConvInputFromBatchNormArgs {
+  // f32[2C+1] (mean, invstd, count): training. Or, null, evaluation's running statistics: mean
+  // from running_mean, invstd = 1 / sqrt(running_var + eps) (as batchnorm_eval_forward).
   const float* batch_stats = nullptr;
+  const float* running_mean = nullptr;
+  const float* running_var = nullptr;
+  float eps = 0.f;
   const float* weight = nullptr;  // or null
   const float* bias = nullptr;    // or null
   int64_t channels = 0;

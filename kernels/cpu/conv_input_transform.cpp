@@ -34,11 +34,8 @@ TransformedConvInput::TransformedConvInput(DType dtype, const void* x, int64_t r
 }
 
 void conv_input_from_batchnorm(const ConvInputFromBatchNormArgs& args) {
-  const float* mean = args.batch_stats;
-  const float* invstd = args.batch_stats + args.channels;
   for (int64_t c = 0; c < args.channels; ++c) {
-    const ConvInputCoefficients k = conv_input_coefficients(
-        mean[c], invstd[c], args.weight ? args.weight[c] : 1.f, args.bias ? args.bias[c] : 0.f);
+    const ConvInputCoefficients k = conv_input_coefficients_at(args, c);
     args.scale[c] = k.scale;
     args.shift[c] = k.shift;
   }

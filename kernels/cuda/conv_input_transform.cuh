@@ -147,10 +147,7 @@ TransformedInput(const Base&, const ConvInputTransform&, int64_t) -> Transformed
 __global__ void conv_input_from_batchnorm_kernel(ConvInputFromBatchNormArgs args) {
   const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= args.channels) return;
-  const float* mean = args.batch_stats;
-  const float* invstd = args.batch_stats + args.channels;
-  const ConvInputCoefficients k = conv_input_coefficients(
-      mean[c], invstd[c], args.weight ? args.weight[c] : 1.f, args.bias ? args.bias[c] : 0.f);
+  const ConvInputCoefficients k = conv_input_coefficients_at(args, c);
   args.scale[c] = k.scale;
   args.shift[c] = k.shift;
 }

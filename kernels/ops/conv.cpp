@@ -316,6 +316,28 @@ void conv2d_backward_filter(const Conv2dShape& shape, const Tensor& x, const Ten
       [&](auto cuda_stream) { cuda::conv2d_backward_filter(args, cuda_stream); });
 }
 
+namespace {
+
+// conv_input_from_batchnorm's launch once args holds its statistics: the affine parameters and
+// outputs checked against `channels` on `device`.
+void convert_to_conv_input(std::string_view op, ConvInputFromBatchNormArgs args, int64_t channels,
+                           Device device, const Tensor& weight, const Tensor& bias, Tensor& scale,
+                           Tensor& shift, Stream& stream) {
+  ops::require_f32(op, "scale", scale, channels, device);
+  ops::require_f32(op, "shift", shift, channels, device);
+  ops::require_on_stream(op, "scale", scale, stream);
+  args.weight = ops::optional_f32(op, "weight", weight, channels, device);
+  args.bias = ops::optional_f32(op, "bias", bias, channels, device);
+  args.channels = channels;
+  args.scale = scale.data<float>();
+  args.shift = shift.data<float>();
+  ops::on_device(
+      op, stream, [&] { cpu::conv_input_from_batchnorm(args); },
+      [&](auto cuda_stream) { cuda::conv_input_from_batchnorm(args, cuda_stream); });
+}
+
+}  // namespace
+
 void conv_input_from_batchnorm(const Tensor& batch_stats, const Tensor& weight, const Tensor& bias,
                                Tensor& scale, Tensor& shift, Stream& stream) {
   constexpr std::string_view op = "conv_input_from_batchnorm";
@@ -328,19 +350,25 @@ void conv_input_from_batchnorm(const Tensor& batch_stats, const Tensor& weight, 
   const int64_t channels = (numel - 1) / 2;
   const Device device = batch_stats.device();
   ops::require_f32(op, "batch_stats", batch_stats, numel, device);
-  ops::require_f32(op, "scale", scale, channels, device);
-  ops::require_f32(op, "shift", shift, channels, device);
-  ops::require_on_stream(op, "batch_stats", batch_stats, stream);
-  const ConvInputFromBatchNormArgs args{
-      .batch_stats = batch_stats.data<float>(),
-      .weight = ops::optional_f32(op, "weight", weight, channels, device),
-      .bias = ops::optional_f32(op, "bias", bias, channels, device),
-      .channels = channels,
-      .scale = scale.data<float>(),
-      .shift = shift.data<float>()};
-  ops::on_device(
-      op, stream, [&] { cpu::conv_input_from_batchnorm(args); },
-      [&](auto cuda_stream) { cuda::conv_input_from_batchnorm(args, cuda_stream); });
+  convert_to_conv_input(op, {.batch_stats = batch_stats.data<float>()}, channels, device, weight,
+                        bias, scale, shift, stream);
+}
+
+void conv_input_from_running_stats(const Tensor& running_mean, const Tensor& running_var, float eps,
+                                   const Tensor& weight, const Tensor& bias, Tensor& scale,
+                                   Tensor& shift, Stream& stream) {
+  constexpr std::string_view op = "conv_input_from_running_stats";
+  ops::require_defined(op, "running_mean", running_mean);
+  const int64_t channels = running_mean.numel();
+  const Device device = running_mean.device();
+  ops::require_f32(op, "running_mean", running_mean, channels, device);
+  ops::require_f32(op, "running_var", running_var, channels, device);
+  if (!(eps > 0.f)) fail(std::string(op) + ": eps must be > 0, got " + std::to_string(eps));
+  convert_to_conv_input(op,
+                        {.running_mean = running_mean.data<float>(),
+                         .running_var = running_var.data<float>(),
+                         .eps = eps},
+                        channels, device, weight, bias, scale, shift, stream);
 }
 
 std::vector<ConvAlgo> conv2d_algo_candidates(const ConvProblem& problem, Device device) {

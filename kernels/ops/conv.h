@@ -34,6 +34,11 @@ struct ConvInputAffine {
 // batchnorm(x))) reads x alone; the sums differ from batchnorm_normalize's by rounding only.
 void conv_input_from_batchnorm(const Tensor& batch_stats, const Tensor& weight, const Tensor& bias,
                                Tensor& scale, Tensor& shift, Stream& stream);
+// The same from evaluation's running statistics (f32[C] each): invstd = 1 / sqrt(running_var +
+// eps), so that conv(relu(batchnorm_eval_forward(x))) reads x alone.
+void conv_input_from_running_stats(const Tensor& running_mean, const Tensor& running_var, float eps,
+                                   const Tensor& weight, const Tensor& bias, Tensor& scale,
+                                   Tensor& shift, Stream& stream);
 
 // f32 elements of scratch with which conv2d_forward / conv2d_backward_data split the
 // reduction where the output alone has too few tiles to fill a GPU (small batches at the last

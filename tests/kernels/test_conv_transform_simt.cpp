@@ -327,6 +327,43 @@ TEST(ConvInputOps, BatchNormReluThenConvMatchesTheFusedRead) {
   EXPECT_LE(relative_difference(dw_actual.to_floats(stream), dw_expected.to_floats(stream)), 1e-5);
 }
 
+// Evaluation's: conv(relu(batchnorm_eval_forward(x))) against the conv reading x through
+// conv_input_from_running_stats' transform, within the same roundings as above.
+TEST(ConvInputOps, EvalBatchNormReluThenConvMatchesTheFusedRead) {
+  const Conv2dShape shape = conv_shape(2, 5, 6, 8, 12, 3, 3, 1, 1);
+  const int64_t channels = shape.in_channels;
+  constexpr float kEps = 1e-5f;
+  Stream stream;
+  const Tensor running_mean = Tensor::from_floats({channels}, random_values(channels, 51));
+  std::vector<float> variances = random_values(channels, 52);
+  for (float& v : variances)
+    v = 0.2f + std::abs(v);
+  const Tensor running_var = Tensor::from_floats({channels}, variances);
+  const Tensor weight = Tensor::from_floats({channels}, random_values(channels, 53));
+  std::vector<float> shifts = random_values(channels, 54);
+  for (float& v : shifts)
+    v = 0.3f + 0.5f * std::abs(v);
+  const Tensor bias = Tensor::from_floats({channels}, shifts);
+  const Tensor x =
+      Tensor::from_floats(shape.input_shape(), random_values(shape_numel(shape.input_shape()), 55));
+  const Tensor w = Tensor::from_floats(shape.filter_shape(),
+                                       random_values(shape_numel(shape.filter_shape()), 56));
+  Tensor normalized = Tensor::empty(shape.input_shape(), DType::f32);
+  batchnorm_eval_forward(x, running_mean, running_var, weight, bias, kEps, normalized, stream,
+                         {.residual = Tensor(), .relu = true});
+  Tensor expected = Tensor::empty(shape.output_shape(), DType::f32);
+  conv2d_forward(shape, normalized, w, Tensor(), expected, stream);
+
+  Tensor scale = Tensor::empty({channels}, DType::f32),
+         shift = Tensor::empty({channels}, DType::f32);
+  conv_input_from_running_stats(running_mean, running_var, kEps, weight, bias, scale, shift,
+                                stream);
+  Tensor actual = Tensor::empty(shape.output_shape(), DType::f32), none;
+  conv2d_forward(shape, x, w, Tensor(), actual, none, stream, {},
+                 {.input = {.scale = scale, .shift = shift, .relu = true}});
+  EXPECT_LE(relative_difference(actual.to_floats(stream), expected.to_floats(stream)), 1e-5);
+}
+
 // The checks name the tensor at fault.
 TEST(ConvInputOps, ChecksNameTheTensor) {
   const Conv2dShape shape = conv_shape(1, 4, 4, 8, 4, 3, 3, 1, 1);
@@ -365,6 +402,11 @@ TEST(ConvInputOps, ChecksNameTheTensor) {
               conv_input_from_batchnorm(Tensor::empty({16}, DType::f32), Tensor(), Tensor(), scale,
                                         shift, stream);
             }).find("batch_stats"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              conv_input_from_running_stats(eight, seven, 1e-5f, Tensor(), Tensor(), scale, shift,
+                                            stream);
+            }).find("running_var"),
             std::string::npos);
 }
 

@@ -116,6 +116,7 @@ TEST(ResNetCuda, FusedBatchNormStatsStepMatchesBf16) {
 // emulated GPU, with random parameters, for the block-level comparisons below.
 struct BlockRun {
   std::vector<float> y, dx;
+  std::vector<float> eval_y;  // an evaluation forward after the step (running statistics)
   std::vector<std::vector<float>> grads, buffers;
   int deferred = 0;  // BatchNorms whose last forward left normalize + ReLU to the next conv
 };
@@ -167,12 +168,15 @@ BlockRun block_step(BatchNormFusion fusion, DType dtype, bool bottleneck) {
     run.grads.push_back(params.grad(static_cast<ParameterId>(id)).to_floats(stream));
   for (size_t id = 0; id < params.buffers().size(); ++id)
     run.buffers.push_back(params.buffer(static_cast<BufferId>(id)).to_floats(stream));
+  Pass evaluation{stream, false, false, {}};
+  run.eval_y = block->forward(x, evaluation).to_floats(stream);
   return run;
 }
 
 void expect_close(const BlockRun& fused, const BlockRun& plain, double tolerance) {
   EXPECT_LE(relative_l2(fused.y, plain.y), tolerance) << "y";
   EXPECT_LE(relative_l2(fused.dx, plain.dx), tolerance) << "dx";
+  EXPECT_LE(relative_l2(fused.eval_y, plain.eval_y), tolerance) << "evaluation y";
   ASSERT_EQ(fused.grads.size(), plain.grads.size());
   for (size_t id = 0; id < plain.grads.size(); ++id)
     EXPECT_LE(relative_l2(fused.grads[id], plain.grads[id]), tolerance) << "gradient " << id;

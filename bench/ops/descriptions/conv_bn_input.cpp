@@ -20,6 +20,9 @@ namespace engine::op_registry {
 namespace {
 
 enum class Pass { forward, forward_stats, backward_filter };
+// Where the coefficients come from: the batch's statistics (training) or the running ones
+// (evaluation: conv_input_from_running_stats).
+enum class Statistics { batch, running };
 
 // batch_stats (mean ~ N(0, 1), invstd in [0.5, 1.5], a count) and the affine parameters,
 // with biases above the means' spread so that a padding read as act(shift) would show.
@@ -39,13 +42,16 @@ struct BnInput {
   Operand stats, weight, bias;
 };
 
+constexpr float kEvalEps = 1e-5f;
+
 bool reads_batchnorm_relu(const Conv2dShape& s) {
   const bool pointwise = s.kernel_h == 1 && s.kernel_w == 1 && s.stride_h == 1 && s.pad_h == 0;
   const bool three_by_three = s.kernel_h == 3 && s.kernel_w == 3 && s.stride_h == 1;
   return s.in_channels > 3 && (pointwise || three_by_three);
 }
 
-void add_case(std::vector<OpCase>& cases, const bench::ConvLayer& layer, DType dtype, Pass pass) {
+void add_case(std::vector<OpCase>& cases, const bench::ConvLayer& layer, DType dtype, Pass pass,
+              Statistics statistics = Statistics::batch) {
   const Conv2dShape shape = layer.shape;
   const int64_t channels = shape.in_channels;
   const Operand x(shape.input_shape(), dtype, 31);
@@ -54,7 +60,11 @@ void add_case(std::vector<OpCase>& cases, const bench::ConvLayer& layer, DType d
   const Operand dy(shape.output_shape(), dtype, 33);
   const BnInput bn(channels);
   OpCase c;
-  c.name = layer.name + " " + shape_str(shape.input_shape());
+  c.name = layer.name + " " + shape_str(shape.input_shape()) +
+           (statistics == Statistics::running ? " running statistics" : "");
+  // Running means and variances (in [0.5, 1.5]) for evaluation's coefficients.
+  const Operand running_mean({channels}, DType::f32, 24);
+  const Operand running_var({channels}, DType::f32, 25, 1.0, 0.25);
   c.dtype = dtype;
   c.elements = std::max(shape_numel(shape.input_shape()), shape_numel(shape.output_shape()));
   c.bench = false;
@@ -78,6 +88,8 @@ void add_case(std::vector<OpCase>& cases, const bench::ConvLayer& layer, DType d
     const Held stats = hold(bn.stats.on(stream, Inputs::seeded));
     const Held weight = hold(bn.weight.on(stream, inputs));
     const Held bias = hold(bn.bias.on(stream, inputs));
+    const Held mean_in = hold(running_mean.on(stream, inputs));
+    const Held var_in = hold(running_var.on(stream, inputs));
     const Held scale = hold(Tensor::empty({channels}, DType::f32, device));
     const Held shift = hold(Tensor::empty({channels}, DType::f32, device));
     const Held out = hold(Tensor::empty(forward ? shape.output_shape() : shape.filter_shape(),
@@ -91,7 +103,12 @@ void add_case(std::vector<OpCase>& cases, const bench::ConvLayer& layer, DType d
     const Held scratch = hold(workspace(scratch_numel, stream));
     return Prepared{
         [=, &stream] {
-          conv_input_from_batchnorm(*stats, *weight, *bias, *scale, *shift, stream);
+          if (statistics == Statistics::running) {
+            conv_input_from_running_stats(*mean_in, *var_in, kEvalEps, *weight, *bias, *scale,
+                                          *shift, stream);
+          } else {
+            conv_input_from_batchnorm(*stats, *weight, *bias, *scale, *shift, stream);
+          }
           const ConvInputAffine input{.scale = *scale, .shift = *shift, .relu = true};
           if (pass == Pass::forward) {
             conv2d_forward(shape, *in, *filters, Tensor(), *out, *scratch, stream, {},
@@ -122,7 +139,9 @@ std::vector<OpCase> bn_input_cases(const ModelShapes& model, DType dtype, Pass p
   std::vector<OpCase> cases;
   if (dtype != DType::f32 && dtype != DType::bf16) return cases;
   for (const bench::ConvLayer& layer : model.conv_layers) {
-    if (reads_batchnorm_relu(layer.shape)) add_case(cases, layer, dtype, pass);
+    if (!reads_batchnorm_relu(layer.shape)) continue;
+    add_case(cases, layer, dtype, pass);
+    if (pass == Pass::forward) add_case(cases, layer, dtype, pass, Statistics::running);
   }
   return cases;
 }
