@@ -17,8 +17,8 @@ some moved; every parameter gradient still is.
 
 Exits 1 when an output differs by more than --output-tolerance (1e-4), or a gradient by more
 than --gradient-tolerance (1e-4; --flipped-gradient-tolerance, 2e-2, when a ReLU flipped or a
-max-pool maximum moved). With --strict-until LAYER the outputs after LAYER (and the logits and
-the loss) are reported, not held to the tolerance: for batches that leave the last layers'
+max-pool maximum moved). With --strict-until LAYER (a layer, or a stage: layer3 is through its
+last block) the outputs after it (and the logits and the loss) are reported, not held to the tolerance: for batches that leave the last layers'
 BatchNorms two values a channel, whose output is then a sign (+-1 times the weight, plus the
 bias) that any rounding can flip where the two values nearly tie.
 Standard library only (tools/safetensors_plain.py).
@@ -102,9 +102,12 @@ def compare_probes(reference_path, other_path, output_tolerance=1e-4, gradient_t
             below_pool = {layer + ".output_grad" for layer in layers[:pool]}
     reported_only = set()
     if strict_until is not None:
-        if strict_until not in layers:
+        # A layer or a stage of blocks ("layer3": through its last block).
+        matches = [i for i, layer in enumerate(layers)
+                   if layer == strict_until or layer.startswith(strict_until + ".")]
+        if not matches:
             return {}, [f"--strict-until {strict_until}: no such layer (layers: {','.join(layers)})"]
-        after = layers[layers.index(strict_until) + 1:]
+        after = layers[matches[-1] + 1:]
         reported_only = {layer + ".output" for layer in after} | {"logits", "loss"}
     limit = {"output": output_tolerance,
              "gradient": flipped_gradient_tolerance if flips or moved else gradient_tolerance}
@@ -137,7 +140,8 @@ def main():
     parser.add_argument("--gradient-tolerance", type=float, default=1e-4)
     parser.add_argument("--flipped-gradient-tolerance", type=float, default=2e-2)
     parser.add_argument("--strict-until", metavar="LAYER",
-                        help="hold the outputs to the tolerance up to LAYER, report the rest")
+                        help="hold the outputs to the tolerance up to LAYER (or a stage's last "
+                        "block), report the rest")
     parser.add_argument("--json", help="write the summary as one JSON line here")
     args = parser.parse_args()
     summary, failures = compare_probes(args.reference, args.other, args.output_tolerance,
