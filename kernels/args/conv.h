@@ -71,6 +71,25 @@ struct Conv2dForwardArgs {
 // fp32 SIMT engine, a y whose rows are not 16-byte runs).
 enum class ConvStatsPath : uint8_t { epilogue, separate_pass };
 
+// The BatchNorm + ReLU whose output a convolution read through its input transform
+// (a = relu(x * scale + shift), scale and shift from conv_input_from_batchnorm), for the
+// input-gradient pass to do that BatchNorm's backward reduction too: dx then holds g' = dL/da
+// where a > 0, else 0 (the gradient at the BatchNorm's output, rounded to dtype as stored), and
+// grad_sums = (sum g', invstd * sum g' (x - mean)), with the parameter gradients, are
+// batchnorm_backward_reduce's of g' (its relu gate, its relu_grad); the BatchNorm's element-wise
+// pass then reads dx as its dy, without a gate. On CUDA through conv2d_backward_data_bn.
+struct ConvDataGradBatchNorm {
+  const void* x = nullptr;             // the BatchNorm's input, like dx; null: no fusion
+  const float* batch_stats = nullptr;  // f32[2C+1]: mean, invstd, count
+  const float* relu_scale = nullptr;   // f32[C]: the forward's transform (its mask)
+  const float* relu_shift = nullptr;   // f32[C]
+  float* grad_sums = nullptr;          // f32[2C]
+  float* bias_grad = nullptr;          // f32[C] or null: sum g'
+  float* weight_grad = nullptr;        // f32[C] or null: sum g' xhat
+  bool accumulate = false;             // add to bias_grad / weight_grad
+  bool active() const { return x != nullptr; }
+};
+
 // dx = conv^T(dy, w); overwrites dx.
 struct Conv2dBackwardDataArgs {
   Conv2dShape shape;
@@ -82,6 +101,9 @@ struct Conv2dBackwardDataArgs {
   Fp32Math fp32_math = Fp32Math::exact;
   ConvAlgo algo =
       {};  // the CUDA kernels to run ({}: the heuristic's); the workspace is sized for it
+  // Active: dx gated and the BatchNorm's backward sums too (above); on CUDA through
+  // conv2d_backward_data_bn, with conv2d_backward_data_bn_workspace_bytes of workspace.
+  ConvDataGradBatchNorm batchnorm = {};
 };
 
 // dw (+)= the sum over output pixels of dy (x) im2col(x); dbias (+)= the column sums of dy.

@@ -356,7 +356,30 @@ void conv2d_forward(const Conv2dForwardArgs& args) {
                    .finalize = args.stats_finalize});
 }
 
+// With args.batchnorm: the plain gradient, then batchnorm_backward_reduce gating it in place
+// by the ReLU's mask and summing it: the outputs the CUDA epilogue gives (its g' is the stored
+// g gated, its sums those of g').
 void conv2d_backward_data(const Conv2dBackwardDataArgs& args) {
+  if (args.batchnorm.active()) {
+    const ConvDataGradBatchNorm& bn = args.batchnorm;
+    Conv2dBackwardDataArgs plain = args;
+    plain.batchnorm = {};
+    conv2d_backward_data(plain);
+    batchnorm_backward_reduce({.dtype = args.dtype,
+                               .dy = args.dx,
+                               .x = bn.x,
+                               .batch_stats = bn.batch_stats,
+                               .grad_sums = bn.grad_sums,
+                               .rows = args.shape.batch * args.shape.in_h * args.shape.in_w,
+                               .channels = args.shape.in_channels,
+                               .relu_scale = bn.relu_scale,
+                               .relu_shift = bn.relu_shift,
+                               .relu_grad = args.dx,
+                               .bias_grad = bn.bias_grad,
+                               .weight_grad = bn.weight_grad,
+                               .accumulate = bn.accumulate});
+    return;
+  }
   const Conv2dShape& shape = args.shape;
   const DType dtype = args.dtype;
   const void *dy = args.dy, *w = args.w;

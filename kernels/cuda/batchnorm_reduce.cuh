@@ -247,9 +247,30 @@ struct BatchNormBackwardReduceParams {
   bool accumulate = false;
 };
 
-// Channel c's grad_sums = (sum_dy, invstd * sum dy * (x - mean)) over the partials in part
-// order, and the same two sums into the bias and weight gradients (overwritten or
-// accumulated): what two copies or adds did after the reduction before.
+// Where the backward's merged sums go: grad_sums f32[2C] and the parameter gradients.
+struct BatchNormGradTargets {
+  const float* batch_stats = nullptr;  // its invstd[C] scales the second sum
+  float* grad_sums = nullptr;
+  float* bias_grad = nullptr;    // or null
+  float* weight_grad = nullptr;  // or null
+  bool accumulate = false;
+};
+
+// Channel c's grad_sums = (sum_dy, invstd * sum dy * (x - mean)) from its merged sums, and the
+// same two sums into the bias and weight gradients (overwritten or accumulated): what two
+// copies or adds did after the reduction before. Shared with the input-gradient convolution's
+// epilogue (gemm_batchnorm_grad.cuh), so both give these bits from the same sums.
+__device__ __forceinline__ void batchnorm_backward_write_channel(const BatchNormGradTargets& t,
+                                                                 int64_t c, int64_t channels,
+                                                                 float sum_dy, float sum_dy_xmu) {
+  const float sum_dy_xhat = sum_dy_xmu * t.batch_stats[channels + c];
+  t.grad_sums[c] = sum_dy;
+  t.grad_sums[channels + c] = sum_dy_xhat;
+  batchnorm_write_grad(t.bias_grad, c, sum_dy, t.accumulate);
+  batchnorm_write_grad(t.weight_grad, c, sum_dy_xhat, t.accumulate);
+}
+
+// Channel c's sums over the partials in part order, written as above.
 template <typename T>
 __device__ __forceinline__ void batchnorm_backward_merge_channel(
     const BatchNormBackwardReduceParams<T>& p, int64_t c, int64_t parts) {
@@ -261,11 +282,12 @@ __device__ __forceinline__ void batchnorm_backward_merge_channel(
     sum_dy += part_dy[part * channels + c];
     sum_dy_xmu += part_dy_xmu[part * channels + c];
   }
-  const float sum_dy_xhat = sum_dy_xmu * p.batch_stats[channels + c];
-  p.grad_sums[c] = sum_dy;
-  p.grad_sums[channels + c] = sum_dy_xhat;
-  batchnorm_write_grad(p.bias_grad, c, sum_dy, p.accumulate);
-  batchnorm_write_grad(p.weight_grad, c, sum_dy_xhat, p.accumulate);
+  batchnorm_backward_write_channel({.batch_stats = p.batch_stats,
+                                    .grad_sums = p.grad_sums,
+                                    .bias_grad = p.bias_grad,
+                                    .weight_grad = p.weight_grad,
+                                    .accumulate = p.accumulate},
+                                   c, channels, sum_dy, sum_dy_xmu);
 }
 
 // The backward sums in one launch: each block a partial (sum dy, sum dy * (x - mean)) per

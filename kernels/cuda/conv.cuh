@@ -145,6 +145,9 @@ inline void conv2d_forward(const Conv2dForwardArgs& args, cudaStream_t stream,
 
 inline void conv2d_backward_data(const Conv2dBackwardDataArgs& args, cudaStream_t stream,
                                  const ConvLaunch& options) {
+  ENGINE_REQUIRE(!args.batchnorm.active(),
+                 "conv2d_backward_data: the BatchNorm's backward goes through "
+                 "conv2d_backward_data_bn");
   const Conv2dShape& shape = args.shape;
   const GemmExtent e = backward_data_extent(shape);
   float* workspace = static_cast<float*>(args.workspace);
@@ -240,7 +243,10 @@ inline void conv2d_backward_filter(const Conv2dBackwardFilterArgs& args, cudaStr
 }
 
 // ---------------------------------------------------------------------------------------
-// Entry points (declared in conv.h)
+// Entry points (declared in conv.h): defined by conv.cu alone. A second translation unit of
+// the conv kernels (conv_backward_bn.cu, kept apart for compile time) defines
+// ENGINE_CONV_ENTRY_POINTS_ELSEWHERE and calls these.
+#ifndef ENGINE_CONV_ENTRY_POINTS_ELSEWHERE
 
 size_t conv2d_backward_filter_workspace_bytes(const Conv2dShape& shape, const ConvAlgo& algo) {
   return filter_grad_workspace_bytes(shape, filter_grad_splits(shape, algo));
@@ -327,5 +333,7 @@ void conv_input_from_batchnorm(const ConvInputFromBatchNormArgs& args, cudaStrea
          dim3(static_cast<unsigned>((args.channels + kThreads - 1) / kThreads)), dim3(kThreads), 0,
          stream, args);
 }
+
+#endif  // ENGINE_CONV_ENTRY_POINTS_ELSEWHERE
 
 }  // namespace engine::cuda

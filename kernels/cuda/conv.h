@@ -39,6 +39,15 @@ size_t conv2d_forward_stats_workspace_bytes(const Conv2dShape& shape, const Conv
 ConvStatsPath conv2d_forward_stats_path(const Conv2dForwardArgs& args);
 void conv2d_forward_stats(const Conv2dForwardArgs& args, cudaStream_t stream);
 void conv2d_backward_data(const Conv2dBackwardDataArgs& args, cudaStream_t stream);
+
+// conv2d_backward_data with args.batchnorm active (defined in conv_backward_bn.cuh, compiled by
+// conv_backward_bn.cu): dx gated by the ReLU's mask and the BatchNorm's backward sums, from the
+// convolution's epilogue where it can (conv2d_backward_data_bn_path), else by
+// batchnorm_backward_reduce over dx after it. workspace:
+// conv2d_backward_data_bn_workspace_bytes(shape, algo), zeroed before its first use.
+size_t conv2d_backward_data_bn_workspace_bytes(const Conv2dShape& shape, const ConvAlgo& algo = {});
+ConvStatsPath conv2d_backward_data_bn_path(const Conv2dBackwardDataArgs& args);
+void conv2d_backward_data_bn(const Conv2dBackwardDataArgs& args, cudaStream_t stream);
 void conv2d_backward_filter(const Conv2dBackwardFilterArgs& args, cudaStream_t stream);
 // scale and shift of a ConvInputTransform from BatchNorm's statistics (kernels/args/conv.h).
 void conv_input_from_batchnorm(const ConvInputFromBatchNormArgs& args, cudaStream_t stream);

@@ -13,43 +13,19 @@
 
 namespace engine::cuda {
 
-// The workspace of conv2d_forward_stats, in floats: the convolution's own (split-K partials),
-// batchnorm_stats' (the separate pass), then the epilogue's counters (per column tile, one per
-// group and one for the tile: gemm_column_stats.cuh), its partial means and m2 [row tiles, C]
-// and its groups' [groups, C]. Both paths' regions are always there, so that the counters of
-// each stay zero whichever path a call takes (zero the workspace once).
-struct ForwardStatsWorkspace {
-  int64_t split_floats = 0;
-  int64_t batchnorm_floats = 0;
-  int64_t counter_floats = 0;
-  int64_t row_tiles = 0;       // of the smallest block tile's rows
-  int64_t partial_floats = 0;  // row tiles x C, each of means and m2
-  int64_t max_groups = 0;
-  int64_t group_floats = 0;  // max_groups x C, each of means and m2
-  int64_t total() const {
-    return split_floats + batchnorm_floats + counter_floats + 2 * partial_floats + 2 * group_floats;
-  }
-};
-
-// Sized for the smallest block tile (64 x 64): the most row tiles and column tiles any launch
-// has. group_tiles: the row tiles a group (0: gemm_column_stats.cuh's choice).
+// The workspace of conv2d_forward_stats (gemm_column_stats.cuh's layout): the convolution's
+// own (split-K partials), batchnorm_stats' (the separate pass), then the epilogue's counters,
+// its partial means and m2 [row tiles, C] and its groups'. group_tiles: the row tiles a group
+// (0: gemm_column_stats.cuh's choice).
+using ForwardStatsWorkspace = EpilogueStatsWorkspace;
 inline ForwardStatsWorkspace forward_stats_workspace(const Conv2dShape& shape,
                                                      const ConvLaunch& options,
                                                      int group_tiles = 0) {
   const GemmExtent e = forward_extent(shape);
-  constexpr int64_t kSmallestTile = 64;
-  const int64_t column_tiles = (e.n + kSmallestTile - 1) / kSmallestTile;
-  ForwardStatsWorkspace w;
-  w.split_floats = static_cast<int64_t>(
-      output_split_workspace_bytes(e.m, e.n, output_splits(e.m, e.n, e.k, options)) /
-      sizeof(float));
-  w.batchnorm_floats = batchnorm_workspace_numel(e.m, e.n, ChannelReduceLaunch{});
-  w.row_tiles = (e.m + kSmallestTile - 1) / kSmallestTile;
-  w.max_groups = stats_group_bound(w.row_tiles, group_tiles);
-  w.counter_floats = (column_tiles * (w.max_groups + 1) + 3) / 4 * 4;
-  w.partial_floats = w.row_tiles * e.n;
-  w.group_floats = w.max_groups * e.n;
-  return w;
+  const auto split_bytes =
+      output_split_workspace_bytes(e.m, e.n, output_splits(e.m, e.n, e.k, options));
+  return epilogue_stats_workspace(e.m, e.n, static_cast<int64_t>(split_bytes / sizeof(float)),
+                                  group_tiles);
 }
 
 // Where the statistics come from for these arguments: the epilogue exactly where the
@@ -84,24 +60,20 @@ inline void conv2d_forward_stats(const Conv2dForwardArgs& args, cudaStream_t str
   finalize.sums = args.stats_sums;
   finalize.channels = e.n;
   const ForwardStatsWorkspace sizes = forward_stats_workspace(args.shape, options, group_tiles);
-  float* const split_partials = static_cast<float*>(args.workspace);
-  float* const batchnorm_scratch = split_partials + sizes.split_floats;
-  float* const counters = batchnorm_scratch + sizes.batchnorm_floats;
-  float* const part_mean = counters + sizes.counter_floats;
-  float* const group_mean = part_mean + 2 * sizes.partial_floats;
+  const EpilogueStatsRegions regions = epilogue_stats_regions(sizes, args.workspace);
   Conv2dForwardArgs conv = args;
   conv.stats = nullptr;
   if (forward_stats_path(args, options) == ConvStatsPath::epilogue) {
     dispatch_device_dtype(args.dtype, [&]<typename T>() {
       const StoreWithColumnStats<T> store{
           .matrix = {static_cast<T*>(args.y), e.n, args.bias, false},
-          .targets = {.part_mean = part_mean,
-                      .part_m2 = part_mean + sizes.partial_floats,
-                      .group_mean = group_mean,
-                      .group_m2 = group_mean + sizes.group_floats,
-                      .counters = reinterpret_cast<unsigned*>(counters),
-                      .max_groups = sizes.max_groups,
-                      .group_tiles = group_tiles,
+          .targets = {.part_mean = regions.part[0],
+                      .part_m2 = regions.part[1],
+                      .group_mean = regions.groups[0],
+                      .group_m2 = regions.groups[1],
+                      .merge = {.counters = regions.counters,
+                                .max_groups = sizes.max_groups,
+                                .group_tiles = group_tiles},
                       .stats = args.stats,
                       .sums = args.stats_sums,
                       .finalize = finalize}};
@@ -109,13 +81,14 @@ inline void conv2d_forward_stats(const Conv2dForwardArgs& args, cudaStream_t str
     });
     return;
   }
+  conv.workspace = regions.split_partials;
   conv2d_forward(conv, stream, options);
   batchnorm_stats(BatchNormStatsArgs{.dtype = args.dtype,
                                      .x = args.y,
                                      .rows = e.m,
                                      .channels = e.n,
                                      .stats = args.stats,
-                                     .workspace = batchnorm_scratch,
+                                     .workspace = regions.batchnorm_scratch,
                                      .sums = args.stats_sums,
                                      .finalize = finalize},
                   stream, ChannelReduceLaunch{});

@@ -144,6 +144,8 @@ template <typename Base>
 TransformedInput(const Base&, const ConvInputTransform&, int64_t) -> TransformedInput<Base>;
 
 // scale and shift from BatchNorm's batch statistics, weight and bias: a thread a channel.
+// Launched by conv.cu's entry point alone (see conv.cuh's ENGINE_CONV_ENTRY_POINTS_ELSEWHERE).
+#ifndef ENGINE_CONV_ENTRY_POINTS_ELSEWHERE
 __global__ void conv_input_from_batchnorm_kernel(ConvInputFromBatchNormArgs args) {
   const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= args.channels) return;
@@ -151,5 +153,6 @@ __global__ void conv_input_from_batchnorm_kernel(ConvInputFromBatchNormArgs args
   args.scale[c] = k.scale;
   args.shift[c] = k.shift;
 }
+#endif
 
 }  // namespace engine::cuda

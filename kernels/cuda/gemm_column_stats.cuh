@@ -40,6 +40,109 @@ inline int64_t stats_group_bound(int64_t row_tiles, int forced) {
   return (row_tiles + smallest - 1) / smallest;
 }
 
+// The merge's two levels over a launch's row tiles (gridDim.x), shared by every store that
+// reduces its staged tile per column (this file's statistics; gemm_batchnorm_grad.cuh's
+// backward sums). counters: per column tile (blockIdx.y), max_groups + 1 of them, one per
+// group, then the column tile's (zero before the first launch; every launch leaves them zero).
+struct RowTileMerge {
+  unsigned* counters = nullptr;
+  int64_t max_groups = 1;  // what the workspace holds (stats_group_bound)
+  int group_tiles = 0;     // row tiles a group (0: stats_group_tiles' choice; tests force it)
+
+  // After the block wrote its partial: the last block of its group to arrive merges the
+  // group's partials, merge(false, first, last, rows_of) over row tiles [first, last); with
+  // several groups it keeps that, keep_group(g, merged), and the last group of the column tile
+  // merges the groups', merge(true, 0, groups, rows_of); finish(merged) then writes the
+  // column tile's results. rows_of(i): the rows of row tile (or group) i. Every thread of the
+  // block calls it (it has barriers); `ticket` is the kernel's __shared__ word.
+  template <int kTileM, typename Merge, typename KeepGroup, typename Finish>
+  __device__ void run(int32_t m_size, unsigned& ticket, Merge merge, KeepGroup keep_group,
+                      Finish finish) const {
+    const int64_t row_tiles = gridDim.x;
+    const int64_t group = stats_group_tiles(row_tiles, group_tiles);
+    const int64_t groups = (row_tiles + group - 1) / group;
+    const int64_t g = blockIdx.x / group;
+    const int64_t first = g * group, last = first + group < row_tiles ? first + group : row_tiles;
+    unsigned* const column_counters = counters + blockIdx.y * (max_groups + 1);
+    if (!last_to_arrive(column_counters + g, static_cast<unsigned>(last - first), ticket)) return;
+    const auto tile_rows = [&](int64_t tile) {
+      const int64_t begin = tile * kTileM;
+      return static_cast<float>(m_size - begin < kTileM ? m_size - begin : kTileM);
+    };
+    auto merged = merge(false, first, last, tile_rows);
+    if (groups > 1) {
+      keep_group(g, merged);
+      if (!last_to_arrive(column_counters + max_groups, static_cast<unsigned>(groups), ticket))
+        return;
+      const auto group_rows = [&](int64_t index) {
+        const int64_t begin = index * group * kTileM, end = begin + group * kTileM;
+        return static_cast<float>((end < m_size ? end : m_size) - begin);
+      };
+      merged = merge(true, 0, groups, group_rows);
+    }
+    finish(merged);
+  }
+};
+
+// The workspace of a convolution whose staged epilogue reduces its output per column, with a
+// fallback that runs the convolution plainly and then batchnorm's own reduction, in floats:
+// the convolution's split-K partials, the reduction's workspace (the fallback), then the
+// epilogue's counters (RowTileMerge), its two partial arrays [row tiles, n] and its groups'
+// [groups, n]. Both paths' regions are always there, so that the counters of each stay zero
+// whichever path a call takes (zero the workspace once). Sized for the smallest block tile
+// (64 x 64): the most row tiles and column tiles any launch has.
+struct EpilogueStatsWorkspace {
+  int64_t split_floats = 0;
+  int64_t batchnorm_floats = 0;
+  int64_t counter_floats = 0;
+  int64_t row_tiles = 0;       // of the smallest block tile's rows
+  int64_t partial_floats = 0;  // row tiles x n, each of the two arrays
+  int64_t max_groups = 0;
+  int64_t group_floats = 0;  // max_groups x n, each of the two arrays
+  int64_t total() const {
+    return split_floats + batchnorm_floats + counter_floats + 2 * partial_floats + 2 * group_floats;
+  }
+};
+
+// The regions of a workspace laid out as EpilogueStatsWorkspace says.
+struct EpilogueStatsRegions {
+  float* split_partials;
+  float* batchnorm_scratch;
+  unsigned* counters;
+  float* part[2];    // [row tiles, n] each
+  float* groups[2];  // [max_groups, n] each
+};
+
+inline EpilogueStatsWorkspace epilogue_stats_workspace(int64_t m, int64_t n, int64_t split_floats,
+                                                       int group_tiles) {
+  constexpr int64_t kSmallestTile = 64;
+  const int64_t column_tiles = (n + kSmallestTile - 1) / kSmallestTile;
+  EpilogueStatsWorkspace w;
+  w.split_floats = split_floats;
+  w.batchnorm_floats = batchnorm_workspace_numel(m, n, ChannelReduceLaunch{});
+  w.row_tiles = (m + kSmallestTile - 1) / kSmallestTile;
+  w.max_groups = stats_group_bound(w.row_tiles, group_tiles);
+  w.counter_floats = (column_tiles * (w.max_groups + 1) + 3) / 4 * 4;
+  w.partial_floats = w.row_tiles * n;
+  w.group_floats = w.max_groups * n;
+  return w;
+}
+
+inline EpilogueStatsRegions epilogue_stats_regions(const EpilogueStatsWorkspace& sizes,
+                                                   void* workspace) {
+  static_assert(sizeof(unsigned) == sizeof(float));
+  float* const split = static_cast<float*>(workspace);
+  float* const batchnorm = split + sizes.split_floats;
+  float* const counters = batchnorm + sizes.batchnorm_floats;
+  float* const part = counters + sizes.counter_floats;
+  float* const groups = part + 2 * sizes.partial_floats;
+  return {split,
+          batchnorm,
+          reinterpret_cast<unsigned*>(counters),
+          {part, part + sizes.partial_floats},
+          {groups, groups + sizes.group_floats}};
+}
+
 // Where a GEMM's column statistics go: the blocks' partials [row tiles, n] (mean and m2 of
 // the tile's rows), one counter per column tile (zero before the first launch; every launch
 // leaves them zero, as batchnorm's) and the merged stats, f32[2n+1]. As batchnorm_stats'
@@ -51,10 +154,7 @@ struct ColumnStatsTargets {
   float* part_m2 = nullptr;
   float* group_mean = nullptr;  // [groups, n]: the first level's merges
   float* group_m2 = nullptr;
-  // Per column tile, max_groups + 1 counters: one per group, then the column tile's.
-  unsigned* counters = nullptr;
-  int64_t max_groups = 1;  // what the workspace holds (stats_group_bound)
-  int group_tiles = 0;     // row tiles a group (0: stats_group_tiles' choice; tests force it)
+  RowTileMerge merge;
   float* stats = nullptr;
   double* sums = nullptr;                   // f64[2n+1] or null
   BatchNormFinalizeSumsArgs finalize = {};  // its sums and channels unread
@@ -139,36 +239,24 @@ struct StoreWithColumnStats {
       targets.part_m2[blockIdx.x * static_cast<int64_t>(n_size) + n] = tile_m2;
     }
 
-    // The first level: the last block of this block's group merges the group's partials.
-    const int64_t row_tiles = gridDim.x;
-    const int64_t group = stats_group_tiles(row_tiles, targets.group_tiles);
-    const int64_t groups = (row_tiles + group - 1) / group;
-    const int64_t g = blockIdx.x / group;
-    const int64_t first = g * group, last = first + group < row_tiles ? first + group : row_tiles;
-    unsigned* const counters = targets.counters + blockIdx.y * (targets.max_groups + 1);
-    if (!last_to_arrive(counters + g, static_cast<unsigned>(last - first), ticket)) return;
-    const auto tile_rows = [&](int64_t tile) {
-      const int64_t begin = tile * kTileM;
-      return static_cast<float>(m_size - begin < kTileM ? m_size - begin : kTileM);
-    };
-    ChannelStats merged = merge_partials<kLanes>(scratch, col, lane, n, active, n_size, first, last,
-                                                 targets.part_mean, targets.part_m2, tile_rows);
-    if (groups > 1) {
-      // The second: the last group of this column tile merges the groups'.
-      if (lane == 0 && active) {
-        targets.group_mean[g * n_size + n] = merged.mean;
-        targets.group_m2[g * n_size + n] = merged.m2;
-      }
-      if (!last_to_arrive(counters + targets.max_groups, static_cast<unsigned>(groups), ticket))
-        return;
-      const auto group_rows = [&](int64_t index) {
-        const int64_t begin = index * group * kTileM, end = begin + group * kTileM;
-        return static_cast<float>((end < m_size ? end : m_size) - begin);
-      };
-      merged = merge_partials<kLanes>(scratch, col, lane, n, active, n_size, 0, groups,
-                                      targets.group_mean, targets.group_m2, group_rows);
-    }
-    if (lane == 0 && active) finish(n, n_size, merged);
+    // The two levels: the last block of a group merges the group's partials, the last group
+    // of the column tile the groups'.
+    targets.merge.template run<kTileM>(
+        m_size, ticket,
+        [&](bool of_groups, int64_t first, int64_t last, auto rows_of) {
+          return merge_partials<kLanes>(scratch, col, lane, n, active, n_size, first, last,
+                                        of_groups ? targets.group_mean : targets.part_mean,
+                                        of_groups ? targets.group_m2 : targets.part_m2, rows_of);
+        },
+        [&](int64_t g, const ChannelStats& merged) {
+          if (lane == 0 && active) {
+            targets.group_mean[g * n_size + n] = merged.mean;
+            targets.group_m2[g * n_size + n] = merged.m2;
+          }
+        },
+        [&](const ChannelStats& merged) {
+          if (lane == 0 && active) finish(n, n_size, merged);
+        });
   }
 
   // The column's partials [first, last) (rows_of(p) rows each), in order: lane l merges the

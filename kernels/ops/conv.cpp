@@ -169,8 +169,41 @@ void forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const T
       });
 }
 
+// The kernels' ConvDataGradBatchNorm of `fusion`, checked against dx (none: x undefined).
+ConvDataGradBatchNorm data_grad_batchnorm(std::string_view op,
+                                          const Conv2dBackwardDataFusion& fusion,
+                                          const Conv2dShape& shape, const Tensor& dx) {
+  if (!fusion.x.defined()) {
+    ENGINE_REQUIRE(!fusion.grad_sums.defined() && !fusion.batch_stats.defined() &&
+                       !fusion.bias_grad.defined() && !fusion.weight_grad.defined(),
+                   std::string(op) + ": the BatchNorm's backward (fusion) needs its input x");
+    return {};
+  }
+  const Device device = dx.device();
+  const int64_t channels = shape.in_channels;
+  ops::require_exact(op, "fusion.x", fusion.x, shape.input_shape(), dx.dtype(), device,
+                     shape.str());
+  ops::require_f32(op, "fusion.batch_stats", fusion.batch_stats, 2 * channels + 1, device);
+  ops::require_defined(op, "fusion.input.scale", fusion.input.scale);
+  ENGINE_REQUIRE(fusion.input.relu,
+                 std::string(op) + ": fusion.input must be the ReLU's transform (relu = true)");
+  const ConvInputTransform transform = input_transform(op, fusion.input, shape, device);
+  ops::require_f32(op, "fusion.grad_sums", fusion.grad_sums, 2 * channels, device);
+  Tensor grad_sums = fusion.grad_sums, bias_grad = fusion.bias_grad,
+         weight_grad = fusion.weight_grad;  // handles: the fusion struct is const, not its data
+  return {.x = fusion.x.raw_data(),
+          .batch_stats = fusion.batch_stats.data<float>(),
+          .relu_scale = transform.scale,
+          .relu_shift = transform.shift,
+          .grad_sums = grad_sums.data<float>(),
+          .bias_grad = ops::optional_f32(op, "fusion.bias_grad", bias_grad, channels, device),
+          .weight_grad = ops::optional_f32(op, "fusion.weight_grad", weight_grad, channels, device),
+          .accumulate = fusion.write == GradWrite::accumulate};
+}
+
 void backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, Tensor& dx,
-                   Tensor* workspace, Stream& stream, const ConvAlgo& algo) {
+                   Tensor* workspace, Stream& stream, const ConvAlgo& algo,
+                   const Conv2dBackwardDataFusion& fusion) {
   constexpr std::string_view op = "conv2d_backward_data";
   shape.validate();
   ops::require_float(op, "dy", dy);
@@ -180,12 +213,22 @@ void backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, 
   ops::require_exact(op, "dy", dy, shape.output_shape(), dtype, device, context);
   ops::require_exact(op, "w", w, shape.filter_shape(), dtype, device, context);
   ops::require_exact(op, "dx", dx, shape.input_shape(), dtype, device, context);
-  float* scratch =
-      workspace == nullptr
-          ? nullptr
-          : ops::require_workspace(op, *workspace,
-                                   conv2d_backward_data_workspace_numel(shape, device, algo),
-                                   device, "conv2d_backward_data_workspace_numel");
+  const ConvDataGradBatchNorm batchnorm = data_grad_batchnorm(op, fusion, shape, dx);
+  float* scratch = nullptr;
+  if (batchnorm.active()) {
+    const int64_t needed = conv2d_backward_data_bn_workspace_numel(shape, device, algo);
+    ENGINE_REQUIRE(workspace != nullptr || needed == 0,
+                   std::string(op) +
+                       ": the BatchNorm's backward needs a workspace "
+                       "(conv2d_backward_data_bn_workspace_numel)");
+    if (workspace != nullptr)
+      scratch = ops::require_workspace(op, *workspace, needed, device,
+                                       "conv2d_backward_data_bn_workspace_numel");
+  } else if (workspace != nullptr) {
+    scratch = ops::require_workspace(op, *workspace,
+                                     conv2d_backward_data_workspace_numel(shape, device, algo),
+                                     device, "conv2d_backward_data_workspace_numel");
+  }
   ops::require_on_stream(op, "dy", dy, stream);
   const Conv2dBackwardDataArgs args{.shape = shape,
                                     .dtype = dtype,
@@ -194,10 +237,17 @@ void backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, 
                                     .dx = dx.raw_data(),
                                     .workspace = scratch,
                                     .fp32_math = stream.fp32_math(),
-                                    .algo = algo};
+                                    .algo = algo,
+                                    .batchnorm = batchnorm};
   ops::on_device(
       op, stream, [&] { cpu::conv2d_backward_data(args); },
-      [&](auto cuda_stream) { cuda::conv2d_backward_data(args, cuda_stream); });
+      [&](auto cuda_stream) {
+        if (batchnorm.active()) {
+          cuda::conv2d_backward_data_bn(args, cuda_stream);
+        } else {
+          cuda::conv2d_backward_data(args, cuda_stream);
+        }
+      });
 }
 
 }  // namespace
@@ -259,12 +309,43 @@ ConvStatsPath conv2d_forward_stats_path(const Conv2dShape& shape, const Tensor& 
 
 void conv2d_backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, Tensor& dx,
                           Stream& stream) {
-  backward_data(shape, dy, w, dx, nullptr, stream, {});
+  backward_data(shape, dy, w, dx, nullptr, stream, {}, {});
 }
 
 void conv2d_backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, Tensor& dx,
-                          Tensor& workspace, Stream& stream, const ConvAlgo& algo) {
-  backward_data(shape, dy, w, dx, &workspace, stream, algo);
+                          Tensor& workspace, Stream& stream, const ConvAlgo& algo,
+                          const Conv2dBackwardDataFusion& fusion) {
+  backward_data(shape, dy, w, dx, &workspace, stream, algo, fusion);
+}
+
+int64_t conv2d_backward_data_bn_workspace_numel(const Conv2dShape& shape, Device device,
+                                                const ConvAlgo& algo) {
+  return workspace_numel("conv2d_backward_data_bn_workspace_numel", shape, device,
+                         [&](const Conv2dShape& s, auto) {
+                           return cuda::conv2d_backward_data_bn_workspace_bytes(s, algo);
+                         });
+}
+
+ConvStatsPath conv2d_backward_data_bn_path(const Conv2dShape& shape, const Tensor& dx,
+                                           const Tensor& x, Stream& stream, const ConvAlgo& algo) {
+  constexpr std::string_view op = "conv2d_backward_data_bn_path";
+  shape.validate();
+  ops::require_float(op, "dx", dx);
+  ops::require_exact(op, "dx", dx, shape.input_shape(), dx.dtype(), dx.device(), shape.str());
+  ops::require_exact(op, "x", x, shape.input_shape(), dx.dtype(), dx.device(), shape.str());
+  ConvStatsPath path = ConvStatsPath::separate_pass;  // the CPU's: the reduce after
+  ops::on_device(
+      op, stream, [] {},
+      [&](auto) {
+        // Only the pointers' alignment and the engine decide; the rest of the fusion is unread.
+        path = cuda::conv2d_backward_data_bn_path({.shape = shape,
+                                                   .dtype = dx.dtype(),
+                                                   .dx = const_cast<void*>(dx.raw_data()),
+                                                   .fp32_math = stream.fp32_math(),
+                                                   .algo = algo,
+                                                   .batchnorm = {.x = x.raw_data()}});
+      });
+  return path;
 }
 
 int64_t conv2d_backward_filter_workspace_numel(const Conv2dShape& shape, Device device,

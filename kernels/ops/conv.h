@@ -84,12 +84,44 @@ int64_t conv2d_forward_stats_workspace_numel(const Conv2dShape& shape, Device de
 ConvStatsPath conv2d_forward_stats_path(const Conv2dShape& shape, const Tensor& y,
                                         const Tensor& bias, Stream& stream,
                                         const ConvAlgo& algo = {});
+// What the input-gradient pass may compute besides dx (x undefined: nothing): the backward
+// reduction of the BatchNorm + ReLU whose output the convolution read (its forward's
+// fusion.input, from conv_input_from_batchnorm over batch_stats), cuDNN's dgrad + drelu + dbn.
+// dx then holds g' = the gradient at that BatchNorm's output (dx as stored, zeroed where the
+// ReLU's output, recomputed from x, was not positive), and grad_sums (f32[2C]), bias_grad and
+// weight_grad (f32[C] or undefined; added to with GradWrite::accumulate) are what
+// batchnorm_backward_reduce gives for g' and x: batchnorm_backward_elementwise then reads dx as
+// its dy, without a ReLU mask. On CUDA from the convolution's epilogue where it can
+// (conv2d_backward_data_bn_path), else by a batchnorm_backward_reduce pass over dx. Needs the
+// workspace of conv2d_backward_data_bn_workspace_numel.
+struct Conv2dBackwardDataFusion {
+  Tensor x;                    // the BatchNorm's input: like dx
+  Tensor batch_stats;          // f32[2C+1]: mean, invstd, count
+  ConvInputAffine input = {};  // the transform the forward read x through: relu must be set
+  Tensor grad_sums;
+  Tensor bias_grad, weight_grad;
+  GradWrite write = GradWrite::overwrite;
+};
+
 // dx = gradient of the input; overwrites dx. workspace: as the forward's, of
-// conv2d_backward_data_workspace_numel elements.
+// conv2d_backward_data_workspace_numel elements. With fusion.x defined:
+// conv2d_backward_data_bn_workspace_numel elements, zeroed once before its first use (it holds
+// counters that every call leaves at zero), and the fusion's outputs too.
 void conv2d_backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, Tensor& dx,
                           Stream& stream);
 void conv2d_backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, Tensor& dx,
-                          Tensor& workspace, Stream& stream, const ConvAlgo& algo = {});
+                          Tensor& workspace, Stream& stream, const ConvAlgo& algo = {},
+                          const Conv2dBackwardDataFusion& fusion = {});
+// f32 elements of the workspace conv2d_backward_data needs with fusion.x (0 on the CPU).
+int64_t conv2d_backward_data_bn_workspace_numel(const Conv2dShape& shape, Device device,
+                                                const ConvAlgo& algo = {});
+// Where conv2d_backward_data(..., fusion with x) gates and sums: the epilogue (bf16 or tf32
+// tensor cores storing through the staged epilogue, one GEMM without split K, dx and x in
+// 16-byte rows, channels a multiple of 8), else (and on the CPU) a batchnorm_backward_reduce
+// pass over dx.
+ConvStatsPath conv2d_backward_data_bn_path(const Conv2dShape& shape, const Tensor& dx,
+                                           const Tensor& x, Stream& stream,
+                                           const ConvAlgo& algo = {});
 
 // f32 elements of scratch that conv2d_backward_filter needs for `shape` on `device` (split-K
 // partials on CUDA; 0 on the CPU). Allocate it once per layer shape and reuse it.
