@@ -92,6 +92,19 @@ void BatchNorm2d::defer_apply(bool on, const SetupContext& context) {
   y_ = relu_grad_ = Tensor();
 }
 
+Conv2dBackwardDataFusion BatchNorm2d::backward_fusion(const Pass& pass) {
+  if (!defer_apply_ || !trained_forward_)
+    fail_in(*this, "backward_fusion needs a deferred training forward");
+  reduce_given_ = true;
+  return {.x = x_,
+          .batch_stats = batch_stats_,
+          .input = deferred_input(),
+          .grad_sums = grad_sums_,
+          .bias_grad = bias_grad_,
+          .weight_grad = weight_grad_,
+          .write = pass.accumulate_grads ? GradWrite::accumulate : GradWrite::overwrite};
+}
+
 const Tensor& BatchNorm2d::forward(const Tensor& x, Pass& pass) {
   return run_forward(x, Tensor(), pass);
 }
@@ -193,13 +206,20 @@ const Tensor& BatchNorm2d::backward(const Tensor& dy, Pass& pass) {
   // grad_sums = (sum dy, sum dy * xhat) over this rank's rows, which the reduce also writes to
   // the bias and the weight gradient. Under SyncBN too (as PyTorch): the data-parallel average
   // of the ranks' sums is the global batch's gradient, so the reduced sums must not go there.
-  batchnorm_backward_reduce(
-      dy, x_, batch_stats_, grad_sums_, workspace_, pass.stream,
-      {.relu = relu,
-       .relu_grad = feeds_residual ? relu_grad_ : Tensor(),
-       .bias_grad = bias_grad_,
-       .weight_grad = weight_grad_,
-       .write = pass.accumulate_grads ? GradWrite::accumulate : GradWrite::overwrite});
+  // The convolution after may have done all of it already, dy then gated (backward_fusion).
+  const bool reduced = reduce_given_;
+  reduce_given_ = false;
+  if (reduced) {
+    relu = {};
+  } else {
+    batchnorm_backward_reduce(
+        dy, x_, batch_stats_, grad_sums_, workspace_, pass.stream,
+        {.relu = relu,
+         .relu_grad = feeds_residual ? relu_grad_ : Tensor(),
+         .bias_grad = bias_grad_,
+         .weight_grad = weight_grad_,
+         .write = pass.accumulate_grads ? GradWrite::accumulate : GradWrite::overwrite});
+  }
   // dx needs the sums over the global batch. Reduced before the gradients are reported, so
   // that on a communicator shared with the gradient buckets these 8C bytes do not queue behind
   // the bucket that this layer's gradients may complete.

@@ -79,6 +79,10 @@ class BatchNorm2d final : public Layer {
   // evaluation) and return x itself; backward recomputes the ReLU's mask from x. Needs the
   // ReLU; a forward with a residual is then refused. After setup, with its context.
   void defer_apply(bool on, const SetupContext& context);
+  // For that convolution's input gradient, after a training forward (BatchNormFusion::full):
+  // what it is to compute besides dx (this layer's backward reduction: kernels/ops/conv.h's
+  // Conv2dBackwardDataFusion), so that this layer's next backward is its element-wise pass.
+  Conv2dBackwardDataFusion backward_fusion(const Pass& pass);
   // Whether forwards defer: their output is x, to be read through deferred_input().
   bool deferred() const { return defer_apply_; }
   ConvInputAffine deferred_input() const {
@@ -106,6 +110,7 @@ class BatchNorm2d final : public Layer {
   bool trained_forward_ = false;      // the last forward used batch statistics
   bool residual_forward_ = false;     // the last forward added a residual
   bool stats_given_ = false;          // stats_fusion() since the last training forward
+  bool reduce_given_ = false;         // backward_fusion() since the last backward
   bool defer_apply_ = false;          // defer_apply(true)
   Tensor input_scale_, input_shift_;  // deferred_input()'s: f32[C]
 };

@@ -2,10 +2,13 @@
 //   none   BatchNorm runs its own passes (statistics, normalize + ReLU) between convolutions;
 //   stats  the convolution before it computes its statistics in its epilogue
 //          (Conv2d::feed_batchnorm_stats);
-//   full   also, where one convolution alone reads a BatchNorm + ReLU output (inside a residual
+//   apply  also, where one convolution alone reads a BatchNorm + ReLU output (inside a residual
 //          block), that convolution applies them as it loads its operand, so the output is
 //          never written (Conv2d::read_input_through), and BatchNorm's backward recomputes the
-//          ReLU's mask from its input.
+//          ReLU's mask from its input;
+//   full   also, that convolution's input gradient gates itself by the ReLU's mask and gives
+//          BatchNorm's backward sums in its epilogue, BatchNorm's backward then being its
+//          element-wise pass alone (cuDNN's dgrad + drelu + dbn).
 // The CPU runs the same arithmetic either way, unfused.
 #pragma once
 
@@ -14,9 +17,9 @@
 
 namespace engine::nn {
 
-enum class BatchNormFusion { none, stats, full };
+enum class BatchNormFusion { none, stats, apply, full };
 
-// "none", "stats" or "full"; nullopt for anything else.
+// "none", "stats", "apply" or "full"; nullopt for anything else.
 std::optional<BatchNormFusion> batchnorm_fusion_from_name(std::string_view name);
 std::string_view batchnorm_fusion_name(BatchNormFusion fusion);
 

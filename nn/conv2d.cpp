@@ -76,12 +76,19 @@ void Conv2d::feed_batchnorm_stats(BatchNorm2d* bn, const SetupContext& context) 
 void Conv2d::read_input_through(BatchNorm2d* bn, const SetupContext& context) {
   if (input_from_ != nullptr) input_from_->defer_apply(false, context);
   input_from_ = nullptr;
-  const bool fits = bn != nullptr && context.allocate && context.fusion == BatchNormFusion::full &&
+  data_grad_workspace_ = Tensor();
+  const bool fits = bn != nullptr && context.allocate && context.fusion >= BatchNormFusion::apply &&
                     !context.device.is_cpu() && weight_grad_.dtype() == DType::f32 &&
                     bn->options().relu;
   if (!fits) return;
   input_from_ = bn;
   bn->defer_apply(true, context);
+  if (context.fusion == BatchNormFusion::full && dx_.defined()) {
+    // Its own and zeroed, as the forward's statistics workspace (counters).
+    data_grad_workspace_ = Tensor::zeros(
+        {conv2d_backward_data_bn_workspace_numel(shape_, context.device, backward_data_algo_)},
+        DType::f32, context.device, context.stream);
+  }
 }
 
 const Tensor& Conv2d::forward(const Tensor& x, Pass& pass) {
@@ -108,7 +115,11 @@ const Tensor& Conv2d::backward(const Tensor& dy, Pass& pass) {
                          workspace_.get(), pass.stream, backward_filter_algo_, input_);
   if (bias_id_ >= 0) pass.grad_ready(bias_id_);
   pass.grad_ready(weight_id_);
-  if (dx_.defined()) {
+  if (dx_.defined() && data_grad_workspace_.defined() && input_.scale.defined()) {
+    // dx gated by the ReLU's mask, with the BatchNorm's backward sums (BatchNormFusion::full).
+    conv2d_backward_data(shape_, dy, weight_.current(), dx_, data_grad_workspace_, pass.stream,
+                         backward_data_algo_, input_from_->backward_fusion(pass));
+  } else if (dx_.defined()) {
     conv2d_backward_data(shape_, dy, weight_.current(), dx_, workspace_.get(), pass.stream,
                          backward_data_algo_);
   }

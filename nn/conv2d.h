@@ -41,10 +41,11 @@ class Conv2d final : public Layer {
   // context.fusion stats or full; after setup, with its context. null: not (again).
   void feed_batchnorm_stats(BatchNorm2d* bn, const SetupContext& context);
   // Where this layer alone reads `bn`'s output (bn with a ReLU and no residual, inside a
-  // residual block): on CUDA with context.fusion full, forwards then read bn's input through
-  // bn's normalize and ReLU (BatchNorm2d::defer_apply: bn never writes its output), and the
-  // filter gradient reads it the same way. Only with fp32 filter gradients (master weights).
-  // After setup, with its context; null: not (again).
+  // residual block): on CUDA with context.fusion apply or full, forwards then read bn's input
+  // through bn's normalize and ReLU (BatchNorm2d::defer_apply: bn never writes its output), and
+  // the filter gradient reads it the same way; with full, the input gradient also does bn's
+  // backward reduction (BatchNorm2d::backward_fusion). Only with fp32 filter gradients (master
+  // weights). After setup, with its context; null: not (again).
   void read_input_through(BatchNorm2d* bn, const SetupContext& context);
 
  private:
@@ -60,8 +61,9 @@ class Conv2d final : public Layer {
   LayerScratch workspace_;  // for all three passes, which run one after another
   BatchNorm2d* stats_for_ = nullptr;
   BatchNorm2d* input_from_ = nullptr;
-  ConvInputAffine input_;   // how the last forward read x (none: as it is)
-  Tensor stats_workspace_;  // the forward's with statistics: zeroed, this layer's own
+  ConvInputAffine input_;       // how the last forward read x (none: as it is)
+  Tensor data_grad_workspace_;  // the input gradient's with input_from_'s backward reduction
+  Tensor stats_workspace_;      // the forward's with statistics: zeroed, this layer's own
 };
 
 }  // namespace engine::nn

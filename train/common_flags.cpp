@@ -85,18 +85,20 @@ void add_conv_tuning(Command& command, nn::ConvTuning& tuning) {
 }
 
 void add_fusion(Command& command, nn::BatchNormFusion& fusion) {
-  command.option("--fusion", "F",
-                 "how much of each training BatchNorm the CUDA convolutions do: none, stats (its "
-                 "statistics in the epilogue of the convolution before it) or full (also its "
-                 "normalize and ReLU in the loads of the convolution after it, inside a block)",
-                 std::string(nn::batchnorm_fusion_name(fusion)),
-                 [&fusion](const std::string& flag, const std::string& text) {
-                   const auto parsed = nn::batchnorm_fusion_from_name(text);
-                   if (!parsed) {
-                     throw UsageError(flag + " must be none, stats or full, got '" + text + "'");
-                   }
-                   fusion = *parsed;
-                 });
+  command.option(
+      "--fusion", "F",
+      "how much of each BatchNorm the CUDA convolutions do: none, stats (its training "
+      "statistics in the epilogue of the convolution before it), apply (also its "
+      "normalize and ReLU in the loads of the convolution after it, inside a block) or "
+      "full (also its backward sums in that convolution's input gradient)",
+      std::string(nn::batchnorm_fusion_name(fusion)),
+      [&fusion](const std::string& flag, const std::string& text) {
+        const auto parsed = nn::batchnorm_fusion_from_name(text);
+        if (!parsed) {
+          throw UsageError(flag + " must be none, stats, apply or full, got '" + text + "'");
+        }
+        fusion = *parsed;
+      });
   command.flag(
       "--no-fusion", [&fusion] { fusion = nn::BatchNormFusion::none; }, "--fusion none");
 }

@@ -102,7 +102,7 @@ void expect_close(const StepResult& fused, const StepResult& plain, double toler
 }
 
 constexpr auto kNone = BatchNormFusion::none, kStats = BatchNormFusion::stats,
-               kFull = BatchNormFusion::full;
+               kApply = BatchNormFusion::apply, kFull = BatchNormFusion::full;
 
 TEST(ResNetCuda, FusedBatchNormStatsStepMatchesBf16) {
   if (cuda_device_count() == 0)
@@ -202,9 +202,14 @@ TEST(ResNetCuda, FullyFusedBlocksMatchUnfused) {
     for (const DType dtype : {DType::bf16, DType::f32}) {
       SCOPED_TRACE(std::string(bottleneck ? "Bottleneck " : "BasicBlock ") +
                    std::string(dtype_name(dtype)));
-      const BlockRun full = block_step(kFull, dtype, bottleneck);
-      EXPECT_EQ(full.deferred, bottleneck ? 2 : 1);  // bn1 (and bn2), never the last
-      expect_close(full, block_step(kNone, dtype, bottleneck), dtype == DType::bf16 ? 1e-3 : 1e-5);
+      const BlockRun plain = block_step(kNone, dtype, bottleneck);
+      const double tolerance = dtype == DType::bf16 ? 1e-3 : 1e-5;
+      for (const BatchNormFusion fusion : {kApply, kFull}) {
+        SCOPED_TRACE(std::string(batchnorm_fusion_name(fusion)));
+        const BlockRun fused = block_step(fusion, dtype, bottleneck);
+        EXPECT_EQ(fused.deferred, bottleneck ? 2 : 1);  // bn1 (and bn2), never the last
+        expect_close(fused, plain, tolerance);
+      }
     }
   }
 }
