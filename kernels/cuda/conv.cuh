@@ -106,8 +106,10 @@ void transformed_input_gemm(const Conv2dShape& shape, const T* x,
 // The forward's GEMM of T into `store` with `splits` K-splits: the pointwise path or the
 // gather, x read plain or through its input transform (also run by conv2d_forward_stats with
 // its statistics store: conv2 and conv3 of a bottleneck read the previous convolution's raw
-// output and give the next BatchNorm its statistics).
-template <typename T, typename Store>
+// output and give the next BatchNorm its statistics). kTensorCores: the tensor-core engine
+// only (bf16, or f32 as tf32), for a store the fp32 SIMT engine never runs, so that its kernels
+// are not compiled for nothing.
+template <typename T, typename Store, bool kTensorCores = false>
 void forward_gemm(const Conv2dForwardArgs& args, const ConvLaunch& options, const Store& store,
                   int splits, cudaStream_t stream) {
   const Conv2dShape& shape = args.shape;
@@ -115,8 +117,13 @@ void forward_gemm(const Conv2dForwardArgs& args, const ConvLaunch& options, cons
   const T* x = static_cast<const T*>(args.x);
   const KContiguousOperand<T> filters{static_cast<const T*>(args.w), e.k};
   const auto gemm = [&](const auto& input) {
-    gemm_launch<T>(e.m, e.n, e.k, input, filters, store, splits, stream, args.fp32_math,
-                   options.gemm);
+    if constexpr (kTensorCores) {
+      using Math = std::conditional_t<std::is_same_v<T, float>, Tf32Mma, Bf16Mma>;
+      mma_gemm_launch<Math>(e.m, e.n, e.k, input, filters, store, splits, stream, options.gemm);
+    } else {
+      gemm_launch<T>(e.m, e.n, e.k, input, filters, store, splits, stream, args.fp32_math,
+                     options.gemm);
+    }
   };
   if (args.input_transform.active()) {
     transformed_input_gemm<true>(shape, x, args.input_transform, gemm);

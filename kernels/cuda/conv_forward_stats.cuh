@@ -77,7 +77,8 @@ inline void conv2d_forward_stats(const Conv2dForwardArgs& args, cudaStream_t str
                       .stats = args.stats,
                       .sums = args.stats_sums,
                       .finalize = finalize}};
-      forward_gemm<T>(conv, options, store, 1, stream);
+      // (The epilogue path is the tensor cores' only: forward_stats_path.)
+      forward_gemm<T, std::decay_t<decltype(store)>, true>(conv, options, store, 1, stream);
     });
     return;
   }
