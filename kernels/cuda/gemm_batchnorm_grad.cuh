@@ -72,67 +72,48 @@ struct StoreGatedWithBatchNormGrad {
   }
 
   // After the staged tile's stores: staged[row][col] holds the block's fp32 g; each column's
-  // kLanes threads sum g' and g' (x - mean) over interleaved rows, their sums added in lane
-  // order through the rows' padding (as StoreWithColumnStats). Every thread of the block calls
-  // it (it has barriers).
+  // lanes sum g' and g' (x - mean) over interleaved rows (StagedColumnLanes, as
+  // StoreWithColumnStats). Every thread of the block calls it (it has barriers).
   template <typename Block>
   __device__ void after_staged_tile(float (*staged)[Block::kStagedLd], int32_t m0, int32_t m_size,
                                     int32_t n0, int32_t n_size) const {
-    constexpr int kTileM = Block::kM, kTileN = Block::kN;
-    constexpr int kLanes = Block::kThreads / kTileN;
-    constexpr int kPad = Block::kStagedLd - kTileN;
-    static_assert(Block::kThreads % kTileN == 0, "whole lanes of columns");
-    static_assert(2 * kLanes * kTileN <= kTileM * kPad, "the lanes' scratch fits the padding");
+    const StagedColumnLanes<Block, 2> lanes(staged, m0, m_size, n0, n_size);
+    constexpr int kLanes = StagedColumnLanes<Block, 2>::kLanes;
     __shared__ unsigned ticket;
-    const auto scratch = [&](int slot, int lane, int col) -> float& {
-      const int i = (slot * kLanes + lane) * kTileN + col;
-      return staged[i / kPad][kTileN + i % kPad];
-    };
-    const int col = static_cast<int>(threadIdx.x) % kTileN;
-    const int lane = static_cast<int>(threadIdx.x) / kTileN;
-    const int rows = m_size - m0 < kTileM ? m_size - m0 : kTileM;
-    const int64_t n = static_cast<int64_t>(n0) + col;
-    const bool active = n < n_size;
+    const int64_t n = lanes.n;
 
     float s_dy = 0.f, s_dy_xmu = 0.f;
-    if (active) {
+    if (lanes.active) {
       const float mean = targets.grad.batch_stats[n];
-      for (int r = lane; r < rows; r += kLanes) {
+      for (int r = lanes.lane; r < lanes.rows; r += kLanes) {
         const float v = to_f32(x[(static_cast<int64_t>(m0) + r) * n_size + n]);
-        const float g = gated(staged[r][col], v, n);
+        const float g = gated(staged[r][lanes.col], v, n);
         s_dy += g;
         s_dy_xmu += g * (v - mean);
       }
     }
-    // The stores above never read the rows' padding: the scratch is free.
-    scratch(0, lane, col) = s_dy;
-    scratch(1, lane, col) = s_dy_xmu;
+    lanes.scratch(0, lanes.lane) = s_dy;
+    lanes.scratch(1, lanes.lane) = s_dy_xmu;
     __syncthreads();
-    if (lane == 0 && active) {
-      float tile_dy = 0.f, tile_dy_xmu = 0.f;
-#pragma unroll
-      for (int l = 0; l < kLanes; ++l) {
-        tile_dy += scratch(0, l, col);
-        tile_dy_xmu += scratch(1, l, col);
-      }
-      targets.part_dy[blockIdx.x * static_cast<int64_t>(n_size) + n] = tile_dy;
-      targets.part_dy_xmu[blockIdx.x * static_cast<int64_t>(n_size) + n] = tile_dy_xmu;
+    const bool writer = lanes.lane == 0 && lanes.active;
+    if (writer) {
+      targets.part_dy[blockIdx.x * static_cast<int64_t>(n_size) + n] = lanes.lanes_sum(0);
+      targets.part_dy_xmu[blockIdx.x * static_cast<int64_t>(n_size) + n] = lanes.lanes_sum(1);
     }
-    targets.merge.template run<kTileM>(
+    targets.merge.template run<Block::kM>(
         m_size, ticket,
         [&](bool of_groups, int64_t first, int64_t last, auto /*rows_of*/) {
-          return sum_partials<kLanes>(scratch, col, lane, n, active, n_size, first, last,
-                                      of_groups ? targets.group_dy : targets.part_dy,
-                                      of_groups ? targets.group_dy_xmu : targets.part_dy_xmu);
+          return sum_partials(lanes, first, last, of_groups ? targets.group_dy : targets.part_dy,
+                              of_groups ? targets.group_dy_xmu : targets.part_dy_xmu);
         },
         [&](int64_t g, const ColumnSums& merged) {
-          if (lane == 0 && active) {
+          if (writer) {
             targets.group_dy[g * n_size + n] = merged.dy;
             targets.group_dy_xmu[g * n_size + n] = merged.dy_xmu;
           }
         },
         [&](const ColumnSums& merged) {
-          if (lane == 0 && active)
+          if (writer)
             batchnorm_backward_write_channel(targets.grad, n, n_size, merged.dy, merged.dy_xmu);
         });
   }
@@ -145,33 +126,26 @@ struct StoreGatedWithBatchNormGrad {
   // kLanes, lane 0 then adds the runs in lane order; the result is lane 0's. The partials are
   // other blocks' writes of this launch: read volatile. Every thread of the block calls it (it
   // has a barrier; the scratch's earlier readers are behind last_to_arrive's).
-  template <int kLanes, typename Scratch>
-  __device__ static ColumnSums sum_partials(Scratch& scratch, int col, int lane, int64_t n,
-                                            bool active, int64_t n_size, int64_t first,
-                                            int64_t last, const float* dys, const float* dy_xmus) {
+  template <typename Lanes>
+  __device__ static ColumnSums sum_partials(const Lanes& lanes, int64_t first, int64_t last,
+                                            const float* dys, const float* dy_xmus) {
     const volatile float* part_dy = dys;
     const volatile float* part_dy_xmu = dy_xmus;
+    const int64_t n = lanes.n, n_size = lanes.n_size;
     float s_dy = 0.f, s_dy_xmu = 0.f;
-    if (active) {
-      const int64_t parts = last - first;
-      const int64_t begin = first + parts * lane / kLanes,
-                    end = first + parts * (lane + 1) / kLanes;
+    if (lanes.active) {
+      int64_t begin, end;
+      lanes.run(first, last, begin, end);
       for (int64_t p = begin; p < end; ++p) {
         s_dy += part_dy[p * n_size + n];
         s_dy_xmu += part_dy_xmu[p * n_size + n];
       }
     }
-    scratch(0, lane, col) = s_dy;
-    scratch(1, lane, col) = s_dy_xmu;
+    lanes.scratch(0, lanes.lane) = s_dy;
+    lanes.scratch(1, lanes.lane) = s_dy_xmu;
     __syncthreads();
     ColumnSums total{0.f, 0.f};
-    if (lane == 0 && active) {
-#pragma unroll
-      for (int l = 0; l < kLanes; ++l) {
-        total.dy += scratch(0, l, col);
-        total.dy_xmu += scratch(1, l, col);
-      }
-    }
+    if (lanes.lane == 0 && lanes.active) total = {lanes.lanes_sum(0), lanes.lanes_sum(1)};
     return total;
   }
 };

@@ -84,6 +84,60 @@ struct RowTileMerge {
   }
 };
 
+// The threads of a staged epilogue that reduce the block's tile per column (this file's
+// statistics, gemm_batchnorm_grad.cuh's backward sums): kLanes threads a column, each over
+// the rows lane, lane + kLanes, ..., their values then added in lane order through kSlots
+// slots of scratch in the staged rows' padding (BlockTile::kStagedLd's 8 floats a row, which
+// the stores never read), so such an epilogue needs no shared memory beyond the staged tile.
+// 2 lanes for 128 x 128 (256 threads), 1 for 64 x 128, 4 for 128 x 64.
+template <typename Block, int kSlots>
+struct StagedColumnLanes {
+  static constexpr int kTileM = Block::kM, kTileN = Block::kN;
+  static constexpr int kLanes = Block::kThreads / kTileN;
+  static constexpr int kPad = Block::kStagedLd - kTileN;
+  static_assert(Block::kThreads % kTileN == 0, "whole lanes of columns");
+  static_assert(kSlots * kLanes * kTileN <= kTileM * kPad, "the lanes' scratch fits the padding");
+
+  float (*staged)[Block::kStagedLd];
+  int col;         // of the tile
+  int lane;        // of the column's threads
+  int rows;        // the tile's valid rows
+  int64_t n;       // the column in the output
+  int64_t n_size;  // the output's columns
+  bool active;     // n < n_size
+
+  __device__ StagedColumnLanes(float (*staged_tile)[Block::kStagedLd], int32_t m0, int32_t m_size,
+                               int32_t n0, int32_t columns)
+      : staged(staged_tile),
+        col(static_cast<int>(threadIdx.x) % kTileN),
+        lane(static_cast<int>(threadIdx.x) / kTileN),
+        rows(m_size - m0 < kTileM ? m_size - m0 : kTileM),
+        n(static_cast<int64_t>(n0) + col),
+        n_size(columns),
+        active(n < n_size) {}
+
+  __device__ __forceinline__ float& scratch(int slot, int of_lane) const {
+    const int i = (slot * kLanes + of_lane) * kTileN + col;
+    return staged[i / kPad][kTileN + i % kPad];
+  }
+  // This column's slot summed over the lanes in lane order.
+  __device__ __forceinline__ float lanes_sum(int slot) const {
+    float total = 0.f;
+#pragma unroll
+    for (int l = 0; l < kLanes; ++l)
+      total += scratch(slot, l);
+    return total;
+  }
+  // This lane's contiguous run [begin, end) of the partials [first, last): lane l takes run l
+  // of kLanes, so that adding the runs in lane order adds the partials in order.
+  __device__ __forceinline__ void run(int64_t first, int64_t last, int64_t& begin,
+                                      int64_t& end) const {
+    const int64_t parts = last - first;
+    begin = first + parts * lane / kLanes;
+    end = first + parts * (lane + 1) / kLanes;
+  }
+};
+
 // The workspace of a convolution whose staged epilogue reduces its output per column, with a
 // fallback that runs the convolution plainly and then batchnorm's own reduction, in floats:
 // the convolution's split-K partials, the reduction's workspace (the fallback), then the
@@ -188,74 +242,57 @@ struct StoreWithColumnStats {
   // 8-float padding of its rows (BlockTile::kStagedLd) is the scratch of the lanes' sums, so
   // the epilogue needs no shared memory beyond the staged tile. Every thread of the block
   // calls it (it has barriers).
+  // After the staged tile's stores: staged[row][col] holds the block's fp32 results. Every
+  // thread of the block calls it (it has barriers).
   template <typename Block>
   __device__ void after_staged_tile(float (*staged)[Block::kStagedLd], int32_t m0, int32_t m_size,
                                     int32_t n0, int32_t n_size) const {
-    constexpr int kTileM = Block::kM, kTileN = Block::kN;
-    // Each column is summed by kLanes threads over interleaved rows, their sums added in lane
-    // order: 2 lanes for 128 x 128 (256 threads), 1 for 64 x 128, 4 for 128 x 64.
-    constexpr int kLanes = Block::kThreads / kTileN;
-    constexpr int kPad = Block::kStagedLd - kTileN;
-    static_assert(Block::kThreads % kTileN == 0, "whole lanes of columns");
-    static_assert(3 * kLanes * kTileN <= kTileM * kPad, "the lanes' scratch fits the padding");
+    const StagedColumnLanes<Block, 3> lanes(staged, m0, m_size, n0, n_size);
+    constexpr int kLanes = StagedColumnLanes<Block, 3>::kLanes;
     __shared__ unsigned ticket;
-    const auto scratch = [&](int slot, int lane, int col) -> float& {
-      const int i = (slot * kLanes + lane) * kTileN + col;
-      return staged[i / kPad][kTileN + i % kPad];
-    };
-    const int col = static_cast<int>(threadIdx.x) % kTileN;
-    const int lane = static_cast<int>(threadIdx.x) / kTileN;
-    const int rows = m_size - m0 < kTileM ? m_size - m0 : kTileM;
-    const int64_t n = static_cast<int64_t>(n0) + col;
-    const bool active = n < n_size;
+    const int col = lanes.col;
 
     float sum = 0.f;
-    if (active) {
-      for (int r = lane; r < rows; r += kLanes)
-        sum += stored(staged[r][col], n);
+    if (lanes.active) {
+      for (int r = lanes.lane; r < lanes.rows; r += kLanes)
+        sum += stored(staged[r][col], lanes.n);
     }
-    scratch(0, lane, col) = sum;
+    lanes.scratch(0, lanes.lane) = sum;
     __syncthreads();
-    float total = 0.f;
-#pragma unroll
-    for (int l = 0; l < kLanes; ++l)
-      total += scratch(0, l, col);
-    const float mean = total / static_cast<float>(rows);
+    const float mean = lanes.lanes_sum(0) / static_cast<float>(lanes.rows);
     float m2 = 0.f;
-    if (active) {
-      for (int r = lane; r < rows; r += kLanes) {
-        const float d = stored(staged[r][col], n) - mean;
+    if (lanes.active) {
+      for (int r = lanes.lane; r < lanes.rows; r += kLanes) {
+        const float d = stored(staged[r][col], lanes.n) - mean;
         m2 += d * d;
       }
     }
-    scratch(1, lane, col) = m2;
+    lanes.scratch(1, lanes.lane) = m2;
     __syncthreads();
-    if (lane == 0 && active) {
-      float tile_m2 = 0.f;
-#pragma unroll
-      for (int l = 0; l < kLanes; ++l)
-        tile_m2 += scratch(1, l, col);
-      targets.part_mean[blockIdx.x * static_cast<int64_t>(n_size) + n] = mean;
-      targets.part_m2[blockIdx.x * static_cast<int64_t>(n_size) + n] = tile_m2;
+    const bool writer = lanes.lane == 0 && lanes.active;
+    if (writer) {
+      const float tile_m2 = lanes.lanes_sum(1);
+      targets.part_mean[blockIdx.x * static_cast<int64_t>(n_size) + lanes.n] = mean;
+      targets.part_m2[blockIdx.x * static_cast<int64_t>(n_size) + lanes.n] = tile_m2;
     }
 
     // The two levels: the last block of a group merges the group's partials, the last group
     // of the column tile the groups'.
-    targets.merge.template run<kTileM>(
+    targets.merge.template run<Block::kM>(
         m_size, ticket,
         [&](bool of_groups, int64_t first, int64_t last, auto rows_of) {
-          return merge_partials<kLanes>(scratch, col, lane, n, active, n_size, first, last,
-                                        of_groups ? targets.group_mean : targets.part_mean,
-                                        of_groups ? targets.group_m2 : targets.part_m2, rows_of);
+          return merge_partials(lanes, first, last,
+                                of_groups ? targets.group_mean : targets.part_mean,
+                                of_groups ? targets.group_m2 : targets.part_m2, rows_of);
         },
         [&](int64_t g, const ChannelStats& merged) {
-          if (lane == 0 && active) {
-            targets.group_mean[g * n_size + n] = merged.mean;
-            targets.group_m2[g * n_size + n] = merged.m2;
+          if (writer) {
+            targets.group_mean[g * n_size + lanes.n] = merged.mean;
+            targets.group_m2[g * n_size + lanes.n] = merged.m2;
           }
         },
         [&](const ChannelStats& merged) {
-          if (lane == 0 && active) finish(n, n_size, merged);
+          if (writer) finish(lanes.n, n_size, merged);
         });
   }
 
@@ -264,19 +301,18 @@ struct StoreWithColumnStats {
   // reasoning), then lane 0 merges the runs in lane order; the result is lane 0's. The
   // partials are other blocks' writes of this launch: read volatile, the next one loaded
   // before the current one is merged. Every thread of the block calls it (it has a barrier).
-  template <int kLanes, typename Scratch, typename RowsOf>
-  __device__ static ChannelStats merge_partials(Scratch& scratch, int col, int lane, int64_t n,
-                                                bool active, int64_t n_size, int64_t first,
-                                                int64_t last, const float* means, const float* m2s,
+  template <typename Lanes, typename RowsOf>
+  __device__ static ChannelStats merge_partials(const Lanes& lanes, int64_t first, int64_t last,
+                                                const float* means, const float* m2s,
                                                 RowsOf rows_of) {
     const volatile float* part_mean = means;
     const volatile float* part_m2 = m2s;
+    const int64_t n = lanes.n, n_size = lanes.n_size;
     float count = 0.f, offset = 0.f, m2 = 0.f, reference = 0.f;
-    if (active) {
+    if (lanes.active) {
       reference = part_mean[first * n_size + n];
-      const int64_t parts = last - first;
-      const int64_t begin = first + parts * lane / kLanes,
-                    end = first + parts * (lane + 1) / kLanes;
+      int64_t begin, end;
+      lanes.run(first, last, begin, end);
       float next_mean = 0.f, next_m2 = 0.f;
       if (begin < end) {
         next_mean = part_mean[begin * n_size + n];
@@ -291,16 +327,16 @@ struct StoreWithColumnStats {
         chan_merge(count, offset, m2, rows_of(p), mean_p - reference, m2_p);
       }
     }
-    scratch(0, lane, col) = count;
-    scratch(1, lane, col) = offset;
-    scratch(2, lane, col) = m2;
+    lanes.scratch(0, lanes.lane) = count;
+    lanes.scratch(1, lanes.lane) = offset;
+    lanes.scratch(2, lanes.lane) = m2;
     __syncthreads();
     float total = 0.f, total_offset = 0.f, total_m2 = 0.f;
-    if (lane == 0 && active) {
+    if (lanes.lane == 0 && lanes.active) {
 #pragma unroll
-      for (int l = 0; l < kLanes; ++l)
-        chan_merge(total, total_offset, total_m2, scratch(0, l, col), scratch(1, l, col),
-                   scratch(2, l, col));
+      for (int l = 0; l < Lanes::kLanes; ++l)
+        chan_merge(total, total_offset, total_m2, lanes.scratch(0, l), lanes.scratch(1, l),
+                   lanes.scratch(2, l));
     }
     return {total, reference + total_offset, total_m2};
   }
