@@ -21,6 +21,12 @@ constexpr std::pair<std::string_view, ConvPass> kPasses[] = {
     {"forward", ConvPass::forward},
     {"backward_data", ConvPass::backward_data},
     {"backward_filter", ConvPass::backward_filter}};
+constexpr std::pair<std::string_view, ConvFusion> kFusions[] = {
+    {"none", ConvFusion::none},
+    {"affine", ConvFusion::input_affine},
+    {"stats", ConvFusion::output_stats},
+    {"affine+stats", ConvFusion::input_affine_output_stats},
+    {"bn_backward", ConvFusion::batchnorm_backward}};
 
 template <typename Enum, size_t N>
 std::string_view name_of(Enum value, const std::pair<std::string_view, Enum> (&names)[N]) {
@@ -65,6 +71,13 @@ std::optional<ConvPass> parse_conv_pass(std::string_view text) {
   return value_of(text, kPasses);
 }
 
+std::string_view conv_fusion_name(ConvFusion fusion) {
+  return name_of(fusion, kFusions);
+}
+std::optional<ConvFusion> parse_conv_fusion(std::string_view text) {
+  return value_of(text, kFusions);
+}
+
 std::string conv_algo_text(const ConvAlgo& algo) {
   return "tile=" + std::string(gemm_tile_name(algo.gemm.tile)) +
          " split=" + (algo.split_k == 0 ? std::string("auto") : std::to_string(algo.split_k)) +
@@ -74,23 +87,18 @@ std::string conv_algo_text(const ConvAlgo& algo) {
 std::string ConvProblem::str() const {
   const std::string precision =
       dtype == DType::f32 && math == Fp32Math::tf32 ? "tf32" : std::string(dtype_name(dtype));
-  return std::string(conv_pass_name(pass)) + " " + precision + " " + shape.str();
+  std::string text = std::string(conv_pass_name(pass)) + " " + precision + " " + shape.str();
+  if (fusion != ConvFusion::none) text += " + " + std::string(conv_fusion_name(fusion));
+  return text;
 }
 
 std::strong_ordering operator<=>(const ConvProblem& a, const ConvProblem& b) {
-  return std::tuple_cat(std::tie(a.pass, a.dtype, a.math), shape_fields(a.shape)) <=>
-         std::tuple_cat(std::tie(b.pass, b.dtype, b.math), shape_fields(b.shape));
+  return std::tuple_cat(std::tie(a.pass, a.dtype, a.math, a.fusion), shape_fields(a.shape)) <=>
+         std::tuple_cat(std::tie(b.pass, b.dtype, b.math, b.fusion), shape_fields(b.shape));
 }
 
 bool operator==(const ConvProblem& a, const ConvProblem& b) {
   return (a <=> b) == std::strong_ordering::equal;
-}
-
-void append_conv_problems(const Conv2dShape& shape, DType dtype, Fp32Math math, bool input_grad,
-                          std::vector<ConvProblem>& problems) {
-  problems.push_back({shape, ConvPass::forward, dtype, math});
-  if (input_grad) problems.push_back({shape, ConvPass::backward_data, dtype, math});
-  problems.push_back({shape, ConvPass::backward_filter, dtype, math});
 }
 
 }  // namespace engine

@@ -42,23 +42,35 @@ enum class ConvPass : uint8_t { forward, backward_data, backward_filter };
 std::string_view conv_pass_name(ConvPass pass);  // "forward", "backward_data", ...
 std::optional<ConvPass> parse_conv_pass(std::string_view text);
 
-// One convolution pass to choose an algorithm for: the shape, the pass and the precision (the
-// activations' dtype; for f32, how the stream multiplies).
+// What a pass computes besides the convolution, as the layers run it with BatchNorm fused
+// (kernels/ops/conv.h's fusions, nn/batchnorm_fusion.h). Part of the problem: the fused kernels
+// are others, and their fastest algorithm may differ from the plain pass's (an unsplit K keeps
+// the statistics in the epilogue, where a split runs a separate statistics pass; the
+// transformed loads and the gated store take registers and time).
+enum class ConvFusion : uint8_t {
+  none,
+  input_affine,               // forward or filter gradient: x read through BatchNorm + ReLU
+  output_stats,               // forward: the output's BatchNorm statistics in the epilogue
+  input_affine_output_stats,  // forward: both
+  batchnorm_backward,         // input gradient: gated by the ReLU, with BatchNorm's sums
+};
+// "none", "affine", "stats", "affine+stats", "bn_backward"; and back.
+std::string_view conv_fusion_name(ConvFusion fusion);
+std::optional<ConvFusion> parse_conv_fusion(std::string_view text);
+
+// One convolution pass to choose an algorithm for: the shape, the pass, the precision (the
+// activations' dtype; for f32, how the stream multiplies) and what it fuses.
 struct ConvProblem {
   Conv2dShape shape;
   ConvPass pass = ConvPass::forward;
   DType dtype = DType::f32;
   Fp32Math math = Fp32Math::exact;
+  ConvFusion fusion = ConvFusion::none;
 
-  // e.g. "forward bf16 n128 56x56x64 -> 64 3x3 s1 p1"
+  // e.g. "forward bf16 n128 56x56x64 -> 64 3x3 s1 p1", with " + stats" when fused
   std::string str() const;
 };
 std::strong_ordering operator<=>(const ConvProblem& a, const ConvProblem& b);
 bool operator==(const ConvProblem& a, const ConvProblem& b);
-
-// The problems of one convolution layer: forward and filter gradient, and the input gradient
-// unless the layer is the network's first (nothing reads its input gradient).
-void append_conv_problems(const Conv2dShape& shape, DType dtype, Fp32Math math, bool input_grad,
-                          std::vector<ConvProblem>& problems);
 
 }  // namespace engine

@@ -11,8 +11,11 @@ namespace engine {
 
 namespace {
 
-constexpr std::string_view kFormat = "1";
-constexpr size_t kRowFields = 20;
+// Format 2 adds the fusion column (ConvFusion) after math; a format 1 table's rows are plain
+// passes, and still read.
+constexpr std::string_view kFormat = "2";
+constexpr std::string_view kPlainFormat = "1";
+constexpr size_t kRowFields = 21;
 
 constexpr std::pair<std::string_view, DType> kDtypes[] = {{"f32", DType::f32},
                                                           {"bf16", DType::bf16}};
@@ -59,10 +62,12 @@ std::optional<double> parse_double(std::string_view text) {
 }
 
 // The row's problem and entry, or a description of what is wrong with it.
-std::string parse_row(const std::vector<std::string_view>& f, ConvProblem& problem,
+// plain: a format 1 row, without the fusion column.
+std::string parse_row(std::vector<std::string_view> f, bool plain, ConvProblem& problem,
                       ConvPlanEntry& entry) {
-  if (f.size() != kRowFields) {
-    return "expected " + std::to_string(kRowFields) + " tab-separated fields, got " +
+  const size_t expected = plain ? kRowFields - 1 : kRowFields;
+  if (f.size() != expected) {
+    return "expected " + std::to_string(expected) + " tab-separated fields, got " +
            std::to_string(f.size());
   }
   const auto pass = parse_conv_pass(f[0]);
@@ -74,6 +79,13 @@ std::string parse_row(const std::vector<std::string_view>& f, ConvProblem& probl
   problem.pass = *pass;
   problem.dtype = *dtype;
   problem.math = *math;
+  if (!plain) {
+    const auto fusion = parse_conv_fusion(f[3]);
+    if (!fusion) return "unknown fusion '" + std::string(f[3]) + "'";
+    problem.fusion = *fusion;
+    f.erase(f.begin() + 3);  // the rest as in format 1
+  }
+  const size_t shift = plain ? 0 : 1;  // of the fields' numbers in messages
   int64_t* extents[] = {
       &problem.shape.batch,       &problem.shape.in_h,         &problem.shape.in_w,
       &problem.shape.in_channels, &problem.shape.out_channels, &problem.shape.kernel_h,
@@ -83,7 +95,7 @@ std::string parse_row(const std::vector<std::string_view>& f, ConvProblem& probl
   for (size_t i = 0; i < std::size(extents); ++i) {
     const auto value = parse_int(f[3 + i]);
     if (!value)
-      return "field " + std::to_string(4 + i) + " '" + std::string(f[3 + i]) +
+      return "field " + std::to_string(4 + shift + i) + " '" + std::string(f[3 + i]) +
              "' is not an integer";
     *extents[i] = *value;
   }
@@ -126,11 +138,13 @@ std::string conv_plans_text(const ConvPlans& plans, const ConvPlanOrigin& origin
       << "# Delete the file to time them again; kernels/conv_plans.h describes the format.\n"
       << "format\t" << kFormat << "\ngpu\t" << origin.gpu << "\ncuda\t" << origin.cuda
       << "\nkernels\t" << origin.kernels << "\n"
-      << "# pass\tdtype\tmath\tbatch\tin_h\tin_w\tin_c\tout_c\tkernel_h\tkernel_w\tstride_h\t"
+      << "# "
+         "pass\tdtype\tmath\tfusion\tbatch\tin_h\tin_w\tin_c\tout_c\tkernel_h\tkernel_w\tstride_h\t"
          "stride_w\tpad_h\tpad_w\tdilation_h\tdilation_w\ttile\tsplit\tepilogue\tmicroseconds\n";
   for (const auto& [p, entry] : plans.entries()) {
     const Conv2dShape& s = p.shape;
-    out << conv_pass_name(p.pass) << '\t' << dtype_name(p.dtype) << '\t' << fp32_math_name(p.math);
+    out << conv_pass_name(p.pass) << '\t' << dtype_name(p.dtype) << '\t' << fp32_math_name(p.math)
+        << '\t' << conv_fusion_name(p.fusion);
     for (const int64_t v :
          {s.batch, s.in_h, s.in_w, s.in_channels, s.out_channels, s.kernel_h, s.kernel_w,
           s.stride_h, s.stride_w, s.pad_h, s.pad_w, s.dilation_h, s.dilation_w}) {
@@ -147,6 +161,7 @@ std::string conv_plans_text(const ConvPlans& plans, const ConvPlanOrigin& origin
 ParsedConvPlans parse_conv_plans(std::string_view text, std::string_view source) {
   ParsedConvPlans parsed;
   bool format_seen = false;
+  bool plain = false;  // format 1
   int line_number = 0;
   const auto bad = [&](const std::string& why) {
     fail(std::string(source) + ":" + std::to_string(line_number) + ": " + why);
@@ -161,8 +176,10 @@ ParsedConvPlans parse_conv_plans(std::string_view text, std::string_view source)
     if (fields.size() == 2) {
       const std::string value(fields[1]);
       if (fields[0] == "format") {
-        if (fields[1] != kFormat) bad("format " + value + ", this build reads format 1");
+        if (fields[1] != kFormat && fields[1] != kPlainFormat)
+          bad("format " + value + ", this build reads formats 1 and 2");
         format_seen = true;
+        plain = fields[1] == kPlainFormat;
       } else if (fields[0] == "gpu") {
         parsed.origin.gpu = value;
       } else if (fields[0] == "cuda") {
@@ -177,7 +194,7 @@ ParsedConvPlans parse_conv_plans(std::string_view text, std::string_view source)
     if (!format_seen) bad("a row before the 'format' header");
     ConvProblem problem;
     ConvPlanEntry entry;
-    const std::string why = parse_row(fields, problem, entry);
+    const std::string why = parse_row(fields, plain, problem, entry);
     if (!why.empty()) bad(why);
     if (parsed.plans.find(problem) != nullptr) bad("a second row for " + problem.str());
     parsed.plans.set(problem, entry);

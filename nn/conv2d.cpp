@@ -32,15 +32,6 @@ Shape Conv2d::setup(const Shape& input, const SetupContext& context) {
   shape_.validate();
   input_grad_ = context.input_grad;
   if (!context.allocate) return shape_.output_shape();
-  const auto algo = [&](ConvPass pass) {
-    return context.conv_plans == nullptr
-               ? ConvAlgo{}
-               : context.conv_plans->algo_for(
-                     {shape_, pass, context.dtype, context.stream.fp32_math()});
-  };
-  forward_algo_ = algo(ConvPass::forward);
-  backward_data_algo_ = algo(ConvPass::backward_data);
-  backward_filter_algo_ = algo(ConvPass::backward_filter);
   weight_.setup(params_.value(weight_id_), context.dtype, context.device);
   weight_grad_ = params_.grad(weight_id_);
   if (bias_id_ >= 0) {
@@ -49,23 +40,54 @@ Shape Conv2d::setup(const Shape& input, const SetupContext& context) {
   }
   y_ = Tensor::empty(shape_.output_shape(), context.dtype, context.device);
   dx_ = context.input_grad ? Tensor::empty(input, context.dtype, context.device) : Tensor();
+  // For the passes as the last wiring left them: feed_batchnorm_stats and read_input_through
+  // choose again for theirs.
+  choose_algos(context);
+  return shape_.output_shape();
+}
+
+ConvFusion Conv2d::fusion_of(ConvPass pass) const {
+  switch (pass) {
+    case ConvPass::forward:
+      if (input_from_ != nullptr && stats_for_ != nullptr)
+        return ConvFusion::input_affine_output_stats;
+      if (stats_for_ != nullptr) return ConvFusion::output_stats;
+      break;
+    case ConvPass::backward_data:
+      return data_grad_fused_ ? ConvFusion::batchnorm_backward : ConvFusion::none;
+    case ConvPass::backward_filter:
+      break;
+  }
+  return input_from_ != nullptr ? ConvFusion::input_affine : ConvFusion::none;
+}
+
+void Conv2d::choose_algos(const SetupContext& context) {
+  const auto algo = [&](ConvPass pass) {
+    return context.conv_plans == nullptr
+               ? ConvAlgo{}
+               : context.conv_plans->algo_for(
+                     {shape_, pass, context.dtype, context.stream.fp32_math(), fusion_of(pass)});
+  };
+  forward_algo_ = algo(ConvPass::forward);
+  backward_data_algo_ = algo(ConvPass::backward_data);
+  backward_filter_algo_ = algo(ConvPass::backward_filter);
   // One scratch for the three passes, which run one after another on the layer's stream.
   const int64_t scratch = std::max(
       {conv2d_forward_workspace_numel(shape_, context.device, forward_algo_),
        conv2d_backward_data_workspace_numel(shape_, context.device, backward_data_algo_),
        conv2d_backward_filter_workspace_numel(shape_, context.device, backward_filter_algo_)});
   workspace_.setup(scratch, context.scratch, context.device);
-  return shape_.output_shape();
 }
 
 void Conv2d::feed_batchnorm_stats(BatchNorm2d* bn, const SetupContext& context) {
-  stats_for_ = nullptr;
+  // Decided in a setup that allocates nothing too: problems() then names the fused forward.
+  const bool fits =
+      bn != nullptr && context.fusion != BatchNormFusion::none && !context.device.is_cpu();
+  stats_for_ = fits ? bn : nullptr;
   stats_workspace_ = Tensor();
-  if (bn == nullptr || !context.allocate || context.fusion == BatchNormFusion::none ||
-      context.device.is_cpu()) {
-    return;
-  }
-  stats_for_ = bn;
+  if (!context.allocate) return;
+  choose_algos(context);
+  if (!fits) return;
   // Its own and zeroed: it holds counters that every forward leaves at zero, which a scratch
   // shared with other layers would not keep.
   stats_workspace_ =
@@ -76,14 +98,21 @@ void Conv2d::feed_batchnorm_stats(BatchNorm2d* bn, const SetupContext& context) 
 void Conv2d::read_input_through(BatchNorm2d* bn, const SetupContext& context) {
   if (input_from_ != nullptr) input_from_->defer_apply(false, context);
   input_from_ = nullptr;
+  data_grad_fused_ = false;
   data_grad_workspace_ = Tensor();
-  const bool fits = bn != nullptr && context.allocate && context.fusion >= BatchNormFusion::apply &&
-                    !context.device.is_cpu() && weight_grad_.dtype() == DType::f32 &&
-                    bn->options().relu;
-  if (!fits) return;
-  input_from_ = bn;
-  bn->defer_apply(true, context);
-  if (context.fusion == BatchNormFusion::full && dx_.defined()) {
+  // The filter gradient's transformed loads write f32 (the master weights' gradient), as
+  // every ParameterSet's gradients are; a setup that allocates nothing decides the same.
+  const bool fits = bn != nullptr && context.fusion >= BatchNormFusion::apply &&
+                    !context.device.is_cpu() &&
+                    (!context.allocate || weight_grad_.dtype() == DType::f32) && bn->options().relu;
+  if (fits) {
+    input_from_ = bn;
+    bn->defer_apply(true, context);
+    data_grad_fused_ = context.fusion == BatchNormFusion::full && input_grad_;
+  }
+  if (!context.allocate) return;
+  choose_algos(context);
+  if (data_grad_fused_) {
     // Its own and zeroed, as the forward's statistics workspace (counters).
     data_grad_workspace_ = Tensor::zeros(
         {conv2d_backward_data_bn_workspace_numel(shape_, context.device, backward_data_algo_)},
@@ -128,7 +157,11 @@ const Tensor& Conv2d::backward(const Tensor& dy, Pass& pass) {
 
 std::vector<ConvProblem> Conv2d::problems(DType dtype, Fp32Math math) const {
   std::vector<ConvProblem> problems;
-  append_conv_problems(shape_, dtype, math, input_grad_, problems);
+  for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_filter}) {
+    // The network's first layer: nothing reads its input gradient.
+    if (pass == ConvPass::backward_data && !input_grad_) continue;
+    problems.push_back({shape_, pass, dtype, math, fusion_of(pass)});
+  }
   return problems;
 }
 

@@ -32,7 +32,8 @@ class Conv2d final : public Layer {
   const Conv2dShape& shape() const { return shape_; }
   // Whether the last setup asked for the input gradient (not for the network's first layer).
   bool input_grad() const { return input_grad_; }
-  // The passes' problems for the last setup's shape in `dtype` and `math`.
+  // The passes' problems for the last setup's shape in `dtype` and `math`, fused as the last
+  // wiring left them (a setup that allocates nothing decides the wiring too).
   std::vector<ConvProblem> problems(DType dtype, Fp32Math math) const;
   ParameterId weight_id() const { return weight_id_; }
   // Training forwards then also compute `bn`'s statistics (the BatchNorm that takes this
@@ -49,6 +50,12 @@ class Conv2d final : public Layer {
   void read_input_through(BatchNorm2d* bn, const SetupContext& context);
 
  private:
+  // What `pass` computes besides the convolution, as wired now.
+  ConvFusion fusion_of(ConvPass pass) const;
+  // Each pass's algorithm (the tuner's for the pass as fused now, else the heuristic's) and
+  // the shared scratch they need.
+  void choose_algos(const SetupContext& context);
+
   ParameterSet& params_;
   Conv2dOptions options_;
   ParameterId weight_id_ = -1, bias_id_ = -1;
@@ -61,9 +68,10 @@ class Conv2d final : public Layer {
   LayerScratch workspace_;  // for all three passes, which run one after another
   BatchNorm2d* stats_for_ = nullptr;
   BatchNorm2d* input_from_ = nullptr;
-  ConvInputAffine input_;       // how the last forward read x (none: as it is)
-  Tensor data_grad_workspace_;  // the input gradient's with input_from_'s backward reduction
-  Tensor stats_workspace_;      // the forward's with statistics: zeroed, this layer's own
+  bool data_grad_fused_ = false;  // input gradient with input_from_'s backward reduction
+  ConvInputAffine input_;         // how the last forward read x (none: as it is)
+  Tensor data_grad_workspace_;    // the input gradient's with input_from_'s backward reduction
+  Tensor stats_workspace_;        // the forward's with statistics: zeroed, this layer's own
 };
 
 }  // namespace engine::nn

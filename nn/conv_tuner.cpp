@@ -17,8 +17,18 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// The operands of every pass of one problem, on the stream's device. Their values do not
-// change which kernels run or how long they take to within the tuner's resolution, so they are
+bool reads_input_through_affine(ConvFusion fusion) {
+  return fusion == ConvFusion::input_affine || fusion == ConvFusion::input_affine_output_stats ||
+         fusion == ConvFusion::batchnorm_backward;
+}
+bool has_output_stats(ConvFusion fusion) {
+  return fusion == ConvFusion::output_stats || fusion == ConvFusion::input_affine_output_stats;
+}
+
+// The operands of every pass of one problem, on the stream's device, and those of its fusion:
+// the BatchNorm + ReLU the input is read through (scale 1, shift 0), the statistics of the
+// output, the BatchNorm whose backward the input gradient reduces. Their values do not change
+// which kernels run or how long they take to within the tuner's resolution, so they are
 // constant: no random generator needed on the device.
 struct ConvOperands {
   ConvOperands(const ConvProblem& problem, Stream& stream) {
@@ -32,34 +42,65 @@ struct ConvOperands {
     fill(x, 0.5f, stream);
     fill(w, 0.25f, stream);
     fill(y, 0.125f, stream);
+    // The fusion's small vectors copied from the host: no kernel launched but the pass's.
+    const auto constant = [&](int64_t n, float value) {
+      return Tensor::from_floats({n}, std::vector<float>(static_cast<size_t>(n), value))
+          .to(device, stream);
+    };
+    if (reads_input_through_affine(problem.fusion))
+      input = {constant(s.in_channels, 1.f), constant(s.in_channels, 0.f), true};
+    if (has_output_stats(problem.fusion))
+      stats = Tensor::empty({batchnorm_stats_numel(s.out_channels)}, DType::f32, device);
+    if (problem.fusion == ConvFusion::batchnorm_backward) {
+      batch_stats = constant(batchnorm_stats_numel(s.in_channels), 0.5f);
+      grad_sums = Tensor::empty({2 * s.in_channels}, DType::f32, device);
+    }
   }
   Tensor x, w, y, dx, dw, bias, dbias, workspace;
+  ConvInputAffine input;
+  Tensor stats, batch_stats, grad_sums;
 };
 
 int64_t workspace_numel(const ConvProblem& problem, Device device, const ConvAlgo& algo) {
   switch (problem.pass) {
     case ConvPass::backward_data:
-      return conv2d_backward_data_workspace_numel(problem.shape, device, algo);
+      return problem.fusion == ConvFusion::batchnorm_backward
+                 ? conv2d_backward_data_bn_workspace_numel(problem.shape, device, algo)
+                 : conv2d_backward_data_workspace_numel(problem.shape, device, algo);
     case ConvPass::backward_filter:
       return conv2d_backward_filter_workspace_numel(problem.shape, device, algo);
     case ConvPass::forward:
       break;
   }
-  return conv2d_forward_workspace_numel(problem.shape, device, algo);
+  return has_output_stats(problem.fusion)
+             ? conv2d_forward_stats_workspace_numel(problem.shape, device, algo)
+             : conv2d_forward_workspace_numel(problem.shape, device, algo);
 }
 
+// The pass as the layer runs it, fused as the problem says.
 void run(const ConvProblem& problem, ConvOperands& o, const ConvAlgo& algo, Stream& stream) {
   const Conv2dShape& s = problem.shape;
   switch (problem.pass) {
     case ConvPass::forward:
-      conv2d_forward(s, o.x, o.w, o.bias, o.y, o.workspace, stream, algo);
+      conv2d_forward(s, o.x, o.w, o.bias, o.y, o.workspace, stream, algo,
+                     {.stats = o.stats, .input = o.input});
       return;
-    case ConvPass::backward_data:
-      conv2d_backward_data(s, o.y, o.w, o.dx, o.workspace, stream, algo);
+    case ConvPass::backward_data: {
+      Conv2dBackwardDataFusion fusion;
+      if (problem.fusion == ConvFusion::batchnorm_backward) {
+        fusion = {.x = o.x,
+                  .batch_stats = o.batch_stats,
+                  .input = o.input,
+                  .grad_sums = o.grad_sums,
+                  .bias_grad = {},
+                  .weight_grad = {}};
+      }
+      conv2d_backward_data(s, o.y, o.w, o.dx, o.workspace, stream, algo, fusion);
       return;
+    }
     case ConvPass::backward_filter:
       conv2d_backward_filter(s, o.x, o.y, o.dw, o.dbias, GradWrite::overwrite, o.workspace, stream,
-                             algo);
+                             algo, o.input);
       return;
   }
 }
@@ -103,10 +144,11 @@ std::vector<ConvCandidateTime> time_conv_candidates(const ConvProblem& problem, 
   std::vector<ConvCandidateTime> times;
   for (const ConvAlgo& algo : algos) {
     // A split's partials may not fit beside the model: that candidate is not one.
+    // Zeroed: a fused pass's workspace holds counters that every call leaves at zero.
     try {
       operands.workspace =
-          Tensor::empty({std::max<int64_t>(workspace_numel(problem, stream.device(), algo), 1)},
-                        DType::f32, stream.device());
+          Tensor::zeros({std::max<int64_t>(workspace_numel(problem, stream.device(), algo), 1)},
+                        DType::f32, stream.device(), stream);
     } catch (const OutOfMemoryError&) {
       continue;
     }

@@ -1,6 +1,8 @@
 // Chooses each convolution pass's CUDA algorithm by timing (issue 40's tuner): for every
 // problem without a row in the table, every candidate that cuda::conv2d_candidates lists runs
-// on operands of the problem's shapes, between timing events around back-to-back calls, and
+// on operands of the problem's shapes, fused as the problem says (ConvFusion: the kernels the
+// layer runs; a fused forward's statistics without the sums and finalize its merge may add,
+// one channel's work per column tile), between timing events around back-to-back calls, and
 // the fastest becomes the problem's row. The heuristic's algorithm is timed first and kept on
 // a tie, and where the time cap runs out the problems left keep it (no row). Tuning happens
 // before the model's real setup (whose workspaces the chosen split counts size) and before

@@ -155,7 +155,14 @@ std::vector<const Conv2d*> ResNet::conv_layers() const {
 }
 
 std::vector<ConvProblem> ResNet::conv_problems(const Shape& images, DType dtype, Fp32Math math) {
-  plan(images);
+  require_images(arch_, images);
+  // setup()'s shapes and wiring (which convolution fuses which BatchNorm: the fused passes
+  // are problems of their own), allocating nothing.
+  Stream host;
+  SetupContext context{params_.device(), dtype, host, false, false};
+  context.fusion = fusion_;
+  layers_->setup(images, context);
+  stem_conv_->feed_batchnorm_stats(stem_norm_, context);
   std::vector<ConvProblem> problems;
   for (const Conv2d* conv : conv_layers()) {
     for (const ConvProblem& problem : conv->problems(dtype, math)) {

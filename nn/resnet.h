@@ -62,7 +62,9 @@ class ResNet {
   Sequential& layers() { return *layers_; }
   // Every Conv2d in forward order (their shapes after setup): bench_kernels' layer table.
   std::vector<const Conv2d*> conv_layers() const;
-  // The convolution passes a training step on `images` runs, each once (plan()s the shapes).
+  // The convolution passes a training step on `images` runs on the parameters' device with
+  // set_fusion's BatchNorm fusion, each once. Like plan(), a setup that allocates nothing:
+  // setup() must follow before the next forward.
   std::vector<ConvProblem> conv_problems(const Shape& images, DType dtype, Fp32Math math);
 
  private:

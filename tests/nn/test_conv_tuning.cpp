@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "kernels/error.h"
+#include "kernels/kernel_launches.h"
 #include "kernels/ops.h"
 #include "kernels/runtime.h"
 #include "nn/conv_plan_file.h"
@@ -43,6 +44,13 @@ ConvPlans sample_plans() {
   ConvProblem tf32 = problem(32, 14, 256, 256, 3, 2, 1, ConvPass::backward_data, DType::f32);
   tf32.math = Fp32Math::tf32;
   plans.set(tf32, {algo(cuda::GemmTile::automatic, 0, cuda::GemmEpilogue::direct), 0});
+  // The same shapes fused: rows of their own.
+  ConvProblem stats = problem(128, 56, 64, 64, 3, 1, 1, ConvPass::forward);
+  stats.fusion = ConvFusion::input_affine_output_stats;
+  plans.set(stats, {algo(cuda::GemmTile::t128x64, 1, cuda::GemmEpilogue::staged), 388.5});
+  ConvProblem gated = tf32;
+  gated.fusion = ConvFusion::batchnorm_backward;
+  plans.set(gated, {algo(cuda::GemmTile::automatic, 1, cuda::GemmEpilogue::staged), 99});
   return plans;
 }
 
@@ -66,6 +74,37 @@ TEST(ConvPlans, TextRoundTripsEveryField) {
   other.dtype = DType::f32;
   EXPECT_EQ(parsed.plans.find(other), nullptr);
   EXPECT_EQ(parsed.plans.algo_for(other), ConvAlgo{});
+  // ... and another fusion of a problem with a row.
+  ConvProblem fused = problem(128, 56, 64, 64, 3, 1, 1, ConvPass::forward);
+  ASSERT_NE(parsed.plans.find(fused), nullptr);
+  for (ConvFusion f : {ConvFusion::input_affine, ConvFusion::output_stats}) {
+    fused.fusion = f;
+    EXPECT_EQ(parsed.plans.find(fused), nullptr) << fused.str();
+  }
+  fused.fusion = ConvFusion::input_affine_output_stats;
+  ASSERT_NE(parsed.plans.find(fused), nullptr);
+  EXPECT_EQ(parsed.plans.find(fused)->algo.gemm.tile, cuda::GemmTile::t128x64);
+  EXPECT_EQ(fused.str(), "forward bf16 " + fused.shape.str() + " + affine+stats");
+}
+
+// A table written before the fusion column (format 1) reads as plain passes.
+TEST(ConvPlans, FormatOneTablesReadAsPlainPasses) {
+  const std::string text =
+      "format\t1\ngpu\tNVIDIA H200\n"
+      "forward\tbf16\texact\t128\t56\t56\t64\t64\t3\t3\t1\t1\t1\t1\t1\t1\t64x128\t1\t"
+      "staged\t412.5\n";
+  const ParsedConvPlans parsed = parse_conv_plans(text, "old.tsv");
+  ASSERT_EQ(parsed.plans.size(), 1u);
+  const ConvProblem plain = problem(128, 56, 64, 64, 3, 1, 1, ConvPass::forward);
+  ASSERT_NE(parsed.plans.find(plain), nullptr);
+  EXPECT_EQ(parsed.plans.find(plain)->algo.gemm.tile, cuda::GemmTile::t64x128);
+  // A format 1 row with a fusion column is refused, as a format 2 row without one.
+  std::string widened = text;
+  widened.replace(widened.find("exact\t"), 6, "exact\tnone\t");
+  EXPECT_THROW(parse_conv_plans(widened, "old.tsv"), Error);
+  std::string narrowed = text;
+  narrowed.replace(narrowed.find("format\t1"), 8, "format\t2");
+  EXPECT_THROW(parse_conv_plans(narrowed, "old.tsv"), Error);
 }
 
 TEST(ConvPlans, MalformedTextIsNamedWithItsLine) {
@@ -91,8 +130,11 @@ TEST(ConvPlans, MalformedTextIsNamedWithItsLine) {
   std::string twice = good + good.substr(good.rfind("\nforward") + 1);
   EXPECT_NE(error_of(twice).find("a second row"), std::string::npos) << error_of(twice);
   std::string future = good;
-  future.replace(future.find("format\t1"), 8, "format\t2");
-  EXPECT_NE(error_of(future).find("format 2"), std::string::npos) << error_of(future);
+  future.replace(future.find("format\t2"), 8, "format\t3");
+  EXPECT_NE(error_of(future).find("format 3"), std::string::npos) << error_of(future);
+  std::string bad_fusion = good;
+  bad_fusion.replace(bad_fusion.find("affine+stats"), 12, "affine+relu!");
+  EXPECT_NE(error_of(bad_fusion).find("unknown fusion"), std::string::npos) << error_of(bad_fusion);
 }
 
 class ConvPlanFileTest : public ::testing::Test {
@@ -113,7 +155,7 @@ TEST_F(ConvPlanFileTest, WritesAtomicallyAndReadsBack) {
   std::string warning;
   const ConvPlans read = read_conv_plan_file(path(), kOrigin, &warning);
   EXPECT_EQ(warning, "");
-  EXPECT_EQ(read.size(), 3u);
+  EXPECT_EQ(read.size(), sample_plans().size());
   // Nothing but the file in its folder: the temporary was renamed.
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_ / "sub"),
                           std::filesystem::directory_iterator()),
@@ -289,6 +331,52 @@ TEST_F(ConvTuningCuda, EveryCandidateMatchesTheCpuAndRepeatsItsBits) {
   }
   EXPECT_GT(tiles_seen, 0u);
   EXPECT_GT(splits_seen, 0u);
+}
+
+// The fused passes are timed as the layers run them: their own workspaces (zeroed, with the
+// epilogues' counters) and operands, every candidate, including the split ones, which fall back
+// to the plain pass and a separate reduction.
+TEST_F(ConvTuningCuda, TimesEveryCandidateOfTheFusedPasses) {
+  Stream gpu(Device::cuda(0));
+  const ConvTunerOptions fast{.samples = 1, .sample_microseconds = 0};
+  for (const DType dtype : {DType::bf16, DType::f32}) {
+    for (const auto& [pass, fusion] : {std::pair{ConvPass::forward, ConvFusion::output_stats},
+                                       {ConvPass::forward, ConvFusion::input_affine},
+                                       {ConvPass::forward, ConvFusion::input_affine_output_stats},
+                                       {ConvPass::backward_data, ConvFusion::batchnorm_backward},
+                                       {ConvPass::backward_filter, ConvFusion::input_affine}}) {
+      // K = 576 over 16 output pixels: candidates with split K among them.
+      ConvProblem p = problem(1, 4, 64, 64, 3, 1, 1, pass, dtype);
+      p.fusion = fusion;
+      SCOPED_TRACE(p.str());
+      const std::vector<ConvAlgo> candidates = conv2d_algo_candidates(p, gpu.device());
+      const uint64_t before = kernel_launches();
+      const std::vector<ConvCandidateTime> times = time_conv_candidates(p, gpu, fast);
+      const uint64_t fused_launches = kernel_launches() - before;
+      ASSERT_EQ(times.size(), candidates.size());
+      for (const ConvCandidateTime& t : times)
+        EXPECT_GT(t.microseconds, 0) << conv_algo_text(t.algo);
+      // The reductions ran: a split candidate (and every f32 one) reduces in a pass of its own
+      // after the convolution, which the plain pass never launches.
+      ConvProblem plain = p;
+      plain.fusion = ConvFusion::none;
+      const uint64_t plain_before = kernel_launches();
+      ASSERT_EQ(time_conv_candidates(plain, gpu, fast).size(), candidates.size());
+      const uint64_t plain_launches = kernel_launches() - plain_before;
+      if (fusion == ConvFusion::input_affine)
+        EXPECT_EQ(fused_launches, plain_launches);  // the transform is in the loads
+      else
+        EXPECT_GT(fused_launches, plain_launches);
+    }
+  }
+  // A plan for the fused problem is not one for the plain pass.
+  ConvPlans plans;
+  ConvProblem fused = problem(1, 4, 64, 64, 3, 1, 1, ConvPass::forward);
+  fused.fusion = ConvFusion::output_stats;
+  const ConvTuneReport report = tune_convolutions({fused}, plans, gpu, fast);
+  EXPECT_EQ(report.problems_tuned, 1);
+  EXPECT_NE(plans.find(fused), nullptr);
+  EXPECT_EQ(plans.find(problem(1, 4, 64, 64, 3, 1, 1, ConvPass::forward)), nullptr);
 }
 
 TEST_F(ConvTuningCuda, TunesWritesThenReadsWithoutTimingAndRetimesABadFile) {

@@ -6,7 +6,9 @@
 // precision lets it be (below).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <random>
 
 #include "kernels/conv_shape.h"
@@ -235,6 +237,58 @@ TEST(ResNetCuda, FusedBatchNormStatsFallBackBitForBitInFp32) {
   EXPECT_EQ(stats.logits, plain.logits);
   EXPECT_EQ(stats.grads, plain.grads);
   EXPECT_EQ(stats.buffers, plain.buffers);
+}
+
+// The tuner's problems name each pass as the layers run it, its fusion included (the fused
+// passes' kernels are others: kernels/conv_algo.h's ConvFusion), and a setup then looks up
+// those very problems.
+TEST(ResNetCuda, ConvProblemsNameEachPassAsFused) {
+  if (cuda_device_count() == 0)
+    GTEST_SKIP() << "no usable CUDA device: " << cuda_unavailable_reason();
+  const Device gpu = Device::cuda(0);
+  Stream stream(gpu);
+  ResNet model("resnet50", {.num_classes = kClasses, .seed = 5});
+  model.allocate(gpu, stream);
+  const Shape images{kBatch, kSize, kSize, 3};
+  using Key = std::pair<ConvPass, ConvFusion>;
+  const auto count = [&](BatchNormFusion fusion) {
+    model.set_fusion(fusion);
+    std::map<Key, int> counts;
+    for (const ConvProblem& p : model.conv_problems(images, DType::bf16, Fp32Math::exact))
+      ++counts[{p.pass, p.fusion}];
+    return counts;
+  };
+  const auto f = ConvPass::forward, d = ConvPass::backward_data, w = ConvPass::backward_filter;
+  // Every convolution of a ResNet feeds a BatchNorm; bn1 and bn2 of each bottleneck are read
+  // through conv2's and conv3's loads; the input gradient of those two reduces their backward.
+  const std::map<Key, int> full = count(kFull);
+  EXPECT_EQ(full.count({f, ConvFusion::none}), 0u);
+  EXPECT_EQ(full.count({f, ConvFusion::input_affine}), 0u);
+  EXPECT_GT(full.count({f, ConvFusion::output_stats}), 0u);               // conv1, downsample
+  EXPECT_GT(full.count({f, ConvFusion::input_affine_output_stats}), 0u);  // conv2, conv3
+  EXPECT_GT(full.count({d, ConvFusion::batchnorm_backward}), 0u);
+  EXPECT_GT(full.count({d, ConvFusion::none}), 0u);
+  EXPECT_GT(full.count({w, ConvFusion::input_affine}), 0u);
+  EXPECT_GT(full.count({w, ConvFusion::none}), 0u);
+  const std::map<Key, int> apply = count(kApply);
+  EXPECT_EQ(apply.count({d, ConvFusion::batchnorm_backward}), 0u);
+  EXPECT_GT(apply.count({f, ConvFusion::input_affine_output_stats}), 0u);
+  const std::map<Key, int> stats = count(kStats);
+  EXPECT_EQ(stats.size(), 3u);  // forward with statistics, plain input and filter gradients
+  EXPECT_GT(stats.count({f, ConvFusion::output_stats}), 0u);
+  const std::map<Key, int> none = count(kNone);
+  EXPECT_EQ(none.size(), 3u);
+  for (const auto& [key, n] : none)
+    EXPECT_EQ(key.second, ConvFusion::none);
+
+  // A setup wired as full looks up exactly the problems conv_problems named for it.
+  model.set_fusion(kFull);
+  const std::vector<ConvProblem> named = model.conv_problems(images, DType::bf16, Fp32Math::exact);
+  model.setup(images, DType::bf16, stream);
+  for (const Conv2d* conv : model.conv_layers()) {
+    for (const ConvProblem& p : conv->problems(DType::bf16, Fp32Math::exact))
+      EXPECT_NE(std::find(named.begin(), named.end(), p), named.end()) << p.str();
+  }
 }
 
 }  // namespace
