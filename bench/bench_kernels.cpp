@@ -188,12 +188,12 @@ std::vector<ConvLayer> selected_layers(const Options& options, const std::string
 }
 
 OpRowOptions op_row_options(const Options& options, const std::string& arch, int64_t batch,
-                            std::vector<DType> gemm_dtypes, int threads) {
+                            std::vector<DType> dtypes, int threads) {
   OpRowOptions rows;
   rows.arch = arch;
   rows.batch = batch;
   rows.image_size = options.image_size;
-  rows.gemm_dtypes = std::move(gemm_dtypes);
+  rows.dtypes = std::move(dtypes);
   rows.filter = options.filter;
   rows.baseline = options.baseline;
   rows.threads = threads;

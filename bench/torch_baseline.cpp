@@ -11,6 +11,8 @@
 #include <sstream>
 #include <vector>
 
+#include "bench/ops/op_description.h"
+
 extern char** environ;
 
 namespace engine::bench {
@@ -175,6 +177,29 @@ std::optional<std::string> TorchProcess::read_line() {
     if (got <= 0) return std::nullopt;  // the script ended
     pending_.append(buffer, static_cast<size_t>(got));
   }
+}
+
+std::string torch_request_line(const op_registry::OpCase& c, const char* source) {
+  std::string line = c.name + "\t" + std::string(op_registry::op_name(c.op));
+  line += '\t';  // appended apart: g++ 12 warns falsely (-Wrestrict) on "\t" + string
+  line += dtype_name(c.dtype);
+  for (int64_t d : c.dims) {
+    line += '\t';
+    line += std::to_string(d);
+  }
+  line += '\t';
+  for (const char* p = source; *p != '\0'; ++p) {
+    if (*p == '\\') {
+      line += "\\\\";
+    } else if (*p == '\n') {
+      line += "\\n";
+    } else if (*p == '\t') {
+      line += "\\t";
+    } else {
+      line += *p;
+    }
+  }
+  return line;
 }
 
 std::string torch_conv_case(const ConvLayer& layer, DType dtype) {

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "bench/ops/op_case.h"
 #include "bench/resnet_layers.h"
 #include "kernels/dtype.h"
 
@@ -48,6 +49,10 @@ class TorchProcess {
   std::string pending_;  // read from the script, not yet returned as a line
   std::string reason_;
 };
+
+// The case as the tab-separated stdin line tools/bench_torch_ops.py reads: name, op, dtype,
+// dims..., and last the op's Python (`source`, its backslashes, tabs and newlines escaped).
+std::string torch_request_line(const op_registry::OpCase& c, const char* source);
 
 // The case line tools/bench_torch_kernels.py reads for a convolution layer in `dtype`.
 std::string torch_conv_case(const ConvLayer& layer, DType dtype);
