@@ -80,74 +80,70 @@ const Perf& fastest(const Perf* results, int returned, const char* pass,
 
 }  // namespace
 
-ConvPassTimes time_cudnn_conv(const Conv2dShape& s, DType dtype, Stream& stream,
+CudnnPassTime time_cudnn_conv(const Conv2dShape& s, DType dtype, ConvPass pass, Stream& stream,
                               const TimingOptions& options) {
   const Device device = stream.device();
   CudnnConv conv(s, dtype, stream.native());
-  // The inputs ours are timed on (bench_kernels' time_native_conv).
+  // Random operands, as ours are timed on (the op registry's Inputs::fast).
   Tensor x = random_tensor(s.input_shape(), dtype, stream, 1);
   Tensor w = random_tensor(s.filter_shape(), dtype, stream, 2);
   Tensor y = random_tensor(s.output_shape(), dtype, stream, 3);
   Tensor search_ws =
       Tensor::empty({static_cast<int64_t>(kCudnnSearchWorkspaceBytes / 4)}, DType::f32, device);
   const float one = 1.f, zero = 0.f;
-  const cudnnMathType_t math_type = dtype == DType::f32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
-  ConvPassTimes times;
   constexpr int kMaxResults = 16;
   int returned = 0;
-
-  // Each pass: cuDNN times its candidates on our buffers (cudnnFind*AlgorithmEx), the fastest
-  // is kept, then timed as ours are. The search writes the pass's output, which is fine here.
-  CHECK_CUDNN(cudnnSetConvolutionMathType(conv.conv_desc, math_type));
-  cudnnConvolutionFwdAlgoPerf_t fwd_results[kMaxResults];
-  CHECK_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(
-      conv.handle, conv.x_desc, x.raw_data(), conv.w_desc, w.raw_data(), conv.conv_desc,
-      conv.y_desc, y.raw_data(), kMaxResults, &returned, fwd_results, search_ws.raw_data(),
-      kCudnnSearchWorkspaceBytes));
-  const auto fwd = fastest(fwd_results, returned, "forward", conv.conv_desc);
-  times.forward_algo = static_cast<int>(fwd.algo);
-  times.forward_us = median_stream_time_us(
-      [&] {
-        CHECK_CUDNN(cudnnConvolutionForward(
-            conv.handle, &one, conv.x_desc, x.raw_data(), conv.w_desc, w.raw_data(), conv.conv_desc,
-            fwd.algo, search_ws.raw_data(), fwd.memory, &zero, conv.y_desc, y.raw_data()));
-      },
-      stream, options);
-
-  CHECK_CUDNN(cudnnSetConvolutionMathType(conv.conv_desc, math_type));
-  cudnnConvolutionBwdDataAlgoPerf_t data_results[kMaxResults];
-  CHECK_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(
-      conv.handle, conv.w_desc, w.raw_data(), conv.y_desc, y.raw_data(), conv.conv_desc,
-      conv.x_desc, x.raw_data(), kMaxResults, &returned, data_results, search_ws.raw_data(),
-      kCudnnSearchWorkspaceBytes));
-  const auto bwd_data = fastest(data_results, returned, "input gradient", conv.conv_desc);
-  times.backward_data_algo = static_cast<int>(bwd_data.algo);
-  times.backward_data_us = median_stream_time_us(
-      [&] {
-        CHECK_CUDNN(cudnnConvolutionBackwardData(
-            conv.handle, &one, conv.w_desc, w.raw_data(), conv.y_desc, y.raw_data(), conv.conv_desc,
-            bwd_data.algo, search_ws.raw_data(), bwd_data.memory, &zero, conv.x_desc,
-            x.raw_data()));
-      },
-      stream, options);
-
-  CHECK_CUDNN(cudnnSetConvolutionMathType(conv.conv_desc, math_type));
-  cudnnConvolutionBwdFilterAlgoPerf_t filter_results[kMaxResults];
+  // cuDNN times its candidates on our buffers (cudnnFind*AlgorithmEx), the fastest is kept,
+  // then timed as ours are. The search writes the pass's output, which is fine here.
+  if (pass == ConvPass::forward) {
+    cudnnConvolutionFwdAlgoPerf_t results[kMaxResults];
+    CHECK_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(
+        conv.handle, conv.x_desc, x.raw_data(), conv.w_desc, w.raw_data(), conv.conv_desc,
+        conv.y_desc, y.raw_data(), kMaxResults, &returned, results, search_ws.raw_data(),
+        kCudnnSearchWorkspaceBytes));
+    const auto fwd = fastest(results, returned, "forward", conv.conv_desc);
+    return {median_stream_time_us(
+                [&] {
+                  CHECK_CUDNN(cudnnConvolutionForward(conv.handle, &one, conv.x_desc, x.raw_data(),
+                                                      conv.w_desc, w.raw_data(), conv.conv_desc,
+                                                      fwd.algo, search_ws.raw_data(), fwd.memory,
+                                                      &zero, conv.y_desc, y.raw_data()));
+                },
+                stream, options),
+            static_cast<int>(fwd.algo)};
+  }
+  if (pass == ConvPass::backward_data) {
+    cudnnConvolutionBwdDataAlgoPerf_t results[kMaxResults];
+    CHECK_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(
+        conv.handle, conv.w_desc, w.raw_data(), conv.y_desc, y.raw_data(), conv.conv_desc,
+        conv.x_desc, x.raw_data(), kMaxResults, &returned, results, search_ws.raw_data(),
+        kCudnnSearchWorkspaceBytes));
+    const auto bwd_data = fastest(results, returned, "input gradient", conv.conv_desc);
+    return {median_stream_time_us(
+                [&] {
+                  CHECK_CUDNN(cudnnConvolutionBackwardData(
+                      conv.handle, &one, conv.w_desc, w.raw_data(), conv.y_desc, y.raw_data(),
+                      conv.conv_desc, bwd_data.algo, search_ws.raw_data(), bwd_data.memory, &zero,
+                      conv.x_desc, x.raw_data()));
+                },
+                stream, options),
+            static_cast<int>(bwd_data.algo)};
+  }
+  cudnnConvolutionBwdFilterAlgoPerf_t results[kMaxResults];
   CHECK_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(
       conv.handle, conv.x_desc, x.raw_data(), conv.y_desc, y.raw_data(), conv.conv_desc,
-      conv.w_desc, w.raw_data(), kMaxResults, &returned, filter_results, search_ws.raw_data(),
+      conv.w_desc, w.raw_data(), kMaxResults, &returned, results, search_ws.raw_data(),
       kCudnnSearchWorkspaceBytes));
-  const auto bwd_filter = fastest(filter_results, returned, "filter gradient", conv.conv_desc);
-  times.backward_filter_algo = static_cast<int>(bwd_filter.algo);
-  times.backward_filter_us = median_stream_time_us(
-      [&] {
-        CHECK_CUDNN(cudnnConvolutionBackwardFilter(
-            conv.handle, &one, conv.x_desc, x.raw_data(), conv.y_desc, y.raw_data(), conv.conv_desc,
-            bwd_filter.algo, search_ws.raw_data(), bwd_filter.memory, &zero, conv.w_desc,
-            w.raw_data()));
-      },
-      stream, options);
-  return times;
+  const auto bwd_filter = fastest(results, returned, "filter gradient", conv.conv_desc);
+  return {median_stream_time_us(
+              [&] {
+                CHECK_CUDNN(cudnnConvolutionBackwardFilter(
+                    conv.handle, &one, conv.x_desc, x.raw_data(), conv.y_desc, y.raw_data(),
+                    conv.conv_desc, bwd_filter.algo, search_ws.raw_data(), bwd_filter.memory, &zero,
+                    conv.w_desc, w.raw_data()));
+              },
+              stream, options),
+          static_cast<int>(bwd_filter.algo)};
 }
 
 LinearPassTimes time_cublas_linear(int64_t rows, int64_t in, int64_t out, DType dtype,

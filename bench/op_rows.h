@@ -1,11 +1,11 @@
-// Rows for every op of a ResNet training step other than the convolutions: the bench cases of
-// the op registry (bench/ops/op_description.h), each against a baseline timed in the same run,
-// and the per-step totals of the ops that name one (each case weighted by its per_step). CPU:
-// PyTorch 1.13 running the op's description's Python (tools/bench_torch_ops.py) on the same
-// threads. GPU: the description's GPU baseline: cuBLAS for the fc layer's GEMMs, cuDNN for
-// add+ReLU, and for the other memory-bound ops a device copy moving the same bytes, so that
-// ratio is the fraction of copy bandwidth reached. The sim device: our CPU backend on the same
-// op (how much slower the emulated GPU is).
+// The rows of bench_kernels: the bench cases of the op registry (bench/ops/op_description.h),
+// each against a baseline timed in the same run, and the per-step totals of the ops that have
+// one (the convolutions' three passes, weighted by each layer's count). CPU: PyTorch 1.13
+// running the op's description's Python (tools/bench_torch_ops.py) on the same threads. GPU:
+// the description's GPU baseline: cuDNN's convolutions and add+ReLU, cuBLAS for the fc layer's
+// GEMMs, and for the other memory-bound ops a device copy moving the same bytes, so that ratio
+// is the fraction of copy bandwidth reached. The sim device: our CPU backend on the same op
+// (how much slower the emulated GPU is).
 #pragma once
 
 #include <cstdint>

@@ -202,13 +202,4 @@ std::string torch_request_line(const op_registry::OpCase& c, const char* source)
   return line;
 }
 
-std::string torch_conv_case(const ConvLayer& layer, DType dtype) {
-  const Conv2dShape& s = layer.shape;
-  std::ostringstream line;
-  line << layer.name << '\t' << s.batch << '\t' << s.in_h << '\t' << s.in_w << '\t' << s.in_channels
-       << '\t' << s.out_channels << '\t' << s.kernel_h << '\t' << s.kernel_w << '\t' << s.stride_h
-       << '\t' << s.pad_h << '\t' << dtype_name(dtype);
-  return line.str();
-}
-
 }  // namespace engine::bench

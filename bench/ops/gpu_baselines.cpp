@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "kernels/conv_algo.h"
 #include "kernels/ops/copy.h"
 #if ENGINE_BENCH_GPU_BASELINES
 #include "bench/gpu_baselines.h"
@@ -43,6 +44,25 @@ std::optional<GpuBaselineTime> cublas_backward_weight(const OpCase& c, Stream& s
                                                       const TimingOptions& timing) {
   return GpuBaselineTime{cublas_linear(c, stream, timing).backward_weight_us, ""};
 }
+
+template <ConvPass pass>
+std::optional<GpuBaselineTime> cudnn_conv(const OpCase& c, Stream& stream,
+                                          const TimingOptions& timing) {
+  const std::vector<int64_t>& d = c.dims;  // the layout kCudnnConvForward's comment gives
+  Conv2dShape shape;
+  shape.batch = d[0];
+  shape.in_h = d[1];
+  shape.in_w = d[2];
+  shape.in_channels = d[3];
+  shape.out_channels = d[4];
+  shape.kernel_h = d[5];
+  shape.kernel_w = d[6];
+  shape.stride_h = shape.stride_w = d[7];
+  shape.pad_h = shape.pad_w = d[8];
+  const bench::CudnnPassTime t = bench::time_cudnn_conv(shape, c.dtype, pass, stream, timing);
+  return GpuBaselineTime{
+      t.time_us, "cudnn " + std::string(conv_pass_name(pass)) + " algo " + std::to_string(t.algo)};
+}
 #else
 std::optional<GpuBaselineTime> absent(const OpCase&, Stream&, const TimingOptions&) {
   return std::nullopt;
@@ -51,6 +71,8 @@ constexpr auto cudnn_add_relu = absent;
 constexpr auto cublas_forward = absent;
 constexpr auto cublas_backward_data = absent;
 constexpr auto cublas_backward_weight = absent;
+template <ConvPass>
+constexpr auto cudnn_conv = absent;
 #endif
 
 }  // namespace
@@ -60,5 +82,8 @@ const GpuBaseline kCudnnAddReluBaseline{"cudnn", cudnn_add_relu};
 const GpuBaseline kCublasLinearForward{"cublas", cublas_forward};
 const GpuBaseline kCublasLinearBackwardData{"cublas", cublas_backward_data};
 const GpuBaseline kCublasLinearBackwardWeight{"cublas", cublas_backward_weight};
+const GpuBaseline kCudnnConvForward{"cudnn", cudnn_conv<ConvPass::forward>};
+const GpuBaseline kCudnnConvBackwardData{"cudnn", cudnn_conv<ConvPass::backward_data>};
+const GpuBaseline kCudnnConvBackwardFilter{"cudnn", cudnn_conv<ConvPass::backward_filter>};
 
 }  // namespace engine::op_registry
