@@ -78,6 +78,20 @@ const Perf& fastest(const Perf* results, int returned, const char* pass,
   throw Error(std::string("time_cudnn_conv: cuDNN found no algorithm for the ") + pass + " pass");
 }
 
+// One pass: cuDNN times its candidates on our buffers (`find`, a cudnnFind*AlgorithmEx into
+// results), the fastest is kept, then timed as ours are (`run` with it). The search writes the
+// pass's output, which is fine here.
+template <typename Perf, typename Find, typename Run>
+CudnnPassTime search_and_time(const char* pass, cudnnConvolutionDescriptor_t conv_desc, Find&& find,
+                              Run&& run, Stream& stream, const TimingOptions& options) {
+  constexpr int kMaxResults = 16;
+  Perf results[kMaxResults];
+  int returned = 0;
+  find(kMaxResults, &returned, results);
+  const Perf best = fastest(results, returned, pass, conv_desc);
+  return {median_stream_time_us([&] { run(best); }, stream, options), static_cast<int>(best.algo)};
+}
+
 }  // namespace
 
 CudnnPassTime time_cudnn_conv(const Conv2dShape& s, DType dtype, ConvPass pass, Stream& stream,
@@ -88,62 +102,57 @@ CudnnPassTime time_cudnn_conv(const Conv2dShape& s, DType dtype, ConvPass pass, 
   Tensor x = random_tensor(s.input_shape(), dtype, stream, 1);
   Tensor w = random_tensor(s.filter_shape(), dtype, stream, 2);
   Tensor y = random_tensor(s.output_shape(), dtype, stream, 3);
-  Tensor search_ws =
+  Tensor ws =
       Tensor::empty({static_cast<int64_t>(kCudnnSearchWorkspaceBytes / 4)}, DType::f32, device);
   const float one = 1.f, zero = 0.f;
-  constexpr int kMaxResults = 16;
-  int returned = 0;
-  // cuDNN times its candidates on our buffers (cudnnFind*AlgorithmEx), the fastest is kept,
-  // then timed as ours are. The search writes the pass's output, which is fine here.
+  // Shorter names for the descriptors.
+  const cudnnHandle_t h = conv.handle;
+  const cudnnTensorDescriptor_t xd = conv.x_desc, yd = conv.y_desc;
+  const cudnnFilterDescriptor_t wd = conv.w_desc;
+  const cudnnConvolutionDescriptor_t cd = conv.conv_desc;
   if (pass == ConvPass::forward) {
-    cudnnConvolutionFwdAlgoPerf_t results[kMaxResults];
-    CHECK_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(
-        conv.handle, conv.x_desc, x.raw_data(), conv.w_desc, w.raw_data(), conv.conv_desc,
-        conv.y_desc, y.raw_data(), kMaxResults, &returned, results, search_ws.raw_data(),
-        kCudnnSearchWorkspaceBytes));
-    const auto fwd = fastest(results, returned, "forward", conv.conv_desc);
-    return {median_stream_time_us(
-                [&] {
-                  CHECK_CUDNN(cudnnConvolutionForward(conv.handle, &one, conv.x_desc, x.raw_data(),
-                                                      conv.w_desc, w.raw_data(), conv.conv_desc,
-                                                      fwd.algo, search_ws.raw_data(), fwd.memory,
-                                                      &zero, conv.y_desc, y.raw_data()));
-                },
-                stream, options),
-            static_cast<int>(fwd.algo)};
+    return search_and_time<cudnnConvolutionFwdAlgoPerf_t>(
+        "forward", cd,
+        [&](int most, int* returned, cudnnConvolutionFwdAlgoPerf_t* results) {
+          CHECK_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(
+              h, xd, x.raw_data(), wd, w.raw_data(), cd, yd, y.raw_data(), most, returned, results,
+              ws.raw_data(), kCudnnSearchWorkspaceBytes));
+        },
+        [&](const cudnnConvolutionFwdAlgoPerf_t& best) {
+          CHECK_CUDNN(cudnnConvolutionForward(h, &one, xd, x.raw_data(), wd, w.raw_data(), cd,
+                                              best.algo, ws.raw_data(), best.memory, &zero, yd,
+                                              y.raw_data()));
+        },
+        stream, options);
   }
   if (pass == ConvPass::backward_data) {
-    cudnnConvolutionBwdDataAlgoPerf_t results[kMaxResults];
-    CHECK_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(
-        conv.handle, conv.w_desc, w.raw_data(), conv.y_desc, y.raw_data(), conv.conv_desc,
-        conv.x_desc, x.raw_data(), kMaxResults, &returned, results, search_ws.raw_data(),
-        kCudnnSearchWorkspaceBytes));
-    const auto bwd_data = fastest(results, returned, "input gradient", conv.conv_desc);
-    return {median_stream_time_us(
-                [&] {
-                  CHECK_CUDNN(cudnnConvolutionBackwardData(
-                      conv.handle, &one, conv.w_desc, w.raw_data(), conv.y_desc, y.raw_data(),
-                      conv.conv_desc, bwd_data.algo, search_ws.raw_data(), bwd_data.memory, &zero,
-                      conv.x_desc, x.raw_data()));
-                },
-                stream, options),
-            static_cast<int>(bwd_data.algo)};
+    return search_and_time<cudnnConvolutionBwdDataAlgoPerf_t>(
+        "input gradient", cd,
+        [&](int most, int* returned, cudnnConvolutionBwdDataAlgoPerf_t* results) {
+          CHECK_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(
+              h, wd, w.raw_data(), yd, y.raw_data(), cd, xd, x.raw_data(), most, returned, results,
+              ws.raw_data(), kCudnnSearchWorkspaceBytes));
+        },
+        [&](const cudnnConvolutionBwdDataAlgoPerf_t& best) {
+          CHECK_CUDNN(cudnnConvolutionBackwardData(h, &one, wd, w.raw_data(), yd, y.raw_data(), cd,
+                                                   best.algo, ws.raw_data(), best.memory, &zero, xd,
+                                                   x.raw_data()));
+        },
+        stream, options);
   }
-  cudnnConvolutionBwdFilterAlgoPerf_t results[kMaxResults];
-  CHECK_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-      conv.handle, conv.x_desc, x.raw_data(), conv.y_desc, y.raw_data(), conv.conv_desc,
-      conv.w_desc, w.raw_data(), kMaxResults, &returned, results, search_ws.raw_data(),
-      kCudnnSearchWorkspaceBytes));
-  const auto bwd_filter = fastest(results, returned, "filter gradient", conv.conv_desc);
-  return {median_stream_time_us(
-              [&] {
-                CHECK_CUDNN(cudnnConvolutionBackwardFilter(
-                    conv.handle, &one, conv.x_desc, x.raw_data(), conv.y_desc, y.raw_data(),
-                    conv.conv_desc, bwd_filter.algo, search_ws.raw_data(), bwd_filter.memory, &zero,
-                    conv.w_desc, w.raw_data()));
-              },
-              stream, options),
-          static_cast<int>(bwd_filter.algo)};
+  return search_and_time<cudnnConvolutionBwdFilterAlgoPerf_t>(
+      "filter gradient", cd,
+      [&](int most, int* returned, cudnnConvolutionBwdFilterAlgoPerf_t* results) {
+        CHECK_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+            h, xd, x.raw_data(), yd, y.raw_data(), cd, wd, w.raw_data(), most, returned, results,
+            ws.raw_data(), kCudnnSearchWorkspaceBytes));
+      },
+      [&](const cudnnConvolutionBwdFilterAlgoPerf_t& best) {
+        CHECK_CUDNN(cudnnConvolutionBackwardFilter(h, &one, xd, x.raw_data(), yd, y.raw_data(), cd,
+                                                   best.algo, ws.raw_data(), best.memory, &zero, wd,
+                                                   w.raw_data()));
+      },
+      stream, options);
 }
 
 LinearPassTimes time_cublas_linear(int64_t rows, int64_t in, int64_t out, DType dtype,

@@ -245,56 +245,46 @@ def backward(dims, mask):
             for x, weight, dy, stride, pad in operands(dims)]
 )";
 
+// A pass's description: its cases, and its PyTorch code (the operands, then `make`).
+template <Pass pass>
+const OpDescription& describe_pass(OpId id, const char* make, const GpuBaseline& gpu_baseline) {
+  static const std::string torch = std::string(kTorchOperands) + make;
+  static const OpDescription d{
+      .id = id,
+      .cases = [](const ModelShapes& model, DType dtype) { return conv_cases(model, dtype, pass); },
+      .torch = torch.c_str(),
+      .gpu_baseline = gpu_baseline,
+      .bench_dtypes = BenchDtypes::each,
+      .step_total = kStepTotal};
+  return d;
+}
+
 }  // namespace
 
 const OpDescription& describe_conv2d_forward() {
-  static const std::string torch = std::string(kTorchOperands) + R"(
+  return describe_pass<Pass::forward>(OpId::conv2d_forward, R"(
 def make(dims):
     return [lambda x=x, weight=weight, stride=stride, pad=pad:
             F.conv2d(x, weight, stride=stride, padding=pad)
             for x, weight, _, stride, pad in operands(dims)]
-)";
-  static const OpDescription d{
-      .id = OpId::conv2d_forward,
-      .cases = [](const ModelShapes& model,
-                  DType dtype) { return conv_cases(model, dtype, Pass::forward); },
-      .torch = torch.c_str(),
-      .gpu_baseline = kCudnnConvForward,
-      .bench_dtypes = BenchDtypes::each,
-      .step_total = kStepTotal};
-  return d;
+)",
+                                      kCudnnConvForward);
 }
 
 const OpDescription& describe_conv2d_backward_data() {
-  static const std::string torch = std::string(kTorchOperands) + R"(
+  return describe_pass<Pass::backward_data>(OpId::conv2d_backward_data, R"(
 def make(dims):
     return backward(dims, [True, False, False])
-)";
-  static const OpDescription d{
-      .id = OpId::conv2d_backward_data,
-      .cases = [](const ModelShapes& model,
-                  DType dtype) { return conv_cases(model, dtype, Pass::backward_data); },
-      .torch = torch.c_str(),
-      .gpu_baseline = kCudnnConvBackwardData,
-      .bench_dtypes = BenchDtypes::each,
-      .step_total = kStepTotal};
-  return d;
+)",
+                                            kCudnnConvBackwardData);
 }
 
 const OpDescription& describe_conv2d_backward_filter() {
-  static const std::string torch = std::string(kTorchOperands) + R"(
+  return describe_pass<Pass::backward_filter>(OpId::conv2d_backward_filter, R"(
 def make(dims):
     return backward(dims, [False, True, False])
-)";
-  static const OpDescription d{
-      .id = OpId::conv2d_backward_filter,
-      .cases = [](const ModelShapes& model,
-                  DType dtype) { return conv_cases(model, dtype, Pass::backward_filter); },
-      .torch = torch.c_str(),
-      .gpu_baseline = kCudnnConvBackwardFilter,
-      .bench_dtypes = BenchDtypes::each,
-      .step_total = kStepTotal};
-  return d;
+)",
+                                              kCudnnConvBackwardFilter);
 }
 
 const OpDescription& describe_cast() {
