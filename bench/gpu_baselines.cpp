@@ -78,76 +78,81 @@ const Perf& fastest(const Perf* results, int returned, const char* pass,
   throw Error(std::string("time_cudnn_conv: cuDNN found no algorithm for the ") + pass + " pass");
 }
 
+// One pass: cuDNN times its candidates on our buffers (`find`, a cudnnFind*AlgorithmEx into
+// results), the fastest is kept, then timed as ours are (`run` with it). The search writes the
+// pass's output, which is fine here.
+template <typename Perf, typename Find, typename Run>
+CudnnPassTime search_and_time(const char* pass, cudnnConvolutionDescriptor_t conv_desc, Find&& find,
+                              Run&& run, Stream& stream, const TimingOptions& options) {
+  constexpr int kMaxResults = 16;
+  Perf results[kMaxResults];
+  int returned = 0;
+  find(kMaxResults, &returned, results);
+  const Perf best = fastest(results, returned, pass, conv_desc);
+  return {median_stream_time_us([&] { run(best); }, stream, options), static_cast<int>(best.algo)};
+}
+
 }  // namespace
 
-ConvPassTimes time_cudnn_conv(const Conv2dShape& s, DType dtype, Stream& stream,
+CudnnPassTime time_cudnn_conv(const Conv2dShape& s, DType dtype, ConvPass pass, Stream& stream,
                               const TimingOptions& options) {
   const Device device = stream.device();
   CudnnConv conv(s, dtype, stream.native());
-  // The inputs ours are timed on (bench_kernels' time_native_conv).
+  // Random operands, as ours are timed on (the op registry's Inputs::fast).
   Tensor x = random_tensor(s.input_shape(), dtype, stream, 1);
   Tensor w = random_tensor(s.filter_shape(), dtype, stream, 2);
   Tensor y = random_tensor(s.output_shape(), dtype, stream, 3);
-  Tensor search_ws =
+  Tensor ws =
       Tensor::empty({static_cast<int64_t>(kCudnnSearchWorkspaceBytes / 4)}, DType::f32, device);
   const float one = 1.f, zero = 0.f;
-  const cudnnMathType_t math_type = dtype == DType::f32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
-  ConvPassTimes times;
-  constexpr int kMaxResults = 16;
-  int returned = 0;
-
-  // Each pass: cuDNN times its candidates on our buffers (cudnnFind*AlgorithmEx), the fastest
-  // is kept, then timed as ours are. The search writes the pass's output, which is fine here.
-  CHECK_CUDNN(cudnnSetConvolutionMathType(conv.conv_desc, math_type));
-  cudnnConvolutionFwdAlgoPerf_t fwd_results[kMaxResults];
-  CHECK_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(
-      conv.handle, conv.x_desc, x.raw_data(), conv.w_desc, w.raw_data(), conv.conv_desc,
-      conv.y_desc, y.raw_data(), kMaxResults, &returned, fwd_results, search_ws.raw_data(),
-      kCudnnSearchWorkspaceBytes));
-  const auto fwd = fastest(fwd_results, returned, "forward", conv.conv_desc);
-  times.forward_algo = static_cast<int>(fwd.algo);
-  times.forward_us = median_stream_time_us(
-      [&] {
-        CHECK_CUDNN(cudnnConvolutionForward(
-            conv.handle, &one, conv.x_desc, x.raw_data(), conv.w_desc, w.raw_data(), conv.conv_desc,
-            fwd.algo, search_ws.raw_data(), fwd.memory, &zero, conv.y_desc, y.raw_data()));
+  // Shorter names for the descriptors.
+  const cudnnHandle_t h = conv.handle;
+  const cudnnTensorDescriptor_t xd = conv.x_desc, yd = conv.y_desc;
+  const cudnnFilterDescriptor_t wd = conv.w_desc;
+  const cudnnConvolutionDescriptor_t cd = conv.conv_desc;
+  if (pass == ConvPass::forward) {
+    return search_and_time<cudnnConvolutionFwdAlgoPerf_t>(
+        "forward", cd,
+        [&](int most, int* returned, cudnnConvolutionFwdAlgoPerf_t* results) {
+          CHECK_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(
+              h, xd, x.raw_data(), wd, w.raw_data(), cd, yd, y.raw_data(), most, returned, results,
+              ws.raw_data(), kCudnnSearchWorkspaceBytes));
+        },
+        [&](const cudnnConvolutionFwdAlgoPerf_t& best) {
+          CHECK_CUDNN(cudnnConvolutionForward(h, &one, xd, x.raw_data(), wd, w.raw_data(), cd,
+                                              best.algo, ws.raw_data(), best.memory, &zero, yd,
+                                              y.raw_data()));
+        },
+        stream, options);
+  }
+  if (pass == ConvPass::backward_data) {
+    return search_and_time<cudnnConvolutionBwdDataAlgoPerf_t>(
+        "input gradient", cd,
+        [&](int most, int* returned, cudnnConvolutionBwdDataAlgoPerf_t* results) {
+          CHECK_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(
+              h, wd, w.raw_data(), yd, y.raw_data(), cd, xd, x.raw_data(), most, returned, results,
+              ws.raw_data(), kCudnnSearchWorkspaceBytes));
+        },
+        [&](const cudnnConvolutionBwdDataAlgoPerf_t& best) {
+          CHECK_CUDNN(cudnnConvolutionBackwardData(h, &one, wd, w.raw_data(), yd, y.raw_data(), cd,
+                                                   best.algo, ws.raw_data(), best.memory, &zero, xd,
+                                                   x.raw_data()));
+        },
+        stream, options);
+  }
+  return search_and_time<cudnnConvolutionBwdFilterAlgoPerf_t>(
+      "filter gradient", cd,
+      [&](int most, int* returned, cudnnConvolutionBwdFilterAlgoPerf_t* results) {
+        CHECK_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+            h, xd, x.raw_data(), yd, y.raw_data(), cd, wd, w.raw_data(), most, returned, results,
+            ws.raw_data(), kCudnnSearchWorkspaceBytes));
+      },
+      [&](const cudnnConvolutionBwdFilterAlgoPerf_t& best) {
+        CHECK_CUDNN(cudnnConvolutionBackwardFilter(h, &one, xd, x.raw_data(), yd, y.raw_data(), cd,
+                                                   best.algo, ws.raw_data(), best.memory, &zero, wd,
+                                                   w.raw_data()));
       },
       stream, options);
-
-  CHECK_CUDNN(cudnnSetConvolutionMathType(conv.conv_desc, math_type));
-  cudnnConvolutionBwdDataAlgoPerf_t data_results[kMaxResults];
-  CHECK_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(
-      conv.handle, conv.w_desc, w.raw_data(), conv.y_desc, y.raw_data(), conv.conv_desc,
-      conv.x_desc, x.raw_data(), kMaxResults, &returned, data_results, search_ws.raw_data(),
-      kCudnnSearchWorkspaceBytes));
-  const auto bwd_data = fastest(data_results, returned, "input gradient", conv.conv_desc);
-  times.backward_data_algo = static_cast<int>(bwd_data.algo);
-  times.backward_data_us = median_stream_time_us(
-      [&] {
-        CHECK_CUDNN(cudnnConvolutionBackwardData(
-            conv.handle, &one, conv.w_desc, w.raw_data(), conv.y_desc, y.raw_data(), conv.conv_desc,
-            bwd_data.algo, search_ws.raw_data(), bwd_data.memory, &zero, conv.x_desc,
-            x.raw_data()));
-      },
-      stream, options);
-
-  CHECK_CUDNN(cudnnSetConvolutionMathType(conv.conv_desc, math_type));
-  cudnnConvolutionBwdFilterAlgoPerf_t filter_results[kMaxResults];
-  CHECK_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-      conv.handle, conv.x_desc, x.raw_data(), conv.y_desc, y.raw_data(), conv.conv_desc,
-      conv.w_desc, w.raw_data(), kMaxResults, &returned, filter_results, search_ws.raw_data(),
-      kCudnnSearchWorkspaceBytes));
-  const auto bwd_filter = fastest(filter_results, returned, "filter gradient", conv.conv_desc);
-  times.backward_filter_algo = static_cast<int>(bwd_filter.algo);
-  times.backward_filter_us = median_stream_time_us(
-      [&] {
-        CHECK_CUDNN(cudnnConvolutionBackwardFilter(
-            conv.handle, &one, conv.x_desc, x.raw_data(), conv.y_desc, y.raw_data(), conv.conv_desc,
-            bwd_filter.algo, search_ws.raw_data(), bwd_filter.memory, &zero, conv.w_desc,
-            w.raw_data()));
-      },
-      stream, options);
-  return times;
 }
 
 LinearPassTimes time_cublas_linear(int64_t rows, int64_t in, int64_t out, DType dtype,

@@ -7,24 +7,22 @@
 #include <cstdint>
 
 #include "bench/timing.h"
+#include "kernels/conv_algo.h"
 #include "kernels/conv_shape.h"
 #include "kernels/dtype.h"
 #include "kernels/stream.h"
 
 namespace engine::bench {
 
-struct ConvPassTimes {
-  double forward_us = 0;
-  double backward_data_us = 0;
-  double backward_filter_us = 0;
-  // cuDNN's algorithm enums (cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t) of each pass.
-  int forward_algo = -1, backward_data_algo = -1, backward_filter_algo = -1;
+struct CudnnPassTime {
+  double time_us = 0;
+  int algo = -1;  // cuDNN's enum of the pass (cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t)
 };
 
-// A convolution's three passes with the algorithm cuDNN's own search finds fastest for each
+// A convolution pass with the algorithm cuDNN's own search finds fastest for it
 // (cudnnFind*AlgorithmEx on our buffers, up to 1 GiB of workspace: PyTorch's cudnn.benchmark),
-// then timed as ours are (median_stream_time_us) on the same random operands.
-ConvPassTimes time_cudnn_conv(const Conv2dShape& shape, DType dtype, Stream& stream,
+// then timed as ours are (median_stream_time_us) on random operands.
+CudnnPassTime time_cudnn_conv(const Conv2dShape& shape, DType dtype, ConvPass pass, Stream& stream,
                               const TimingOptions& options);
 struct LinearPassTimes {
   double forward_us = 0;

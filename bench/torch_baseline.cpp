@@ -11,6 +11,8 @@
 #include <sstream>
 #include <vector>
 
+#include "bench/ops/op_description.h"
+
 extern char** environ;
 
 namespace engine::bench {
@@ -177,13 +179,27 @@ std::optional<std::string> TorchProcess::read_line() {
   }
 }
 
-std::string torch_conv_case(const ConvLayer& layer, DType dtype) {
-  const Conv2dShape& s = layer.shape;
-  std::ostringstream line;
-  line << layer.name << '\t' << s.batch << '\t' << s.in_h << '\t' << s.in_w << '\t' << s.in_channels
-       << '\t' << s.out_channels << '\t' << s.kernel_h << '\t' << s.kernel_w << '\t' << s.stride_h
-       << '\t' << s.pad_h << '\t' << dtype_name(dtype);
-  return line.str();
+std::string torch_request_line(const op_registry::OpCase& c, const char* source) {
+  std::string line = c.name + "\t" + std::string(op_registry::op_name(c.op));
+  line += '\t';  // appended apart: g++ 12 warns falsely (-Wrestrict) on "\t" + string
+  line += dtype_name(c.dtype);
+  for (int64_t d : c.dims) {
+    line += '\t';
+    line += std::to_string(d);
+  }
+  line += '\t';
+  for (const char* p = source; *p != '\0'; ++p) {
+    if (*p == '\\') {
+      line += "\\\\";
+    } else if (*p == '\n') {
+      line += "\\n";
+    } else if (*p == '\t') {
+      line += "\\t";
+    } else {
+      line += *p;
+    }
+  }
+  return line;
 }
 
 }  // namespace engine::bench

@@ -1,4 +1,4 @@
-// A PyTorch baseline script (tools/bench_torch_kernels.py, tools/bench_torch_ops.py) kept
+// A PyTorch baseline script (tools/bench_torch_ops.py, tools/bench_torch_step.py) kept
 // running beside the benchmark, with Debian's python3 and python3-torch, on the same machine
 // and thread count. Each case is sent just before (or after) ours is timed, so the two times
 // of a case are taken seconds apart: the development VM's slow spells last tens of seconds,
@@ -12,8 +12,7 @@
 #include <optional>
 #include <string>
 
-#include "bench/resnet_layers.h"
-#include "kernels/dtype.h"
+#include "bench/ops/op_case.h"
 
 namespace engine::bench {
 
@@ -49,7 +48,8 @@ class TorchProcess {
   std::string reason_;
 };
 
-// The case line tools/bench_torch_kernels.py reads for a convolution layer in `dtype`.
-std::string torch_conv_case(const ConvLayer& layer, DType dtype);
+// The case as the tab-separated stdin line tools/bench_torch_ops.py reads: name, op, dtype,
+// dims..., and last the op's Python (`source`, its backslashes, tabs and newlines escaped).
+std::string torch_request_line(const op_registry::OpCase& c, const char* source);
 
 }  // namespace engine::bench

@@ -1,5 +1,5 @@
-"""The timing loop and the case loop shared by the PyTorch baselines that bench/bench_kernels
-runs (tools/bench_torch_kernels.py, tools/bench_torch_ops.py)."""
+"""The timing loop and the case loop shared by the PyTorch baselines that the benchmarks run
+(tools/bench_torch_ops.py, tools/bench_torch_step.py)."""
 import argparse
 import statistics
 import sys

@@ -14,5 +14,11 @@ extern const GpuBaseline kCudnnAddReluBaseline;
 extern const GpuBaseline kCublasLinearForward;
 extern const GpuBaseline kCublasLinearBackwardData;
 extern const GpuBaseline kCublasLinearBackwardWeight;
+// cuDNN's convolution passes (dims: batch in_h in_w in_channels out_channels kernel_h kernel_w
+// stride pad) in the case's dtype, each with the algorithm cuDNN's timed search picks for it,
+// named in the row's note.
+extern const GpuBaseline kCudnnConvForward;
+extern const GpuBaseline kCudnnConvBackwardData;
+extern const GpuBaseline kCudnnConvBackwardFilter;
 
 }  // namespace engine::op_registry

@@ -77,6 +77,14 @@ struct OpCase {
   std::vector<int64_t> dims;
   double bytes = 0;
   double flops = 0;
+  // Its row's name: "<row_subject> <row_pass>", the dtype appended where the op's rows are per
+  // dtype (BenchDtypes). --filter matches the subject, so that it keeps every pass of a layer
+  // or none. An empty subject is the case's name, an empty pass none.
+  std::string row_subject;
+  std::string row_pass;
+  // How many times one training step runs it (the layers of its shape): its weight in the
+  // per-step total of its op's rows (OpDescription::step_total).
+  int per_step = 0;
 
   bool is_gemm() const { return flops > 0; }
   // "relu_backward/f32/resnet18 layer1 [2, 8, 8, 64] relu_backward" ("tf32" for the dtype of a

@@ -65,6 +65,16 @@ std::string_view op_name(OpId op) {
   return kNames[static_cast<size_t>(op)];
 }
 
+bool rows_per_dtype(const OpDescription& op, bool gpu) {
+  return op.bench_dtypes == BenchDtypes::each ||
+         (gpu && op.bench_dtypes == BenchDtypes::each_on_gpu);
+}
+
+std::vector<DType> bench_row_dtypes(const OpDescription& op, bool gpu,
+                                    const std::vector<DType>& asked) {
+  return rows_per_dtype(op, gpu) ? asked : std::vector<DType>{DType::f32};
+}
+
 std::vector<OpCase> all_cases(const ModelShapes& model, const std::vector<DType>& dtypes) {
   std::vector<OpCase> cases;
   for (const OpDescription* op : registry()) {

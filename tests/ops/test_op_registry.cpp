@@ -1,15 +1,19 @@
 // The op registry itself (bench/ops/op_description.h): every op of op_list.h is described,
 // in its place; a misfiled description is refused; case ids are unique (the harness names its
 // tests by them); and every benchmark row has its traffic and a PyTorch baseline that
-// compiles, so a row cannot be added without what checks and times it.
+// compiles, and runs where PyTorch is installed, so a row cannot be added without what checks
+// and times it.
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "bench/ops/op_description.h"
+#include "bench/torch_baseline.h"
 #include "kernels/error.h"
 
 namespace engine::op_registry {
@@ -62,6 +66,9 @@ TEST(OpRegistry, EveryBenchRowHasItsTrafficAndBaseline) {
     EXPECT_TRUE(c.bytes > 0 || c.flops > 0) << c.id();
     EXPECT_FALSE(c.dims.empty()) << c.id();
     EXPECT_NE(describe(c.op).torch, nullptr) << c.id() << " has no PyTorch baseline";
+    if (describe(c.op).step_total != nullptr) {
+      EXPECT_GT(c.per_step, 0) << c.id() << " counts for nothing in its per-step total";
+    }
   }
   EXPECT_GT(rows, 20);
 }
@@ -79,6 +86,35 @@ TEST(OpRegistry, TorchSourcesCompile) {
     std::fwrite(source.data(), 1, source.size(), python);
     EXPECT_EQ(pclose(python), 0) << op_name(op->id) << "'s PyTorch code:\n" << source;
   }
+}
+
+// Every description's PyTorch code runs: make(dims) on the op's first bench case of a small
+// model in each dtype its CPU rows run in, through tools/bench_torch_ops.py as bench_kernels
+// runs it, where the python that runs the baselines has torch.
+TEST(OpRegistry, TorchSourcesRun) {
+  const char* python = std::getenv("ENGINE_TORCH_PYTHON");
+  const std::string check =
+      std::string(python != nullptr && *python != '\0' ? python : "/usr/bin/python3") +
+      " -c 'import torch' 2>/dev/null";
+  if (std::system(check.c_str()) != 0) GTEST_SKIP() << "no PyTorch: " << check;
+  bench::TorchProcess torch("bench_torch_ops.py", 1, 0.0);
+  const ModelShapes model = model_shapes("resnet18", 1, 32);
+  int ran = 0;
+  for (const OpDescription* op : registry()) {
+    if (op->torch == nullptr) continue;
+    for (DType dtype : bench_row_dtypes(*op, /*gpu=*/false, {DType::f32, DType::bf16})) {
+      for (const OpCase& c : op->cases(model, dtype)) {
+        if (!c.bench) continue;
+        const std::map<std::string, double> times =
+            torch.time_case(bench::torch_request_line(c, op->torch), 1);
+        EXPECT_EQ(times.count(std::string(op_name(op->id))), 1u)
+            << c.id() << ": " << torch.unavailable_reason();
+        ++ran;
+        break;
+      }
+    }
+  }
+  EXPECT_GT(ran, 15);
 }
 
 }  // namespace

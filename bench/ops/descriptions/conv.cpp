@@ -1,10 +1,12 @@
 // The convolutions: every distinct layer of the network, its three passes (f32 exact and
-// tf32, and bf16), and the bf16 step's casts of its filters. The harness runs them; their
-// benchmark rows are bench_kernels' convolution section (against cuDNN and PyTorch per layer),
-// not these cases.
+// tf32, and bf16), and the bf16 step's casts of its filters. The harness runs them all;
+// bench_kernels times each layer's passes without a bias, in f32 (exact) and bf16, against
+// PyTorch on the CPU and cuDNN on a GPU, and their total over a step.
 #include <cmath>
+#include <string>
 
 #include "bench/ops/case_kit.h"
+#include "bench/ops/gpu_baselines.h"
 #include "bench/ops/op_description.h"
 #include "kernels/ops.h"
 
@@ -72,8 +74,22 @@ std::vector<Differentiable> conv_differentiables(const Conv2dShape& shape, DType
            }}};
 }
 
-void add_layer_cases(std::vector<OpCase>& cases, const bench::ConvLayer& layer, DType dtype,
-                     Fp32Math math, Pass pass) {
+// A layer's bench row, "resnet50 layer1.0.conv1 1x1 64->64 fwd bf16": its shape as the
+// PyTorch and cuDNN baselines read it (batch in_h in_w in_channels out_channels kernel_h
+// kernel_w stride pad; ResNet's strides and pads are square).
+void set_bench_row(OpCase& c, const std::string& arch, const bench::ConvLayer& layer,
+                   const char* pass) {
+  const Conv2dShape& s = layer.shape;
+  c.bench = true;
+  c.dims = {s.batch,    s.in_h,     s.in_w,     s.in_channels, s.out_channels,
+            s.kernel_h, s.kernel_w, s.stride_h, s.pad_h};
+  c.row_subject = arch + " " + layer.name;
+  c.row_pass = pass;
+  c.per_step = layer.count;
+}
+
+void add_layer_cases(std::vector<OpCase>& cases, const std::string& arch,
+                     const bench::ConvLayer& layer, DType dtype, Fp32Math math, Pass pass) {
   const Conv2dShape shape = layer.shape;
   const bool tf32 = math == Fp32Math::tf32;
   const ConvOperands o(shape, dtype);
@@ -86,6 +102,8 @@ void add_layer_cases(std::vector<OpCase>& cases, const bench::ConvLayer& layer, 
   c.fp32_math = math;
   c.bench = false;
   c.flops = 2.0 * static_cast<double>(shape.gemm_m()) * shape.out_channels * shape.gemm_k();
+  // The bench times the layer without a bias (torchvision's have none), in exact fp32 or bf16.
+  const bool bench = !tf32;
   if (pass == Pass::forward) {
     // Without a bias (torchvision's convolutions have none) and with one (nn::Conv2d takes
     // one): a forward with a bias never splits K, so that is the unsplit path's epilogue on
@@ -109,6 +127,7 @@ void add_layer_cases(std::vector<OpCase>& cases, const bench::ConvLayer& layer, 
       };
       if (!with_bias && dtype == DType::f32 && !tf32)
         f.differentiables = [=] { return conv_differentiables(shape, dtype, o); };
+      if (!with_bias && bench) set_bench_row(f, arch, layer, "fwd");
       cases.push_back(f);
     }
     return;
@@ -126,6 +145,7 @@ void add_layer_cases(std::vector<OpCase>& cases, const bench::ConvLayer& layer, 
                         return std::vector<Output>{{"dx", host_values(*dx, stream)}};
                       }};
     };
+    if (bench) set_bench_row(c, arch, layer, "bwd_data");
     cases.push_back(c);
     return;
   }
@@ -149,6 +169,7 @@ void add_layer_cases(std::vector<OpCase>& cases, const bench::ConvLayer& layer, 
                       return std::vector<Output>{{"dw", host_values(*dw, stream)}};
                     }};
   };
+  if (bench) set_bench_row(c, arch, layer, "bwd_filter");
   cases.push_back(c);
 }
 
@@ -157,8 +178,8 @@ std::vector<OpCase> conv_cases(const ModelShapes& model, DType dtype, Pass pass)
   std::vector<OpCase> cases;
   if (dtype != DType::f32 && dtype != DType::bf16) return cases;
   for (const bench::ConvLayer& layer : model.conv_layers) {
-    add_layer_cases(cases, layer, dtype, Fp32Math::exact, pass);
-    if (dtype == DType::f32) add_layer_cases(cases, layer, dtype, Fp32Math::tf32, pass);
+    add_layer_cases(cases, model.arch, layer, dtype, Fp32Math::exact, pass);
+    if (dtype == DType::f32) add_layer_cases(cases, model.arch, layer, dtype, Fp32Math::tf32, pass);
   }
   return cases;
 }
@@ -196,30 +217,74 @@ std::vector<OpCase> cast_cases(const ModelShapes& model, DType dtype) {
   return cases;
 }
 
+// The three passes' rows add up to the network's per step (each layer times its count).
+constexpr const char* kStepTotal = "all conv layers fwd+bwd";
+
+// PyTorch's passes on random operands (dims as set_bench_row lays them out): f32 in its
+// default NCHW layout; bf16 as torch.autocast("cpu", dtype=torch.bfloat16) hands them to the
+// convolution (its filter gradient is bf16, cast to fp32 afterwards for the master weight; ours
+// is written in fp32 directly), in NCHW and channels_last, the faster kept.
+constexpr const char* kTorchOperands = R"(
+def operands(dims):
+    n, h, w, c, k, r, s, stride, pad = dims
+    layouts = [torch.contiguous_format]
+    if dtype == torch.bfloat16:
+        layouts.append(torch.channels_last)
+    out_h, out_w = (h + 2 * pad - r) // stride + 1, (w + 2 * pad - s) // stride + 1
+    for layout in layouts:
+        x = torch.randn(n, c, h, w).to(dtype).contiguous(memory_format=layout)
+        weight = torch.randn(k, c, r, s).to(dtype).contiguous(memory_format=layout)
+        dy = torch.randn(n, k, out_h, out_w).to(dtype).contiguous(memory_format=layout)
+        yield x, weight, dy, stride, pad
+
+
+def backward(dims, mask):
+    return [lambda x=x, weight=weight, dy=dy, stride=stride, pad=pad:
+            torch.ops.aten.convolution_backward(dy, x, weight, None, [stride, stride], [pad, pad],
+                                                [1, 1], False, [0, 0], 1, mask)
+            for x, weight, dy, stride, pad in operands(dims)]
+)";
+
+// A pass's description: its cases, and its PyTorch code (the operands, then `make`).
+template <Pass pass>
+const OpDescription& describe_pass(OpId id, const char* make, const GpuBaseline& gpu_baseline) {
+  static const std::string torch = std::string(kTorchOperands) + make;
+  static const OpDescription d{
+      .id = id,
+      .cases = [](const ModelShapes& model, DType dtype) { return conv_cases(model, dtype, pass); },
+      .torch = torch.c_str(),
+      .gpu_baseline = gpu_baseline,
+      .bench_dtypes = BenchDtypes::each,
+      .step_total = kStepTotal};
+  return d;
+}
+
 }  // namespace
 
 const OpDescription& describe_conv2d_forward() {
-  static const OpDescription d{.id = OpId::conv2d_forward,
-                               .cases = [](const ModelShapes& model, DType dtype) {
-                                 return conv_cases(model, dtype, Pass::forward);
-                               }};
-  return d;
+  return describe_pass<Pass::forward>(OpId::conv2d_forward, R"(
+def make(dims):
+    return [lambda x=x, weight=weight, stride=stride, pad=pad:
+            F.conv2d(x, weight, stride=stride, padding=pad)
+            for x, weight, _, stride, pad in operands(dims)]
+)",
+                                      kCudnnConvForward);
 }
 
 const OpDescription& describe_conv2d_backward_data() {
-  static const OpDescription d{.id = OpId::conv2d_backward_data,
-                               .cases = [](const ModelShapes& model, DType dtype) {
-                                 return conv_cases(model, dtype, Pass::backward_data);
-                               }};
-  return d;
+  return describe_pass<Pass::backward_data>(OpId::conv2d_backward_data, R"(
+def make(dims):
+    return backward(dims, [True, False, False])
+)",
+                                            kCudnnConvBackwardData);
 }
 
 const OpDescription& describe_conv2d_backward_filter() {
-  static const OpDescription d{.id = OpId::conv2d_backward_filter,
-                               .cases = [](const ModelShapes& model, DType dtype) {
-                                 return conv_cases(model, dtype, Pass::backward_filter);
-                               }};
-  return d;
+  return describe_pass<Pass::backward_filter>(OpId::conv2d_backward_filter, R"(
+def make(dims):
+    return backward(dims, [False, True, False])
+)",
+                                              kCudnnConvBackwardFilter);
 }
 
 const OpDescription& describe_cast() {

@@ -5,7 +5,8 @@
 // BatchNorm + ReLU output in ResNet (3x3 stride 1 and pointwise 1x1), unsplit, so that bf16 takes
 // the epilogue on the device (f32 exact, and the CPU: the plain gradient, then the reduce).
 // f32 exact and bf16 only, as conv_bn_input.cpp; tests/kernels/test_conv_dgrad_bn_simt.cpp
-// covers tf32 and the fallbacks. No bench row (the convolution rows are bench_kernels' own).
+// covers tf32 and the fallbacks. No bench row (the plain passes' rows, conv.cpp, time the
+// convolutions).
 #include <algorithm>
 #include <cmath>
 #include <vector>

@@ -4,7 +4,7 @@
 // tensor-core engine's epilogue on the device (the f32 SIMT engine, and the CPU, by
 // batchnorm_stats after the convolution); tests/kernels/test_conv_stats_simt.cpp covers the
 // fallbacks. Checked against the CPU's convolution and batchnorm_stats; no bench row (the
-// convolution rows are bench_kernels' own).
+// plain passes' rows, conv.cpp, time the convolutions).
 #include <cmath>
 
 #include "bench/ops/case_kit.h"

@@ -128,7 +128,8 @@ const OpDescription& describe_linear_fwd() {
       .cases = [](const ModelShapes& model,
                   DType dtype) { return linear_cases(model, dtype, Pass::forward); },
       .torch = "def make(dims):\n" ENGINE_LINEAR_OPERANDS "    return lambda: F.linear(x, w, b)\n",
-      .gpu_baseline = kCublasLinearForward};
+      .gpu_baseline = kCublasLinearForward,
+      .bench_dtypes = BenchDtypes::each_on_gpu};
   return d;
 }
 
@@ -138,7 +139,8 @@ const OpDescription& describe_linear_bwd_data() {
       .cases = [](const ModelShapes& model,
                   DType dtype) { return linear_cases(model, dtype, Pass::backward_data); },
       .torch = "def make(dims):\n" ENGINE_LINEAR_OPERANDS "    return lambda: dy @ w\n",
-      .gpu_baseline = kCublasLinearBackwardData};
+      .gpu_baseline = kCublasLinearBackwardData,
+      .bench_dtypes = BenchDtypes::each_on_gpu};
   return d;
 }
 
@@ -149,7 +151,8 @@ const OpDescription& describe_linear_bwd_weight() {
                   DType dtype) { return linear_cases(model, dtype, Pass::backward_weight); },
       .torch =
           "def make(dims):\n" ENGINE_LINEAR_OPERANDS "    return lambda: (dy.t() @ x, dy.sum(0))\n",
-      .gpu_baseline = kCublasLinearBackwardWeight};
+      .gpu_baseline = kCublasLinearBackwardWeight,
+      .bench_dtypes = BenchDtypes::each_on_gpu};
   return d;
 }
 
