@@ -51,7 +51,7 @@ struct SumSquaresOperands {
   Tensor segments;
   Tensor sums;                 // f64 [segments, inputs]
   Tensor partials;             // f64 workspace of sum_squares_partials(...) elements
-  int blocks_per_segment = 1;  // >= 1 blocks share each segment
+  int blocks_per_segment = 1;  // in [1, 65535]: the blocks that share each segment
 };
 void sum_squares(SumSquaresOperands operands, Stream& stream);
 // How sum_squares splits its work, which sizes its partials.
@@ -65,9 +65,9 @@ int64_t sum_squares_partials(const SumSquaresPartition& partition);
 // torch.nn.utils.clip_grad_norm_(max_norm, norm_type=2) given the gradients' squared global
 // norm: grads *= min(1, max_norm / (norm + 1e-6)).
 struct ClipGradOperands {
-  Tensor grads;        // scaled in place
-  Tensor sum_squares;  // f64, one element, from sum_squares
-  float max_norm = 0.f;
+  Tensor grads;          // scaled in place
+  Tensor sum_squares;    // f64, one element, from sum_squares
+  float max_norm = 0.f;  // finite and > 0: the default is refused
 };
 void clip_grad(ClipGradOperands operands, Stream& stream);
 
