@@ -8,7 +8,7 @@
 namespace engine {
 
 void relu_forward(const Tensor& x, Tensor& y, Stream& stream) {
-  constexpr std::string_view op = "relu_forward";
+  constexpr ops::OpName op{"relu_forward"};
   ops::require_float(op, "x", x);
   ops::require_like(op, "x", x, "y", y);
   ops::require_on_stream(op, "x", x, stream);
@@ -20,7 +20,7 @@ void relu_forward(const Tensor& x, Tensor& y, Stream& stream) {
 }
 
 void relu_backward(ReluBackwardOperands operands, Stream& stream) {
-  constexpr std::string_view op = "relu_backward";
+  constexpr ops::OpName op{"relu_backward"};
   ops::require_float(op, "y", operands.y);
   ops::require_like(op, "y", operands.y, "dy", operands.dy);
   ops::require_like(op, "y", operands.y, "dx", operands.dx);
@@ -38,7 +38,7 @@ void relu_backward(ReluBackwardOperands operands, Stream& stream) {
 namespace {
 
 // y = a + b (relu: then max(., 0)): the checks and dispatch of add and add_relu_forward.
-void add_maybe_relu(std::string_view op, bool relu, const Tensor& a, const Tensor& b, Tensor& y,
+void add_maybe_relu(ops::OpName op, bool relu, const Tensor& a, const Tensor& b, Tensor& y,
                     Stream& stream) {
   ops::require_float(op, "a", a);
   ops::require_like(op, "a", a, "b", b);
@@ -57,11 +57,11 @@ void add_maybe_relu(std::string_view op, bool relu, const Tensor& a, const Tenso
 }  // namespace
 
 void add_relu_forward(AddReluForwardOperands operands, Stream& stream) {
-  add_maybe_relu("add_relu_forward", true, operands.a, operands.b, operands.y, stream);
+  add_maybe_relu(ops::OpName{"add_relu_forward"}, true, operands.a, operands.b, operands.y, stream);
 }
 
 void add(AddOperands operands, Stream& stream) {
-  add_maybe_relu("add", false, operands.a, operands.b, operands.y, stream);
+  add_maybe_relu(ops::OpName{"add"}, false, operands.a, operands.b, operands.y, stream);
 }
 
 }  // namespace engine

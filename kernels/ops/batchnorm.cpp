@@ -16,7 +16,7 @@ struct Rows {
   int64_t channels = 0;
 };
 
-Rows require_activation(std::string_view op, std::string_view name, const Tensor& x) {
+Rows require_activation(ops::OpName op, std::string_view name, const Tensor& x) {
   ops::require_float(op, name, x);
   if (x.dim() < 2 || x.numel() == 0) {
     fail(std::string(op) + ": " + std::string(name) + " is " + x.describe() +
@@ -27,7 +27,7 @@ Rows require_activation(std::string_view op, std::string_view name, const Tensor
 }
 
 // C from a per-channel vector of 2C+1 elements (stats, sums, batch_stats).
-int64_t per_channel_count(std::string_view op, std::string_view name, const Tensor& t) {
+int64_t per_channel_count(ops::OpName op, std::string_view name, const Tensor& t) {
   ops::require_defined(op, name, t);
   const int64_t numel = t.numel();
   if (numel < 3 || numel % 2 != 1) {
@@ -37,18 +37,16 @@ int64_t per_channel_count(std::string_view op, std::string_view name, const Tens
   return (numel - 1) / 2;
 }
 
-const void* optional_residual(std::string_view op, const BatchNormEpilogue& epilogue,
-                              const Tensor& x) {
+const void* optional_residual(ops::OpName op, const BatchNormEpilogue& epilogue, const Tensor& x) {
   if (!epilogue.residual.defined()) return nullptr;
   ops::require_like(op, "x", x, "residual", epilogue.residual);
   return epilogue.residual.raw_data();
 }
 
 // The finalize's arguments from checked tensors; batch_stats undefined: none (all null).
-BatchNormFinalizeSumsArgs finalize_args(std::string_view op, const double* sums,
-                                        Tensor& running_mean, Tensor& running_var,
-                                        const BatchNormConstants& constants, Tensor& batch_stats,
-                                        int64_t channels) {
+BatchNormFinalizeSumsArgs finalize_args(ops::OpName op, const double* sums, Tensor& running_mean,
+                                        Tensor& running_var, const BatchNormConstants& constants,
+                                        Tensor& batch_stats, int64_t channels) {
   if (!batch_stats.defined()) return {};
   const float momentum = constants.momentum, eps = constants.eps;
   const Device device = batch_stats.device();
@@ -74,7 +72,7 @@ struct ReluGateArgs {
   const float* shift = nullptr;
   bool active() const { return output != nullptr || scale != nullptr; }
 };
-ReluGateArgs relu_gate_args(std::string_view op, const BatchNormReluGate& relu, const Tensor& x,
+ReluGateArgs relu_gate_args(ops::OpName op, const BatchNormReluGate& relu, const Tensor& x,
                             int64_t channels) {
   const std::string name(op);
   ENGINE_REQUIRE(relu.scale.defined() == relu.shift.defined(),
@@ -96,7 +94,7 @@ ReluGateArgs relu_gate_args(std::string_view op, const BatchNormReluGate& relu, 
 }  // namespace
 
 int64_t batchnorm_workspace_numel(const Tensor& x) {
-  constexpr std::string_view op = "batchnorm_workspace_numel";
+  constexpr ops::OpName op{"batchnorm_workspace_numel"};
   const Rows shape = require_activation(op, "x", x);
   int64_t numel = 0;  // the CPU passes need no scratch
   ops::on_device(
@@ -107,7 +105,7 @@ int64_t batchnorm_workspace_numel(const Tensor& x) {
 
 void batchnorm_stats(BatchNormStatsOperands operands, Stream& stream,
                      const BatchNormStatsFusion& fusion) {
-  constexpr std::string_view op = "batchnorm_stats";
+  constexpr ops::OpName op{"batchnorm_stats"};
   const Rows shape = require_activation(op, "x", operands.x);
   const Device device = operands.x.device();
   const int64_t per_channel = batchnorm_stats_numel(shape.channels);
@@ -142,7 +140,7 @@ void batchnorm_stats(BatchNormStatsOperands operands, Stream& stream,
 }
 
 void batchnorm_stats_to_sums(const Tensor& stats, Tensor& sums, Stream& stream) {
-  constexpr std::string_view op = "batchnorm_stats_to_sums";
+  constexpr ops::OpName op{"batchnorm_stats_to_sums"};
   const int64_t channels = per_channel_count(op, "stats", stats);
   const Device device = stats.device();
   ops::require_f32(op, "stats", stats, batchnorm_stats_numel(channels), device);
@@ -156,7 +154,7 @@ void batchnorm_stats_to_sums(const Tensor& stats, Tensor& sums, Stream& stream) 
 }
 
 void batchnorm_finalize_sums(BatchNormFinalizeSumsOperands operands, Stream& stream) {
-  constexpr std::string_view op = "batchnorm_finalize_sums";
+  constexpr ops::OpName op{"batchnorm_finalize_sums"};
   const int64_t channels = per_channel_count(op, "batch_stats", operands.batch_stats);
   const Device device = operands.batch_stats.device();
   ops::require_f32(op, "batch_stats", operands.batch_stats, batchnorm_stats_numel(channels),
@@ -173,7 +171,7 @@ void batchnorm_finalize_sums(BatchNormFinalizeSumsOperands operands, Stream& str
 
 void batchnorm_normalize(BatchNormNormalizeOperands operands, Stream& stream,
                          const BatchNormEpilogue& epilogue) {
-  constexpr std::string_view op = "batchnorm_normalize";
+  constexpr ops::OpName op{"batchnorm_normalize"};
   const Rows shape = require_activation(op, "x", operands.x);
   ops::require_like(op, "x", operands.x, "y", operands.y);
   const Device device = operands.x.device();
@@ -200,7 +198,7 @@ void batchnorm_normalize(BatchNormNormalizeOperands operands, Stream& stream,
 
 void batchnorm_eval_forward(BatchNormEvalForwardOperands operands, Stream& stream,
                             const BatchNormEpilogue& epilogue) {
-  constexpr std::string_view op = "batchnorm_eval_forward";
+  constexpr ops::OpName op{"batchnorm_eval_forward"};
   const Rows shape = require_activation(op, "x", operands.x);
   ops::require_like(op, "x", operands.x, "y", operands.y);
   const Device device = operands.x.device();
@@ -231,7 +229,7 @@ void batchnorm_eval_forward(BatchNormEvalForwardOperands operands, Stream& strea
 
 void batchnorm_backward_reduce(BatchNormBackwardReduceOperands operands, Stream& stream,
                                const BatchNormBackwardFusion& fusion) {
-  constexpr std::string_view op = "batchnorm_backward_reduce";
+  constexpr ops::OpName op{"batchnorm_backward_reduce"};
   const Rows shape = require_activation(op, "x", operands.x);
   ops::require_like(op, "x", operands.x, "dy", operands.dy);
   const Device device = operands.x.device();
@@ -272,7 +270,7 @@ void batchnorm_backward_reduce(BatchNormBackwardReduceOperands operands, Stream&
 
 void batchnorm_backward_elementwise(BatchNormBackwardElementwiseOperands operands, Stream& stream,
                                     const BatchNormReluGate& relu) {
-  constexpr std::string_view op = "batchnorm_backward_elementwise";
+  constexpr ops::OpName op{"batchnorm_backward_elementwise"};
   const Rows shape = require_activation(op, "x", operands.x);
   ops::require_like(op, "x", operands.x, "dy", operands.dy);
   ops::require_like(op, "x", operands.x, "dx", operands.dx);

@@ -13,7 +13,7 @@ namespace engine {
 
 namespace {
 
-void require_grad_dtype(std::string_view op, const Tensor& dw, DType activation_dtype) {
+void require_grad_dtype(ops::OpName op, const Tensor& dw, DType activation_dtype) {
   if (dw.dtype() != DType::f32 && dw.dtype() != activation_dtype) {
     fail(std::string(op) + ": dw is " + dw.describe() + ", expected f32 or " +
          std::string(dtype_name(activation_dtype)));
@@ -29,7 +29,7 @@ Conv2dShape pointwise_shape(int64_t rows, int64_t in_features, int64_t out_featu
   return shape;
 }
 
-Conv2dShape linear_shape(const Tensor& x_or_dx, const Tensor& w, std::string_view op) {
+Conv2dShape linear_shape(const Tensor& x_or_dx, const Tensor& w, ops::OpName op) {
   if (x_or_dx.dim() != 2 || w.dim() != 2) {
     fail(std::string(op) + ": expected 2-D tensors, got " + x_or_dx.describe() + " and w " +
          w.describe());
@@ -64,7 +64,7 @@ struct StatsPhases {
   double* sums = nullptr;
   BatchNormFinalizeSumsArgs finalize = {};
 };
-StatsPhases stats_phases(std::string_view op, const BatchNormStatsFusion& fusion, int64_t channels,
+StatsPhases stats_phases(ops::OpName op, const BatchNormStatsFusion& fusion, int64_t channels,
                          Device device) {
   StatsPhases phases;
   Tensor sums = fusion.sums, batch_stats = fusion.batch_stats;
@@ -93,7 +93,7 @@ StatsPhases stats_phases(std::string_view op, const BatchNormStatsFusion& fusion
 
 // The kernels' transform of `input`, checked against x's channels and device: none where
 // input.scale is undefined.
-ConvInputTransform input_transform(std::string_view op, const ConvInputAffine& input,
+ConvInputTransform input_transform(ops::OpName op, const ConvInputAffine& input,
                                    const Conv2dShape& shape, Device device) {
   if (!input.scale.defined()) {
     if (input.shift.defined()) fail(std::string(op) + ": input.shift without input.scale");
@@ -109,7 +109,7 @@ ConvInputTransform input_transform(std::string_view op, const ConvInputAffine& i
 
 void conv2d_forward(const Conv2dShape& shape, Conv2dForwardOperands operands, Stream& stream,
                     const ConvAlgo& algo, const Conv2dForwardFusion& fusion) {
-  constexpr std::string_view op = "conv2d_forward";
+  constexpr ops::OpName op{"conv2d_forward"};
   shape.validate();
   ops::require_float(op, "x", operands.x);
   const DType dtype = operands.x.dtype();
@@ -175,8 +175,7 @@ void conv2d_forward(const Conv2dShape& shape, Conv2dForwardOperands operands, St
 namespace {
 
 // The kernels' ConvDataGradBatchNorm of `fusion`, checked against dx (none: x undefined).
-ConvDataGradBatchNorm data_grad_batchnorm(std::string_view op,
-                                          const Conv2dBackwardDataFusion& fusion,
+ConvDataGradBatchNorm data_grad_batchnorm(ops::OpName op, const Conv2dBackwardDataFusion& fusion,
                                           const Conv2dShape& shape, const Tensor& dx) {
   if (!fusion.x.defined()) {
     ENGINE_REQUIRE(!fusion.grad_sums.defined() && !fusion.batch_stats.defined() &&
@@ -211,7 +210,7 @@ ConvDataGradBatchNorm data_grad_batchnorm(std::string_view op,
 void conv2d_backward_data(const Conv2dShape& shape, Conv2dBackwardDataOperands operands,
                           Stream& stream, const ConvAlgo& algo,
                           const Conv2dBackwardDataFusion& fusion) {
-  constexpr std::string_view op = "conv2d_backward_data";
+  constexpr ops::OpName op{"conv2d_backward_data"};
   shape.validate();
   ops::require_float(op, "dy", operands.dy);
   const DType dtype = operands.dy.dtype();
@@ -283,7 +282,7 @@ int64_t conv2d_forward_stats_workspace_numel(const Conv2dShape& shape, Device de
 ConvStatsPath conv2d_forward_stats_path(const Conv2dShape& shape,
                                         const Conv2dForwardOperands& operands, Stream& stream,
                                         const ConvAlgo& algo) {
-  constexpr std::string_view op = "conv2d_forward_stats_path";
+  constexpr ops::OpName op{"conv2d_forward_stats_path"};
   shape.validate();
   const Tensor& y = operands.y;
   ops::require_float(op, "y", y);
@@ -315,7 +314,7 @@ ConvStatsPath conv2d_backward_data_bn_path(const Conv2dShape& shape,
                                            const Conv2dBackwardDataOperands& operands,
                                            const Conv2dBackwardDataFusion& fusion, Stream& stream,
                                            const ConvAlgo& algo) {
-  constexpr std::string_view op = "conv2d_backward_data_bn_path";
+  constexpr ops::OpName op{"conv2d_backward_data_bn_path"};
   shape.validate();
   const Tensor& dx = operands.dx;
   ops::require_float(op, "dx", dx);
@@ -347,7 +346,7 @@ int64_t conv2d_backward_filter_workspace_numel(const Conv2dShape& shape, Device 
 
 void conv2d_backward_filter(const Conv2dShape& shape, Conv2dBackwardFilterOperands operands,
                             Stream& stream, const ConvAlgo& algo, const ConvInputAffine& input) {
-  constexpr std::string_view op = "conv2d_backward_filter";
+  constexpr ops::OpName op{"conv2d_backward_filter"};
   shape.validate();
   ops::require_float(op, "x", operands.x);
   ops::require_defined(op, "dw", operands.dw);
@@ -392,7 +391,7 @@ namespace {
 
 // conv_input_from_batchnorm's launch once args holds its statistics: the affine parameters and
 // outputs checked against `channels` on `device`.
-void convert_to_conv_input(std::string_view op, ConvInputFromBatchNormArgs args, int64_t channels,
+void convert_to_conv_input(ops::OpName op, ConvInputFromBatchNormArgs args, int64_t channels,
                            Device device, const Tensor& weight, const Tensor& bias, Tensor& scale,
                            Tensor& shift, Stream& stream) {
   ops::require_f32(op, "scale", scale, channels, device);
@@ -411,7 +410,7 @@ void convert_to_conv_input(std::string_view op, ConvInputFromBatchNormArgs args,
 }  // namespace
 
 void conv_input_from_batchnorm(ConvInputFromBatchNormOperands operands, Stream& stream) {
-  constexpr std::string_view op = "conv_input_from_batchnorm";
+  constexpr ops::OpName op{"conv_input_from_batchnorm"};
   ops::require_defined(op, "batch_stats", operands.batch_stats);
   const int64_t numel = operands.batch_stats.numel();
   if (numel < 3 || numel % 2 != 1) {
@@ -426,7 +425,7 @@ void conv_input_from_batchnorm(ConvInputFromBatchNormOperands operands, Stream& 
 }
 
 void conv_input_from_running_stats(ConvInputFromRunningStatsOperands operands, Stream& stream) {
-  constexpr std::string_view op = "conv_input_from_running_stats";
+  constexpr ops::OpName op{"conv_input_from_running_stats"};
   ops::require_defined(op, "running_mean", operands.running_mean);
   const int64_t channels = operands.running_mean.numel();
   const Device device = operands.running_mean.device();
@@ -452,7 +451,7 @@ std::vector<ConvAlgo> conv2d_algo_candidates(const ConvProblem& problem, Device 
 }
 
 void linear_forward(LinearForwardOperands operands, Stream& stream) {
-  const Conv2dShape shape = linear_shape(operands.x, operands.w, "linear_forward");
+  const Conv2dShape shape = linear_shape(operands.x, operands.w, ops::OpName{"linear_forward"});
   conv2d_forward(
       shape,
       {.x = as_image(operands.x, shape.in_channels),
@@ -464,7 +463,8 @@ void linear_forward(LinearForwardOperands operands, Stream& stream) {
 }
 
 void linear_backward_data(LinearBackwardDataOperands operands, Stream& stream) {
-  const Conv2dShape shape = linear_shape(operands.dx, operands.w, "linear_backward_data");
+  const Conv2dShape shape =
+      linear_shape(operands.dx, operands.w, ops::OpName{"linear_backward_data"});
   conv2d_backward_data(shape,
                        {.dy = as_image(operands.dy, shape.out_channels),
                         .w = operands.w.reshape(shape.filter_shape()),
@@ -479,7 +479,8 @@ int64_t linear_backward_weight_workspace_numel(const LinearShape& shape, Device 
 }
 
 void linear_backward_weight(LinearBackwardWeightOperands operands, Stream& stream) {
-  const Conv2dShape shape = linear_shape(operands.x, operands.dw, "linear_backward_weight");
+  const Conv2dShape shape =
+      linear_shape(operands.x, operands.dw, ops::OpName{"linear_backward_weight"});
   conv2d_backward_filter(shape,
                          {.x = as_image(operands.x, shape.in_channels),
                           .dy = as_image(operands.dy, shape.out_channels),

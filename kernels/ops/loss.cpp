@@ -17,7 +17,7 @@ struct Classes {
 };
 
 // logits [N, K] (N, K >= 1) of a float dtype, on the stream's device.
-Classes require_logits_matrix(std::string_view op, const Tensor& logits, const Stream& stream) {
+Classes require_logits_matrix(ops::OpName op, const Tensor& logits, const Stream& stream) {
   ops::require_float(op, "logits", logits);
   if (logits.dim() != 2 || logits.numel() == 0) {
     fail(std::string(op) + ": logits is " + logits.describe() + ", expected a non-empty [N, K]");
@@ -27,7 +27,7 @@ Classes require_logits_matrix(std::string_view op, const Tensor& logits, const S
 }
 
 // logits as above and labels i32[N] on the same device.
-Classes require_logits(std::string_view op, const Tensor& logits, const Tensor& labels,
+Classes require_logits(ops::OpName op, const Tensor& logits, const Tensor& labels,
                        const Stream& stream) {
   const Classes shape = require_logits_matrix(op, logits, stream);
   ops::require_defined(op, "labels", labels);
@@ -40,7 +40,7 @@ Classes require_logits(std::string_view op, const Tensor& logits, const Tensor& 
 }
 
 // logits as above and targets f32[N, K] on the same device.
-Classes require_soft_targets(std::string_view op, const Tensor& logits, const Tensor& targets,
+Classes require_soft_targets(ops::OpName op, const Tensor& logits, const Tensor& targets,
                              const Stream& stream) {
   const Classes shape = require_logits_matrix(op, logits, stream);
   ops::require_defined(op, "targets", targets);
@@ -52,7 +52,7 @@ Classes require_soft_targets(std::string_view op, const Tensor& logits, const Te
   return shape;
 }
 
-void require_smoothing(std::string_view op, float label_smoothing) {
+void require_smoothing(ops::OpName op, float label_smoothing) {
   if (!(label_smoothing >= 0.f && label_smoothing <= 1.f)) {
     fail(std::string(op) + ": label_smoothing must be in [0, 1], got " +
          std::to_string(label_smoothing));
@@ -62,7 +62,7 @@ void require_smoothing(std::string_view op, float label_smoothing) {
 }  // namespace
 
 void cross_entropy_forward(CrossEntropyForwardOperands operands, Stream& stream) {
-  constexpr std::string_view op = "cross_entropy_forward";
+  constexpr ops::OpName op{"cross_entropy_forward"};
   const Classes shape = require_logits(op, operands.logits, operands.labels, stream);
   require_smoothing(op, operands.label_smoothing);
   ops::require_f32(op, "sample_loss", operands.sample_loss, shape.n, operands.logits.device());
@@ -81,7 +81,7 @@ void cross_entropy_forward(CrossEntropyForwardOperands operands, Stream& stream)
 }
 
 void cross_entropy_backward(CrossEntropyBackwardOperands operands, Stream& stream) {
-  constexpr std::string_view op = "cross_entropy_backward";
+  constexpr ops::OpName op{"cross_entropy_backward"};
   const Classes shape = require_logits(op, operands.logits, operands.labels, stream);
   require_smoothing(op, operands.label_smoothing);
   ops::require_like(op, "logits", operands.logits, "dlogits", operands.dlogits);
@@ -102,7 +102,7 @@ void cross_entropy_backward(CrossEntropyBackwardOperands operands, Stream& strea
 }
 
 void soft_cross_entropy_forward(SoftCrossEntropyForwardOperands operands, Stream& stream) {
-  constexpr std::string_view op = "soft_cross_entropy_forward";
+  constexpr ops::OpName op{"soft_cross_entropy_forward"};
   const Classes shape = require_soft_targets(op, operands.logits, operands.targets, stream);
   ops::require_f32(op, "sample_loss", operands.sample_loss, shape.n, operands.logits.device());
   ops::require_f32(op, "loss", operands.loss, 1, operands.logits.device());
@@ -119,7 +119,7 @@ void soft_cross_entropy_forward(SoftCrossEntropyForwardOperands operands, Stream
 }
 
 void soft_cross_entropy_backward(SoftCrossEntropyBackwardOperands operands, Stream& stream) {
-  constexpr std::string_view op = "soft_cross_entropy_backward";
+  constexpr ops::OpName op{"soft_cross_entropy_backward"};
   const Classes shape = require_soft_targets(op, operands.logits, operands.targets, stream);
   ops::require_like(op, "logits", operands.logits, "dlogits", operands.dlogits);
   ENGINE_REQUIRE(
@@ -138,7 +138,7 @@ void soft_cross_entropy_backward(SoftCrossEntropyBackwardOperands operands, Stre
 }
 
 void topk_correct(TopkCorrectOperands operands, Stream& stream) {
-  constexpr std::string_view op = "topk_correct";
+  constexpr ops::OpName op{"topk_correct"};
   const Classes shape = require_logits(op, operands.logits, operands.labels, stream);
   ops::require_f32(op, "correct", operands.correct, 2, operands.logits.device());
   const TopkCorrectArgs args{.dtype = operands.logits.dtype(),

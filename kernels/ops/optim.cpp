@@ -11,7 +11,7 @@
 namespace engine {
 namespace {
 
-void require_options(std::string_view op, const SgdOptions& o) {
+void require_options(ops::OpName op, const SgdOptions& o) {
   const auto bad = [&](const std::string& what) { fail(std::string(op) + ": " + what); };
   if (!(o.lr >= 0.f) || !std::isfinite(o.lr)) bad("lr must be >= 0, got " + std::to_string(o.lr));
   if (!(o.momentum >= 0.f)) bad("momentum must be >= 0, got " + std::to_string(o.momentum));
@@ -27,7 +27,7 @@ void require_options(std::string_view op, const SgdOptions& o) {
 }  // namespace
 
 void sgd_step(const SgdOptions& options, SgdStepOperands operands, Stream& stream) {
-  constexpr std::string_view op = "sgd_step";
+  constexpr ops::OpName op{"sgd_step"};
   require_options(op, options);
   ops::require_defined(op, "params", operands.params);
   if (operands.params.dtype() != DType::f32) {
@@ -54,7 +54,7 @@ void sgd_step(const SgdOptions& options, SgdStepOperands operands, Stream& strea
 
 namespace {
 
-void require_master(std::string_view op, std::string_view name, const Tensor& t) {
+void require_master(ops::OpName op, std::string_view name, const Tensor& t) {
   ops::require_defined(op, name, t);
   if (t.dtype() != DType::f32) {
     fail(std::string(op) + ": " + std::string(name) + " is " + t.describe() +
@@ -64,7 +64,7 @@ void require_master(std::string_view op, std::string_view name, const Tensor& t)
 
 // The table's shape and dtype. Its rows stay inside the buffers by construction (nn builds
 // them from the ParameterSet's layout); checking them here would read a device table back.
-int require_segments(std::string_view op, const Tensor& segments, int64_t n, Device device) {
+int require_segments(ops::OpName op, const Tensor& segments, int64_t n, Device device) {
   ops::require_defined(op, "segments", segments);
   if (segments.dtype() != DType::i32 || segments.dim() != 2 || segments.size(1) != kSegmentFields ||
       segments.device() != device) {
@@ -80,7 +80,7 @@ int require_segments(std::string_view op, const Tensor& segments, int64_t n, Dev
 }  // namespace
 
 void adamw_step(const AdamWOptions& options, AdamWStepOperands operands, Stream& stream) {
-  constexpr std::string_view op = "adamw_step";
+  constexpr ops::OpName op{"adamw_step"};
   const auto bad = [&](const std::string& what) { fail(std::string(op) + ": " + what); };
   const AdamWOptions& o = options;
   if (!(o.lr >= 0.f) || !std::isfinite(o.lr)) bad("lr must be >= 0, got " + std::to_string(o.lr));
@@ -114,7 +114,7 @@ int64_t sum_squares_partials(const SumSquaresPartition& partition) {
 }
 
 void sum_squares(SumSquaresOperands operands, Stream& stream) {
-  constexpr std::string_view op = "sum_squares";
+  constexpr ops::OpName op{"sum_squares"};
   require_master(op, "a", operands.a);
   if (operands.b.defined()) ops::require_like(op, "a", operands.a, "b", operands.b);
   const int count =
@@ -144,7 +144,7 @@ void sum_squares(SumSquaresOperands operands, Stream& stream) {
 }
 
 void clip_grad(ClipGradOperands operands, Stream& stream) {
-  constexpr std::string_view op = "clip_grad";
+  constexpr ops::OpName op{"clip_grad"};
   if (!(operands.max_norm > 0.f) || !std::isfinite(operands.max_norm)) {
     fail(std::string(op) + ": max_norm must be finite and > 0, got " +
          std::to_string(operands.max_norm));
@@ -162,7 +162,7 @@ void clip_grad(ClipGradOperands operands, Stream& stream) {
 }
 
 void lars_step(const LarsOptions& options, LarsStepOperands operands, Stream& stream) {
-  constexpr std::string_view op = "lars_step";
+  constexpr ops::OpName op{"lars_step"};
   const auto bad = [&](const std::string& what) { fail(std::string(op) + ": " + what); };
   const LarsOptions& o = options;
   if (!(o.lr >= 0.f) || !std::isfinite(o.lr)) bad("lr must be >= 0, got " + std::to_string(o.lr));
