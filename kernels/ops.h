@@ -5,7 +5,14 @@
 // - outputs are preallocated by the caller; optional tensors are undefined when absent;
 // - ops never allocate and never synchronize: an op that needs scratch says how much with a
 //   *_workspace_numel function and takes the caller's workspace (allocate once per shape);
-// - CPU ops run immediately on the calling thread; CUDA ops are queued on the stream.
+// - CPU ops run immediately on the calling thread; CUDA ops are queued on the stream;
+// - an op of one input and one output tensor takes them positionally, relu_forward(x, y,
+//   stream); every other op takes one <OpName>Operands struct by value, declared above it:
+//   its tensors (inputs, then outputs, then workspace; optional ones default to undefined) and
+//   its scalars as named fields, so that a call names each one with designated initializers,
+//   add({.a = a, .b = b, .y = y}, stream). Option structs (SgdOptions, Conv2dShape, ConvAlgo,
+//   the fusions and epilogues) stay separate parameters; no two adjacent parameters share a
+//   type and none is a bare bool.
 // One header per op family, all included here.
 #pragma once
 

@@ -21,7 +21,7 @@ const Tensor& ReLU::forward(const Tensor& x, Pass& pass) {
 }
 
 const Tensor& ReLU::backward(const Tensor& dy, Pass& pass) {
-  if (dx_.defined()) relu_backward(y_, dy, dx_, pass.stream);
+  if (dx_.defined()) relu_backward({.y = y_, .dy = dy, .dx = dx_}, pass.stream);
   return dx_;
 }
 
@@ -44,12 +44,13 @@ Shape MaxPool2d::setup(const Shape& input, const SetupContext& context) {
 }
 
 const Tensor& MaxPool2d::forward(const Tensor& x, Pass& pass) {
-  maxpool2d_forward(params_, x, y_, argmax_, pass.stream);
+  maxpool2d_forward(params_, {.x = x, .y = y_, .argmax = argmax_}, pass.stream);
   return y_;
 }
 
 const Tensor& MaxPool2d::backward(const Tensor& dy, Pass& pass) {
-  if (dx_.defined()) maxpool2d_backward(params_, dy, argmax_, dx_, pass.stream);
+  if (dx_.defined())
+    maxpool2d_backward(params_, {.dy = dy, .argmax = argmax_, .dx = dx_}, pass.stream);
   return dx_;
 }
 

@@ -58,14 +58,26 @@ void AdamW::step(float lr, Stream& stream, float grad_scale) {
   for (const DecayRun& run : runs_) {
     options.weight_decay = run.weight_decay ? config_.weight_decay : 0.f;
     if (runs_.size() == 1) {
-      adamw_step(options, steps_, values, grads, exp_avg_, exp_avg_sq_, stream);
+      adamw_step(options,
+                 {.params = values,
+                  .grads = grads,
+                  .exp_avg = exp_avg_,
+                  .exp_avg_sq = exp_avg_sq_,
+                  .step = steps_},
+                 stream);
       continue;
     }
     const Shape shape{run.numel};
     Tensor value_run = values.view(run.offset, shape);
     Tensor m_run = exp_avg_.view(run.offset, shape);
     Tensor v_run = exp_avg_sq_.view(run.offset, shape);
-    adamw_step(options, steps_, value_run, grads.view(run.offset, shape), m_run, v_run, stream);
+    adamw_step(options,
+               {.params = value_run,
+                .grads = grads.view(run.offset, shape),
+                .exp_avg = m_run,
+                .exp_avg_sq = v_run,
+                .step = steps_},
+               stream);
   }
 }
 

@@ -137,11 +137,23 @@ const Tensor& BatchNorm2d::run_forward(const Tensor& x, const Tensor& residual, 
     if (defer_apply_) {
       // The next convolution reads x through the running statistics' transform.
       x_ = x;
-      conv_input_from_running_stats(running_mean_, running_var_, options_.eps, weight_, bias_,
-                                    input_scale_, input_shift_, pass.stream);
+      conv_input_from_running_stats({.running_mean = running_mean_,
+                                     .running_var = running_var_,
+                                     .weight = weight_,
+                                     .bias = bias_,
+                                     .scale = input_scale_,
+                                     .shift = input_shift_,
+                                     .eps = options_.eps},
+                                    pass.stream);
       return x_;
     }
-    batchnorm_eval_forward(x, running_mean_, running_var_, weight_, bias_, options_.eps, y_,
+    batchnorm_eval_forward({.x = x,
+                            .running_mean = running_mean_,
+                            .running_var = running_var_,
+                            .weight = weight_,
+                            .bias = bias_,
+                            .y = y_,
+                            .eps = options_.eps},
                            pass.stream, epilogue);
     return y_;
   }
@@ -161,7 +173,8 @@ const Tensor& BatchNorm2d::run_forward(const Tensor& x, const Tensor& residual, 
     fused.constants = constants;
   }
   // The convolution before may have written all of it already (stats_fusion).
-  if (!stats_given_) batchnorm_stats(x, stats_, workspace_, pass.stream, fused);
+  if (!stats_given_)
+    batchnorm_stats({.x = x, .stats = stats_, .workspace = workspace_}, pass.stream, fused);
   stats_given_ = false;
   if (sync_) {
     sync_sum_(sums_, pass.stream);
@@ -171,18 +184,28 @@ const Tensor& BatchNorm2d::run_forward(const Tensor& x, const Tensor& residual, 
       const double count = sums_.view(2 * options_.channels, {1}).to_doubles(pass.stream)[0];
       if (count <= 1.0) fail_single_value(count);
     }
-    batchnorm_finalize_sums(sums_, running_mean_, running_var_, constants, batch_stats_,
+    batchnorm_finalize_sums({.sums = sums_,
+                             .running_mean = running_mean_,
+                             .running_var = running_var_,
+                             .batch_stats = batch_stats_,
+                             .constants = constants},
                             pass.stream);
   }
   ++params_.counter(batches_id_);
   if (defer_apply_) {
     // The next convolution reads x as act(x * scale + shift): one per-channel launch where the
     // normalize read x and wrote y.
-    conv_input_from_batchnorm(batch_stats_, weight_, bias_, input_scale_, input_shift_,
+    conv_input_from_batchnorm({.batch_stats = batch_stats_,
+                               .weight = weight_,
+                               .bias = bias_,
+                               .scale = input_scale_,
+                               .shift = input_shift_},
                               pass.stream);
     return x_;
   }
-  batchnorm_normalize(x, batch_stats_, weight_, bias_, y_, pass.stream, epilogue);
+  batchnorm_normalize(
+      {.x = x, .batch_stats = batch_stats_, .weight = weight_, .bias = bias_, .y = y_}, pass.stream,
+      epilogue);
   return y_;
 }
 
@@ -213,7 +236,12 @@ const Tensor& BatchNorm2d::backward(const Tensor& dy, Pass& pass) {
     relu = {};
   } else {
     batchnorm_backward_reduce(
-        dy, x_, batch_stats_, grad_sums_, workspace_, pass.stream,
+        {.dy = dy,
+         .x = x_,
+         .batch_stats = batch_stats_,
+         .grad_sums = grad_sums_,
+         .workspace = workspace_},
+        pass.stream,
         {.relu = relu,
          .relu_grad = feeds_residual ? relu_grad_ : Tensor(),
          .bias_grad = bias_grad_,
@@ -228,11 +256,21 @@ const Tensor& BatchNorm2d::backward(const Tensor& dy, Pass& pass) {
   pass.grad_ready(weight_id_);
   if (dx_.defined()) {
     if (feeds_residual) {
-      batchnorm_backward_elementwise(relu_grad_, x_, batch_stats_, weight_, grad_sums_, dx_,
+      batchnorm_backward_elementwise({.dy = relu_grad_,
+                                      .x = x_,
+                                      .batch_stats = batch_stats_,
+                                      .weight = weight_,
+                                      .grad_sums = grad_sums_,
+                                      .dx = dx_},
                                      pass.stream);
     } else {
-      batchnorm_backward_elementwise(dy, x_, batch_stats_, weight_, grad_sums_, dx_, pass.stream,
-                                     relu);
+      batchnorm_backward_elementwise({.dy = dy,
+                                      .x = x_,
+                                      .batch_stats = batch_stats_,
+                                      .weight = weight_,
+                                      .grad_sums = grad_sums_,
+                                      .dx = dx_},
+                                     pass.stream, relu);
     }
   }
   return dx_;

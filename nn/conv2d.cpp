@@ -128,29 +128,47 @@ const Tensor& Conv2d::forward(const Tensor& x, Pass& pass) {
   if (stats_for_ != nullptr && pass.training) {
     Conv2dForwardFusion fusion = stats_for_->stats_fusion();
     fusion.input = input_;
-    conv2d_forward(shape_, x, weight_.refresh(pass.stream), bias_, y_, stats_workspace_,
+    conv2d_forward(shape_,
+                   {.x = x,
+                    .w = weight_.refresh(pass.stream),
+                    .bias = bias_,
+                    .y = y_,
+                    .workspace = stats_workspace_},
                    pass.stream, forward_algo_, fusion);
     return y_;
   }
-  conv2d_forward(shape_, x, weight_.refresh(pass.stream), bias_, y_, workspace_.get(), pass.stream,
-                 forward_algo_, {.input = input_});
+  conv2d_forward(shape_,
+                 {.x = x,
+                  .w = weight_.refresh(pass.stream),
+                  .bias = bias_,
+                  .y = y_,
+                  .workspace = workspace_.get()},
+                 pass.stream, forward_algo_, {.input = input_});
   return y_;
 }
 
 const Tensor& Conv2d::backward(const Tensor& dy, Pass& pass) {
   // The filter gradient first, so its all-reduce can start while the input gradient runs.
-  conv2d_backward_filter(shape_, x_, dy, weight_grad_, bias_grad_,
-                         pass.accumulate_grads ? GradWrite::accumulate : GradWrite::overwrite,
-                         workspace_.get(), pass.stream, backward_filter_algo_, input_);
+  conv2d_backward_filter(
+      shape_,
+      {.x = x_,
+       .dy = dy,
+       .dw = weight_grad_,
+       .dbias = bias_grad_,
+       .workspace = workspace_.get(),
+       .write = pass.accumulate_grads ? GradWrite::accumulate : GradWrite::overwrite},
+      pass.stream, backward_filter_algo_, input_);
   if (bias_id_ >= 0) pass.grad_ready(bias_id_);
   pass.grad_ready(weight_id_);
   if (dx_.defined() && data_grad_workspace_.defined() && input_.scale.defined()) {
     // dx gated by the ReLU's mask, with the BatchNorm's backward sums (BatchNormFusion::full).
-    conv2d_backward_data(shape_, dy, weight_.current(), dx_, data_grad_workspace_, pass.stream,
-                         backward_data_algo_, input_from_->backward_fusion(pass));
+    conv2d_backward_data(
+        shape_, {.dy = dy, .w = weight_.current(), .dx = dx_, .workspace = data_grad_workspace_},
+        pass.stream, backward_data_algo_, input_from_->backward_fusion(pass));
   } else if (dx_.defined()) {
-    conv2d_backward_data(shape_, dy, weight_.current(), dx_, workspace_.get(), pass.stream,
-                         backward_data_algo_);
+    conv2d_backward_data(
+        shape_, {.dy = dy, .w = weight_.current(), .dx = dx_, .workspace = workspace_.get()},
+        pass.stream, backward_data_algo_);
   }
   return dx_;
 }

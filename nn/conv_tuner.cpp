@@ -82,8 +82,8 @@ void run(const ConvProblem& problem, ConvOperands& o, const ConvAlgo& algo, Stre
   const Conv2dShape& s = problem.shape;
   switch (problem.pass) {
     case ConvPass::forward:
-      conv2d_forward(s, o.x, o.w, o.bias, o.y, o.workspace, stream, algo,
-                     {.stats = o.stats, .input = o.input});
+      conv2d_forward(s, {.x = o.x, .w = o.w, .bias = o.bias, .y = o.y, .workspace = o.workspace},
+                     stream, algo, {.stats = o.stats, .input = o.input});
       return;
     case ConvPass::backward_data: {
       Conv2dBackwardDataFusion fusion;
@@ -95,12 +95,19 @@ void run(const ConvProblem& problem, ConvOperands& o, const ConvAlgo& algo, Stre
                   .bias_grad = {},
                   .weight_grad = {}};
       }
-      conv2d_backward_data(s, o.y, o.w, o.dx, o.workspace, stream, algo, fusion);
+      conv2d_backward_data(s, {.dy = o.y, .w = o.w, .dx = o.dx, .workspace = o.workspace}, stream,
+                           algo, fusion);
       return;
     }
     case ConvPass::backward_filter:
-      conv2d_backward_filter(s, o.x, o.y, o.dw, o.dbias, GradWrite::overwrite, o.workspace, stream,
-                             algo, o.input);
+      conv2d_backward_filter(s,
+                             {.x = o.x,
+                              .dy = o.y,
+                              .dw = o.dw,
+                              .dbias = o.dbias,
+                              .workspace = o.workspace,
+                              .write = GradWrite::overwrite},
+                             stream, algo, o.input);
       return;
   }
 }

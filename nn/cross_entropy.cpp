@@ -29,7 +29,12 @@ const Tensor& CrossEntropyLoss::forward(const Tensor& logits, const Tensor& labe
   logits_ = logits;
   labels_ = labels;
   targets_ = Tensor();
-  cross_entropy_forward(logits, labels, label_smoothing_, sample_loss_, loss_, stream);
+  cross_entropy_forward({.logits = logits,
+                         .labels = labels,
+                         .sample_loss = sample_loss_,
+                         .loss = loss_,
+                         .label_smoothing = label_smoothing_},
+                        stream);
   return loss_;
 }
 
@@ -38,17 +43,25 @@ const Tensor& CrossEntropyLoss::forward_soft(const Tensor& logits, const Tensor&
   logits_ = logits;
   labels_ = Tensor();
   targets_ = targets;
-  soft_cross_entropy_forward(logits, targets, sample_loss_, loss_, stream);
+  soft_cross_entropy_forward(
+      {.logits = logits, .targets = targets, .sample_loss = sample_loss_, .loss = loss_}, stream);
   return loss_;
 }
 
 const Tensor& CrossEntropyLoss::backward(Stream& stream, float grad_loss) {
   if (!logits_.defined()) fail("CrossEntropyLoss: backward before forward");
   if (targets_.defined()) {
-    soft_cross_entropy_backward(logits_, targets_, grad_loss, dlogits_, stream);
+    soft_cross_entropy_backward(
+        {.logits = logits_, .targets = targets_, .dlogits = dlogits_, .grad_loss = grad_loss},
+        stream);
     return dlogits_;
   }
-  cross_entropy_backward(logits_, labels_, label_smoothing_, grad_loss, dlogits_, stream);
+  cross_entropy_backward({.logits = logits_,
+                          .labels = labels_,
+                          .dlogits = dlogits_,
+                          .label_smoothing = label_smoothing_,
+                          .grad_loss = grad_loss},
+                         stream);
   return dlogits_;
 }
 

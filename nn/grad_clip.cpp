@@ -24,7 +24,9 @@ GradClip::GradClip(ParameterSet& parameters, float max_norm, Stream& stream)
   copy(Tensor::from_ints({1, kSegmentFields}, {0, static_cast<int32_t>(n), 0}), segment_, stream);
   stream.synchronize();  // the host row dies here
   blocks_ = sum_squares_blocks(n);
-  partials_ = Tensor::zeros({sum_squares_partials(1, blocks_, 1)}, DType::f64, device, stream);
+  partials_ = Tensor::zeros(
+      {sum_squares_partials({.segments = 1, .blocks_per_segment = blocks_, .inputs = 1})},
+      DType::f64, device, stream);
   sum_squares_ = Tensor::zeros({1}, DType::f64, device, stream);
 }
 
@@ -33,8 +35,14 @@ void GradClip::clip(Stream& stream) {
     fail("nn::GradClip::clip: no gradients since zero_grad() (run backward first)");
   }
   Tensor& grads = parameters_.flat_grads();
-  sum_squares(grads, Tensor(), segment_, blocks_, partials_, sum_squares_, stream);
-  clip_grad(grads, sum_squares_, max_norm_, stream);
+  sum_squares({.a = grads,
+               .b = Tensor(),
+               .segments = segment_,
+               .sums = sum_squares_,
+               .partials = partials_,
+               .blocks_per_segment = blocks_},
+              stream);
+  clip_grad({.grads = grads, .sum_squares = sum_squares_, .max_norm = max_norm_}, stream);
 }
 
 double GradClip::last_norm(Stream& stream) const {

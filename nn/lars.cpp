@@ -42,8 +42,10 @@ Lars::Lars(ParameterSet& parameters, const LarsConfig& config, Stream& stream)
     largest = std::max(largest, p.numel());
   blocks_per_segment_ = sum_squares_blocks(largest);
   const int64_t count = segments_.size(0);
-  partials_ = Tensor::zeros({sum_squares_partials(count, blocks_per_segment_, 2)}, DType::f64,
-                            device, stream);
+  partials_ = Tensor::zeros(
+      {sum_squares_partials(
+          {.segments = count, .blocks_per_segment = blocks_per_segment_, .inputs = 2})},
+      DType::f64, device, stream);
   sums_ = Tensor::zeros({count, 2}, DType::f64, device, stream);
 }
 
@@ -55,14 +57,26 @@ void Lars::step(float lr, Stream& stream, float grad_scale) {
   }
   Tensor& values = parameters_.flat_values();
   const Tensor& grads = parameters_.flat_grads();
-  engine::sum_squares(values, grads, segments_, blocks_per_segment_, partials_, sums_, stream);
+  engine::sum_squares({.a = values,
+                       .b = grads,
+                       .segments = segments_,
+                       .sums = sums_,
+                       .partials = partials_,
+                       .blocks_per_segment = blocks_per_segment_},
+                      stream);
   const LarsOptions options{.lr = lr,
                             .momentum = config_.momentum,
                             .weight_decay = config_.weight_decay,
                             .eta = config_.eta,
                             .epsilon = config_.epsilon,
                             .grad_scale = grad_scale};
-  lars_step(options, values, grads, momentum_, segments_, sums_, stream);
+  lars_step(options,
+            {.params = values,
+             .grads = grads,
+             .momentum_buffer = momentum_,
+             .segments = segments_,
+             .sum_squares = sums_},
+            stream);
   started_ = true;
 }
 

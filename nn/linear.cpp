@@ -36,24 +36,32 @@ Shape Linear::setup(const Shape& input, const SetupContext& context) {
   y_ = Tensor::empty(out, context.dtype, context.device);
   dx_ = context.input_grad ? Tensor::empty(input, context.dtype, context.device) : Tensor();
   workspace_.setup(
-      linear_backward_weight_workspace_numel(input[0], in_features_, out_features_, context.device),
+      linear_backward_weight_workspace_numel(
+          {.rows = input[0], .in_features = in_features_, .out_features = out_features_},
+          context.device),
       context.scratch, context.device);
   return out;
 }
 
 const Tensor& Linear::forward(const Tensor& x, Pass& pass) {
   x_ = x;
-  linear_forward(x, weight_.refresh(pass.stream), bias_, y_, pass.stream);
+  linear_forward({.x = x, .w = weight_.refresh(pass.stream), .bias = bias_, .y = y_}, pass.stream);
   return y_;
 }
 
 const Tensor& Linear::backward(const Tensor& dy, Pass& pass) {
-  linear_backward_weight(x_, dy, weight_grad_, bias_grad_,
-                         pass.accumulate_grads ? GradWrite::accumulate : GradWrite::overwrite,
-                         workspace_.get(), pass.stream);
+  linear_backward_weight(
+      {.x = x_,
+       .dy = dy,
+       .dw = weight_grad_,
+       .dbias = bias_grad_,
+       .workspace = workspace_.get(),
+       .write = pass.accumulate_grads ? GradWrite::accumulate : GradWrite::overwrite},
+      pass.stream);
   if (bias_id_ >= 0) pass.grad_ready(bias_id_);
   pass.grad_ready(weight_id_);
-  if (dx_.defined()) linear_backward_data(dy, weight_.current(), dx_, pass.stream);
+  if (dx_.defined())
+    linear_backward_data({.dy = dy, .w = weight_.current(), .dx = dx_}, pass.stream);
   return dx_;
 }
 

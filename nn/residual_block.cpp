@@ -89,7 +89,7 @@ const Tensor& ResidualBlock::backward(const Tensor& dy, Pass& pass) {
     g = &convs_[i]->backward(*g, pass);
     if (i > 0) g = &norms_[i - 1]->backward(*g, pass);
   }
-  if (dx_.defined()) add(*g, identity_grad, dx_, pass.stream);
+  if (dx_.defined()) add({.a = *g, .b = identity_grad, .y = dx_}, pass.stream);
   return dx_;
 }
 

@@ -62,15 +62,23 @@ void Sgd::step(float lr, Stream& stream, float grad_scale) {
   for (const SgdRun& run : runs_) {
     options.weight_decay = run.weight_decay ? config_.weight_decay : 0.f;
     if (runs_.size() == 1) {
-      sgd_step(options, values, grads, momentum_,
-               started_ ? MomentumBuffer::filled : MomentumBuffer::empty, stream);
+      sgd_step(options,
+               {.params = values,
+                .grads = grads,
+                .momentum_buffer = momentum_,
+                .buffer_state = started_ ? MomentumBuffer::filled : MomentumBuffer::empty},
+               stream);
       continue;
     }
     const Shape shape{run.numel};
     Tensor value_run = values.view(run.offset, shape);
     Tensor momentum_run = momentum_.defined() ? momentum_.view(run.offset, shape) : Tensor();
-    sgd_step(options, value_run, grads.view(run.offset, shape), momentum_run,
-             started_ ? MomentumBuffer::filled : MomentumBuffer::empty, stream);
+    sgd_step(options,
+             {.params = value_run,
+              .grads = grads.view(run.offset, shape),
+              .momentum_buffer = momentum_run,
+              .buffer_state = started_ ? MomentumBuffer::filled : MomentumBuffer::empty},
+             stream);
   }
   started_ = true;
 }

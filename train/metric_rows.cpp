@@ -22,7 +22,7 @@ void MetricRows::push(const Tensor& logits, const Tensor& labels, const Tensor& 
   Tensor loss = rows_.view(size_ * kColumns, {1});
   Tensor counts = rows_.view(size_ * kColumns + 1, {2});
   copy(mean_loss, loss, stream);
-  topk_correct(logits, labels, counts, stream);
+  topk_correct({.logits = logits, .labels = labels, .correct = counts}, stream);
   ++size_;
 }
 

@@ -18,7 +18,12 @@ void step_toward(Tensor& average, const Tensor& weights, double decay, Stream& s
   options.weight_decay = 1.f;
   options.grad_scale = -1.f;
   Tensor no_momentum;
-  sgd_step(options, average, weights, no_momentum, MomentumBuffer::filled, stream);
+  sgd_step(options,
+           {.params = average,
+            .grads = weights,
+            .momentum_buffer = no_momentum,
+            .buffer_state = MomentumBuffer::filled},
+           stream);
 }
 
 void exchange(Tensor& a, Tensor& b, Tensor& scratch, Stream& stream) {

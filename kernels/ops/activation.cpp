@@ -8,7 +8,7 @@
 namespace engine {
 
 void relu_forward(const Tensor& x, Tensor& y, Stream& stream) {
-  constexpr std::string_view op = "relu_forward";
+  constexpr ops::OpName op{"relu_forward"};
   ops::require_float(op, "x", x);
   ops::require_like(op, "x", x, "y", y);
   ops::require_on_stream(op, "x", x, stream);
@@ -19,17 +19,17 @@ void relu_forward(const Tensor& x, Tensor& y, Stream& stream) {
       [&](auto cuda_stream) { cuda::relu_forward(args, cuda_stream); });
 }
 
-void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx, Stream& stream) {
-  constexpr std::string_view op = "relu_backward";
-  ops::require_float(op, "y", y);
-  ops::require_like(op, "y", y, "dy", dy);
-  ops::require_like(op, "y", y, "dx", dx);
-  ops::require_on_stream(op, "y", y, stream);
-  const ReluBackwardArgs args{.dtype = y.dtype(),
-                              .y = y.raw_data(),
-                              .dy = dy.raw_data(),
-                              .dx = dx.raw_data(),
-                              .n = y.numel()};
+void relu_backward(ReluBackwardOperands operands, Stream& stream) {
+  constexpr ops::OpName op{"relu_backward"};
+  ops::require_float(op, "y", operands.y);
+  ops::require_like(op, "y", operands.y, "dy", operands.dy);
+  ops::require_like(op, "y", operands.y, "dx", operands.dx);
+  ops::require_on_stream(op, "y", operands.y, stream);
+  const ReluBackwardArgs args{.dtype = operands.y.dtype(),
+                              .y = operands.y.raw_data(),
+                              .dy = operands.dy.raw_data(),
+                              .dx = operands.dx.raw_data(),
+                              .n = operands.y.numel()};
   ops::on_device(
       op, stream, [&] { cpu::relu_backward(args); },
       [&](auto cuda_stream) { cuda::relu_backward(args, cuda_stream); });
@@ -38,7 +38,7 @@ void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx, Stream& stream
 namespace {
 
 // y = a + b (relu: then max(., 0)): the checks and dispatch of add and add_relu_forward.
-void add_maybe_relu(std::string_view op, bool relu, const Tensor& a, const Tensor& b, Tensor& y,
+void add_maybe_relu(ops::OpName op, bool relu, const Tensor& a, const Tensor& b, Tensor& y,
                     Stream& stream) {
   ops::require_float(op, "a", a);
   ops::require_like(op, "a", a, "b", b);
@@ -56,12 +56,12 @@ void add_maybe_relu(std::string_view op, bool relu, const Tensor& a, const Tenso
 
 }  // namespace
 
-void add_relu_forward(const Tensor& a, const Tensor& b, Tensor& y, Stream& stream) {
-  add_maybe_relu("add_relu_forward", true, a, b, y, stream);
+void add_relu_forward(AddReluForwardOperands operands, Stream& stream) {
+  add_maybe_relu(ops::OpName{"add_relu_forward"}, true, operands.a, operands.b, operands.y, stream);
 }
 
-void add(const Tensor& a, const Tensor& b, Tensor& y, Stream& stream) {
-  add_maybe_relu("add", false, a, b, y, stream);
+void add(AddOperands operands, Stream& stream) {
+  add_maybe_relu(ops::OpName{"add"}, false, operands.a, operands.b, operands.y, stream);
 }
 
 }  // namespace engine

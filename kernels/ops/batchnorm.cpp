@@ -16,7 +16,7 @@ struct Rows {
   int64_t channels = 0;
 };
 
-Rows require_activation(std::string_view op, std::string_view name, const Tensor& x) {
+Rows require_activation(ops::OpName op, std::string_view name, const Tensor& x) {
   ops::require_float(op, name, x);
   if (x.dim() < 2 || x.numel() == 0) {
     fail(std::string(op) + ": " + std::string(name) + " is " + x.describe() +
@@ -27,7 +27,7 @@ Rows require_activation(std::string_view op, std::string_view name, const Tensor
 }
 
 // C from a per-channel vector of 2C+1 elements (stats, sums, batch_stats).
-int64_t per_channel_count(std::string_view op, std::string_view name, const Tensor& t) {
+int64_t per_channel_count(ops::OpName op, std::string_view name, const Tensor& t) {
   ops::require_defined(op, name, t);
   const int64_t numel = t.numel();
   if (numel < 3 || numel % 2 != 1) {
@@ -37,18 +37,16 @@ int64_t per_channel_count(std::string_view op, std::string_view name, const Tens
   return (numel - 1) / 2;
 }
 
-const void* optional_residual(std::string_view op, const BatchNormEpilogue& epilogue,
-                              const Tensor& x) {
+const void* optional_residual(ops::OpName op, const BatchNormEpilogue& epilogue, const Tensor& x) {
   if (!epilogue.residual.defined()) return nullptr;
   ops::require_like(op, "x", x, "residual", epilogue.residual);
   return epilogue.residual.raw_data();
 }
 
 // The finalize's arguments from checked tensors; batch_stats undefined: none (all null).
-BatchNormFinalizeSumsArgs finalize_args(std::string_view op, const double* sums,
-                                        Tensor& running_mean, Tensor& running_var,
-                                        const BatchNormConstants& constants, Tensor& batch_stats,
-                                        int64_t channels) {
+BatchNormFinalizeSumsArgs finalize_args(ops::OpName op, const double* sums, Tensor& running_mean,
+                                        Tensor& running_var, const BatchNormConstants& constants,
+                                        Tensor& batch_stats, int64_t channels) {
   if (!batch_stats.defined()) return {};
   const float momentum = constants.momentum, eps = constants.eps;
   const Device device = batch_stats.device();
@@ -74,7 +72,7 @@ struct ReluGateArgs {
   const float* shift = nullptr;
   bool active() const { return output != nullptr || scale != nullptr; }
 };
-ReluGateArgs relu_gate_args(std::string_view op, const BatchNormReluGate& relu, const Tensor& x,
+ReluGateArgs relu_gate_args(ops::OpName op, const BatchNormReluGate& relu, const Tensor& x,
                             int64_t channels) {
   const std::string name(op);
   ENGINE_REQUIRE(relu.scale.defined() == relu.shift.defined(),
@@ -96,7 +94,7 @@ ReluGateArgs relu_gate_args(std::string_view op, const BatchNormReluGate& relu, 
 }  // namespace
 
 int64_t batchnorm_workspace_numel(const Tensor& x) {
-  constexpr std::string_view op = "batchnorm_workspace_numel";
+  constexpr ops::OpName op{"batchnorm_workspace_numel"};
   const Rows shape = require_activation(op, "x", x);
   int64_t numel = 0;  // the CPU passes need no scratch
   ops::on_device(
@@ -105,15 +103,16 @@ int64_t batchnorm_workspace_numel(const Tensor& x) {
   return numel;
 }
 
-void batchnorm_stats(const Tensor& x, Tensor& stats, Tensor& workspace, Stream& stream,
+void batchnorm_stats(BatchNormStatsOperands operands, Stream& stream,
                      const BatchNormStatsFusion& fusion) {
-  constexpr std::string_view op = "batchnorm_stats";
-  const Rows shape = require_activation(op, "x", x);
-  const Device device = x.device();
+  constexpr ops::OpName op{"batchnorm_stats"};
+  const Rows shape = require_activation(op, "x", operands.x);
+  const Device device = operands.x.device();
   const int64_t per_channel = batchnorm_stats_numel(shape.channels);
-  ops::require_f32(op, "stats", stats, per_channel, device);
-  float* scratch = ops::require_workspace(op, workspace, batchnorm_workspace_numel(x), device,
-                                          "batchnorm_workspace_numel");
+  ops::require_f32(op, "stats", operands.stats, per_channel, device);
+  float* scratch =
+      ops::require_workspace(op, operands.workspace, batchnorm_workspace_numel(operands.x), device,
+                             "batchnorm_workspace_numel");
   Tensor sums = fusion.sums, batch_stats = fusion.batch_stats;
   Tensor running_mean = fusion.running_mean, running_var = fusion.running_var;
   double* sums_data = nullptr;
@@ -126,12 +125,12 @@ void batchnorm_stats(const Tensor& x, Tensor& stats, Tensor& workspace, Stream& 
                  std::string(op) + ": finalizing into batch_stats needs the sums");
   const BatchNormFinalizeSumsArgs finalize = finalize_args(
       op, sums_data, running_mean, running_var, fusion.constants, batch_stats, shape.channels);
-  ops::require_on_stream(op, "x", x, stream);
-  const BatchNormStatsArgs args{.dtype = x.dtype(),
-                                .x = x.raw_data(),
+  ops::require_on_stream(op, "x", operands.x, stream);
+  const BatchNormStatsArgs args{.dtype = operands.x.dtype(),
+                                .x = operands.x.raw_data(),
                                 .rows = shape.rows,
                                 .channels = shape.channels,
-                                .stats = stats.data<float>(),
+                                .stats = operands.stats.data<float>(),
                                 .workspace = scratch,
                                 .sums = sums_data,
                                 .finalize = finalize};
@@ -141,7 +140,7 @@ void batchnorm_stats(const Tensor& x, Tensor& stats, Tensor& workspace, Stream& 
 }
 
 void batchnorm_stats_to_sums(const Tensor& stats, Tensor& sums, Stream& stream) {
-  constexpr std::string_view op = "batchnorm_stats_to_sums";
+  constexpr ops::OpName op{"batchnorm_stats_to_sums"};
   const int64_t channels = per_channel_count(op, "stats", stats);
   const Device device = stats.device();
   ops::require_f32(op, "stats", stats, batchnorm_stats_numel(channels), device);
@@ -154,42 +153,42 @@ void batchnorm_stats_to_sums(const Tensor& stats, Tensor& sums, Stream& stream) 
       [&](auto cuda_stream) { cuda::batchnorm_stats_to_sums(args, cuda_stream); });
 }
 
-void batchnorm_finalize_sums(const Tensor& sums, Tensor& running_mean, Tensor& running_var,
-                             const BatchNormConstants& constants, Tensor& batch_stats,
-                             Stream& stream) {
-  constexpr std::string_view op = "batchnorm_finalize_sums";
-  const int64_t channels = per_channel_count(op, "batch_stats", batch_stats);
-  const Device device = batch_stats.device();
-  ops::require_f32(op, "batch_stats", batch_stats, batchnorm_stats_numel(channels), device);
-  ops::require_f64(op, "sums", sums, batchnorm_stats_numel(channels), device);
-  ops::require_on_stream(op, "batch_stats", batch_stats, stream);
-  const BatchNormFinalizeSumsArgs args = finalize_args(
-      op, sums.data<double>(), running_mean, running_var, constants, batch_stats, channels);
+void batchnorm_finalize_sums(BatchNormFinalizeSumsOperands operands, Stream& stream) {
+  constexpr ops::OpName op{"batchnorm_finalize_sums"};
+  const int64_t channels = per_channel_count(op, "batch_stats", operands.batch_stats);
+  const Device device = operands.batch_stats.device();
+  ops::require_f32(op, "batch_stats", operands.batch_stats, batchnorm_stats_numel(channels),
+                   device);
+  ops::require_f64(op, "sums", operands.sums, batchnorm_stats_numel(channels), device);
+  ops::require_on_stream(op, "batch_stats", operands.batch_stats, stream);
+  const BatchNormFinalizeSumsArgs args =
+      finalize_args(op, operands.sums.data<double>(), operands.running_mean, operands.running_var,
+                    operands.constants, operands.batch_stats, channels);
   ops::on_device(
       op, stream, [&] { cpu::batchnorm_finalize_sums(args); },
       [&](auto cuda_stream) { cuda::batchnorm_finalize_sums(args, cuda_stream); });
 }
 
-void batchnorm_normalize(const Tensor& x, const Tensor& batch_stats, const Tensor& weight,
-                         const Tensor& bias, Tensor& y, Stream& stream,
+void batchnorm_normalize(BatchNormNormalizeOperands operands, Stream& stream,
                          const BatchNormEpilogue& epilogue) {
-  constexpr std::string_view op = "batchnorm_normalize";
-  const Rows shape = require_activation(op, "x", x);
-  ops::require_like(op, "x", x, "y", y);
-  const Device device = x.device();
-  ops::require_f32(op, "batch_stats", batch_stats, batchnorm_stats_numel(shape.channels), device);
-  const float* w = ops::optional_f32(op, "weight", weight, shape.channels, device);
-  const float* b = ops::optional_f32(op, "bias", bias, shape.channels, device);
-  const void* residual = optional_residual(op, epilogue, x);
-  ops::require_on_stream(op, "x", x, stream);
-  const BatchNormNormalizeArgs args{.dtype = x.dtype(),
-                                    .x = x.raw_data(),
-                                    .batch_stats = batch_stats.data<float>(),
+  constexpr ops::OpName op{"batchnorm_normalize"};
+  const Rows shape = require_activation(op, "x", operands.x);
+  ops::require_like(op, "x", operands.x, "y", operands.y);
+  const Device device = operands.x.device();
+  ops::require_f32(op, "batch_stats", operands.batch_stats, batchnorm_stats_numel(shape.channels),
+                   device);
+  const float* w = ops::optional_f32(op, "weight", operands.weight, shape.channels, device);
+  const float* b = ops::optional_f32(op, "bias", operands.bias, shape.channels, device);
+  const void* residual = optional_residual(op, epilogue, operands.x);
+  ops::require_on_stream(op, "x", operands.x, stream);
+  const BatchNormNormalizeArgs args{.dtype = operands.x.dtype(),
+                                    .x = operands.x.raw_data(),
+                                    .batch_stats = operands.batch_stats.data<float>(),
                                     .weight = w,
                                     .bias = b,
                                     .residual = residual,
                                     .relu = epilogue.relu,
-                                    .y = y.raw_data(),
+                                    .y = operands.y.raw_data(),
                                     .rows = shape.rows,
                                     .channels = shape.channels};
   ops::on_device(
@@ -197,30 +196,30 @@ void batchnorm_normalize(const Tensor& x, const Tensor& batch_stats, const Tenso
       [&](auto cuda_stream) { cuda::batchnorm_normalize(args, cuda_stream); });
 }
 
-void batchnorm_eval_forward(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
-                            const Tensor& weight, const Tensor& bias, float eps, Tensor& y,
-                            Stream& stream, const BatchNormEpilogue& epilogue) {
-  constexpr std::string_view op = "batchnorm_eval_forward";
-  const Rows shape = require_activation(op, "x", x);
-  ops::require_like(op, "x", x, "y", y);
-  const Device device = x.device();
-  ops::require_f32(op, "running_mean", running_mean, shape.channels, device);
-  ops::require_f32(op, "running_var", running_var, shape.channels, device);
-  const float* w = ops::optional_f32(op, "weight", weight, shape.channels, device);
-  const float* b = ops::optional_f32(op, "bias", bias, shape.channels, device);
-  const void* residual = optional_residual(op, epilogue, x);
-  ENGINE_REQUIRE(eps >= 0.f, std::string(op) + ": eps must be >= 0, got " + std::to_string(eps));
-  ops::require_on_stream(op, "x", x, stream);
-  const BatchNormEvalForwardArgs args{.dtype = x.dtype(),
-                                      .x = x.raw_data(),
-                                      .running_mean = running_mean.data<float>(),
-                                      .running_var = running_var.data<float>(),
+void batchnorm_eval_forward(BatchNormEvalForwardOperands operands, Stream& stream,
+                            const BatchNormEpilogue& epilogue) {
+  constexpr ops::OpName op{"batchnorm_eval_forward"};
+  const Rows shape = require_activation(op, "x", operands.x);
+  ops::require_like(op, "x", operands.x, "y", operands.y);
+  const Device device = operands.x.device();
+  ops::require_f32(op, "running_mean", operands.running_mean, shape.channels, device);
+  ops::require_f32(op, "running_var", operands.running_var, shape.channels, device);
+  const float* w = ops::optional_f32(op, "weight", operands.weight, shape.channels, device);
+  const float* b = ops::optional_f32(op, "bias", operands.bias, shape.channels, device);
+  const void* residual = optional_residual(op, epilogue, operands.x);
+  ENGINE_REQUIRE(operands.eps >= 0.f,
+                 std::string(op) + ": eps must be >= 0, got " + std::to_string(operands.eps));
+  ops::require_on_stream(op, "x", operands.x, stream);
+  const BatchNormEvalForwardArgs args{.dtype = operands.x.dtype(),
+                                      .x = operands.x.raw_data(),
+                                      .running_mean = operands.running_mean.data<float>(),
+                                      .running_var = operands.running_var.data<float>(),
                                       .weight = w,
                                       .bias = b,
-                                      .eps = eps,
+                                      .eps = operands.eps,
                                       .residual = residual,
                                       .relu = epilogue.relu,
-                                      .y = y.raw_data(),
+                                      .y = operands.y.raw_data(),
                                       .rows = shape.rows,
                                       .channels = shape.channels};
   ops::on_device(
@@ -228,31 +227,32 @@ void batchnorm_eval_forward(const Tensor& x, const Tensor& running_mean, const T
       [&](auto cuda_stream) { cuda::batchnorm_eval_forward(args, cuda_stream); });
 }
 
-void batchnorm_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& batch_stats,
-                               Tensor& grad_sums, Tensor& workspace, Stream& stream,
+void batchnorm_backward_reduce(BatchNormBackwardReduceOperands operands, Stream& stream,
                                const BatchNormBackwardFusion& fusion) {
-  constexpr std::string_view op = "batchnorm_backward_reduce";
-  const Rows shape = require_activation(op, "x", x);
-  ops::require_like(op, "x", x, "dy", dy);
-  const Device device = x.device();
-  ops::require_f32(op, "batch_stats", batch_stats, batchnorm_stats_numel(shape.channels), device);
-  ops::require_f32(op, "grad_sums", grad_sums, 2 * shape.channels, device);
-  float* scratch = ops::require_workspace(op, workspace, batchnorm_workspace_numel(x), device,
-                                          "batchnorm_workspace_numel");
-  const ReluGateArgs relu = relu_gate_args(op, fusion.relu, x, shape.channels);
+  constexpr ops::OpName op{"batchnorm_backward_reduce"};
+  const Rows shape = require_activation(op, "x", operands.x);
+  ops::require_like(op, "x", operands.x, "dy", operands.dy);
+  const Device device = operands.x.device();
+  ops::require_f32(op, "batch_stats", operands.batch_stats, batchnorm_stats_numel(shape.channels),
+                   device);
+  ops::require_f32(op, "grad_sums", operands.grad_sums, 2 * shape.channels, device);
+  float* scratch =
+      ops::require_workspace(op, operands.workspace, batchnorm_workspace_numel(operands.x), device,
+                             "batchnorm_workspace_numel");
+  const ReluGateArgs relu = relu_gate_args(op, fusion.relu, operands.x, shape.channels);
   Tensor relu_grad = fusion.relu_grad;
   ENGINE_REQUIRE(!relu_grad.defined() || relu.active(), std::string(op) + ": relu_grad needs relu");
-  if (relu_grad.defined()) ops::require_like(op, "x", x, "relu_grad", relu_grad);
+  if (relu_grad.defined()) ops::require_like(op, "x", operands.x, "relu_grad", relu_grad);
   Tensor bias_grad = fusion.bias_grad, weight_grad = fusion.weight_grad;
   float* db = ops::optional_f32(op, "bias_grad", bias_grad, shape.channels, device);
   float* dw = ops::optional_f32(op, "weight_grad", weight_grad, shape.channels, device);
-  ops::require_on_stream(op, "x", x, stream);
+  ops::require_on_stream(op, "x", operands.x, stream);
   const BatchNormBackwardReduceArgs args{
-      .dtype = x.dtype(),
-      .dy = dy.raw_data(),
-      .x = x.raw_data(),
-      .batch_stats = batch_stats.data<float>(),
-      .grad_sums = grad_sums.data<float>(),
+      .dtype = operands.x.dtype(),
+      .dy = operands.dy.raw_data(),
+      .x = operands.x.raw_data(),
+      .batch_stats = operands.batch_stats.data<float>(),
+      .grad_sums = operands.grad_sums.data<float>(),
       .rows = shape.rows,
       .channels = shape.channels,
       .workspace = scratch,
@@ -268,26 +268,26 @@ void batchnorm_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& 
       [&](auto cuda_stream) { cuda::batchnorm_backward_reduce(args, cuda_stream); });
 }
 
-void batchnorm_backward_elementwise(const Tensor& dy, const Tensor& x, const Tensor& batch_stats,
-                                    const Tensor& weight, const Tensor& grad_sums, Tensor& dx,
-                                    Stream& stream, const BatchNormReluGate& relu) {
-  constexpr std::string_view op = "batchnorm_backward_elementwise";
-  const Rows shape = require_activation(op, "x", x);
-  ops::require_like(op, "x", x, "dy", dy);
-  ops::require_like(op, "x", x, "dx", dx);
-  const Device device = x.device();
-  ops::require_f32(op, "batch_stats", batch_stats, batchnorm_stats_numel(shape.channels), device);
-  const float* w = ops::optional_f32(op, "weight", weight, shape.channels, device);
-  ops::require_f32(op, "grad_sums", grad_sums, 2 * shape.channels, device);
-  const ReluGateArgs gate = relu_gate_args(op, relu, x, shape.channels);
-  ops::require_on_stream(op, "x", x, stream);
-  const BatchNormBackwardElementwiseArgs args{.dtype = x.dtype(),
-                                              .dy = dy.raw_data(),
-                                              .x = x.raw_data(),
-                                              .batch_stats = batch_stats.data<float>(),
+void batchnorm_backward_elementwise(BatchNormBackwardElementwiseOperands operands, Stream& stream,
+                                    const BatchNormReluGate& relu) {
+  constexpr ops::OpName op{"batchnorm_backward_elementwise"};
+  const Rows shape = require_activation(op, "x", operands.x);
+  ops::require_like(op, "x", operands.x, "dy", operands.dy);
+  ops::require_like(op, "x", operands.x, "dx", operands.dx);
+  const Device device = operands.x.device();
+  ops::require_f32(op, "batch_stats", operands.batch_stats, batchnorm_stats_numel(shape.channels),
+                   device);
+  const float* w = ops::optional_f32(op, "weight", operands.weight, shape.channels, device);
+  ops::require_f32(op, "grad_sums", operands.grad_sums, 2 * shape.channels, device);
+  const ReluGateArgs gate = relu_gate_args(op, relu, operands.x, shape.channels);
+  ops::require_on_stream(op, "x", operands.x, stream);
+  const BatchNormBackwardElementwiseArgs args{.dtype = operands.x.dtype(),
+                                              .dy = operands.dy.raw_data(),
+                                              .x = operands.x.raw_data(),
+                                              .batch_stats = operands.batch_stats.data<float>(),
                                               .weight = w,
-                                              .grad_sums = grad_sums.data<float>(),
-                                              .dx = dx.raw_data(),
+                                              .grad_sums = operands.grad_sums.data<float>(),
+                                              .dx = operands.dx.raw_data(),
                                               .rows = shape.rows,
                                               .channels = shape.channels,
                                               .relu_output = gate.output,

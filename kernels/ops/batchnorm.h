@@ -69,8 +69,8 @@ struct BatchNormConstants {
 // same bits as the separate ops. Undefined tensors: not done.
 struct BatchNormStatsFusion {
   Tensor sums;  // f64[2C+1]: as batchnorm_stats_to_sums(stats, sums)
-  // f32[2C+1] (needs sums): as batchnorm_finalize_sums(sums, running_mean, running_var,
-  // constants, batch_stats). Not under SyncBN, whose sums must be all-reduced first.
+  // f32[2C+1] (needs sums): as batchnorm_finalize_sums with these fields. Not under SyncBN,
+  // whose sums must be all-reduced first.
   Tensor batch_stats = {};
   Tensor running_mean = {}, running_var = {};  // f32[C] or undefined
   BatchNormConstants constants = {};
@@ -78,7 +78,12 @@ struct BatchNormStatsFusion {
 
 // Per-channel statistics of this process's x: stats = f32[2C+1] (Welford form, see above),
 // and what `fusion` asks for.
-void batchnorm_stats(const Tensor& x, Tensor& stats, Tensor& workspace, Stream& stream,
+struct BatchNormStatsOperands {
+  Tensor x;
+  Tensor stats;
+  Tensor workspace;  // of batchnorm_workspace_numel(x) elements
+};
+void batchnorm_stats(BatchNormStatsOperands operands, Stream& stream,
                      const BatchNormStatsFusion& fusion = {});
 
 // sums = f64[2C+1] (sum, sumsq, count; see above) from this process's stats, on their device.
@@ -90,21 +95,35 @@ void batchnorm_stats_to_sums(const Tensor& stats, Tensor& sums, Stream& stream);
 //   running = (1 - momentum) * running + momentum * batch value, with the unbiased variance
 //   var * n / (n - 1) (NaN for n <= 1, where PyTorch refuses to train; the layer checks n).
 // For PyTorch's momentum=None (cumulative average) pass momentum = 1 / batches_tracked.
-void batchnorm_finalize_sums(const Tensor& sums, Tensor& running_mean, Tensor& running_var,
-                             const BatchNormConstants& constants, Tensor& batch_stats,
-                             Stream& stream);
+struct BatchNormFinalizeSumsOperands {
+  Tensor sums;
+  Tensor running_mean = {}, running_var = {};  // f32[C] each, updated; or undefined
+  Tensor batch_stats;
+  BatchNormConstants constants = {};
+};
+void batchnorm_finalize_sums(BatchNormFinalizeSumsOperands operands, Stream& stream);
 
-// y = act((x - mean) * invstd * weight + bias [+ residual]). weight and bias are f32[C] or
-// undefined (affine=False: 1 and 0). y may alias x or the residual.
-void batchnorm_normalize(const Tensor& x, const Tensor& batch_stats, const Tensor& weight,
-                         const Tensor& bias, Tensor& y, Stream& stream,
+// y = act((x - mean) * invstd * weight + bias [+ residual]).
+struct BatchNormNormalizeOperands {
+  Tensor x;
+  Tensor batch_stats;
+  Tensor weight = {}, bias = {};  // f32[C] or undefined (affine=False: 1 and 0)
+  Tensor y;                       // may alias x or the residual
+};
+void batchnorm_normalize(BatchNormNormalizeOperands operands, Stream& stream,
                          const BatchNormEpilogue& epilogue = {});
 
 // Evaluation: the same transform with the running statistics,
 // y = act((x - running_mean) / sqrt(running_var + eps) * weight + bias [+ residual]).
-void batchnorm_eval_forward(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
-                            const Tensor& weight, const Tensor& bias, float eps, Tensor& y,
-                            Stream& stream, const BatchNormEpilogue& epilogue = {});
+struct BatchNormEvalForwardOperands {
+  Tensor x;
+  Tensor running_mean, running_var;  // f32[C] each
+  Tensor weight = {}, bias = {};     // f32[C] or undefined (affine=False: 1 and 0)
+  Tensor y;                          // may alias x or the residual
+  float eps = 1e-5f;                 // added to the variance
+};
+void batchnorm_eval_forward(BatchNormEvalForwardOperands operands, Stream& stream,
+                            const BatchNormEpilogue& epilogue = {});
 
 // The ReLU fused after a BatchNorm's forward, as its backward passes see it: dy passes where
 // the ReLU's output y > 0. y is read from `output` (normalize's, like x) or, where it was never
@@ -133,18 +152,29 @@ struct BatchNormBackwardFusion {
 };
 
 // grad_sums = (sum over rows of dy, sum of dy * xhat) with xhat = (x - mean) * invstd, for
-// this process's rows. dy is the gradient at the BN output, or at the fused ReLU's output
-// with fusion.relu.
-void batchnorm_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& batch_stats,
-                               Tensor& grad_sums, Tensor& workspace, Stream& stream,
+// this process's rows.
+struct BatchNormBackwardReduceOperands {
+  Tensor dy;  // at the BN output, or at the fused ReLU's output with fusion.relu
+  Tensor x;
+  Tensor batch_stats;
+  Tensor grad_sums;
+  Tensor workspace;  // of batchnorm_workspace_numel(x) elements
+};
+void batchnorm_backward_reduce(BatchNormBackwardReduceOperands operands, Stream& stream,
                                const BatchNormBackwardFusion& fusion = {});
 
 // dx = weight * invstd * (dy - sum_dy / n - xhat * sum_dy_xhat / n), with n the count in
 // batch_stats (the global count under SyncBN) and grad_sums reduced over all ranks; dy
 // through the fused ReLU when relu is active (as in BatchNormBackwardFusion).
-// dx may alias dy.
-void batchnorm_backward_elementwise(const Tensor& dy, const Tensor& x, const Tensor& batch_stats,
-                                    const Tensor& weight, const Tensor& grad_sums, Tensor& dx,
-                                    Stream& stream, const BatchNormReluGate& relu = {});
+struct BatchNormBackwardElementwiseOperands {
+  Tensor dy;
+  Tensor x;
+  Tensor batch_stats;
+  Tensor weight = {};  // f32[C] or undefined (affine=False: 1)
+  Tensor grad_sums;
+  Tensor dx;  // may alias dy
+};
+void batchnorm_backward_elementwise(BatchNormBackwardElementwiseOperands operands, Stream& stream,
+                                    const BatchNormReluGate& relu = {});
 
 }  // namespace engine

@@ -1,6 +1,7 @@
 #include "kernels/ops/conv.h"
 
 #include <string>
+#include <utility>
 
 #include "kernels/cpu/conv.h"
 #include "kernels/cuda/conv.h"
@@ -12,7 +13,7 @@ namespace engine {
 
 namespace {
 
-void require_grad_dtype(std::string_view op, const Tensor& dw, DType activation_dtype) {
+void require_grad_dtype(ops::OpName op, const Tensor& dw, DType activation_dtype) {
   if (dw.dtype() != DType::f32 && dw.dtype() != activation_dtype) {
     fail(std::string(op) + ": dw is " + dw.describe() + ", expected f32 or " +
          std::string(dtype_name(activation_dtype)));
@@ -28,7 +29,7 @@ Conv2dShape pointwise_shape(int64_t rows, int64_t in_features, int64_t out_featu
   return shape;
 }
 
-Conv2dShape linear_shape(const Tensor& x_or_dx, const Tensor& w, std::string_view op) {
+Conv2dShape linear_shape(const Tensor& x_or_dx, const Tensor& w, ops::OpName op) {
   if (x_or_dx.dim() != 2 || w.dim() != 2) {
     fail(std::string(op) + ": expected 2-D tensors, got " + x_or_dx.describe() + " and w " +
          w.describe());
@@ -63,7 +64,7 @@ struct StatsPhases {
   double* sums = nullptr;
   BatchNormFinalizeSumsArgs finalize = {};
 };
-StatsPhases stats_phases(std::string_view op, const BatchNormStatsFusion& fusion, int64_t channels,
+StatsPhases stats_phases(ops::OpName op, const BatchNormStatsFusion& fusion, int64_t channels,
                          Device device) {
   StatsPhases phases;
   Tensor sums = fusion.sums, batch_stats = fusion.batch_stats;
@@ -92,7 +93,7 @@ StatsPhases stats_phases(std::string_view op, const BatchNormStatsFusion& fusion
 
 // The kernels' transform of `input`, checked against x's channels and device: none where
 // input.scale is undefined.
-ConvInputTransform input_transform(std::string_view op, const ConvInputAffine& input,
+ConvInputTransform input_transform(ops::OpName op, const ConvInputAffine& input,
                                    const Conv2dShape& shape, Device device) {
   if (!input.scale.defined()) {
     if (input.shift.defined()) fail(std::string(op) + ": input.shift without input.scale");
@@ -104,21 +105,22 @@ ConvInputTransform input_transform(std::string_view op, const ConvInputAffine& i
       .scale = input.scale.data<float>(), .shift = input.shift.data<float>(), .relu = input.relu};
 }
 
-// workspace: null, or the caller's (at least the _workspace_numel the op names).
-void forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const Tensor& bias,
-             Tensor& y, Tensor* workspace, Stream& stream, const ConvAlgo& algo,
-             const Conv2dForwardFusion& fusion) {
-  constexpr std::string_view op = "conv2d_forward";
+}  // namespace
+
+void conv2d_forward(const Conv2dShape& shape, Conv2dForwardOperands operands, Stream& stream,
+                    const ConvAlgo& algo, const Conv2dForwardFusion& fusion) {
+  constexpr ops::OpName op{"conv2d_forward"};
   shape.validate();
-  ops::require_float(op, "x", x);
-  const DType dtype = x.dtype();
-  const Device device = x.device();
+  ops::require_float(op, "x", operands.x);
+  const DType dtype = operands.x.dtype();
+  const Device device = operands.x.device();
   const std::string context = shape.str();
-  ops::require_exact(op, "x", x, shape.input_shape(), dtype, device, context);
-  ops::require_exact(op, "w", w, shape.filter_shape(), dtype, device, context);
-  ops::require_exact(op, "y", y, shape.output_shape(), dtype, device, context);
-  if (bias.defined())
-    ops::require_exact(op, "bias", bias, {shape.out_channels}, DType::f32, device, context);
+  ops::require_exact(op, "x", operands.x, shape.input_shape(), dtype, device, context);
+  ops::require_exact(op, "w", operands.w, shape.filter_shape(), dtype, device, context);
+  ops::require_exact(op, "y", operands.y, shape.output_shape(), dtype, device, context);
+  if (operands.bias.defined())
+    ops::require_exact(op, "bias", operands.bias, {shape.out_channels}, DType::f32, device,
+                       context);
   float* stats = nullptr;
   StatsPhases phases;
   if (fusion.stats.defined()) {
@@ -134,30 +136,31 @@ void forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const T
   if (stats != nullptr) {
     const int64_t needed = conv2d_forward_stats_workspace_numel(shape, device, algo);
     ENGINE_REQUIRE(
-        workspace != nullptr || needed == 0,
+        operands.workspace.defined() || needed == 0,
         std::string(op) + ": stats need a workspace (conv2d_forward_stats_workspace_numel)");
-    if (workspace != nullptr)
-      scratch = ops::require_workspace(op, *workspace, needed, device,
+    if (operands.workspace.defined())
+      scratch = ops::require_workspace(op, operands.workspace, needed, device,
                                        "conv2d_forward_stats_workspace_numel");
-  } else if (workspace != nullptr) {
-    scratch =
-        ops::require_workspace(op, *workspace, conv2d_forward_workspace_numel(shape, device, algo),
-                               device, "conv2d_forward_workspace_numel");
+  } else if (operands.workspace.defined()) {
+    scratch = ops::require_workspace(op, operands.workspace,
+                                     conv2d_forward_workspace_numel(shape, device, algo), device,
+                                     "conv2d_forward_workspace_numel");
   }
-  ops::require_on_stream(op, "x", x, stream);
-  const Conv2dForwardArgs args{.shape = shape,
-                               .dtype = dtype,
-                               .x = x.raw_data(),
-                               .w = w.raw_data(),
-                               .bias = bias.defined() ? bias.data<float>() : nullptr,
-                               .y = y.raw_data(),
-                               .workspace = scratch,
-                               .fp32_math = stream.fp32_math(),
-                               .algo = algo,
-                               .stats = stats,
-                               .stats_sums = phases.sums,
-                               .stats_finalize = phases.finalize,
-                               .input_transform = input_transform(op, fusion.input, shape, device)};
+  ops::require_on_stream(op, "x", operands.x, stream);
+  const Conv2dForwardArgs args{
+      .shape = shape,
+      .dtype = dtype,
+      .x = operands.x.raw_data(),
+      .w = operands.w.raw_data(),
+      .bias = operands.bias.defined() ? operands.bias.data<float>() : nullptr,
+      .y = operands.y.raw_data(),
+      .workspace = scratch,
+      .fp32_math = stream.fp32_math(),
+      .algo = algo,
+      .stats = stats,
+      .stats_sums = phases.sums,
+      .stats_finalize = phases.finalize,
+      .input_transform = input_transform(op, fusion.input, shape, device)};
   ops::on_device(
       op, stream, [&] { cpu::conv2d_forward(args); },
       [&](auto cuda_stream) {
@@ -169,9 +172,10 @@ void forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const T
       });
 }
 
+namespace {
+
 // The kernels' ConvDataGradBatchNorm of `fusion`, checked against dx (none: x undefined).
-ConvDataGradBatchNorm data_grad_batchnorm(std::string_view op,
-                                          const Conv2dBackwardDataFusion& fusion,
+ConvDataGradBatchNorm data_grad_batchnorm(ops::OpName op, const Conv2dBackwardDataFusion& fusion,
                                           const Conv2dShape& shape, const Tensor& dx) {
   if (!fusion.x.defined()) {
     ENGINE_REQUIRE(!fusion.grad_sums.defined() && !fusion.batch_stats.defined() &&
@@ -201,40 +205,42 @@ ConvDataGradBatchNorm data_grad_batchnorm(std::string_view op,
           .accumulate = fusion.write == GradWrite::accumulate};
 }
 
-void backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, Tensor& dx,
-                   Tensor* workspace, Stream& stream, const ConvAlgo& algo,
-                   const Conv2dBackwardDataFusion& fusion) {
-  constexpr std::string_view op = "conv2d_backward_data";
+}  // namespace
+
+void conv2d_backward_data(const Conv2dShape& shape, Conv2dBackwardDataOperands operands,
+                          Stream& stream, const ConvAlgo& algo,
+                          const Conv2dBackwardDataFusion& fusion) {
+  constexpr ops::OpName op{"conv2d_backward_data"};
   shape.validate();
-  ops::require_float(op, "dy", dy);
-  const DType dtype = dy.dtype();
-  const Device device = dy.device();
+  ops::require_float(op, "dy", operands.dy);
+  const DType dtype = operands.dy.dtype();
+  const Device device = operands.dy.device();
   const std::string context = shape.str();
-  ops::require_exact(op, "dy", dy, shape.output_shape(), dtype, device, context);
-  ops::require_exact(op, "w", w, shape.filter_shape(), dtype, device, context);
-  ops::require_exact(op, "dx", dx, shape.input_shape(), dtype, device, context);
-  const ConvDataGradBatchNorm batchnorm = data_grad_batchnorm(op, fusion, shape, dx);
+  ops::require_exact(op, "dy", operands.dy, shape.output_shape(), dtype, device, context);
+  ops::require_exact(op, "w", operands.w, shape.filter_shape(), dtype, device, context);
+  ops::require_exact(op, "dx", operands.dx, shape.input_shape(), dtype, device, context);
+  const ConvDataGradBatchNorm batchnorm = data_grad_batchnorm(op, fusion, shape, operands.dx);
   float* scratch = nullptr;
   if (batchnorm.active()) {
     const int64_t needed = conv2d_backward_data_bn_workspace_numel(shape, device, algo);
-    ENGINE_REQUIRE(workspace != nullptr || needed == 0,
+    ENGINE_REQUIRE(operands.workspace.defined() || needed == 0,
                    std::string(op) +
                        ": the BatchNorm's backward needs a workspace "
                        "(conv2d_backward_data_bn_workspace_numel)");
-    if (workspace != nullptr)
-      scratch = ops::require_workspace(op, *workspace, needed, device,
+    if (operands.workspace.defined())
+      scratch = ops::require_workspace(op, operands.workspace, needed, device,
                                        "conv2d_backward_data_bn_workspace_numel");
-  } else if (workspace != nullptr) {
-    scratch = ops::require_workspace(op, *workspace,
+  } else if (operands.workspace.defined()) {
+    scratch = ops::require_workspace(op, operands.workspace,
                                      conv2d_backward_data_workspace_numel(shape, device, algo),
                                      device, "conv2d_backward_data_workspace_numel");
   }
-  ops::require_on_stream(op, "dy", dy, stream);
+  ops::require_on_stream(op, "dy", operands.dy, stream);
   const Conv2dBackwardDataArgs args{.shape = shape,
                                     .dtype = dtype,
-                                    .dy = dy.raw_data(),
-                                    .w = w.raw_data(),
-                                    .dx = dx.raw_data(),
+                                    .dy = operands.dy.raw_data(),
+                                    .w = operands.w.raw_data(),
+                                    .dx = operands.dx.raw_data(),
                                     .workspace = scratch,
                                     .fp32_math = stream.fp32_math(),
                                     .algo = algo,
@@ -249,8 +255,6 @@ void backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, 
         }
       });
 }
-
-}  // namespace
 
 int64_t conv2d_forward_workspace_numel(const Conv2dShape& shape, Device device,
                                        const ConvAlgo& algo) {
@@ -267,17 +271,6 @@ int64_t conv2d_backward_data_workspace_numel(const Conv2dShape& shape, Device de
                          });
 }
 
-void conv2d_forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const Tensor& bias,
-                    Tensor& y, Stream& stream) {
-  forward(shape, x, w, bias, y, nullptr, stream, {}, {});
-}
-
-void conv2d_forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const Tensor& bias,
-                    Tensor& y, Tensor& workspace, Stream& stream, const ConvAlgo& algo,
-                    const Conv2dForwardFusion& fusion) {
-  forward(shape, x, w, bias, y, &workspace, stream, algo, fusion);
-}
-
 int64_t conv2d_forward_stats_workspace_numel(const Conv2dShape& shape, Device device,
                                              const ConvAlgo& algo) {
   return workspace_numel("conv2d_forward_stats_workspace_numel", shape, device,
@@ -286,36 +279,27 @@ int64_t conv2d_forward_stats_workspace_numel(const Conv2dShape& shape, Device de
                          });
 }
 
-ConvStatsPath conv2d_forward_stats_path(const Conv2dShape& shape, const Tensor& y,
-                                        const Tensor& bias, Stream& stream, const ConvAlgo& algo) {
-  constexpr std::string_view op = "conv2d_forward_stats_path";
+ConvStatsPath conv2d_forward_stats_path(const Conv2dShape& shape,
+                                        const Conv2dForwardOperands& operands, Stream& stream,
+                                        const ConvAlgo& algo) {
+  constexpr ops::OpName op{"conv2d_forward_stats_path"};
   shape.validate();
+  const Tensor& y = operands.y;
   ops::require_float(op, "y", y);
   ops::require_exact(op, "y", y, shape.output_shape(), y.dtype(), y.device(), shape.str());
   ConvStatsPath path = ConvStatsPath::separate_pass;  // the CPU's: batchnorm_stats after
   ops::on_device(
       op, stream, [] {},
       [&](auto) {
-        path =
-            cuda::conv2d_forward_stats_path({.shape = shape,
-                                             .dtype = y.dtype(),
-                                             .bias = bias.defined() ? bias.data<float>() : nullptr,
-                                             .y = const_cast<void*>(y.raw_data()),
-                                             .fp32_math = stream.fp32_math(),
-                                             .algo = algo});
+        path = cuda::conv2d_forward_stats_path(
+            {.shape = shape,
+             .dtype = y.dtype(),
+             .bias = operands.bias.defined() ? operands.bias.data<float>() : nullptr,
+             .y = const_cast<void*>(y.raw_data()),
+             .fp32_math = stream.fp32_math(),
+             .algo = algo});
       });
   return path;
-}
-
-void conv2d_backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, Tensor& dx,
-                          Stream& stream) {
-  backward_data(shape, dy, w, dx, nullptr, stream, {}, {});
-}
-
-void conv2d_backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, Tensor& dx,
-                          Tensor& workspace, Stream& stream, const ConvAlgo& algo,
-                          const Conv2dBackwardDataFusion& fusion) {
-  backward_data(shape, dy, w, dx, &workspace, stream, algo, fusion);
 }
 
 int64_t conv2d_backward_data_bn_workspace_numel(const Conv2dShape& shape, Device device,
@@ -326,13 +310,17 @@ int64_t conv2d_backward_data_bn_workspace_numel(const Conv2dShape& shape, Device
                          });
 }
 
-ConvStatsPath conv2d_backward_data_bn_path(const Conv2dShape& shape, const Tensor& dx,
-                                           const Tensor& x, Stream& stream, const ConvAlgo& algo) {
-  constexpr std::string_view op = "conv2d_backward_data_bn_path";
+ConvStatsPath conv2d_backward_data_bn_path(const Conv2dShape& shape,
+                                           const Conv2dBackwardDataOperands& operands,
+                                           const Conv2dBackwardDataFusion& fusion, Stream& stream,
+                                           const ConvAlgo& algo) {
+  constexpr ops::OpName op{"conv2d_backward_data_bn_path"};
   shape.validate();
+  const Tensor& dx = operands.dx;
   ops::require_float(op, "dx", dx);
   ops::require_exact(op, "dx", dx, shape.input_shape(), dx.dtype(), dx.device(), shape.str());
-  ops::require_exact(op, "x", x, shape.input_shape(), dx.dtype(), dx.device(), shape.str());
+  ops::require_exact(op, "fusion.x", fusion.x, shape.input_shape(), dx.dtype(), dx.device(),
+                     shape.str());
   ConvStatsPath path = ConvStatsPath::separate_pass;  // the CPU's: the reduce after
   ops::on_device(
       op, stream, [] {},
@@ -343,7 +331,7 @@ ConvStatsPath conv2d_backward_data_bn_path(const Conv2dShape& shape, const Tenso
                                                    .dx = const_cast<void*>(dx.raw_data()),
                                                    .fp32_math = stream.fp32_math(),
                                                    .algo = algo,
-                                                   .batchnorm = {.x = x.raw_data()}});
+                                                   .batchnorm = {.x = fusion.x.raw_data()}});
       });
   return path;
 }
@@ -356,40 +344,42 @@ int64_t conv2d_backward_filter_workspace_numel(const Conv2dShape& shape, Device 
                          });
 }
 
-void conv2d_backward_filter(const Conv2dShape& shape, const Tensor& x, const Tensor& dy, Tensor& dw,
-                            Tensor& dbias, GradWrite write, Tensor& workspace, Stream& stream,
-                            const ConvAlgo& algo, const ConvInputAffine& input) {
-  constexpr std::string_view op = "conv2d_backward_filter";
+void conv2d_backward_filter(const Conv2dShape& shape, Conv2dBackwardFilterOperands operands,
+                            Stream& stream, const ConvAlgo& algo, const ConvInputAffine& input) {
+  constexpr ops::OpName op{"conv2d_backward_filter"};
   shape.validate();
-  ops::require_float(op, "x", x);
-  ops::require_defined(op, "dw", dw);
-  const DType dtype = x.dtype();
-  const Device device = x.device();
+  ops::require_float(op, "x", operands.x);
+  ops::require_defined(op, "dw", operands.dw);
+  const DType dtype = operands.x.dtype();
+  const Device device = operands.x.device();
   const std::string context = shape.str();
-  ops::require_exact(op, "x", x, shape.input_shape(), dtype, device, context);
-  ops::require_exact(op, "dy", dy, shape.output_shape(), dtype, device, context);
-  require_grad_dtype(op, dw, dtype);
-  ops::require_exact(op, "dw", dw, shape.filter_shape(), dw.dtype(), device, context);
-  if (dbias.defined())
-    ops::require_exact(op, "dbias", dbias, {shape.out_channels}, DType::f32, device, context);
+  ops::require_exact(op, "x", operands.x, shape.input_shape(), dtype, device, context);
+  ops::require_exact(op, "dy", operands.dy, shape.output_shape(), dtype, device, context);
+  require_grad_dtype(op, operands.dw, dtype);
+  ops::require_exact(op, "dw", operands.dw, shape.filter_shape(), operands.dw.dtype(), device,
+                     context);
+  if (operands.dbias.defined())
+    ops::require_exact(op, "dbias", operands.dbias, {shape.out_channels}, DType::f32, device,
+                       context);
   float* scratch = ops::require_workspace(
-      op, workspace, conv2d_backward_filter_workspace_numel(shape, device, algo), device,
+      op, operands.workspace, conv2d_backward_filter_workspace_numel(shape, device, algo), device,
       "conv2d_backward_filter_workspace_numel");
-  ops::require_on_stream(op, "x", x, stream);
-  const Conv2dBackwardFilterArgs args{.shape = shape,
-                                      .dtype = dtype,
-                                      .x = x.raw_data(),
-                                      .dy = dy.raw_data(),
-                                      .dw_dtype = dw.dtype(),
-                                      .dw = dw.raw_data(),
-                                      .dbias = dbias.defined() ? dbias.data<float>() : nullptr,
-                                      .accumulate = write == GradWrite::accumulate,
-                                      .workspace = scratch,
-                                      .fp32_math = stream.fp32_math(),
-                                      .algo = algo,
-                                      .input_transform = input_transform(op, input, shape, device)};
-  if (args.input_transform.active() && dw.dtype() != DType::f32) {
-    fail(std::string(op) + ": dw is " + dw.describe() +
+  ops::require_on_stream(op, "x", operands.x, stream);
+  const Conv2dBackwardFilterArgs args{
+      .shape = shape,
+      .dtype = dtype,
+      .x = operands.x.raw_data(),
+      .dy = operands.dy.raw_data(),
+      .dw_dtype = operands.dw.dtype(),
+      .dw = operands.dw.raw_data(),
+      .dbias = operands.dbias.defined() ? operands.dbias.data<float>() : nullptr,
+      .accumulate = operands.write == GradWrite::accumulate,
+      .workspace = scratch,
+      .fp32_math = stream.fp32_math(),
+      .algo = algo,
+      .input_transform = input_transform(op, input, shape, device)};
+  if (args.input_transform.active() && operands.dw.dtype() != DType::f32) {
+    fail(std::string(op) + ": dw is " + operands.dw.describe() +
          ", expected f32 with an input transform (fp32 master weights)");
   }
   ops::on_device(
@@ -401,7 +391,7 @@ namespace {
 
 // conv_input_from_batchnorm's launch once args holds its statistics: the affine parameters and
 // outputs checked against `channels` on `device`.
-void convert_to_conv_input(std::string_view op, ConvInputFromBatchNormArgs args, int64_t channels,
+void convert_to_conv_input(ops::OpName op, ConvInputFromBatchNormArgs args, int64_t channels,
                            Device device, const Tensor& weight, const Tensor& bias, Tensor& scale,
                            Tensor& shift, Stream& stream) {
   ops::require_f32(op, "scale", scale, channels, device);
@@ -419,37 +409,36 @@ void convert_to_conv_input(std::string_view op, ConvInputFromBatchNormArgs args,
 
 }  // namespace
 
-void conv_input_from_batchnorm(const Tensor& batch_stats, const Tensor& weight, const Tensor& bias,
-                               Tensor& scale, Tensor& shift, Stream& stream) {
-  constexpr std::string_view op = "conv_input_from_batchnorm";
-  ops::require_defined(op, "batch_stats", batch_stats);
-  const int64_t numel = batch_stats.numel();
+void conv_input_from_batchnorm(ConvInputFromBatchNormOperands operands, Stream& stream) {
+  constexpr ops::OpName op{"conv_input_from_batchnorm"};
+  ops::require_defined(op, "batch_stats", operands.batch_stats);
+  const int64_t numel = operands.batch_stats.numel();
   if (numel < 3 || numel % 2 != 1) {
-    fail(std::string(op) + ": batch_stats is " + batch_stats.describe() +
+    fail(std::string(op) + ": batch_stats is " + operands.batch_stats.describe() +
          ", expected 2C+1 elements for C channels");
   }
   const int64_t channels = (numel - 1) / 2;
-  const Device device = batch_stats.device();
-  ops::require_f32(op, "batch_stats", batch_stats, numel, device);
-  convert_to_conv_input(op, {.batch_stats = batch_stats.data<float>()}, channels, device, weight,
-                        bias, scale, shift, stream);
+  const Device device = operands.batch_stats.device();
+  ops::require_f32(op, "batch_stats", operands.batch_stats, numel, device);
+  convert_to_conv_input(op, {.batch_stats = operands.batch_stats.data<float>()}, channels, device,
+                        operands.weight, operands.bias, operands.scale, operands.shift, stream);
 }
 
-void conv_input_from_running_stats(const Tensor& running_mean, const Tensor& running_var, float eps,
-                                   const Tensor& weight, const Tensor& bias, Tensor& scale,
-                                   Tensor& shift, Stream& stream) {
-  constexpr std::string_view op = "conv_input_from_running_stats";
-  ops::require_defined(op, "running_mean", running_mean);
-  const int64_t channels = running_mean.numel();
-  const Device device = running_mean.device();
-  ops::require_f32(op, "running_mean", running_mean, channels, device);
-  ops::require_f32(op, "running_var", running_var, channels, device);
-  if (!(eps > 0.f)) fail(std::string(op) + ": eps must be > 0, got " + std::to_string(eps));
+void conv_input_from_running_stats(ConvInputFromRunningStatsOperands operands, Stream& stream) {
+  constexpr ops::OpName op{"conv_input_from_running_stats"};
+  ops::require_defined(op, "running_mean", operands.running_mean);
+  const int64_t channels = operands.running_mean.numel();
+  const Device device = operands.running_mean.device();
+  ops::require_f32(op, "running_mean", operands.running_mean, channels, device);
+  ops::require_f32(op, "running_var", operands.running_var, channels, device);
+  if (!(operands.eps > 0.f))
+    fail(std::string(op) + ": eps must be > 0, got " + std::to_string(operands.eps));
   convert_to_conv_input(op,
-                        {.running_mean = running_mean.data<float>(),
-                         .running_var = running_var.data<float>(),
-                         .eps = eps},
-                        channels, device, weight, bias, scale, shift, stream);
+                        {.running_mean = operands.running_mean.data<float>(),
+                         .running_var = operands.running_var.data<float>(),
+                         .eps = operands.eps},
+                        channels, device, operands.weight, operands.bias, operands.scale,
+                        operands.shift, stream);
 }
 
 std::vector<ConvAlgo> conv2d_algo_candidates(const ConvProblem& problem, Device device) {
@@ -461,33 +450,45 @@ std::vector<ConvAlgo> conv2d_algo_candidates(const ConvProblem& problem, Device 
   return candidates;
 }
 
-void linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
-                    Stream& stream) {
-  const Conv2dShape shape = linear_shape(x, w, "linear_forward");
-  Tensor y_image = y.reshape({y.numel() / shape.out_channels, 1, 1, shape.out_channels});
-  conv2d_forward(shape, as_image(x, shape.in_channels), w.reshape(shape.filter_shape()), bias,
-                 y_image, stream);
+void linear_forward(LinearForwardOperands operands, Stream& stream) {
+  const Conv2dShape shape = linear_shape(operands.x, operands.w, ops::OpName{"linear_forward"});
+  conv2d_forward(
+      shape,
+      {.x = as_image(operands.x, shape.in_channels),
+       .w = operands.w.reshape(shape.filter_shape()),
+       .bias = std::move(operands.bias),
+       .y = operands.y.reshape({operands.y.numel() / shape.out_channels, 1, 1, shape.out_channels}),
+       .workspace = {}},
+      stream);
 }
 
-void linear_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, Stream& stream) {
-  const Conv2dShape shape = linear_shape(dx, w, "linear_backward_data");
-  Tensor dx_image = as_image(dx, shape.in_channels);
-  conv2d_backward_data(shape, as_image(dy, shape.out_channels), w.reshape(shape.filter_shape()),
-                       dx_image, stream);
+void linear_backward_data(LinearBackwardDataOperands operands, Stream& stream) {
+  const Conv2dShape shape =
+      linear_shape(operands.dx, operands.w, ops::OpName{"linear_backward_data"});
+  conv2d_backward_data(shape,
+                       {.dy = as_image(operands.dy, shape.out_channels),
+                        .w = operands.w.reshape(shape.filter_shape()),
+                        .dx = as_image(operands.dx, shape.in_channels),
+                        .workspace = {}},
+                       stream);
 }
 
-int64_t linear_backward_weight_workspace_numel(int64_t rows, int64_t in_features,
-                                               int64_t out_features, Device device) {
-  return conv2d_backward_filter_workspace_numel(pointwise_shape(rows, in_features, out_features),
-                                                device);
+int64_t linear_backward_weight_workspace_numel(const LinearShape& shape, Device device) {
+  return conv2d_backward_filter_workspace_numel(
+      pointwise_shape(shape.rows, shape.in_features, shape.out_features), device);
 }
 
-void linear_backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& dbias,
-                            GradWrite write, Tensor& workspace, Stream& stream) {
-  const Conv2dShape shape = linear_shape(x, dw, "linear_backward_weight");
-  Tensor dw_filter = dw.reshape(shape.filter_shape());
-  conv2d_backward_filter(shape, as_image(x, shape.in_channels), as_image(dy, shape.out_channels),
-                         dw_filter, dbias, write, workspace, stream);
+void linear_backward_weight(LinearBackwardWeightOperands operands, Stream& stream) {
+  const Conv2dShape shape =
+      linear_shape(operands.x, operands.dw, ops::OpName{"linear_backward_weight"});
+  conv2d_backward_filter(shape,
+                         {.x = as_image(operands.x, shape.in_channels),
+                          .dy = as_image(operands.dy, shape.out_channels),
+                          .dw = operands.dw.reshape(shape.filter_shape()),
+                          .dbias = std::move(operands.dbias),
+                          .workspace = std::move(operands.workspace),
+                          .write = operands.write},
+                         stream);
 }
 
 }  // namespace engine

@@ -29,16 +29,24 @@ struct ConvInputAffine {
 };
 
 // scale = invstd * weight, shift = bias - mean * scale: BatchNorm's training transform of
-// batch_stats (f32[2C+1]: mean, invstd, count) with weight and bias (f32[C], or undefined: 1
-// and 0), as a ConvInputAffine's scale and shift (f32[C]). With conv2d_forward then, conv(relu(
-// batchnorm(x))) reads x alone; the sums differ from batchnorm_normalize's by rounding only.
-void conv_input_from_batchnorm(const Tensor& batch_stats, const Tensor& weight, const Tensor& bias,
-                               Tensor& scale, Tensor& shift, Stream& stream);
-// The same from evaluation's running statistics (f32[C] each): invstd = 1 / sqrt(running_var +
-// eps), so that conv(relu(batchnorm_eval_forward(x))) reads x alone.
-void conv_input_from_running_stats(const Tensor& running_mean, const Tensor& running_var, float eps,
-                                   const Tensor& weight, const Tensor& bias, Tensor& scale,
-                                   Tensor& shift, Stream& stream);
+// batch_stats with weight and bias, as a ConvInputAffine's scale and shift. With
+// conv2d_forward then, conv(relu(batchnorm(x))) reads x alone; the sums differ from
+// batchnorm_normalize's by rounding only.
+struct ConvInputFromBatchNormOperands {
+  Tensor batch_stats;             // f32[2C+1]: mean, invstd, count
+  Tensor weight = {}, bias = {};  // f32[C], or undefined: 1 and 0
+  Tensor scale, shift;            // f32[C] each
+};
+void conv_input_from_batchnorm(ConvInputFromBatchNormOperands operands, Stream& stream);
+// The same from evaluation's running statistics: invstd = 1 / sqrt(running_var + eps), so that
+// conv(relu(batchnorm_eval_forward(x))) reads x alone.
+struct ConvInputFromRunningStatsOperands {
+  Tensor running_mean, running_var;  // f32[C] each
+  Tensor weight = {}, bias = {};     // f32[C], or undefined: 1 and 0
+  Tensor scale, shift;               // f32[C] each
+  float eps = 1e-5f;                 // added to the variance; > 0
+};
+void conv_input_from_running_stats(ConvInputFromRunningStatsOperands operands, Stream& stream);
 
 // f32 elements of scratch with which conv2d_forward / conv2d_backward_data split the
 // reduction where the output alone has too few tiles to fill a GPU (small batches at the last
@@ -52,7 +60,7 @@ int64_t conv2d_backward_data_workspace_numel(const Conv2dShape& shape, Device de
 
 // What the forward may compute besides y (undefined tensors: not asked).
 struct Conv2dForwardFusion {
-  // f32[2K+1]: batchnorm_stats(y, stats) (kernels/ops/batchnorm.h's stats: mean[K], m2[K],
+  // f32[2K+1]: what batchnorm_stats writes (kernels/ops/batchnorm.h's stats: mean[K], m2[K],
   // count) of y as stored, so that a training BatchNorm on y skips its statistics pass. On
   // CUDA from the convolution's epilogue where it can (conv2d_forward_stats_path), else by a
   // batchnorm_stats pass over y. Needs the workspace of conv2d_forward_stats_workspace_numel.
@@ -64,25 +72,27 @@ struct Conv2dForwardFusion {
   ConvInputAffine input = {};
 };
 
-// y = conv(x, w) + bias. bias: f32[K] or undefined. workspace: f32 with at least
-// conv2d_forward_workspace_numel elements (undefined when that is 0); without one, no split.
-// With fusion.stats: conv2d_forward_stats_workspace_numel elements, zeroed once before its
-// first use (Tensor::zeros: it holds counters that every call leaves at zero). With
-// fusion.input.scale defined, x is read through that transform.
-void conv2d_forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const Tensor& bias,
-                    Tensor& y, Stream& stream);
-void conv2d_forward(const Conv2dShape& shape, const Tensor& x, const Tensor& w, const Tensor& bias,
-                    Tensor& y, Tensor& workspace, Stream& stream, const ConvAlgo& algo = {},
-                    const Conv2dForwardFusion& fusion = {});
+// y = conv(x, w) + bias. With fusion.input.scale defined, x is read through that transform.
+struct Conv2dForwardOperands {
+  Tensor x, w;
+  Tensor bias = {};  // f32[K] or undefined
+  Tensor y;
+  // f32 with at least conv2d_forward_workspace_numel elements; undefined: no split. With
+  // fusion.stats: conv2d_forward_stats_workspace_numel elements, zeroed once before its first
+  // use (Tensor::zeros: it holds counters that every call leaves at zero).
+  Tensor workspace = {};
+};
+void conv2d_forward(const Conv2dShape& shape, Conv2dForwardOperands operands, Stream& stream,
+                    const ConvAlgo& algo = {}, const Conv2dForwardFusion& fusion = {});
 
 // f32 elements of the workspace conv2d_forward needs with fusion.stats (0 on the CPU).
 int64_t conv2d_forward_stats_workspace_numel(const Conv2dShape& shape, Device device,
                                              const ConvAlgo& algo = {});
-// Where conv2d_forward(shape, x, w, bias, y, workspace, stream, algo, {stats}) takes the
-// statistics from: the epilogue (bf16 or tf32 tensor cores storing through the staged
-// epilogue without split K), else (and on the CPU) a separate batchnorm_stats pass over y.
-ConvStatsPath conv2d_forward_stats_path(const Conv2dShape& shape, const Tensor& y,
-                                        const Tensor& bias, Stream& stream,
+// Where conv2d_forward(shape, operands, stream, algo, {stats}) takes the statistics from: the
+// epilogue (bf16 or tf32 tensor cores storing through the staged epilogue without split K),
+// else (and on the CPU) a separate batchnorm_stats pass over y. Reads operands.y and operands.bias.
+ConvStatsPath conv2d_forward_stats_path(const Conv2dShape& shape,
+                                        const Conv2dForwardOperands& operands, Stream& stream,
                                         const ConvAlgo& algo = {});
 // What the input-gradient pass may compute besides dx (x undefined: nothing): the backward
 // reduction of the BatchNorm + ReLU whose output the convolution read (its forward's
@@ -103,52 +113,81 @@ struct Conv2dBackwardDataFusion {
   GradWrite write = GradWrite::overwrite;
 };
 
-// dx = gradient of the input; overwrites dx. workspace: as the forward's, of
-// conv2d_backward_data_workspace_numel elements. With fusion.x defined:
-// conv2d_backward_data_bn_workspace_numel elements, zeroed once before its first use (it holds
-// counters that every call leaves at zero), and the fusion's outputs too.
-void conv2d_backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, Tensor& dx,
-                          Stream& stream);
-void conv2d_backward_data(const Conv2dShape& shape, const Tensor& dy, const Tensor& w, Tensor& dx,
-                          Tensor& workspace, Stream& stream, const ConvAlgo& algo = {},
+// dx = gradient of the input; overwrites dx (and, with fusion.x defined, the fusion's outputs).
+struct Conv2dBackwardDataOperands {
+  Tensor dy, w;
+  Tensor dx;
+  // As the forward's, of conv2d_backward_data_workspace_numel elements; undefined: no split.
+  // With fusion.x defined: conv2d_backward_data_bn_workspace_numel elements, zeroed once before
+  // its first use (it holds counters that every call leaves at zero).
+  Tensor workspace = {};
+};
+void conv2d_backward_data(const Conv2dShape& shape, Conv2dBackwardDataOperands operands,
+                          Stream& stream, const ConvAlgo& algo = {},
                           const Conv2dBackwardDataFusion& fusion = {});
 // f32 elements of the workspace conv2d_backward_data needs with fusion.x (0 on the CPU).
 int64_t conv2d_backward_data_bn_workspace_numel(const Conv2dShape& shape, Device device,
                                                 const ConvAlgo& algo = {});
-// Where conv2d_backward_data(..., fusion with x) gates and sums: the epilogue (bf16 or tf32
-// tensor cores storing through the staged epilogue, one GEMM without split K, dx and x in
-// 16-byte rows, channels a multiple of 8), else (and on the CPU) a batchnorm_backward_reduce
-// pass over dx.
-ConvStatsPath conv2d_backward_data_bn_path(const Conv2dShape& shape, const Tensor& dx,
-                                           const Tensor& x, Stream& stream,
+// Where conv2d_backward_data(shape, operands, stream, algo, fusion with x) gates and sums: the
+// epilogue (bf16 or tf32 tensor cores storing through the staged epilogue, one GEMM without
+// split K, dx and x in 16-byte rows, channels a multiple of 8), else (and on the CPU) a
+// batchnorm_backward_reduce pass over dx. Reads operands.dx and fusion.x.
+ConvStatsPath conv2d_backward_data_bn_path(const Conv2dShape& shape,
+                                           const Conv2dBackwardDataOperands& operands,
+                                           const Conv2dBackwardDataFusion& fusion, Stream& stream,
                                            const ConvAlgo& algo = {});
 
 // f32 elements of scratch that conv2d_backward_filter needs for `shape` on `device` (split-K
 // partials on CUDA; 0 on the CPU). Allocate it once per layer shape and reuse it.
 int64_t conv2d_backward_filter_workspace_numel(const Conv2dShape& shape, Device device,
                                                const ConvAlgo& algo = {});
-// dw (and dbias, when defined) = gradients of the filters (and bias); with
-// GradWrite::accumulate they are added to what dw/dbias hold (gradient accumulation over
-// micro-batches). workspace:
-// f32 with conv2d_backward_filter_workspace_numel elements (may be undefined when that is 0).
-// With input.scale defined, x is read through that transform (the forward's input), and dw
-// must be f32.
-void conv2d_backward_filter(const Conv2dShape& shape, const Tensor& x, const Tensor& dy, Tensor& dw,
-                            Tensor& dbias, GradWrite write, Tensor& workspace, Stream& stream,
-                            const ConvAlgo& algo = {}, const ConvInputAffine& input = {});
+// dw (and dbias, when defined) = gradients of the filters (and bias). With input.scale
+// defined, x is read through that transform (the forward's input), and dw must be f32.
+struct Conv2dBackwardFilterOperands {
+  Tensor x, dy;
+  Tensor dw;
+  Tensor dbias = {};  // f32[K] or undefined
+  // f32 with conv2d_backward_filter_workspace_numel elements (may be undefined when that is 0).
+  Tensor workspace;
+  // GradWrite::accumulate adds to what dw/dbias hold (gradient accumulation over micro-batches).
+  GradWrite write = GradWrite::overwrite;
+};
+void conv2d_backward_filter(const Conv2dShape& shape, Conv2dBackwardFilterOperands operands,
+                            Stream& stream, const ConvAlgo& algo = {},
+                            const ConvInputAffine& input = {});
 
 // The CUDA algorithms worth timing for `problem` on `device`, the heuristic's first
 // (cuda::conv2d_candidates); none on the CPU, which has one way to run a convolution.
 std::vector<ConvAlgo> conv2d_algo_candidates(const ConvProblem& problem, Device device);
 
 // Linear layers are pointwise convolutions over rows: x [rows, in], w [out, in], y [rows, out].
-void linear_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
-                    Stream& stream);
-void linear_backward_data(const Tensor& dy, const Tensor& w, Tensor& dx, Stream& stream);
-// The workspace of the pointwise convolution, for x [rows, in_features] and out_features.
-int64_t linear_backward_weight_workspace_numel(int64_t rows, int64_t in_features,
-                                               int64_t out_features, Device device);
-void linear_backward_weight(const Tensor& x, const Tensor& dy, Tensor& dw, Tensor& dbias,
-                            GradWrite write, Tensor& workspace, Stream& stream);
+struct LinearForwardOperands {
+  Tensor x, w;
+  Tensor bias = {};  // f32[out] or undefined
+  Tensor y;
+};
+void linear_forward(LinearForwardOperands operands, Stream& stream);
+struct LinearBackwardDataOperands {
+  Tensor dy, w;
+  Tensor dx;
+};
+void linear_backward_data(LinearBackwardDataOperands operands, Stream& stream);
+// x [rows, in_features], y [rows, out_features].
+struct LinearShape {
+  int64_t rows = 0;
+  int64_t in_features = 0;
+  int64_t out_features = 0;
+};
+// The workspace of the pointwise convolution linear_backward_weight runs.
+int64_t linear_backward_weight_workspace_numel(const LinearShape& shape, Device device);
+// As conv2d_backward_filter's operands.
+struct LinearBackwardWeightOperands {
+  Tensor x, dy;
+  Tensor dw;
+  Tensor dbias = {};
+  Tensor workspace;  // of linear_backward_weight_workspace_numel elements
+  GradWrite write = GradWrite::overwrite;
+};
+void linear_backward_weight(LinearBackwardWeightOperands operands, Stream& stream);
 
 }  // namespace engine

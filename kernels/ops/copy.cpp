@@ -10,7 +10,7 @@
 namespace engine {
 
 void fill(Tensor& dst, float value, Stream& stream) {
-  constexpr std::string_view op = "fill";
+  constexpr ops::OpName op{"fill"};
   if (dst.defined() && dst.dtype() != DType::f64) ops::require_float(op, "dst", dst);
   ops::require_defined(op, "dst", dst);
   ops::require_on_stream(op, "dst", dst, stream);
@@ -22,8 +22,9 @@ void fill(Tensor& dst, float value, Stream& stream) {
 }
 
 void copy(const Tensor& src, Tensor& dst, Stream& stream) {
-  ops::require_defined("copy", "src", src);
-  ops::require_defined("copy", "dst", dst);
+  constexpr ops::OpName op{"copy"};
+  ops::require_defined(op, "src", src);
+  ops::require_defined(op, "dst", dst);
   if (src.dtype() != dst.dtype() || src.numel() != dst.numel()) {
     fail("copy: dst is " + dst.describe() + ", expected the dtype and size of src (" +
          src.describe() + "); use cast to change the dtype");
@@ -38,7 +39,7 @@ void copy(const Tensor& src, Tensor& dst, Stream& stream) {
 }
 
 void cast(const Tensor& src, Tensor& dst, Stream& stream) {
-  constexpr std::string_view op = "cast";
+  constexpr ops::OpName op{"cast"};
   ops::require_float(op, "src", src);
   ops::require_float(op, "dst", dst);
   if (src.device() != dst.device() || src.numel() != dst.numel()) {

@@ -17,7 +17,7 @@ struct Classes {
 };
 
 // logits [N, K] (N, K >= 1) of a float dtype, on the stream's device.
-Classes require_logits_matrix(std::string_view op, const Tensor& logits, const Stream& stream) {
+Classes require_logits_matrix(ops::OpName op, const Tensor& logits, const Stream& stream) {
   ops::require_float(op, "logits", logits);
   if (logits.dim() != 2 || logits.numel() == 0) {
     fail(std::string(op) + ": logits is " + logits.describe() + ", expected a non-empty [N, K]");
@@ -27,7 +27,7 @@ Classes require_logits_matrix(std::string_view op, const Tensor& logits, const S
 }
 
 // logits as above and labels i32[N] on the same device.
-Classes require_logits(std::string_view op, const Tensor& logits, const Tensor& labels,
+Classes require_logits(ops::OpName op, const Tensor& logits, const Tensor& labels,
                        const Stream& stream) {
   const Classes shape = require_logits_matrix(op, logits, stream);
   ops::require_defined(op, "labels", labels);
@@ -40,7 +40,7 @@ Classes require_logits(std::string_view op, const Tensor& logits, const Tensor& 
 }
 
 // logits as above and targets f32[N, K] on the same device.
-Classes require_soft_targets(std::string_view op, const Tensor& logits, const Tensor& targets,
+Classes require_soft_targets(ops::OpName op, const Tensor& logits, const Tensor& targets,
                              const Stream& stream) {
   const Classes shape = require_logits_matrix(op, logits, stream);
   ops::require_defined(op, "targets", targets);
@@ -52,7 +52,7 @@ Classes require_soft_targets(std::string_view op, const Tensor& logits, const Te
   return shape;
 }
 
-void require_smoothing(std::string_view op, float label_smoothing) {
+void require_smoothing(ops::OpName op, float label_smoothing) {
   if (!(label_smoothing >= 0.f && label_smoothing <= 1.f)) {
     fail(std::string(op) + ": label_smoothing must be in [0, 1], got " +
          std::to_string(label_smoothing));
@@ -61,94 +61,92 @@ void require_smoothing(std::string_view op, float label_smoothing) {
 
 }  // namespace
 
-void cross_entropy_forward(const Tensor& logits, const Tensor& labels, float label_smoothing,
-                           Tensor& sample_loss, Tensor& loss, Stream& stream) {
-  constexpr std::string_view op = "cross_entropy_forward";
-  const Classes shape = require_logits(op, logits, labels, stream);
-  require_smoothing(op, label_smoothing);
-  ops::require_f32(op, "sample_loss", sample_loss, shape.n, logits.device());
-  ops::require_f32(op, "loss", loss, 1, logits.device());
-  const CrossEntropyForwardArgs args{.dtype = logits.dtype(),
-                                     .logits = logits.raw_data(),
-                                     .labels = labels.data<int32_t>(),
+void cross_entropy_forward(CrossEntropyForwardOperands operands, Stream& stream) {
+  constexpr ops::OpName op{"cross_entropy_forward"};
+  const Classes shape = require_logits(op, operands.logits, operands.labels, stream);
+  require_smoothing(op, operands.label_smoothing);
+  ops::require_f32(op, "sample_loss", operands.sample_loss, shape.n, operands.logits.device());
+  ops::require_f32(op, "loss", operands.loss, 1, operands.logits.device());
+  const CrossEntropyForwardArgs args{.dtype = operands.logits.dtype(),
+                                     .logits = operands.logits.raw_data(),
+                                     .labels = operands.labels.data<int32_t>(),
                                      .n = shape.n,
                                      .k = shape.k,
-                                     .label_smoothing = label_smoothing,
-                                     .sample_loss = sample_loss.data<float>(),
-                                     .loss = loss.data<float>()};
+                                     .label_smoothing = operands.label_smoothing,
+                                     .sample_loss = operands.sample_loss.data<float>(),
+                                     .loss = operands.loss.data<float>()};
   ops::on_device(
       op, stream, [&] { cpu::cross_entropy_forward(args); },
       [&](auto cuda_stream) { cuda::cross_entropy_forward(args, cuda_stream); });
 }
 
-void cross_entropy_backward(const Tensor& logits, const Tensor& labels, float label_smoothing,
-                            float grad_loss, Tensor& dlogits, Stream& stream) {
-  constexpr std::string_view op = "cross_entropy_backward";
-  const Classes shape = require_logits(op, logits, labels, stream);
-  require_smoothing(op, label_smoothing);
-  ops::require_like(op, "logits", logits, "dlogits", dlogits);
-  ENGINE_REQUIRE(std::isfinite(grad_loss),
-                 std::string(op) + ": grad_loss must be finite, got " + std::to_string(grad_loss));
-  const CrossEntropyBackwardArgs args{.dtype = logits.dtype(),
-                                      .logits = logits.raw_data(),
-                                      .labels = labels.data<int32_t>(),
+void cross_entropy_backward(CrossEntropyBackwardOperands operands, Stream& stream) {
+  constexpr ops::OpName op{"cross_entropy_backward"};
+  const Classes shape = require_logits(op, operands.logits, operands.labels, stream);
+  require_smoothing(op, operands.label_smoothing);
+  ops::require_like(op, "logits", operands.logits, "dlogits", operands.dlogits);
+  ENGINE_REQUIRE(
+      std::isfinite(operands.grad_loss),
+      std::string(op) + ": grad_loss must be finite, got " + std::to_string(operands.grad_loss));
+  const CrossEntropyBackwardArgs args{.dtype = operands.logits.dtype(),
+                                      .logits = operands.logits.raw_data(),
+                                      .labels = operands.labels.data<int32_t>(),
                                       .n = shape.n,
                                       .k = shape.k,
-                                      .label_smoothing = label_smoothing,
-                                      .grad_loss = grad_loss,
-                                      .dlogits = dlogits.raw_data()};
+                                      .label_smoothing = operands.label_smoothing,
+                                      .grad_loss = operands.grad_loss,
+                                      .dlogits = operands.dlogits.raw_data()};
   ops::on_device(
       op, stream, [&] { cpu::cross_entropy_backward(args); },
       [&](auto cuda_stream) { cuda::cross_entropy_backward(args, cuda_stream); });
 }
 
-void soft_cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& sample_loss,
-                                Tensor& loss, Stream& stream) {
-  constexpr std::string_view op = "soft_cross_entropy_forward";
-  const Classes shape = require_soft_targets(op, logits, targets, stream);
-  ops::require_f32(op, "sample_loss", sample_loss, shape.n, logits.device());
-  ops::require_f32(op, "loss", loss, 1, logits.device());
-  const SoftCrossEntropyForwardArgs args{.dtype = logits.dtype(),
-                                         .logits = logits.raw_data(),
-                                         .targets = targets.data<float>(),
+void soft_cross_entropy_forward(SoftCrossEntropyForwardOperands operands, Stream& stream) {
+  constexpr ops::OpName op{"soft_cross_entropy_forward"};
+  const Classes shape = require_soft_targets(op, operands.logits, operands.targets, stream);
+  ops::require_f32(op, "sample_loss", operands.sample_loss, shape.n, operands.logits.device());
+  ops::require_f32(op, "loss", operands.loss, 1, operands.logits.device());
+  const SoftCrossEntropyForwardArgs args{.dtype = operands.logits.dtype(),
+                                         .logits = operands.logits.raw_data(),
+                                         .targets = operands.targets.data<float>(),
                                          .n = shape.n,
                                          .k = shape.k,
-                                         .sample_loss = sample_loss.data<float>(),
-                                         .loss = loss.data<float>()};
+                                         .sample_loss = operands.sample_loss.data<float>(),
+                                         .loss = operands.loss.data<float>()};
   ops::on_device(
       op, stream, [&] { cpu::soft_cross_entropy_forward(args); },
       [&](auto cuda_stream) { cuda::soft_cross_entropy_forward(args, cuda_stream); });
 }
 
-void soft_cross_entropy_backward(const Tensor& logits, const Tensor& targets, float grad_loss,
-                                 Tensor& dlogits, Stream& stream) {
-  constexpr std::string_view op = "soft_cross_entropy_backward";
-  const Classes shape = require_soft_targets(op, logits, targets, stream);
-  ops::require_like(op, "logits", logits, "dlogits", dlogits);
-  ENGINE_REQUIRE(std::isfinite(grad_loss),
-                 std::string(op) + ": grad_loss must be finite, got " + std::to_string(grad_loss));
-  const SoftCrossEntropyBackwardArgs args{.dtype = logits.dtype(),
-                                          .logits = logits.raw_data(),
-                                          .targets = targets.data<float>(),
+void soft_cross_entropy_backward(SoftCrossEntropyBackwardOperands operands, Stream& stream) {
+  constexpr ops::OpName op{"soft_cross_entropy_backward"};
+  const Classes shape = require_soft_targets(op, operands.logits, operands.targets, stream);
+  ops::require_like(op, "logits", operands.logits, "dlogits", operands.dlogits);
+  ENGINE_REQUIRE(
+      std::isfinite(operands.grad_loss),
+      std::string(op) + ": grad_loss must be finite, got " + std::to_string(operands.grad_loss));
+  const SoftCrossEntropyBackwardArgs args{.dtype = operands.logits.dtype(),
+                                          .logits = operands.logits.raw_data(),
+                                          .targets = operands.targets.data<float>(),
                                           .n = shape.n,
                                           .k = shape.k,
-                                          .grad_loss = grad_loss,
-                                          .dlogits = dlogits.raw_data()};
+                                          .grad_loss = operands.grad_loss,
+                                          .dlogits = operands.dlogits.raw_data()};
   ops::on_device(
       op, stream, [&] { cpu::soft_cross_entropy_backward(args); },
       [&](auto cuda_stream) { cuda::soft_cross_entropy_backward(args, cuda_stream); });
 }
 
-void topk_correct(const Tensor& logits, const Tensor& labels, Tensor& correct, Stream& stream) {
-  constexpr std::string_view op = "topk_correct";
-  const Classes shape = require_logits(op, logits, labels, stream);
-  ops::require_f32(op, "correct", correct, 2, logits.device());
-  const TopkCorrectArgs args{.dtype = logits.dtype(),
-                             .logits = logits.raw_data(),
-                             .labels = labels.data<int32_t>(),
+void topk_correct(TopkCorrectOperands operands, Stream& stream) {
+  constexpr ops::OpName op{"topk_correct"};
+  const Classes shape = require_logits(op, operands.logits, operands.labels, stream);
+  ops::require_f32(op, "correct", operands.correct, 2, operands.logits.device());
+  const TopkCorrectArgs args{.dtype = operands.logits.dtype(),
+                             .logits = operands.logits.raw_data(),
+                             .labels = operands.labels.data<int32_t>(),
                              .n = shape.n,
                              .k = shape.k,
-                             .correct = correct.data<float>()};
+                             .correct = operands.correct.data<float>()};
   ops::on_device(
       op, stream, [&] { cpu::topk_correct(args); },
       [&](auto cuda_stream) { cuda::topk_correct(args, cuda_stream); });

@@ -11,7 +11,7 @@
 namespace engine {
 namespace {
 
-void require_options(std::string_view op, const SgdOptions& o) {
+void require_options(ops::OpName op, const SgdOptions& o) {
   const auto bad = [&](const std::string& what) { fail(std::string(op) + ": " + what); };
   if (!(o.lr >= 0.f) || !std::isfinite(o.lr)) bad("lr must be >= 0, got " + std::to_string(o.lr));
   if (!(o.momentum >= 0.f)) bad("momentum must be >= 0, got " + std::to_string(o.momentum));
@@ -26,27 +26,27 @@ void require_options(std::string_view op, const SgdOptions& o) {
 
 }  // namespace
 
-void sgd_step(const SgdOptions& options, Tensor& params, const Tensor& grads,
-              Tensor& momentum_buffer, MomentumBuffer buffer_state, Stream& stream) {
-  constexpr std::string_view op = "sgd_step";
+void sgd_step(const SgdOptions& options, SgdStepOperands operands, Stream& stream) {
+  constexpr ops::OpName op{"sgd_step"};
   require_options(op, options);
-  ops::require_defined(op, "params", params);
-  if (params.dtype() != DType::f32) {
-    fail(std::string(op) + ": params is " + params.describe() + ", expected f32 (master weights)");
+  ops::require_defined(op, "params", operands.params);
+  if (operands.params.dtype() != DType::f32) {
+    fail(std::string(op) + ": params is " + operands.params.describe() +
+         ", expected f32 (master weights)");
   }
-  ops::require_like(op, "params", params, "grads", grads);
+  ops::require_like(op, "params", operands.params, "grads", operands.grads);
   float* buffer = nullptr;
   if (options.momentum != 0.f) {
-    ops::require_like(op, "params", params, "momentum_buffer", momentum_buffer);
-    buffer = momentum_buffer.data<float>();
+    ops::require_like(op, "params", operands.params, "momentum_buffer", operands.momentum_buffer);
+    buffer = operands.momentum_buffer.data<float>();
   }
-  ops::require_on_stream(op, "params", params, stream);
-  const SgdStepArgs args{.params = params.data<float>(),
-                         .grads = grads.data<float>(),
+  ops::require_on_stream(op, "params", operands.params, stream);
+  const SgdStepArgs args{.params = operands.params.data<float>(),
+                         .grads = operands.grads.data<float>(),
                          .momentum_buffer = buffer,
-                         .n = params.numel(),
+                         .n = operands.params.numel(),
                          .options = options,
-                         .first_step = buffer_state == MomentumBuffer::empty};
+                         .first_step = operands.buffer_state == MomentumBuffer::empty};
   ops::on_device(
       op, stream, [&] { cpu::sgd_step(args); },
       [&](auto cuda_stream) { cuda::sgd_step(args, cuda_stream); });
@@ -54,7 +54,7 @@ void sgd_step(const SgdOptions& options, Tensor& params, const Tensor& grads,
 
 namespace {
 
-void require_master(std::string_view op, std::string_view name, const Tensor& t) {
+void require_master(ops::OpName op, std::string_view name, const Tensor& t) {
   ops::require_defined(op, name, t);
   if (t.dtype() != DType::f32) {
     fail(std::string(op) + ": " + std::string(name) + " is " + t.describe() +
@@ -64,7 +64,7 @@ void require_master(std::string_view op, std::string_view name, const Tensor& t)
 
 // The table's shape and dtype. Its rows stay inside the buffers by construction (nn builds
 // them from the ParameterSet's layout); checking them here would read a device table back.
-int require_segments(std::string_view op, const Tensor& segments, int64_t n, Device device) {
+int require_segments(ops::OpName op, const Tensor& segments, int64_t n, Device device) {
   ops::require_defined(op, "segments", segments);
   if (segments.dtype() != DType::i32 || segments.dim() != 2 || segments.size(1) != kSegmentFields ||
       segments.device() != device) {
@@ -79,9 +79,8 @@ int require_segments(std::string_view op, const Tensor& segments, int64_t n, Dev
 
 }  // namespace
 
-void adamw_step(const AdamWOptions& options, int64_t step, Tensor& params, const Tensor& grads,
-                Tensor& exp_avg, Tensor& exp_avg_sq, Stream& stream) {
-  constexpr std::string_view op = "adamw_step";
+void adamw_step(const AdamWOptions& options, AdamWStepOperands operands, Stream& stream) {
+  constexpr ops::OpName op{"adamw_step"};
   const auto bad = [&](const std::string& what) { fail(std::string(op) + ": " + what); };
   const AdamWOptions& o = options;
   if (!(o.lr >= 0.f) || !std::isfinite(o.lr)) bad("lr must be >= 0, got " + std::to_string(o.lr));
@@ -92,76 +91,78 @@ void adamw_step(const AdamWOptions& options, int64_t step, Tensor& params, const
     bad("eps must be >= 0, got " + std::to_string(o.eps));
   if (!(o.weight_decay >= 0.f)) bad("weight_decay must be >= 0");
   if (!std::isfinite(o.grad_scale)) bad("grad_scale must be finite");
-  if (step < 1) bad("step counts from 1, got " + std::to_string(step));
-  require_master(op, "params", params);
-  ops::require_like(op, "params", params, "grads", grads);
-  ops::require_like(op, "params", params, "exp_avg", exp_avg);
-  ops::require_like(op, "params", params, "exp_avg_sq", exp_avg_sq);
-  ops::require_on_stream(op, "params", params, stream);
-  const AdamWStepArgs args{.params = params.data<float>(),
-                           .grads = grads.data<float>(),
-                           .exp_avg = exp_avg.data<float>(),
-                           .exp_avg_sq = exp_avg_sq.data<float>(),
-                           .n = params.numel(),
+  if (operands.step < 1) bad("step counts from 1, got " + std::to_string(operands.step));
+  require_master(op, "params", operands.params);
+  ops::require_like(op, "params", operands.params, "grads", operands.grads);
+  ops::require_like(op, "params", operands.params, "exp_avg", operands.exp_avg);
+  ops::require_like(op, "params", operands.params, "exp_avg_sq", operands.exp_avg_sq);
+  ops::require_on_stream(op, "params", operands.params, stream);
+  const AdamWStepArgs args{.params = operands.params.data<float>(),
+                           .grads = operands.grads.data<float>(),
+                           .exp_avg = operands.exp_avg.data<float>(),
+                           .exp_avg_sq = operands.exp_avg_sq.data<float>(),
+                           .n = operands.params.numel(),
                            .options = options,
-                           .step = step};
+                           .step = operands.step};
   ops::on_device(
       op, stream, [&] { cpu::adamw_step(args); },
       [&](auto cuda_stream) { cuda::adamw_step(args, cuda_stream); });
 }
 
-int64_t sum_squares_partials(int64_t segments, int blocks_per_segment, int inputs) {
-  return segments * blocks_per_segment * inputs;
+int64_t sum_squares_partials(const SumSquaresPartition& partition) {
+  return partition.segments * partition.blocks_per_segment * partition.inputs;
 }
 
-void sum_squares(const Tensor& a, const Tensor& b, const Tensor& segments, int blocks_per_segment,
-                 Tensor& partials, Tensor& sums, Stream& stream) {
-  constexpr std::string_view op = "sum_squares";
-  require_master(op, "a", a);
-  if (b.defined()) ops::require_like(op, "a", a, "b", b);
-  const int count = require_segments(op, segments, a.numel(), a.device());
-  if (blocks_per_segment < 1 || blocks_per_segment > 65535) {
+void sum_squares(SumSquaresOperands operands, Stream& stream) {
+  constexpr ops::OpName op{"sum_squares"};
+  require_master(op, "a", operands.a);
+  if (operands.b.defined()) ops::require_like(op, "a", operands.a, "b", operands.b);
+  const int count =
+      require_segments(op, operands.segments, operands.a.numel(), operands.a.device());
+  if (operands.blocks_per_segment < 1 || operands.blocks_per_segment > 65535) {
     fail(std::string(op) + ": blocks_per_segment must be in [1, 65535], got " +
-         std::to_string(blocks_per_segment));
+         std::to_string(operands.blocks_per_segment));
   }
-  const int inputs = b.defined() ? 2 : 1;
-  ops::require_f64(op, "partials", partials,
-                   sum_squares_partials(count, blocks_per_segment, inputs), a.device());
-  ops::require_f64(op, "sums", sums, int64_t{count} * inputs, a.device());
-  ops::require_on_stream(op, "a", a, stream);
-  const SumSquaresArgs args{.a = a.data<float>(),
-                            .b = b.defined() ? b.data<float>() : nullptr,
-                            .segments = segments.data<int32_t>(),
+  const int inputs = operands.b.defined() ? 2 : 1;
+  ops::require_f64(
+      op, "partials", operands.partials,
+      sum_squares_partials(
+          {.segments = count, .blocks_per_segment = operands.blocks_per_segment, .inputs = inputs}),
+      operands.a.device());
+  ops::require_f64(op, "sums", operands.sums, int64_t{count} * inputs, operands.a.device());
+  ops::require_on_stream(op, "a", operands.a, stream);
+  const SumSquaresArgs args{.a = operands.a.data<float>(),
+                            .b = operands.b.defined() ? operands.b.data<float>() : nullptr,
+                            .segments = operands.segments.data<int32_t>(),
                             .segment_count = count,
-                            .blocks_per_segment = blocks_per_segment,
-                            .partials = partials.data<double>(),
-                            .sums = sums.data<double>()};
+                            .blocks_per_segment = operands.blocks_per_segment,
+                            .partials = operands.partials.data<double>(),
+                            .sums = operands.sums.data<double>()};
   ops::on_device(
       op, stream, [&] { cpu::sum_squares(args); },
       [&](auto cuda_stream) { cuda::sum_squares(args, cuda_stream); });
 }
 
-void clip_grad(Tensor& grads, const Tensor& sum_squares, float max_norm, Stream& stream) {
-  constexpr std::string_view op = "clip_grad";
-  if (!(max_norm > 0.f) || !std::isfinite(max_norm)) {
-    fail(std::string(op) + ": max_norm must be finite and > 0, got " + std::to_string(max_norm));
+void clip_grad(ClipGradOperands operands, Stream& stream) {
+  constexpr ops::OpName op{"clip_grad"};
+  if (!(operands.max_norm > 0.f) || !std::isfinite(operands.max_norm)) {
+    fail(std::string(op) + ": max_norm must be finite and > 0, got " +
+         std::to_string(operands.max_norm));
   }
-  require_master(op, "grads", grads);
-  ops::require_f64(op, "sum_squares", sum_squares, 1, grads.device());
-  ops::require_on_stream(op, "grads", grads, stream);
-  const ClipGradArgs args{.grads = grads.data<float>(),
-                          .n = grads.numel(),
-                          .sum_squares = sum_squares.data<double>(),
-                          .max_norm = max_norm};
+  require_master(op, "grads", operands.grads);
+  ops::require_f64(op, "sum_squares", operands.sum_squares, 1, operands.grads.device());
+  ops::require_on_stream(op, "grads", operands.grads, stream);
+  const ClipGradArgs args{.grads = operands.grads.data<float>(),
+                          .n = operands.grads.numel(),
+                          .sum_squares = operands.sum_squares.data<double>(),
+                          .max_norm = operands.max_norm};
   ops::on_device(
       op, stream, [&] { cpu::clip_grad(args); },
       [&](auto cuda_stream) { cuda::clip_grad(args, cuda_stream); });
 }
 
-void lars_step(const LarsOptions& options, Tensor& params, const Tensor& grads,
-               Tensor& momentum_buffer, const Tensor& segments, const Tensor& sum_squares,
-               Stream& stream) {
-  constexpr std::string_view op = "lars_step";
+void lars_step(const LarsOptions& options, LarsStepOperands operands, Stream& stream) {
+  constexpr ops::OpName op{"lars_step"};
   const auto bad = [&](const std::string& what) { fail(std::string(op) + ": " + what); };
   const LarsOptions& o = options;
   if (!(o.lr >= 0.f) || !std::isfinite(o.lr)) bad("lr must be >= 0, got " + std::to_string(o.lr));
@@ -170,18 +171,20 @@ void lars_step(const LarsOptions& options, Tensor& params, const Tensor& grads,
   if (!(o.eta > 0.f) || !std::isfinite(o.eta)) bad("eta must be > 0, got " + std::to_string(o.eta));
   if (!(o.epsilon >= 0.f)) bad("epsilon must be >= 0");
   if (!std::isfinite(o.grad_scale)) bad("grad_scale must be finite");
-  require_master(op, "params", params);
-  ops::require_like(op, "params", params, "grads", grads);
-  ops::require_like(op, "params", params, "momentum_buffer", momentum_buffer);
-  const int count = require_segments(op, segments, params.numel(), params.device());
-  ops::require_f64(op, "sum_squares", sum_squares, int64_t{count} * 2, params.device());
-  ops::require_on_stream(op, "params", params, stream);
-  const LarsStepArgs args{.params = params.data<float>(),
-                          .grads = grads.data<float>(),
-                          .momentum_buffer = momentum_buffer.data<float>(),
-                          .segments = segments.data<int32_t>(),
+  require_master(op, "params", operands.params);
+  ops::require_like(op, "params", operands.params, "grads", operands.grads);
+  ops::require_like(op, "params", operands.params, "momentum_buffer", operands.momentum_buffer);
+  const int count =
+      require_segments(op, operands.segments, operands.params.numel(), operands.params.device());
+  ops::require_f64(op, "sum_squares", operands.sum_squares, int64_t{count} * 2,
+                   operands.params.device());
+  ops::require_on_stream(op, "params", operands.params, stream);
+  const LarsStepArgs args{.params = operands.params.data<float>(),
+                          .grads = operands.grads.data<float>(),
+                          .momentum_buffer = operands.momentum_buffer.data<float>(),
+                          .segments = operands.segments.data<int32_t>(),
                           .segment_count = count,
-                          .sum_squares = sum_squares.data<double>(),
+                          .sum_squares = operands.sum_squares.data<double>(),
                           .options = options};
   ops::on_device(
       op, stream, [&] { cpu::lars_step(args); },

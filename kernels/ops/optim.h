@@ -17,11 +17,15 @@ namespace engine {
 //   g = nesterov ? g + momentum * buf : buf                          (when momentum != 0)
 //   param -= lr * g
 // first_step: the momentum buffer holds nothing yet (MomentumBuffer::empty, PyTorch's "buf is
-// None": buf = g, no dampening). momentum_buffer is f32 like params, or undefined when
-// momentum == 0.
+// None": buf = g, no dampening).
 enum class MomentumBuffer { empty, filled };
-void sgd_step(const SgdOptions& options, Tensor& params, const Tensor& grads,
-              Tensor& momentum_buffer, MomentumBuffer buffer_state, Stream& stream);
+struct SgdStepOperands {
+  Tensor params;  // updated
+  Tensor grads;
+  Tensor momentum_buffer = {};  // f32 like params, or undefined when momentum == 0
+  MomentumBuffer buffer_state = MomentumBuffer::filled;
+};
+void sgd_step(const SgdOptions& options, SgdStepOperands operands, Stream& stream);
 
 // One step for every element, exactly as torch.optim.AdamW (1.13, amsgrad=False), t = step:
 //   g = grad * grad_scale
@@ -29,22 +33,43 @@ void sgd_step(const SgdOptions& options, Tensor& params, const Tensor& grads,
 //   exp_avg = beta1 * exp_avg + (1 - beta1) * g
 //   exp_avg_sq = beta2 * exp_avg_sq + (1 - beta2) * g * g
 //   param -= lr / (1 - beta1^t) * exp_avg / (sqrt(exp_avg_sq) / sqrt(1 - beta2^t) + eps)
-// exp_avg and exp_avg_sq are f32 like params and start at zero (step 1 reads them as zero).
-void adamw_step(const AdamWOptions& options, int64_t step, Tensor& params, const Tensor& grads,
-                Tensor& exp_avg, Tensor& exp_avg_sq, Stream& stream);
+struct AdamWStepOperands {
+  Tensor params;  // updated
+  Tensor grads;
+  Tensor exp_avg, exp_avg_sq;  // f32 like params, starting at zero (step 1 reads them as zero)
+  int64_t step = 1;            // t, from 1
+};
+void adamw_step(const AdamWOptions& options, AdamWStepOperands operands, Stream& stream);
 
 // A segment table for sum_squares and lars_step: i32 [segments, 3], rows {begin, end, flags}
 // with begin <= end <= the buffers' size (kernels/args/optim.h).
 // sums[s * inputs + k] = sum of input k's squares over [begin_s, end_s), in double, for one
-// input (a) or two (a and b, read in the same pass). partials is f64 workspace of
-// sum_squares_partials(...) elements; blocks_per_segment >= 1 blocks share each segment.
-int64_t sum_squares_partials(int64_t segments, int blocks_per_segment, int inputs);
-void sum_squares(const Tensor& a, const Tensor& b, const Tensor& segments, int blocks_per_segment,
-                 Tensor& partials, Tensor& sums, Stream& stream);
+// input (a) or two (a and b, read in the same pass).
+struct SumSquaresOperands {
+  Tensor a;
+  Tensor b = {};  // undefined: one input
+  Tensor segments;
+  Tensor sums;                 // f64 [segments, inputs]
+  Tensor partials;             // f64 workspace of sum_squares_partials(...) elements
+  int blocks_per_segment = 1;  // in [1, 65535]: the blocks that share each segment
+};
+void sum_squares(SumSquaresOperands operands, Stream& stream);
+// How sum_squares splits its work, which sizes its partials.
+struct SumSquaresPartition {
+  int64_t segments = 0;
+  int blocks_per_segment = 1;
+  int inputs = 1;  // 1 (a) or 2 (a and b)
+};
+int64_t sum_squares_partials(const SumSquaresPartition& partition);
 
 // torch.nn.utils.clip_grad_norm_(max_norm, norm_type=2) given the gradients' squared global
-// norm (f64, one element, from sum_squares): grads *= min(1, max_norm / (norm + 1e-6)).
-void clip_grad(Tensor& grads, const Tensor& sum_squares, float max_norm, Stream& stream);
+// norm: grads *= min(1, max_norm / (norm + 1e-6)).
+struct ClipGradOperands {
+  Tensor grads;          // scaled in place
+  Tensor sum_squares;    // f64, one element, from sum_squares
+  float max_norm = 0.f;  // finite and > 0: the default is refused
+};
+void clip_grad(ClipGradOperands operands, Stream& stream);
 
 // LARS as in the MLPerf Training ResNet-50 reference (You, Gitman, Ginsburg, "Large Batch
 // Training of Convolutional Networks", arXiv:1708.03888; MLPerf's TensorFlow LARSOptimizer
@@ -57,8 +82,13 @@ void clip_grad(Tensor& grads, const Tensor& sum_squares, float max_norm, Stream&
 // g is grad * grad_scale. sum_squares is f64 [segments, 2]: sum_squares of (params, grads)
 // over the same segment table, whose flags say which tensors are adapted. The momentum buffer
 // starts at zero (no first-step special case, unlike torch.optim.SGD).
-void lars_step(const LarsOptions& options, Tensor& params, const Tensor& grads,
-               Tensor& momentum_buffer, const Tensor& segments, const Tensor& sum_squares,
-               Stream& stream);
+struct LarsStepOperands {
+  Tensor params;  // updated
+  Tensor grads;
+  Tensor momentum_buffer;  // updated
+  Tensor segments;
+  Tensor sum_squares;  // f64 [segments, 2]
+};
+void lars_step(const LarsOptions& options, LarsStepOperands operands, Stream& stream);
 
 }  // namespace engine

@@ -11,7 +11,7 @@
 namespace engine {
 namespace {
 
-void require_nhwc(std::string_view op, std::string_view name, const Tensor& t) {
+void require_nhwc(ops::OpName op, std::string_view name, const Tensor& t) {
   ops::require_float(op, name, t);
   if (t.dim() != 4 || t.numel() == 0) {
     fail(std::string(op) + ": " + std::string(name) + " is " + t.describe() +
@@ -19,7 +19,7 @@ void require_nhwc(std::string_view op, std::string_view name, const Tensor& t) {
   }
 }
 
-void require_params(std::string_view op, const MaxPool2dParams& p, const Tensor& x) {
+void require_params(ops::OpName op, const MaxPool2dParams& p, const Tensor& x) {
   if (p.kernel < 1 || p.stride < 1 || p.padding < 0 || 2 * p.padding > p.kernel) {
     fail(std::string(op) + ": kernel " + std::to_string(p.kernel) + ", stride " +
          std::to_string(p.stride) + ", padding " + std::to_string(p.padding) +
@@ -51,7 +51,7 @@ MaxPool2dGeometry pool_geometry(const MaxPool2dParams& params, const Tensor& x) 
 }
 
 // y of global average pooling: [N, C] or [N, 1, 1, C].
-void require_pooled_vector(std::string_view op, std::string_view name, const Tensor& t,
+void require_pooled_vector(ops::OpName op, std::string_view name, const Tensor& t,
                            const Tensor& x) {
   const Shape flat = {x.size(0), x.size(3)};
   const Shape keepdim = {x.size(0), 1, 1, x.size(3)};
@@ -66,46 +66,46 @@ void require_pooled_vector(std::string_view op, std::string_view name, const Ten
 
 }  // namespace
 
-void maxpool2d_forward(const MaxPool2dParams& params, const Tensor& x, Tensor& y, Tensor& argmax,
+void maxpool2d_forward(const MaxPool2dParams& params, MaxPool2dForwardOperands operands,
                        Stream& stream) {
-  constexpr std::string_view op = "maxpool2d_forward";
-  require_nhwc(op, "x", x);
-  require_params(op, params, x);
-  const Shape out = pooled_shape(params, x);
-  ops::require_exact(op, "y", y, out, x.dtype(), x.device());
-  ops::require_exact(op, "argmax", argmax, out, DType::u8, x.device());
-  ops::require_on_stream(op, "x", x, stream);
-  const MaxPool2dForwardArgs args{.dtype = x.dtype(),
-                                  .x = x.raw_data(),
-                                  .y = y.raw_data(),
-                                  .argmax = argmax.data<uint8_t>(),
-                                  .geometry = pool_geometry(params, x)};
+  constexpr ops::OpName op{"maxpool2d_forward"};
+  require_nhwc(op, "x", operands.x);
+  require_params(op, params, operands.x);
+  const Shape out = pooled_shape(params, operands.x);
+  ops::require_exact(op, "y", operands.y, out, operands.x.dtype(), operands.x.device());
+  ops::require_exact(op, "argmax", operands.argmax, out, DType::u8, operands.x.device());
+  ops::require_on_stream(op, "x", operands.x, stream);
+  const MaxPool2dForwardArgs args{.dtype = operands.x.dtype(),
+                                  .x = operands.x.raw_data(),
+                                  .y = operands.y.raw_data(),
+                                  .argmax = operands.argmax.data<uint8_t>(),
+                                  .geometry = pool_geometry(params, operands.x)};
   ops::on_device(
       op, stream, [&] { cpu::maxpool2d_forward(args); },
       [&](auto cuda_stream) { cuda::maxpool2d_forward(args, cuda_stream); });
 }
 
-void maxpool2d_backward(const MaxPool2dParams& params, const Tensor& dy, const Tensor& argmax,
-                        Tensor& dx, Stream& stream) {
-  constexpr std::string_view op = "maxpool2d_backward";
-  require_nhwc(op, "dx", dx);
-  require_params(op, params, dx);
-  const Shape out = pooled_shape(params, dx);
-  ops::require_exact(op, "dy", dy, out, dx.dtype(), dx.device());
-  ops::require_exact(op, "argmax", argmax, out, DType::u8, dx.device());
-  ops::require_on_stream(op, "dx", dx, stream);
-  const MaxPool2dBackwardArgs args{.dtype = dx.dtype(),
-                                   .dy = dy.raw_data(),
-                                   .argmax = argmax.data<uint8_t>(),
-                                   .dx = dx.raw_data(),
-                                   .geometry = pool_geometry(params, dx)};
+void maxpool2d_backward(const MaxPool2dParams& params, MaxPool2dBackwardOperands operands,
+                        Stream& stream) {
+  constexpr ops::OpName op{"maxpool2d_backward"};
+  require_nhwc(op, "dx", operands.dx);
+  require_params(op, params, operands.dx);
+  const Shape out = pooled_shape(params, operands.dx);
+  ops::require_exact(op, "dy", operands.dy, out, operands.dx.dtype(), operands.dx.device());
+  ops::require_exact(op, "argmax", operands.argmax, out, DType::u8, operands.dx.device());
+  ops::require_on_stream(op, "dx", operands.dx, stream);
+  const MaxPool2dBackwardArgs args{.dtype = operands.dx.dtype(),
+                                   .dy = operands.dy.raw_data(),
+                                   .argmax = operands.argmax.data<uint8_t>(),
+                                   .dx = operands.dx.raw_data(),
+                                   .geometry = pool_geometry(params, operands.dx)};
   ops::on_device(
       op, stream, [&] { cpu::maxpool2d_backward(args); },
       [&](auto cuda_stream) { cuda::maxpool2d_backward(args, cuda_stream); });
 }
 
 void global_avgpool_forward(const Tensor& x, Tensor& y, Stream& stream) {
-  constexpr std::string_view op = "global_avgpool_forward";
+  constexpr ops::OpName op{"global_avgpool_forward"};
   require_nhwc(op, "x", x);
   require_pooled_vector(op, "y", y, x);
   ops::require_on_stream(op, "x", x, stream);
@@ -121,7 +121,7 @@ void global_avgpool_forward(const Tensor& x, Tensor& y, Stream& stream) {
 }
 
 void global_avgpool_backward(const Tensor& dy, Tensor& dx, Stream& stream) {
-  constexpr std::string_view op = "global_avgpool_backward";
+  constexpr ops::OpName op{"global_avgpool_backward"};
   require_nhwc(op, "dx", dx);
   require_pooled_vector(op, "dy", dy, dx);
   ops::require_on_stream(op, "dx", dx, stream);

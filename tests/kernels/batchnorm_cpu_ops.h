@@ -30,7 +30,7 @@ inline std::vector<float> stats_of(const Tensor& x, Stream& stream) {
   const int64_t channels = x.size(x.dim() - 1);
   Tensor stats = Tensor::empty({batchnorm_stats_numel(channels)}, DType::f32);
   Tensor workspace = Tensor::empty({batchnorm_workspace_numel(x)}, DType::f32);
-  batchnorm_stats(x, stats, workspace, stream);
+  batchnorm_stats({.x = x, .stats = stats, .workspace = workspace}, stream);
   return stats.to_floats(stream);
 }
 
@@ -43,8 +43,12 @@ inline void finalize(const Tensor& stats, Tensor& running_mean, Tensor& running_
                      Tensor& batch_stats, Stream& stream) {
   Tensor sums = Tensor::empty({stats.numel()}, DType::f64);
   batchnorm_stats_to_sums(stats, sums, stream);
-  batchnorm_finalize_sums(sums, running_mean, running_var, {.momentum = kMomentum, .eps = kEps},
-                          batch_stats, stream);
+  batchnorm_finalize_sums({.sums = sums,
+                           .running_mean = running_mean,
+                           .running_var = running_var,
+                           .batch_stats = batch_stats,
+                           .constants = {.momentum = kMomentum, .eps = kEps}},
+                          stream);
 }
 
 // The batch statistics (mean, invstd, count) that normalize and backward read, finalized from
@@ -86,9 +90,20 @@ inline BackwardResult run_backward(const BnShape& s, DType dtype, const std::vec
   const Tensor batch_stats = batch_stats_from(stats_of(tx, stream), stream);
   Tensor grad_sums = Tensor::empty({2 * s.c}, DType::f32);
   Tensor workspace = Tensor::empty({batchnorm_workspace_numel(tx)}, DType::f32);
-  batchnorm_backward_reduce(tdy, tx, batch_stats, grad_sums, workspace, stream);
+  batchnorm_backward_reduce({.dy = tdy,
+                             .x = tx,
+                             .batch_stats = batch_stats,
+                             .grad_sums = grad_sums,
+                             .workspace = workspace},
+                            stream);
   Tensor dx = Tensor::empty(tx.shape(), dtype);
-  batchnorm_backward_elementwise(tdy, tx, batch_stats, f32_tensor(weight), grad_sums, dx, stream);
+  batchnorm_backward_elementwise({.dy = tdy,
+                                  .x = tx,
+                                  .batch_stats = batch_stats,
+                                  .weight = f32_tensor(weight),
+                                  .grad_sums = grad_sums,
+                                  .dx = dx},
+                                 stream);
   return {dx.to_floats(stream), grad_sums.to_floats(stream)};
 }
 

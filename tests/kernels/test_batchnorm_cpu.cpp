@@ -159,8 +159,11 @@ TEST(BatchNormCpu, FinalizeOfSummedPerRankSumsIsTheWholeBatch) {
     const std::vector<float> rm0(channels, 0.f), rv0(channels, 1.f);
     Tensor running_mean = f32_tensor(rm0), running_var = f32_tensor(rv0);
     Tensor merged = Tensor::empty({batchnorm_stats_numel(channels)}, DType::f32);
-    batchnorm_finalize_sums(Tensor::from_doubles({batchnorm_stats_numel(channels)}, total),
-                            running_mean, running_var, {.momentum = kMomentum, .eps = kEps}, merged,
+    batchnorm_finalize_sums({.sums = Tensor::from_doubles({batchnorm_stats_numel(channels)}, total),
+                             .running_mean = running_mean,
+                             .running_var = running_var,
+                             .batch_stats = merged,
+                             .constants = {.momentum = kMomentum, .eps = kEps}},
                             stream);
     const std::vector<float> out = merged.to_floats(stream);
     const testing::ReferenceStats ref = testing::reference_stats(x, rows, channels);
@@ -202,8 +205,12 @@ TEST(BatchNormCpu, FinalizeSumsEdgeCases) {
   std::vector<double> sums = {3.0 * constant, std::nan(""), std::nextafter(exact_sumsq, 0.0), 1.0,
                               static_cast<double>(rows)};
   Tensor batch_stats = Tensor::empty({5}, DType::f32);
-  batchnorm_finalize_sums(Tensor::from_doubles({5}, sums), none, none,
-                          {.momentum = kMomentum, .eps = kEps}, batch_stats, stream);
+  batchnorm_finalize_sums({.sums = Tensor::from_doubles({5}, sums),
+                           .running_mean = none,
+                           .running_var = none,
+                           .batch_stats = batch_stats,
+                           .constants = {.momentum = kMomentum, .eps = kEps}},
+                          stream);
   const std::vector<float> out = batch_stats.to_floats(stream);
   EXPECT_EQ(out[0], constant);
   EXPECT_TRUE(std::isnan(out[1]));
@@ -211,8 +218,12 @@ TEST(BatchNormCpu, FinalizeSumsEdgeCases) {
   EXPECT_TRUE(std::isnan(out[3]));
   EXPECT_EQ(out[4], 3.f);
   Tensor rm = f32_tensor({0.f}), rv = f32_tensor({1.f}), one = Tensor::empty({3}, DType::f32);
-  batchnorm_finalize_sums(Tensor::from_doubles({3}, {2.0, 4.0, 1.0}), rm, rv,
-                          {.momentum = kMomentum, .eps = kEps}, one, stream);
+  batchnorm_finalize_sums({.sums = Tensor::from_doubles({3}, {2.0, 4.0, 1.0}),
+                           .running_mean = rm,
+                           .running_var = rv,
+                           .batch_stats = one,
+                           .constants = {.momentum = kMomentum, .eps = kEps}},
+                          stream);
   EXPECT_FLOAT_EQ(rm.to_floats(stream)[0], 0.2f);
   EXPECT_TRUE(std::isnan(rv.to_floats(stream)[0]));
 }
@@ -238,7 +249,8 @@ TEST(BatchNormCpu, NormalizeWithEpiloguesMatchesReference) {
         Tensor w = variant == 3 ? Tensor() : f32_tensor(affine.weight);
         Tensor b = variant == 3 ? Tensor() : f32_tensor(affine.bias);
         Tensor y = variant == 3 ? tx : Tensor::empty(tx.shape(), dtype);
-        batchnorm_normalize(tx, batch_stats, w, b, y, stream, epilogue);
+        batchnorm_normalize({.x = tx, .batch_stats = batch_stats, .weight = w, .bias = b, .y = y},
+                            stream, epilogue);
 
         const testing::ReferenceStats ref = testing::reference_stats(x, s.rows(), s.c);
         const std::vector<double> expected =
@@ -268,9 +280,14 @@ TEST(BatchNormCpu, EvalForwardUsesRunningStats) {
         epilogue.relu = fused;
         if (fused) epilogue.residual = activation(s, res, dtype);
         Tensor y = Tensor::empty({s.n, s.h, s.w, s.c}, dtype);
-        batchnorm_eval_forward(activation(s, x, dtype), f32_tensor(rm), f32_tensor(rv),
-                               f32_tensor(affine.weight), f32_tensor(affine.bias), kEps, y, stream,
-                               epilogue);
+        batchnorm_eval_forward({.x = activation(s, x, dtype),
+                                .running_mean = f32_tensor(rm),
+                                .running_var = f32_tensor(rv),
+                                .weight = f32_tensor(affine.weight),
+                                .bias = f32_tensor(affine.bias),
+                                .y = y,
+                                .eps = kEps},
+                               stream, epilogue);
         const std::vector<double> expected =
             testing::reference_bn_apply(to_double(x), to_double(rm), to_double(rv), kEps,
                                         affine.weight, affine.bias, fused ? &res : nullptr, fused);
@@ -376,7 +393,7 @@ TEST(BatchNormCpu, ArgumentErrorsNameTheTensor) {
   Tensor workspace = Tensor::empty({0}, DType::f32);
   Tensor short_stats = Tensor::empty({8}, DType::f32);
   try {
-    batchnorm_stats(x, short_stats, workspace, stream);
+    batchnorm_stats({.x = x, .stats = short_stats, .workspace = workspace}, stream);
     FAIL() << "expected an error";
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("batchnorm_stats: stats is f32[8] on cpu"),
@@ -388,7 +405,8 @@ TEST(BatchNormCpu, ArgumentErrorsNameTheTensor) {
   Tensor bf16_weight = Tensor::empty({4}, DType::bf16);
   Tensor none;
   try {
-    batchnorm_normalize(x, batch_stats, bf16_weight, none, y, stream);
+    batchnorm_normalize(
+        {.x = x, .batch_stats = batch_stats, .weight = bf16_weight, .bias = none, .y = y}, stream);
     FAIL() << "expected an error";
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("batchnorm_normalize: weight is bf16[4]"),
@@ -397,12 +415,19 @@ TEST(BatchNormCpu, ArgumentErrorsNameTheTensor) {
   }
   BatchNormEpilogue bad_residual;
   bad_residual.residual = Tensor::empty({2, 3, 3, 5}, DType::f32);
-  EXPECT_THROW(batchnorm_normalize(x, batch_stats, none, none, y, stream, bad_residual), Error);
+  EXPECT_THROW(batchnorm_normalize(
+                   {.x = x, .batch_stats = batch_stats, .weight = none, .bias = none, .y = y},
+                   stream, bad_residual),
+               Error);
   Tensor sums = Tensor::empty({9}, DType::f64);
   Tensor even = Tensor::empty({10}, DType::f32);  // not 2C+1
   EXPECT_THROW(batchnorm_stats_to_sums(even, sums, stream), Error);
-  EXPECT_THROW(batchnorm_finalize_sums(sums, none, none, {.momentum = 1.5f, .eps = kEps},
-                                       batch_stats, stream),
+  EXPECT_THROW(batchnorm_finalize_sums({.sums = sums,
+                                        .running_mean = none,
+                                        .running_var = none,
+                                        .batch_stats = batch_stats,
+                                        .constants = {.momentum = 1.5f, .eps = kEps}},
+                                       stream),
                Error);
   Tensor f32_sums = Tensor::empty({9}, DType::f32);
   try {
@@ -416,7 +441,11 @@ TEST(BatchNormCpu, ArgumentErrorsNameTheTensor) {
         << error.what();
   }
   try {
-    batchnorm_finalize_sums(f32_sums, none, none, {.momentum = 0.1f, .eps = kEps}, batch_stats,
+    batchnorm_finalize_sums({.sums = f32_sums,
+                             .running_mean = none,
+                             .running_var = none,
+                             .batch_stats = batch_stats,
+                             .constants = {.momentum = 0.1f, .eps = kEps}},
                             stream);
     FAIL() << "expected an error";
   } catch (const Error& error) {
@@ -425,11 +454,21 @@ TEST(BatchNormCpu, ArgumentErrorsNameTheTensor) {
         << error.what();
   }
   Tensor short_running = Tensor::empty({3}, DType::f32);
-  EXPECT_THROW(batchnorm_finalize_sums(sums, short_running, none, {.momentum = 0.1f, .eps = kEps},
-                                       batch_stats, stream),
+  EXPECT_THROW(batchnorm_finalize_sums({.sums = sums,
+                                        .running_mean = short_running,
+                                        .running_var = none,
+                                        .batch_stats = batch_stats,
+                                        .constants = {.momentum = 0.1f, .eps = kEps}},
+                                       stream),
                Error);
   Tensor grad_sums = Tensor::empty({9}, DType::f32);
-  EXPECT_THROW(batchnorm_backward_reduce(x, x, batch_stats, grad_sums, workspace, stream), Error);
+  EXPECT_THROW(batchnorm_backward_reduce({.dy = x,
+                                          .x = x,
+                                          .batch_stats = batch_stats,
+                                          .grad_sums = grad_sums,
+                                          .workspace = workspace},
+                                         stream),
+               Error);
   Tensor flat = Tensor::empty({5}, DType::f32);
   EXPECT_THROW(batchnorm_workspace_numel(flat), Error);
 }

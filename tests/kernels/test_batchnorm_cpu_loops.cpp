@@ -59,8 +59,12 @@ TEST(BatchNormCpu, VectorAndPortableLoopsBothMatchReference) {
       epilogue.relu = true;
       epilogue.residual = activation(s, res, DType::f32);
       Tensor y = Tensor::empty({s.n, s.h, s.w, s.c}, DType::f32);
-      batchnorm_normalize(activation(s, x, DType::f32), batch_stats, f32_tensor(affine.weight),
-                          f32_tensor(affine.bias), y, stream, epilogue);
+      batchnorm_normalize({.x = activation(s, x, DType::f32),
+                           .batch_stats = batch_stats,
+                           .weight = f32_tensor(affine.weight),
+                           .bias = f32_tensor(affine.bias),
+                           .y = y},
+                          stream, epilogue);
       EXPECT_TRUE(all_close(testing::reference_bn_apply(to_double(x), ref.mean, ref.var, kEps,
                                                         affine.weight, affine.bias, &res, true),
                             y.to_floats(stream), mean > 1.0 ? 1e-4 : 1e-5));
@@ -108,8 +112,12 @@ TEST(BatchNormCpu, Bf16VectorAndPortableLoopsBothMatchReference) {
       epilogue.relu = true;
       epilogue.residual = activation(s, res, DType::bf16);
       Tensor y = Tensor::empty({s.n, s.h, s.w, s.c}, DType::bf16);
-      batchnorm_normalize(activation(s, x, DType::bf16), batch_stats_from(stats, stream),
-                          f32_tensor(affine.weight), f32_tensor(affine.bias), y, stream, epilogue);
+      batchnorm_normalize({.x = activation(s, x, DType::bf16),
+                           .batch_stats = batch_stats_from(stats, stream),
+                           .weight = f32_tensor(affine.weight),
+                           .bias = f32_tensor(affine.bias),
+                           .y = y},
+                          stream, epilogue);
       ys.push_back(y.to_floats(stream));
       EXPECT_TRUE(all_close_scaled(expected_y, ys.back(), testing::kBf16Ulp,
                                    std::vector<double>(expected_y.size(), 0.0)));
@@ -151,8 +159,12 @@ TEST(BatchNormCpu, EveryPhaseGivesTheSameBitsOnOneTwoAndThreeThreads) {
           std::vector<float> result = stats_of(tx, stream);
           const Tensor batch_stats = batch_stats_from(result, stream);
           Tensor y = Tensor::empty(tx.shape(), dtype);
-          batchnorm_normalize(tx, batch_stats, f32_tensor(affine.weight), f32_tensor(affine.bias),
-                              y, stream);
+          batchnorm_normalize({.x = tx,
+                               .batch_stats = batch_stats,
+                               .weight = f32_tensor(affine.weight),
+                               .bias = f32_tensor(affine.bias),
+                               .y = y},
+                              stream);
           const std::vector<float> normalized = y.to_floats(stream);
           const BackwardResult grads = run_backward(s, dtype, x, dy, affine.weight, stream);
           for (const std::vector<float>* part : {&normalized, &grads.dx, &grads.grad_sums})

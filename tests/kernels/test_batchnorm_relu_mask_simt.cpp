@@ -279,15 +279,25 @@ TEST(BatchNormReluMaskSimt, DispatcherRefusesMalformedGates) {
   Tensor workspace = Tensor::empty({batchnorm_workspace_numel(x)}, DType::f32);
   auto reduce = [&](const BatchNormReluGate& relu) {
     batchnorm_backward_reduce(
-        dy, x, batch_stats, grad_sums, workspace, stream,
-        {.relu = relu, .relu_grad = dx, .bias_grad = Tensor(), .weight_grad = Tensor()});
+        {.dy = dy,
+         .x = x,
+         .batch_stats = batch_stats,
+         .grad_sums = grad_sums,
+         .workspace = workspace},
+        stream, {.relu = relu, .relu_grad = dx, .bias_grad = Tensor(), .weight_grad = Tensor()});
   };
   expect_malformed_gates_refused("batchnorm_backward_reduce", reduce);
   expect_refused([&] { reduce({}); }, "batchnorm_backward_reduce: relu_grad needs relu");
-  expect_malformed_gates_refused(
-      "batchnorm_backward_elementwise", [&](const BatchNormReluGate& relu) {
-        batchnorm_backward_elementwise(dy, x, batch_stats, Tensor(), grad_sums, dx, stream, relu);
-      });
+  expect_malformed_gates_refused("batchnorm_backward_elementwise",
+                                 [&](const BatchNormReluGate& relu) {
+                                   batchnorm_backward_elementwise({.dy = dy,
+                                                                   .x = x,
+                                                                   .batch_stats = batch_stats,
+                                                                   .weight = Tensor(),
+                                                                   .grad_sums = grad_sums,
+                                                                   .dx = dx},
+                                                                  stream, relu);
+                                 });
 }
 
 }  // namespace

@@ -49,6 +49,12 @@ struct ConvTensors {
         bias(Tensor::from_floats({shape.out_channels}, bias_values)) {}
   std::vector<float> x_values, w_values, dy_values, bias_values;
   Tensor x, w, dy, bias;
+
+  // conv2d_backward_filter's operands for x and dy on the CPU, which needs no workspace.
+  Conv2dBackwardFilterOperands filter_gradient(const Tensor& dw, GradWrite write,
+                                               const Tensor& dbias = {}) const {
+    return {.x = x, .dy = dy, .dw = dw, .dbias = dbias, .workspace = {}, .write = write};
+  }
 };
 
 TEST(ConvCpu, ForwardMatchesNaiveReference) {
@@ -59,7 +65,7 @@ TEST(ConvCpu, ForwardMatchesNaiveReference) {
       ConvTensors t(shape, dtype);
       Tensor y = Tensor::empty(shape.output_shape(), dtype);
       fill(y, NAN, stream);  // overwritten, never read
-      conv2d_forward(shape, t.x, t.w, t.bias, y, stream);
+      conv2d_forward(shape, {.x = t.x, .w = t.w, .bias = t.bias, .y = y, .workspace = {}}, stream);
       const auto expected =
           testing::reference_conv_forward(shape, t.x_values, t.w_values, &t.bias_values);
       EXPECT_LE(relative_error(y.to_floats(stream), expected), tolerance(dtype));
@@ -75,7 +81,7 @@ TEST(ConvCpu, BackwardDataMatchesNaiveReference) {
       ConvTensors t(shape, dtype);
       Tensor dx = Tensor::empty(shape.input_shape(), dtype);
       fill(dx, NAN, stream);  // overwritten, never read
-      conv2d_backward_data(shape, t.dy, t.w, dx, stream);
+      conv2d_backward_data(shape, {.dy = t.dy, .w = t.w, .dx = dx, .workspace = {}}, stream);
       const auto expected = testing::reference_conv_backward_data(shape, t.dy_values, t.w_values);
       EXPECT_LE(relative_error(dx.to_floats(stream), expected), tolerance(dtype));
     }
@@ -102,9 +108,7 @@ TEST(ConvCpu, Bf16OnEveryWayOfMultiplyingMatchesNaiveReference) {
       ConvTensors t(shape, DType::bf16);
       Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);  // fp32 master gradient
       fill(dw, 0.5f, stream);
-      Tensor no_bias, no_workspace;
-      conv2d_backward_filter(shape, t.x, t.dy, dw, no_bias, GradWrite::accumulate, no_workspace,
-                             stream);
+      conv2d_backward_filter(shape, t.filter_gradient(dw, GradWrite::accumulate), stream);
       std::vector<double> expected_dw =
           testing::reference_conv_backward_filter(shape, t.x_values, t.dy_values);
       for (double& value : expected_dw)
@@ -112,14 +116,14 @@ TEST(ConvCpu, Bf16OnEveryWayOfMultiplyingMatchesNaiveReference) {
       EXPECT_LE(relative_error(dw.to_floats(stream), expected_dw), kF32Tolerance);
       Tensor y = Tensor::empty(shape.output_shape(), DType::bf16);
       fill(y, NAN, stream);
-      conv2d_forward(shape, t.x, t.w, t.bias, y, stream);
+      conv2d_forward(shape, {.x = t.x, .w = t.w, .bias = t.bias, .y = y, .workspace = {}}, stream);
       EXPECT_LE(
           relative_error(y.to_floats(stream), testing::reference_conv_forward(
                                                   shape, t.x_values, t.w_values, &t.bias_values)),
           kBf16Tolerance);
       Tensor dx = Tensor::empty(shape.input_shape(), DType::bf16);
       fill(dx, NAN, stream);
-      conv2d_backward_data(shape, t.dy, t.w, dx, stream);
+      conv2d_backward_data(shape, {.dy = t.dy, .w = t.w, .dx = dx, .workspace = {}}, stream);
       EXPECT_LE(relative_error(dx.to_floats(stream), testing::reference_conv_backward_data(
                                                          shape, t.dy_values, t.w_values)),
                 kBf16Tolerance);
@@ -129,15 +133,13 @@ TEST(ConvCpu, Bf16OnEveryWayOfMultiplyingMatchesNaiveReference) {
 
 TEST(ConvCpu, BackwardFilterAndBiasMatchNaiveReference) {
   Stream stream;
-  Tensor no_bias, no_workspace;  // undefined: no bias; the CPU needs no workspace
   for (DType dtype : {DType::f32, DType::bf16}) {
     for (const auto& [name, shape] : conv_cases()) {
       SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + std::string(dtype_name(dtype)));
       ConvTensors t(shape, dtype);
       Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);  // fp32 master gradient
       Tensor dbias = Tensor::empty({shape.out_channels}, DType::f32);
-      conv2d_backward_filter(shape, t.x, t.dy, dw, dbias, GradWrite::overwrite, no_workspace,
-                             stream);
+      conv2d_backward_filter(shape, t.filter_gradient(dw, GradWrite::overwrite, dbias), stream);
       const auto expected = testing::reference_conv_backward_filter(shape, t.x_values, t.dy_values);
       EXPECT_LE(relative_error(dw.to_floats(stream), expected), kF32Tolerance);
       EXPECT_LE(
@@ -152,18 +154,17 @@ TEST(ConvCpu, BackwardFilterAndBiasMatchNaiveReference) {
 void expect_f32_passes_match_reference(const Conv2dShape& shape, Stream& stream) {
   ConvTensors t(shape, DType::f32);
   Tensor y = Tensor::empty(shape.output_shape(), DType::f32);
-  conv2d_forward(shape, t.x, t.w, t.bias, y, stream);
+  conv2d_forward(shape, {.x = t.x, .w = t.w, .bias = t.bias, .y = y, .workspace = {}}, stream);
   EXPECT_LE(relative_error(y.to_floats(stream), testing::reference_conv_forward(
                                                     shape, t.x_values, t.w_values, &t.bias_values)),
             kF32Tolerance);
   Tensor dx = Tensor::empty(shape.input_shape(), DType::f32);
-  conv2d_backward_data(shape, t.dy, t.w, dx, stream);
+  conv2d_backward_data(shape, {.dy = t.dy, .w = t.w, .dx = dx, .workspace = {}}, stream);
   EXPECT_LE(relative_error(dx.to_floats(stream),
                            testing::reference_conv_backward_data(shape, t.dy_values, t.w_values)),
             kF32Tolerance);
   Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);
-  Tensor no_bias, no_workspace;  // undefined: no bias; the CPU needs no workspace
-  conv2d_backward_filter(shape, t.x, t.dy, dw, no_bias, GradWrite::overwrite, no_workspace, stream);
+  conv2d_backward_filter(shape, t.filter_gradient(dw, GradWrite::overwrite), stream);
   EXPECT_LE(relative_error(dw.to_floats(stream),
                            testing::reference_conv_backward_filter(shape, t.x_values, t.dy_values)),
             kF32Tolerance);
@@ -248,9 +249,7 @@ TEST(ConvCpu, DirectFilterGradientMatchesNaiveReference) {
     SCOPED_TRACE(shape.str());
     ConvTensors t(shape, DType::f32);
     Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);
-    Tensor no_bias, no_workspace;  // undefined: no bias; the CPU needs no workspace
-    conv2d_backward_filter(shape, t.x, t.dy, dw, no_bias, GradWrite::overwrite, no_workspace,
-                           stream);
+    conv2d_backward_filter(shape, t.filter_gradient(dw, GradWrite::overwrite), stream);
     EXPECT_LE(relative_error(dw.to_floats(stream), testing::reference_conv_backward_filter(
                                                        shape, t.x_values, t.dy_values)),
               kF32Tolerance);
@@ -274,14 +273,12 @@ TEST(ConvCpu, FilterGradientDoesNotDependOnTheThreadCount) {
     SCOPED_TRACE(shape.str() + " " + std::string(dtype_name(dtype)));
     ConvTensors t(shape, dtype);
     Stream stream;
-    Tensor no_bias, no_workspace;  // undefined: no bias; the CPU needs no workspace
     std::vector<std::vector<float>> results;
     const int threads_before = omp_get_max_threads();
     for (int threads : {1, 2, 3}) {
       omp_set_num_threads(threads);
       Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);
-      conv2d_backward_filter(shape, t.x, t.dy, dw, no_bias, GradWrite::overwrite, no_workspace,
-                             stream);
+      conv2d_backward_filter(shape, t.filter_gradient(dw, GradWrite::overwrite), stream);
       results.push_back(dw.to_floats(stream));
     }
     omp_set_num_threads(threads_before);
@@ -306,15 +303,14 @@ TEST(ConvCpu, PortableLoopsMatchNaiveReference) {
 
 TEST(ConvCpu, BackwardFilterAccumulatesAndRoundsToBf16) {
   Stream stream;
-  Tensor no_workspace;  // undefined: the CPU needs no workspace
   const Conv2dShape shape = testing::conv_shape(2, 6, 6, 5, 7, 3, 3, 1, 1);
   ConvTensors t(shape, DType::bf16);
   auto expected = testing::reference_conv_backward_filter(shape, t.x_values, t.dy_values);
   auto expected_bias = testing::reference_bias_grad(shape, t.dy_values);
   Tensor dw = Tensor::empty(shape.filter_shape(), DType::bf16);
   Tensor dbias = Tensor::empty({shape.out_channels}, DType::f32);
-  conv2d_backward_filter(shape, t.x, t.dy, dw, dbias, GradWrite::overwrite, no_workspace, stream);
-  conv2d_backward_filter(shape, t.x, t.dy, dw, dbias, GradWrite::accumulate, no_workspace,
+  conv2d_backward_filter(shape, t.filter_gradient(dw, GradWrite::overwrite, dbias), stream);
+  conv2d_backward_filter(shape, t.filter_gradient(dw, GradWrite::accumulate, dbias),
                          stream);  // second micro-batch
   for (double& v : expected)
     v *= 2;
@@ -328,12 +324,11 @@ TEST(ConvCpu, BackwardFilterAccumulatesAndRoundsToBf16) {
 // convolution is linear in each argument, so the difference is exact up to fp32 rounding.
 TEST(ConvCpu, GradientsMatchFiniteDifferences) {
   Stream stream;
-  Tensor no_bias, no_workspace;  // undefined: no bias; the CPU needs no workspace
   const Conv2dShape shape = testing::conv_shape(2, 5, 6, 3, 4, 3, 3, 2, 1);
   ConvTensors t(shape, DType::f32);
   auto loss = [&](const Tensor& x, const Tensor& w) {
     Tensor y = Tensor::empty(shape.output_shape(), DType::f32);
-    conv2d_forward(shape, x, w, Tensor{}, y, stream);
+    conv2d_forward(shape, {.x = x, .w = w, .bias = Tensor{}, .y = y, .workspace = {}}, stream);
     double sum = 0;
     for (int64_t i = 0; i < y.numel(); ++i)
       sum += double(y.data<float>()[i]) * t.dy_values[i];
@@ -341,8 +336,8 @@ TEST(ConvCpu, GradientsMatchFiniteDifferences) {
   };
   Tensor dx = Tensor::empty(shape.input_shape(), DType::f32);
   Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);
-  conv2d_backward_data(shape, t.dy, t.w, dx, stream);
-  conv2d_backward_filter(shape, t.x, t.dy, dw, no_bias, GradWrite::overwrite, no_workspace, stream);
+  conv2d_backward_data(shape, {.dy = t.dy, .w = t.w, .dx = dx, .workspace = {}}, stream);
+  conv2d_backward_filter(shape, t.filter_gradient(dw, GradWrite::overwrite), stream);
   const float h = 1e-2f;
   for (int64_t i = 0; i < t.x.numel(); i += 17) {
     Tensor plus = t.x.clone(stream), minus = t.x.clone(stream);
@@ -373,9 +368,15 @@ TEST(LinearCpu, MatchesReferenceGemm) {
   Tensor tb = Tensor::from_floats({out}, b), tdy = Tensor::from_floats({rows, out}, dy);
   Tensor y = Tensor::empty({rows, out}, DType::f32), dx = Tensor::empty({rows, in}, DType::f32);
   Tensor dw = Tensor::empty({out, in}, DType::f32), db = Tensor::empty({out}, DType::f32);
-  linear_forward(tx, tw, tb, y, stream);
-  linear_backward_data(tdy, tw, dx, stream);
-  linear_backward_weight(tx, tdy, dw, db, GradWrite::overwrite, no_workspace, stream);
+  linear_forward({.x = tx, .w = tw, .bias = tb, .y = y}, stream);
+  linear_backward_data({.dy = tdy, .w = tw, .dx = dx}, stream);
+  linear_backward_weight({.x = tx,
+                          .dy = tdy,
+                          .dw = dw,
+                          .dbias = db,
+                          .workspace = no_workspace,
+                          .write = GradWrite::overwrite},
+                         stream);
   std::vector<double> y_ref(rows * out), dx_ref(rows * in, 0.0), dw_ref(out * in, 0.0),
       db_ref(out, 0.0);
   for (int64_t r = 0; r < rows; ++r)
@@ -403,7 +404,7 @@ TEST(ConvCpu, ArgumentErrorsNameTheTensorAndShape) {
   Tensor w = Tensor::empty({8, 3, 3, 4}, DType::f32);  // wrong in_channels
   Tensor y = Tensor::empty(shape.output_shape(), DType::f32);
   try {
-    conv2d_forward(shape, x, w, Tensor{}, y, stream);
+    conv2d_forward(shape, {.x = x, .w = w, .bias = Tensor{}, .y = y, .workspace = {}}, stream);
     FAIL() << "expected an error";
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what())
@@ -413,17 +414,31 @@ TEST(ConvCpu, ArgumentErrorsNameTheTensorAndShape) {
   }
   Tensor w_ok = Tensor::empty(shape.filter_shape(), DType::f32);
   Tensor bf16_y = Tensor::empty(shape.output_shape(), DType::bf16);
-  EXPECT_THROW(conv2d_forward(shape, x, w_ok, Tensor{}, bf16_y, stream), Error);
+  EXPECT_THROW(
+      conv2d_forward(shape, {.x = x, .w = w_ok, .bias = Tensor{}, .y = bf16_y, .workspace = {}},
+                     stream),
+      Error);
   Tensor wrong_bias = Tensor::empty({7}, DType::f32);
-  EXPECT_THROW(conv2d_forward(shape, x, w_ok, wrong_bias, y, stream), Error);
+  EXPECT_THROW(conv2d_forward(
+                   shape, {.x = x, .w = w_ok, .bias = wrong_bias, .y = y, .workspace = {}}, stream),
+               Error);
   Conv2dShape empty_output = shape;
   empty_output.pad_h = 0;
   empty_output.in_h = 2;
-  EXPECT_THROW(conv2d_forward(empty_output, x, w_ok, Tensor{}, y, stream), Error);
+  EXPECT_THROW(
+      conv2d_forward(empty_output, {.x = x, .w = w_ok, .bias = Tensor{}, .y = y, .workspace = {}},
+                     stream),
+      Error);
   Tensor dw_bf16_for_f32 = Tensor::empty(shape.filter_shape(), DType::bf16);
   Tensor dy = Tensor::empty(shape.output_shape(), DType::f32);
-  EXPECT_THROW(conv2d_backward_filter(shape, x, dy, dw_bf16_for_f32, no_bias, GradWrite::overwrite,
-                                      no_workspace, stream),
+  EXPECT_THROW(conv2d_backward_filter(shape,
+                                      {.x = x,
+                                       .dy = dy,
+                                       .dw = dw_bf16_for_f32,
+                                       .dbias = no_bias,
+                                       .workspace = no_workspace,
+                                       .write = GradWrite::overwrite},
+                                      stream),
                Error);
 }
 

@@ -35,14 +35,14 @@ TEST_F(ConvGpu, Tf32StreamsRoundTheOperandsAndExactOnesDoNot) {
   const Tensor w = Tensor::from_floats(shape.filter_shape(),
                                        random_values(shape_numel(shape.filter_shape()), 2));
   Tensor y = Tensor::empty(shape.output_shape(), DType::f32);
-  conv2d_forward(shape, x, w, Tensor(), y, host);
+  conv2d_forward(shape, {.x = x, .w = w, .bias = Tensor(), .y = y, .workspace = {}}, host);
   const std::vector<float> exact = y.to_floats(host);
   for (const Fp32Math math : {Fp32Math::exact, Fp32Math::tf32}) {
     Stream stream(gpu);
     stream.set_fp32_math(math);
     const Tensor gx = x.to(gpu, stream), gw = w.to(gpu, stream);
     Tensor gy = Tensor::empty(shape.output_shape(), DType::f32, gpu);
-    conv2d_forward(shape, gx, gw, Tensor(), gy, stream);
+    conv2d_forward(shape, {.x = gx, .w = gw, .bias = Tensor(), .y = gy, .workspace = {}}, stream);
     const double difference = relative_difference(gy.to_floats(stream), exact);
     std::printf("[ measured ] %s forward against exact fp32: relative difference %.3g\n",
                 std::string(fp32_math_name(math)).c_str(), difference);
@@ -65,7 +65,7 @@ TEST_F(ConvGpu, WorkspaceSmallerThanTheSplitNeedsIsAnError) {
   Tensor y = Tensor::empty(shape.output_shape(), DType::f32, gpu);
   Tensor small = Tensor::empty({conv2d_forward_workspace_numel(shape, gpu) - 1}, DType::f32, gpu);
   try {
-    conv2d_forward(shape, x, w, Tensor(), y, small, stream);
+    conv2d_forward(shape, {.x = x, .w = w, .bias = Tensor(), .y = y, .workspace = small}, stream);
     FAIL() << "a short workspace was accepted";
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("conv2d_forward_workspace_numel"), std::string::npos)

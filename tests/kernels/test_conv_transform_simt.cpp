@@ -301,17 +301,21 @@ TEST(ConvInputOps, BatchNormReluThenConvMatchesTheFusedRead) {
   const Tensor w = Tensor::from_floats(shape.filter_shape(),
                                        random_values(shape_numel(shape.filter_shape()), 45));
   Tensor normalized = Tensor::empty(shape.input_shape(), DType::f32);
-  batchnorm_normalize(x, batch_stats, weight, bias, normalized, stream,
-                      {.residual = Tensor(), .relu = true});
+  batchnorm_normalize(
+      {.x = x, .batch_stats = batch_stats, .weight = weight, .bias = bias, .y = normalized}, stream,
+      {.residual = Tensor(), .relu = true});
   Tensor expected = Tensor::empty(shape.output_shape(), DType::f32);
-  conv2d_forward(shape, normalized, w, Tensor(), expected, stream);
+  conv2d_forward(shape, {.x = normalized, .w = w, .bias = Tensor(), .y = expected, .workspace = {}},
+                 stream);
 
   Tensor scale = Tensor::empty({channels}, DType::f32),
          shift = Tensor::empty({channels}, DType::f32);
-  conv_input_from_batchnorm(batch_stats, weight, bias, scale, shift, stream);
+  conv_input_from_batchnorm(
+      {.batch_stats = batch_stats, .weight = weight, .bias = bias, .scale = scale, .shift = shift},
+      stream);
   Tensor actual = Tensor::empty(shape.output_shape(), DType::f32), none;
-  conv2d_forward(shape, x, w, Tensor(), actual, none, stream, {},
-                 {.input = {.scale = scale, .shift = shift, .relu = true}});
+  conv2d_forward(shape, {.x = x, .w = w, .bias = Tensor(), .y = actual, .workspace = none}, stream,
+                 {}, {.input = {.scale = scale, .shift = shift, .relu = true}});
   const std::vector<float> want = expected.to_floats(stream);
   EXPECT_LE(relative_difference(actual.to_floats(stream), want), 1e-5);
 
@@ -320,10 +324,22 @@ TEST(ConvInputOps, BatchNormReluThenConvMatchesTheFusedRead) {
                                         random_values(shape_numel(shape.output_shape()), 46));
   Tensor dw_expected = Tensor::empty(shape.filter_shape(), DType::f32);
   Tensor dw_actual = Tensor::empty(shape.filter_shape(), DType::f32);
-  conv2d_backward_filter(shape, normalized, dy, dw_expected, none, GradWrite::overwrite, none,
+  conv2d_backward_filter(shape,
+                         {.x = normalized,
+                          .dy = dy,
+                          .dw = dw_expected,
+                          .dbias = none,
+                          .workspace = none,
+                          .write = GradWrite::overwrite},
                          stream);
-  conv2d_backward_filter(shape, x, dy, dw_actual, none, GradWrite::overwrite, none, stream, {},
-                         {.scale = scale, .shift = shift, .relu = true});
+  conv2d_backward_filter(shape,
+                         {.x = x,
+                          .dy = dy,
+                          .dw = dw_actual,
+                          .dbias = none,
+                          .workspace = none,
+                          .write = GradWrite::overwrite},
+                         stream, {}, {.scale = scale, .shift = shift, .relu = true});
   EXPECT_LE(relative_difference(dw_actual.to_floats(stream), dw_expected.to_floats(stream)), 1e-5);
 }
 
@@ -349,18 +365,31 @@ TEST(ConvInputOps, EvalBatchNormReluThenConvMatchesTheFusedRead) {
   const Tensor w = Tensor::from_floats(shape.filter_shape(),
                                        random_values(shape_numel(shape.filter_shape()), 56));
   Tensor normalized = Tensor::empty(shape.input_shape(), DType::f32);
-  batchnorm_eval_forward(x, running_mean, running_var, weight, bias, kEps, normalized, stream,
-                         {.residual = Tensor(), .relu = true});
+  batchnorm_eval_forward({.x = x,
+                          .running_mean = running_mean,
+                          .running_var = running_var,
+                          .weight = weight,
+                          .bias = bias,
+                          .y = normalized,
+                          .eps = kEps},
+                         stream, {.residual = Tensor(), .relu = true});
   Tensor expected = Tensor::empty(shape.output_shape(), DType::f32);
-  conv2d_forward(shape, normalized, w, Tensor(), expected, stream);
+  conv2d_forward(shape, {.x = normalized, .w = w, .bias = Tensor(), .y = expected, .workspace = {}},
+                 stream);
 
   Tensor scale = Tensor::empty({channels}, DType::f32),
          shift = Tensor::empty({channels}, DType::f32);
-  conv_input_from_running_stats(running_mean, running_var, kEps, weight, bias, scale, shift,
+  conv_input_from_running_stats({.running_mean = running_mean,
+                                 .running_var = running_var,
+                                 .weight = weight,
+                                 .bias = bias,
+                                 .scale = scale,
+                                 .shift = shift,
+                                 .eps = kEps},
                                 stream);
   Tensor actual = Tensor::empty(shape.output_shape(), DType::f32), none;
-  conv2d_forward(shape, x, w, Tensor(), actual, none, stream, {},
-                 {.input = {.scale = scale, .shift = shift, .relu = true}});
+  conv2d_forward(shape, {.x = x, .w = w, .bias = Tensor(), .y = actual, .workspace = none}, stream,
+                 {}, {.input = {.scale = scale, .shift = shift, .relu = true}});
   EXPECT_LE(relative_difference(actual.to_floats(stream), expected.to_floats(stream)), 1e-5);
 }
 
@@ -381,30 +410,46 @@ TEST(ConvInputOps, ChecksNameTheTensor) {
     return std::string("no error");
   };
   EXPECT_NE(message([&] {
-              conv2d_forward(shape, x, w, Tensor(), y, none, stream, {},
-                             {.input = {.scale = seven, .shift = eight}});
+              conv2d_forward(shape, {.x = x, .w = w, .bias = Tensor(), .y = y, .workspace = none},
+                             stream, {}, {.input = {.scale = seven, .shift = eight}});
             }).find("input.scale"),
             std::string::npos);
   EXPECT_NE(message([&] {
-              conv2d_forward(shape, x, w, Tensor(), y, none, stream, {},
-                             {.input = {.scale = eight, .shift = seven}});
+              conv2d_forward(shape, {.x = x, .w = w, .bias = Tensor(), .y = y, .workspace = none},
+                             stream, {}, {.input = {.scale = eight, .shift = seven}});
             }).find("input.shift"),
             std::string::npos);
   Tensor dw_bf16 = Tensor::empty(shape.filter_shape(), DType::bf16);
   const Tensor dy = Tensor::empty(shape.output_shape(), DType::f32);
   EXPECT_NE(message([&] {
-              conv2d_backward_filter(shape, x, dy, dw_bf16, none, GradWrite::overwrite, none,
+              conv2d_backward_filter(shape,
+                                     {.x = x,
+                                      .dy = dy,
+                                      .dw = dw_bf16,
+                                      .dbias = none,
+                                      .workspace = none,
+                                      .write = GradWrite::overwrite},
                                      stream, {}, {.scale = eight, .shift = eight});
             }).find("dw"),
             std::string::npos);
   Tensor scale = Tensor::empty({8}, DType::f32), shift = Tensor::empty({8}, DType::f32);
   EXPECT_NE(message([&] {
-              conv_input_from_batchnorm(Tensor::empty({16}, DType::f32), Tensor(), Tensor(), scale,
-                                        shift, stream);
+              conv_input_from_batchnorm({.batch_stats = Tensor::empty({16}, DType::f32),
+                                         .weight = Tensor(),
+                                         .bias = Tensor(),
+                                         .scale = scale,
+                                         .shift = shift},
+                                        stream);
             }).find("batch_stats"),
             std::string::npos);
   EXPECT_NE(message([&] {
-              conv_input_from_running_stats(eight, seven, 1e-5f, Tensor(), Tensor(), scale, shift,
+              conv_input_from_running_stats({.running_mean = eight,
+                                             .running_var = seven,
+                                             .weight = Tensor(),
+                                             .bias = Tensor(),
+                                             .scale = scale,
+                                             .shift = shift,
+                                             .eps = 1e-5f},
                                             stream);
             }).find("running_var"),
             std::string::npos);

@@ -53,7 +53,7 @@ TEST(ElementwiseCpu, ReluBackwardMasksByOutput) {
       Tensor ty = Tensor::from_floats({n}, y, dtype);
       Tensor tdy = Tensor::from_floats({n}, dy, dtype);
       Tensor tdx = Tensor::empty({n}, dtype);
-      relu_backward(ty, tdy, tdx, stream);
+      relu_backward({.y = ty, .dy = tdy, .dx = tdx}, stream);
       std::vector<float> expected(y.size());
       for (size_t i = 0; i < y.size(); ++i)
         expected[i] = testing::reference_relu_backward(y[i], dy[i]);
@@ -72,7 +72,7 @@ TEST(ElementwiseCpu, AddReluRoundsOnce) {
       Tensor ta = Tensor::from_floats({n}, a, dtype);
       Tensor tb = Tensor::from_floats({n}, b, dtype);
       Tensor ty = Tensor::empty({n}, dtype);
-      add_relu_forward(ta, tb, ty, stream);
+      add_relu_forward({.a = ta, .b = tb, .y = ty}, stream);
       std::vector<float> expected(a.size());
       for (size_t i = 0; i < a.size(); ++i) {
         expected[i] = round_to(dtype, testing::reference_add_relu(a[i], b[i]));
@@ -91,7 +91,7 @@ TEST(ElementwiseCpu, AddRoundsOnceAndMayAlias) {
       const std::vector<float> b = make_inputs(n, 7, dtype);
       Tensor ta = Tensor::from_floats({n}, a, dtype);
       Tensor tb = Tensor::from_floats({n}, b, dtype);
-      add(ta, tb, ta, stream);  // in place, as gradient accumulation uses it
+      add({.a = ta, .b = tb, .y = ta}, stream);  // in place, as gradient accumulation uses it
       std::vector<float> expected(a.size());
       for (size_t i = 0; i < a.size(); ++i) {
         expected[i] = round_to(dtype, static_cast<float>(double{a[i]} + double{b[i]}));
@@ -100,7 +100,7 @@ TEST(ElementwiseCpu, AddRoundsOnceAndMayAlias) {
     }
   }
   Tensor f32 = Tensor::empty({4}, DType::f32), bf16 = Tensor::empty({4}, DType::bf16);
-  EXPECT_THROW(add(f32, bf16, f32, stream), Error);
+  EXPECT_THROW(add({.a = f32, .b = bf16, .y = f32}, stream), Error);
 }
 
 TEST(ElementwiseCpu, FillAndCastRoundToNearestEven) {
@@ -161,11 +161,12 @@ TEST(ElementwiseCpu, EveryVectorWidthGivesTheSameBits) {
   using Op = std::function<void(const Tensor&, const Tensor&, Tensor&)>;
   const std::pair<const char*, Op> ops[] = {
       {"relu", [&](const Tensor& a, const Tensor&, Tensor& y) { relu_forward(a, y, stream); }},
-      {"relu_backward",
-       [&](const Tensor& a, const Tensor& b, Tensor& y) { relu_backward(a, b, y, stream); }},
-      {"add", [&](const Tensor& a, const Tensor& b, Tensor& y) { add(a, b, y, stream); }},
-      {"add_relu",
-       [&](const Tensor& a, const Tensor& b, Tensor& y) { add_relu_forward(a, b, y, stream); }},
+      {"relu_backward", [&](const Tensor& a, const Tensor& b,
+                            Tensor& y) { relu_backward({.y = a, .dy = b, .dx = y}, stream); }},
+      {"add",
+       [&](const Tensor& a, const Tensor& b, Tensor& y) { add({.a = a, .b = b, .y = y}, stream); }},
+      {"add_relu", [&](const Tensor& a, const Tensor& b,
+                       Tensor& y) { add_relu_forward({.a = a, .b = b, .y = y}, stream); }},
   };
   for (DType dtype : kDTypes) {
     for (int64_t n : {int64_t{37}, int64_t{70001}}) {
@@ -210,8 +211,8 @@ TEST(ElementwiseCpu, ArgumentErrorsNameTheTensor) {
               std::string::npos)
         << error.what();
   }
-  EXPECT_THROW(relu_backward(x, wrong_size, x, stream), Error);
-  EXPECT_THROW(add_relu_forward(x, x, wrong_size, stream), Error);
+  EXPECT_THROW(relu_backward({.y = x, .dy = wrong_size, .dx = x}, stream), Error);
+  EXPECT_THROW(add_relu_forward({.a = x, .b = x, .y = wrong_size}, stream), Error);
   Tensor undefined;
   EXPECT_THROW(fill(undefined, 0.f, stream), Error);
   EXPECT_THROW(copy(x, wrong_dtype, stream), Error);

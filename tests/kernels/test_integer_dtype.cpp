@@ -52,11 +52,12 @@ TEST(IntegerDType, ElementwiseOpsRefuseIt) {
   Tensor out = Tensor::empty({2, 4}, DType::i32);
   Tensor floats = Tensor::empty({2, 4}, DType::f32);
   EXPECT_EQ(error_of([&] { relu_forward(ints, out, stream); }), refusal("relu_forward", "x", ints));
-  EXPECT_EQ(error_of([&] { relu_backward(ints, ints, out, stream); }),
+  EXPECT_EQ(error_of([&] { relu_backward({.y = ints, .dy = ints, .dx = out}, stream); }),
             refusal("relu_backward", "y", ints));
-  EXPECT_EQ(error_of([&] { add_relu_forward(ints, ints, out, stream); }),
+  EXPECT_EQ(error_of([&] { add_relu_forward({.a = ints, .b = ints, .y = out}, stream); }),
             refusal("add_relu_forward", "a", ints));
-  EXPECT_EQ(error_of([&] { add(ints, ints, out, stream); }), refusal("add", "a", ints));
+  EXPECT_EQ(error_of([&] { add({.a = ints, .b = ints, .y = out}, stream); }),
+            refusal("add", "a", ints));
   EXPECT_EQ(error_of([&] { fill(out, 0.f, stream); }), refusal("fill", "dst", out));
   EXPECT_EQ(error_of([&] { cast(ints, floats, stream); }), refusal("cast", "src", ints));
   EXPECT_EQ(error_of([&] { cast(floats, out, stream); }), refusal("cast", "dst", out));
@@ -87,7 +88,8 @@ TEST(IntegerDType, BytesRoundTripAndFloatOpsRefuseThem) {
   EXPECT_EQ(error_of([&] { relu_forward(codes, out, stream); }),
             refusal("relu_forward", "x", codes));
   EXPECT_EQ(error_of([&] { fill(out, 0.f, stream); }), refusal("fill", "dst", out));
-  EXPECT_EQ(error_of([&] { add(codes, codes, out, stream); }), refusal("add", "a", codes));
+  EXPECT_EQ(error_of([&] { add({.a = codes, .b = codes, .y = out}, stream); }),
+            refusal("add", "a", codes));
 }
 
 TEST(IntegerDType, ConvBatchNormAndSgdRefuseIt) {
@@ -102,35 +104,76 @@ TEST(IntegerDType, ConvBatchNormAndSgdRefuseIt) {
   Tensor y = Tensor::empty(shape.output_shape(), DType::i32);
   Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);
   Tensor none;
-  EXPECT_EQ(error_of([&] { conv2d_forward(shape, x, w, none, y, stream); }),
+  EXPECT_EQ(error_of([&] {
+              conv2d_forward(shape, {.x = x, .w = w, .bias = none, .y = y, .workspace = {}},
+                             stream);
+            }),
             refusal("conv2d_forward", "x", x));
-  EXPECT_EQ(error_of([&] { conv2d_backward_data(shape, y, w, x, stream); }),
+  EXPECT_EQ(error_of([&] {
+              conv2d_backward_data(shape, {.dy = y, .w = w, .dx = x, .workspace = {}}, stream);
+            }),
             refusal("conv2d_backward_data", "dy", y));
   EXPECT_EQ(error_of([&] {
-              conv2d_backward_filter(shape, x, y, dw, none, GradWrite::overwrite, none, stream);
+              conv2d_backward_filter(shape,
+                                     {.x = x,
+                                      .dy = y,
+                                      .dw = dw,
+                                      .dbias = none,
+                                      .workspace = none,
+                                      .write = GradWrite::overwrite},
+                                     stream);
             }),
             refusal("conv2d_backward_filter", "x", x));
 
   Tensor stats = Tensor::empty({batchnorm_stats_numel(4)}, DType::f32);
   Tensor channel = Tensor::empty({4}, DType::f32);
   Tensor grad_sums = Tensor::empty({8}, DType::f32);
-  EXPECT_EQ(error_of([&] { batchnorm_stats(x, stats, none, stream); }),
+  EXPECT_EQ(error_of([&] { batchnorm_stats({.x = x, .stats = stats, .workspace = none}, stream); }),
             refusal("batchnorm_stats", "x", x));
-  EXPECT_EQ(error_of([&] { batchnorm_normalize(x, stats, channel, channel, x, stream); }),
+  EXPECT_EQ(error_of([&] {
+              batchnorm_normalize(
+                  {.x = x, .batch_stats = stats, .weight = channel, .bias = channel, .y = x},
+                  stream);
+            }),
             refusal("batchnorm_normalize", "x", x));
   EXPECT_EQ(error_of([&] {
-              batchnorm_eval_forward(x, channel, channel, channel, channel, 1e-5f, x, stream);
+              batchnorm_eval_forward({.x = x,
+                                      .running_mean = channel,
+                                      .running_var = channel,
+                                      .weight = channel,
+                                      .bias = channel,
+                                      .y = x,
+                                      .eps = 1e-5f},
+                                     stream);
             }),
             refusal("batchnorm_eval_forward", "x", x));
-  EXPECT_EQ(error_of([&] { batchnorm_backward_reduce(x, x, stats, grad_sums, none, stream); }),
-            refusal("batchnorm_backward_reduce", "x", x));
   EXPECT_EQ(
-      error_of([&] { batchnorm_backward_elementwise(x, x, stats, channel, grad_sums, x, stream); }),
-      refusal("batchnorm_backward_elementwise", "x", x));
+      error_of([&] {
+        batchnorm_backward_reduce(
+            {.dy = x, .x = x, .batch_stats = stats, .grad_sums = grad_sums, .workspace = none},
+            stream);
+      }),
+      refusal("batchnorm_backward_reduce", "x", x));
+  EXPECT_EQ(error_of([&] {
+              batchnorm_backward_elementwise({.dy = x,
+                                              .x = x,
+                                              .batch_stats = stats,
+                                              .weight = channel,
+                                              .grad_sums = grad_sums,
+                                              .dx = x},
+                                             stream);
+            }),
+            refusal("batchnorm_backward_elementwise", "x", x));
 
   Tensor params = Tensor::from_ints({3}, {1, 2, 3});
-  const std::string sgd =
-      error_of([&] { sgd_step({}, params, params, none, MomentumBuffer::empty, stream); });
+  const std::string sgd = error_of([&] {
+    sgd_step({},
+             {.params = params,
+              .grads = params,
+              .momentum_buffer = none,
+              .buffer_state = MomentumBuffer::empty},
+             stream);
+  });
   EXPECT_NE(sgd.find("sgd_step: params is i32[3] on cpu"), std::string::npos) << sgd;
 }
 

@@ -33,8 +33,12 @@ ForwardResult run_forward(const LossShape& s, const std::vector<float>& logits,
                           Stream& stream) {
   Tensor sample_loss = Tensor::empty({s.n}, DType::f32);
   Tensor loss = Tensor::empty({1}, DType::f32);
-  cross_entropy_forward(Tensor::from_floats({s.n, s.k}, logits, dtype),
-                        Tensor::from_ints({s.n}, labels), smoothing, sample_loss, loss, stream);
+  cross_entropy_forward({.logits = Tensor::from_floats({s.n, s.k}, logits, dtype),
+                         .labels = Tensor::from_ints({s.n}, labels),
+                         .sample_loss = sample_loss,
+                         .loss = loss,
+                         .label_smoothing = smoothing},
+                        stream);
   return {sample_loss.to_floats(stream), loss.to_floats(stream)[0]};
 }
 
@@ -75,8 +79,12 @@ TEST(LossCpu, CrossEntropyBackwardMatchesFiniteDifferences) {
       std::vector<float> z = testing::normal_values(s.n * s.k, 3, DType::f32, 0.0, 2.0);
       const std::vector<int32_t> labels = testing::make_labels(s.n, s.k, 4);
       Tensor dz = Tensor::empty({s.n, s.k}, DType::f32);
-      cross_entropy_backward(Tensor::from_floats({s.n, s.k}, z), Tensor::from_ints({s.n}, labels),
-                             smoothing, grad_loss, dz, stream);
+      cross_entropy_backward({.logits = Tensor::from_floats({s.n, s.k}, z),
+                              .labels = Tensor::from_ints({s.n}, labels),
+                              .dlogits = dz,
+                              .label_smoothing = smoothing,
+                              .grad_loss = grad_loss},
+                             stream);
       std::vector<double> fd(z.size());
       for (size_t i = 0; i < z.size(); ++i) {
         const float saved = z[i];
@@ -109,8 +117,11 @@ TEST(LossCpu, SoftCrossEntropyForwardMatchesReference) {
         const std::vector<double> ref = testing::reference_soft_cross_entropy(z, t, s.k);
         Tensor sample_loss = Tensor::empty({s.n}, DType::f32);
         Tensor loss = Tensor::empty({1}, DType::f32);
-        soft_cross_entropy_forward(Tensor::from_floats({s.n, s.k}, z, dtype),
-                                   Tensor::from_floats({s.n, s.k}, t), sample_loss, loss, stream);
+        soft_cross_entropy_forward({.logits = Tensor::from_floats({s.n, s.k}, z, dtype),
+                                    .targets = Tensor::from_floats({s.n, s.k}, t),
+                                    .sample_loss = sample_loss,
+                                    .loss = loss},
+                                   stream);
         // fp32 sums over k of terms up to the largest logit: a few ulps of it per term.
         const double scale = std::max(1.0, offset + 10.0);
         EXPECT_TRUE(all_close(ref, sample_loss.to_floats(stream), 1e-5, scale));
@@ -134,13 +145,31 @@ TEST(LossCpu, SoftCrossEntropyOfSmoothedOneHotIsCrossEntropy) {
   const Tensor logits = Tensor::from_floats({s.n, s.k}, z);
   Tensor hard = Tensor::empty({s.n}, DType::f32), soft = Tensor::empty({s.n}, DType::f32);
   Tensor hard_mean = Tensor::empty({1}, DType::f32), soft_mean = Tensor::empty({1}, DType::f32);
-  cross_entropy_forward(logits, Tensor::from_ints({s.n}, labels), 0.1f, hard, hard_mean, stream);
-  soft_cross_entropy_forward(logits, Tensor::from_floats({s.n, s.k}, t), soft, soft_mean, stream);
+  cross_entropy_forward({.logits = logits,
+                         .labels = Tensor::from_ints({s.n}, labels),
+                         .sample_loss = hard,
+                         .loss = hard_mean,
+                         .label_smoothing = 0.1f},
+                        stream);
+  soft_cross_entropy_forward({.logits = logits,
+                              .targets = Tensor::from_floats({s.n, s.k}, t),
+                              .sample_loss = soft,
+                              .loss = soft_mean},
+                             stream);
   EXPECT_TRUE(all_close(hard.to_floats(stream), soft.to_floats(stream), 1e-5));
   Tensor dhard = Tensor::empty({s.n, s.k}, DType::f32),
          dsoft = Tensor::empty({s.n, s.k}, DType::f32);
-  cross_entropy_backward(logits, Tensor::from_ints({s.n}, labels), 0.1f, 1.f, dhard, stream);
-  soft_cross_entropy_backward(logits, Tensor::from_floats({s.n, s.k}, t), 1.f, dsoft, stream);
+  cross_entropy_backward({.logits = logits,
+                          .labels = Tensor::from_ints({s.n}, labels),
+                          .dlogits = dhard,
+                          .label_smoothing = 0.1f,
+                          .grad_loss = 1.f},
+                         stream);
+  soft_cross_entropy_backward({.logits = logits,
+                               .targets = Tensor::from_floats({s.n, s.k}, t),
+                               .dlogits = dsoft,
+                               .grad_loss = 1.f},
+                              stream);
   // The soft side scales softmax by the targets' mass, an fp32 sum of 1000 values that may
   // miss 1 by ~1e-7: up to ~1e-7 absolute on entries whose RMS is ~6e-3.
   EXPECT_TRUE(all_close(dhard.to_floats(stream), dsoft.to_floats(stream), 1e-4));
@@ -155,8 +184,11 @@ TEST(LossCpu, SoftCrossEntropyBackwardMatchesFiniteDifferences) {
     std::vector<float> z = testing::normal_values(s.n * s.k, 3, DType::f32, 0.0, 2.0);
     const std::vector<float> t = testing::make_soft_targets(s.n, s.k, 4);
     Tensor dz = Tensor::empty({s.n, s.k}, DType::f32);
-    soft_cross_entropy_backward(Tensor::from_floats({s.n, s.k}, z),
-                                Tensor::from_floats({s.n, s.k}, t), grad_loss, dz, stream);
+    soft_cross_entropy_backward({.logits = Tensor::from_floats({s.n, s.k}, z),
+                                 .targets = Tensor::from_floats({s.n, s.k}, t),
+                                 .dlogits = dz,
+                                 .grad_loss = grad_loss},
+                                stream);
     std::vector<double> fd(z.size());
     for (size_t i = 0; i < z.size(); ++i) {
       const float saved = z[i];
@@ -176,8 +208,11 @@ TEST(LossCpu, SoftCrossEntropyRefusesTargetsOfAnotherShape) {
   Stream stream;
   Tensor sample_loss = Tensor::empty({2}, DType::f32), loss = Tensor::empty({1}, DType::f32);
   try {
-    soft_cross_entropy_forward(Tensor::empty({2, 10}, DType::f32),
-                               Tensor::empty({2, 9}, DType::f32), sample_loss, loss, stream);
+    soft_cross_entropy_forward({.logits = Tensor::empty({2, 10}, DType::f32),
+                                .targets = Tensor::empty({2, 9}, DType::f32),
+                                .sample_loss = sample_loss,
+                                .loss = loss},
+                               stream);
     FAIL() << "targets [2, 9] for logits [2, 10] were accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("soft_cross_entropy_forward: targets is"),
@@ -195,7 +230,12 @@ TEST(LossCpu, CrossEntropyBackwardMatchesReferenceInPlace) {
         const std::vector<float> z = testing::normal_values(s.n * s.k, 5, dtype, 50.0, 4.0);
         const std::vector<int32_t> labels = testing::make_labels(s.n, s.k, 6);
         Tensor tz = Tensor::from_floats({s.n, s.k}, z, dtype);
-        cross_entropy_backward(tz, Tensor::from_ints({s.n}, labels), smoothing, 2.f, tz, stream);
+        cross_entropy_backward({.logits = tz,
+                                .labels = Tensor::from_ints({s.n}, labels),
+                                .dlogits = tz,
+                                .label_smoothing = smoothing,
+                                .grad_loss = 2.f},
+                               stream);
         const std::vector<double> ref =
             testing::reference_cross_entropy_grad(z, labels, s.k, smoothing, 2.0);
         EXPECT_TRUE(all_close(ref, tz.to_floats(stream), dtype == DType::f32 ? 1e-5 : kBf16Ulp,
@@ -217,8 +257,12 @@ TEST(LossCpu, InvalidLabelsGiveNaNAndNeverCount) {
     EXPECT_TRUE(std::isnan(got.sample_loss[i])) << i;
   EXPECT_TRUE(std::isnan(got.loss));
   Tensor dz = Tensor::empty({s.n, s.k}, DType::f32);
-  cross_entropy_backward(Tensor::from_floats({s.n, s.k}, z), Tensor::from_ints({s.n}, labels), 0.f,
-                         1.f, dz, stream);
+  cross_entropy_backward({.logits = Tensor::from_floats({s.n, s.k}, z),
+                          .labels = Tensor::from_ints({s.n}, labels),
+                          .dlogits = dz,
+                          .label_smoothing = 0.f,
+                          .grad_loss = 1.f},
+                         stream);
   const std::vector<float> grad = dz.to_floats(stream);
   for (int64_t j = 0; j < s.k; ++j) {
     EXPECT_FALSE(std::isnan(grad[j]));
@@ -228,7 +272,9 @@ TEST(LossCpu, InvalidLabelsGiveNaNAndNeverCount) {
   // Make the valid sample a top-1 hit: only it can count.
   std::vector<float> winner = z;
   winner[2] = 100.f;
-  topk_correct(Tensor::from_floats({s.n, s.k}, winner), Tensor::from_ints({s.n}, labels), correct,
+  topk_correct({.logits = Tensor::from_floats({s.n, s.k}, winner),
+                .labels = Tensor::from_ints({s.n}, labels),
+                .correct = correct},
                stream);
   EXPECT_EQ(correct.to_floats(stream), (std::vector<float>{1.f, 1.f}));
 }
@@ -244,8 +290,10 @@ TEST(LossCpu, TopkCountsMatchSortReference) {
         v = std::round(std::clamp(v, -2.f, 2.f) * 2.f) / 2.f;
       const std::vector<int32_t> labels = testing::make_labels(s.n, s.k, 9);
       Tensor correct = Tensor::empty({2}, DType::f32);
-      topk_correct(Tensor::from_floats({s.n, s.k}, z, dtype), Tensor::from_ints({s.n}, labels),
-                   correct, stream);
+      topk_correct({.logits = Tensor::from_floats({s.n, s.k}, z, dtype),
+                    .labels = Tensor::from_ints({s.n}, labels),
+                    .correct = correct},
+                   stream);
       EXPECT_EQ(testing::reference_topk(z, labels, s.k), correct.to_floats(stream));
     }
   }
@@ -265,7 +313,10 @@ TEST(LossCpu, TopkRanksAtTheBoundaries) {
       if (z[i * k + j] == static_cast<float>(9 - i)) labels[i] = static_cast<int32_t>(j);
   }
   Tensor correct = Tensor::empty({2}, DType::f32);
-  topk_correct(Tensor::from_floats({n, k}, z), Tensor::from_ints({n}, labels), correct, stream);
+  topk_correct({.logits = Tensor::from_floats({n, k}, z),
+                .labels = Tensor::from_ints({n}, labels),
+                .correct = correct},
+               stream);
   EXPECT_EQ(correct.to_floats(stream), (std::vector<float>{1.f, 5.f}));
 }
 
@@ -280,21 +331,45 @@ TEST(LossCpu, ArgumentErrorsNameTheTensor) {
   // Labels are i32: the f32 class indices of before are refused, as is any other dtype.
   for (DType wrong : {DType::f32, DType::bf16}) {
     Tensor float_labels = Tensor::empty({4}, wrong);
-    const std::string message = error_of(
-        [&] { cross_entropy_forward(logits, float_labels, 0.f, sample_loss, loss, stream); });
+    const std::string message = error_of([&] {
+      cross_entropy_forward({.logits = logits,
+                             .labels = float_labels,
+                             .sample_loss = sample_loss,
+                             .loss = loss,
+                             .label_smoothing = 0.f},
+                            stream);
+    });
     EXPECT_NE(message.find("cross_entropy_forward: labels is " + std::string(dtype_name(wrong)) +
                            "[4] on cpu, expected i32[4] (class indices) on cpu"),
               std::string::npos)
         << message;
   }
   Tensor long_loss = Tensor::empty({2}, DType::f32);
-  EXPECT_THROW(cross_entropy_forward(logits, labels, 0.f, sample_loss, long_loss, stream), Error);
-  EXPECT_THROW(cross_entropy_forward(logits, labels, 1.5f, sample_loss, loss, stream), Error);
+  EXPECT_THROW(cross_entropy_forward({.logits = logits,
+                                      .labels = labels,
+                                      .sample_loss = sample_loss,
+                                      .loss = long_loss,
+                                      .label_smoothing = 0.f},
+                                     stream),
+               Error);
+  EXPECT_THROW(cross_entropy_forward({.logits = logits,
+                                      .labels = labels,
+                                      .sample_loss = sample_loss,
+                                      .loss = loss,
+                                      .label_smoothing = 1.5f},
+                                     stream),
+               Error);
   Tensor wrong_grad = Tensor::empty({4, 10}, DType::bf16);
-  EXPECT_THROW(cross_entropy_backward(logits, labels, 0.f, 1.f, wrong_grad, stream), Error);
+  EXPECT_THROW(cross_entropy_backward({.logits = logits,
+                                       .labels = labels,
+                                       .dlogits = wrong_grad,
+                                       .label_smoothing = 0.f,
+                                       .grad_loss = 1.f},
+                                      stream),
+               Error);
   Tensor flat = Tensor::empty({40}, DType::f32);
   Tensor correct = Tensor::empty({2}, DType::f32);
-  EXPECT_THROW(topk_correct(flat, labels, correct, stream), Error);
+  EXPECT_THROW(topk_correct({.logits = flat, .labels = labels, .correct = correct}, stream), Error);
 }
 
 TEST(LossCpu, IntegerLogitsAreRefused) {
@@ -308,13 +383,26 @@ TEST(LossCpu, IntegerLogitsAreRefused) {
   Tensor correct = Tensor::empty({2}, DType::f32);
   const std::string expected =
       ": logits is i32[4, 10] on cpu, expected a float dtype (f32 or bf16)";
-  const std::string forward =
-      error_of([&] { cross_entropy_forward(logits, labels, 0.f, sample_loss, loss, stream); });
+  const std::string forward = error_of([&] {
+    cross_entropy_forward({.logits = logits,
+                           .labels = labels,
+                           .sample_loss = sample_loss,
+                           .loss = loss,
+                           .label_smoothing = 0.f},
+                          stream);
+  });
   EXPECT_EQ(forward, "cross_entropy_forward" + expected);
-  const std::string backward =
-      error_of([&] { cross_entropy_backward(logits, labels, 0.f, 1.f, dlogits, stream); });
+  const std::string backward = error_of([&] {
+    cross_entropy_backward({.logits = logits,
+                            .labels = labels,
+                            .dlogits = dlogits,
+                            .label_smoothing = 0.f,
+                            .grad_loss = 1.f},
+                           stream);
+  });
   EXPECT_EQ(backward, "cross_entropy_backward" + expected);
-  const std::string topk = error_of([&] { topk_correct(logits, labels, correct, stream); });
+  const std::string topk = error_of(
+      [&] { topk_correct({.logits = logits, .labels = labels, .correct = correct}, stream); });
   EXPECT_EQ(topk, "topk_correct" + expected);
 }
 

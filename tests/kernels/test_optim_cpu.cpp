@@ -27,8 +27,12 @@ TEST(OptimCpu, SgdStepsMatchTorchFormula) {
       for (int step = 0; step < 5; ++step) {
         const std::vector<float> grads = testing::normal_values(n, 10 + step, DType::f32);
         testing::reference_sgd(c.options, expect_params, grads, expect_buffer, step == 0);
-        sgd_step(c.options, params, Tensor::from_floats({n}, grads), buffer,
-                 step == 0 ? MomentumBuffer::empty : MomentumBuffer::filled, stream);
+        sgd_step(c.options,
+                 {.params = params,
+                  .grads = Tensor::from_floats({n}, grads),
+                  .momentum_buffer = buffer,
+                  .buffer_state = step == 0 ? MomentumBuffer::empty : MomentumBuffer::filled},
+                 stream);
       }
       // The same fp32 operations in the same order; 1 ulp of slack per step for a compiler
       // that fuses a multiply-add.
@@ -46,13 +50,21 @@ TEST(OptimCpu, FirstStepCopiesTheGradientIntoTheBuffer) {
   SgdOptions options{1.f, 0.9f, 0.5f, 0.f, false, 1.f};
   Tensor params = Tensor::from_floats({3}, {1.f, 2.f, 3.f});
   Tensor buffer = Tensor::from_floats({3}, {100.f, 100.f, 100.f});
-  sgd_step(options, params, Tensor::from_floats({3}, {0.5f, -1.f, 2.f}), buffer,
-           MomentumBuffer::empty, stream);
+  sgd_step(options,
+           {.params = params,
+            .grads = Tensor::from_floats({3}, {0.5f, -1.f, 2.f}),
+            .momentum_buffer = buffer,
+            .buffer_state = MomentumBuffer::empty},
+           stream);
   EXPECT_EQ(buffer.to_floats(stream), (std::vector<float>{0.5f, -1.f, 2.f}));
   EXPECT_EQ(params.to_floats(stream), (std::vector<float>{0.5f, 3.f, 1.f}));
   // Second step: buf = 0.9 * buf + 0.5 * g.
-  sgd_step(options, params, Tensor::from_floats({3}, {1.f, 1.f, 1.f}), buffer,
-           MomentumBuffer::filled, stream);
+  sgd_step(options,
+           {.params = params,
+            .grads = Tensor::from_floats({3}, {1.f, 1.f, 1.f}),
+            .momentum_buffer = buffer,
+            .buffer_state = MomentumBuffer::filled},
+           stream);
   EXPECT_TRUE(all_close(std::vector<double>{0.95, -0.4, 2.3}, buffer.to_floats(stream), 1e-6));
 }
 
@@ -64,21 +76,32 @@ TEST(OptimCpu, ArgumentErrorsNameTheTensor) {
   Tensor none;
   SgdOptions momentum{0.1f, 0.9f, 0.f, 0.f, false, 1.f};
   try {
-    sgd_step(momentum, params, grads, short_buffer, MomentumBuffer::filled, stream);
+    sgd_step(momentum,
+             {.params = params,
+              .grads = grads,
+              .momentum_buffer = short_buffer,
+              .buffer_state = MomentumBuffer::filled},
+             stream);
     FAIL() << "expected an error";
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("sgd_step: momentum_buffer is f32[7] on cpu"),
               std::string::npos)
         << error.what();
   }
+  // Without momentum no buffer is read: these operands pass, unless the options or params fail.
+  const SgdStepOperands no_buffer{.params = params,
+                                  .grads = grads,
+                                  .momentum_buffer = none,
+                                  .buffer_state = MomentumBuffer::filled};
   SgdOptions plain{0.1f, 0.f, 0.f, 0.f, false, 1.f};
-  EXPECT_NO_THROW(sgd_step(plain, params, grads, none, MomentumBuffer::filled, stream));
+  EXPECT_NO_THROW(sgd_step(plain, no_buffer, stream));
   SgdOptions bad_nesterov{0.1f, 0.f, 0.f, 0.f, true, 1.f};
-  EXPECT_THROW(sgd_step(bad_nesterov, params, grads, none, MomentumBuffer::filled, stream), Error);
+  EXPECT_THROW(sgd_step(bad_nesterov, no_buffer, stream), Error);
   SgdOptions bad_lr{-1.f, 0.f, 0.f, 0.f, false, 1.f};
-  EXPECT_THROW(sgd_step(bad_lr, params, grads, none, MomentumBuffer::filled, stream), Error);
-  Tensor bf16_params = Tensor::empty({8}, DType::bf16);
-  EXPECT_THROW(sgd_step(plain, bf16_params, grads, none, MomentumBuffer::filled, stream), Error);
+  EXPECT_THROW(sgd_step(bad_lr, no_buffer, stream), Error);
+  SgdStepOperands bf16_params = no_buffer;
+  bf16_params.params = Tensor::empty({8}, DType::bf16);
+  EXPECT_THROW(sgd_step(plain, bf16_params, stream), Error);
 }
 
 TEST(OptimCpu, AdamWStepsMatchTorchFormula) {
@@ -94,7 +117,13 @@ TEST(OptimCpu, AdamWStepsMatchTorchFormula) {
       for (int step = 1; step <= 5; ++step) {
         const std::vector<float> grads = testing::normal_values(n, 10 + step, DType::f32);
         testing::reference_adamw(c.options, step, expect_params, grads, expect_m, expect_v);
-        adamw_step(c.options, step, params, Tensor::from_floats({n}, grads), m, v, stream);
+        adamw_step(c.options,
+                   {.params = params,
+                    .grads = Tensor::from_floats({n}, grads),
+                    .exp_avg = m,
+                    .exp_avg_sq = v,
+                    .step = step},
+                   stream);
       }
       // The same fp32 operations in the same order, up to a contracted multiply-add.
       EXPECT_TRUE(all_close(expect_params, params.to_floats(stream), 1e-6, 1e-2));
@@ -116,10 +145,18 @@ TEST(OptimCpu, SumSquaresPerSegmentInDouble) {
     for (bool two : {false, true}) {
       SCOPED_TRACE("blocks " + std::to_string(blocks) + (two ? " two inputs" : " one input"));
       const int inputs = two ? 2 : 1;
-      Tensor partials = Tensor::empty({sum_squares_partials(segments, blocks, inputs)}, DType::f64);
+      Tensor partials = Tensor::empty(
+          {sum_squares_partials(
+              {.segments = segments, .blocks_per_segment = blocks, .inputs = inputs})},
+          DType::f64);
       Tensor sums = Tensor::empty({segments * inputs}, DType::f64);
-      sum_squares(Tensor::from_floats({n}, a), two ? Tensor::from_floats({n}, b) : Tensor(),
-                  Tensor::from_ints({segments, 3}, table), blocks, partials, sums, stream);
+      sum_squares({.a = Tensor::from_floats({n}, a),
+                   .b = two ? Tensor::from_floats({n}, b) : Tensor(),
+                   .segments = Tensor::from_ints({segments, 3}, table),
+                   .sums = sums,
+                   .partials = partials,
+                   .blocks_per_segment = blocks},
+                  stream);
       const std::vector<double> got = sums.to_doubles(stream);
       for (int64_t s = 0; s < segments; ++s) {
         for (int k = 0; k < inputs; ++k) {
@@ -139,7 +176,8 @@ TEST(OptimCpu, ClipGradScalesByTheGlobalNorm) {
   const std::vector<float> grads = {3.f, -4.f, 0.f, 12.f};  // norm 13
   for (float max_norm : {1.f, 6.5f, 13.f, 100.f}) {
     Tensor g = Tensor::from_floats({4}, grads);
-    clip_grad(g, Tensor::from_doubles({1}, {169.0}), max_norm, stream);
+    clip_grad({.grads = g, .sum_squares = Tensor::from_doubles({1}, {169.0}), .max_norm = max_norm},
+              stream);
     // torch: clip_coef = max_norm / (13 + 1e-6) in f32, clamped to 1.
     const float coefficient = std::min(1.f, max_norm / (13.f + 1e-6f));
     std::vector<float> expected = grads;
@@ -148,8 +186,14 @@ TEST(OptimCpu, ClipGradScalesByTheGlobalNorm) {
     EXPECT_EQ(g.to_floats(stream), expected) << "max_norm " << max_norm;
   }
   Tensor g = Tensor::from_floats({4}, grads);
-  EXPECT_THROW(clip_grad(g, Tensor::from_doubles({1}, {1.0}), 0.f, stream), Error);
-  EXPECT_THROW(clip_grad(g, Tensor::from_doubles({2}, {1.0, 1.0}), 1.f, stream), Error);
+  EXPECT_THROW(
+      clip_grad({.grads = g, .sum_squares = Tensor::from_doubles({1}, {1.0}), .max_norm = 0.f},
+                stream),
+      Error);
+  EXPECT_THROW(
+      clip_grad({.grads = g, .sum_squares = Tensor::from_doubles({2}, {1.0, 1.0}), .max_norm = 1.f},
+                stream),
+      Error);
 }
 
 TEST(OptimCpu, LarsStepsMatchDoubleReference) {
@@ -163,14 +207,28 @@ TEST(OptimCpu, LarsStepsMatchDoubleReference) {
   Tensor params = Tensor::from_floats({n}, initial);
   Tensor buffer = Tensor::zeros({n}, DType::f32, Device::cpu(), stream);
   const Tensor segment_tensor = Tensor::from_ints({segments, 3}, table);
-  Tensor partials = Tensor::empty({sum_squares_partials(segments, 4, 2)}, DType::f64);
+  Tensor partials = Tensor::empty(
+      {sum_squares_partials({.segments = segments, .blocks_per_segment = 4, .inputs = 2})},
+      DType::f64);
   Tensor sums = Tensor::empty({segments * 2}, DType::f64);
   for (int step = 0; step < 4; ++step) {
     const std::vector<float> grads = testing::normal_values(n, 20 + step, DType::f32);
     const Tensor g = Tensor::from_floats({n}, grads);
     testing::reference_lars(options, table, expect_params, grads, expect_buffer);
-    sum_squares(params, g, segment_tensor, 4, partials, sums, stream);
-    lars_step(options, params, g, buffer, segment_tensor, sums, stream);
+    sum_squares({.a = params,
+                 .b = g,
+                 .segments = segment_tensor,
+                 .sums = sums,
+                 .partials = partials,
+                 .blocks_per_segment = 4},
+                stream);
+    lars_step(options,
+              {.params = params,
+               .grads = g,
+               .momentum_buffer = buffer,
+               .segments = segment_tensor,
+               .sum_squares = sums},
+              stream);
   }
   EXPECT_TRUE(all_close(expect_params, params.to_floats(stream), 1e-5));
   EXPECT_TRUE(all_close(expect_buffer, buffer.to_floats(stream), 1e-5));

@@ -46,7 +46,7 @@ MaxPoolResult run_maxpool(const MaxPool2dGeometry& g, const std::vector<float>& 
   Tensor tx = Tensor::from_floats({g.n, g.h, g.w, g.c}, x, dtype);
   Tensor y = Tensor::empty(pooled_shape(g), dtype);
   Tensor argmax = Tensor::empty(pooled_shape(g), DType::u8);
-  maxpool2d_forward(g.window, tx, y, argmax, stream);
+  maxpool2d_forward(g.window, {.x = tx, .y = y, .argmax = argmax}, stream);
   return {y.to_floats(stream), argmax.to_bytes(stream)};
 }
 
@@ -143,7 +143,10 @@ TEST(PoolCpu, MaxPoolBackwardMatchesFiniteDifferences) {
       const std::vector<float> dy = testing::normal_values(pooled_numel(g), 3, DType::f32);
       const MaxPoolResult fwd = run_maxpool(g, x, DType::f32, stream);
       Tensor dx = Tensor::empty({s.n, s.h, s.w, s.c}, DType::f32);
-      maxpool2d_backward(win, Tensor::from_floats(out, dy), Tensor::from_bytes(out, fwd.argmax), dx,
+      maxpool2d_backward(win,
+                         {.dy = Tensor::from_floats(out, dy),
+                          .argmax = Tensor::from_bytes(out, fwd.argmax),
+                          .dx = dx},
                          stream);
       const std::vector<float> got = dx.to_floats(stream);
 
@@ -183,8 +186,11 @@ TEST(PoolCpu, MaxPoolBackwardMatchesScatterReference) {
         const std::vector<float> dy = testing::normal_values(pooled_numel(g), 5, dtype);
         const MaxPoolResult fwd = run_maxpool(g, x, dtype, stream);
         Tensor dx = Tensor::empty({s.n, s.h, s.w, s.c}, dtype);
-        maxpool2d_backward(win, Tensor::from_floats(out, dy, dtype),
-                           Tensor::from_bytes(out, fwd.argmax), dx, stream);
+        maxpool2d_backward(win,
+                           {.dy = Tensor::from_floats(out, dy, dtype),
+                            .argmax = Tensor::from_bytes(out, fwd.argmax),
+                            .dx = dx},
+                           stream);
         const std::vector<double> ref = testing::reference_maxpool_backward(dy, fwd.argmax, g);
         EXPECT_TRUE(all_close(ref, dx.to_floats(stream), dtype == DType::f32 ? 1e-6 : kBf16Ulp));
       }
@@ -247,31 +253,33 @@ TEST(PoolCpu, ArgumentErrorsNameTheTensor) {
   Tensor wrong_y = Tensor::empty({2, 3, 3, 3}, DType::f32);
   Tensor argmax = Tensor::empty({2, 4, 4, 3}, DType::u8);
   const std::string wrong_shape =
-      error_of([&] { maxpool2d_forward({}, x, wrong_y, argmax, stream); });
+      error_of([&] { maxpool2d_forward({}, {.x = x, .y = wrong_y, .argmax = argmax}, stream); });
   EXPECT_NE(wrong_shape.find("maxpool2d_forward: y is f32[2, 3, 3, 3] on cpu"), std::string::npos)
       << wrong_shape;
   // argmax is u8: the i32 flat indices of before are refused, and so are floats.
   for (DType wrong : {DType::i32, DType::f32, DType::bf16}) {
     Tensor float_argmax = Tensor::empty({2, 4, 4, 3}, wrong);
     const std::string forward =
-        error_of([&] { maxpool2d_forward({}, x, y, float_argmax, stream); });
+        error_of([&] { maxpool2d_forward({}, {.x = x, .y = y, .argmax = float_argmax}, stream); });
     EXPECT_NE(forward.find("maxpool2d_forward: argmax is " + std::string(dtype_name(wrong)) +
                            "[2, 4, 4, 3] on cpu, expected u8[2, 4, 4, 3] on cpu"),
               std::string::npos)
         << forward;
     Tensor dx = Tensor::empty({2, 8, 8, 3}, DType::f32);
-    const std::string backward =
-        error_of([&] { maxpool2d_backward({}, y, float_argmax, dx, stream); });
+    const std::string backward = error_of(
+        [&] { maxpool2d_backward({}, {.dy = y, .argmax = float_argmax, .dx = dx}, stream); });
     EXPECT_NE(backward.find("maxpool2d_backward: argmax is " + std::string(dtype_name(wrong))),
               std::string::npos)
         << backward;
   }
-  EXPECT_THROW(maxpool2d_forward({3, 2, 2}, x, y, argmax, stream), Error);  // padding > k / 2
+  EXPECT_THROW(maxpool2d_forward({3, 2, 2}, {.x = x, .y = y, .argmax = argmax}, stream),
+               Error);  // padding > k / 2
   // A 2x2 window without padding does not fit a 1-pixel-high image (no output row).
   Tensor thin = Tensor::empty({1, 1, 4, 3}, DType::f32);
   Tensor thin_y = Tensor::empty({1, 1, 2, 3}, DType::f32);
   Tensor thin_argmax = Tensor::empty({1, 1, 2, 3}, DType::u8);
-  EXPECT_THROW(maxpool2d_forward({2, 2, 0}, thin, thin_y, thin_argmax, stream), Error);
+  EXPECT_THROW(
+      maxpool2d_forward({2, 2, 0}, {.x = thin, .y = thin_y, .argmax = thin_argmax}, stream), Error);
   Tensor flat = Tensor::empty({8, 3}, DType::f32);
   EXPECT_THROW(global_avgpool_forward(flat, y, stream), Error);
   Tensor pooled = Tensor::empty({2, 4}, DType::f32);
@@ -286,9 +294,9 @@ TEST(PoolCpu, IntegerActivationsAreRefused) {
   Tensor argmax = Tensor::empty({2, 4, 4, 3}, DType::u8);
   Tensor pooled = Tensor::empty({2, 3}, DType::i32);
   const std::string expected = " is i32[2, 8, 8, 3] on cpu, expected a float dtype (f32 or bf16)";
-  EXPECT_EQ(error_of([&] { maxpool2d_forward({}, x, y, argmax, stream); }),
+  EXPECT_EQ(error_of([&] { maxpool2d_forward({}, {.x = x, .y = y, .argmax = argmax}, stream); }),
             "maxpool2d_forward: x" + expected);
-  EXPECT_EQ(error_of([&] { maxpool2d_backward({}, y, argmax, x, stream); }),
+  EXPECT_EQ(error_of([&] { maxpool2d_backward({}, {.dy = y, .argmax = argmax, .dx = x}, stream); }),
             "maxpool2d_backward: dx" + expected);
   EXPECT_EQ(error_of([&] { global_avgpool_forward(x, pooled, stream); }),
             "global_avgpool_forward: x" + expected);
@@ -304,12 +312,12 @@ TEST(PoolCpu, WindowsOverAByteOfPositionsAreRefused) {
   Tensor y = Tensor::empty({1, 4, 4, 2}, DType::f32);
   Tensor argmax = Tensor::empty({1, 4, 4, 2}, DType::u8);
   EXPECT_EQ(error_of([&] {
-              maxpool2d_forward({17, 1, 0}, x, y, argmax, stream);
+              maxpool2d_forward({17, 1, 0}, {.x = x, .y = y, .argmax = argmax}, stream);
             }),
             "maxpool2d_forward: a 17x17 window has 289 positions, over the 256 a u8 argmax "
             "holds (kernel <= 16)");
   EXPECT_EQ(error_of([&] {
-              maxpool2d_backward({17, 1, 0}, y, argmax, x, stream);
+              maxpool2d_backward({17, 1, 0}, {.dy = y, .argmax = argmax, .dx = x}, stream);
             }),
             "maxpool2d_backward: a 17x17 window has 289 positions, over the 256 a u8 argmax "
             "holds (kernel <= 16)");

@@ -250,7 +250,7 @@ std::vector<float> run_pass(const ConvProblem& p, const ConvAlgo& algo, Stream& 
       Tensor ws =
           Tensor::empty({std::max<int64_t>(1, conv2d_forward_workspace_numel(s, device, algo))},
                         DType::f32, device);
-      conv2d_forward(s, x, w, none, y, ws, stream, algo);
+      conv2d_forward(s, {.x = x, .w = w, .bias = none, .y = y, .workspace = ws}, stream, algo);
       return y.to_floats(stream);
     }
     case ConvPass::backward_data: {
@@ -258,7 +258,7 @@ std::vector<float> run_pass(const ConvProblem& p, const ConvAlgo& algo, Stream& 
       Tensor ws = Tensor::empty(
           {std::max<int64_t>(1, conv2d_backward_data_workspace_numel(s, device, algo))}, DType::f32,
           device);
-      conv2d_backward_data(s, dy, w, dx, ws, stream, algo);
+      conv2d_backward_data(s, {.dy = dy, .w = w, .dx = dx, .workspace = ws}, stream, algo);
       return dx.to_floats(stream);
     }
     case ConvPass::backward_filter: {
@@ -266,7 +266,14 @@ std::vector<float> run_pass(const ConvProblem& p, const ConvAlgo& algo, Stream& 
       Tensor ws = Tensor::empty(
           {std::max<int64_t>(1, conv2d_backward_filter_workspace_numel(s, device, algo))},
           DType::f32, device);
-      conv2d_backward_filter(s, x, dy, dw, none, GradWrite::overwrite, ws, stream, algo);
+      conv2d_backward_filter(s,
+                             {.x = x,
+                              .dy = dy,
+                              .dw = dw,
+                              .dbias = none,
+                              .workspace = ws,
+                              .write = GradWrite::overwrite},
+                             stream, algo);
       return dw.to_floats(stream);
     }
   }

@@ -90,7 +90,10 @@ void expect_fused_path(DType dtype, Fp32Math math, ConvStatsPath path) {
   stream.set_fp32_math(math);
   const Conv2dShape stem = make_conv2d_shape(kBatch, kSize, 3, 64, 7, 2, 3);
   const Tensor y = Tensor::empty(stem.output_shape(), dtype, gpu);
-  EXPECT_EQ(conv2d_forward_stats_path(stem, y, Tensor(), stream), path);
+  // Only y and the bias decide the path.
+  EXPECT_EQ(conv2d_forward_stats_path(stem, {.x = {}, .w = {}, .bias = {}, .y = y, .workspace = {}},
+                                      stream),
+            path);
 }
 
 // Every tensor of the step within `tolerance` of its norm.

@@ -47,7 +47,7 @@ class BatchNormResidual final : public Layer {
   }
   const Tensor& forward(const Tensor& x, Pass& pass) override { return bn_.forward(x, x, pass); }
   const Tensor& backward(const Tensor& dy, Pass& pass) override {
-    add(bn_.backward(dy, pass), bn_.residual_grad(), dx_, pass.stream);
+    add({.a = bn_.backward(dy, pass), .b = bn_.residual_grad(), .y = dx_}, pass.stream);
     return dx_;
   }
   BatchNorm2d& bn() { return bn_; }

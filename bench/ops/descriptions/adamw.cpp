@@ -32,8 +32,14 @@ OpCase adamw_case(const std::string& name, const Shape& shape, bool bench) {
     const Held m = hold(Tensor::zeros(shape, DType::f32, stream.device(), stream));
     const Held v = hold(Tensor::zeros(shape, DType::f32, stream.device(), stream));
     // A first step fills the moments, so the timed call is a steady step (step 2).
-    adamw_step(options, 1, *p, *g, *m, *v, stream);
-    return Prepared{[=, &stream] { adamw_step(options, 2, *p, *g, *m, *v, stream); },
+    adamw_step(options, {.params = *p, .grads = *g, .exp_avg = *m, .exp_avg_sq = *v, .step = 1},
+               stream);
+    return Prepared{[=, &stream] {
+                      adamw_step(
+                          options,
+                          {.params = *p, .grads = *g, .exp_avg = *m, .exp_avg_sq = *v, .step = 2},
+                          stream);
+                    },
                     [=, &stream] {
                       return std::vector<Output>{{"params", host_values(*p, stream)},
                                                  {"exp_avg", host_values(*m, stream)},

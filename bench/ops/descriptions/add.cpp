@@ -5,14 +5,15 @@
 namespace engine::op_registry {
 
 const OpDescription& describe_add() {
-  static const OpDescription d{.id = OpId::add, .cases = [](const ModelShapes& model, DType dtype) {
-                                 return elementwise_cases(
-                                     {.id = OpId::add,
-                                      .run = [](const Tensor& a, const Tensor& b, Tensor& y,
-                                                Stream& stream) { add(a, b, y, stream); },
-                                      .bench = false},
-                                     model, dtype);
-                               }};
+  static const OpDescription d{
+      .id = OpId::add, .cases = [](const ModelShapes& model, DType dtype) {
+        return elementwise_cases(
+            {.id = OpId::add,
+             .run = [](const Tensor& a, const Tensor& b, Tensor& y,
+                       Stream& stream) { add({.a = a, .b = b, .y = y}, stream); },
+             .bench = false},
+            model, dtype);
+      }};
   return d;
 }
 

@@ -14,7 +14,7 @@ const OpDescription& describe_add_relu() {
             return elementwise_cases(
                 {.id = OpId::add_relu,
                  .run = [](const Tensor& a, const Tensor& b, Tensor& y,
-                           Stream& stream) { add_relu_forward(a, b, y, stream); },
+                           Stream& stream) { add_relu_forward({.a = a, .b = b, .y = y}, stream); },
                  .tensors_moved = 3},
                 model, dtype);
           },

@@ -35,13 +35,15 @@ BnTensors bn_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, 
   t.batch_stats = Tensor::empty({batchnorm_stats_numel(c)}, DType::f32, device);
   t.workspace = workspace(batchnorm_workspace_numel(x), stream);
   t.y = Tensor::empty(x.shape(), x.dtype(), device);
-  batchnorm_stats(x, t.stats, t.workspace, stream,
+  batchnorm_stats({.x = x, .stats = t.stats, .workspace = t.workspace}, stream,
                   {.sums = t.sums,
                    .batch_stats = t.batch_stats,
                    .running_mean = t.running_mean,
                    .running_var = t.running_var,
                    .constants = {.momentum = 0.1f, .eps = 1e-5f}});
-  batchnorm_normalize(x, t.batch_stats, weight, bias, t.y, stream, epilogue);
+  batchnorm_normalize(
+      {.x = x, .batch_stats = t.batch_stats, .weight = weight, .bias = bias, .y = t.y}, stream,
+      epilogue);
   return t;
 }
 
@@ -132,22 +134,41 @@ OpCase bn_case(const ModelShapes& model, const BnCase& spec, bool backward) {
       return Prepared{
           [=, &stream] {
             if (!fused) {
-              batchnorm_backward_reduce(*grad, t->x, t->batch_stats, *grad_sums, t->workspace,
+              batchnorm_backward_reduce({.dy = *grad,
+                                         .x = t->x,
+                                         .batch_stats = t->batch_stats,
+                                         .grad_sums = *grad_sums,
+                                         .workspace = t->workspace},
                                         stream);
-              batchnorm_backward_elementwise(*grad, t->x, t->batch_stats, t->weight, *grad_sums,
-                                             *dx, stream);
+              batchnorm_backward_elementwise({.dy = *grad,
+                                              .x = t->x,
+                                              .batch_stats = t->batch_stats,
+                                              .weight = t->weight,
+                                              .grad_sums = *grad_sums,
+                                              .dx = *dx},
+                                             stream);
               return;
             }
             const BatchNormReluGate relu = mask_from_x
                                                ? BatchNormReluGate{.scale = *scale, .shift = *shift}
                                                : BatchNormReluGate{.output = *y};
-            batchnorm_backward_reduce(*grad, t->x, t->batch_stats, *grad_sums, t->workspace, stream,
+            batchnorm_backward_reduce({.dy = *grad,
+                                       .x = t->x,
+                                       .batch_stats = t->batch_stats,
+                                       .grad_sums = *grad_sums,
+                                       .workspace = t->workspace},
+                                      stream,
                                       {.relu = relu,
                                        .relu_grad = *relu_grad,
                                        .bias_grad = *bias_grad,
                                        .weight_grad = *weight_grad,
                                        .write = GradWrite::accumulate});
-            batchnorm_backward_elementwise(*grad, t->x, t->batch_stats, t->weight, *grad_sums, *dx,
+            batchnorm_backward_elementwise({.dy = *grad,
+                                            .x = t->x,
+                                            .batch_stats = t->batch_stats,
+                                            .weight = t->weight,
+                                            .grad_sums = *grad_sums,
+                                            .dx = *dx},
                                            stream, relu);
           },
           [=, &stream] {
@@ -180,7 +201,13 @@ OpCase bn_case(const ModelShapes& model, const BnCase& spec, bool backward) {
             return;
           }
           *t = bn_forward(*in, *w, *b, stream, BatchNormEpilogue{*residual, true});
-          batchnorm_eval_forward(*in, t->running_mean, t->running_var, *w, *b, 1e-5f, *y_eval,
+          batchnorm_eval_forward({.x = *in,
+                                  .running_mean = t->running_mean,
+                                  .running_var = t->running_var,
+                                  .weight = *w,
+                                  .bias = *b,
+                                  .y = *y_eval,
+                                  .eps = 1e-5f},
                                  stream);
         },
         [=, &stream] {
@@ -206,9 +233,20 @@ OpCase bn_case(const ModelShapes& model, const BnCase& spec, bool backward) {
         BnTensors t = bn_forward(in, w, on_device(*bias, stream), stream);
         Tensor grad = on_device(*dy, stream);
         Tensor grad_sums = Tensor::empty({2 * channels}, DType::f32, stream.device());
-        batchnorm_backward_reduce(grad, in, t.batch_stats, grad_sums, t.workspace, stream);
+        batchnorm_backward_reduce({.dy = grad,
+                                   .x = in,
+                                   .batch_stats = t.batch_stats,
+                                   .grad_sums = grad_sums,
+                                   .workspace = t.workspace},
+                                  stream);
         Tensor dx = Tensor::empty(shape, dtype, stream.device());
-        batchnorm_backward_elementwise(grad, in, t.batch_stats, w, grad_sums, dx, stream);
+        batchnorm_backward_elementwise({.dy = grad,
+                                        .x = in,
+                                        .batch_stats = t.batch_stats,
+                                        .weight = w,
+                                        .grad_sums = grad_sums,
+                                        .dx = dx},
+                                       stream);
         // grad_sums = (sum dy, sum dy * xhat): the bias and weight gradients.
         std::vector<float> sums = grad_sums.to_floats(stream);
         return std::vector<std::vector<float>>{dx.to_floats(stream),
@@ -300,8 +338,12 @@ OpCase bn_sums_case(const std::string& prefix, int64_t channels, double mean) {
           for (double& v : sums)
             v = v + 0.5 * v + v;
           const Tensor reduced = on_device(Tensor::from_doubles({2 * channels + 1}, sums), stream);
-          batchnorm_finalize_sums(reduced, t->running_mean, t->running_var,
-                                  {.momentum = 0.1f, .eps = 1e-5f}, t->batch_stats, stream);
+          batchnorm_finalize_sums({.sums = reduced,
+                                   .running_mean = t->running_mean,
+                                   .running_var = t->running_var,
+                                   .batch_stats = t->batch_stats,
+                                   .constants = {.momentum = 0.1f, .eps = 1e-5f}},
+                                  stream);
         },
         [=, &stream] {
           return std::vector<Output>{{"sums", host_values(t->sums, stream)},

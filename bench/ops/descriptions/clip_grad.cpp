@@ -28,12 +28,19 @@ OpCase clip_grad_case(const std::string& name, int64_t n, bool bench) {
     const Held g = hold(grads.on(stream, in));
     const Held table = hold(
         on_device(Tensor::from_ints({1, kSegmentFields}, {0, static_cast<int32_t>(n), 0}), stream));
-    const Held partials = hold(
-        Tensor::zeros({sum_squares_partials(1, blocks, 1)}, DType::f64, stream.device(), stream));
+    const Held partials = hold(Tensor::zeros(
+        {sum_squares_partials({.segments = 1, .blocks_per_segment = blocks, .inputs = 1})},
+        DType::f64, stream.device(), stream));
     const Held sum = hold(Tensor::zeros({1}, DType::f64, stream.device(), stream));
     return Prepared{[=, &stream] {
-                      sum_squares(*g, Tensor(), *table, blocks, *partials, *sum, stream);
-                      clip_grad(*g, *sum, 1.f, stream);
+                      sum_squares({.a = *g,
+                                   .b = Tensor(),
+                                   .segments = *table,
+                                   .sums = *sum,
+                                   .partials = *partials,
+                                   .blocks_per_segment = blocks},
+                                  stream);
+                      clip_grad({.grads = *g, .sum_squares = *sum, .max_norm = 1.f}, stream);
                     },
                     [=, &stream] {
                       return std::vector<Output>{{"grads", host_values(*g, stream)}};

@@ -45,7 +45,12 @@ std::vector<Differentiable> conv_differentiables(const Conv2dShape& shape, DType
   const std::vector<float> probe = o.dy->to_floats(host);
   auto forward_loss = [=](Stream& stream, const Tensor& input, const Tensor& filters) {
     Tensor y = Tensor::empty(shape.output_shape(), dtype, stream.device());
-    conv2d_forward(shape, on_device(input, stream), on_device(filters, stream), Tensor(), y,
+    conv2d_forward(shape,
+                   {.x = on_device(input, stream),
+                    .w = on_device(filters, stream),
+                    .bias = Tensor(),
+                    .y = y,
+                    .workspace = {}},
                    stream);
     return probed(y, probe, stream);
   };
@@ -55,7 +60,11 @@ std::vector<Differentiable> conv_differentiables(const Conv2dShape& shape, DType
            },
            [=](Stream& stream) {
              Tensor dx = Tensor::empty(shape.input_shape(), dtype, stream.device());
-             conv2d_backward_data(shape, on_device(*o.dy, stream), on_device(*o.w, stream), dx,
+             conv2d_backward_data(shape,
+                                  {.dy = on_device(*o.dy, stream),
+                                   .w = on_device(*o.w, stream),
+                                   .dx = dx,
+                                   .workspace = {}},
                                   stream);
              return dx.to_floats(stream);
            }},
@@ -68,8 +77,14 @@ std::vector<Differentiable> conv_differentiables(const Conv2dShape& shape, DType
              Tensor none;
              Tensor scratch =
                  workspace(conv2d_backward_filter_workspace_numel(shape, stream.device()), stream);
-             conv2d_backward_filter(shape, on_device(*o.x, stream), on_device(*o.dy, stream), dw,
-                                    none, GradWrite::overwrite, scratch, stream);
+             conv2d_backward_filter(shape,
+                                    {.x = on_device(*o.x, stream),
+                                     .dy = on_device(*o.dy, stream),
+                                     .dw = dw,
+                                     .dbias = none,
+                                     .workspace = scratch,
+                                     .write = GradWrite::overwrite},
+                                    stream);
              return dw.to_floats(stream);
            }}};
 }
@@ -120,7 +135,11 @@ void add_layer_cases(std::vector<OpCase>& cases, const std::string& arch,
         const Held y = hold(Tensor::empty(shape.output_shape(), dtype, stream.device()));
         const Held scratch =
             hold(workspace(conv2d_forward_workspace_numel(shape, stream.device()), stream));
-        return Prepared{[=, &stream] { conv2d_forward(shape, *x, *w, *b, *y, *scratch, stream); },
+        return Prepared{[=, &stream] {
+                          conv2d_forward(
+                              shape, {.x = *x, .w = *w, .bias = *b, .y = *y, .workspace = *scratch},
+                              stream);
+                        },
                         [=, &stream] {
                           return std::vector<Output>{{"y", host_values(*y, stream)}};
                         }};
@@ -140,7 +159,10 @@ void add_layer_cases(std::vector<OpCase>& cases, const std::string& arch,
       const Held dx = hold(Tensor::empty(shape.input_shape(), dtype, stream.device()));
       const Held scratch =
           hold(workspace(conv2d_backward_data_workspace_numel(shape, stream.device()), stream));
-      return Prepared{[=, &stream] { conv2d_backward_data(shape, *dy, *w, *dx, *scratch, stream); },
+      return Prepared{[=, &stream] {
+                        conv2d_backward_data(
+                            shape, {.dy = *dy, .w = *w, .dx = *dx, .workspace = *scratch}, stream);
+                      },
                       [=, &stream] {
                         return std::vector<Output>{{"dx", host_values(*dx, stream)}};
                       }};
@@ -162,8 +184,14 @@ void add_layer_cases(std::vector<OpCase>& cases, const std::string& arch,
         hold(workspace(conv2d_backward_filter_workspace_numel(shape, stream.device()), stream));
     return Prepared{[=, &stream] {
                       Tensor none;
-                      conv2d_backward_filter(shape, *x, *dy, *dw, none, GradWrite::overwrite,
-                                             *scratch, stream);
+                      conv2d_backward_filter(shape,
+                                             {.x = *x,
+                                              .dy = *dy,
+                                              .dw = *dw,
+                                              .dbias = none,
+                                              .workspace = *scratch,
+                                              .write = GradWrite::overwrite},
+                                             stream);
                     },
                     [=, &stream] {
                       return std::vector<Output>{{"dw", host_values(*dw, stream)}};

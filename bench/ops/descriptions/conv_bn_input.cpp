@@ -104,21 +104,42 @@ void add_case(std::vector<OpCase>& cases, const bench::ConvLayer& layer, DType d
     return Prepared{
         [=, &stream] {
           if (statistics == Statistics::running) {
-            conv_input_from_running_stats(*mean_in, *var_in, kEvalEps, *weight, *bias, *scale,
-                                          *shift, stream);
+            conv_input_from_running_stats({.running_mean = *mean_in,
+                                           .running_var = *var_in,
+                                           .weight = *weight,
+                                           .bias = *bias,
+                                           .scale = *scale,
+                                           .shift = *shift,
+                                           .eps = kEvalEps},
+                                          stream);
           } else {
-            conv_input_from_batchnorm(*stats, *weight, *bias, *scale, *shift, stream);
+            conv_input_from_batchnorm({.batch_stats = *stats,
+                                       .weight = *weight,
+                                       .bias = *bias,
+                                       .scale = *scale,
+                                       .shift = *shift},
+                                      stream);
           }
           const ConvInputAffine input{.scale = *scale, .shift = *shift, .relu = true};
           if (pass == Pass::forward) {
-            conv2d_forward(shape, *in, *filters, Tensor(), *out, *scratch, stream, {},
-                           {.input = input});
+            conv2d_forward(
+                shape,
+                {.x = *in, .w = *filters, .bias = Tensor(), .y = *out, .workspace = *scratch},
+                stream, {}, {.input = input});
           } else if (pass == Pass::forward_stats) {
-            conv2d_forward(shape, *in, *filters, Tensor(), *out, *scratch, stream, unsplit,
-                           {.stats = *stats_out, .input = input});
+            conv2d_forward(
+                shape,
+                {.x = *in, .w = *filters, .bias = Tensor(), .y = *out, .workspace = *scratch},
+                stream, unsplit, {.stats = *stats_out, .input = input});
           } else {
             Tensor none;
-            conv2d_backward_filter(shape, *in, *grad, *out, none, GradWrite::overwrite, *scratch,
+            conv2d_backward_filter(shape,
+                                   {.x = *in,
+                                    .dy = *grad,
+                                    .dw = *out,
+                                    .dbias = none,
+                                    .workspace = *scratch,
+                                    .write = GradWrite::overwrite},
                                    stream, {}, input);
           }
         },

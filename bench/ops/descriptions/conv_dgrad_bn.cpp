@@ -77,8 +77,15 @@ void add_case(std::vector<OpCase>& cases, const bench::ConvLayer& layer, DType d
         hold(workspace(conv2d_backward_data_bn_workspace_numel(shape, device, unsplit), stream));
     return Prepared{
         [=, &stream] {
-          conv_input_from_batchnorm(*batch_stats, *gamma, *beta, *scale, *shift, stream);
-          conv2d_backward_data(shape, *grad, *filters, *dx, *scratch, stream, unsplit,
+          conv_input_from_batchnorm({.batch_stats = *batch_stats,
+                                     .weight = *gamma,
+                                     .bias = *beta,
+                                     .scale = *scale,
+                                     .shift = *shift},
+                                    stream);
+          conv2d_backward_data(shape,
+                               {.dy = *grad, .w = *filters, .dx = *dx, .workspace = *scratch},
+                               stream, unsplit,
                                {.x = *in,
                                 .batch_stats = *batch_stats,
                                 .input = {.scale = *scale, .shift = *shift, .relu = true},

@@ -58,8 +58,10 @@ void add_layer_case(std::vector<OpCase>& cases, const bench::ConvLayer& layer, D
     const Held scratch = hold(
         workspace(conv2d_forward_stats_workspace_numel(shape, stream.device(), unsplit), stream));
     return Prepared{[=, &stream] {
-                      conv2d_forward(shape, *xs, *ws, Tensor(), *y, *scratch, stream, unsplit,
-                                     {.stats = *stats});
+                      conv2d_forward(
+                          shape,
+                          {.x = *xs, .w = *ws, .bias = Tensor(), .y = *y, .workspace = *scratch},
+                          stream, unsplit, {.stats = *stats});
                     },
                     [=, &stream] { return stats_outputs(*y, *stats, shape.out_channels, stream); }};
   };

@@ -38,12 +38,25 @@ OpCase lars_case(const ModelShapes& model, const std::vector<int32_t>& rows,
     const Held g = hold(grads.on(stream, in));
     const Held buffer = hold(Tensor::zeros({n}, DType::f32, stream.device(), stream));
     const Held table = hold(on_device(host_table, stream));
-    const Held partials = hold(Tensor::zeros({sum_squares_partials(segments, blocks, 2)},
-                                             DType::f64, stream.device(), stream));
+    const Held partials = hold(Tensor::zeros(
+        {sum_squares_partials({.segments = segments, .blocks_per_segment = blocks, .inputs = 2})},
+        DType::f64, stream.device(), stream));
     const Held sums = hold(Tensor::zeros({segments, 2}, DType::f64, stream.device(), stream));
     return Prepared{[=, &stream] {
-                      sum_squares(*p, *g, *table, blocks, *partials, *sums, stream);
-                      lars_step(options, *p, *g, *buffer, *table, *sums, stream);
+                      sum_squares({.a = *p,
+                                   .b = *g,
+                                   .segments = *table,
+                                   .sums = *sums,
+                                   .partials = *partials,
+                                   .blocks_per_segment = blocks},
+                                  stream);
+                      lars_step(options,
+                                {.params = *p,
+                                 .grads = *g,
+                                 .momentum_buffer = *buffer,
+                                 .segments = *table,
+                                 .sum_squares = *sums},
+                                stream);
                     },
                     [=, &stream] {
                       return std::vector<Output>{{"params", host_values(*p, stream)},

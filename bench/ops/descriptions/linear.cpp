@@ -48,16 +48,23 @@ std::vector<OpCase> linear_cases(const ModelShapes& model, DType dtype, Pass pas
       result->push_back(Tensor::empty({out, in}, DType::f32, device));
       result->push_back(Tensor::empty({out}, DType::f32, device));
       result->push_back(
-          workspace(linear_backward_weight_workspace_numel(rows, in, out, device), stream));
+          workspace(linear_backward_weight_workspace_numel(
+                        {.rows = rows, .in_features = in, .out_features = out}, device),
+                    stream));
     }
     return Prepared{[=, &stream] {
                       std::vector<Tensor>& r = *result;
                       if (pass == Pass::forward) {
-                        linear_forward(*tx, *tw, *tb, r[0], stream);
+                        linear_forward({.x = *tx, .w = *tw, .bias = *tb, .y = r[0]}, stream);
                       } else if (pass == Pass::backward_data) {
-                        linear_backward_data(*tdy, *tw, r[0], stream);
+                        linear_backward_data({.dy = *tdy, .w = *tw, .dx = r[0]}, stream);
                       } else {
-                        linear_backward_weight(*tx, *tdy, r[0], r[1], GradWrite::overwrite, r[2],
+                        linear_backward_weight({.x = *tx,
+                                                .dy = *tdy,
+                                                .dw = r[0],
+                                                .dbias = r[1],
+                                                .workspace = r[2],
+                                                .write = GradWrite::overwrite},
                                                stream);
                       }
                     },
@@ -75,7 +82,10 @@ std::vector<OpCase> linear_cases(const ModelShapes& model, DType dtype, Pass pas
       const std::vector<float> probe = dy->to_floats(host);
       auto loss = [=](Stream& stream, const Tensor& tx, const Tensor& tw, const Tensor& tb) {
         Tensor y = Tensor::empty({rows, out}, dtype, stream.device());
-        linear_forward(on_device(tx, stream), on_device(tw, stream), on_device(tb, stream), y,
+        linear_forward({.x = on_device(tx, stream),
+                        .w = on_device(tw, stream),
+                        .bias = on_device(tb, stream),
+                        .y = y},
                        stream);
         return probed(y, probe, stream);
       };
@@ -84,9 +94,16 @@ std::vector<OpCase> linear_cases(const ModelShapes& model, DType dtype, Pass pas
         Tensor dw = Tensor::empty({out, in}, DType::f32, device);
         Tensor db = Tensor::empty({out}, DType::f32, device);
         Tensor scratch =
-            workspace(linear_backward_weight_workspace_numel(rows, in, out, device), stream);
-        linear_backward_weight(on_device(*x, stream), on_device(*dy, stream), dw, db,
-                               GradWrite::overwrite, scratch, stream);
+            workspace(linear_backward_weight_workspace_numel(
+                          {.rows = rows, .in_features = in, .out_features = out}, device),
+                      stream);
+        linear_backward_weight({.x = on_device(*x, stream),
+                                .dy = on_device(*dy, stream),
+                                .dw = dw,
+                                .dbias = db,
+                                .workspace = scratch,
+                                .write = GradWrite::overwrite},
+                               stream);
         return std::vector<std::vector<float>>{dw.to_floats(stream), db.to_floats(stream)};
       };
       return std::vector<Differentiable>{
@@ -96,7 +113,8 @@ std::vector<OpCase> linear_cases(const ModelShapes& model, DType dtype, Pass pas
            },
            [=](Stream& stream) {
              Tensor dx = Tensor::empty({rows, in}, dtype, stream.device());
-             linear_backward_data(on_device(*dy, stream), on_device(*w, stream), dx, stream);
+             linear_backward_data(
+                 {.dy = on_device(*dy, stream), .w = on_device(*w, stream), .dx = dx}, stream);
              return dx.to_floats(stream);
            }},
           {"w", w->to_floats(host),

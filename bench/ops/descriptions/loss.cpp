@@ -64,11 +64,21 @@ std::vector<OpCase> cross_entropy_cases(const ModelShapes& model, DType dtype) {
       c, logits, labels, n, classes,
       {.forward =
            [](const Tensor& z, const Tensor& y, Tensor& sample, Tensor& loss, Stream& stream) {
-             cross_entropy_forward(z, y, kSmoothing, sample, loss, stream);
+             cross_entropy_forward({.logits = z,
+                                    .labels = y,
+                                    .sample_loss = sample,
+                                    .loss = loss,
+                                    .label_smoothing = kSmoothing},
+                                   stream);
            },
        .backward =
            [](const Tensor& z, const Tensor& y, Tensor& dz, Stream& stream) {
-             cross_entropy_backward(z, y, kSmoothing, 1.f, dz, stream);
+             cross_entropy_backward({.logits = z,
+                                     .labels = y,
+                                     .dlogits = dz,
+                                     .label_smoothing = kSmoothing,
+                                     .grad_loss = 1.f},
+                                    stream);
            }});
   return {c};
 }
@@ -94,10 +104,11 @@ std::vector<OpCase> topk_cases(const ModelShapes& model, DType dtype) {
     const Held z = hold(logits.on(stream, inputs));
     const Held y = hold(labels.on(stream, inputs));
     const Held correct = hold(Tensor::empty({2}, DType::f32, stream.device()));
-    return Prepared{[=, &stream] { topk_correct(*z, *y, *correct, stream); },
-                    [=, &stream] {
-                      return std::vector<Output>{{"correct", host_values(*correct, stream)}};
-                    }};
+    return Prepared{
+        [=, &stream] { topk_correct({.logits = *z, .labels = *y, .correct = *correct}, stream); },
+        [=, &stream] {
+          return std::vector<Output>{{"correct", host_values(*correct, stream)}};
+        }};
   };
   return {c};
 }

@@ -42,12 +42,15 @@ std::vector<OpCase> maxpool_cases(const ModelShapes& model, DType dtype, bool ba
     const Held argmax = hold(Tensor::empty(pooled, DType::u8, device));
     const Held grad = hold(dy.on(stream, inputs));
     const Held dx = hold(Tensor::empty(shape, dtype, device));
-    if (backward) maxpool2d_forward(pool, *in, *y, *argmax, stream);  // the argmax it gathers by
+    if (backward)
+      maxpool2d_forward(pool, {.x = *in, .y = *y, .argmax = *argmax},
+                        stream);  // the argmax it gathers by
     return Prepared{[=, &stream] {
                       if (backward) {
-                        maxpool2d_backward(pool, *grad, *argmax, *dx, stream);
+                        maxpool2d_backward(pool, {.dy = *grad, .argmax = *argmax, .dx = *dx},
+                                           stream);
                       } else {
-                        maxpool2d_forward(pool, *in, *y, *argmax, stream);
+                        maxpool2d_forward(pool, {.x = *in, .y = *y, .argmax = *argmax}, stream);
                       }
                     },
                     [=, &stream] {

@@ -13,7 +13,7 @@ const OpDescription& describe_relu_backward() {
             return elementwise_cases(
                 {.id = OpId::relu_backward,
                  .run = [](const Tensor& y, const Tensor& dy, Tensor& dx,
-                           Stream& stream) { relu_backward(y, dy, dx, stream); },
+                           Stream& stream) { relu_backward({.y = y, .dy = dy, .dx = dx}, stream); },
                  .tensors_moved = 3,
                  .a_is_relu_output = true,
                  .views = false},

@@ -31,13 +31,24 @@ OpCase sgd_case(const std::string& name, const Shape& shape, bool nesterov, bool
     const Held buffer = hold(Tensor::zeros(shape, DType::f32, stream.device(), stream));
     // The first step fills the momentum buffer (PyTorch's "buf is None"); the call is a
     // steady step after it, which reads the buffer too.
-    sgd_step(options, *p, *g, *buffer, MomentumBuffer::empty, stream);
-    return Prepared{
-        [=, &stream] { sgd_step(options, *p, *g, *buffer, MomentumBuffer::filled, stream); },
-        [=, &stream] {
-          return std::vector<Output>{{"params", host_values(*p, stream)},
-                                     {"momentum_buffer", host_values(*buffer, stream)}};
-        }};
+    sgd_step(options,
+             {.params = *p,
+              .grads = *g,
+              .momentum_buffer = *buffer,
+              .buffer_state = MomentumBuffer::empty},
+             stream);
+    return Prepared{[=, &stream] {
+                      sgd_step(options,
+                               {.params = *p,
+                                .grads = *g,
+                                .momentum_buffer = *buffer,
+                                .buffer_state = MomentumBuffer::filled},
+                               stream);
+                    },
+                    [=, &stream] {
+                      return std::vector<Output>{{"params", host_values(*p, stream)},
+                                                 {"momentum_buffer", host_values(*buffer, stream)}};
+                    }};
   };
   return c;
 }

@@ -48,10 +48,16 @@ std::vector<OpCase> soft_cross_entropy_cases(const ModelShapes& model, DType dty
   c.bytes = bytes_of(3.0 * n * classes, dtype) + bytes_of(2.0 * n * classes + n + 1, DType::f32);
   set_loss_calls(
       c, logits, targets, n, classes,
-      {.forward = [](const Tensor& z, const Tensor& t, Tensor& sample, Tensor& loss,
-                     Stream& stream) { soft_cross_entropy_forward(z, t, sample, loss, stream); },
-       .backward = [](const Tensor& z, const Tensor& t, Tensor& dz,
-                      Stream& stream) { soft_cross_entropy_backward(z, t, 1.f, dz, stream); }});
+      {.forward =
+           [](const Tensor& z, const Tensor& t, Tensor& sample, Tensor& loss, Stream& stream) {
+             soft_cross_entropy_forward(
+                 {.logits = z, .targets = t, .sample_loss = sample, .loss = loss}, stream);
+           },
+       .backward =
+           [](const Tensor& z, const Tensor& t, Tensor& dz, Stream& stream) {
+             soft_cross_entropy_backward(
+                 {.logits = z, .targets = t, .dlogits = dz, .grad_loss = 1.f}, stream);
+           }});
   return {c};
 }
 

@@ -34,14 +34,23 @@ OpCase sum_squares_case(const std::string& name, const std::vector<int32_t>& row
     const Held da = hold(a.on(stream, in));
     const Held db = hold(two ? b.on(stream, in) : Tensor());
     const Held table = hold(on_device(host_table, stream));
-    const Held partials = hold(Tensor::zeros({sum_squares_partials(segments, blocks, inputs)},
-                                             DType::f64, stream.device(), stream));
+    const Held partials = hold(
+        Tensor::zeros({sum_squares_partials(
+                          {.segments = segments, .blocks_per_segment = blocks, .inputs = inputs})},
+                      DType::f64, stream.device(), stream));
     const Held sums = hold(Tensor::zeros({segments * inputs}, DType::f64, stream.device(), stream));
-    return Prepared{
-        [=, &stream] { sum_squares(*da, *db, *table, blocks, *partials, *sums, stream); },
-        [=, &stream] {
-          return std::vector<Output>{{"sums", host_values(*sums, stream)}};
-        }};
+    return Prepared{[=, &stream] {
+                      sum_squares({.a = *da,
+                                   .b = *db,
+                                   .segments = *table,
+                                   .sums = *sums,
+                                   .partials = *partials,
+                                   .blocks_per_segment = blocks},
+                                  stream);
+                    },
+                    [=, &stream] {
+                      return std::vector<Output>{{"sums", host_values(*sums, stream)}};
+                    }};
   };
   return c;
 }
