@@ -25,7 +25,9 @@ std::string from_environment(const char* name, const std::string& fallback) {
 }
 }  // namespace
 
-TorchProcess::TorchProcess(const std::string& script_name, int threads, double min_seconds) {
+TorchProcess::TorchProcess(const std::string& script_name, int threads, double min_seconds,
+                           SwitchPauses pauses)
+    : pauses_(pauses) {
   // Debian's python3 has python3-torch; a GPU machine's PyTorch is another python's
   // (ENGINE_TORCH_PYTHON), and its copy of the sources another folder (ENGINE_SOURCE_DIR).
   const std::string python = from_environment("ENGINE_TORCH_PYTHON", "/usr/bin/python3");
@@ -119,7 +121,7 @@ std::string last_line(const std::string& output) {
 std::map<std::string, double> TorchProcess::time_case(const std::string& line, int results) {
   std::map<std::string, double> times;
   if (!reason_.empty() || to_script_ == nullptr) return times;
-  let_spinning_threads_sleep();  // ours, before PyTorch times
+  if (pauses_ == SwitchPauses::around_each_case) let_spinning_threads_sleep();  // ours
   // A broken pipe (the script died) must be an error here, not a signal that ends the bench.
   static const bool ignore_sigpipe = [] { return std::signal(SIGPIPE, SIG_IGN) != SIG_ERR; }();
   (void)ignore_sigpipe;
@@ -151,7 +153,7 @@ std::map<std::string, double> TorchProcess::time_case(const std::string& line, i
     }
     if (!parsed) unparsed += *output + "\n";
   }
-  let_spinning_threads_sleep();  // PyTorch's, before ours are timed
+  if (pauses_ == SwitchPauses::around_each_case) let_spinning_threads_sleep();  // PyTorch's
   return times;
 }
 

@@ -16,13 +16,19 @@
 
 namespace engine::bench {
 
+// Whether time_case pauses before and after the script's timing, for the spinning worker
+// threads of the side that ran last to go to sleep (0.3 s each): a benchmark timing both
+// sides needs them; a check that the script's code runs does not.
+enum class SwitchPauses { around_each_case, none };
+
 class TorchProcess {
  public:
   // Starts tools/<script_name> --threads T --min-seconds S with /usr/bin/python3, or the
   // python ENGINE_TORCH_PYTHON names, from the sources' tools/ folder (ENGINE_SOURCE_DIR, when
   // set, replaces the build's). When that cannot be done, unavailable_reason() says why and
   // every time_case() returns nothing.
-  TorchProcess(const std::string& script_name, int threads, double min_seconds);
+  TorchProcess(const std::string& script_name, int threads, double min_seconds,
+               SwitchPauses pauses = SwitchPauses::around_each_case);
   // An object that never starts a process; unavailable_reason() is `reason`.
   explicit TorchProcess(std::string reason) : reason_(std::move(reason)) {}
   ~TorchProcess();
@@ -46,6 +52,7 @@ class TorchProcess {
   int from_script_ = -1;
   std::string pending_;  // read from the script, not yet returned as a line
   std::string reason_;
+  SwitchPauses pauses_ = SwitchPauses::around_each_case;
 };
 
 // The case as the tab-separated stdin line tools/bench_torch_ops.py reads: name, op, dtype,

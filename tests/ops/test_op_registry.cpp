@@ -97,7 +97,8 @@ TEST(OpRegistry, TorchSourcesRun) {
       std::string(python != nullptr && *python != '\0' ? python : "/usr/bin/python3") +
       " -c 'import torch' 2>/dev/null";
   if (std::system(check.c_str()) != 0) GTEST_SKIP() << "no PyTorch: " << check;
-  bench::TorchProcess torch("bench_torch_ops.py", 1, 0.0);
+  // Nothing of ours is timed beside it: no pauses for spinning threads.
+  bench::TorchProcess torch("bench_torch_ops.py", 1, 0.0, bench::SwitchPauses::none);
   const ModelShapes model = model_shapes("resnet18", 1, 32);
   int ran = 0;
   for (const OpDescription* op : registry()) {
