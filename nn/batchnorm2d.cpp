@@ -102,7 +102,7 @@ Conv2dBackwardDataFusion BatchNorm2d::backward_fusion(const Pass& pass) {
           .grad_sums = grad_sums_,
           .bias_grad = bias_grad_,
           .weight_grad = weight_grad_,
-          .write = pass.accumulate_grads ? GradWrite::accumulate : GradWrite::overwrite};
+          .write = pass.grad_write()};
 }
 
 const Tensor& BatchNorm2d::forward(const Tensor& x, Pass& pass) {
@@ -235,18 +235,17 @@ const Tensor& BatchNorm2d::backward(const Tensor& dy, Pass& pass) {
   if (reduced) {
     relu = {};
   } else {
-    batchnorm_backward_reduce(
-        {.dy = dy,
-         .x = x_,
-         .batch_stats = batch_stats_,
-         .grad_sums = grad_sums_,
-         .workspace = workspace_},
-        pass.stream,
-        {.relu = relu,
-         .relu_grad = feeds_residual ? relu_grad_ : Tensor(),
-         .bias_grad = bias_grad_,
-         .weight_grad = weight_grad_,
-         .write = pass.accumulate_grads ? GradWrite::accumulate : GradWrite::overwrite});
+    batchnorm_backward_reduce({.dy = dy,
+                               .x = x_,
+                               .batch_stats = batch_stats_,
+                               .grad_sums = grad_sums_,
+                               .workspace = workspace_},
+                              pass.stream,
+                              {.relu = relu,
+                               .relu_grad = feeds_residual ? relu_grad_ : Tensor(),
+                               .bias_grad = bias_grad_,
+                               .weight_grad = weight_grad_,
+                               .write = pass.grad_write()});
   }
   // dx needs the sums over the global batch. Reduced before the gradients are reported, so
   // that on a communicator shared with the gradient buckets these 8C bytes do not queue behind

@@ -149,15 +149,14 @@ const Tensor& Conv2d::forward(const Tensor& x, Pass& pass) {
 
 const Tensor& Conv2d::backward(const Tensor& dy, Pass& pass) {
   // The filter gradient first, so its all-reduce can start while the input gradient runs.
-  conv2d_backward_filter(
-      shape_,
-      {.x = x_,
-       .dy = dy,
-       .dw = weight_grad_,
-       .dbias = bias_grad_,
-       .workspace = workspace_.get(),
-       .write = pass.accumulate_grads ? GradWrite::accumulate : GradWrite::overwrite},
-      pass.stream, backward_filter_algo_, input_);
+  conv2d_backward_filter(shape_,
+                         {.x = x_,
+                          .dy = dy,
+                          .dw = weight_grad_,
+                          .dbias = bias_grad_,
+                          .workspace = workspace_.get(),
+                          .write = pass.grad_write()},
+                         pass.stream, backward_filter_algo_, input_);
   if (bias_id_ >= 0) pass.grad_ready(bias_id_);
   pass.grad_ready(weight_id_);
   if (dx_.defined() && data_grad_workspace_.defined() && input_.scale.defined()) {

@@ -22,6 +22,7 @@
 #include <string_view>
 
 #include "kernels/device.h"
+#include "kernels/ops/grad_write.h"
 #include "kernels/stream.h"
 #include "kernels/tensor.h"
 #include "nn/batchnorm_fusion.h"
@@ -78,6 +79,10 @@ struct Pass {
 
   void grad_ready(ParameterId id) const {
     if (on_grad_ready) on_grad_ready(id);
+  }
+  // How this pass's backward writes parameter gradients (accumulate_grads as the ops take it).
+  GradWrite grad_write() const {
+    return accumulate_grads ? GradWrite::accumulate : GradWrite::overwrite;
   }
 };
 

@@ -50,14 +50,13 @@ const Tensor& Linear::forward(const Tensor& x, Pass& pass) {
 }
 
 const Tensor& Linear::backward(const Tensor& dy, Pass& pass) {
-  linear_backward_weight(
-      {.x = x_,
-       .dy = dy,
-       .dw = weight_grad_,
-       .dbias = bias_grad_,
-       .workspace = workspace_.get(),
-       .write = pass.accumulate_grads ? GradWrite::accumulate : GradWrite::overwrite},
-      pass.stream);
+  linear_backward_weight({.x = x_,
+                          .dy = dy,
+                          .dw = weight_grad_,
+                          .dbias = bias_grad_,
+                          .workspace = workspace_.get(),
+                          .write = pass.grad_write()},
+                         pass.stream);
   if (bias_id_ >= 0) pass.grad_ready(bias_id_);
   pass.grad_ready(weight_id_);
   if (dx_.defined())

@@ -133,43 +133,29 @@ OpCase bn_case(const ModelShapes& model, const BnCase& spec, bool backward) {
       const Held weight_grad = hold(grad0.on(stream, inputs));
       return Prepared{
           [=, &stream] {
-            if (!fused) {
-              batchnorm_backward_reduce({.dy = *grad,
-                                         .x = t->x,
-                                         .batch_stats = t->batch_stats,
-                                         .grad_sums = *grad_sums,
-                                         .workspace = t->workspace},
-                                        stream);
-              batchnorm_backward_elementwise({.dy = *grad,
-                                              .x = t->x,
-                                              .batch_stats = t->batch_stats,
-                                              .weight = t->weight,
-                                              .grad_sums = *grad_sums,
-                                              .dx = *dx},
-                                             stream);
-              return;
+            // Unfused: the default fusion (no ReLU, no parameter gradients).
+            BatchNormBackwardFusion fusion;
+            if (fused) {
+              fusion = {.relu = mask_from_x ? BatchNormReluGate{.scale = *scale, .shift = *shift}
+                                            : BatchNormReluGate{.output = *y},
+                        .relu_grad = *relu_grad,
+                        .bias_grad = *bias_grad,
+                        .weight_grad = *weight_grad,
+                        .write = GradWrite::accumulate};
             }
-            const BatchNormReluGate relu = mask_from_x
-                                               ? BatchNormReluGate{.scale = *scale, .shift = *shift}
-                                               : BatchNormReluGate{.output = *y};
             batchnorm_backward_reduce({.dy = *grad,
                                        .x = t->x,
                                        .batch_stats = t->batch_stats,
                                        .grad_sums = *grad_sums,
                                        .workspace = t->workspace},
-                                      stream,
-                                      {.relu = relu,
-                                       .relu_grad = *relu_grad,
-                                       .bias_grad = *bias_grad,
-                                       .weight_grad = *weight_grad,
-                                       .write = GradWrite::accumulate});
+                                      stream, fusion);
             batchnorm_backward_elementwise({.dy = *grad,
                                             .x = t->x,
                                             .batch_stats = t->batch_stats,
                                             .weight = t->weight,
                                             .grad_sums = *grad_sums,
                                             .dx = *dx},
-                                           stream, relu);
+                                           stream, fusion.relu);
           },
           [=, &stream] {
             const double sums_tolerance = far ? kFarMean : kReduceF32;
