@@ -56,6 +56,7 @@ std::string to_json(const Row& row) {
   if (row.gbps) json += ",\"gbps\":" + number(*row.gbps);
   if (row.images_per_s) json += ",\"images_per_s\":" + number(*row.images_per_s);
   if (row.kernel_launches) json += ",\"kernel_launches\":" + std::to_string(*row.kernel_launches);
+  if (row.graph_nodes) json += ",\"graph_nodes\":" + std::to_string(*row.graph_nodes);
   if (!row.baseline.empty()) {
     json += ",\"baseline\":" + json_string(row.baseline);
     if (row.baseline_time_us) json += ",\"baseline_time_us\":" + number(*row.baseline_time_us);

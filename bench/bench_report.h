@@ -27,6 +27,7 @@ struct Row {
   std::optional<double> images_per_s;
   std::optional<int64_t> bytes;
   std::optional<int64_t> kernel_launches;  // per step or call, on a CUDA device
+  std::optional<int64_t> graph_nodes;      // the CUDA graph replayed per step, when one is
   std::string baseline;                    // name of the baseline impl, "" when none
   std::optional<double> baseline_time_us;
   std::string note;  // e.g. why a baseline is missing

@@ -8,6 +8,7 @@
 //   bench_step [-a resnet18] [--image-size 64] [-b 32] [--threads 2] [--device cpu]
 //              [--classes 1000] [--min-seconds 1] [--min-steps 3] [--rounds 2]
 //              [--no-baseline] [--json] [--precision fp32|tf32|bf16] [--profile]
+//              [--cuda-graph auto|on|off]
 // --profile drives the model's top-level layers one by one and prints where a step spends
 // its time (forward and backward per layer, the loss, the optimizer).
 #include <omp.h>
@@ -25,6 +26,7 @@
 #include "bench/torch_baseline.h"
 #include "kernels/conv_plans.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/cuda_graph.h"
 #include "kernels/kernel_launches.h"
 #include "kernels/memory.h"
 #include "kernels/runtime.h"
@@ -56,6 +58,7 @@ struct Options {
   nn::Precision precision;     // fp32
   nn::ConvTuning conv_tuning;
   nn::BatchNormFusion fusion = nn::BatchNormFusion::full;  // --fusion
+  cli::CudaGraphMode cuda_graph = cli::CudaGraphMode::automatic;
 };
 
 cli::Command make_command(Options& o) {
@@ -82,6 +85,7 @@ cli::Command make_command(Options& o) {
   cli::add_precision(command, o.precision);
   cli::add_conv_tuning(command, o.conv_tuning);
   cli::add_fusion(command, o.fusion);
+  cli::add_cuda_graph(command, o.cuda_graph);
   command.flag(
       "--no-baseline", [&o] { o.baseline = false; }, "time ours only");
   cli::add_json(command, o.json);
@@ -144,13 +148,26 @@ class NativeStep {
     sgd_ = std::make_unique<nn::Sgd>(model_.params(), config, stream_);
   }
 
+  // One step: the captured graph's replay once capture_step() has run, else kernel by kernel.
   void run() {
+    if (graph_.defined()) {
+      graph_.replay(stream_);
+    } else {
+      run_uncaptured();
+    }
+  }
+  void run_uncaptured() {
     nn::Pass pass{stream_, true, false, {}};
     model_.params().zero_grad();
     loss_.forward(model_.forward(images_, pass), labels_, stream_);
     model_.backward(loss_.backward(stream_), pass);
     sgd_->step(0.1f, stream_);
   }
+  // After a warm step (the optimizer's state exists): the step as a CUDA graph from now on.
+  void capture_step() {
+    graph_ = CudaGraph::capture(stream_, "the training step", [this] { run_uncaptured(); });
+  }
+  const CudaGraph& graph() const { return graph_; }
   Stream& stream() { return stream_; }
 
   // One step with every top-level layer timed (synchronized after each), added to `times`:
@@ -196,6 +213,7 @@ class NativeStep {
   nn::CrossEntropyLoss loss_;
   std::unique_ptr<nn::Sgd> sgd_;
   Tensor images_, labels_;
+  CudaGraph graph_;
   ConvPlans conv_plans_;
   std::string conv_summary_;
 };
@@ -251,6 +269,7 @@ int run(const Options& o) {
   const bool sim = gpu && cuda_is_sim_device();
   if (o.launches_only && !gpu)
     throw cli::UsageError("--launches-only counts CUDA launches: use --device cuda");
+  const bool graphed = cli::cuda_graph_enabled(o.cuda_graph, device) && !o.launches_only;
   std::string no_baseline_note;
   std::unique_ptr<TorchProcess> torch;
   if (!o.baseline || o.launches_only) {
@@ -276,6 +295,7 @@ int run(const Options& o) {
     ours.stream().synchronize();
     launches = static_cast<int64_t>(kernel_launches() - before);
   }
+  if (graphed) ours.capture_step();
   if (o.launches_only) {
     Row row("step", "native", case_name(o), 0);
     row.kernel_launches = launches;
@@ -311,6 +331,7 @@ int run(const Options& o) {
   }
   Row best = fastest_of_rounds(rounds).front();
   best.kernel_launches = launches;
+  if (graphed) best.graph_nodes = static_cast<int64_t>(ours.graph().nodes());
   if (o.profile && !o.json) print_profile(ours, o);
   if (!torch_format.empty() && best.note.empty()) {
     best.note = "torch " + torch_format;
@@ -336,6 +357,12 @@ int run(const Options& o) {
   if (launches) {
     std::printf("kernel launches per step: %lld (ours; not NCCL's, cuDNN's or cuBLAS's)\n",
                 static_cast<long long>(*launches));
+  }
+  if (gpu) {
+    std::printf("%s\n", graphed ? ("CUDA graph: on, the step replayed as one graph of " +
+                                   std::to_string(ours.graph().nodes()) + " nodes")
+                                      .c_str()
+                                : "CUDA graph: off, the step launched kernel by kernel");
   }
   std::printf("%-40s %12s %10s %12s %10s %7s  %s\n", "case", "time_us", "img/s", "torch_us",
               "torch img/s", "ratio", "note");

@@ -75,5 +75,18 @@ bool event_query(cudaEvent_t) {
 float event_elapsed_ms(cudaEvent_t, cudaEvent_t) {
   no_cuda("event_elapsed_ms");
 }
+void stream_begin_capture(cudaStream_t) {
+  no_cuda("stream_begin_capture");
+}
+CapturedGraph stream_end_capture(cudaStream_t) {
+  no_cuda("stream_end_capture");
+}
+void stream_abandon_capture(cudaStream_t) noexcept {}
+void graph_launch(cudaGraphExec_t, cudaStream_t) {
+  no_cuda("graph_launch");
+}
+void graph_destroy(cudaGraphExec_t) {
+  no_cuda("graph_destroy");
+}
 
 }  // namespace engine::cuda_runtime

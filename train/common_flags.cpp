@@ -103,6 +103,31 @@ void add_fusion(Command& command, nn::BatchNormFusion& fusion) {
       "--no-fusion", [&fusion] { fusion = nn::BatchNormFusion::none; }, "--fusion none");
 }
 
+void add_cuda_graph(Command& command, CudaGraphMode& mode) {
+  command.option("--cuda-graph", "M",
+                 "auto|on|off: capture the training step once (after the convolutions' tuning) "
+                 "as a CUDA graph and replay it each step: one launch instead of hundreds "
+                 "(auto: on any CUDA device; off: kernel by kernel, to compare)",
+                 "auto", [&mode](const std::string& flag, const std::string& text) {
+                   if (text == "auto") {
+                     mode = CudaGraphMode::automatic;
+                   } else if (text == "on") {
+                     mode = CudaGraphMode::on;
+                   } else if (text == "off") {
+                     mode = CudaGraphMode::off;
+                   } else {
+                     throw UsageError(flag + " takes auto, on or off, got '" + text + "'");
+                   }
+                 });
+}
+
+bool cuda_graph_enabled(CudaGraphMode mode, const Device& device) {
+  if (mode == CudaGraphMode::on && !device.is_cuda()) {
+    throw UsageError("--cuda-graph on needs a CUDA device, and --device is " + device.str());
+  }
+  return mode != CudaGraphMode::off && device.is_cuda();
+}
+
 void add_precision(Command& command, nn::Precision& precision) {
   command.option("--precision", "P",
                  "fp32, tf32 (fp32 with convolutions and linear layers on TF32 tensor cores, "

@@ -43,6 +43,13 @@ void add_conv_tuning(Command& command, nn::ConvTuning& tuning);
 // CUDA convolutions do (nn/batchnorm_fusion.h), so that runs can be compared with and without.
 void add_fusion(Command& command, nn::BatchNormFusion& fusion);
 
+// --cuda-graph auto|on|off: capture the training step once as a CUDA graph and replay it.
+enum class CudaGraphMode { automatic, on, off };
+void add_cuda_graph(Command& command, CudaGraphMode& mode);
+// Whether the step on `device` is captured: auto and on on a CUDA device; on with a CPU device
+// is a UsageError naming both flags.
+bool cuda_graph_enabled(CudaGraphMode mode, const Device& device);
+
 // -b/--batch-size N: images per rank per step, at least `minimum` (`why` says why, if > 1).
 void add_batch_size(Command& command, int64_t& batch, std::string_view help, int64_t minimum = 1,
                     std::string_view why = "", Shown shown = {});

@@ -154,4 +154,39 @@ float event_elapsed_ms(cudaEvent_t start, cudaEvent_t end) {
   return ms;
 }
 
+void stream_begin_capture(cudaStream_t stream) {
+  CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+}
+
+CapturedGraph stream_end_capture(cudaStream_t stream) {
+  cudaGraph_t graph = nullptr;
+  CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
+  CapturedGraph captured;
+  try {
+    CHECK_CUDA(cudaGraphGetNodes(graph, nullptr, &captured.nodes));
+    CHECK_CUDA(cudaGraphInstantiate(&captured.executable, graph, 0));
+  } catch (...) {
+    cudaGraphDestroy(graph);
+    throw;
+  }
+  CHECK_CUDA(cudaGraphDestroy(graph));  // the executable keeps what it needs
+  return captured;
+}
+
+void stream_abandon_capture(cudaStream_t stream) noexcept {
+  cudaGraph_t graph = nullptr;
+  if (cudaStreamEndCapture(stream, &graph) == cudaSuccess && graph != nullptr) {
+    cudaGraphDestroy(graph);
+  }
+  cudaGetLastError();  // the failure that made us abandon it is what gets reported
+}
+
+void graph_launch(cudaGraphExec_t executable, cudaStream_t stream) {
+  CHECK_CUDA(cudaGraphLaunch(executable, stream));
+}
+
+void graph_destroy(cudaGraphExec_t executable) {
+  CHECK_CUDA(cudaGraphExecDestroy(executable));
+}
+
 }  // namespace engine::cuda_runtime

@@ -9,8 +9,10 @@
 
 struct CUstream_st;
 struct CUevent_st;
+struct CUgraphExec_st;
 using cudaStream_t = CUstream_st*;
 using cudaEvent_t = CUevent_st*;
+using cudaGraphExec_t = CUgraphExec_st*;
 
 namespace engine::cuda_runtime {
 
@@ -52,5 +54,20 @@ void event_record(cudaEvent_t event, cudaStream_t stream);
 void event_synchronize(cudaEvent_t event);
 bool event_query(cudaEvent_t event);
 float event_elapsed_ms(cudaEvent_t start, cudaEvent_t end);
+
+// Stream capture in cudaStreamCaptureModeThreadLocal: other host threads (the data loader's)
+// may still allocate and copy while this one captures.
+void stream_begin_capture(cudaStream_t stream);
+struct CapturedGraph {
+  cudaGraphExec_t executable = nullptr;
+  size_t nodes = 0;
+};
+// Ends the capture and instantiates the graph; throws engine::Error with the runtime's code
+// when the capture failed (invalidated by a refused call, or a fork left unjoined).
+CapturedGraph stream_end_capture(cudaStream_t stream);
+// Ends a capture whose work failed part way, dropping what it recorded; never throws.
+void stream_abandon_capture(cudaStream_t stream) noexcept;
+void graph_launch(cudaGraphExec_t executable, cudaStream_t stream);
+void graph_destroy(cudaGraphExec_t executable);
 
 }  // namespace engine::cuda_runtime

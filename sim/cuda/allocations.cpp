@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/cuda/capture.h"
 #include "sim/cuda/devices.h"
 #include "sim/cuda/errors.h"
 #include "sim/cuda/happens_before.h"
@@ -145,6 +146,14 @@ cudaError_t release_in_stream_order(void* ptr, cudaStream_t stream) {
   return result(enqueue(stream, [begin = allocation->begin] { erase_and_free(begin); }));
 }
 
+// cudaMallocAsync and cudaFreeAsync on a capturing stream would be memory nodes of the graph,
+// which the sim device does not emulate (capture.h).
+cudaError_t refuse_memory_node(cudaStream_t stream, const char* call) {
+  if (!is_capturing(stream)) return cudaSuccess;
+  explain(std::string(call) + " on a capturing stream: memory nodes are not emulated");
+  return result(cudaErrorNotSupported);
+}
+
 }  // namespace
 
 bool ends_inside(const Allocation& allocation, const void* ptr, std::size_t bytes,
@@ -184,26 +193,46 @@ std::optional<Allocation> find_allocation(const void* ptr) {
 }  // namespace engine::sim
 
 cudaError_t cudaMalloc(void** devPtr, size_t size) {
+  if (const cudaError_t status = engine::sim::refuse_unsafe_call("cudaMalloc")) {
+    return engine::sim::result(status);
+  }
   return engine::sim::allocate(devPtr, size, engine::sim::MemoryKind::kDevice);
 }
 cudaError_t cudaFree(void* devPtr) {
+  if (const cudaError_t status = engine::sim::refuse_unsafe_call("cudaFree")) {
+    return engine::sim::result(status);
+  }
   return engine::sim::release(devPtr, engine::sim::MemoryKind::kDevice, "cudaFree");
 }
 cudaError_t cudaHostAlloc(void** pHost, size_t size, unsigned int flags) {
   (void)flags;  // portable, mapped, write-combined: all the same in host memory
+  if (const cudaError_t status = engine::sim::refuse_unsafe_call("cudaHostAlloc")) {
+    return engine::sim::result(status);
+  }
   return engine::sim::allocate(pHost, size, engine::sim::MemoryKind::kPinnedHost);
 }
 cudaError_t cudaMallocHost(void** ptr, size_t size) {
+  if (const cudaError_t status = engine::sim::refuse_unsafe_call("cudaMallocHost")) {
+    return engine::sim::result(status);
+  }
   return engine::sim::allocate(ptr, size, engine::sim::MemoryKind::kPinnedHost);
 }
 cudaError_t cudaFreeHost(void* ptr) {
+  if (const cudaError_t status = engine::sim::refuse_unsafe_call("cudaFreeHost")) {
+    return engine::sim::result(status);
+  }
   return engine::sim::release(ptr, engine::sim::MemoryKind::kPinnedHost, "cudaFreeHost");
 }
 cudaError_t cudaMallocAsync(void** devPtr, size_t size, cudaStream_t hStream) {
   // Usable in stream order from the call on; the sim device has it at once.
-  (void)hStream;
+  if (const cudaError_t status = engine::sim::refuse_memory_node(hStream, "cudaMallocAsync")) {
+    return status;
+  }
   return engine::sim::allocate(devPtr, size, engine::sim::MemoryKind::kDevice);
 }
 cudaError_t cudaFreeAsync(void* devPtr, cudaStream_t hStream) {
+  if (const cudaError_t status = engine::sim::refuse_memory_node(hStream, "cudaFreeAsync")) {
+    return status;
+  }
   return engine::sim::release_in_stream_order(devPtr, hStream);
 }

@@ -13,9 +13,11 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <utility>
 
+#include "sim/cuda/capture.h"
 #include "sim/cuda/errors.h"
 #include "sim/cuda/happens_before.h"
 #include "sim/cuda/streams.h"
@@ -119,6 +121,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
     const engine::sim::BookkeepingLock lock(r.mutex);
     if (r.live.erase(event) == 0) return result(cudaErrorInvalidResourceHandle);
   }
+  engine::sim::forget_event(event);
   // Queued records and waits keep the state alive; unobserved, as the workers drop their
   // references to it unobserved (happens_before.h).
   const engine::sim::Unobserved quiet;
@@ -129,6 +132,9 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   if (const cudaError_t sticky = sticky_error()) return sticky;
   if (!engine::sim::is_live(event)) return result(cudaErrorInvalidResourceHandle);
+  if (const cudaError_t status = engine::sim::check_stream(stream)) return result(status);
+  cudaError_t captured = cudaSuccess;
+  if (engine::sim::capture_event_record(event, stream, captured)) return result(captured);
   std::shared_ptr<engine::sim::EventState> state = event->state;
   auto point = std::make_shared<engine::sim::SyncPoint>();
   std::uint64_t record = 0;
@@ -155,6 +161,9 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
 cudaError_t cudaEventQuery(cudaEvent_t event) {
   if (const cudaError_t sticky = sticky_error()) return sticky;
   if (!engine::sim::is_live(event)) return result(cudaErrorInvalidResourceHandle);
+  if (const cudaError_t status = engine::sim::refuse_captured_event(event, "cudaEventQuery")) {
+    return result(status);
+  }
   const engine::sim::EventState::Snapshot state = event->state->snapshot();
   // Never recorded: complete, as in CUDA (and nothing to order after).
   if (state.completed < state.recorded) return cudaErrorNotReady;
@@ -165,6 +174,10 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   if (const cudaError_t sticky = sticky_error()) return sticky;
   if (!engine::sim::is_live(event)) return result(cudaErrorInvalidResourceHandle);
+  if (const cudaError_t status =
+          engine::sim::refuse_captured_event(event, "cudaEventSynchronize")) {
+    return result(status);
+  }
   engine::sim::EventState& state = *event->state;
   const engine::sim::EventState::Snapshot latest = state.snapshot();
   state.wait_for(latest.recorded);
@@ -179,6 +192,12 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
     return result(cudaErrorInvalidResourceHandle);
   }
   if (!start->timing || !end->timing) return result(cudaErrorInvalidResourceHandle);
+  for (cudaEvent_t event : {start, end}) {
+    if (const cudaError_t status =
+            engine::sim::refuse_captured_event(event, "cudaEventElapsedTime")) {
+      return result(status);
+    }
+  }
   const engine::sim::EventState::Snapshot a = start->state->snapshot();
   const engine::sim::EventState::Snapshot b = end->state->snapshot();
   if (a.recorded == 0 || b.recorded == 0) return result(cudaErrorInvalidResourceHandle);
@@ -191,6 +210,10 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   if (const cudaError_t sticky = sticky_error()) return sticky;
   if (flags != cudaEventWaitDefault) return result(cudaErrorInvalidValue);
   if (!engine::sim::is_live(event)) return result(cudaErrorInvalidResourceHandle);
+  if (const cudaError_t status = engine::sim::check_stream(stream)) return result(status);
+  if (const std::optional<cudaError_t> captured = engine::sim::capture_event_wait(stream, event)) {
+    return result(*captured);
+  }
   std::shared_ptr<engine::sim::EventState> state = event->state;
   const engine::sim::EventState::Snapshot latest = state->snapshot();
   if (latest.recorded == 0) return engine::sim::enqueue(stream, [] {});  // never recorded

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "sim/cuda/allocations.h"
+#include "sim/cuda/capture.h"
 #include "sim/cuda/devices.h"
 #include "sim/cuda/errors.h"
 #include "sim/cuda/streams.h"
@@ -90,6 +91,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind 
   if (const cudaError_t status = check_copy("cudaMemcpy", dst, src, count, kind, pageable)) {
     return result(status);
   }
+  if (const cudaError_t status = refuse_unsafe_call("cudaMemcpy")) return result(status);
   synchronize_streams(current_device());
   if (const cudaError_t sticky = sticky_error()) return sticky;
   std::memcpy(dst, src, count);
@@ -105,6 +107,12 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpy
   bool pageable = false;
   if (const cudaError_t status = check_copy("cudaMemcpyAsync", dst, src, count, kind, pageable)) {
     return result(status);
+  }
+  if (pageable) {
+    if (const cudaError_t status = refuse_on_capturing_stream(
+            stream, "cudaMemcpyAsync to or from pageable host memory (synchronous)")) {
+      return result(status);
+    }
   }
   if (const cudaError_t status = enqueue(stream, [dst, src, count] {
         if (sticky_error() == cudaSuccess) std::memcpy(dst, src, count);

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "sim/cuda/allocations.h"
+#include "sim/cuda/capture.h"
 #include "sim/cuda/devices.h"
 #include "sim/cuda/errors.h"
 #include "sim/cuda/streams.h"
@@ -49,6 +50,7 @@ cudaError_t cudaMemset(void* devPtr, int value, size_t count) {
   if (const cudaError_t sticky = sticky_error()) return sticky;
   if (count == 0) return cudaSuccess;
   if (const cudaError_t status = check_range("cudaMemset", devPtr, count)) return result(status);
+  if (const cudaError_t status = refuse_unsafe_call("cudaMemset")) return result(status);
   synchronize_streams(current_device());
   if (const cudaError_t sticky = sticky_error()) return sticky;
   std::memset(devPtr, value, count);

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "sim/cuda/capture.h"
 #include "sim/cuda/devices.h"
 #include "sim/cuda/errors.h"
 #include "sim/cuda/happens_before.h"
@@ -125,8 +126,9 @@ Registry& registry() {
   return instance;
 }
 
-// The live stream behind `stream`, or the error CUDA would return for it.
-cudaError_t find_stream(cudaStream_t stream) {
+}  // namespace
+
+cudaError_t check_stream(cudaStream_t stream) {
   if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) {
     explain(
         "the default stream is not emulated: the engine runs all device work on streams it "
@@ -138,16 +140,16 @@ cudaError_t find_stream(cudaStream_t stream) {
   return r.live.contains(stream) ? cudaSuccess : cudaErrorInvalidResourceHandle;
 }
 
-}  // namespace
-
 cudaError_t enqueue(cudaStream_t stream, StreamTask task) {
-  if (const cudaError_t status = find_stream(stream)) return result(status);
+  if (const cudaError_t status = check_stream(stream)) return result(status);
+  cudaError_t captured = cudaSuccess;
+  if (capture_task(stream, task, captured)) return result(captured);
   stream->enqueue(std::move(task));
   return cudaSuccess;
 }
 
 cudaError_t synchronize(cudaStream_t stream) {
-  if (const cudaError_t status = find_stream(stream)) return result(status);
+  if (const cudaError_t status = check_stream(stream)) return result(status);
   stream->synchronize();
   return result(sticky_error());
 }
@@ -186,7 +188,7 @@ cudaError_t cudaStreamCreate(cudaStream_t* pStream) {
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
-  if (const cudaError_t status = engine::sim::find_stream(stream)) {
+  if (const cudaError_t status = engine::sim::check_stream(stream)) {
     return engine::sim::result(status);
   }
   {
@@ -194,24 +196,36 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
     const engine::sim::BookkeepingLock lock(r.mutex);
     r.live.erase(stream);
   }
+  engine::sim::forget_stream(stream);
   delete stream;  // joins the worker once the queued work has run
   return cudaSuccess;
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  if (const cudaError_t status =
+          engine::sim::refuse_on_capturing_stream(stream, "cudaStreamSynchronize")) {
+    return engine::sim::result(status);
+  }
   return engine::sim::synchronize(stream);
 }
 
 cudaError_t cudaDeviceSynchronize() {
+  if (const cudaError_t status = engine::sim::refuse_unsafe_call("cudaDeviceSynchronize")) {
+    return engine::sim::result(status);
+  }
   engine::sim::synchronize_streams(engine::sim::current_device());
   return engine::sim::result(engine::sim::sticky_error());
 }
 
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
-  if (const cudaError_t status = engine::sim::find_stream(stream)) {
+  if (const cudaError_t status = engine::sim::check_stream(stream)) {
     return engine::sim::result(status);
   }
   if (const cudaError_t sticky = engine::sim::sticky_error()) return sticky;
+  if (const cudaError_t status =
+          engine::sim::refuse_on_capturing_stream(stream, "cudaStreamQuery")) {
+    return engine::sim::result(status);
+  }
   return stream->idle() ? cudaSuccess : cudaErrorNotReady;
 }
 

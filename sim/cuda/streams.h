@@ -16,6 +16,10 @@ using StreamTask = std::function<void()>;
 // the engine never uses (every engine::Stream on CUDA is a stream of its own).
 cudaError_t enqueue(cudaStream_t stream, StreamTask task);
 
+// cudaSuccess for a live stream of ours; cudaErrorInvalidResourceHandle for one that is not,
+// cudaErrorNotSupported (said on stderr) for the legacy and per-thread default streams.
+cudaError_t check_stream(cudaStream_t stream);
+
 // Blocks until everything queued on `stream` so far has run; the same errors as enqueue.
 cudaError_t synchronize(cudaStream_t stream);
 

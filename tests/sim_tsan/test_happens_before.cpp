@@ -83,6 +83,38 @@ TEST_F(HappensBefore, AWaitOrdersTheOtherStreamAfterTheRecord) {
   EXPECT_EQ(cudaEventDestroy(written_event), cudaSuccess);
 }
 
+// A replay runs what was captured in its order, the forked stream's kernel before the join, and
+// is ordered like any work queued on its stream: after the host's writes before the launch, and
+// before the host's reads after a synchronize. The host writes new input between replays.
+TEST_F(HappensBefore, AGraphReplayIsOrderedLikeTheWorkItCaptured) {
+  cudaEvent_t forked = nullptr, joined = nullptr;
+  ASSERT_EQ(cudaEventCreateWithFlags(&forked, cudaEventDisableTiming), cudaSuccess);
+  ASSERT_EQ(cudaEventCreateWithFlags(&joined, cudaEventDisableTiming), cudaSuccess);
+  ASSERT_EQ(cudaStreamBeginCapture(a, cudaStreamCaptureModeGlobal), cudaSuccess);
+  double_on(a);
+  ASSERT_EQ(cudaEventRecord(forked, a), cudaSuccess);
+  ASSERT_EQ(cudaStreamWaitEvent(b, forked, 0), cudaSuccess);
+  write_on(b, 7.f);
+  ASSERT_EQ(cudaEventRecord(joined, b), cudaSuccess);
+  ASSERT_EQ(cudaStreamWaitEvent(a, joined, 0), cudaSuccess);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(a, &graph), cudaSuccess);
+  cudaGraphExec_t executable = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&executable, graph, 0), cudaSuccess);
+  for (const float base : {1.f, 2.f}) {
+    for (int i = 0; i < kN; ++i)
+      written[i] = base + static_cast<float>(i);
+    ASSERT_EQ(cudaGraphLaunch(executable, a), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(a), cudaSuccess);
+    expect_ramp(doubled, base, 2.f);  // the host's values, doubled before b overwrote them
+    expect_ramp(written, 7.f);
+  }
+  EXPECT_EQ(cudaGraphExecDestroy(executable), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  EXPECT_EQ(cudaEventDestroy(forked), cudaSuccess);
+  EXPECT_EQ(cudaEventDestroy(joined), cudaSuccess);
+}
+
 TEST_F(HappensBefore, EventSynchronizeOrdersTheHostAfterTheRecord) {
   cudaEvent_t written_event = nullptr;
   write_and_record_on(a, 3.f, written_event);
