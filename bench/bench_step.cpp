@@ -85,7 +85,10 @@ cli::Command make_command(Options& o) {
   cli::add_precision(command, o.precision);
   cli::add_conv_tuning(command, o.conv_tuning);
   cli::add_fusion(command, o.fusion);
-  cli::add_cuda_graph(command, o.cuda_graph);
+  cli::add_cuda_graph(command, o.cuda_graph,
+                      "auto|on|off: capture the step (forward, loss, backward, SGD) once after a "
+                      "warm step as a CUDA graph and replay it: one launch instead of hundreds "
+                      "(auto: on a CUDA device; off: kernel by kernel, to compare)");
   command.flag(
       "--no-baseline", [&o] { o.baseline = false; }, "time ours only");
   cli::add_json(command, o.json);

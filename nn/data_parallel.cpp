@@ -116,6 +116,19 @@ void DataParallel::end_backward(Stream& stream) {
   buckets_->finish(stream);
 }
 
+void DataParallel::replayed_backward(Stream& stream, bool sync) {
+  if (comm_.size() > 1) {
+    fail("DataParallel::replayed_backward: " + std::to_string(comm_.size()) +
+         " ranks must all-reduce the gradients while backward runs, which a replayed graph "
+         "cannot start");
+  }
+  Pass pass{stream, true, false, {}};
+  begin_backward(pass, sync);
+  for (size_t id = 0; id < range_of_parameter_.size(); ++id)
+    pass.grad_ready(static_cast<ParameterId>(id));
+  end_backward(stream);
+}
+
 namespace {
 CommTiming comm_timing(const GradBucketTiming& t, const std::vector<GradBucket>& buckets,
                        size_t grad_bytes) {

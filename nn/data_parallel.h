@@ -72,6 +72,11 @@ class DataParallel {
   // Call after model.backward: waits for every bucket; the gradients are then averaged over
   // ranks.
   void end_backward(Stream& stream);
+  // In place of begin_backward/end_backward around a backward replayed from a CUDA graph, whose
+  // gradient hooks ran only when it was captured: the step's bookkeeping, every gradient
+  // counted as ready. A world of one only (a replay cannot start the buckets' all-reduces on
+  // the host's cue); throws for more ranks.
+  void replayed_backward(Stream& stream, bool sync);
   // The last synced step's timing (on a GPU: waits for that step's all-reduces).
   const CommTiming& last_timing() const;
   // Every synced step's timing since the previous call, oldest first; on a GPU waits only for

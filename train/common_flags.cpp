@@ -103,12 +103,9 @@ void add_fusion(Command& command, nn::BatchNormFusion& fusion) {
       "--no-fusion", [&fusion] { fusion = nn::BatchNormFusion::none; }, "--fusion none");
 }
 
-void add_cuda_graph(Command& command, CudaGraphMode& mode) {
-  command.option("--cuda-graph", "M",
-                 "auto|on|off: capture the training step once (after the convolutions' tuning) "
-                 "as a CUDA graph and replay it each step: one launch instead of hundreds "
-                 "(auto: on any CUDA device; off: kernel by kernel, to compare)",
-                 "auto", [&mode](const std::string& flag, const std::string& text) {
+void add_cuda_graph(Command& command, CudaGraphMode& mode, std::string_view help) {
+  command.option("--cuda-graph", "M", std::string(help), "auto",
+                 [&mode](const std::string& flag, const std::string& text) {
                    if (text == "auto") {
                      mode = CudaGraphMode::automatic;
                    } else if (text == "on") {

@@ -43,9 +43,10 @@ void add_conv_tuning(Command& command, nn::ConvTuning& tuning);
 // CUDA convolutions do (nn/batchnorm_fusion.h), so that runs can be compared with and without.
 void add_fusion(Command& command, nn::BatchNormFusion& fusion);
 
-// --cuda-graph auto|on|off: capture the training step once as a CUDA graph and replay it.
+// --cuda-graph auto|on|off: capture the training step once as a CUDA graph and replay it;
+// `help` says what is captured and when auto turns it on.
 enum class CudaGraphMode { automatic, on, off };
-void add_cuda_graph(Command& command, CudaGraphMode& mode);
+void add_cuda_graph(Command& command, CudaGraphMode& mode, std::string_view help);
 // Whether the step on `device` is captured: auto and on on a CUDA device; on with a CPU device
 // is a UsageError naming both flags.
 bool cuda_graph_enabled(CudaGraphMode mode, const Device& device);

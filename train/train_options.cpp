@@ -158,6 +158,9 @@ void check_values(const TrainOptions& o) {
   require(o.save_every_steps >= 0, "--save-every-steps must be >= 0");
   require(!o.evaluate || o.dump_batches.empty(), "--dump-batches does not apply to --evaluate");
   require(!o.evaluate || o.trace.empty(), "--trace records training steps: not with --evaluate");
+  require(o.cuda_graph != cli::CudaGraphMode::on || o.trace.empty(),
+          "--cuda-graph on replays whole micro-steps: --trace, which times each layer, needs "
+          "--cuda-graph off (auto turns it off)");
   require(!o.evaluate || !o.resume.empty(),
           "--evaluate needs --resume FILE (the checkpoint to evaluate)");
   require(o.pretrained.empty() || !o.evaluate,
@@ -287,6 +290,11 @@ void add_run_flags(cli::Command& c, TrainOptions& o) {
   cli::add_precision(c, o.precision);
   cli::add_conv_tuning(c, o.conv_tuning);
   cli::add_fusion(c, o.fusion);
+  cli::add_cuda_graph(c, o.cuda_graph,
+                      "auto|on|off: replay each kind of micro-step (forward, loss, backward) as a "
+                      "CUDA graph, captured the second time it runs: one launch instead of "
+                      "hundreds; the optimizer runs outside (auto: on a CUDA device with one rank "
+                      "and no --trace; on: an error where auto would not; off: kernel by kernel)");
 }
 
 // The images: sizes, crops and normalization.

@@ -17,6 +17,7 @@
 #include "nn/conv_tuning.h"
 #include "nn/precision.h"
 #include "train/cli_command.h"
+#include "train/common_flags.h"
 #include "train/trace_steps.h"
 
 namespace engine::train {
@@ -80,7 +81,8 @@ struct TrainOptions {
   std::string device = "auto";
   nn::Precision precision;     // fp32
   nn::ConvTuning conv_tuning;  // --conv-tuning, --conv-tuning-file, --conv-tuning-seconds
-  nn::BatchNormFusion fusion = nn::BatchNormFusion::full;  // --fusion
+  nn::BatchNormFusion fusion = nn::BatchNormFusion::full;         // --fusion
+  cli::CudaGraphMode cuda_graph = cli::CudaGraphMode::automatic;  // --cuda-graph
   int64_t image_size = 224;
   std::array<double, 2> crop_scale = {0.08, 1.0};  // RandomResizedCrop's scale range
   // torchvision's classification reference (references/classification/train.py) flags:

@@ -34,7 +34,7 @@ int default_threads(const MpiSession& session) {
 
 // The run's first line: what trains, on what, over which communicator, with what batch.
 std::string banner(const TrainOptions& o, const TrainerData& data, const TrainerComms& comms,
-                   Device device) {
+                   Device device, const std::string& graph_status) {
   const int world = comms.world();
   return "resnet_train: " + o.arch + ", " + std::to_string(data.classes().size()) + " classes, " +
          std::to_string(world) + " rank(s) on " + device.str() + " (" + comms.grad().name() + ", " +
@@ -46,7 +46,8 @@ std::string banner(const TrainOptions& o, const TrainerData& data, const Trainer
          // Only what is not the default, so that an SGD run's banner reads as before.
          (o.opt != OptimizerName::sgd ? ", " + std::string(optimizer_name(o.opt)) : std::string()) +
          (o.clip_grad > 0 ? ", gradients clipped to norm " + json_number(o.clip_grad)
-                          : std::string());
+                          : std::string()) +
+         (graph_status.empty() ? std::string() : ", " + graph_status);
 }
 
 // --trace-steps within the steps this run makes (the same answer on every rank, so all stop
@@ -119,7 +120,7 @@ int Trainer::run(const std::function<void()>& set_up) {
 
   Progress& progress = metrics.progress();
   if (comms.rank0()) {
-    progress.line(banner(o, data, comms, device));
+    progress.line(banner(o, data, comms, device, model.graph_status()));
     for (const std::string& line : conv_lines)
       progress.line(line);
     if (session.world().hosts > 1) progress.line("hosts: " + session.peers().placement());

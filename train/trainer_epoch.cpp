@@ -9,6 +9,40 @@
 #include "train/batch_dump.h"
 
 namespace engine::train {
+namespace {
+
+// One micro-batch kernel by kernel, each phase a span under --trace: forward, the loss (against
+// the labels or, under --mixup/--cutmix, the batch's soft targets; top-1 still counts the
+// labels), backward (gradients overwritten for the step's first micro-batch, all-reduced for its
+// last); the figures' row pushed. Returns the backward's span.
+int eager_micro_step(const data::Batch& batch, int64_t micro, int64_t accum, TrainerModel& model,
+                     TrainerMetrics& metrics, StepTrace& trace, Stream& stream) {
+  const int64_t n = batch.images.size(0);
+  const Tensor labels = Tensor::from_ints({n}, batch.labels).to(stream.device(), stream);
+  nn::Pass pass{stream, true, false, {}, trace.layer_observer()};
+  if (micro == 0) model.zero_grad();
+  const int forward_span = trace.begin_span("forward", stream, micro);
+  const Tensor& logits = model.forward(batch.images, pass);
+  const int loss_span = trace.begin_span("loss", stream, micro);
+  const Tensor& loss =
+      batch.targets.empty()
+          ? model.mean_loss(logits, labels, stream)
+          : model.mean_soft_loss(
+                logits,
+                Tensor::from_floats({n, static_cast<int64_t>(batch.targets.size()) / n},
+                                    batch.targets)
+                    .to(stream.device(), stream),
+                stream);
+  trace.end_span(loss_span, stream);
+  trace.end_span(forward_span, stream);
+  metrics.rows().push(logits, labels, loss, stream);
+  const int backward_span = trace.begin_span("backward", stream, micro);
+  model.backward(pass, micro == accum - 1, 1.f / static_cast<float>(accum), stream);
+  trace.end_span(backward_span, stream);
+  return backward_span;
+}
+
+}  // namespace
 
 int train_epoch(int64_t epoch, const TrainOptions& options, TrainerData& data, TrainerModel& model,
                 TrainerComms& comms, TrainerCheckpoints& checkpoints, TrainerMetrics& metrics,
@@ -53,28 +87,17 @@ int train_epoch(int64_t epoch, const TrainOptions& options, TrainerData& data, T
       dump_batch(options.dump_batches, *batch,
                  {model.step() + 1, epoch, comms.rank(), comms.world()}, stream);
     }
-    const Tensor labels = Tensor::from_ints({n}, batch->labels).to(stream.device(), stream);
-    nn::Pass pass{stream, true, false, {}, trace.layer_observer()};
-    if (micro == 0) model.zero_grad();
-    const int forward_span = trace.begin_span("forward", stream, micro);
-    const Tensor& logits = model.forward(batch->images, pass);
-    const int loss_span = trace.begin_span("loss", stream, micro);
-    // --mixup/--cutmix: the loss takes the batch's soft targets; top-1 still counts the labels.
-    const Tensor& loss =
-        batch->targets.empty()
-            ? model.mean_loss(logits, labels, stream)
-            : model.mean_soft_loss(
-                  logits,
-                  Tensor::from_floats({n, static_cast<int64_t>(batch->targets.size()) / n},
-                                      batch->targets)
-                      .to(stream.device(), stream),
-                  stream);
-    trace.end_span(loss_span, stream);
-    trace.end_span(forward_span, stream);
-    metrics.rows().push(logits, labels, loss, stream);
-    const int backward_span = trace.begin_span("backward", stream, micro);
-    model.backward(pass, micro == accum - 1, 1.f / static_cast<float>(accum), stream);
-    trace.end_span(backward_span, stream);
+    int backward_span = -1;
+    if (model.graphed()) {
+      // eager_micro_step's work as one CUDA graph's replay (no layer is traced: --trace turns
+      // the graphs off).
+      const MicroStepGraphs::Outputs out =
+          model.graphed_micro_step({batch->images, batch->labels, batch->targets}, micro == 0,
+                                   micro == accum - 1, 1.f / static_cast<float>(accum), stream);
+      metrics.rows().push(out.logits, out.labels, out.loss, stream);
+    } else {
+      backward_span = eager_micro_step(*batch, micro, accum, model, metrics, trace, stream);
+    }
     step_samples += n;
     if (micro != accum - 1) continue;
     trace.mark_synced_backward(backward_span);

@@ -100,6 +100,26 @@ void TrainerModel::build(Communicator& grad_comm, Stream& stream) {
   ddp_ = std::make_unique<nn::DataParallel>(
       model_.params(), grad_comm,
       nn::DataParallelOptions{.bucket_cap_mb = o.bucket_cap_mb, .overlap = true});
+  decide_cuda_graph(grad_comm.size());
+}
+
+void TrainerModel::decide_cuda_graph(int world) {
+  const bool wanted = cli::cuda_graph_enabled(options_.cuda_graph, device_);
+  std::string why_not = options_.cuda_graph == cli::CudaGraphMode::off ? "--cuda-graph off" : "";
+  if (why_not.empty() && world > 1) {
+    why_not = std::to_string(world) +
+              " ranks: the gradients' all-reduce during backward is not "
+              "captured yet";
+  }
+  if (why_not.empty() && !options_.trace.empty()) why_not = "--trace times each layer";
+  if (wanted && why_not.empty()) {
+    graphs_ = std::make_unique<MicroStepGraphs>(model_, loss_, *ddp_);
+    graph_status_ = "micro-steps replayed as CUDA graphs";
+  } else if (options_.cuda_graph == cli::CudaGraphMode::on) {
+    fail("resnet_train: --cuda-graph on: " + why_not);
+  } else if (device_.is_cuda()) {
+    graph_status_ = "no CUDA graph (" + why_not + ")";
+  }
 }
 
 void TrainerModel::set_schedule(int64_t steps_per_epoch) {
@@ -142,6 +162,7 @@ void TrainerModel::ensure_setup(const Tensor& images, Stream& stream) {
   const int64_t batch = shape[0];
   if (shape == model_shape_) return;
   model_.set_fusion(options_.fusion);
+  if (graphs_) graphs_->clear();  // their buffers are about to be reallocated
   model_.setup(shape, options_.precision.activations, stream, &conv_plans_);
   loss_.setup(batch, classes_, options_.precision.activations, device_);
   model_shape_ = shape;

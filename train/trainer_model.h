@@ -21,6 +21,7 @@
 #include "nn/lr_schedule.h"
 #include "nn/optimizer.h"
 #include "nn/resnet.h"
+#include "train/micro_step_graphs.h"
 #include "train/train_options.h"
 #include "train/weight_ema.h"
 
@@ -76,6 +77,16 @@ class TrainerModel {
   // micro-batch) the gradients are all-reduced as backward finishes them, else they
   // accumulate locally (no_sync).
   void backward(nn::Pass& pass, bool sync, float loss_scale, Stream& stream);
+  // --cuda-graph: whether micro-steps run through graphed_micro_step (decided by build(): a
+  // CUDA device, one rank, no --trace), and how the banner says it ("" on the CPU).
+  bool graphed() const { return graphs_ != nullptr; }
+  const std::string& graph_status() const { return graph_status_; }
+  // forward, mean_loss (or mean_soft_loss) and backward of one micro-batch as a CUDA graph's
+  // replay (train/micro_step_graphs.h); `first`: the step's first micro-batch (zero_grad).
+  MicroStepGraphs::Outputs graphed_micro_step(const MicroStepGraphs::Batch& batch, bool first,
+                                              bool sync, float loss_scale, Stream& stream) {
+    return graphs_->run(batch, first, sync, loss_scale, stream);
+  }
   // --clip-grad on the all-reduced gradients (every rank clips the same average by the same
   // factor), the optimizer at the schedule's rate for the next step, then the --ema average.
   // Returns the rate.
@@ -86,6 +97,8 @@ class TrainerModel {
   void swap_ema(Stream& stream) { ema_->swap(stream); }
 
  private:
+  void decide_cuda_graph(int world);
+
   const TrainOptions& options_;
   int64_t classes_;
   Device device_;
@@ -95,6 +108,8 @@ class TrainerModel {
   std::unique_ptr<nn::GradClip> clip_;
   std::unique_ptr<nn::DataParallel> ddp_;
   std::unique_ptr<WeightEma> ema_;
+  std::unique_ptr<MicroStepGraphs> graphs_;
+  std::string graph_status_;
   nn::LrSchedule schedule_;
   int64_t step_ = 0;
   Shape model_shape_;  // the shape ensure_setup last saw

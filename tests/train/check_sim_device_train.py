@@ -35,6 +35,13 @@ CPU's (relative norm), and every layer's output gradient and parameter gradient 
 too, unless a ReLU output lands on the other side of zero in one of them (a "flip": its
 gradient is dropped or kept, which moves the gradients below it by ~1e-3), when 2e-2.
 
+--ranks 1 also checks the CUDA graphs (--cuda-graph, train/micro_step_graphs.h): batch 2 with
+--accum-steps 2 (two kinds of micro-step, each run kernel by kernel, then captured, then replayed)
+and --lr-schedule onecycle (the learning rate changes every step, outside the graphs), four
+steps with the graphs (the default on one rank) and without (--cuda-graph off), and four with
+the graphs stopped at 2 and resumed: losses and final weights bit for bit the same, the banner
+saying which ran.
+
 --ranks 1 also runs resnet_train on a device of 24 MiB (ENGINE_SIM_DEVICE_MEMORY_MIB), too
 small for the model: exit 1 with CUDA's out-of-memory error naming the device and what it has
 free, and no checkpoint.
@@ -61,6 +68,7 @@ COMMON = ["--arch", "resnet18", "--image-size", "32", "--crop-scale", "0.64,1", 
 SINGLE_RANK = ["--comm", "ring-shm", "-b", "8", "--max-steps", "2", "--ema", "0.9"]
 MULTI_RANK = ["--sync-bn", "-b", "2", "--mixup", "0.8", "--cutmix", "1.0", "--mixup-mode", "pair"]
 RELATIVE_TOLERANCE = 1e-4
+GRAPHED = ["--comm", "ring-shm", "-b", "2", "--accum-steps", "2", "--lr-schedule", "onecycle"]
 MULTI_RANK_TOLERANCES = [1e-5, 2e-3]  # per step; see the docstring for why
 MPI = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
 
@@ -133,16 +141,49 @@ def single_rank(args):
     if args.probe_exe:
         probe_on_both_devices(args, os.path.join(args.work, "cpu", "last.safetensors"),
                               os.path.join(args.work, "dumps", "step-0000002-rank-0.safetensors"))
+    graphed_matches_ungraphed(args)
     out_of_memory(args)
+
+
+def float_tensors(path):
+    from safetensors_plain import read_safetensors_plain
+    _, tensors = read_safetensors_plain(path)
+    return {k: v for k, (dtype, _, v) in tensors.items() if dtype == "F32"}
+
+
+def graphed_matches_ungraphed(args):
+    outputs = []
+    graphed = train(args, "graph_on", "cuda", GRAPHED + ["--max-steps", "4"], 1, output=outputs)
+    plain = train(args, "graph_off", "cuda", GRAPHED + ["--max-steps", "4", "--cuda-graph", "off"],
+                  1, output=outputs)
+    train(args, "graph_parts", "cuda", GRAPHED + ["--max-steps", "2"], 1)
+    resume = os.path.join(args.work, "graph_parts", "last.safetensors")
+    parts = train(args, "graph_parts", "cuda", GRAPHED + ["--max-steps", "4", "--resume", resume],
+                  1, fresh=False)
+    for text, expected in zip(outputs, ("micro-steps replayed as CUDA graphs",
+                                        "no CUDA graph (--cuda-graph off)")):
+        if expected not in text.splitlines()[0]:
+            sys.exit(f"expected the banner to say '{expected}':\n{text}")
+    with open(os.path.join(args.work, "graph_on", "steps.jsonl")) as f:
+        rates = [json.loads(line)["lr"] for line in f if line.strip()]
+    if len(set(rates)) != len(rates):
+        sys.exit(f"--lr-schedule onecycle should change the rate every step: {rates}")
+    if len(graphed) != 4 or graphed != plain or parts != plain:
+        sys.exit(f"losses with CUDA graphs {graphed}, resumed {parts}, without {plain}: "
+                 "expected the same 4 values")
+    weights = [float_tensors(os.path.join(args.work, name, "last.safetensors"))
+               for name in ("graph_on", "graph_off", "graph_parts")]
+    if not weights[0] or weights[0] != weights[1] or weights[2] != weights[1]:
+        sys.exit("the final weights with CUDA graphs differ from those without")
+    print(f"CUDA graphs, batch 2 x 2 accumulated, rates {rates}: losses {graphed} and "
+          f"{len(weights[0])} weight tensors bit for bit those of --cuda-graph off, also resumed "
+          "at step 2")
 
 
 def compare_weight_averages(args):
     """ema.safetensors of the two devices' runs: every float tensor within 1e-4 of its RMS."""
-    from safetensors_plain import read_safetensors_plain
-    averages = {}
-    for device in ("cpu", "cuda"):
-        _, tensors = read_safetensors_plain(os.path.join(args.work, device, "ema.safetensors"))
-        averages[device] = {k: v for k, (dtype, _, v) in tensors.items() if dtype == "F32"}
+    averages = {device: float_tensors(os.path.join(args.work, device, "ema.safetensors"))
+                for device in ("cpu", "cuda")}
     worst = 0.0
     for name, expected in averages["cpu"].items():
         scale = max(1e-3, math.sqrt(sum(v * v for v in expected) / max(1, len(expected))))
