@@ -40,7 +40,8 @@ extern const GpuBaseline kCopyBaseline;
 // The dtypes an op's bench rows run in, of those bench_kernels --dtype asks for.
 enum class BenchDtypes {
   f32,          // f32 only, on every device
-  each_on_gpu,  // each on a GPU, f32 on the CPU (the fc layer's GEMMs)
+  each_on_gpu,  // each on a GPU, f32 on the CPU (the fc layer's GEMMs; the activation-sized
+                // memory-bound ops, whose bytes a bf16 step moves in bf16)
   each,         // each on every device (the convolutions)
 };
 

@@ -27,7 +27,8 @@ def make(dims):
     out = torch.empty_like(x)
     return lambda: torch.ops.aten._add_relu.out(x, other, out=out)
 )",
-      .gpu_baseline = kCudnnAddReluBaseline};
+      .gpu_baseline = kCudnnAddReluBaseline,
+      .bench_dtypes = BenchDtypes::each_on_gpu};
   return d;
 }
 

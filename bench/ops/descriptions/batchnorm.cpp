@@ -358,7 +358,8 @@ const OpDescription& describe_bn_forward() {
       .torch = "def make(dims):\n" ENGINE_BN_OPERANDS R"(
     return lambda: F.batch_norm(x, running_mean, running_var, weight, bias, training=True,
                                 momentum=0.1, eps=1e-5)
-)"};
+)",
+      .bench_dtypes = BenchDtypes::each_on_gpu};
   return d;
 }
 
@@ -374,7 +375,8 @@ const OpDescription& describe_bn_backward() {
     return lambda: torch.ops.aten.native_batch_norm_backward(
         dy, x, weight, running_mean, running_var, save_mean, save_invstd, True, 1e-5,
         [True, True, True])
-)"};
+)",
+      .bench_dtypes = BenchDtypes::each_on_gpu};
   return d;
 }
 

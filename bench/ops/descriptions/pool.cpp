@@ -128,7 +128,8 @@ def make(dims):
     n, h, w, c = dims
     x = torch.randn(n, c, h, w)
     return lambda: F.max_pool2d(x, 3, 2, 1)
-)"};
+)",
+      .bench_dtypes = BenchDtypes::each_on_gpu};
   return d;
 }
 
@@ -146,7 +147,8 @@ def make(dims):
     dy, out = torch.randn_like(y), torch.empty_like(x)
     return lambda: torch.ops.aten.max_pool2d_with_indices_backward.grad_input(
         dy, x, [3, 3], [2, 2], [1, 1], [1, 1], False, indices, grad_input=out)
-)"};
+)",
+      .bench_dtypes = BenchDtypes::each_on_gpu};
   return d;
 }
 
@@ -160,7 +162,8 @@ def make(dims):
     n, h, w, c = dims
     x = torch.randn(n, c, h, w)
     return lambda: F.adaptive_avg_pool2d(x, 1)
-)"};
+)",
+      .bench_dtypes = BenchDtypes::each_on_gpu};
   return d;
 }
 
@@ -174,7 +177,8 @@ def make(dims):
     n, h, w, c = dims
     x, dy = torch.randn(n, c, h, w), torch.randn(n, c, 1, 1)
     return lambda: torch.ops.aten._adaptive_avg_pool2d_backward(dy, x)
-)"};
+)",
+      .bench_dtypes = BenchDtypes::each_on_gpu};
   return d;
 }
 

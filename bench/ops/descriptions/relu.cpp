@@ -20,7 +20,8 @@ def make(dims):
     n, h, w, c = dims
     x = torch.randn(n, c, h, w)
     return lambda: torch.relu(x)
-)"};
+)",
+                               .bench_dtypes = BenchDtypes::each_on_gpu};
   return d;
 }
 

@@ -26,7 +26,8 @@ def make(dims):
     y, dy = torch.relu(torch.randn(n, c, h, w)), torch.randn(n, c, h, w)
     out = torch.empty_like(y)
     return lambda: torch.ops.aten.threshold_backward.grad_input(dy, y, 0.0, grad_input=out)
-)"};
+)",
+      .bench_dtypes = BenchDtypes::each_on_gpu};
   return d;
 }
 
