@@ -1,20 +1,24 @@
-// Helpers that the batchnorm SIMT suites share (test_batchnorm_simt.cpp and
+// Helpers that the batchnorm SIMT suites share (test_batchnorm_simt_forward.cpp,
+// test_batchnorm_simt_merge.cpp, test_batchnorm_simt_backward.cpp and
 // test_batchnorm_relu_mask_simt.cpp): the launch geometries they force, bitwise comparison,
-// and the reduction workspace.
+// the statistics' tolerances and the reduction workspace.
 #pragma once
 
 #include "sim/simt/simt.h"
-// The kernels under test, compiled by g++ for the emulator.
+// The kernels under test, compiled by g++ for the emulator. It defines entry points and
+// kernels out of line: each suite that includes this header is its own executable.
 #include "kernels/cuda/batchnorm.cuh"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <source_location>
 #include <string>
 #include <vector>
 
+#include "close_values.h"
 #include "simt_buffer.h"
 
 namespace engine::testing {
@@ -51,6 +55,21 @@ inline ::testing::AssertionResult same_bits(const std::vector<float>& expected,
                                             const std::vector<float>& actual) {
   return same_bits(std::vector<double>(expected.begin(), expected.end()),
                    std::vector<double>(actual.begin(), actual.end()));
+}
+
+inline std::vector<float> slice(const std::vector<float>& v, int64_t begin, int64_t count) {
+  return {v.begin() + begin, v.begin() + begin + count};
+}
+
+// Per-channel f32 stats, in layout [mean, m2 or invstd, count]: means to fp32 rounding of the
+// data's scale, the rest relative. Shared so that the merge's statistics are held to the
+// separate phases' tolerances.
+inline void expect_stats_close(const std::vector<float>& expected, const std::vector<float>& actual,
+                               int64_t channels, double mean_scale) {
+  EXPECT_TRUE(
+      all_close(slice(expected, 0, channels), slice(actual, 0, channels), 1e-6, mean_scale));
+  EXPECT_TRUE(all_close(slice(expected, channels, channels + 1),
+                        slice(actual, channels, channels + 1), 1e-5));
 }
 
 // A reduction workspace, zeroed before its first use as its tile counters need.

@@ -4,7 +4,8 @@
 // reading y stored as round_to_dtype(conv_input_value(x, scale, shift, true)): the two masks
 // agree wherever rounding to the dtype keeps the sign of y, which the inputs are chosen for
 // (and checked). Every dtype, the BN shapes (vector and scalar channel widths) and launch
-// geometries of test_batchnorm_simt.cpp. Then the dispatcher's refusals of malformed gates.
+// geometries of test_batchnorm_simt_backward.cpp. Then the dispatcher's refusals of malformed
+// gates.
 #include "batchnorm_simt_helpers.h"
 
 #include <gtest/gtest.h>
@@ -222,7 +223,7 @@ TEST(BatchNormReluMaskSimt, RecomputedMaskGivesTheStoredOutputsBits) {
             SCOPED_TRACE("CPU");
             expect_same_bits(on_cpu(false), cpu);
           }
-          // As test_batchnorm_simt.cpp's fused backward: sums to fp32 rounding of their
+          // As test_batchnorm_simt_backward.cpp's fused backward: sums to fp32 rounding of their
           // terms' scale, dx to the rounding of dy's; the ReLU's gradient is dy or 0: exact.
           EXPECT_TRUE(all_close(cpu.grad_sums, gpu.grad_sums, 1e-5, static_cast<double>(s.rows())))
               << "grad_sums, emulator vs CPU";

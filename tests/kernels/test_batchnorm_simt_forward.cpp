@@ -1,8 +1,10 @@
-// The CUDA batchnorm kernels through their launchers under the SIMT emulator, against the
-// CPU twins: every phase (the fp64 sum phases bit for bit, also at mean 1e3 and 1e4), f32 and
-// bf16, the 16-byte vector path (C a multiple of the width)
-// and the scalar path (odd C, or pointers one element off), the default grid and small grids
-// that force several partials per channel, several channel tiles and the row-stride loop.
+// The CUDA batchnorm kernels' training step and statistics through their launchers under the
+// SIMT emulator, against the CPU twins: a whole step (statistics, SyncBN's fp64 sums and
+// finalize, normalize, evaluation, backward), the fp64 sum phases bit for bit (also at mean
+// 1e3 and 1e4), the statistics at a large mean and the DType entry points; f32 and bf16, the
+// 16-byte vector path (C a multiple of the width) and the scalar path (odd C, or pointers one
+// element off), the default grid and small grids that force several partials per channel,
+// several channel tiles and the row-stride loop.
 #include "sim/simt/simt.h"
 // The kernels under test, compiled here by g++ for the emulator.
 #include "kernels/cuda/batchnorm.cuh"
@@ -10,8 +12,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <string>
+#include <vector>
 
 #include "batchnorm_cases.h"
 #include "batchnorm_simt_helpers.h"
@@ -28,12 +30,13 @@ using testing::kBf16Ulp;
 using testing::normal_values;
 using testing::SimtBuffer;
 
-using testing::expect_counters_reset;
+using testing::expect_stats_close;
 using testing::kDTypes;
 using testing::kEps;
 using testing::kLaunchShapes;
 using testing::LaunchShapes;
 using testing::same_bits;
+using testing::slice;
 using testing::zeroed_workspace;
 
 // stats -> sums through the launcher, bit for bit against the CPU twin; returns the sums.
@@ -46,20 +49,6 @@ std::vector<double> sums_checked(const std::vector<float>& stats, int64_t c,
                                 nullptr, shape);
   EXPECT_TRUE(same_bits(expected, out.double_values())) << "stats_to_sums";
   return expected;
-}
-
-std::vector<float> slice(const std::vector<float>& v, int64_t begin, int64_t count) {
-  return {v.begin() + begin, v.begin() + begin + count};
-}
-
-// Per-channel f32 stats, in layout [mean, m2 or invstd, count]: means to fp32 rounding of the
-// data's scale, the rest relative.
-void expect_stats_close(const std::vector<float>& expected, const std::vector<float>& actual,
-                        int64_t channels, double mean_scale) {
-  EXPECT_TRUE(
-      all_close(slice(expected, 0, channels), slice(actual, 0, channels), 1e-6, mean_scale));
-  EXPECT_TRUE(all_close(slice(expected, channels, channels + 1),
-                        slice(actual, channels, channels + 1), 1e-5));
 }
 
 // Runs one whole training step of the batchnorm phases on the emulator and on the CPU.
@@ -459,255 +448,6 @@ TEST(BatchNormSimt, EntryPointsDispatchOnDtype) {
     cpu::batchnorm_eval_forward(eval);
     EXPECT_TRUE(
         all_close(eval_expected.values(), eval_y.values(), dtype == DType::f32 ? 1e-5 : kBf16Ulp));
-  }
-}
-
-// dy where y > 0, else 0: relu_backward's rule, on the host.
-std::vector<float> through_relu(const std::vector<float>& dy, const std::vector<float>& y) {
-  std::vector<float> g(dy.size());
-  for (size_t i = 0; i < dy.size(); ++i)
-    g[i] = y[i] > 0.f ? dy[i] : 0.f;
-  return g;
-}
-
-// The statistics' merge that also writes the fp64 sums and finalizes them gives the bits of
-// the separate phases (stats, stats_to_sums, finalize_sums), on the emulator and on the CPU
-// twin; also with the sums alone (SyncBN's forward).
-TEST(BatchNormSimt, StatsMergeFinishesSumsAndFinalizeBitForBit) {
-  for (DType dtype : kDTypes) {
-    for (const BnShape& s : testing::kBnShapes) {
-      for (const LaunchShapes& launch : kLaunchShapes) {
-        SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str() + " " + launch.str());
-        const int64_t rows = s.rows(), c = s.c;
-        SimtBuffer x(dtype, normal_values(s.numel(), 31, dtype, 0.5, 2.0));
-        const std::vector<float> rm0 = normal_values(c, 32, DType::f32);
-        const std::vector<float> rv0(c, 1.5f);
-        SimtBuffer workspace =
-            zeroed_workspace(cuda::batchnorm_workspace_numel(rows, c, launch.reduce));
-        // The separate phases.
-        SimtBuffer stats = SimtBuffer::f32(2 * c + 1), sums = SimtBuffer::f64(2 * c + 1);
-        SimtBuffer batch = SimtBuffer::f32(2 * c + 1);
-        SimtBuffer rm(DType::f32, rm0), rv(DType::f32, rv0);
-        const BatchNormStatsArgs plain{.dtype = dtype,
-                                       .x = x.data(),
-                                       .rows = rows,
-                                       .channels = c,
-                                       .stats = stats.floats(),
-                                       .workspace = workspace.floats()};
-        cuda::batchnorm_stats(plain, nullptr, launch.reduce);
-        cuda::batchnorm_stats_to_sums(
-            {.stats = stats.floats(), .channels = c, .sums = sums.doubles()}, nullptr,
-            launch.channel);
-        const BatchNormFinalizeSumsArgs finalize{.sums = sums.doubles(),
-                                                 .channels = c,
-                                                 .momentum = 0.1f,
-                                                 .eps = kEps,
-                                                 .running_mean = rm.floats(),
-                                                 .running_var = rv.floats(),
-                                                 .batch_stats = batch.floats()};
-        cuda::batchnorm_finalize_sums(finalize, nullptr, launch.channel);
-        // One statistics call.
-        SimtBuffer f_stats = SimtBuffer::f32(2 * c + 1), f_sums = SimtBuffer::f64(2 * c + 1);
-        SimtBuffer f_batch = SimtBuffer::f32(2 * c + 1);
-        SimtBuffer f_rm(DType::f32, rm0), f_rv(DType::f32, rv0);
-        BatchNormStatsArgs fused = plain;
-        fused.stats = f_stats.floats();
-        fused.sums = f_sums.doubles();
-        fused.finalize = {.momentum = 0.1f,
-                          .eps = kEps,
-                          .running_mean = f_rm.floats(),
-                          .running_var = f_rv.floats(),
-                          .batch_stats = f_batch.floats()};
-        cuda::batchnorm_stats(fused, nullptr, launch.reduce);
-        EXPECT_TRUE(same_bits(stats.values(), f_stats.values())) << "stats";
-        EXPECT_TRUE(same_bits(sums.double_values(), f_sums.double_values())) << "sums";
-        EXPECT_TRUE(same_bits(batch.values(), f_batch.values())) << "batch_stats";
-        EXPECT_TRUE(same_bits(rm.values(), f_rm.values())) << "running_mean";
-        EXPECT_TRUE(same_bits(rv.values(), f_rv.values())) << "running_var";
-
-        // Sums only (SyncBN's forward, which all-reduces them before the finalize).
-        SimtBuffer s_sums = SimtBuffer::f64(2 * c + 1);
-        BatchNormStatsArgs sums_only = plain;
-        sums_only.sums = s_sums.doubles();
-        cuda::batchnorm_stats(sums_only, nullptr, launch.reduce);
-        EXPECT_TRUE(same_bits(sums.double_values(), s_sums.double_values())) << "sums only";
-        expect_counters_reset(workspace, c);
-
-        // The CPU twin: the same folding, the same bits as its separate phases.
-        std::vector<float> cpu_stats(2 * c + 1), cpu_batch(2 * c + 1), cpu_rm = rm0, cpu_rv = rv0;
-        std::vector<double> cpu_sums(2 * c + 1);
-        cpu::batchnorm_stats({.dtype = dtype,
-                              .x = x.data(),
-                              .rows = rows,
-                              .channels = c,
-                              .stats = cpu_stats.data(),
-                              .sums = cpu_sums.data(),
-                              .finalize = {.momentum = 0.1f,
-                                           .eps = kEps,
-                                           .running_mean = cpu_rm.data(),
-                                           .running_var = cpu_rv.data(),
-                                           .batch_stats = cpu_batch.data()}});
-        std::vector<float> sep_stats(2 * c + 1), sep_batch(2 * c + 1), sep_rm = rm0, sep_rv = rv0;
-        std::vector<double> sep_sums(2 * c + 1);
-        cpu::batchnorm_stats({.dtype = dtype,
-                              .x = x.data(),
-                              .rows = rows,
-                              .channels = c,
-                              .stats = sep_stats.data()});
-        cpu::batchnorm_stats_to_sums(
-            {.stats = sep_stats.data(), .channels = c, .sums = sep_sums.data()});
-        cpu::batchnorm_finalize_sums({.sums = sep_sums.data(),
-                                      .channels = c,
-                                      .momentum = 0.1f,
-                                      .eps = kEps,
-                                      .running_mean = sep_rm.data(),
-                                      .running_var = sep_rv.data(),
-                                      .batch_stats = sep_batch.data()});
-        EXPECT_TRUE(same_bits(sep_sums, cpu_sums)) << "cpu sums";
-        EXPECT_TRUE(same_bits(sep_batch, cpu_batch)) << "cpu batch_stats";
-        EXPECT_TRUE(same_bits(sep_rm, cpu_rm)) << "cpu running_mean";
-        EXPECT_TRUE(same_bits(sep_rv, cpu_rv)) << "cpu running_var";
-        // And the emulator against the CPU (different merge orders: close).
-        expect_stats_close(cpu_batch, f_batch.values(), c, 2.5);
-      }
-    }
-  }
-}
-
-// What a backward variant folds in: a ReLU (its output y read in both passes), that
-// gradient written out for a residual branch, the parameter gradients accumulated.
-struct BackwardFusion {
-  bool relu, relu_grad, accumulate, weight_grad;
-  std::string str() const {
-    return std::string(relu ? "relu" : "no relu") + (relu_grad ? " + relu_grad" : "") +
-           (accumulate ? " accumulate" : " overwrite") + (weight_grad ? "" : " no weight_grad");
-  }
-};
-const BackwardFusion kBackwardFusions[] = {{true, false, false, true},
-                                           {true, true, true, true},
-                                           {false, false, true, true},
-                                           {false, false, false, false}};
-
-// Runs the fused backward (reduce, then element-wise) through `reduce_fn` / `elementwise_fn`
-// (the emulator's or the CPU's) and checks it bit for bit against the unfused passes on the
-// masked dy through the same functions: the ReLU folded in, the gradients from the sums.
-template <typename ReduceFn, typename ElementwiseFn>
-void check_fused_backward(const BnShape& s, DType dtype, const BackwardFusion& f,
-                          SimtBuffer& workspace, ReduceFn reduce_fn, ElementwiseFn elementwise_fn,
-                          std::vector<float>* sums_out, std::vector<float>* dx_out) {
-  const int64_t rows = s.rows(), c = s.c;
-  const std::vector<float> dy = normal_values(s.numel(), 41, dtype);
-  const std::vector<float> y = normal_values(s.numel(), 42, dtype);  // about half <= 0
-  SimtBuffer x(dtype, normal_values(s.numel(), 43, dtype, 0.5, 2.0));
-  SimtBuffer ddy(dtype, dy), dy_y(dtype, y), masked(dtype, f.relu ? through_relu(dy, y) : dy);
-  std::vector<float> batch_host(2 * c + 1);
-  std::vector<double> sums_host(2 * c + 1);
-  cpu::batchnorm_stats({.dtype = dtype,
-                        .x = x.data(),
-                        .rows = rows,
-                        .channels = c,
-                        .stats = std::vector<float>(2 * c + 1).data(),
-                        .sums = sums_host.data(),
-                        .finalize = {.eps = kEps, .batch_stats = batch_host.data()}});
-  SimtBuffer batch(DType::f32, batch_host), weight(DType::f32, normal_values(c, 44, DType::f32));
-  const std::vector<float> grad0 = normal_values(c, 45, DType::f32);
-
-  // Unfused: the masked dy, and the gradients read off grad_sums.
-  SimtBuffer ref_sums = SimtBuffer::f32(2 * c), ref_dx(dtype, std::vector<float>(s.numel()));
-  BatchNormBackwardReduceArgs reduce{.dtype = dtype,
-                                     .dy = masked.data(),
-                                     .x = x.data(),
-                                     .batch_stats = batch.floats(),
-                                     .grad_sums = ref_sums.floats(),
-                                     .rows = rows,
-                                     .channels = c,
-                                     .workspace = workspace.floats()};
-  reduce_fn(reduce);
-  BatchNormBackwardElementwiseArgs elementwise{.dtype = dtype,
-                                               .dy = masked.data(),
-                                               .x = x.data(),
-                                               .batch_stats = batch.floats(),
-                                               .weight = weight.floats(),
-                                               .grad_sums = ref_sums.floats(),
-                                               .dx = ref_dx.data(),
-                                               .rows = rows,
-                                               .channels = c};
-  elementwise_fn(elementwise);
-
-  // Fused.
-  SimtBuffer sums = SimtBuffer::f32(2 * c), dx(dtype, std::vector<float>(s.numel()));
-  SimtBuffer relu_grad(dtype, std::vector<float>(s.numel(), 7.f));
-  SimtBuffer bias_grad(DType::f32, grad0), weight_grad(DType::f32, grad0);
-  reduce.dy = ddy.data();
-  reduce.grad_sums = sums.floats();
-  reduce.relu_output = f.relu ? dy_y.data() : nullptr;
-  reduce.relu_grad = f.relu_grad ? relu_grad.data() : nullptr;
-  reduce.bias_grad = bias_grad.floats();
-  reduce.weight_grad = f.weight_grad ? weight_grad.floats() : nullptr;
-  reduce.accumulate = f.accumulate;
-  reduce_fn(reduce);
-  elementwise.dy = ddy.data();
-  elementwise.relu_output = f.relu ? dy_y.data() : nullptr;
-  elementwise.grad_sums = sums.floats();
-  elementwise.dx = dx.data();
-  elementwise_fn(elementwise);
-
-  const std::vector<float> got_sums = sums.values(), want_sums = ref_sums.values();
-  EXPECT_TRUE(same_bits(want_sums, got_sums)) << "grad_sums";
-  EXPECT_TRUE(same_bits(ref_dx.values(), dx.values())) << "dx";
-  if (f.relu_grad) {
-    EXPECT_TRUE(same_bits(masked.values(), relu_grad.values())) << "relu_grad";
-  }
-  std::vector<float> want_bias(c), want_weight(c);
-  for (int64_t i = 0; i < c; ++i) {
-    want_bias[i] = f.accumulate ? grad0[i] + want_sums[i] : want_sums[i];
-    want_weight[i] = f.accumulate ? grad0[i] + want_sums[c + i] : want_sums[c + i];
-  }
-  EXPECT_TRUE(same_bits(want_bias, bias_grad.values())) << "bias_grad";
-  EXPECT_TRUE(same_bits(f.weight_grad ? want_weight : grad0, weight_grad.values()))
-      << "weight_grad";
-  *sums_out = got_sums;
-  *dx_out = dx.values();
-}
-
-TEST(BatchNormSimt, BackwardFoldsReluAndWritesTheParameterGradients) {
-  for (DType dtype : kDTypes) {
-    for (const BnShape& s : testing::kBnShapes) {
-      for (const LaunchShapes& launch : kLaunchShapes) {
-        for (const BackwardFusion& f : kBackwardFusions) {
-          SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + s.str() + " " + launch.str() + " " +
-                       f.str());
-          SimtBuffer workspace =
-              zeroed_workspace(cuda::batchnorm_workspace_numel(s.rows(), s.c, launch.reduce));
-          std::vector<float> gpu_sums, gpu_dx, cpu_sums, cpu_dx;
-          check_fused_backward(
-              s, dtype, f, workspace,
-              [&](const BatchNormBackwardReduceArgs& a) {
-                cuda::batchnorm_backward_reduce(a, nullptr, launch.reduce);
-              },
-              [&](const BatchNormBackwardElementwiseArgs& a) {
-                cuda::batchnorm_backward_elementwise(a, nullptr, launch.tile);
-              },
-              &gpu_sums, &gpu_dx);
-          expect_counters_reset(workspace, s.c);
-          check_fused_backward(
-              s, dtype, f, workspace,
-              [](const BatchNormBackwardReduceArgs& a) { cpu::batchnorm_backward_reduce(a); },
-              [](const BatchNormBackwardElementwiseArgs& a) {
-                cpu::batchnorm_backward_elementwise(a);
-              },
-              &cpu_sums, &cpu_dx);
-          // Sums of rows terms of about 1 that may cancel (2 rows, half of dy masked): to
-          // fp32 rounding of the terms' scale.
-          EXPECT_TRUE(all_close(cpu_sums, gpu_sums, 1e-5, static_cast<double>(s.rows())))
-              << "grad_sums, emulator vs CPU";
-          // dx from each side's own sums; at 2 rows it cancels to ~0: to the rounding of its
-          // terms (dy, about 1) rather than of its own size.
-          EXPECT_TRUE(all_close(cpu_dx, gpu_dx, dtype == DType::f32 ? 1e-5 : kBf16Ulp, 1.0))
-              << "dx, emulator vs CPU";
-        }
-      }
-    }
   }
 }
 
