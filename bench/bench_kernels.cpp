@@ -54,6 +54,7 @@ struct Options {
   bool tune = false;     // --tune: the tuner's table instead of the rows
   bool tf32 = false;     // --tune: f32 rows on TF32 tensor cores
   std::string tune_out;  // --tune-out FILE
+  nn::BatchNormFusion fusion = nn::BatchNormFusion::full;  // --tune: the passes as fused
 };
 
 cli::Command make_command(Options& o) {
@@ -86,6 +87,7 @@ cli::Command make_command(Options& o) {
       "--tf32", [&o] { o.tf32 = true; }, "--tune: f32 passes on TF32 tensor cores");
   command.text("--tune-out", o.tune_out, "FILE",
                "--tune: also write the fastest per pass as a plan table (nn/conv_plans/)", "none");
+  cli::add_fusion(command, o.fusion);
   return command;
 }
 
@@ -198,11 +200,20 @@ int run(const Options& options) {
     const std::string arch = options.arch.empty() ? "resnet50" : options.arch;
     const int64_t batch = options.batch > 0 ? options.batch : 128;
     Stream stream(device);
+    // The passes as a training step runs them (their BatchNorm fusion), from the model itself.
+    nn::ResNet model(arch, {.num_classes = 1000, .seed = 1});
+    model.allocate(device, stream);
+    model.set_fusion(options.fusion);
+    const Shape images = {batch, options.image_size, options.image_size, 3};
+    const Fp32Math math = options.tf32 ? Fp32Math::tf32 : Fp32Math::exact;
     run_conv_tune_table(selected_layers(options, arch, batch), stream,
                         {.dtypes = selected_dtypes(options),
                          .tf32 = options.tf32,
                          .samples = cuda_is_sim_device() ? 1 : 5,
-                         .out = options.tune_out});
+                         .out = options.tune_out,
+                         .step_problems = [&](DType dtype) {
+                           return model.counted_conv_problems(images, dtype, math);
+                         }});
     return 0;
   }
   if (device.is_cpu()) {
@@ -226,5 +237,12 @@ int run(const Options& options) {
 int main(int argc, char** argv) {
   using namespace engine::bench;
   return engine::cli::run_program<Options>(
-      argc, argv, make_command, [](const Options&) {}, run);
+      argc, argv, make_command,
+      [](const Options& o) {
+        if (o.fusion != engine::nn::BatchNormFusion::full && !o.tune) {
+          throw engine::cli::UsageError(
+              "--fusion (and --no-fusion) choose the passes --tune times: use them with --tune");
+        }
+      },
+      run);
 }

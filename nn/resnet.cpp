@@ -155,6 +155,14 @@ std::vector<const Conv2d*> ResNet::conv_layers() const {
 }
 
 std::vector<ConvProblem> ResNet::conv_problems(const Shape& images, DType dtype, Fp32Math math) {
+  std::vector<ConvProblem> problems;
+  for (const CountedConvProblem& counted : counted_conv_problems(images, dtype, math))
+    problems.push_back(counted.problem);
+  return problems;
+}
+
+std::vector<ResNet::CountedConvProblem> ResNet::counted_conv_problems(const Shape& images,
+                                                                      DType dtype, Fp32Math math) {
   require_images(arch_, images);
   // setup()'s shapes and wiring (which convolution fuses which BatchNorm: the fused passes
   // are problems of their own), allocating nothing.
@@ -163,11 +171,15 @@ std::vector<ConvProblem> ResNet::conv_problems(const Shape& images, DType dtype,
   context.fusion = fusion_;
   layers_->setup(images, context);
   stem_conv_->feed_batchnorm_stats(stem_norm_, context);
-  std::vector<ConvProblem> problems;
+  std::vector<CountedConvProblem> problems;
   for (const Conv2d* conv : conv_layers()) {
     for (const ConvProblem& problem : conv->problems(dtype, math)) {
-      if (std::find(problems.begin(), problems.end(), problem) == problems.end()) {
-        problems.push_back(problem);
+      const auto found = std::find_if(problems.begin(), problems.end(),
+                                      [&](const auto& p) { return p.problem == problem; });
+      if (found == problems.end()) {
+        problems.push_back({problem, 1});
+      } else {
+        ++found->count;
       }
     }
   }

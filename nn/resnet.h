@@ -66,6 +66,14 @@ class ResNet {
   // set_fusion's BatchNorm fusion, each once. Like plan(), a setup that allocates nothing:
   // setup() must follow before the next forward.
   std::vector<ConvProblem> conv_problems(const Shape& images, DType dtype, Fp32Math math);
+  // The same, each with how many of the model's convolutions run it (bench_kernels --tune
+  // weighs a pass's time by it).
+  struct CountedConvProblem {
+    ConvProblem problem;
+    int count = 0;
+  };
+  std::vector<CountedConvProblem> counted_conv_problems(const Shape& images, DType dtype,
+                                                        Fp32Math math);
 
  private:
   void initialize(Stream& stream);

@@ -3,10 +3,11 @@
 
 A device call brings back at most 8 files of $OUT and may be killed at its time limit, so
 gpu-check packs its report into four files after every step. Cases:
-  full    both parts: exit 0; $OUT holds exactly summary.txt, bench_step.jsonl,
-          bench_kernels.jsonl and report.tar.xz; the summary names both parts and ends with
+  full    every part: exit 0; $OUT holds exactly summary.txt, bench_step.jsonl,
+          bench_kernels.jsonl and report.tar.xz; the summary names the parts and ends with
           "0 failed"; the archive holds every step's log and no checkpoint; every JSON row parses;
-          the tuner's step timed at least one pass.
+          the tuner's step timed at least one pass, a fused one among them; part C's three
+          training runs (JPEGs, --dummy, --dummy without CUDA graphs) each printed a rate.
   killed  --part A, killed (SIGKILL, the whole process group) once three steps have ended and a
           fourth is running: $OUT still holds at most the four files, and its summary names the
           steps that ended and the one that was running; the archive holds the ended steps' logs.
@@ -70,11 +71,14 @@ def case_full(script, work):
         fail(f"gpu-check --sim exited {process.returncode}")
     out = os.path.join(work, "out")
     summary = check_out(out, REPORT_FILES)
-    for part in ("A", "B"):
+    for part in ("A", "B", "C"):
         if not any(line.startswith(f"part {part}: a budget of") for line in summary):
             fail(f"the summary does not name part {part}")
     if not re.search(r": 0 failed, 0 skipped step\(s\) in \d+ s$", summary[-1]):
         fail(f"the summary's last line: {summary[-1]}")
+    rates = [line for line in summary if line.startswith("data rate: ")]
+    if len(rates) != 1 or len(re.findall(r"[0-9.]+ img/s", rates[0])) != 3:
+        fail(f"part C's data rate line should give three rates: {rates}")
     names = archive_names(out)
     for log in ("report/environment.txt", "report/kernels_conv_test.txt",
                 "report/resnet_train-fp32.txt", "report/probe_step.txt"):
@@ -92,6 +96,12 @@ def case_full(script, work):
     total = re.search(r"all conv layers \(x count\) ([0-9.]+)", tuned[0] if tuned else "")
     if not total or float(total.group(1)) <= 0:
         fail(f"the tuner's step timed nothing: {tuned}")
+    # ... and timed the passes as the step runs them: layer4.0.conv1's forward takes its
+    # BatchNorm's statistics in the epilogue (--fusion full, the default).
+    with tarfile.open(os.path.join(out, "report.tar.xz")) as archive:
+        table = archive.extractfile("report/bench_kernels-tune-bf16.txt").read().decode()
+    if "forward + stats" not in table:
+        fail(f"the tuner's table times no fused pass:\n{table}")
     kernels = [json.loads(line)["case"] for line in open(os.path.join(out, "bench_kernels.jsonl"))]
     if not any("bf16" in case for case in kernels) or not any("f32" in case for case in kernels):
         fail("bench_kernels.jsonl lacks the bf16 (part A) or the f32 (part B) rows")
