@@ -29,6 +29,7 @@
 #include "kernels/cuda_graph.h"
 #include "kernels/kernel_launches.h"
 #include "kernels/memory.h"
+#include "kernels/nvtx.h"
 #include "kernels/runtime.h"
 #include "nn/conv_tuning.h"
 #include "nn/cross_entropy.h"
@@ -39,6 +40,8 @@
 
 namespace engine::bench {
 namespace {
+
+constexpr const char* kTimedStepsRange = "bench_step timed steps";
 
 struct Options {
   std::string arch = "resnet18";
@@ -328,7 +331,11 @@ int run(const Options& o) {
     } else {
       row.note = no_baseline_note;
     }
+    // An NVTX range around our timed steps only: gpu-check's Nsight Systems run captures it
+    // (--capture-range nvtx) to measure the GPU's idle time between kernels (tools/kernel_gaps.py).
+    nvtx_push(kTimedStepsRange);
     row.time_us = median_time_us([&] { ours.run(); }, [&] { ours.stream().synchronize(); }, timing);
+    nvtx_pop();
     row.images_per_s = static_cast<double>(o.batch) / (row.time_us * 1e-6);
     rounds.push_back({row});
   }
