@@ -15,13 +15,6 @@ void MicroStepGraphs::clear() {
   logits_ = mean_loss_ = nullptr;
 }
 
-int MicroStepGraphs::captured() const {
-  int count = 0;
-  for (const auto& [kind, entry] : graphs_)
-    count += entry.graph.defined() ? 1 : 0;
-  return count;
-}
-
 void MicroStepGraphs::fill_inputs(const Batch& batch, Stream& stream) {
   const Device device = batch.images.device();
   const auto n = batch.images.size(0);

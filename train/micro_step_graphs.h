@@ -47,8 +47,6 @@ class MicroStepGraphs {
 
   // Drops every graph and input buffer (after the model's buffers were set up again).
   void clear();
-  // Graphs captured since the last clear().
-  int captured() const;
 
  private:
   using Kind = std::tuple<bool, bool, bool>;  // first, sync, soft targets

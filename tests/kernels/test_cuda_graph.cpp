@@ -13,27 +13,18 @@
 #include "kernels/ops/activation.h"
 #include "kernels/runtime.h"
 #include "kernels/tensor.h"
+#include "tests/error_text.h"
 
 namespace engine {
 namespace {
 
-// The text of the engine::Error that `work` throws ("" when it throws none).
-template <typename Work>
-std::string error_of(Work&& work) {
-  try {
-    work();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "";
-}
+using testing::contains;
+using testing::error_of;
 
 TEST(CudaGraph, NeedsACudaStream) {
   Stream cpu;
   const std::string text = error_of([&] { CudaGraph::capture(cpu, "a CPU step", [] {}); });
-  EXPECT_NE(text.find("capturing a CPU step as a CUDA graph: the stream is on cpu"),
-            std::string::npos)
-      << text;
+  EXPECT_TRUE(contains(text, "capturing a CPU step as a CUDA graph: the stream is on cpu"));
 }
 
 class CudaGraphOnDevice : public ::testing::Test {
@@ -71,22 +62,19 @@ TEST_F(CudaGraphOnDevice, RefusesWorkThatAllocatesOrSynchronizesAndLeavesTheStre
       relu_forward(x, scratch, stream);
     });
   });
-  EXPECT_NE(text.find("capturing an allocating step as a CUDA graph: the work allocated or freed "
-                      "device memory while captured (1 allocations, 0 bytes in use)"),
-            std::string::npos)
-      << text;
+  EXPECT_TRUE(contains(text,
+                       "capturing an allocating step as a CUDA graph: the work allocated or freed "
+                       "device memory while captured (1 allocations, 0 bytes in use)"));
   text = error_of(
       [&] { CudaGraph::capture(stream, "a synchronizing step", [&] { stream.synchronize(); }); });
-  EXPECT_NE(text.find("capturing a synchronizing step as a CUDA graph: "), std::string::npos)
-      << text;
-  EXPECT_NE(text.find("cudaErrorStreamCaptureUnsupported"), std::string::npos) << text;
+  EXPECT_TRUE(contains(text, "capturing a synchronizing step as a CUDA graph: "));
+  EXPECT_TRUE(contains(text, "cudaErrorStreamCaptureUnsupported"));
   // The failed captures ended: the stream runs work again, and captures again.
   Tensor y = Tensor::zeros({2}, DType::f32, stream.device(), stream);
   const CudaGraph graph = CudaGraph::capture(stream, "a ReLU", [&] { relu_forward(x, y, stream); });
   graph.replay(stream);
   EXPECT_EQ(y.to_floats(stream), (std::vector<float>{0.f, 1.f}));
-  EXPECT_NE(error_of([] { CudaGraph().replay(Stream()); }).find("no graph was captured"),
-            std::string::npos);
+  EXPECT_TRUE(contains(error_of([] { CudaGraph().replay(Stream()); }), "no graph was captured"));
 }
 
 }  // namespace
