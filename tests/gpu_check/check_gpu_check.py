@@ -14,6 +14,9 @@ gpu-check packs its report into four files after every step. Cases:
   budget  --part A with GPU_CHECK_BUDGET_S=12: the part ends within its budget (plus the packing
           before it and the last step's kill grace); steps beyond the environment ran, and the
           ones the budget left no time for are named as skipped, the part's last ones among them.
+  perf    --part P, the short perf check: exit 0, "0 failed"; the summary names part P alone and
+          its steps: the environment, the bf16 step (with and without the CUDA graph), bench_kernels
+          bf16, the memory floor and the tuner's table; no test suite ran.
 Usage: check_gpu_check.py CASE --script scripts/gpu-check --work DIR (SIM_BUILD_DIR in the
 environment names the ENGINE_CUDA=SIM build).
 """
@@ -163,15 +166,36 @@ def case_budget(script, work):
     print(f"part A in {elapsed:.0f} s; ran {ran}; skipped {skipped}")
 
 
+def case_perf(script, work):
+    process = run(script, work, {}, ["--part", "P"])
+    output, _ = process.communicate(timeout=600)
+    print(output)
+    if process.returncode != 0:
+        fail(f"gpu-check --sim --part P exited {process.returncode}")
+    summary = check_out(os.path.join(work, "out"), REPORT_FILES)
+    parts = [line for line in summary if re.match(r"part \w: a budget of", line)]
+    if parts != [line for line in parts if line.startswith("part P:")] or not parts:
+        fail(f"--part P should run part P alone: {parts}")
+    for step in (r"environment", r"bench_step bf16 batch \d+", r"bench_step bf16 --cuda-graph off",
+                 r"bench_kernels bf16", r"step memory floor bf16", r"bench_kernels --tune bf16"):
+        if not any(re.match(step + ": exit 0", line) for line in summary):
+            fail(f"part P did not run '{step}' to exit 0:\n" + "\n".join(summary))
+    if any(re.match(r"\S+_test: exit", line) for line in summary):
+        fail("part P ran test suites:\n" + "\n".join(summary))
+    if not re.search(r": 0 failed, 0 skipped step\(s\) in \d+ s$", summary[-1]):
+        fail(f"the summary's last line: {summary[-1]}")
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("case", choices=["full", "killed", "budget"])
+    parser.add_argument("case", choices=["full", "killed", "budget", "perf"])
     parser.add_argument("--script", required=True)
     parser.add_argument("--work", required=True)
     args = parser.parse_args()
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
-    {"full": case_full, "killed": case_killed, "budget": case_budget}[args.case](
+    {"full": case_full, "killed": case_killed, "budget": case_budget,
+     "perf": case_perf}[args.case](
         os.path.abspath(args.script), args.work)
     print(f"gpu-check --sim {args.case}: ok")
 
