@@ -37,8 +37,17 @@ size_t CachingAllocator::round_size(size_t bytes) {
   return (bytes + step - 1) / step * step;
 }
 
+namespace {
+thread_local uint64_t t_calls = 0;
+}  // namespace
+
+uint64_t CachingAllocator::calls_on_this_thread() {
+  return t_calls;
+}
+
 void* CachingAllocator::allocate(size_t bytes) {
   if (bytes == 0) return nullptr;
+  ++t_calls;
   const size_t rounded = round_size(bytes);
   std::lock_guard lock(mutex_);
   void* ptr = nullptr;
@@ -71,6 +80,7 @@ void* CachingAllocator::allocate(size_t bytes) {
 
 void CachingAllocator::deallocate(void* ptr) {
   if (ptr == nullptr) return;
+  ++t_calls;
   std::lock_guard lock(mutex_);
   const auto it = in_use_.find(ptr);
   if (it == in_use_.end()) {

@@ -52,6 +52,11 @@ class CachingAllocator {
   // training steps hit the same bins.
   static size_t round_size(size_t bytes);
 
+  // allocate() and deallocate() calls (of any allocator) made by the calling thread so far:
+  // CUDA graph capture (kernels/cuda_graph.h) compares it before and after, so that other
+  // threads (the data loader's) may allocate meanwhile.
+  static uint64_t calls_on_this_thread();
+
  private:
   void release_cached_locked();
 

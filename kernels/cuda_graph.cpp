@@ -7,22 +7,7 @@
 #include "kernels/memory.h"
 
 namespace engine {
-namespace {
-
-// What the device's caching allocator has done so far: equal before and after a capture when
-// the captured work neither allocated nor freed.
-struct AllocatorActivity {
-  uint64_t allocations = 0;
-  size_t bytes_in_use = 0;
-  bool operator==(const AllocatorActivity&) const = default;
-};
-
-AllocatorActivity activity(const Stream& stream) {
-  const CachingAllocator::Stats stats = device_allocator(stream.device().index).stats();
-  return {stats.system_allocations + stats.cache_hits, stats.bytes_in_use};
-}
-
-}  // namespace
+namespace {}  // namespace
 
 CudaGraph::~CudaGraph() {
   if (executable_ != nullptr) {
@@ -56,7 +41,8 @@ CudaGraph CudaGraph::capture(const Stream& stream, const std::string& what,
          ", not a CUDA device");
   }
   const std::string context = "capturing " + what + " as a CUDA graph";
-  const AllocatorActivity before = activity(stream);
+  // The capturing thread's own calls: the loader's threads may allocate meanwhile.
+  const uint64_t before = CachingAllocator::calls_on_this_thread();
   cuda_runtime::stream_begin_capture(stream.native());
   try {
     work();
@@ -64,14 +50,12 @@ CudaGraph CudaGraph::capture(const Stream& stream, const std::string& what,
     cuda_runtime::stream_abandon_capture(stream.native());
     fail(context + ": " + error.what());
   }
-  const AllocatorActivity after = activity(stream);
-  if (after != before) {
+  const uint64_t calls = CachingAllocator::calls_on_this_thread() - before;
+  if (calls != 0) {
     cuda_runtime::stream_abandon_capture(stream.native());
-    fail(context + ": the work allocated or freed device memory while captured (" +
-         std::to_string(after.allocations - before.allocations) + " allocations, " +
-         std::to_string(static_cast<long long>(after.bytes_in_use) -
-                        static_cast<long long>(before.bytes_in_use)) +
-         " bytes in use): its buffers must exist before the capture and outlive the graph");
+    fail(context + ": the work allocated or freed memory while captured (" + std::to_string(calls) +
+         " caching-allocator calls): its buffers must exist before the capture and outlive "
+         "the graph");
   }
   cuda_runtime::CapturedGraph captured;
   try {

@@ -7,7 +7,8 @@
 // (a learning rate, a flag) has to be read by the kernels from device memory that is written
 // before the replay, and `work` must neither allocate nor free device memory: the caching
 // allocator could hand a block the graph still uses to someone else. Capture refuses both
-// (the allocator's counts are compared) and anything that synchronizes with the host.
+// (the capturing thread's caching-allocator calls are counted; other threads, the data
+// loader's, may allocate meanwhile) and anything that synchronizes with the host.
 #pragma once
 
 #include <cstddef>
