@@ -21,15 +21,13 @@ CudaGraph::~CudaGraph() {
 
 CudaGraph::CudaGraph(CudaGraph&& other) noexcept
     : executable_(std::exchange(other.executable_, nullptr)),
-      nodes_(std::exchange(other.nodes_, 0)),
-      what_(std::move(other.what_)) {}
+      nodes_(std::exchange(other.nodes_, 0)) {}
 
 CudaGraph& CudaGraph::operator=(CudaGraph&& other) noexcept {
   if (this != &other) {
     CudaGraph dying(std::move(*this));
     executable_ = std::exchange(other.executable_, nullptr);
     nodes_ = std::exchange(other.nodes_, 0);
-    what_ = std::move(other.what_);
   }
   return *this;
 }
@@ -69,7 +67,6 @@ CudaGraph CudaGraph::capture(const Stream& stream, const std::string& what,
   CudaGraph graph;
   graph.executable_ = captured.executable;
   graph.nodes_ = captured.nodes;
-  graph.what_ = what;
   return graph;
 }
 

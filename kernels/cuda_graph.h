@@ -45,7 +45,6 @@ class CudaGraph {
  private:
   cudaGraphExec_t executable_ = nullptr;
   size_t nodes_ = 0;
-  std::string what_;
 };
 
 }  // namespace engine
