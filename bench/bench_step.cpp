@@ -22,10 +22,12 @@
 #include <vector>
 
 #include "bench/bench_report.h"
+#include "bench/launch_census.h"
 #include "bench/timing.h"
 #include "bench/torch_baseline.h"
 #include "kernels/conv_plans.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/cuda/cuda_runtime.h"
 #include "kernels/cuda_graph.h"
 #include "kernels/kernel_launches.h"
 #include "kernels/memory.h"
@@ -57,6 +59,7 @@ struct Options {
   bool json = false;
   bool profile = false;
   bool launches_only = false;  // count one warm step's launches, time nothing
+  bool launch_census = false;  // ... and print them kernel by kernel
   bool memory_only = false;    // print the device memory once set up, run nothing
   nn::Precision precision;     // fp32
   nn::ConvTuning conv_tuning;
@@ -105,10 +108,15 @@ cli::Command make_command(Options& o) {
   command.flag("--launches-only", o.launches_only,
                "CUDA: count our kernel launches of one warm step and print them, timing nothing "
                "and starting no baseline (ctest launches_per_step)");
+  command.flag("--launch-census", o.launch_census,
+               "CUDA: --launches-only, then the step's launches kernel by kernel and by kernel "
+               "family (on the sim device, ENGINE_SIM_KERNELS=skip counts a GPU-sized step "
+               "without running its kernels)");
   return command;
 }
 
-void check(const Options& o) {
+void check(Options& o) {
+  if (o.launch_census) o.launches_only = true;
   if (o.threads < 1 || o.classes < 1 || o.rounds < 1 || o.min_steps < 1 || !(o.min_seconds > 0)) {
     throw cli::UsageError(
         "--threads, --classes, --min-steps and --rounds must be >= 1, "
@@ -293,13 +301,20 @@ int run(const Options& o) {
   const TimingOptions timing{o.min_seconds, o.min_steps};
   // Our kernels one step launches (a step's are the same every time): counted on a warm step.
   std::optional<int64_t> launches;
+  std::string census;
   if (gpu) {
     ours.run();
     ours.stream().synchronize();
     const uint64_t before = kernel_launches();
+    if (o.launch_census) start_launch_census();
     ours.run();
     ours.stream().synchronize();
     launches = static_cast<int64_t>(kernel_launches() - before);
+    if (o.launch_census) {
+      census = launch_census_table(stop_launch_census(), [](const void* kernel) {
+        return cuda_runtime::kernel_function_name(kernel);
+      });
+    }
   }
   if (graphed) ours.capture_step();
   if (o.launches_only) {
@@ -312,6 +327,8 @@ int run(const Options& o) {
       std::printf("bench_step: %s on %s: %lld kernel launches per step (ours)\n",
                   case_name(o).c_str(), device.str().c_str(), static_cast<long long>(*launches));
     }
+    // (after the JSON row, which check_launches.py reads as the last line: on stderr)
+    if (o.launch_census) std::fprintf(o.json ? stderr : stdout, "%s", census.c_str());
     return 0;
   }
   std::vector<std::vector<Row>> rounds;

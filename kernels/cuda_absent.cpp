@@ -27,6 +27,9 @@ std::string device_name(int) {
 std::string versions() {
   no_cuda("versions");
 }
+std::string kernel_function_name(const void*) {
+  no_cuda("kernel_function_name");
+}
 void* device_malloc(size_t, int) {
   no_cuda("device_malloc");
 }

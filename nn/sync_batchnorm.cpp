@@ -8,8 +8,11 @@ void BatchNorm2d::set_sync_group(Communicator* comm) {
   sync_ = comm;
   sync_sum_ = nullptr;
   if (comm == nullptr) return;
+  // One rank's sums are the global ones: nothing is queued on the communicator then, whose
+  // watchdog polls its work's events, which a CUDA graph's capture forbids (resnet_train
+  // --sync-bn on one GPU replays its micro-steps as graphs: gpu-check part M's one-rank run).
   sync_sum_ = [comm](Tensor& tensor, Stream& stream) {
-    comm->all_reduce(tensor, ReduceOp::sum, stream);
+    if (comm->size() > 1) comm->all_reduce(tensor, ReduceOp::sum, stream);
   };
 }
 

@@ -112,7 +112,7 @@ void sgemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, 
                                          : 1;
   const int64_t slice = ((extent + wanted - 1) / wanted + 15) / 16 * 16;
   const int64_t slices = (extent + slice - 1) / slice;
-  bool parallel = false;
+  [[maybe_unused]] bool parallel = false;  // read only under OpenMP
 #if defined(_OPENMP)
   parallel = slices > 1 && !omp_in_parallel() && omp_get_max_threads() > 1;
 #endif

@@ -1,6 +1,10 @@
 #include "kernels/cuda/cuda_runtime.h"
 
 #include <cuda_runtime_api.h>
+#include <cxxabi.h>
+
+#include <cstdio>
+#include <cstdlib>
 
 #include "kernels/cuda/check_cuda.h"
 
@@ -47,6 +51,23 @@ std::string versions() {
   CHECK_CUDA(cudaRuntimeGetVersion(&runtime));
   CHECK_CUDA(cudaDriverGetVersion(&driver));
   return "runtime " + std::to_string(runtime) + " driver " + std::to_string(driver);
+}
+
+std::string kernel_function_name(const void* kernel) {
+  const char* name = nullptr;
+  if (cudaFuncGetName(&name, kernel) != cudaSuccess || name == nullptr) {
+    cudaGetLastError();  // not sticky: only this lookup failed
+    char text[32];
+    std::snprintf(text, sizeof text, "%p", kernel);
+    return text;
+  }
+  // The runtime gives the mangled name (the sim device an already demangled one, which
+  // __cxa_demangle refuses and is kept).
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  std::string text = status == 0 && demangled != nullptr ? demangled : name;
+  std::free(demangled);
+  return text;
 }
 
 namespace {

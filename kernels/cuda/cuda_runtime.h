@@ -32,6 +32,9 @@ std::string device_uuid(int device);
 std::string device_name(int device);
 // "runtime 13000 driver 13000": cudaRuntimeGetVersion's and cudaDriverGetVersion's figures.
 std::string versions();
+// A kernel's name (cudaFuncGetName, demangled) from its host-side address, for a launch census
+// (kernels/kernel_launches.h); its address in hex where the runtime knows no name.
+std::string kernel_function_name(const void* kernel);
 // Throws engine::OutOfMemoryError when the device is out of memory.
 void* device_malloc(size_t bytes, int device);
 void device_free(void* ptr, int device);

@@ -32,7 +32,7 @@ namespace engine::cuda {
 template <typename... Params, typename... Args>
 void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem_bytes,
             cudaStream_t stream, Args&&... args) {
-  count_kernel_launch();
+  count_kernel_launch(reinterpret_cast<const void*>(kernel));
   kernel<<<grid, block, smem_bytes, stream>>>(static_cast<Params>(args)...);
   CHECK_CUDA(cudaGetLastError());
 }
@@ -52,7 +52,7 @@ namespace engine::cuda {
 template <typename... Params, typename... Args>
 void launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem_bytes,
             cudaStream_t stream, Args&&... args) {
-  count_kernel_launch();
+  count_kernel_launch(reinterpret_cast<const void*>(kernel));
   sim::launch(kernel, grid, block, smem_bytes, stream, std::forward<Args>(args)...);
 }
 }  // namespace engine::cuda

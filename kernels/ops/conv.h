@@ -64,7 +64,7 @@ struct Conv2dForwardFusion {
   // count) of y as stored, so that a training BatchNorm on y skips its statistics pass. On
   // CUDA from the convolution's epilogue where it can (conv2d_forward_stats_path), else by a
   // batchnorm_stats pass over y. Needs the workspace of conv2d_forward_stats_workspace_numel.
-  Tensor stats;
+  Tensor stats = {};
   // With stats: the phases batchnorm_stats may finish in the same launch (its
   // BatchNormStatsFusion: the fp64 sums, then the finalize), with the same bits.
   BatchNormStatsFusion batchnorm = {};

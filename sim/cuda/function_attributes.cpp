@@ -2,6 +2,8 @@
 // shared memory (cudaFuncAttributeMaxDynamicSharedMemorySize), kept per device and function as
 // CUDA keeps it, and held against each launch (launch.cpp); the shared-memory carveout, a hint
 // the emulator has no use for, is checked and accepted. Other attributes are refused by name.
+// cudaFuncGetName gives a kernel's name from the binary's symbols, demangled (the runtime gives
+// it mangled), kept for the life of the process as the runtime keeps its own.
 #include <cuda_runtime_api.h>
 
 #include <map>
@@ -13,6 +15,7 @@
 #include "sim/cuda/errors.h"
 #include "sim/cuda/launch.h"
 #include "sim/simt/runtime.h"
+#include "sim/simt/self_image.h"
 
 namespace engine::sim {
 namespace {
@@ -24,6 +27,16 @@ struct Allowances {
 
 Allowances& allowances() {
   static Allowances table;
+  return table;
+}
+
+struct Names {
+  std::mutex mutex;
+  std::map<const void*, std::string> by_function;  // never erased: callers keep the pointers
+};
+
+Names& names() {
+  static Names table;
   return table;
 }
 
@@ -71,4 +84,21 @@ cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int v
               " is not emulated (only the dynamic shared memory size and the carveout are)");
       return result(cudaErrorInvalidValue);
   }
+}
+
+cudaError_t cudaFuncGetName(const char** name, const void* func) {
+  using namespace engine::sim;
+  if (const cudaError_t sticky = sticky_error()) return sticky;
+  if (name == nullptr || func == nullptr) {
+    explain("cudaFuncGetName: a null name or function");
+    return result(name == nullptr ? cudaErrorInvalidValue : cudaErrorInvalidDeviceFunction);
+  }
+  Names& table = names();
+  const std::lock_guard<std::mutex> lock(table.mutex);
+  auto found = table.by_function.find(func);
+  if (found == table.by_function.end()) {
+    found = table.by_function.emplace(func, simt::detail::function_name(func)).first;
+  }
+  *name = found->second.c_str();
+  return cudaSuccess;
 }

@@ -17,10 +17,20 @@ gpu-check packs its report into four files after every step. Cases:
   perf    --part P, the short perf check: exit 0, "0 failed"; the summary names part P alone and
           its steps: the environment, the bf16 step (with and without the CUDA graph), bench_kernels
           bf16, the memory floor and the tuner's table; no test suite ran.
+  multi   --part M on 2, then 4 emulated GPUs (ENGINE_SIM_DEVICE_COUNT), through the pack's
+          mpirun with this host's Open MPI and PMIx hidden (as root: a private mount namespace
+          binds empty folders over their component folders and /dev/null over their
+          libraries and programs, so only the pack's copies can run): exit 0, "0 failed", every
+          step of the part ran to exit 0 (the NCCL collectives' and SyncBN's cases on N ranks,
+          bench_allreduce with NCCL_ALGO=Ring and without, bench_ddp with its hidden share (on 2
+          only: 70 s more on 4, for the same code), bench_syncbn, N ranks' losses against one
+          rank's); the all-reduce rows have no wrong element. Then on one emulated GPU the part
+          says it needs two and runs nothing.
 Usage: check_gpu_check.py CASE --script scripts/gpu-check --work DIR (SIM_BUILD_DIR in the
 environment names the ENGINE_CUDA=SIM build).
 """
 import argparse
+import glob
 import json
 import os
 import re
@@ -59,10 +69,10 @@ def archive_names(out):
         return archive.getnames()
 
 
-def run(script, work, extra_env, args):
+def run(script, work, extra_env, args, prefix=()):
     env = dict(os.environ, CARRY=os.path.join(work, "carry"), OUT=os.path.join(work, "out"))
     env.update(extra_env)
-    return subprocess.Popen([script, "--sim", *args], env=env, stdout=subprocess.PIPE,
+    return subprocess.Popen([*prefix, script, "--sim", *args], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 
@@ -186,16 +196,93 @@ def case_perf(script, work):
         fail(f"the summary's last line: {summary[-1]}")
 
 
+# What a GPU machine without Debian's packages lacks: Open MPI's and PMIx's plugin folders,
+# configuration and help texts, their programs and their libraries.
+HIDDEN_FOLDERS = ["/usr/lib/*/openmpi", "/usr/lib/*/pmix2", "/usr/share/openmpi", "/etc/openmpi"]
+HIDDEN_LIBRARIES = ["libmpi.so.40", "libopen-rte.so.40", "libopen-pal.so.40", "libpmix.so.2"]
+HIDDEN_PROGRAMS = ["orterun", "orted"]
+
+
+def hiding_prefix(work):
+    """A command prefix that runs what follows with this host's Open MPI hidden, or () when
+    this process cannot make a mount namespace (not root)."""
+    if os.geteuid() != 0 or not shutil.which("unshare") or \
+            subprocess.run(["unshare", "--mount", "true"]).returncode != 0:
+        return ()
+    folders = sorted({path for pattern in HIDDEN_FOLDERS for path in glob.glob(pattern)})
+    files = [shutil.which(name) for name in HIDDEN_PROGRAMS if shutil.which(name)]
+    files += [path for name in HIDDEN_LIBRARIES for path in glob.glob(f"/usr/lib/*/{name}")]
+    files = sorted({os.path.realpath(path) for path in files})
+    empty = os.path.join(work, "empty")
+    os.makedirs(empty, exist_ok=True)
+    # The files first: one may lie inside a hidden folder (libpmix in PMIx's own prefix).
+    binds = [f"mount --bind /dev/null {path}" for path in files]
+    binds += [f"mount --bind {empty} {folder}" for folder in folders]
+    print("hidden: " + " ".join(folders + files))
+    return ("unshare", "--mount", "--propagation", "private", "sh", "-ec",
+            " && ".join(binds) + ' && exec "$@"', "hide-open-mpi")
+
+
+def case_multi(script, work):
+    build = os.environ.get("SIM_BUILD_DIR", "build-sim")
+    carry = os.path.join(work, "carry")
+    packed = subprocess.run([os.path.join(os.path.dirname(script), "pack-gpu-check")],
+                            env=dict(os.environ, BUILD_DIR=build, CARRY=carry, ARCHIVE="0"),
+                            capture_output=True, text=True)
+    if packed.returncode != 0:
+        fail(f"pack-gpu-check failed:\n{packed.stdout}{packed.stderr}")
+    prefix = hiding_prefix(work)
+    if not prefix:
+        print("not root: this host's Open MPI stays visible, so the pack's closure is not shown")
+    for gpus in (2, 4):
+        env = {"ENGINE_SIM_DEVICE_COUNT": str(gpus), "GPU_CHECK_PACKED": "1"}
+        # bench_ddp's N ranks run the same code at 2 and 4: at 4 it would take 70 s more here.
+        only = [] if gpus == 2 else ["--only", "^(environment|collectives|bench_allreduce|"
+                                               "training|nn_sync|bench_syncbn)"]
+        process = run(script, work, env, ["--part", "M", *only], prefix)
+        output, _ = process.communicate(timeout=600)
+        print(output)
+        if process.returncode != 0:
+            fail(f"gpu-check --sim --part M on {gpus} GPUs exited {process.returncode}")
+        out = os.path.join(work, "out")
+        summary = check_out(out, {"summary.txt", "report.tar.xz"})
+        if f"part M: {gpus} ranks, one GPU each" not in summary:
+            fail(f"the summary does not say part M ran {gpus} ranks:\n" + "\n".join(summary))
+        steps = [rf"collectives_mpi_test nccl np{gpus}", rf"bench_allreduce np{gpus} NCCL_ALGO=Ring",
+                 rf"bench_allreduce np{gpus} NCCL_ALGO=default",
+                 rf"training np{gpus} == np1 on the global batch",
+                 rf"nn_sync_batchnorm_test nccl np{gpus}", rf"bench_syncbn np{gpus} "]
+        steps = [step + r".*: exit 0" for step in steps]
+        if gpus == 2:
+            steps.append(rf"bench_ddp np{gpus} .*: exit 0, .*hidden [0-9.]+")
+        for step in steps:
+            if not any(re.match(step, line) for line in summary):
+                fail(f"part M on {gpus} GPUs did not run '{step}' to exit 0:\n" + "\n".join(summary))
+        if not re.search(r": 0 failed, 0 skipped step\(s\) in \d+ s$", summary[-1]):
+            fail(f"the summary's last line: {summary[-1]}")
+        for line in summary:
+            if line.startswith("bench_allreduce") and ", 0 wrong (" not in line:
+                fail(f"an all-reduce run has wrong elements or no row: {line}")
+        if not any("equivalence: 3 steps" in line for line in summary):
+            fail("the training comparison printed no equivalence line:\n" + "\n".join(summary))
+    process = run(script, work, {"ENGINE_SIM_DEVICE_COUNT": "1", "GPU_CHECK_PACKED": "1"},
+                  ["--part", "M"], prefix)
+    output, _ = process.communicate(timeout=120)
+    summary = check_out(os.path.join(work, "out"), {"summary.txt", "report.tar.xz"})
+    if process.returncode != 0 or not any("it needs 2 or more" in line for line in summary):
+        fail(f"part M on one GPU should say it needs two (exit {process.returncode}):\n{output}")
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("case", choices=["full", "killed", "budget", "perf"])
+    parser.add_argument("case", choices=["full", "killed", "budget", "perf", "multi"])
     parser.add_argument("--script", required=True)
     parser.add_argument("--work", required=True)
     args = parser.parse_args()
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
     {"full": case_full, "killed": case_killed, "budget": case_budget,
-     "perf": case_perf}[args.case](
+     "perf": case_perf, "multi": case_multi}[args.case](
         os.path.abspath(args.script), args.work)
     print(f"gpu-check --sim {args.case}: ok")
 

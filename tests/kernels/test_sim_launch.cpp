@@ -1,7 +1,9 @@
 // Kernel launches on the sim device (sim/cuda/launch.h): queued on the stream, not run by
 // the launch call; parameters copied at the launch; a bad configuration fails the launch call
 // with CUDA's error through CHECK_CUDA; a kernel fault becomes the sticky
-// cudaErrorLaunchFailure (in a child process: the error lasts for the process's life).
+// cudaErrorLaunchFailure (in a child process: the error lasts for the process's life); a launch
+// census counts each kernel under the name cudaFuncGetName gives it; ENGINE_SIM_KERNELS=skip
+// queues and counts launches but runs no kernel.
 #include "sim/cuda/kernel_prelude.h"
 // After the prelude: launch() is engine::sim::launch here, as in the CUDA backend's .cu files.
 #include "kernels/cuda/launch.h"
@@ -13,8 +15,12 @@
 #include <future>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "kernels/cuda/cuda_runtime.h"
 #include "kernels/error.h"
+#include "kernels/kernel_launches.h"
 #include "sim/cuda/streams.h"
 
 namespace {
@@ -164,6 +170,63 @@ TEST(SimLaunchDeathTest, AKernelFaultIsAStickyLaunchFailureNamingTheKernel) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");  // stream workers are threads
   EXPECT_EXIT(fault_and_check_sticky_error(), ::testing::ExitedWithCode(3),
               "kernel .*faulting_kernel.* faulted: .*planted fault");
+}
+
+TEST_F(SimLaunch, ACensusCountsEachKernelUnderItsName) {
+  const uint64_t before = engine::kernel_launches();
+  engine::start_launch_census();
+  for (int i = 0; i < 3; ++i)
+    engine::cuda::launch(scale_kernel, dim3(4), dim3(32), 0, stream, values, 2.f, kN);
+  engine::cuda::launch(dynamic_smem_kernel, dim3(1), dim3(32), 128, stream, values, 32);
+  const std::vector<std::pair<const void*, uint64_t>> census = engine::stop_launch_census();
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_EQ(engine::kernel_launches() - before, 4u);
+  ASSERT_EQ(census.size(), 2u);
+  EXPECT_EQ(census[0], std::make_pair(reinterpret_cast<const void*>(scale_kernel), uint64_t{3}));
+  EXPECT_EQ(census[1].second, 1u);
+  const std::string name = engine::cuda_runtime::kernel_function_name(census[0].first);
+  EXPECT_NE(name.find("scale_kernel(float*, float, int)"), std::string::npos) << name;
+  EXPECT_NE(engine::cuda_runtime::kernel_function_name(census[1].first).find("dynamic_smem_kernel"),
+            std::string::npos);
+  // Stopped: launches count in all, not per kernel.
+  engine::cuda::launch(scale_kernel, dim3(4), dim3(32), 0, stream, values, 2.f, kN);
+  EXPECT_TRUE(engine::stop_launch_census().empty());
+  const char* unnamed = nullptr;
+  EXPECT_EQ(cudaFuncGetName(&unnamed, nullptr), cudaErrorInvalidDeviceFunction);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidDeviceFunction);
+}
+
+// Runs in the death test's child (a fresh process: the setting is read once): exits 3 when the
+// skipped launch was counted, ran nothing, and a bad configuration still failed.
+[[noreturn]] void launch_skipped_kernels() {
+  setenv("ENGINE_SIM_KERNELS", "skip", 1);
+  float* values = nullptr;
+  if (cudaMalloc(reinterpret_cast<void**>(&values), sizeof(float)) != cudaSuccess) std::exit(10);
+  values[0] = 1.f;
+  const uint64_t before = engine::kernel_launches();
+  engine::cuda::launch(scale_kernel, dim3(1), dim3(32), 0, nullptr, values, 2.f, 1);
+  if (cudaDeviceSynchronize() != cudaSuccess) std::exit(11);
+  if (engine::kernel_launches() - before != 1) std::exit(12);
+  if (values[0] != 1.f) std::exit(13);  // ran
+  if (launch_error(dim3(1), dim3(2048), 0, nullptr, values).empty()) std::exit(14);
+  std::exit(3);
+}
+
+// The same with a value the sim device does not take: the launch fails, naming it.
+[[noreturn]] void launch_with_bad_kernel_mode() {
+  setenv("ENGINE_SIM_KERNELS", "sometimes", 1);
+  float* values = nullptr;
+  if (cudaMalloc(reinterpret_cast<void**>(&values), sizeof(float)) != cudaSuccess) std::exit(10);
+  const std::string error = launch_error(dim3(1), dim3(32), 0, nullptr, values);
+  std::exit(error.find("cudaErrorInvalidValue") != std::string::npos ? 3 : 11);
+}
+
+TEST(SimLaunchDeathTest, SkippedKernelsAreCountedButNotRun) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(launch_skipped_kernels(), ::testing::ExitedWithCode(3), "");
+  EXPECT_EXIT(launch_with_bad_kernel_mode(), ::testing::ExitedWithCode(3),
+              "launch of .*scale_kernel.* rejected: ENGINE_SIM_KERNELS=sometimes, where the sim "
+              "device takes run \\(the default\\) or skip");
 }
 
 }  // namespace
