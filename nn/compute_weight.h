@@ -2,32 +2,57 @@
 // for bf16 activations (mixed precision: fp32 master weights, updated by the optimizer, and
 // bf16 math on tensor cores or the CPU's bf16 path) it is a bf16 copy, cast from the master
 // at each forward and used again by that step's backward. Gradients stay fp32 either way.
+//
+// In a model the copies are views of one ComputeWeightCopy of the whole flat parameter buffer,
+// cast in one launch by the first layer that refreshes its weight in a pass: each layer casting
+// its own took 54 launches of a resnet50 step (a fifth of its memory-bound launches:
+// bench/results/launch-census-resnet50-224px-b128-bf16-sim-device.txt). A layer set up alone
+// keeps and casts its own copy.
 #pragma once
 
-#include "kernels/ops/copy.h"
+#include <cstdint>
+
 #include "kernels/tensor.h"
+#include "nn/layer.h"
+#include "nn/parameters.h"
 
 namespace engine::nn {
 
+// A model's parameters (every value of its flat buffer, gaps included) in a compute dtype.
+class ComputeWeightCopy {
+ public:
+  // Allocates the copy of `params` (allocated) in `dtype` on their device, unless it exists in
+  // that dtype already.
+  void prepare(const ParameterSet& params, DType dtype);
+  bool defined() const { return copy_.defined(); }
+  DType dtype() const { return copy_.dtype(); }
+  // Parameter `id`'s part of the copy, in its shape.
+  Tensor view(ParameterId id) const;
+  // Casts the whole buffer, unless this pass already did (or ran under a CUDA graph whose
+  // capture did: the graph's replays cast again).
+  void refresh(const Pass& pass);
+
+ private:
+  const ParameterSet* params_ = nullptr;
+  Tensor copy_;
+  uint64_t refreshed_in_pass_ = 0;  // Pass ids start at 1
+};
+
 class ComputeWeight {
  public:
-  void setup(const Tensor& master, DType activation_dtype, Device device) {
-    master_ = master;
-    low_precision_ = activation_dtype == DType::f32
-                         ? Tensor()
-                         : Tensor::empty(master.shape(), activation_dtype, device);
-  }
-  // Casts the master into the bf16 copy when there is one; returns what to compute with.
-  const Tensor& refresh(Stream& stream) {
-    if (!low_precision_.defined()) return master_;
-    cast(master_, low_precision_, stream);
-    return low_precision_;
-  }
+  // Its own copy in the activations' dtype, when that is not f32.
+  void setup(const Tensor& master, DType activation_dtype, Device device);
+  // A view of the model's copy (in the activations' dtype) for parameter `id` of `master`.
+  void setup(const Tensor& master, ComputeWeightCopy& copy, ParameterId id);
+  // Brings the copy up to date with the master when there is one; returns what to compute
+  // with.
+  const Tensor& refresh(const Pass& pass);
   // What the last refresh() returned (the backward of the same step computes with it).
   const Tensor& current() const { return low_precision_.defined() ? low_precision_ : master_; }
 
  private:
   Tensor master_, low_precision_;
+  ComputeWeightCopy* shared_ = nullptr;  // low_precision_ is a view of it
 };
 
 }  // namespace engine::nn

@@ -32,7 +32,11 @@ Shape Conv2d::setup(const Shape& input, const SetupContext& context) {
   shape_.validate();
   input_grad_ = context.input_grad;
   if (!context.allocate) return shape_.output_shape();
-  weight_.setup(params_.value(weight_id_), context.dtype, context.device);
+  if (context.weight_copy != nullptr && context.weight_copy->dtype() == context.dtype) {
+    weight_.setup(params_.value(weight_id_), *context.weight_copy, weight_id_);
+  } else {
+    weight_.setup(params_.value(weight_id_), context.dtype, context.device);
+  }
   weight_grad_ = params_.grad(weight_id_);
   if (bias_id_ >= 0) {
     bias_ = params_.value(bias_id_);
@@ -128,22 +132,16 @@ const Tensor& Conv2d::forward(const Tensor& x, Pass& pass) {
   if (stats_for_ != nullptr && pass.training) {
     Conv2dForwardFusion fusion = stats_for_->stats_fusion();
     fusion.input = input_;
-    conv2d_forward(shape_,
-                   {.x = x,
-                    .w = weight_.refresh(pass.stream),
-                    .bias = bias_,
-                    .y = y_,
-                    .workspace = stats_workspace_},
-                   pass.stream, forward_algo_, fusion);
+    conv2d_forward(
+        shape_,
+        {.x = x, .w = weight_.refresh(pass), .bias = bias_, .y = y_, .workspace = stats_workspace_},
+        pass.stream, forward_algo_, fusion);
     return y_;
   }
-  conv2d_forward(shape_,
-                 {.x = x,
-                  .w = weight_.refresh(pass.stream),
-                  .bias = bias_,
-                  .y = y_,
-                  .workspace = workspace_.get()},
-                 pass.stream, forward_algo_, {.input = input_});
+  conv2d_forward(
+      shape_,
+      {.x = x, .w = weight_.refresh(pass), .bias = bias_, .y = y_, .workspace = workspace_.get()},
+      pass.stream, forward_algo_, {.input = input_});
   return y_;
 }
 

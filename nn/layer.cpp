@@ -1,6 +1,13 @@
 #include "nn/layer.h"
 
+#include <atomic>
+
 namespace engine::nn {
+
+uint64_t next_pass_id() {
+  static std::atomic<uint64_t> last{0};
+  return last.fetch_add(1, std::memory_order_relaxed) + 1;
+}
 
 std::string child_name(std::string_view parent, std::string_view child) {
   if (parent.empty()) return std::string(child);

@@ -17,6 +17,7 @@
 //   starts all-reducing a bucket from there.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -35,6 +36,8 @@ class ConvPlans;
 
 namespace engine::nn {
 
+class ComputeWeightCopy;
+
 struct SetupContext {
   Device device;
   DType dtype = DType::f32;
@@ -52,6 +55,9 @@ struct SetupContext {
   // Training on CUDA: how much of each BatchNorm its convolutions do (nn/batchnorm_fusion.h;
   // --fusion).
   BatchNormFusion fusion = BatchNormFusion::full;
+  // The model's copy of its parameters in the activations' dtype (nn/compute_weight.h), which
+  // layers computing in bf16 take views of; null: each such layer keeps and casts its own.
+  ComputeWeightCopy* weight_copy = nullptr;
 };
 
 class Layer;
@@ -67,6 +73,10 @@ class LayerObserver {
   virtual void layer_end(const Layer& layer, bool backward, Stream& stream) = 0;
 };
 
+// A number no other Pass of this process has (a model's bf16 weight copy is cast once per pass:
+// nn/compute_weight.h).
+uint64_t next_pass_id();
+
 struct Pass {
   Stream& stream;
   bool training = true;
@@ -76,6 +86,7 @@ struct Pass {
   std::function<void(ParameterId)> on_grad_ready;
   // Null unless a timeline is being recorded (see LayerObserver).
   LayerObserver* layer_observer = nullptr;
+  uint64_t id = next_pass_id();
 
   void grad_ready(ParameterId id) const {
     if (on_grad_ready) on_grad_ready(id);

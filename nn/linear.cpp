@@ -27,7 +27,11 @@ Shape Linear::setup(const Shape& input, const SetupContext& context) {
   }
   const Shape out = {input[0], out_features_};
   if (!context.allocate) return out;
-  weight_.setup(params_.value(weight_id_), context.dtype, context.device);
+  if (context.weight_copy != nullptr && context.weight_copy->dtype() == context.dtype) {
+    weight_.setup(params_.value(weight_id_), *context.weight_copy, weight_id_);
+  } else {
+    weight_.setup(params_.value(weight_id_), context.dtype, context.device);
+  }
   weight_grad_ = params_.grad(weight_id_);
   if (bias_id_ >= 0) {
     bias_ = params_.value(bias_id_);
@@ -45,7 +49,7 @@ Shape Linear::setup(const Shape& input, const SetupContext& context) {
 
 const Tensor& Linear::forward(const Tensor& x, Pass& pass) {
   x_ = x;
-  linear_forward({.x = x, .w = weight_.refresh(pass.stream), .bias = bias_, .y = y_}, pass.stream);
+  linear_forward({.x = x, .w = weight_.refresh(pass), .bias = bias_, .y = y_}, pass.stream);
   return y_;
 }
 

@@ -124,6 +124,10 @@ Shape ResNet::setup(const Shape& images, DType dtype, Stream& stream, const Conv
   context.scratch = &scratch_;
   context.conv_plans = conv_plans;
   context.fusion = fusion_;
+  if (dtype != DType::f32) {
+    weight_copy_.prepare(params_, dtype);
+    context.weight_copy = &weight_copy_;
+  }
   const Shape logits = layers_->setup(images, context);
   stem_conv_->feed_batchnorm_stats(stem_norm_, context);
   scratch_.allocate(params_.device());

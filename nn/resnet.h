@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "nn/compute_weight.h"
 #include "nn/conv2d.h"
 #include "nn/layer.h"
 #include "nn/parameters.h"
@@ -82,8 +83,9 @@ class ResNet {
   ResNetOptions options_;
   ParameterSet params_;  // declared before the layers, which hold references to it
   std::unique_ptr<Sequential> layers_;
-  SharedScratch scratch_;        // the layers' split-K partials (nn/layer_scratch.h)
-  Conv2d* stem_conv_ = nullptr;  // conv1 and bn1, held by layers_
+  SharedScratch scratch_;          // the layers' split-K partials (nn/layer_scratch.h)
+  ComputeWeightCopy weight_copy_;  // bf16 activations: every weight's bf16 copy, cast at once
+  Conv2d* stem_conv_ = nullptr;    // conv1 and bn1, held by layers_
   BatchNorm2d* stem_norm_ = nullptr;
   BatchNormFusion fusion_ = BatchNormFusion::full;
 };

@@ -6,7 +6,9 @@
 // channel in layer4 amplifies that, as it amplifies fp32's rounding (the torchvision goldens'
 // worst fp32 error is 1e-4 of a tensor's RMS; bf16 is 2^15 times coarser). So per-tensor
 // gradients are compared near the loss (fc: measured 3% and 0.4%) and in direction overall
-// (measured cosine 0.92 over all gradients), and the bf16 model must learn on its own.
+// (measured cosine 0.92 over all gradients), and the bf16 model must learn on its own. The
+// model's bf16 weights are one copy of its flat parameter buffer, cast once per pass: a
+// forward after the masters changed computes with the new values.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -96,6 +98,43 @@ TEST(MixedPrecision, Bf16ActivationsTrackTheFp32Model) {
   EXPECT_LT(fc_bias, 0.02);
   EXPECT_LT(fc_weight, 0.1);
   EXPECT_GT(direction, 0.8);
+}
+
+// The logits of a bf16 resnet18 (seed 5) on `images` in its last of `passes` forwards, each
+// in a pass of its own, with the fc weight set to `fc_value` just before the last one.
+std::vector<float> logits_after(int passes, float fc_value, const Tensor& images, Stream& stream) {
+  ResNet model("resnet18", {.num_classes = kClasses, .seed = 5});
+  model.allocate(Device::cpu(), stream);
+  model.setup({kBatch, kSize, kSize, 3}, DType::bf16, stream);
+  const auto& parameters = model.params().parameters();
+  const auto fc = static_cast<ParameterId>(model.params().find("fc.weight") - parameters.data());
+  std::vector<float> logits;
+  for (int i = 0; i < passes; ++i) {
+    if (i == passes - 1) {
+      Tensor w = model.params().value(fc);
+      fill(w, fc_value, stream);
+    }
+    Pass pass{stream, false, false, {}};
+    logits = model.forward(images, pass).to_floats(stream);
+  }
+  return logits;
+}
+
+TEST(MixedPrecision, EachPassCastsTheMastersAsTheyAreThen) {
+  Stream stream;
+  std::vector<float> pixels(static_cast<size_t>(kBatch * kSize * kSize * 3));
+  std::mt19937 rng(4);
+  std::normal_distribution<float> normal;
+  for (float& v : pixels)
+    v = normal(rng);
+  const Tensor images = Tensor::from_floats({kBatch, kSize, kSize, 3}, pixels, DType::bf16);
+  // A model that ran a pass before its fc weight changed against one whose first pass saw it:
+  // the same bits (a copy cast only once, at the first pass, would keep the old weight).
+  const std::vector<float> changed_after = logits_after(2, 0.25f, images, stream);
+  const std::vector<float> fresh = logits_after(1, 0.25f, images, stream);
+  const std::vector<float> unchanged = logits_after(1, 0.f, images, stream);
+  EXPECT_EQ(changed_after, fresh);
+  EXPECT_NE(changed_after, unchanged);
 }
 
 TEST(MixedPrecision, Bf16ModelLearns) {
