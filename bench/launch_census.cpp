@@ -25,8 +25,6 @@ std::string line(uint64_t launches, const std::string& name) {
   return count + name + "\n";
 }
 
-}  // namespace
-
 std::string kernel_display_name(const std::string& demangled) {
   std::string name = demangled;
   const size_t parameters = parameter_list_start(name);
@@ -38,6 +36,8 @@ std::string kernel_display_name(const std::string& demangled) {
 std::string kernel_family(const std::string& display_name) {
   return display_name.substr(0, display_name.find('<'));
 }
+
+}  // namespace
 
 std::string launch_census_table(const std::vector<std::pair<std::string, uint64_t>>& named) {
   uint64_t total = 0;

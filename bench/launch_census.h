@@ -9,18 +9,14 @@
 
 namespace engine::bench {
 
-// A demangled kernel name without its return type and parameter list: "void ns::k<int>(int*)"
-// -> "ns::k<int>". Its family drops the template arguments too: "ns::k".
-std::string kernel_display_name(const std::string& demangled);
-std::string kernel_family(const std::string& display_name);
-
 // `census` (kernels/kernel_launches.h: addresses and launches) as two tables, names from
 // `name_of` (on a GPU and the sim device: cudaFuncGetName).
 template <typename NameOf>
 std::string launch_census_table(const std::vector<std::pair<const void*, uint64_t>>& census,
                                 NameOf&& name_of);
 
-// The same, with the names already resolved.
+// The same, with the names already resolved (demangled: each shown without its return type and
+// parameter list, "void ns::k<int>(int*)" as "ns::k<int>", its family as "ns::k").
 std::string launch_census_table(const std::vector<std::pair<std::string, uint64_t>>& named);
 
 template <typename NameOf>

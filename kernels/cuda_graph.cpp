@@ -3,11 +3,10 @@
 #include <exception>
 #include <utility>
 
+#include "kernels/caching_allocator.h"
 #include "kernels/error.h"
-#include "kernels/memory.h"
 
 namespace engine {
-namespace {}  // namespace
 
 CudaGraph::~CudaGraph() {
   if (executable_ != nullptr) {

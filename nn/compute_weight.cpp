@@ -22,18 +22,17 @@ void ComputeWeightCopy::refresh(const Pass& pass) {
   refreshed_in_pass_ = pass.id;
 }
 
-void ComputeWeight::setup(const Tensor& master, DType activation_dtype, Device device) {
-  master_ = master;
+void ComputeWeight::setup(const ParameterSet& params, ParameterId id, const SetupContext& context) {
+  master_ = params.value(id);
   shared_ = nullptr;
-  low_precision_ = activation_dtype == DType::f32
-                       ? Tensor()
-                       : Tensor::empty(master.shape(), activation_dtype, device);
-}
-
-void ComputeWeight::setup(const Tensor& master, ComputeWeightCopy& copy, ParameterId id) {
-  master_ = master;
-  shared_ = &copy;
-  low_precision_ = copy.view(id);
+  low_precision_ = Tensor();
+  if (context.dtype == DType::f32) return;
+  if (context.weight_copy != nullptr && context.weight_copy->dtype() == context.dtype) {
+    shared_ = context.weight_copy;
+    low_precision_ = shared_->view(id);
+  } else {
+    low_precision_ = Tensor::empty(master_.shape(), context.dtype, context.device);
+  }
 }
 
 const Tensor& ComputeWeight::refresh(const Pass& pass) {

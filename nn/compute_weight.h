@@ -24,7 +24,6 @@ class ComputeWeightCopy {
   // Allocates the copy of `params` (allocated) in `dtype` on their device, unless it exists in
   // that dtype already.
   void prepare(const ParameterSet& params, DType dtype);
-  bool defined() const { return copy_.defined(); }
   DType dtype() const { return copy_.dtype(); }
   // Parameter `id`'s part of the copy, in its shape.
   Tensor view(ParameterId id) const;
@@ -40,10 +39,10 @@ class ComputeWeightCopy {
 
 class ComputeWeight {
  public:
-  // Its own copy in the activations' dtype, when that is not f32.
-  void setup(const Tensor& master, DType activation_dtype, Device device);
-  // A view of the model's copy (in the activations' dtype) for parameter `id` of `master`.
-  void setup(const Tensor& master, ComputeWeightCopy& copy, ParameterId id);
+  // Parameter `id` of `params` as the master; where the activations' dtype is not f32, its
+  // copy in that dtype: a view of the model's (context.weight_copy, when in that dtype), else
+  // one of its own.
+  void setup(const ParameterSet& params, ParameterId id, const SetupContext& context);
   // Brings the copy up to date with the master when there is one; returns what to compute
   // with.
   const Tensor& refresh(const Pass& pass);

@@ -32,11 +32,7 @@ Shape Conv2d::setup(const Shape& input, const SetupContext& context) {
   shape_.validate();
   input_grad_ = context.input_grad;
   if (!context.allocate) return shape_.output_shape();
-  if (context.weight_copy != nullptr && context.weight_copy->dtype() == context.dtype) {
-    weight_.setup(params_.value(weight_id_), *context.weight_copy, weight_id_);
-  } else {
-    weight_.setup(params_.value(weight_id_), context.dtype, context.device);
-  }
+  weight_.setup(params_, weight_id_, context);
   weight_grad_ = params_.grad(weight_id_);
   if (bias_id_ >= 0) {
     bias_ = params_.value(bias_id_);
