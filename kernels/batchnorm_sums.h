@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "kernels/args/batchnorm.h"
+#include "kernels/conv_input_value.h"
 #include "kernels/host_device.h"
 
 namespace engine {
@@ -64,9 +65,17 @@ ENGINE_HOST_DEVICE inline void batchnorm_finalize_channel(const BatchNormFinaliz
                                                           double count) {
   const int64_t channels = p.channels;
   const ChannelMoments moments = batchnorm_channel_moments(sum, sumsq, count);
-  p.batch_stats[c] = static_cast<float>(moments.mean);
-  p.batch_stats[channels + c] = batchnorm_invstd(moments.var, p.eps);
+  const float mean = static_cast<float>(moments.mean);
+  const float invstd = batchnorm_invstd(moments.var, p.eps);
+  p.batch_stats[c] = mean;
+  p.batch_stats[channels + c] = invstd;
   if (c == 0) p.batch_stats[2 * channels] = static_cast<float>(count);
+  if (p.input_scale != nullptr) {
+    const ConvInputCoefficients k = conv_input_coefficients(
+        mean, invstd, p.weight ? p.weight[c] : 1.f, p.bias ? p.bias[c] : 0.f);
+    p.input_scale[c] = k.scale;
+    p.input_shift[c] = k.shift;
+  }
   if (p.running_mean) {
     p.running_mean[c] = batchnorm_running_update(p.running_mean[c], moments.mean, p.momentum);
   }

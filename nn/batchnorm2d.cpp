@@ -69,8 +69,14 @@ Conv2dForwardFusion BatchNorm2d::stats_fusion() {
     fusion.batchnorm.running_mean = running_mean_;
     fusion.batchnorm.running_var = running_var_;
     fusion.batchnorm.constants = {.momentum = options_.momentum, .eps = options_.eps};
+    fusion.batchnorm.conv_input = next_conv_input();
   }
   return fusion;
+}
+
+BatchNormConvInput BatchNorm2d::next_conv_input() const {
+  if (!defer_apply_) return {};
+  return {.weight = weight_, .bias = bias_, .scale = input_scale_, .shift = input_shift_};
 }
 
 void BatchNorm2d::defer_apply(bool on, const SetupContext& context) {
@@ -171,6 +177,7 @@ const Tensor& BatchNorm2d::run_forward(const Tensor& x, const Tensor& residual, 
     fused.running_mean = running_mean_;
     fused.running_var = running_var_;
     fused.constants = constants;
+    fused.conv_input = next_conv_input();
   }
   // The convolution before may have written all of it already (stats_fusion).
   if (!stats_given_)
@@ -188,21 +195,14 @@ const Tensor& BatchNorm2d::run_forward(const Tensor& x, const Tensor& residual, 
                              .running_mean = running_mean_,
                              .running_var = running_var_,
                              .batch_stats = batch_stats_,
-                             .constants = constants},
+                             .constants = constants,
+                             .conv_input = next_conv_input()},
                             pass.stream);
   }
   ++params_.counter(batches_id_);
-  if (defer_apply_) {
-    // The next convolution reads x as act(x * scale + shift): one per-channel launch where the
-    // normalize read x and wrote y.
-    conv_input_from_batchnorm({.batch_stats = batch_stats_,
-                               .weight = weight_,
-                               .bias = bias_,
-                               .scale = input_scale_,
-                               .shift = input_shift_},
-                              pass.stream);
-    return x_;
-  }
+  // The next convolution reads x as act(x * scale + shift), whose coefficients the finalize
+  // wrote (next_conv_input): no launch here, where the normalize read x and wrote y.
+  if (defer_apply_) return x_;
   batchnorm_normalize(
       {.x = x, .batch_stats = batch_stats_, .weight = weight_, .bias = bias_, .y = y_}, pass.stream,
       epilogue);

@@ -75,9 +75,10 @@ class BatchNorm2d final : public Layer {
   // For the convolution that alone reads this layer's output (Conv2d::read_input_through):
   // forwards then leave the normalize and the ReLU to its operand loads, so that the output is
   // never written (nor held: on, the layer drops it): they compute the coefficients
-  // (deferred_input(): from the batch's statistics in training, the running ones in
-  // evaluation) and return x itself; backward recomputes the ReLU's mask from x. Needs the
-  // ReLU; a forward with a residual is then refused. After setup, with its context.
+  // (deferred_input(): from the batch's statistics in training, written by the statistics'
+  // finalize; the running ones in evaluation) and return x itself; backward recomputes the ReLU's
+  // mask from x. Needs the ReLU; a forward with a residual is then refused. After setup, with its
+  // context.
   void defer_apply(bool on, const SetupContext& context);
   // For that convolution's input gradient, after a training forward (BatchNormFusion::full):
   // what it is to compute besides dx (this layer's backward reduction: kernels/ops/conv.h's
@@ -91,6 +92,9 @@ class BatchNorm2d final : public Layer {
 
  private:
   const Tensor& run_forward(const Tensor& x, const Tensor& residual, Pass& pass);
+  // What a training forward's finalize writes besides batch_stats where forwards defer: the
+  // coefficients of deferred_input(), so that no launch of their own computes them.
+  BatchNormConvInput next_conv_input() const;
   // PyTorch's error for a training batch of one value per channel (count: the global count).
   [[noreturn]] void fail_single_value(double count) const;
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/conv_plans.h"
+#include "kernels/ops/activation.h"
 #include "kernels/ops/conv.h"
 #include "nn/shape_checks.h"
 
@@ -77,6 +78,15 @@ void Conv2d::choose_algos(const SetupContext& context) {
        conv2d_backward_data_workspace_numel(shape_, context.device, backward_data_algo_),
        conv2d_backward_filter_workspace_numel(shape_, context.device, backward_filter_algo_)});
   workspace_.setup(scratch, context.scratch, context.device);
+  const int64_t counters = std::max(
+      {conv2d_split_counters_numel(shape_, ConvPass::forward, context.device, forward_algo_),
+       conv2d_split_counters_numel(shape_, ConvPass::backward_data, context.device,
+                                   backward_data_algo_),
+       conv2d_split_counters_numel(shape_, ConvPass::backward_filter, context.device,
+                                   backward_filter_algo_)});
+  split_counters_ = counters == 0
+                        ? Tensor()
+                        : Tensor::zeros({counters}, DType::i32, context.device, context.stream);
 }
 
 void Conv2d::feed_batchnorm_stats(BatchNorm2d* bn, const SetupContext& context) {
@@ -134,14 +144,22 @@ const Tensor& Conv2d::forward(const Tensor& x, Pass& pass) {
         pass.stream, forward_algo_, fusion);
     return y_;
   }
-  conv2d_forward(
-      shape_,
-      {.x = x, .w = weight_.refresh(pass), .bias = bias_, .y = y_, .workspace = workspace_.get()},
-      pass.stream, forward_algo_, {.input = input_});
+  conv2d_forward(shape_,
+                 {.x = x,
+                  .w = weight_.refresh(pass),
+                  .bias = bias_,
+                  .y = y_,
+                  .workspace = workspace_.get(),
+                  .split_counters = split_counters_},
+                 pass.stream, forward_algo_, {.input = input_});
   return y_;
 }
 
 const Tensor& Conv2d::backward(const Tensor& dy, Pass& pass) {
+  return backward_adding(dy, Tensor(), pass);
+}
+
+const Tensor& Conv2d::backward_adding(const Tensor& dy, const Tensor& add, Pass& pass) {
   // The filter gradient first, so its all-reduce can start while the input gradient runs.
   conv2d_backward_filter(shape_,
                          {.x = x_,
@@ -149,6 +167,7 @@ const Tensor& Conv2d::backward(const Tensor& dy, Pass& pass) {
                           .dw = weight_grad_,
                           .dbias = bias_grad_,
                           .workspace = workspace_.get(),
+                          .split_counters = split_counters_,
                           .write = pass.grad_write()},
                          pass.stream, backward_filter_algo_, input_);
   if (bias_id_ >= 0) pass.grad_ready(bias_id_);
@@ -158,10 +177,16 @@ const Tensor& Conv2d::backward(const Tensor& dy, Pass& pass) {
     conv2d_backward_data(
         shape_, {.dy = dy, .w = weight_.current(), .dx = dx_, .workspace = data_grad_workspace_},
         pass.stream, backward_data_algo_, input_from_->backward_fusion(pass));
+    if (add.defined()) engine::add({.a = dx_, .b = add, .y = dx_}, pass.stream);
   } else if (dx_.defined()) {
-    conv2d_backward_data(
-        shape_, {.dy = dy, .w = weight_.current(), .dx = dx_, .workspace = workspace_.get()},
-        pass.stream, backward_data_algo_);
+    conv2d_backward_data(shape_,
+                         {.dy = dy,
+                          .w = weight_.current(),
+                          .dx = dx_,
+                          .workspace = workspace_.get(),
+                          .split_counters = split_counters_,
+                          .add = add},
+                         pass.stream, backward_data_algo_);
   }
   return dx_;
 }

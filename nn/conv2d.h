@@ -26,6 +26,9 @@ class Conv2d final : public Layer {
   Shape setup(const Shape& input, const SetupContext& context) override;
   const Tensor& forward(const Tensor& x, Pass& pass) override;
   const Tensor& backward(const Tensor& dy, Pass& pass) override;
+  // backward with `add` (like the input) added to the input gradient, as an add op after it
+  // would (a residual block's identity branch): in the input gradient's epilogue where it can.
+  const Tensor& backward_adding(const Tensor& dy, const Tensor& add, Pass& pass);
 
   const Conv2dOptions& options() const { return options_; }
   // The geometry of the last setup (batch included).
@@ -66,6 +69,10 @@ class Conv2d final : public Layer {
   Tensor weight_grad_, bias_, bias_grad_;
   Tensor x_, y_, dx_;
   LayerScratch workspace_;  // for all three passes, which run one after another
+  // Their split-K counters (zeroed, left zero by each pass, so the three share them): each
+  // split pass sums its partials in its own launch. This layer's own: a shared scratch is not
+  // zeroed.
+  Tensor split_counters_;
   BatchNorm2d* stats_for_ = nullptr;
   BatchNorm2d* input_from_ = nullptr;
   bool data_grad_fused_ = false;  // input gradient with input_from_'s backward reduction

@@ -56,7 +56,7 @@ struct ConvOperands {
       grad_sums = Tensor::empty({2 * s.in_channels}, DType::f32, device);
     }
   }
-  Tensor x, w, y, dx, dw, bias, dbias, workspace;
+  Tensor x, w, y, dx, dw, bias, dbias, workspace, split_counters;
   ConvInputAffine input;
   Tensor stats, batch_stats, grad_sums;
 };
@@ -82,7 +82,13 @@ void run(const ConvProblem& problem, ConvOperands& o, const ConvAlgo& algo, Stre
   const Conv2dShape& s = problem.shape;
   switch (problem.pass) {
     case ConvPass::forward:
-      conv2d_forward(s, {.x = o.x, .w = o.w, .bias = o.bias, .y = o.y, .workspace = o.workspace},
+      conv2d_forward(s,
+                     {.x = o.x,
+                      .w = o.w,
+                      .bias = o.bias,
+                      .y = o.y,
+                      .workspace = o.workspace,
+                      .split_counters = o.split_counters},
                      stream, algo, {.stats = o.stats, .input = o.input});
       return;
     case ConvPass::backward_data: {
@@ -95,8 +101,13 @@ void run(const ConvProblem& problem, ConvOperands& o, const ConvAlgo& algo, Stre
                   .bias_grad = {},
                   .weight_grad = {}};
       }
-      conv2d_backward_data(s, {.dy = o.y, .w = o.w, .dx = o.dx, .workspace = o.workspace}, stream,
-                           algo, fusion);
+      conv2d_backward_data(s,
+                           {.dy = o.y,
+                            .w = o.w,
+                            .dx = o.dx,
+                            .workspace = o.workspace,
+                            .split_counters = o.split_counters},
+                           stream, algo, fusion);
       return;
     }
     case ConvPass::backward_filter:
@@ -106,6 +117,7 @@ void run(const ConvProblem& problem, ConvOperands& o, const ConvAlgo& algo, Stre
                               .dw = o.dw,
                               .dbias = o.dbias,
                               .workspace = o.workspace,
+                              .split_counters = o.split_counters,
                               .write = GradWrite::overwrite},
                              stream, algo, o.input);
       return;
@@ -151,16 +163,22 @@ std::vector<ConvCandidateTime> time_conv_candidates(const ConvProblem& problem, 
   std::vector<ConvCandidateTime> times;
   for (const ConvAlgo& algo : algos) {
     // A split's partials may not fit beside the model: that candidate is not one.
-    // Zeroed: a fused pass's workspace holds counters that every call leaves at zero.
+    // Zeroed: a fused pass's workspace holds counters that every call leaves at zero, as do
+    // the split-K counters (timed as the layers run them: the sum in the GEMM's launch).
     try {
       operands.workspace =
           Tensor::zeros({std::max<int64_t>(workspace_numel(problem, stream.device(), algo), 1)},
                         DType::f32, stream.device(), stream);
+      operands.split_counters = Tensor::zeros(
+          {std::max<int64_t>(
+              conv2d_split_counters_numel(problem.shape, problem.pass, stream.device(), algo), 1)},
+          DType::i32, stream.device(), stream);
     } catch (const OutOfMemoryError&) {
       continue;
     }
     times.push_back({algo, time_algo(problem, operands, algo, stream, options)});
     operands.workspace = Tensor();
+    operands.split_counters = Tensor();
   }
   return times;
 }

@@ -1,6 +1,5 @@
 #include "nn/residual_block.h"
 
-#include "kernels/ops/activation.h"
 #include "nn/shape_checks.h"
 
 namespace engine::nn {
@@ -60,9 +59,7 @@ Shape ResidualBlock::setup(const Shape& input, const SetupContext& context) {
     fail_in(*this, "the residual " + shape_str(identity) + " does not match the output " +
                        shape_str(shape));
   }
-  if (context.allocate && context.input_grad) {
-    dx_ = Tensor::empty(input, context.dtype, context.device);
-  }
+  input_grad_ = context.input_grad;
   return shape;
 }
 
@@ -85,12 +82,13 @@ const Tensor& ResidualBlock::backward(const Tensor& dy, Pass& pass) {
       downsample_conv_
           ? downsample_conv_->backward(downsample_norm_->backward(residual, pass), pass)
           : residual;
-  for (size_t i = last + 1; i-- > 0;) {
-    g = &convs_[i]->backward(*g, pass);
-    if (i > 0) g = &norms_[i - 1]->backward(*g, pass);
-  }
-  if (dx_.defined()) add({.a = *g, .b = identity_grad, .y = dx_}, pass.stream);
-  return dx_;
+  for (size_t i = last; i > 0; --i)
+    g = &norms_[i - 1]->backward(convs_[i]->backward(*g, pass), pass);
+  // The first convolution's input gradient takes the identity branch's (in its epilogue where
+  // it can: one launch a block fewer than a separate add); without one (the network's first
+  // layer) it computes the filter gradient alone.
+  if (!input_grad_) return convs_[0]->backward(*g, pass);
+  return convs_[0]->backward_adding(*g, identity_grad, pass);
 }
 
 void ResidualBlock::for_each_child(const std::function<void(Layer&)>& fn) {

@@ -1,6 +1,7 @@
 #include "bench/ops/case_kit.h"
 
 #include "bench/random_fill.h"
+#include "kernels/ops/conv.h"
 
 namespace engine::op_registry {
 
@@ -36,6 +37,11 @@ Tensor on_device(const Tensor& host, Stream& stream) {
 
 Tensor workspace(int64_t numel, Stream& stream) {
   return numel > 0 ? Tensor::zeros({numel}, DType::f32, stream.device(), stream) : Tensor();
+}
+
+Tensor split_counters(const Conv2dShape& shape, ConvPass pass, Stream& stream) {
+  const int64_t numel = conv2d_split_counters_numel(shape, pass, stream.device());
+  return numel > 0 ? Tensor::zeros({numel}, DType::i32, stream.device(), stream) : Tensor();
 }
 
 std::vector<double> host_values(const Tensor& t, Stream& stream) {

@@ -10,6 +10,8 @@
 
 #include "bench/ops/op_case.h"
 #include "bench/ops/seeded_values.h"
+#include "kernels/conv_algo.h"
+#include "kernels/conv_shape.h"
 #include "kernels/tensor.h"
 
 namespace engine::op_registry {
@@ -72,6 +74,10 @@ Tensor on_device(const Tensor& host, Stream& stream);
 // A CUDA workspace of `numel` f32 on the stream's device, zeroed (BatchNorm's keeps counters
 // that must start at zero), or undefined when none is needed.
 Tensor workspace(int64_t numel, Stream& stream);
+// The zeroed i32 counters with which a convolution pass sums its split-K partials in the GEMM's
+// own launch, as the layers run it (conv2d_split_counters_numel), or undefined where it does
+// not split.
+Tensor split_counters(const Conv2dShape& shape, ConvPass pass, Stream& stream);
 
 // A tensor's values on the host: f64 exactly, the rest widened from float.
 std::vector<double> host_values(const Tensor& t, Stream& stream);

@@ -27,6 +27,13 @@ struct BatchNormFinalizeSumsArgs {
   float* running_mean = nullptr;  // f32[C] or null
   float* running_var = nullptr;   // f32[C] or null
   float* batch_stats = nullptr;   // f32[2C+1]: mean, invstd, count
+  // Or null: also the coefficients the next convolution reads its input through
+  // (conv_input_from_batchnorm's scale and shift of batch_stats with weight and bias, the same
+  // bits), so that a BatchNorm whose apply that convolution does needs no launch of its own.
+  float* input_scale = nullptr;   // f32[C]
+  float* input_shift = nullptr;   // f32[C], with input_scale
+  const float* weight = nullptr;  // f32[C] or null (1), read with input_scale
+  const float* bias = nullptr;    // f32[C] or null (0)
 };
 
 // The statistics; their merge may also do the next phases for the same launch: sums (then

@@ -54,6 +54,10 @@ struct Conv2dForwardArgs {
   const float* bias = nullptr;  // or null
   void* y = nullptr;
   void* workspace = nullptr;  // null (never split K) or conv2d_forward_workspace_bytes
+  // With a split K: the counters by which each output tile's last split to finish sums the
+  // tile's partials (conv2d_split_counters_bytes, zeroed once; every call leaves them zero);
+  // null: a second launch sums them.
+  unsigned* split_counters = nullptr;
   Fp32Math fp32_math = Fp32Math::exact;
   ConvAlgo algo =
       {};  // the CUDA kernels to run ({}: the heuristic's); the workspace is sized for it
@@ -90,14 +94,22 @@ struct ConvDataGradBatchNorm {
   bool active() const { return x != nullptr; }
 };
 
-// dx = conv^T(dy, w); overwrites dx.
+// dx = conv^T(dy, w) (+ dx_add); overwrites dx.
 struct Conv2dBackwardDataArgs {
   Conv2dShape shape;
   DType dtype = DType::f32;
   const void* dy = nullptr;
   const void* w = nullptr;
   void* dx = nullptr;
+  // Like dx, or null: added to the gradient with a separate add's bits (dx rounded to dtype,
+  // then the sum rounded): a residual block's identity branch. On CUDA only where
+  // conv2d_backward_data_adds says the epilogue can (never with batchnorm).
+  const void* dx_add = nullptr;
   void* workspace = nullptr;  // null (never split K) or conv2d_backward_data_workspace_bytes
+  // With a split K: the counters by which each output tile's last split to finish sums the
+  // tile's partials (conv2d_split_counters_bytes, zeroed once; every call leaves them zero);
+  // null: a second launch sums them.
+  unsigned* split_counters = nullptr;
   Fp32Math fp32_math = Fp32Math::exact;
   ConvAlgo algo =
       {};  // the CUDA kernels to run ({}: the heuristic's); the workspace is sized for it
@@ -118,6 +130,10 @@ struct Conv2dBackwardFilterArgs {
   float* dbias = nullptr;     // or null
   bool accumulate = false;    // add to dw (and dbias) instead of overwriting
   void* workspace = nullptr;  // CUDA: conv2d_backward_filter_workspace_bytes
+  // With a split K: the counters by which each output tile's last split to finish sums the
+  // tile's partials (conv2d_split_counters_bytes, zeroed once; every call leaves them zero);
+  // null: a second launch sums them.
+  unsigned* split_counters = nullptr;
   Fp32Math fp32_math = Fp32Math::exact;
   ConvAlgo algo =
       {};  // the CUDA kernels to run ({}: the heuristic's); the workspace is sized for it

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/cpu/activation.h"
 #include "kernels/cpu/batchnorm.h"
 #include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/column_chunks.h"
@@ -15,6 +16,7 @@
 #include "kernels/cpu/sgemm.h"
 #include "kernels/cpu/sgemm_avx512.h"
 #include "kernels/cpu/tap_classes.h"
+#include "kernels/error.h"
 
 namespace engine::cpu {
 
@@ -360,6 +362,20 @@ void conv2d_forward(const Conv2dForwardArgs& args) {
 // by the ReLU's mask and summing it: the outputs the CUDA epilogue gives (its g' is the stored
 // g gated, its sums those of g').
 void conv2d_backward_data(const Conv2dBackwardDataArgs& args) {
+  if (args.dx_add != nullptr) {
+    // The gradient as stored, then the add: the bits the CUDA epilogue reproduces.
+    ENGINE_REQUIRE(!args.batchnorm.active(), "conv2d_backward_data: dx_add with batchnorm");
+    Conv2dBackwardDataArgs plain = args;
+    plain.dx_add = nullptr;
+    conv2d_backward_data(plain);
+    const Conv2dShape& s = args.shape;
+    add({.dtype = args.dtype,
+         .a = args.dx,
+         .b = args.dx_add,
+         .y = args.dx,
+         .n = s.batch * s.in_h * s.in_w * s.in_channels});
+    return;
+  }
   if (args.batchnorm.active()) {
     const ConvDataGradBatchNorm& bn = args.batchnorm;
     Conv2dBackwardDataArgs plain = args;

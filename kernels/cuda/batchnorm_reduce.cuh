@@ -13,6 +13,7 @@
 #include "kernels/conv_input_value.h"
 #include "kernels/cuda/channel_tile.cuh"
 #include "kernels/cuda/device_types.cuh"
+#include "kernels/cuda/last_arrival.cuh"
 #include "kernels/error.h"
 
 namespace engine::cuda {
@@ -65,23 +66,6 @@ __device__ __forceinline__ void chan_merge(float& count, float& mean, float& m2,
   mean += delta * (count_b / total);
   m2 += m2_b + delta * delta * (count * (count_b / total));
   count = total;
-}
-
-// Whether this block is the last of `members` blocks to arrive at `counter`, so that it merges
-// what they wrote: every thread fences its writes, then one thread takes a ticket. atomicInc
-// wraps the counter back to 0 at the last ticket, so every launch leaves it as it found it
-// (zero: the workspace is zeroed once) and the kernel can be launched again or replayed from a
-// graph. The last block fences again before it reads the other blocks' writes. `ticket` is the
-// kernel's __shared__ word. Every thread of the block calls it (it has barriers).
-__device__ __forceinline__ bool last_to_arrive(unsigned* counter, unsigned members,
-                                               unsigned& ticket) {
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0 && threadIdx.y == 0) ticket = atomicInc(counter, members - 1);
-  __syncthreads();
-  const bool last = ticket == members - 1;
-  if (last) __threadfence();
-  return last;
 }
 
 // Whether this block is the last of its channel tile (blockIdx.x) to have written its

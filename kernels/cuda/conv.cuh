@@ -70,20 +70,37 @@ inline GemmExtent backward_data_extent(const Conv2dShape& shape) {
           shape.kernel_h * shape.kernel_w * shape.out_channels};
 }
 
-// Runs `gemm(store, splits)` storing into out (m x n, row-major) directly, or with split K
-// into the workspace's partials and then their sum into out. workspace: null (no split) or
-// output_split_workspace_bytes(m, n, splits) bytes.
+// Runs `gemm(store, splits)` storing into `out` (rows x cols, row-major, TOut) directly, or
+// with split K into the workspace's partials and their sum into out: by each tile's last split
+// to finish where `counters` are given (split_sum_counters of them, zeroed once), else by a
+// second launch. accumulate: out += the product.
+template <typename TOut, typename Gemm>
+void split_gemm(int64_t rows, int64_t cols, int splits, TOut* out, bool accumulate,
+                float* workspace, unsigned* counters, cudaStream_t stream, Gemm&& gemm) {
+  if (splits == 1) {
+    gemm(StoreToMatrix<TOut>{out, cols, nullptr, accumulate}, 1);
+    return;
+  }
+  const SplitSum sum{out, std::is_same_v<TOut, __nv_bfloat16>, accumulate, counters,
+                     static_cast<int>(split_sum_group(splits))};
+  gemm(StoreSplitPartial{workspace, rows, cols, sum}, splits);
+  if (counters == nullptr)
+    splitk_reduce_launch(splits, rows * cols, workspace, out, accumulate, stream);
+}
+
+// split_gemm for the output of a pass (no accumulation), or with a bias unsplit.
+// workspace: null (no split) or output_split_workspace_bytes(m, n, splits) bytes.
 template <typename T, typename Gemm>
 void split_output_gemm(const GemmExtent& e, T* out, const float* bias, float* workspace,
-                       const ConvLaunch& options, cudaStream_t stream, Gemm&& gemm) {
+                       unsigned* counters, const ConvLaunch& options, cudaStream_t stream,
+                       Gemm&& gemm) {
   const int splits =
       workspace != nullptr && bias == nullptr ? output_splits(e.m, e.n, e.k, options) : 1;
   if (splits == 1) {
     gemm(StoreToMatrix<T>{out, e.n, bias, false}, 1);
     return;
   }
-  gemm(StoreSplitPartial{workspace, e.m, e.n}, splits);
-  splitk_reduce_launch(splits, e.m * e.n, workspace, out, false, stream);
+  split_gemm(e.m, e.n, splits, out, false, workspace, counters, stream, gemm);
 }
 
 // The GEMM of a pass whose input x is read through an active input transform
@@ -143,11 +160,38 @@ inline void conv2d_forward(const Conv2dForwardArgs& args, cudaStream_t stream,
   const GemmExtent e = forward_extent(args.shape);
   float* workspace = static_cast<float*>(args.workspace);
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
-    split_output_gemm(e, static_cast<T*>(args.y), args.bias, workspace, options, stream,
-                      [&](const auto& store, int splits) {
+    split_output_gemm(e, static_cast<T*>(args.y), args.bias, workspace, args.split_counters,
+                      options, stream, [&](const auto& store, int splits) {
                         forward_gemm<T>(args, options, store, splits, stream);
                       });
   });
+}
+
+// Whether the input gradient stores dx as one GEMM without split K (the path that can add
+// args.dx_add in its epilogue): not the strided pointwise or stride-phase paths, no split.
+inline bool backward_data_adds(const Conv2dBackwardDataArgs& args, const ConvLaunch& options) {
+  const Conv2dShape& shape = args.shape;
+  if (is_strided_pointwise(shape) || splits_into_stride_phases(shape)) return false;
+  const GemmExtent e = backward_data_extent(shape);
+  return args.workspace == nullptr || output_splits(e.m, e.n, e.k, options) == 1;
+}
+
+// The input gradient's GEMM into `store` (pointwise rows or the gather), K split `splits` ways.
+template <typename T, typename Store>
+void backward_data_gemm(const Conv2dBackwardDataArgs& args, const ConvLaunch& options,
+                        const Store& store, int splits, cudaStream_t stream) {
+  const Conv2dShape& shape = args.shape;
+  const GemmExtent e = backward_data_extent(shape);
+  const T* dy = static_cast<const T*>(args.dy);
+  const T* w = static_cast<const T*>(args.w);
+  if (shape.is_pointwise()) {
+    gemm_launch<T>(e.m, e.n, e.k, KContiguousOperand<T>{dy, shape.out_channels},
+                   RowContiguousOperand<T>{w, shape.in_channels}, store, splits, stream,
+                   args.fp32_math, options.gemm);
+  } else {
+    gemm_launch<T>(e.m, e.n, e.k, ConvDataGradOutput<T>{dy, shape}, ConvDataGradFilter<T>{w, shape},
+                   store, splits, stream, args.fp32_math, options.gemm);
+  }
 }
 
 inline void conv2d_backward_data(const Conv2dBackwardDataArgs& args, cudaStream_t stream,
@@ -155,12 +199,21 @@ inline void conv2d_backward_data(const Conv2dBackwardDataArgs& args, cudaStream_
   ENGINE_REQUIRE(!args.batchnorm.active(),
                  "conv2d_backward_data: the BatchNorm's backward goes through "
                  "conv2d_backward_data_bn");
+  ENGINE_REQUIRE(args.dx_add == nullptr || backward_data_adds(args, options),
+                 "conv2d_backward_data: dx_add where the epilogue cannot add it "
+                 "(conv2d_backward_data_adds)");
   const Conv2dShape& shape = args.shape;
   const GemmExtent e = backward_data_extent(shape);
   float* workspace = static_cast<float*>(args.workspace);
   dispatch_device_dtype(args.dtype, [&]<typename T>() {
     const T* dy = static_cast<const T*>(args.dy);
     const T* w = static_cast<const T*>(args.w);
+    if (args.dx_add != nullptr) {
+      const StoreToMatrixAdding<T> store{{static_cast<T*>(args.dx), e.n, nullptr, false},
+                                         static_cast<const T*>(args.dx_add)};
+      backward_data_gemm<T>(args, options, store, 1, stream);
+      return;
+    }
     if (is_strided_pointwise(shape)) {
       // One GEMM over dy's pixels, its store filling whole stride cells (no split: ResNet's
       // strided 1x1 layers have hundreds of output tiles at training batches).
@@ -182,18 +235,9 @@ inline void conv2d_backward_data(const Conv2dBackwardDataArgs& args, cudaStream_
       }
       return;
     }
-    split_output_gemm(e, static_cast<T*>(args.dx), nullptr, workspace, options, stream,
-                      [&](const auto& store, int splits) {
-                        if (shape.is_pointwise()) {
-                          gemm_launch<T>(e.m, e.n, e.k,
-                                         KContiguousOperand<T>{dy, shape.out_channels},
-                                         RowContiguousOperand<T>{w, shape.in_channels}, store,
-                                         splits, stream, args.fp32_math, options.gemm);
-                        } else {
-                          gemm_launch<T>(e.m, e.n, e.k, ConvDataGradOutput<T>{dy, shape},
-                                         ConvDataGradFilter<T>{w, shape}, store, splits, stream,
-                                         args.fp32_math, options.gemm);
-                        }
+    split_output_gemm(e, static_cast<T*>(args.dx), nullptr, workspace, args.split_counters, options,
+                      stream, [&](const auto& store, int splits) {
+                        backward_data_gemm<T>(args, options, store, splits, stream);
                       });
   });
 }
@@ -232,15 +276,9 @@ inline void conv2d_backward_filter(const Conv2dBackwardFilterArgs& args, cudaStr
       }
     };
     dispatch_device_dtype(args.dw_dtype, [&]<typename TGrad>() {
-      TGrad* dw = static_cast<TGrad*>(args.dw);
-      if (splits == 1) {
-        // Without a split there is nothing to sum: store (and accumulate) straight into dw
-        // rather than through fp32 partials and a second kernel.
-        gemm(StoreToMatrix<TGrad>{dw, taps, nullptr, args.accumulate}, 1);
-      } else {
-        gemm(StoreSplitPartial{workspace, k_out, taps}, splits);
-        splitk_reduce_launch(splits, k_out * taps, workspace, dw, args.accumulate, stream);
-      }
+      // Without a split there is nothing to sum: stored (and accumulated) straight into dw.
+      split_gemm(k_out, taps, splits, static_cast<TGrad*>(args.dw), args.accumulate, workspace,
+                 args.split_counters, stream, gemm);
     });
     if (args.dbias != nullptr) {
       column_sum_launch(pixels, k_out, dy, column_sum_slices(pixels),
@@ -268,6 +306,28 @@ size_t conv2d_backward_data_workspace_bytes(const Conv2dShape& shape, const Conv
   if (is_strided_pointwise(shape) || splits_into_stride_phases(shape)) return 0;
   const GemmExtent e = backward_data_extent(shape);
   return output_split_workspace_bytes(e.m, e.n, output_splits(e.m, e.n, e.k, algo));
+}
+
+size_t conv2d_split_counters_bytes(const Conv2dShape& shape, ConvPass pass, const ConvAlgo& algo) {
+  int64_t counters = 0;
+  switch (pass) {
+    case ConvPass::forward: {
+      const GemmExtent e = forward_extent(shape);
+      counters = split_sum_counters(e.m, e.n, output_splits(e.m, e.n, e.k, algo));
+      break;
+    }
+    case ConvPass::backward_data: {
+      if (is_strided_pointwise(shape) || splits_into_stride_phases(shape)) break;
+      const GemmExtent e = backward_data_extent(shape);
+      counters = split_sum_counters(e.m, e.n, output_splits(e.m, e.n, e.k, algo));
+      break;
+    }
+    case ConvPass::backward_filter:
+      counters =
+          split_sum_counters(shape.out_channels, shape.gemm_k(), filter_grad_splits(shape, algo));
+      break;
+  }
+  return static_cast<size_t>(counters) * sizeof(unsigned);
 }
 
 std::vector<ConvAlgo> conv2d_candidates(const ConvProblem& problem) {
@@ -328,6 +388,9 @@ void conv2d_forward(const Conv2dForwardArgs& args, cudaStream_t stream) {
 }
 void conv2d_backward_data(const Conv2dBackwardDataArgs& args, cudaStream_t stream) {
   conv2d_backward_data(args, stream, args.algo);
+}
+bool conv2d_backward_data_adds(const Conv2dBackwardDataArgs& args) {
+  return !args.batchnorm.active() && backward_data_adds(args, args.algo);
 }
 void conv2d_backward_filter(const Conv2dBackwardFilterArgs& args, cudaStream_t stream) {
   conv2d_backward_filter(args, stream, args.algo);

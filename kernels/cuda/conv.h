@@ -22,6 +22,12 @@ size_t conv2d_backward_filter_workspace_bytes(const Conv2dShape& shape, const Co
 size_t conv2d_forward_workspace_bytes(const Conv2dShape& shape, const ConvAlgo& algo = {});
 size_t conv2d_backward_data_workspace_bytes(const Conv2dShape& shape, const ConvAlgo& algo = {});
 
+// Device memory for the counters by which a pass with `algo` sums its split-K partials in the
+// GEMM's own launch (the args' split_counters; zeroed once, every call leaves them zero); 0
+// where the pass does not split.
+size_t conv2d_split_counters_bytes(const Conv2dShape& shape, ConvPass pass,
+                                   const ConvAlgo& algo = {});
+
 // The algorithms worth timing for `problem`, the heuristic's first (spelled out: its tile and
 // split count): every block tile the pass can run (bf16's 16-byte path has four) with no split,
 // the heuristic's split count for that tile and twice it, where the pass splits at all. No two
@@ -39,6 +45,9 @@ size_t conv2d_forward_stats_workspace_bytes(const Conv2dShape& shape, const Conv
 ConvStatsPath conv2d_forward_stats_path(const Conv2dForwardArgs& args);
 void conv2d_forward_stats(const Conv2dForwardArgs& args, cudaStream_t stream);
 void conv2d_backward_data(const Conv2dBackwardDataArgs& args, cudaStream_t stream);
+// Whether conv2d_backward_data can add args.dx_add in its epilogue (one GEMM without split K,
+// no BatchNorm): elsewhere the caller adds it after.
+bool conv2d_backward_data_adds(const Conv2dBackwardDataArgs& args);
 
 // conv2d_backward_data with args.batchnorm active (defined in conv_backward_bn.cuh, compiled by
 // conv_backward_bn.cu): dx gated by the ReLU's mask and the BatchNorm's backward sums, from the

@@ -17,19 +17,18 @@
 namespace engine::cuda {
 
 // The workspace of conv2d_backward_data_bn (gemm_column_stats.cuh's layout): the
-// convolution's split-K partials, batchnorm_backward_reduce's workspace (the fallback), then
-// the epilogue's counters, its partial sums of g' and g' (x - mean) [row tiles, C] and its
-// groups'. group_tiles: the row tiles a group (0: RowTileMerge's choice; tests force it).
+// convolution's split-K partials and their counters, batchnorm_backward_reduce's workspace (the
+// fallback), then the epilogue's counters, its partial sums of g' and g' (x - mean)
+// [row tiles, C] and its groups'. group_tiles: the row tiles a group (0: RowTileMerge's choice;
+// tests force it).
 inline EpilogueStatsWorkspace backward_data_bn_workspace(const Conv2dShape& shape,
                                                          const ConvLaunch& options,
                                                          int group_tiles = 0) {
   const GemmExtent e = backward_data_extent(shape);
-  const size_t split_bytes =
-      is_strided_pointwise(shape) || splits_into_stride_phases(shape)
-          ? 0
-          : output_split_workspace_bytes(e.m, e.n, output_splits(e.m, e.n, e.k, options));
-  return epilogue_stats_workspace(e.m, e.n, static_cast<int64_t>(split_bytes / sizeof(float)),
-                                  group_tiles);
+  const int splits = is_strided_pointwise(shape) || splits_into_stride_phases(shape)
+                         ? 1
+                         : output_splits(e.m, e.n, e.k, options);
+  return epilogue_stats_workspace(e.m, e.n, splits, group_tiles);
 }
 
 template <typename T>
@@ -126,6 +125,7 @@ inline void conv2d_backward_data_bn(const Conv2dBackwardDataArgs& args, cudaStre
   Conv2dBackwardDataArgs conv = args;
   conv.batchnorm = {};
   conv.workspace = regions.split_partials;
+  conv.split_counters = regions.split_counters;
   conv.algo = options;
   conv2d_backward_data(conv, stream);
   // The reduce gates dx in place (relu_grad = dy: each element read before it is written).

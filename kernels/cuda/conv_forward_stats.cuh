@@ -14,18 +14,15 @@
 namespace engine::cuda {
 
 // The workspace of conv2d_forward_stats (gemm_column_stats.cuh's layout): the convolution's
-// own (split-K partials), batchnorm_stats' (the separate pass), then the epilogue's counters,
-// its partial means and m2 [row tiles, C] and its groups'. group_tiles: the row tiles a group
-// (0: gemm_column_stats.cuh's choice).
+// own (split-K partials and their counters), batchnorm_stats' (the separate pass), then the
+// epilogue's counters, its partial means and m2 [row tiles, C] and its groups'. group_tiles:
+// the row tiles a group (0: gemm_column_stats.cuh's choice).
 using ForwardStatsWorkspace = EpilogueStatsWorkspace;
 inline ForwardStatsWorkspace forward_stats_workspace(const Conv2dShape& shape,
                                                      const ConvLaunch& options,
                                                      int group_tiles = 0) {
   const GemmExtent e = forward_extent(shape);
-  const auto split_bytes =
-      output_split_workspace_bytes(e.m, e.n, output_splits(e.m, e.n, e.k, options));
-  return epilogue_stats_workspace(e.m, e.n, static_cast<int64_t>(split_bytes / sizeof(float)),
-                                  group_tiles);
+  return epilogue_stats_workspace(e.m, e.n, output_splits(e.m, e.n, e.k, options), group_tiles);
 }
 
 // Where the statistics come from for these arguments: the epilogue exactly where the
@@ -83,6 +80,7 @@ inline void conv2d_forward_stats(const Conv2dForwardArgs& args, cudaStream_t str
     return;
   }
   conv.workspace = regions.split_partials;
+  conv.split_counters = regions.split_counters;
   conv2d_forward(conv, stream, options);
   batchnorm_stats(BatchNormStatsArgs{.dtype = args.dtype,
                                      .x = args.y,

@@ -20,23 +20,19 @@
 
 #include "kernels/cuda/batchnorm_reduce.cuh"
 #include "kernels/cuda/gemm_epilogue.cuh"
+#include "kernels/cuda/last_arrival.cuh"
 
 namespace engine::cuda {
 
-// Row tiles a group of the statistics' first merge level: about sqrt(row tiles), so that
-// both levels walk about as many partials; at least kStatsMinGroupTiles. `forced` (> 0) wins.
-constexpr int kStatsMinGroupTiles = 8;
+// Row tiles a group of the statistics' first merge level (last_arrival.cuh's choice: about
+// sqrt(row tiles), at least kMinMergeGroup). `forced` (> 0) wins.
 __host__ __device__ inline int64_t stats_group_tiles(int64_t row_tiles, int forced) {
-  if (forced > 0) return forced;
-  int64_t group = kStatsMinGroupTiles;
-  while (group * group < row_tiles)
-    ++group;
-  return group;
+  return merge_group_size(row_tiles, forced);
 }
 
 // The most groups `row_tiles` can form whatever the block tile (a workspace's bound).
 inline int64_t stats_group_bound(int64_t row_tiles, int forced) {
-  const int64_t smallest = forced > 0 ? forced : kStatsMinGroupTiles;
+  const int64_t smallest = forced > 0 ? forced : kMinMergeGroup;
   return (row_tiles + smallest - 1) / smallest;
 }
 
@@ -58,29 +54,27 @@ struct RowTileMerge {
   template <int kTileM, typename Merge, typename KeepGroup, typename Finish>
   __device__ void run(int32_t m_size, unsigned& ticket, Merge merge, KeepGroup keep_group,
                       Finish finish) const {
-    const int64_t row_tiles = gridDim.x;
-    const int64_t group = stats_group_tiles(row_tiles, group_tiles);
-    const int64_t groups = (row_tiles + group - 1) / group;
-    const int64_t g = blockIdx.x / group;
-    const int64_t first = g * group, last = first + group < row_tiles ? first + group : row_tiles;
-    unsigned* const column_counters = counters + blockIdx.y * (max_groups + 1);
-    if (!last_to_arrive(column_counters + g, static_cast<unsigned>(last - first), ticket)) return;
+    const int64_t group = stats_group_tiles(gridDim.x, group_tiles);
     const auto tile_rows = [&](int64_t tile) {
       const int64_t begin = tile * kTileM;
       return static_cast<float>(m_size - begin < kTileM ? m_size - begin : kTileM);
     };
-    auto merged = merge(false, first, last, tile_rows);
-    if (groups > 1) {
-      keep_group(g, merged);
-      if (!last_to_arrive(column_counters + max_groups, static_cast<unsigned>(groups), ticket))
-        return;
-      const auto group_rows = [&](int64_t index) {
-        const int64_t begin = index * group * kTileM, end = begin + group * kTileM;
-        return static_cast<float>((end < m_size ? end : m_size) - begin);
-      };
-      merged = merge(true, 0, groups, group_rows);
-    }
-    finish(merged);
+    const auto group_rows = [&](int64_t index) {
+      const int64_t begin = index * group * kTileM, end = begin + group * kTileM;
+      return static_cast<float>((end < m_size ? end : m_size) - begin);
+    };
+    merge_by_last_arrivals(
+        counters + blockIdx.y * (max_groups + 1), static_cast<int>(blockIdx.x),
+        static_cast<int>(gridDim.x), static_cast<int>(group), ticket,
+        [&](int g, int first, int last, int groups) {
+          const auto merged = merge(false, first, last, tile_rows);
+          if (groups == 1) {
+            finish(merged);
+          } else {
+            keep_group(g, merged);
+          }
+        },
+        [&](int groups) { finish(merge(true, 0, groups, group_rows)); });
   }
 };
 
@@ -140,13 +134,14 @@ struct StagedColumnLanes {
 
 // The workspace of a convolution whose staged epilogue reduces its output per column, with a
 // fallback that runs the convolution plainly and then batchnorm's own reduction, in floats:
-// the convolution's split-K partials, the reduction's workspace (the fallback), then the
-// epilogue's counters (RowTileMerge), its two partial arrays [row tiles, n] and its groups'
-// [groups, n]. Both paths' regions are always there, so that the counters of each stay zero
-// whichever path a call takes (zero the workspace once). Sized for the smallest block tile
-// (64 x 64): the most row tiles and column tiles any launch has.
+// the convolution's split-K partials and their counters (split_sum_counters), the reduction's
+// workspace (the fallback), then the epilogue's counters (RowTileMerge), its two partial arrays
+// [row tiles, n] and its groups' [groups, n]. Both paths' regions are always there, so that the
+// counters of each stay zero whichever path a call takes (zero the workspace once). Sized for the
+// smallest block tile (64 x 64): the most row tiles and column tiles any launch has.
 struct EpilogueStatsWorkspace {
   int64_t split_floats = 0;
+  int64_t split_counter_floats = 0;
   int64_t batchnorm_floats = 0;
   int64_t counter_floats = 0;
   int64_t row_tiles = 0;       // of the smallest block tile's rows
@@ -154,25 +149,28 @@ struct EpilogueStatsWorkspace {
   int64_t max_groups = 0;
   int64_t group_floats = 0;  // max_groups x n, each of the two arrays
   int64_t total() const {
-    return split_floats + batchnorm_floats + counter_floats + 2 * partial_floats + 2 * group_floats;
+    return split_floats + split_counter_floats + batchnorm_floats + counter_floats +
+           2 * partial_floats + 2 * group_floats;
   }
 };
 
 // The regions of a workspace laid out as EpilogueStatsWorkspace says.
 struct EpilogueStatsRegions {
   float* split_partials;
+  unsigned* split_counters;
   float* batchnorm_scratch;
   unsigned* counters;
   float* part[2];    // [row tiles, n] each
   float* groups[2];  // [max_groups, n] each
 };
 
-inline EpilogueStatsWorkspace epilogue_stats_workspace(int64_t m, int64_t n, int64_t split_floats,
+inline EpilogueStatsWorkspace epilogue_stats_workspace(int64_t m, int64_t n, int splits,
                                                        int group_tiles) {
   constexpr int64_t kSmallestTile = 64;
   const int64_t column_tiles = (n + kSmallestTile - 1) / kSmallestTile;
   EpilogueStatsWorkspace w;
-  w.split_floats = split_floats;
+  w.split_floats = splits > 1 ? splits * m * n : 0;
+  w.split_counter_floats = (split_sum_counters(m, n, splits) + 3) / 4 * 4;
   w.batchnorm_floats = batchnorm_workspace_numel(m, n, ChannelReduceLaunch{});
   w.row_tiles = (m + kSmallestTile - 1) / kSmallestTile;
   w.max_groups = stats_group_bound(w.row_tiles, group_tiles);
@@ -186,11 +184,13 @@ inline EpilogueStatsRegions epilogue_stats_regions(const EpilogueStatsWorkspace&
                                                    void* workspace) {
   static_assert(sizeof(unsigned) == sizeof(float));
   float* const split = static_cast<float*>(workspace);
-  float* const batchnorm = split + sizes.split_floats;
+  float* const split_counters = split + sizes.split_floats;
+  float* const batchnorm = split_counters + sizes.split_counter_floats;
   float* const counters = batchnorm + sizes.batchnorm_floats;
   float* const part = counters + sizes.counter_floats;
   float* const groups = part + 2 * sizes.partial_floats;
   return {split,
+          reinterpret_cast<unsigned*>(split_counters),
           batchnorm,
           reinterpret_cast<unsigned*>(counters),
           {part, part + sizes.partial_floats},

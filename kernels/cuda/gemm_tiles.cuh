@@ -7,8 +7,9 @@
 // Both read their operands through the Row/K cursors of gemm_operands.cuh and conv_operands.cuh
 // (each block works out its rows' cursors once, into shared memory), hand results to a store
 // functor (gemm_epilogue.cuh), and split K over blockIdx.z: split z covers
-// [z * k_per_split, (z + 1) * k_per_split). They feed their shared tiles (gemm_pipeline.cuh) in one
-// of two ways, each with one barrier per K tile:
+// [z * k_per_split, (z + 1) * k_per_split); a store may then finish its tile once all splits
+// have stored (store_finishes_tile: the split-K sum by the last split to finish). They feed
+// their shared tiles (gemm_pipeline.cuh) in one of two ways, each with one barrier per K tile:
 //   through registers (double_buffered_k_loop): the next K tile is loaded element by element
 //     while the FMA or tensor units work on the current one from the other of two stages;
 //     the fp32 engine, and the tensor-core engine where 16-byte loads do not fit (the stem,
@@ -112,6 +113,8 @@ __global__ void __launch_bounds__(kFp32Threads, 2)
       if (m < m_size && n < n_size) store(static_cast<int>(blockIdx.z), m, n, acc[i][j]);
     }
   }
+  if constexpr (store_finishes_tile<Store>())
+    store.template finish_tile<kFp32TileM, kFp32TileN>(m0, m_size, n0, n_size);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -419,6 +422,8 @@ __global__ void __launch_bounds__(Block::kThreads)
     }
     if constexpr (store_reads_staged_tile<Store>())
       store.template after_staged_tile<Block>(staged, m0, m_size, n0, n_size);
+    if constexpr (store_finishes_tile<Store>())
+      store.template finish_tile<kTileM, kTileN>(m0, m_size, n0, n_size);
     return;
   }
   // Straight from the accumulators: d[0], d[1] at (row lane / 4, columns 2 (lane % 4) and +1)
@@ -435,6 +440,8 @@ __global__ void __launch_bounds__(Block::kThreads)
       }
     }
   }
+  if constexpr (store_finishes_tile<Store>())
+    store.template finish_tile<kTileM, kTileN>(m0, m_size, n0, n_size);
 }
 
 // ---------------------------------------------------------------------------------------

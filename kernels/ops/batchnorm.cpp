@@ -4,6 +4,7 @@
 
 #include "kernels/cpu/batchnorm.h"
 #include "kernels/cuda/batchnorm.h"
+#include "kernels/ops/batchnorm_finalize.h"
 #include "kernels/ops/checks.h"
 #include "kernels/ops/dispatch.h"
 
@@ -41,27 +42,6 @@ const void* optional_residual(ops::OpName op, const BatchNormEpilogue& epilogue,
   if (!epilogue.residual.defined()) return nullptr;
   ops::require_like(op, "x", x, "residual", epilogue.residual);
   return epilogue.residual.raw_data();
-}
-
-// The finalize's arguments from checked tensors; batch_stats undefined: none (all null).
-BatchNormFinalizeSumsArgs finalize_args(ops::OpName op, const double* sums, Tensor& running_mean,
-                                        Tensor& running_var, const BatchNormConstants& constants,
-                                        Tensor& batch_stats, int64_t channels) {
-  if (!batch_stats.defined()) return {};
-  const float momentum = constants.momentum, eps = constants.eps;
-  const Device device = batch_stats.device();
-  float* rm = ops::optional_f32(op, "running_mean", running_mean, channels, device);
-  float* rv = ops::optional_f32(op, "running_var", running_var, channels, device);
-  ENGINE_REQUIRE(momentum >= 0.f && momentum <= 1.f,
-                 std::string(op) + ": momentum must be in [0, 1], got " + std::to_string(momentum));
-  ENGINE_REQUIRE(eps >= 0.f, std::string(op) + ": eps must be >= 0, got " + std::to_string(eps));
-  return {.sums = sums,
-          .channels = channels,
-          .momentum = momentum,
-          .eps = eps,
-          .running_mean = rm,
-          .running_var = rv,
-          .batch_stats = batch_stats.data<float>()};
 }
 
 // A fused ReLU's gate for the backward passes, checked: its output y (like x), or the
@@ -123,8 +103,13 @@ void batchnorm_stats(BatchNormStatsOperands operands, Stream& stream,
   const float* finalizing = ops::optional_f32(op, "batch_stats", batch_stats, per_channel, device);
   ENGINE_REQUIRE(finalizing == nullptr || sums_data != nullptr,
                  std::string(op) + ": finalizing into batch_stats needs the sums");
-  const BatchNormFinalizeSumsArgs finalize = finalize_args(
-      op, sums_data, running_mean, running_var, fusion.constants, batch_stats, shape.channels);
+  const BatchNormFinalizeSumsArgs finalize =
+      ops::finalize_args(op, sums_data, shape.channels, device,
+                         {.batch_stats = batch_stats,
+                          .running_mean = running_mean,
+                          .running_var = running_var,
+                          .constants = fusion.constants,
+                          .conv_input = fusion.conv_input});
   ops::require_on_stream(op, "x", operands.x, stream);
   const BatchNormStatsArgs args{.dtype = operands.x.dtype(),
                                 .x = operands.x.raw_data(),
@@ -162,8 +147,12 @@ void batchnorm_finalize_sums(BatchNormFinalizeSumsOperands operands, Stream& str
   ops::require_f64(op, "sums", operands.sums, batchnorm_stats_numel(channels), device);
   ops::require_on_stream(op, "batch_stats", operands.batch_stats, stream);
   const BatchNormFinalizeSumsArgs args =
-      finalize_args(op, operands.sums.data<double>(), operands.running_mean, operands.running_var,
-                    operands.constants, operands.batch_stats, channels);
+      ops::finalize_args(op, operands.sums.data<double>(), channels, device,
+                         {.batch_stats = operands.batch_stats,
+                          .running_mean = operands.running_mean,
+                          .running_var = operands.running_var,
+                          .constants = operands.constants,
+                          .conv_input = operands.conv_input});
   ops::on_device(
       op, stream, [&] { cpu::batchnorm_finalize_sums(args); },
       [&](auto cuda_stream) { cuda::batchnorm_finalize_sums(args, cuda_stream); });
@@ -299,3 +288,40 @@ void batchnorm_backward_elementwise(BatchNormBackwardElementwiseOperands operand
 }
 
 }  // namespace engine
+
+namespace engine::ops {
+
+BatchNormFinalizeSumsArgs finalize_args(OpName op, const double* sums, int64_t channels,
+                                        Device device, FinalizeTensors tensors) {
+  BatchNormConvInput& conv_input = tensors.conv_input;
+  if (!tensors.batch_stats.defined()) {
+    ENGINE_REQUIRE(!conv_input.scale.defined(),
+                   std::string(op) + ": conv_input's coefficients need the finalize (batch_stats)");
+    return {};
+  }
+  const float momentum = tensors.constants.momentum, eps = tensors.constants.eps;
+  require_f32(op, "batch_stats", tensors.batch_stats, 2 * channels + 1, device);
+  ENGINE_REQUIRE(momentum >= 0.f && momentum <= 1.f,
+                 std::string(op) + ": momentum must be in [0, 1], got " + std::to_string(momentum));
+  ENGINE_REQUIRE(eps >= 0.f, std::string(op) + ": eps must be >= 0, got " + std::to_string(eps));
+  ENGINE_REQUIRE(conv_input.scale.defined() == conv_input.shift.defined(),
+                 std::string(op) + ": conv_input needs both scale and shift");
+  const bool coefficients = conv_input.scale.defined();
+  return {.sums = sums,
+          .channels = channels,
+          .momentum = momentum,
+          .eps = eps,
+          .running_mean = optional_f32(op, "running_mean", tensors.running_mean, channels, device),
+          .running_var = optional_f32(op, "running_var", tensors.running_var, channels, device),
+          .batch_stats = tensors.batch_stats.data<float>(),
+          .input_scale = optional_f32(op, "conv_input.scale", conv_input.scale, channels, device),
+          .input_shift = optional_f32(op, "conv_input.shift", conv_input.shift, channels, device),
+          .weight = coefficients
+                        ? optional_f32(op, "conv_input.weight", conv_input.weight, channels, device)
+                        : nullptr,
+          .bias = coefficients
+                      ? optional_f32(op, "conv_input.bias", conv_input.bias, channels, device)
+                      : nullptr};
+}
+
+}  // namespace engine::ops

@@ -65,6 +65,15 @@ struct BatchNormConstants {
   float eps = 1e-5f;      // added to the variance
 };
 
+// The coefficients the next convolution reads this BatchNorm's input through (ConvInputAffine's
+// scale and shift, conv_input_from_batchnorm's bits) written by the finalize too, so that a
+// BatchNorm whose normalize and ReLU that convolution does needs no launch of its own.
+// Undefined scale: not written.
+struct BatchNormConvInput {
+  Tensor weight = {}, bias = {};  // f32[C] or undefined (affine=False: 1 and 0)
+  Tensor scale = {}, shift = {};  // f32[C] each, written
+};
+
 // What batchnorm_stats may finish in the same launch (CUDA: in its merging blocks), with the
 // same bits as the separate ops. Undefined tensors: not done.
 struct BatchNormStatsFusion {
@@ -74,6 +83,7 @@ struct BatchNormStatsFusion {
   Tensor batch_stats = {};
   Tensor running_mean = {}, running_var = {};  // f32[C] or undefined
   BatchNormConstants constants = {};
+  BatchNormConvInput conv_input = {};  // with batch_stats
 };
 
 // Per-channel statistics of this process's x: stats = f32[2C+1] (Welford form, see above),
@@ -100,6 +110,7 @@ struct BatchNormFinalizeSumsOperands {
   Tensor running_mean = {}, running_var = {};  // f32[C] each, updated; or undefined
   Tensor batch_stats;
   BatchNormConstants constants = {};
+  BatchNormConvInput conv_input = {};
 };
 void batchnorm_finalize_sums(BatchNormFinalizeSumsOperands operands, Stream& stream);
 

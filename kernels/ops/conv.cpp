@@ -6,6 +6,8 @@
 #include "kernels/cpu/conv.h"
 #include "kernels/cuda/conv.h"
 #include "kernels/error.h"
+#include "kernels/ops/activation.h"
+#include "kernels/ops/batchnorm_finalize.h"
 #include "kernels/ops/checks.h"
 #include "kernels/ops/dispatch.h"
 
@@ -67,27 +69,19 @@ struct StatsPhases {
 StatsPhases stats_phases(ops::OpName op, const BatchNormStatsFusion& fusion, int64_t channels,
                          Device device) {
   StatsPhases phases;
-  Tensor sums = fusion.sums, batch_stats = fusion.batch_stats;
-  Tensor running_mean = fusion.running_mean, running_var = fusion.running_var;
-  const int64_t per_channel = 2 * channels + 1;
+  Tensor sums = fusion.sums;
   if (sums.defined()) {
-    ops::require_f64(op, "sums", sums, per_channel, device);
+    ops::require_f64(op, "sums", sums, 2 * channels + 1, device);
     phases.sums = sums.data<double>();
   }
-  if (!batch_stats.defined()) return phases;
-  ENGINE_REQUIRE(phases.sums != nullptr,
+  ENGINE_REQUIRE(phases.sums != nullptr || !fusion.batch_stats.defined(),
                  std::string(op) + ": finalizing into batch_stats needs the sums");
-  const float momentum = fusion.constants.momentum, eps = fusion.constants.eps;
-  ENGINE_REQUIRE(momentum >= 0.f && momentum <= 1.f,
-                 std::string(op) + ": momentum must be in [0, 1], got " + std::to_string(momentum));
-  ENGINE_REQUIRE(eps >= 0.f, std::string(op) + ": eps must be >= 0, got " + std::to_string(eps));
-  ops::require_f32(op, "batch_stats", batch_stats, per_channel, device);
-  phases.finalize = {
-      .momentum = momentum,
-      .eps = eps,
-      .running_mean = ops::optional_f32(op, "running_mean", running_mean, channels, device),
-      .running_var = ops::optional_f32(op, "running_var", running_var, channels, device),
-      .batch_stats = batch_stats.data<float>()};
+  phases.finalize = ops::finalize_args(op, phases.sums, channels, device,
+                                       {.batch_stats = fusion.batch_stats,
+                                        .running_mean = fusion.running_mean,
+                                        .running_var = fusion.running_var,
+                                        .constants = fusion.constants,
+                                        .conv_input = fusion.conv_input});
   return phases;
 }
 
@@ -105,7 +99,29 @@ ConvInputTransform input_transform(ops::OpName op, const ConvInputAffine& input,
       .scale = input.scale.data<float>(), .shift = input.shift.data<float>(), .relu = input.relu};
 }
 
+// The split-K counters for `pass` (conv2d_split_counters_numel), checked: null where they are
+// undefined (a second launch sums the partials) or the pass does not split.
+unsigned* split_counters(ops::OpName op, Tensor& counters, const Conv2dShape& shape, ConvPass pass,
+                         Device device, const ConvAlgo& algo) {
+  if (!counters.defined()) return nullptr;
+  const int64_t needed = conv2d_split_counters_numel(shape, pass, device, algo);
+  if (needed == 0) return nullptr;
+  if (counters.dtype() != DType::i32 || counters.numel() < needed || counters.device() != device) {
+    fail(std::string(op) + ": split_counters is " + counters.describe() +
+         ", expected i32 with at least " + std::to_string(needed) + " elements on " + device.str() +
+         " (conv2d_split_counters_numel)");
+  }
+  return reinterpret_cast<unsigned*>(counters.data<int32_t>());
+}
+
 }  // namespace
+
+int64_t conv2d_split_counters_numel(const Conv2dShape& shape, ConvPass pass, Device device,
+                                    const ConvAlgo& algo) {
+  return workspace_numel(
+      "conv2d_split_counters_numel", shape, device,
+      [&](const Conv2dShape& s, auto) { return cuda::conv2d_split_counters_bytes(s, pass, algo); });
+}
 
 void conv2d_forward(const Conv2dShape& shape, Conv2dForwardOperands operands, Stream& stream,
                     const ConvAlgo& algo, const Conv2dForwardFusion& fusion) {
@@ -155,6 +171,9 @@ void conv2d_forward(const Conv2dShape& shape, Conv2dForwardOperands operands, St
       .bias = operands.bias.defined() ? operands.bias.data<float>() : nullptr,
       .y = operands.y.raw_data(),
       .workspace = scratch,
+      .split_counters = stats != nullptr ? nullptr
+                                         : split_counters(op, operands.split_counters, shape,
+                                                          ConvPass::forward, device, algo),
       .fp32_math = stream.fp32_math(),
       .algo = algo,
       .stats = stats,
@@ -235,25 +254,41 @@ void conv2d_backward_data(const Conv2dShape& shape, Conv2dBackwardDataOperands o
                                      conv2d_backward_data_workspace_numel(shape, device, algo),
                                      device, "conv2d_backward_data_workspace_numel");
   }
+  if (operands.add.defined()) {
+    ops::require_exact(op, "add", operands.add, shape.input_shape(), dtype, device, context);
+    ENGINE_REQUIRE(!batchnorm.active(),
+                   std::string(op) + ": add and the BatchNorm's backward (fusion.x) together");
+  }
   ops::require_on_stream(op, "dy", operands.dy, stream);
-  const Conv2dBackwardDataArgs args{.shape = shape,
-                                    .dtype = dtype,
-                                    .dy = operands.dy.raw_data(),
-                                    .w = operands.w.raw_data(),
-                                    .dx = operands.dx.raw_data(),
-                                    .workspace = scratch,
-                                    .fp32_math = stream.fp32_math(),
-                                    .algo = algo,
-                                    .batchnorm = batchnorm};
+  Conv2dBackwardDataArgs args{
+      .shape = shape,
+      .dtype = dtype,
+      .dy = operands.dy.raw_data(),
+      .w = operands.w.raw_data(),
+      .dx = operands.dx.raw_data(),
+      .dx_add = operands.add.defined() ? operands.add.raw_data() : nullptr,
+      .workspace = scratch,
+      .split_counters = batchnorm.active() ? nullptr
+                                           : split_counters(op, operands.split_counters, shape,
+                                                            ConvPass::backward_data, device, algo),
+      .fp32_math = stream.fp32_math(),
+      .algo = algo,
+      .batchnorm = batchnorm};
+  bool add_after = false;
   ops::on_device(
       op, stream, [&] { cpu::conv2d_backward_data(args); },
       [&](auto cuda_stream) {
         if (batchnorm.active()) {
           cuda::conv2d_backward_data_bn(args, cuda_stream);
-        } else {
-          cuda::conv2d_backward_data(args, cuda_stream);
+          return;
         }
+        if (args.dx_add != nullptr && !cuda::conv2d_backward_data_adds(args)) {
+          args.dx_add = nullptr;
+          add_after = true;
+        }
+        cuda::conv2d_backward_data(args, cuda_stream);
       });
+  if (add_after) add({.a = operands.dx, .b = operands.add, .y = operands.dx}, stream);
 }
 
 int64_t conv2d_forward_workspace_numel(const Conv2dShape& shape, Device device,
@@ -375,6 +410,8 @@ void conv2d_backward_filter(const Conv2dShape& shape, Conv2dBackwardFilterOperan
       .dbias = operands.dbias.defined() ? operands.dbias.data<float>() : nullptr,
       .accumulate = operands.write == GradWrite::accumulate,
       .workspace = scratch,
+      .split_counters = split_counters(op, operands.split_counters, shape,
+                                       ConvPass::backward_filter, device, algo),
       .fp32_math = stream.fp32_math(),
       .algo = algo,
       .input_transform = input_transform(op, input, shape, device)};

@@ -58,6 +58,14 @@ int64_t conv2d_forward_workspace_numel(const Conv2dShape& shape, Device device,
 int64_t conv2d_backward_data_workspace_numel(const Conv2dShape& shape, Device device,
                                              const ConvAlgo& algo = {});
 
+// i32 elements of the counters with which `pass` (run with `algo`) sums its split-K partials in
+// the GEMM's own launch, each output tile's last split to finish summing them: the operands'
+// split_counters, zeroed once (Tensor::zeros) and left zero by every call, so they may be shared
+// by passes that run one after another on a stream. 0 on the CPU and where the pass does not
+// split. Without them a split pass sums its partials in a second launch, with the same bits.
+int64_t conv2d_split_counters_numel(const Conv2dShape& shape, ConvPass pass, Device device,
+                                    const ConvAlgo& algo = {});
+
 // What the forward may compute besides y (undefined tensors: not asked).
 struct Conv2dForwardFusion {
   // f32[2K+1]: what batchnorm_stats writes (kernels/ops/batchnorm.h's stats: mean[K], m2[K],
@@ -81,6 +89,9 @@ struct Conv2dForwardOperands {
   // fusion.stats: conv2d_forward_stats_workspace_numel elements, zeroed once before its first
   // use (Tensor::zeros: it holds counters that every call leaves at zero).
   Tensor workspace = {};
+  // i32, conv2d_split_counters_numel(shape, forward, ...) or more, or undefined (above). Unread
+  // with fusion.stats, whose workspace holds its own.
+  Tensor split_counters = {};
 };
 void conv2d_forward(const Conv2dShape& shape, Conv2dForwardOperands operands, Stream& stream,
                     const ConvAlgo& algo = {}, const Conv2dForwardFusion& fusion = {});
@@ -121,6 +132,12 @@ struct Conv2dBackwardDataOperands {
   // With fusion.x defined: conv2d_backward_data_bn_workspace_numel elements, zeroed once before
   // its first use (it holds counters that every call leaves at zero).
   Tensor workspace = {};
+  // As the forward's (pass backward_data); unread with fusion.x.
+  Tensor split_counters = {};
+  // Like dx, or undefined: dx = the gradient + add, with the bits of an add op after it (a
+  // residual block's identity branch): on CUDA in the convolution's epilogue where it stores dx
+  // as one GEMM without split K, else by the add's own launch. Not with fusion.x.
+  Tensor add = {};
 };
 void conv2d_backward_data(const Conv2dShape& shape, Conv2dBackwardDataOperands operands,
                           Stream& stream, const ConvAlgo& algo = {},
@@ -149,6 +166,7 @@ struct Conv2dBackwardFilterOperands {
   Tensor dbias = {};  // f32[K] or undefined
   // f32 with conv2d_backward_filter_workspace_numel elements (may be undefined when that is 0).
   Tensor workspace;
+  Tensor split_counters = {};  // as the forward's (pass backward_filter)
   // GradWrite::accumulate adds to what dw/dbias hold (gradient accumulation over micro-batches).
   GradWrite write = GradWrite::overwrite;
 };

@@ -13,6 +13,7 @@
 
 #include "batchnorm_cases.h"
 #include "batchnorm_simt_helpers.h"
+#include "kernels/conv_input_value.h"
 #include "kernels/cpu/batchnorm.h"
 #include "simt_buffer.h"
 #include "tests/dtype_bytes.h"
@@ -35,7 +36,9 @@ using testing::zeroed_workspace;
 
 // The statistics' merge that also writes the fp64 sums and finalizes them gives the bits of
 // the separate phases (stats, stats_to_sums, finalize_sums), on the emulator and on the CPU
-// twin; also with the sums alone (SyncBN's forward).
+// twin; also with the sums alone (SyncBN's forward). Either finalize also writes the next
+// convolution's input coefficients with conv_input_from_batchnorm's bits (its expression,
+// conv_input_coefficients_at, on the batch statistics written).
 TEST(BatchNormSimt, StatsMergeFinishesSumsAndFinalizeBitForBit) {
   for (DType dtype : kDTypes) {
     for (const BnShape& s : testing::kBnShapes) {
@@ -45,6 +48,10 @@ TEST(BatchNormSimt, StatsMergeFinishesSumsAndFinalizeBitForBit) {
         SimtBuffer x(dtype, normal_values(s.numel(), 31, dtype, 0.5, 2.0));
         const std::vector<float> rm0 = normal_values(c, 32, DType::f32);
         const std::vector<float> rv0(c, 1.5f);
+        SimtBuffer weight(DType::f32, normal_values(c, 33, DType::f32, 1.0, 0.5));
+        SimtBuffer bias(DType::f32, normal_values(c, 34, DType::f32));
+        SimtBuffer scale = SimtBuffer::f32(c), shift = SimtBuffer::f32(c);
+        SimtBuffer f_scale = SimtBuffer::f32(c), f_shift = SimtBuffer::f32(c);
         SimtBuffer workspace =
             zeroed_workspace(cuda::batchnorm_workspace_numel(rows, c, launch.reduce));
         // The separate phases.
@@ -67,8 +74,26 @@ TEST(BatchNormSimt, StatsMergeFinishesSumsAndFinalizeBitForBit) {
                                                  .eps = kEps,
                                                  .running_mean = rm.floats(),
                                                  .running_var = rv.floats(),
-                                                 .batch_stats = batch.floats()};
+                                                 .batch_stats = batch.floats(),
+                                                 .input_scale = scale.floats(),
+                                                 .input_shift = shift.floats(),
+                                                 .weight = weight.floats(),
+                                                 .bias = bias.floats()};
         cuda::batchnorm_finalize_sums(finalize, nullptr, launch.channel);
+        const std::vector<float> batch_values = batch.values();
+        std::vector<float> expected_scale(c), expected_shift(c);
+        for (int64_t i = 0; i < c; ++i) {
+          const ConvInputCoefficients k =
+              conv_input_coefficients_at({.batch_stats = batch_values.data(),
+                                          .weight = weight.floats(),
+                                          .bias = bias.floats(),
+                                          .channels = c},
+                                         i);
+          expected_scale[i] = k.scale;
+          expected_shift[i] = k.shift;
+        }
+        EXPECT_TRUE(same_bits(scale.values(), expected_scale)) << "input scale";
+        EXPECT_TRUE(same_bits(shift.values(), expected_shift)) << "input shift";
         // One statistics call.
         SimtBuffer f_stats = SimtBuffer::f32(2 * c + 1), f_sums = SimtBuffer::f64(2 * c + 1);
         SimtBuffer f_batch = SimtBuffer::f32(2 * c + 1);
@@ -80,8 +105,14 @@ TEST(BatchNormSimt, StatsMergeFinishesSumsAndFinalizeBitForBit) {
                           .eps = kEps,
                           .running_mean = f_rm.floats(),
                           .running_var = f_rv.floats(),
-                          .batch_stats = f_batch.floats()};
+                          .batch_stats = f_batch.floats(),
+                          .input_scale = f_scale.floats(),
+                          .input_shift = f_shift.floats(),
+                          .weight = weight.floats(),
+                          .bias = bias.floats()};
         cuda::batchnorm_stats(fused, nullptr, launch.reduce);
+        EXPECT_TRUE(same_bits(scale.values(), f_scale.values())) << "fused input scale";
+        EXPECT_TRUE(same_bits(shift.values(), f_shift.values())) << "fused input shift";
         EXPECT_TRUE(same_bits(stats.values(), f_stats.values())) << "stats";
         EXPECT_TRUE(same_bits(sums.double_values(), f_sums.double_values())) << "sums";
         EXPECT_TRUE(same_bits(batch.values(), f_batch.values())) << "batch_stats";

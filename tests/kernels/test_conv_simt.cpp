@@ -16,6 +16,7 @@
 #include "conv_engines.h"
 #include "conv_reference.h"
 #include "elementwise_cases.h"
+#include "kernels/cpu/activation.h"
 #include "kernels/cpu/conv.h"
 #include "simt_buffer.h"
 
@@ -152,6 +153,67 @@ TEST(ConvSimt, BackwardDataMatchesCpu) {
       expect_backward_data_matches_cpu(shape, engine);
     }
   }
+}
+
+// The input gradient adding a residual branch's gradient in its epilogue (dx_add) gives the
+// bits of the plain gradient followed by the add op (the CPU twin's add on what it stored):
+// every case the epilogue can take (one GEMM, no split), on each engine, and at 16-byte and
+// element widths (an addend one element off its alignment takes the element stores). Where it
+// cannot (strided, split K) conv2d_backward_data_adds says so and the launcher refuses.
+TEST(ConvSimt, BackwardDataAddsTheResidualGradientAsTheAddOpWould) {
+  int covered = 0;
+  for (const Engine& engine : kConvEngines) {
+    const DType dtype = engine.dtype;
+    for (const auto& [name, shape] : simt_cases()) {
+      const Conv2dBackwardDataArgs probe{.shape = shape, .dtype = dtype};
+      if (!cuda::conv2d_backward_data_adds(probe)) {
+        EXPECT_TRUE(cuda::is_strided_pointwise(shape) || cuda::splits_into_stride_phases(shape))
+            << name;
+        continue;
+      }
+      for (const int offset : {0, 1}) {
+        SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + engine.name() +
+                     " addend offset " + std::to_string(offset));
+        Operands in(shape, engine);
+        const int64_t inputs = shape_numel(shape.input_shape());
+        SimtBuffer addend(dtype, random_values(inputs, 9), offset);
+        SimtBuffer plain(dtype, std::vector<float>(inputs, NAN));
+        SimtBuffer fused(dtype, std::vector<float>(inputs, NAN));
+        Conv2dBackwardDataArgs args{.shape = shape,
+                                    .dtype = dtype,
+                                    .dy = in.dy.data(),
+                                    .w = in.w.data(),
+                                    .dx = plain.data(),
+                                    .fp32_math = engine.math};
+        cuda::conv2d_backward_data(args, nullptr);
+        cpu::add({.dtype = dtype,
+                  .a = plain.data(),
+                  .b = addend.data(),
+                  .y = plain.data(),
+                  .n = inputs});
+        args.dx = fused.data();
+        args.dx_add = addend.data();
+        cuda::conv2d_backward_data(args, nullptr);
+        EXPECT_EQ(fused.values(), plain.values());
+        ++covered;
+      }
+    }
+  }
+  EXPECT_GT(covered, 20);
+  // Where it cannot: a split K (the partials' sum would have to add it) is refused.
+  const Conv2dShape long_k = conv_shape(1, 4, 4, 40, 8, 3, 3, 1, 1);
+  Operands in(long_k, testing::kConvFp32);
+  SimtBuffer dx = SimtBuffer::f32(shape_numel(long_k.input_shape()));
+  SimtBuffer workspace = SimtBuffer::f32(3 * shape_numel(long_k.input_shape()));
+  const Conv2dBackwardDataArgs split{.shape = long_k,
+                                     .dy = in.dy.data(),
+                                     .w = in.w.data(),
+                                     .dx = dx.data(),
+                                     .dx_add = dx.data(),
+                                     .workspace = workspace.data(),
+                                     .algo = {.split_k = 3}};
+  EXPECT_FALSE(cuda::conv2d_backward_data_adds(split));
+  EXPECT_THROW(cuda::conv2d_backward_data(split, nullptr), Error);
 }
 
 // Strided input gradients without the stride's zeros (conv_strided_data_grad.cuh): 1x1
@@ -338,6 +400,117 @@ TEST(ConvSimt, BackwardFilterMatchesCpuWithAndWithoutSplitK) {
       }
     }
   }
+}
+
+// The three passes with K split, their partials summed by each output tile's last split to
+// finish (split counters given) against the same passes summing them in a second launch:
+// the same bits, in one level (3 splits) and in two (11 and 20: groups of 8, some splits with
+// no K at all), with the filter gradient accumulating; the counters are left zero, so the
+// next call (and a replayed graph) finds them as it needs them.
+TEST(ConvSimt, SplitKSumInTheGemmGivesTheSecondLaunchsBits) {
+  const std::vector<SimtCase> cases = {
+      {"3x3 long K", conv_shape(1, 4, 4, 40, 8, 3, 3, 1, 1)},
+      {"pointwise, M and N over two tiles", conv_shape(2, 9, 9, 19, 140, 1, 1, 1, 0)},
+      {"1x1 s2, M and N over two tiles, vector loads", conv_shape(2, 17, 17, 16, 136, 1, 1, 2, 0)},
+  };
+  for (const Engine& engine : kConvEngines) {
+    const DType dtype = engine.dtype;
+    for (const auto& [name, shape] : cases) {
+      for (const int splits : {3, 11, 20}) {
+        SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + engine.name() +
+                     " splits=" + std::to_string(splits));
+        const ConvAlgo algo{.split_k = splits};
+        Operands in(shape, engine);
+        const int64_t outputs = shape_numel(shape.output_shape());
+        const int64_t inputs = shape_numel(shape.input_shape());
+        const int64_t filters = shape_numel(shape.filter_shape());
+        const std::vector<float> previous = random_values(filters, 5);
+        const auto counters_for = [&](ConvPass pass) {
+          return SimtBuffer(std::vector<int32_t>(
+              std::max<size_t>(cuda::conv2d_split_counters_bytes(shape, pass, algo) / 4, 1), 0));
+        };
+        struct Run {
+          SimtBuffer y, dx, dw;
+        };
+        const auto run = [&](bool in_gemm) {
+          Run out{SimtBuffer(dtype, std::vector<float>(outputs, NAN)),
+                  SimtBuffer(dtype, std::vector<float>(inputs, NAN)),
+                  SimtBuffer(DType::f32, previous)};
+          SimtBuffer forward_counters = counters_for(ConvPass::forward);
+          SimtBuffer data_counters = counters_for(ConvPass::backward_data);
+          SimtBuffer filter_counters = counters_for(ConvPass::backward_filter);
+          const auto counters = [&](SimtBuffer& buffer) {
+            return in_gemm ? reinterpret_cast<unsigned*>(buffer.ints()) : nullptr;
+          };
+          SimtBuffer y_workspace = SimtBuffer::f32(splits * outputs);
+          SimtBuffer dx_workspace = SimtBuffer::f32(splits * inputs);
+          SimtBuffer dw_workspace =
+              SimtBuffer::f32(cuda::filter_grad_workspace_bytes(shape, splits) / 4);
+          cuda::conv2d_forward({.shape = shape,
+                                .dtype = dtype,
+                                .x = in.x.data(),
+                                .w = in.w.data(),
+                                .y = out.y.data(),
+                                .workspace = y_workspace.data(),
+                                .split_counters = counters(forward_counters),
+                                .fp32_math = engine.math},
+                               nullptr, algo);
+          cuda::conv2d_backward_data({.shape = shape,
+                                      .dtype = dtype,
+                                      .dy = in.dy.data(),
+                                      .w = in.w.data(),
+                                      .dx = out.dx.data(),
+                                      .workspace = dx_workspace.data(),
+                                      .split_counters = counters(data_counters),
+                                      .fp32_math = engine.math},
+                                     nullptr, algo);
+          cuda::conv2d_backward_filter({.shape = shape,
+                                        .dtype = dtype,
+                                        .x = in.x.data(),
+                                        .dy = in.dy.data(),
+                                        .dw = out.dw.data(),
+                                        .accumulate = true,
+                                        .workspace = dw_workspace.data(),
+                                        .split_counters = counters(filter_counters),
+                                        .fp32_math = engine.math},
+                                       nullptr, algo);
+          for (const SimtBuffer* buffer : {&forward_counters, &data_counters, &filter_counters}) {
+            const std::vector<int32_t> left = buffer->int_values();
+            EXPECT_EQ(std::count(left.begin(), left.end(), 0), static_cast<int64_t>(left.size()))
+                << "counters left non-zero";
+          }
+          return out;
+        };
+        const Run second_launch = run(false), in_gemm = run(true);
+        EXPECT_EQ(in_gemm.y.values(), second_launch.y.values());
+        EXPECT_EQ(in_gemm.dx.values(), second_launch.dx.values());
+        EXPECT_EQ(in_gemm.dw.values(), second_launch.dw.values());
+        // And both are the convolution: the forward against the CPU twin.
+        std::vector<std::byte> expected_y(outputs * dtype_size(dtype));
+        cpu::conv2d_forward({.shape = shape,
+                             .dtype = dtype,
+                             .x = in.cpu_x.data(),
+                             .w = in.cpu_w.data(),
+                             .y = expected_y.data()});
+        EXPECT_LE(
+            relative_difference(in_gemm.y.values(), decode(dtype, expected_y.data(), outputs)),
+            engine.tolerance());
+      }
+    }
+  }
+}
+
+// The order the split sums follow (split_sum_group): one level up to 8 splits, then groups of
+// about sqrt(splits), at least 8; the counters a launch needs follow from it.
+TEST(ConvSimt, SplitSumGroupsAndCounters) {
+  EXPECT_EQ(cuda::split_sum_group(3), 8);
+  EXPECT_EQ(cuda::split_sum_group(64), 8);
+  EXPECT_EQ(cuda::split_sum_group(65), 9);
+  EXPECT_EQ(cuda::split_sum_group(264), 17);
+  EXPECT_EQ(cuda::split_sum_counters(100, 100, 1), 0);
+  EXPECT_EQ(cuda::split_sum_counters(100, 100, 3), 4 * 2);   // 2 x 2 tiles, 1 group + 1
+  EXPECT_EQ(cuda::split_sum_counters(64, 64, 264), 1 * 17);  // 16 groups + 1
+  EXPECT_EQ(cuda::split_sum_counters(65, 200, 20), 8 * 4);   // 2 x 4 tiles, 3 groups + 1
 }
 
 TEST(ConvSimt, EntryPointsWriteBf16FilterGradients) {

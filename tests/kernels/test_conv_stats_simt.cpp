@@ -16,6 +16,7 @@
 
 #include "conv_engines.h"
 #include "conv_reference.h"
+#include "kernels/conv_input_value.h"
 #include "kernels/cpu/batchnorm.h"
 #include "simt_buffer.h"
 
@@ -197,11 +198,29 @@ void expect_finished_phases(const std::vector<float>& stats, const SimtBuffer& s
   finalize.running_mean = expected_mean.data();
   finalize.running_var = expected_var.data();
   finalize.batch_stats = expected_batch_stats.data();
+  finalize.input_scale = finalize.input_shift = nullptr;  // checked by expect_input_coefficients
   cpu::batchnorm_finalize_sums(finalize);
   EXPECT_EQ(sums.double_values(), expected_sums);
   EXPECT_EQ(batch_stats.values(), expected_batch_stats);
   EXPECT_EQ(running_mean.values(), expected_mean);
   EXPECT_EQ(running_var.values(), expected_var);
+}
+
+// The next convolution's input coefficients the finalize wrote: conv_input_from_batchnorm's
+// bits (its expression) on the batch statistics written.
+void expect_input_coefficients(const SimtBuffer& batch_stats, const BatchNormFinalizeSumsArgs& f,
+                               const SimtBuffer& scale, const SimtBuffer& shift) {
+  const std::vector<float> stats = batch_stats.values();
+  const int64_t channels = static_cast<int64_t>(stats.size() / 2);
+  std::vector<float> expected_scale(channels), expected_shift(channels);
+  for (int64_t c = 0; c < channels; ++c) {
+    const ConvInputCoefficients k = conv_input_coefficients_at(
+        {.batch_stats = stats.data(), .weight = f.weight, .bias = f.bias, .channels = channels}, c);
+    expected_scale[c] = k.scale;
+    expected_shift[c] = k.shift;
+  }
+  EXPECT_EQ(scale.values(), expected_scale);
+  EXPECT_EQ(shift.values(), expected_shift);
 }
 
 TEST(ConvStatsSimt, StatisticsOfTheStoredOutput) {
@@ -222,11 +241,19 @@ TEST(ConvStatsSimt, StatisticsOfTheStoredOutput) {
     const std::vector<float> running_mean0 = random_values(channels, 5);
     const std::vector<float> running_var0(channels, 1.5f);
     SimtBuffer running_mean(DType::f32, running_mean0), running_var(DType::f32, running_var0);
+    // And the next convolution's input coefficients (a deferred BatchNorm's).
+    SimtBuffer bn_weight(DType::f32, random_values(channels, 6));
+    SimtBuffer bn_bias(DType::f32, random_values(channels, 7));
+    SimtBuffer input_scale = SimtBuffer::f32(channels), input_shift = SimtBuffer::f32(channels);
     const BatchNormFinalizeSumsArgs finalize{.momentum = 0.1f,
                                              .eps = 1e-5f,
                                              .running_mean = running_mean.floats(),
                                              .running_var = running_var.floats(),
-                                             .batch_stats = batch_stats.floats()};
+                                             .batch_stats = batch_stats.floats(),
+                                             .input_scale = input_scale.floats(),
+                                             .input_shift = input_shift.floats(),
+                                             .weight = bn_weight.floats(),
+                                             .bias = bn_bias.floats()};
     SimtBuffer workspace(
         DType::f32,
         std::vector<float>(cuda::forward_stats_workspace(shape, c.options, c.group_tiles).total(),
@@ -264,6 +291,7 @@ TEST(ConvStatsSimt, StatisticsOfTheStoredOutput) {
     EXPECT_LE(stats_error(first, expected, channels), kStatsTolerance);
     expect_finished_phases(first, sums, batch_stats, running_mean, running_var, running_mean0,
                            running_var0, finalize);
+    expect_input_coefficients(batch_stats, finalize, input_scale, input_shift);
 
     // Again on the same workspace: its counters were left at zero, and the merge's order is
     // fixed, so the statistics come out with the same bits.

@@ -135,10 +135,16 @@ void add_layer_cases(std::vector<OpCase>& cases, const std::string& arch,
         const Held y = hold(Tensor::empty(shape.output_shape(), dtype, stream.device()));
         const Held scratch =
             hold(workspace(conv2d_forward_workspace_numel(shape, stream.device()), stream));
+        const Held counters = hold(split_counters(shape, ConvPass::forward, stream));
         return Prepared{[=, &stream] {
-                          conv2d_forward(
-                              shape, {.x = *x, .w = *w, .bias = *b, .y = *y, .workspace = *scratch},
-                              stream);
+                          conv2d_forward(shape,
+                                         {.x = *x,
+                                          .w = *w,
+                                          .bias = *b,
+                                          .y = *y,
+                                          .workspace = *scratch,
+                                          .split_counters = *counters},
+                                         stream);
                         },
                         [=, &stream] {
                           return std::vector<Output>{{"y", host_values(*y, stream)}};
@@ -159,13 +165,17 @@ void add_layer_cases(std::vector<OpCase>& cases, const std::string& arch,
       const Held dx = hold(Tensor::empty(shape.input_shape(), dtype, stream.device()));
       const Held scratch =
           hold(workspace(conv2d_backward_data_workspace_numel(shape, stream.device()), stream));
-      return Prepared{[=, &stream] {
-                        conv2d_backward_data(
-                            shape, {.dy = *dy, .w = *w, .dx = *dx, .workspace = *scratch}, stream);
-                      },
-                      [=, &stream] {
-                        return std::vector<Output>{{"dx", host_values(*dx, stream)}};
-                      }};
+      const Held counters = hold(split_counters(shape, ConvPass::backward_data, stream));
+      return Prepared{
+          [=, &stream] {
+            conv2d_backward_data(
+                shape,
+                {.dy = *dy, .w = *w, .dx = *dx, .workspace = *scratch, .split_counters = *counters},
+                stream);
+          },
+          [=, &stream] {
+            return std::vector<Output>{{"dx", host_values(*dx, stream)}};
+          }};
     };
     if (bench) set_bench_row(c, arch, layer, "bwd_data");
     cases.push_back(c);
@@ -182,6 +192,7 @@ void add_layer_cases(std::vector<OpCase>& cases, const std::string& arch,
     const Held dw = hold(Tensor::empty(shape.filter_shape(), DType::f32, stream.device()));
     const Held scratch =
         hold(workspace(conv2d_backward_filter_workspace_numel(shape, stream.device()), stream));
+    const Held counters = hold(split_counters(shape, ConvPass::backward_filter, stream));
     return Prepared{[=, &stream] {
                       Tensor none;
                       conv2d_backward_filter(shape,
@@ -190,6 +201,7 @@ void add_layer_cases(std::vector<OpCase>& cases, const std::string& arch,
                                               .dw = *dw,
                                               .dbias = none,
                                               .workspace = *scratch,
+                                              .split_counters = *counters,
                                               .write = GradWrite::overwrite},
                                              stream);
                     },

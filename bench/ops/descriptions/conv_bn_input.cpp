@@ -101,6 +101,9 @@ void add_case(std::vector<OpCase>& cases, const bench::ConvLayer& layer, DType d
         : pass == Pass::forward_stats ? conv2d_forward_stats_workspace_numel(shape, device, unsplit)
                                       : conv2d_backward_filter_workspace_numel(shape, device);
     const Held scratch = hold(workspace(scratch_numel, stream));
+    const Held counters = hold(split_counters(
+        shape, pass == Pass::backward_filter ? ConvPass::backward_filter : ConvPass::forward,
+        stream));
     return Prepared{
         [=, &stream] {
           if (statistics == Statistics::running) {
@@ -122,10 +125,14 @@ void add_case(std::vector<OpCase>& cases, const bench::ConvLayer& layer, DType d
           }
           const ConvInputAffine input{.scale = *scale, .shift = *shift, .relu = true};
           if (pass == Pass::forward) {
-            conv2d_forward(
-                shape,
-                {.x = *in, .w = *filters, .bias = Tensor(), .y = *out, .workspace = *scratch},
-                stream, {}, {.input = input});
+            conv2d_forward(shape,
+                           {.x = *in,
+                            .w = *filters,
+                            .bias = Tensor(),
+                            .y = *out,
+                            .workspace = *scratch,
+                            .split_counters = *counters},
+                           stream, {}, {.input = input});
           } else if (pass == Pass::forward_stats) {
             conv2d_forward(
                 shape,
@@ -139,6 +146,7 @@ void add_case(std::vector<OpCase>& cases, const bench::ConvLayer& layer, DType d
                                     .dw = *out,
                                     .dbias = none,
                                     .workspace = *scratch,
+                                    .split_counters = *counters,
                                     .write = GradWrite::overwrite},
                                    stream, {}, input);
           }
