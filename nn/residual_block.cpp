@@ -59,7 +59,6 @@ Shape ResidualBlock::setup(const Shape& input, const SetupContext& context) {
     fail_in(*this, "the residual " + shape_str(identity) + " does not match the output " +
                        shape_str(shape));
   }
-  input_grad_ = context.input_grad;
   return shape;
 }
 
@@ -87,7 +86,7 @@ const Tensor& ResidualBlock::backward(const Tensor& dy, Pass& pass) {
   // The first convolution's input gradient takes the identity branch's (in its epilogue where
   // it can: one launch a block fewer than a separate add); without one (the network's first
   // layer) it computes the filter gradient alone.
-  if (!input_grad_) return convs_[0]->backward(*g, pass);
+  if (!convs_[0]->input_grad()) return convs_[0]->backward(*g, pass);
   return convs_[0]->backward_adding(*g, identity_grad, pass);
 }
 

@@ -43,7 +43,6 @@ class ResidualBlock final : public Layer {
   std::vector<std::unique_ptr<BatchNorm2d>> norms_;
   std::unique_ptr<Conv2d> downsample_conv_;
   std::unique_ptr<BatchNorm2d> downsample_norm_;
-  bool input_grad_ = false;  // the last setup asked for the input gradient
 };
 
 // torchvision's blocks; out channels = planes (BasicBlock) or 4 * planes (Bottleneck).
