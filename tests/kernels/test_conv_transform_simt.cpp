@@ -39,7 +39,7 @@ using testing::SimtBuffer;
 // the fragment is read, as the reference rounds it before its fp32 conv), so what differs is
 // the summation order. Filter gradients are fp32 for every dtype.
 using Engine = testing::ConvEngine;
-using testing::kConvEngines;
+using testing::conv_engines;
 using testing::relative_difference;
 
 struct TransformCase {
@@ -176,7 +176,7 @@ void expect_filter_grad_matches(const Conv2dShape& shape, const Engine& engine, 
 }
 
 TEST(ConvTransformSimt, ForwardMatchesCpuOfTheTransformedInput) {
-  for (const Engine& engine : kConvEngines) {
+  for (const Engine& engine : conv_engines()) {
     for (const auto& [name, shape] : transform_cases()) {
       SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + engine.name());
       expect_forward_matches(shape, engine, true, 1);
@@ -185,7 +185,7 @@ TEST(ConvTransformSimt, ForwardMatchesCpuOfTheTransformedInput) {
 }
 
 TEST(ConvTransformSimt, FilterGradientMatchesCpuOfTheTransformedInput) {
-  for (const Engine& engine : kConvEngines) {
+  for (const Engine& engine : conv_engines()) {
     for (const auto& [name, shape] : transform_cases()) {
       SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + engine.name());
       expect_filter_grad_matches(shape, engine, true, 1);
@@ -200,7 +200,7 @@ TEST(ConvTransformSimt, SplitKMatchesCpuOfTheTransformedInput) {
       {"3x3 s2 p1, odd channels", conv_shape(1, 7, 6, 5, 8, 3, 3, 2, 1)},
       {"pointwise, 16-byte loads", conv_shape(2, 5, 5, 24, 16, 1, 1, 1, 0)},
   };
-  for (const Engine& engine : kConvEngines) {
+  for (const Engine& engine : conv_engines()) {
     for (const auto& [name, shape] : cases) {
       SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + engine.name());
       expect_forward_matches(shape, engine, true, 3);
@@ -212,7 +212,7 @@ TEST(ConvTransformSimt, SplitKMatchesCpuOfTheTransformedInput) {
 // Without the ReLU, negative values pass: the affine transform alone.
 TEST(ConvTransformSimt, AffineWithoutReluMatchesCpu) {
   const Conv2dShape shape = conv_shape(2, 6, 5, 16, 24, 3, 3, 1, 1);
-  for (const Engine& engine : kConvEngines) {
+  for (const Engine& engine : conv_engines()) {
     SCOPED_TRACE(engine.name());
     expect_forward_matches(shape, engine, false, 1);
     expect_filter_grad_matches(shape, engine, false, 1);
