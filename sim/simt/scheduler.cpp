@@ -82,6 +82,7 @@ std::string Scheduler::run_block() {
   }
   // The host's writes so far (inputs, NaN fill) happen before everything the block does.
   SIMT_TSAN_RELEASE(&block_entry_sync_);
+  const FpControl fp_before = fp_control();
   fiber_switch(host_, next_fiber());
   // Back on the host: every thread returned, one failed, or none can continue. What the
   // returned threads did happens before what the host does next (acquired again after the
@@ -89,6 +90,15 @@ std::string Scheduler::run_block() {
   SIMT_TSAN_ACQUIRE(&block_exit_sync_);
   std::string outcome = failure_;
   if (outcome.empty() && alive_ > 0) outcome = describe_deadlock();
+  if (fp_control() != fp_before) {
+    // The fibers share the OS thread's control words (fiber.h): put them back and fail.
+    set_fp_control(fp_before);
+    if (outcome.empty()) {
+      outcome =
+          "a thread changed the floating-point control words (rounding mode, flush to zero, "
+          "exception masks), which CUDA code cannot do and the emulator's threads share";
+    }
+  }
   if (alive_ > 0) {
     abort_block();
     SIMT_TSAN_ACQUIRE(&block_exit_sync_);
@@ -218,15 +228,19 @@ std::string Scheduler::describe_deadlock() const {
   return text + format(" %u thread(s) returned", returned);
 }
 
+// The ring's indices wrap by a compare, not `%`: a division on every switch was 3% of an
+// emulated step.
 void Scheduler::push_ready(Thread* thread) {
-  ready_[(ready_head_ + ready_count_) % ready_.size()] = thread;
+  std::size_t tail = ready_head_ + ready_count_;
+  if (tail >= ready_.size()) tail -= ready_.size();
+  ready_[tail] = thread;
   ++ready_count_;
 }
 
 Thread* Scheduler::pop_ready() {
   if (ready_count_ == 0) return nullptr;
   Thread* thread = ready_[ready_head_];
-  ready_head_ = (ready_head_ + 1) % ready_.size();
+  if (++ready_head_ == ready_.size()) ready_head_ = 0;
   --ready_count_;
   return thread;
 }

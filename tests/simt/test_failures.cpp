@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cfenv>
 #include <stdexcept>
 #include <string>
 
@@ -31,6 +32,29 @@ void expect_emulator_still_works() {
   int value = 41;
   simt::launch(add_one_kernel, dim3(2), dim3(64), 0, nullptr, &value);
   EXPECT_EQ(value, 43);
+}
+
+// A thread that sets a rounding mode would set it for every emulated thread after it (the
+// fibers switch without the floating-point control words): the block fails, and the host
+// continues in the default mode again. 1 + 2^-30 rounds to 1 only to nearest.
+__global__ void rounding_mode_kernel(volatile float* sum) {
+  if (threadIdx.x == 1) std::fesetround(FE_UPWARD);
+  __syncthreads();
+  if (threadIdx.x == 2) *sum = *sum + 0x1p-30f;
+}
+
+TEST(SimtFailures, AThreadChangingTheRoundingModeFailsItsBlock) {
+  volatile float sum = 1.0f;
+  const std::string message = failure_of<std::runtime_error>(
+      [&] { simt::launch(rounding_mode_kernel, dim3(2), dim3(32), 0, nullptr, &sum); });
+  EXPECT_NE(message.find("rounding_mode_kernel"), std::string::npos) << message;
+  EXPECT_NE(message.find("block (0,0,0)"), std::string::npos) << message;
+  EXPECT_NE(message.find("floating-point control words"), std::string::npos) << message;
+  EXPECT_GT(sum, 1.0f) << "thread 2 added in the mode thread 1 set";
+  EXPECT_EQ(std::fegetround(), FE_TONEAREST);
+  sum = 1.0f;
+  EXPECT_EQ(sum + 0x1p-30f, 1.0f);
+  expect_emulator_still_works();
 }
 
 // Half the warp waits for the other half at __syncwarp, which waits at __syncthreads.
