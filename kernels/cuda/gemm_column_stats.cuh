@@ -166,13 +166,12 @@ struct EpilogueStatsRegions {
 
 inline EpilogueStatsWorkspace epilogue_stats_workspace(int64_t m, int64_t n, int splits,
                                                        int group_tiles) {
-  constexpr int64_t kSmallestTile = 64;
-  const int64_t column_tiles = (n + kSmallestTile - 1) / kSmallestTile;
+  const int64_t column_tiles = (n + kSmallestGemmTile - 1) / kSmallestGemmTile;
   EpilogueStatsWorkspace w;
   w.split_floats = splits > 1 ? splits * m * n : 0;
   w.split_counter_floats = (split_sum_counters(m, n, splits) + 3) / 4 * 4;
   w.batchnorm_floats = batchnorm_workspace_numel(m, n, ChannelReduceLaunch{});
-  w.row_tiles = (m + kSmallestTile - 1) / kSmallestTile;
+  w.row_tiles = (m + kSmallestGemmTile - 1) / kSmallestGemmTile;
   w.max_groups = stats_group_bound(w.row_tiles, group_tiles);
   w.counter_floats = (column_tiles * (w.max_groups + 1) + 3) / 4 * 4;
   w.partial_floats = w.row_tiles * n;

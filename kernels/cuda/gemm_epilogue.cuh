@@ -128,10 +128,13 @@ struct SplitSum {
   int group = 1;  // split_sum_group(splits), worked out on the host
 };
 
-// Counters a split-K GEMM of m x n with `splits` needs for its tiles to sum their own
-// partials: tile_index's (x, y) over the smallest block tile (64 x 64), each its groups' and
-// one more (merge_by_last_arrivals); none without a split.
+// The smallest block tile's side (64 x 64): what per-tile workspaces are sized by, whichever
+// tile a launch takes (these split counters, the epilogue statistics' partials and counters).
 constexpr int64_t kSmallestGemmTile = 64;
+
+// Counters a split-K GEMM of m x n with `splits` needs for its tiles to sum their own
+// partials: tile_index's (x, y) over the smallest block tile, each its groups' and one more
+// (merge_by_last_arrivals); none without a split.
 inline int64_t split_sum_counters(int64_t m, int64_t n, int splits) {
   if (splits <= 1) return 0;
   const int64_t tiles = ((m + kSmallestGemmTile - 1) / kSmallestGemmTile) *
