@@ -11,7 +11,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 
 #include "conv_engines.h"
 #include "conv_reference.h"
@@ -62,6 +65,22 @@ std::vector<SimtCase> simt_cases() {
       {"1x1 s2 downsample", conv_shape(1, 6, 6, 8, 9, 1, 1, 2, 0)},
       {"3x3 long K", conv_shape(1, 4, 4, 40, 8, 3, 3, 1, 1)},
   };
+}
+
+// The cases of simt_cases() with these names, in this order: the suites that run a few of them
+// take the table's shapes rather than a copy.
+std::vector<SimtCase> simt_cases_named(std::initializer_list<std::string_view> names) {
+  const std::vector<SimtCase> all = simt_cases();
+  std::vector<SimtCase> chosen;
+  for (const std::string_view name : names) {
+    const auto found =
+        std::find_if(all.begin(), all.end(), [&](const SimtCase& c) { return c.name == name; });
+    if (found == all.end()) {
+      throw std::invalid_argument("simt_cases has no case '" + std::string(name) + "'");
+    }
+    chosen.push_back(*found);
+  }
+  return chosen;
 }
 
 // What the CPU twin multiplies: the buffer's bytes, or for tf32 its values rounded to tf32.
@@ -170,12 +189,9 @@ TEST(ConvSimt, BackwardDataAddsTheResidualGradientAsTheAddOpWould) {
   }
   // The store's paths, not every shape again (BackwardDataMatchesCpu runs them all): input
   // channels of 3 and 19 (element stores), 12 (tf32's 16-byte ones) and 24 (bf16's too).
-  const std::vector<SimtCase> cases = {
-      {"3x3 s1 p1 odd sizes", conv_shape(2, 5, 7, 3, 5, 3, 3, 1, 1)},
-      {"3x3 s1 p1, vector loads of 4", conv_shape(1, 9, 9, 12, 20, 3, 3, 1, 1)},
-      {"pointwise, M and N over two tiles", conv_shape(2, 9, 9, 19, 140, 1, 1, 1, 0)},
-      {"pointwise, vector loads", conv_shape(2, 9, 9, 24, 136, 1, 1, 1, 0)},
-  };
+  const std::vector<SimtCase> cases =
+      simt_cases_named({"3x3 s1 p1 odd sizes", "3x3 s1 p1, vector loads of 4",
+                        "pointwise, M and N over two tiles", "pointwise, vector loads"});
   for (const Engine& engine : conv_engines()) {
     const DType dtype = engine.dtype;
     for (const auto& [name, shape] : cases) {
@@ -295,13 +311,9 @@ TEST(ConvSimt, StridePhasesTileTheInput) {
 // loads, the pointwise path, a long K). A forward with a bias never splits (the reduction adds
 // none), so its case checks that the bias still arrives.
 TEST(ConvSimt, ForwardAndBackwardDataMatchCpuWithSplitK) {
-  const std::vector<SimtCase> cases = {
-      {"3x3 s1 p1 odd sizes", conv_shape(2, 5, 7, 3, 5, 3, 3, 1, 1)},
-      {"1x1 s2, M and N over two tiles, vector loads", conv_shape(2, 17, 17, 16, 136, 1, 1, 2, 0)},
-      {"3x3 dilation 2 p2, vector loads", conv_shape(2, 9, 9, 16, 24, 3, 3, 1, 2, 2)},
-      {"pointwise, odd N", conv_shape(2, 5, 5, 19, 70, 1, 1, 1, 0)},
-      {"3x3 long K", conv_shape(1, 4, 4, 40, 8, 3, 3, 1, 1)},
-  };
+  const std::vector<SimtCase> cases =
+      simt_cases_named({"3x3 s1 p1 odd sizes", "1x1 s2, M and N over two tiles, vector loads",
+                        "3x3 dilation 2 p2, vector loads", "pointwise, odd N", "3x3 long K"});
   for (const Engine& engine : conv_engines()) {
     const DType dtype = engine.dtype;
     for (const auto& [name, shape] : cases) {
@@ -415,11 +427,9 @@ TEST(ConvSimt, BackwardFilterMatchesCpuWithAndWithoutSplitK) {
 // splits with no K at all), with the filter gradient accumulating; the counters are left zero, so
 // the next call (and a replayed graph) finds them as it needs them.
 TEST(ConvSimt, SplitKSumInTheGemmGivesTheSecondLaunchsBits) {
-  const std::vector<SimtCase> cases = {
-      {"3x3 long K", conv_shape(1, 4, 4, 40, 8, 3, 3, 1, 1)},
-      {"pointwise, M and N over two tiles", conv_shape(2, 9, 9, 19, 140, 1, 1, 1, 0)},
-      {"1x1 s2, M and N over two tiles, vector loads", conv_shape(2, 17, 17, 16, 136, 1, 1, 2, 0)},
-  };
+  const std::vector<SimtCase> cases =
+      simt_cases_named({"3x3 long K", "pointwise, M and N over two tiles",
+                        "1x1 s2, M and N over two tiles, vector loads"});
   for (const Engine& engine : conv_engines()) {
     const DType dtype = engine.dtype;
     for (const auto& [name, shape] : cases) {
