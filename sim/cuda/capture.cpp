@@ -91,7 +91,10 @@ bool is_capturing(cudaStream_t stream) {
   return capture_of(r, stream) != nullptr;
 }
 
-bool capture_task(cudaStream_t stream, StreamTask& task, cudaError_t& status) {
+namespace {
+
+// Moves `node` into the capture when `stream` captures (true); else leaves it alone.
+bool capture_node(cudaStream_t stream, CapturedNode& node, cudaError_t& status) {
   Registry& r = registry();
   const BookkeepingLock lock(r.mutex);
   Capture* capture = capture_of(r, stream);
@@ -102,9 +105,23 @@ bool capture_task(cudaStream_t stream, StreamTask& task, cudaError_t& status) {
   }
   NodeIds& tail = capture->tail[stream];
   capture->dependencies.push_back(std::exchange(tail, {capture->tasks.size()}));
-  capture->tasks.push_back(std::move(task));
+  capture->tasks.push_back(std::move(node));
   status = cudaSuccess;
   return true;
+}
+
+}  // namespace
+
+bool capture_task(cudaStream_t stream, StreamTask& task, cudaError_t& status) {
+  CapturedNode node{std::move(task), {}};
+  if (capture_node(stream, node, status)) return true;
+  task = std::move(node.task);  // not captured: the caller enqueues it
+  return false;
+}
+
+bool capture_issued_task(cudaStream_t stream, IssueTask issue, cudaError_t& status) {
+  CapturedNode node{{}, std::move(issue)};
+  return capture_node(stream, node, status);
 }
 
 cudaError_t refuse_on_capturing_stream(cudaStream_t stream, const char* call) {

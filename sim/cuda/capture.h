@@ -27,6 +27,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -35,8 +36,20 @@
 
 namespace engine::sim {
 
+// What makes a task at the moment it is issued: work whose place in an order is taken by the
+// host call that queues it, not when it runs (an NCCL call's turn on its communicator).
+using IssueTask = std::function<StreamTask()>;
+
+// A node of a captured graph: its task, or, for work captured with capture_issued_task, what
+// makes its task; a launch of the graph issues such a node anew (real NCCL enqueues a captured
+// call's work at each cudaGraphLaunch, in the launching thread's order of calls).
+struct CapturedNode {
+  StreamTask task;
+  IssueTask issue;
+};
+
 // The captured work, in the order of capture: what a graph replays.
-using CapturedTasks = std::vector<StreamTask>;
+using CapturedTasks = std::vector<CapturedNode>;
 
 // Whether `stream` is capturing now (invalidated or not).
 bool is_capturing(cudaStream_t stream);
@@ -44,6 +57,11 @@ bool is_capturing(cudaStream_t stream);
 // Called by enqueue: when `stream` captures, records `task` as a node (true; an invalidated
 // capture refuses it in `status`); false when it does not capture.
 bool capture_task(cudaStream_t stream, StreamTask& task, cudaError_t& status);
+
+// As capture_task, for work issued at each launch (IssueTask above): when `stream` captures,
+// records `issue` as a node and returns true (the status as capture_task's); false, and
+// nothing done, when it does not (the caller then issues and enqueues the task itself).
+bool capture_issued_task(cudaStream_t stream, IssueTask issue, cudaError_t& status);
 
 // cudaErrorStreamCaptureUnsupported, said and invalidating the capture, when `stream` captures;
 // else cudaSuccess. For the calls that may not be made on a capturing stream.

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "sim/cuda/errors.h"
 #include "sim/cuda/happens_before.h"
@@ -96,10 +97,22 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
     explain("cudaGraphLaunch into a capture (a child graph) is not emulated");
     return result(cudaErrorNotSupported);
   }
-  return result(enqueue(stream, [tasks = graphExec->tasks] {
-    for (const StreamTask& task : *tasks) {
+  // Nodes issued at launch take their places now, on this thread, in node order. (Should the
+  // enqueue below fail, their turns are taken and never run: it fails only on a faulted device,
+  // which runs nothing more anyway.)
+  std::vector<StreamTask> issued;
+  for (const CapturedNode& node : *graphExec->tasks) {
+    if (node.issue) issued.push_back(node.issue());
+  }
+  return result(enqueue(stream, [tasks = graphExec->tasks, issued = std::move(issued)] {
+    size_t next_issued = 0;
+    for (const CapturedNode& node : *tasks) {
       if (sticky_error() != cudaSuccess) return;  // a faulted device runs nothing more
-      task();
+      if (node.issue) {
+        issued[next_issued++]();
+      } else {
+        node.task();
+      }
     }
   }));
 }

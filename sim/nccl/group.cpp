@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "sim/cuda/capture.h"
 #include "sim/cuda/streams.h"
 #include "sim/nccl/last_error.h"
 #include "sim/nccl/progress.h"
@@ -39,10 +40,25 @@ ncclResult_t submit(std::vector<Queued> queued) {
     }
     const char* call = ops->front().call;
     cudaError_t status = cudaSuccess;
-    comm->issue([&](uint64_t ticket) {
-      status = sim::enqueue(stream, [comm, ticket, ops] { run_operations(comm, ticket, *ops); });
-      return status == cudaSuccess;
-    });
+    // Captured into a CUDA graph: every launch of the graph takes a turn of its own (a replay
+    // runs the same operations again, on the same buffers).
+    const bool captured = sim::capture_issued_task(
+        stream,
+        [comm, ops]() -> sim::StreamTask {
+          uint64_t turn = 0;
+          comm->issue([&](uint64_t ticket) {
+            turn = ticket;
+            return true;
+          });
+          return [comm, turn, ops] { run_operations(comm, turn, *ops); };
+        },
+        status);
+    if (!captured) {
+      comm->issue([&](uint64_t ticket) {
+        status = sim::enqueue(stream, [comm, ticket, ops] { run_operations(comm, ticket, *ops); });
+        return status == cudaSuccess;
+      });
+    }
     if (status != cudaSuccess) {
       return fail(ncclUnhandledCudaError,
                   std::string(call) + " on rank " + std::to_string(comm->rank()) + " of " +

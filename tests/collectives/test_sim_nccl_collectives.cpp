@@ -1,9 +1,9 @@
 // The sim device's NCCL shim with threads as ranks (1-3): a grouped send/recv ring larger
-// than a pair's byte ring, sends to oneself, and every collective for every datatype and op
-// the engine uses, out of place and in place, against a CPU reference that folds the ranks in
-// the order 0..n-1 with one rounding per step. Inputs are inexact (1/(1+r+0.37i)), so the
-// results must match bit for bit only because the order is fixed, and must be the same bits
-// on every rank.
+// than a pair's byte ring, sends to oneself, an all-reduce captured into a CUDA graph, and every
+// collective for every datatype and op the engine uses, out of place and in place, against a CPU
+// reference that folds the ranks in the order 0..n-1 with one rounding per step. Inputs are inexact
+// (1/(1+r+0.37i)), so the results must match bit for bit only because the order is fixed, and must
+// be the same bits on every rank.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -243,6 +243,49 @@ TEST(SimNccl, SendsMatchReceivesInCallOrderIncludingToOneself) {
       EXPECT_EQ(cudaFree(p), cudaSuccess);
   });
   release_sim_ranks(ranks);
+}
+
+// An all-reduce captured into a CUDA graph runs again at every launch of the graph, on what the
+// buffer holds then, and takes its turn at each launch among the eager calls around it: three
+// launches, each between new inputs and an eager all-reduce of another buffer.
+TEST(SimNccl, ACapturedAllReduceRunsAtEveryLaunchInTurnWithEagerCalls) {
+  const int64_t count = 1031;
+  const size_t bytes = count * sizeof(float);
+  for (int nranks = 2; nranks <= 3; ++nranks) {
+    std::vector<SimRank> ranks = join_sim_ranks(nranks);
+    on_every_rank(ranks, [&](SimRank& me) {
+      const std::string where = "rank " + std::to_string(me.rank) + " of " + std::to_string(nranks);
+      const std::vector<float> first = inputs<float>(me.rank, count);
+      void* data = device_copy(first.data(), bytes, me.stream);
+      void* other = device_copy(first.data(), bytes, me.stream);
+      ASSERT_EQ(cudaStreamBeginCapture(me.stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+      ASSERT_EQ(ncclAllReduce(data, data, count, ncclFloat32, ncclSum, me.comm, me.stream),
+                ncclSuccess);
+      cudaGraph_t graph = nullptr;
+      ASSERT_EQ(cudaStreamEndCapture(me.stream, &graph), cudaSuccess);
+      cudaGraphExec_t executable = nullptr;
+      ASSERT_EQ(cudaGraphInstantiate(&executable, graph, 0), cudaSuccess);
+      expect_bits(first, host_copy(data, bytes, me.stream), "captured, not run, " + where);
+      for (int64_t launch = 0; launch < 3; ++launch) {
+        const std::vector<float> mine = inputs<float>(me.rank, count, launch * count);
+        ASSERT_EQ(cudaMemcpyAsync(data, mine.data(), bytes, cudaMemcpyHostToDevice, me.stream),
+                  cudaSuccess);
+        ASSERT_EQ(cudaGraphLaunch(executable, me.stream), cudaSuccess);
+        ASSERT_EQ(ncclAllReduce(other, other, count, ncclFloat32, ncclMax, me.comm, me.stream),
+                  ncclSuccess);
+        const std::string at = "launch " + std::to_string(launch) + " on " + where;
+        expect_bits(references<float>(ncclSum, nranks, count, launch * count),
+                    host_copy(data, bytes, me.stream), "captured all_reduce, " + at);
+        expect_bits(references<float>(ncclMax, nranks, count), host_copy(other, bytes, me.stream),
+                    "eager all_reduce after " + at);
+      }
+      EXPECT_EQ(cudaGraphExecDestroy(executable), cudaSuccess);
+      EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+      EXPECT_EQ(cudaFree(data), cudaSuccess);
+      EXPECT_EQ(cudaFree(other), cudaSuccess);
+    });
+    release_sim_ranks(ranks);
+  }
 }
 
 }  // namespace
