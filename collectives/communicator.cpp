@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "collectives/execution/stream_work.h"
+#include "collectives/execution/watchdog.h"
 #include "kernels/error.h"
 
 namespace engine {
@@ -34,6 +36,19 @@ Work Communicator::start(CollectiveRequest request, Stream& stream, bool blockin
   context.timeout = options_.timeout;
   context.on_timeout = options_.on_timeout;
   return execute(request, context, stream, blocking);
+}
+
+void Communicator::watch_queued(Stream& stream, const char* what) {
+  Watchdog* watchdog = device_watchdog();
+  if (watchdog == nullptr || !stream.device().is_cuda()) return;
+  OpContext context;
+  context.op = what;
+  context.impl = name();
+  context.rank = rank();
+  context.timeout = options_.timeout;
+  context.on_timeout = options_.on_timeout;
+  const StreamWorkState queued(stream, context);
+  watchdog->watch(context, [event = queued.event()] { return event->done(); });
 }
 
 namespace {

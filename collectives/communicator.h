@@ -22,6 +22,8 @@
 
 namespace engine {
 
+class Watchdog;
+
 struct CommInfo {
   int rank = 0;
   int size = 1;
@@ -71,11 +73,23 @@ class Communicator {
   void barrier();
   Work barrier_async();
 
+  // Whether collectives on CUDA tensors may be queued while their stream captures a CUDA graph
+  // (kernels/cuda_graph.h): each launch of the graph then runs them again, in the graph's
+  // order, on every rank alike. NCCL's and our ring over NCCL: yes; host communicators: no.
+  virtual bool capturable() const { return false; }
+  // Work queued on `stream` that runs collectives captured from this communicator (a launch of
+  // the graph): watched against the timeout as one collective named `what` (a literal), so
+  // that a peer that never comes ends the job after --comm-timeout instead of hanging it, as
+  // with the collectives issued here. Nothing for communicators that cannot capture.
+  void watch_queued(Stream& stream, const char* what);
+
  protected:
   // Runs a validated request. blocking: CPU work is done on return, CUDA work is ordered
   // on `stream`. The returned Work is ignored for blocking calls.
   virtual Work execute(const CollectiveRequest& request, const OpContext& context, Stream& stream,
                        bool blocking) = 0;
+  // What watches this communicator's work on CUDA streams; nullptr when it queues none.
+  virtual Watchdog* device_watchdog() { return nullptr; }
 
  private:
   Work start(CollectiveRequest request, Stream& stream, bool blocking);

@@ -81,6 +81,9 @@ float event_elapsed_ms(cudaEvent_t, cudaEvent_t) {
 void stream_begin_capture(cudaStream_t) {
   no_cuda("stream_begin_capture");
 }
+bool stream_is_capturing(cudaStream_t) {
+  return false;
+}
 CapturedGraph stream_end_capture(cudaStream_t) {
   no_cuda("stream_end_capture");
 }

@@ -49,6 +49,10 @@ void Stream::synchronize() const {
   if (device_.is_cuda()) cuda_runtime::stream_synchronize(native_);
 }
 
+bool Stream::capturing() const {
+  return device_.is_cuda() && cuda_runtime::stream_is_capturing(native_);
+}
+
 void Stream::wait(const Event& event) const {
   if (device_.is_cpu() || event.device().is_cpu()) {
     event.synchronize();  // CPU work is already done; a CUDA event is waited for on the host

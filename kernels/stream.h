@@ -33,6 +33,9 @@ class Stream {
   void synchronize() const;
   // Work queued on this stream after this call starts after `event` has completed.
   void wait(const Event& event) const;
+  // Whether the work queued now is recorded into a CUDA graph (kernels/cuda_graph.h) rather
+  // than run: nothing queued may then be waited for on the host. Always false on the CPU.
+  bool capturing() const;
 
   // How f32 convolutions and linear layers queued on this stream multiply (kernels/fp32_math.h):
   // exact unless set; tf32 takes a CUDA device's tensor cores, the CPU stays exact.

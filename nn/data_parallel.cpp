@@ -116,23 +116,21 @@ void DataParallel::end_backward(Stream& stream) {
   buckets_->finish(stream);
 }
 
+bool DataParallel::capturable() const {
+  return comm_.size() == 1 || comm_.capturable();
+}
+
 void DataParallel::replayed_backward(Stream& stream, bool sync) {
-  if (comm_.size() > 1) {
-    fail("DataParallel::replayed_backward: " + std::to_string(comm_.size()) +
-         " ranks must all-reduce the gradients while backward runs, which a replayed graph "
-         "cannot start");
-  }
-  Pass pass{stream, true, false, {}};
-  begin_backward(pass, sync);
-  for (size_t id = 0; id < range_of_parameter_.size(); ++id)
-    pass.grad_ready(static_cast<ParameterId>(id));
-  end_backward(stream);
+  buckets_->replayed(sync);
+  // SyncBN's all-reduces make a launch communicate even without sync.
+  if (comm_.size() > 1) comm_.watch_queued(stream, "a CUDA graph's launch");
 }
 
 namespace {
 CommTiming comm_timing(const GradBucketTiming& t, const std::vector<GradBucket>& buckets,
                        size_t grad_bytes) {
-  CommTiming timing{t.backward_s, t.busy_s, t.exposed_s, t.hidden_fraction, t.buckets, t.bytes, {}};
+  CommTiming timing{t.backward_s, t.busy_s, t.exposed_s, t.hidden_fraction,
+                    t.buckets,    t.bytes,  {},          t.measured};
   for (size_t b = 0; b < t.intervals.size() && b < buckets.size(); ++b) {
     timing.bucket_spans.push_back({t.intervals[b].start_s, t.intervals[b].end_s,
                                    buckets[b].numel * static_cast<int64_t>(grad_bytes)});

@@ -53,6 +53,8 @@ struct CommTiming {            // one synced step
   int buckets = 0;             // all-reduced this step (0 in a world of one)
   int64_t bytes = 0;           // all-reduced this step
   std::vector<BucketSpan> bucket_spans;  // per bucket, in bucket order
+  // false when the step ran as a CUDA graph's launch: the times and hidden_fraction are NaN.
+  bool measured = true;
 };
 
 // One gradient range per parameter, named, in offset order (backward's order): what
@@ -72,10 +74,13 @@ class DataParallel {
   // Call after model.backward: waits for every bucket; the gradients are then averaged over
   // ranks.
   void end_backward(Stream& stream);
-  // In place of begin_backward/end_backward around a backward replayed from a CUDA graph, whose
-  // gradient hooks ran only when it was captured: the step's bookkeeping, every gradient
-  // counted as ready. A world of one only (a replay cannot start the buckets' all-reduces on
-  // the host's cue); throws for more ranks.
+  // Whether backward with its all-reduces may be captured into a CUDA graph: a world of one,
+  // or a communicator that can be captured (nccl, ring-nccl).
+  bool capturable() const;
+  // After each launch, on `stream`, of a CUDA graph captured from begin_backward .. backward ..
+  // end_backward (on a capturing stream: the buckets' all-reduces and SyncBN's are in the
+  // graph, started where backward reached them): the step's bookkeeping (its timing not
+  // measured when it communicated), and the launch watched against the communicator's timeout.
   void replayed_backward(Stream& stream, bool sync);
   // The last synced step's timing (on a GPU: waits for that step's all-reduces).
   const CommTiming& last_timing() const;

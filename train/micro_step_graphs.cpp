@@ -51,26 +51,31 @@ MicroStepGraphs::Outputs MicroStepGraphs::run(const Batch& batch, bool first, bo
   fill_inputs(batch, stream);
   const bool soft = !batch.targets.empty();
   if (first) model_.params().zero_grad();  // host state: the backward below overwrites
+  // With more than one rank the gradients' all-reduces (and SyncBN's) are captured too, each
+  // bucket's where backward finished it, so a launch overlaps them with backward as the eager
+  // step does.
   const auto micro_step = [&, this] {
     nn::Pass pass{stream, true, false, {}};
     const Tensor& logits = model_.forward(images_, pass);
     const Tensor& loss = soft ? loss_.forward_soft(logits, targets_, stream)
                               : loss_.forward(logits, labels_, stream);
+    ddp_.begin_backward(pass, sync);
     model_.backward(loss_.backward(stream, loss_scale), pass);
+    ddp_.end_backward(stream);
     logits_ = &logits;
     mean_loss_ = &loss;
   };
   Entry& entry = graphs_[{first, sync, soft}];
-  if (entry.graph.defined()) {
-    entry.graph.replay(stream);
-  } else if (entry.runs == 0) {
+  if (!entry.graph.defined() && entry.runs++ == 0) {
     micro_step();
-  } else {
-    entry.graph = CudaGraph::capture(stream, "the training micro-step", micro_step);
-    entry.graph.replay(stream);
+    return {*logits_, labels_, *mean_loss_};
   }
-  ++entry.runs;
-  // What backward did on the host when captured, done again for the replay.
+  if (!entry.graph.defined()) {
+    entry.graph = CudaGraph::capture(stream, "the training micro-step", micro_step);
+  }
+  entry.graph.replay(stream);
+  // What backward and the all-reduces' bookkeeping did on the host when captured, done again
+  // for the launch.
   model_.params().mark_grads_written();
   ddp_.replayed_backward(stream, sync);
   return {*logits_, labels_, *mean_loss_};

@@ -7,7 +7,10 @@
 // (accumulated), the last one (gradients final) or not, class labels or soft targets. The
 // graphs read the batch from input buffers of their own, filled before each replay; what
 // changes from step to step (the learning rate, clipping's factor, the EMA, the figures) stays
-// outside the graph, so nothing that varies is baked in. The loss scale (1 / --accum-steps) is
+// outside the graph, so nothing that varies is baked in. With more than one rank each graph holds
+// the gradients' bucketed all-reduces where backward started them (and SyncBN's), so every rank
+// must launch the same graphs in the same order, which the same decisions on every rank ensure;
+// each launch is watched against --comm-timeout. The loss scale (1 / --accum-steps) is
 // the same for the whole run. The model's set-up for another batch shape reallocates its
 // buffers: clear() drops every graph then.
 #pragma once
@@ -28,7 +31,7 @@ namespace engine::train {
 
 class MicroStepGraphs {
  public:
-  // All three outlive this; `ddp` over a world of one (DataParallel::replayed_backward).
+  // All three outlive this; `ddp` capturable (DataParallel::capturable).
   MicroStepGraphs(nn::ResNet& model, nn::CrossEntropyLoss& loss, nn::DataParallel& ddp);
 
   struct Batch {

@@ -83,15 +83,20 @@ void Progress::line(const std::string& text) {
 }
 
 void Progress::epoch_summary(const EpochFigures& f) {
+  char hidden[64];
+  if (std::isnan(f.comm_hidden)) {
+    std::snprintf(hidden, sizeof hidden, "communication inside CUDA graphs");
+  } else {
+    std::snprintf(hidden, sizeof hidden, "%.0f%% of communication hidden", 100 * f.comm_hidden);
+  }
   char text[512];
   std::snprintf(text, sizeof text,
                 "epoch %lld/%lld done in %s: train loss %.4f top1 %.2f%% | val loss %.4f top1 "
-                "%.2f%% top5 %.2f%%%s | %.0f img/s, %lld skipped files, %.0f%% of communication "
-                "hidden",
+                "%.2f%% top5 %.2f%%%s | %.0f img/s, %lld skipped files, %s",
                 static_cast<long long>(f.epoch + 1), static_cast<long long>(f.epochs),
                 format_duration(f.epoch_s).c_str(), f.train_loss, 100 * f.train_top1, f.val_loss,
                 100 * f.val_top1, 100 * f.val_top5, f.best ? " (best)" : "", f.images_per_s,
-                static_cast<long long>(f.skipped_files), 100 * f.comm_hidden);
+                static_cast<long long>(f.skipped_files), hidden);
   if (f.has_ema) {
     const size_t used = std::strlen(text);
     std::snprintf(text + used, sizeof text - used, " | ema val loss %.4f top1 %.2f%% top5 %.2f%%",

@@ -290,11 +290,15 @@ void add_run_flags(cli::Command& c, TrainOptions& o) {
   cli::add_precision(c, o.precision);
   cli::add_conv_tuning(c, o.conv_tuning);
   cli::add_fusion(c, o.fusion);
-  cli::add_cuda_graph(c, o.cuda_graph,
-                      "auto|on|off: replay each kind of micro-step (forward, loss, backward) as a "
-                      "CUDA graph, captured the second time it runs: one launch instead of "
-                      "hundreds; the optimizer runs outside (auto: on a CUDA device with one rank "
-                      "and no --trace; on: an error where auto would not; off: kernel by kernel)");
+  cli::add_cuda_graph(
+      c, o.cuda_graph,
+      "auto|on|off: replay each kind of micro-step (forward, loss, backward) as a "
+      "CUDA graph, captured the second time it runs: one launch instead of "
+      "hundreds, the gradients' all-reduces (and SyncBN's) inside it; the optimizer "
+      "runs outside (auto: on a CUDA device without --trace, with one rank or a "
+      "--comm of nccl or ring-nccl; on: an error where auto would not; off: kernel "
+      "by kernel, the only way --step-metrics measures the share of communication "
+      "hidden with several ranks)");
 }
 
 // The images: sizes, crops and normalization.

@@ -1,6 +1,7 @@
 #include "train/trainer_epoch.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -138,8 +139,12 @@ int train_epoch(int64_t epoch, const TrainOptions& options, TrainerData& data, T
   figures.train_top1 = totals.steps.correct1 / std::max(1.0, totals.steps.samples);
   figures.lr = lr;
   figures.images_per_s = totals.steps.samples / std::max(1e-9, elapsed);
-  figures.comm_hidden =
-      totals.comm_busy > 0 ? std::clamp(1 - totals.comm_exposed / totals.comm_busy, 0.0, 1.0) : 1.0;
+  // Not measured (NaN) when CUDA graphs' launches communicated: a share of the eager steps
+  // alone would misstate the epoch.
+  figures.comm_hidden = totals.comm_unmeasured > 0 ? std::nan("")
+                        : totals.comm_busy > 0
+                            ? std::clamp(1 - totals.comm_exposed / totals.comm_busy, 0.0, 1.0)
+                            : 1.0;
   std::vector<float> skipped = {static_cast<float>(data.train_skipped())};
   comms.sum_over_ranks(skipped);
   figures.skipped_files = static_cast<int64_t>(skipped[0]);

@@ -56,8 +56,12 @@ int TrainerMetrics::report_steps(std::vector<PendingStep>& pending, int64_t epoc
     const StepTotals step_totals{sums[4 * i], sums[4 * i + 1], sums[4 * i + 2], sums[4 * i + 3]};
     totals.steps.add(step_totals);
     trace_.add_comm_timing(p.step, timing);
-    totals.comm_busy += timing.comm_busy_s;
-    totals.comm_exposed += timing.exposed_s;
+    if (timing.measured) {
+      totals.comm_busy += timing.comm_busy_s;
+      totals.comm_exposed += timing.exposed_s;
+    } else {
+      ++totals.comm_unmeasured;
+    }
     progress_.step(p.index, step_totals, p.lr);
     const double loss = step_totals.loss_sum / step_totals.samples;
     if (rank0_ && !options_.step_metrics.empty()) {
@@ -74,7 +78,9 @@ int TrainerMetrics::report_steps(std::vector<PendingStep>& pending, int64_t epoc
       tensorboard_->scalar("step/top1_pct", p.step,
                            100 * step_totals.correct1 / step_totals.samples);
       tensorboard_->scalar("step/lr", p.step, p.lr);
-      tensorboard_->scalar("step/comm_hidden_pct", p.step, 100 * timing.hidden_fraction);
+      if (timing.measured) {
+        tensorboard_->scalar("step/comm_hidden_pct", p.step, 100 * timing.hidden_fraction);
+      }
     }
   }
   if (tensorboard_) tensorboard_->flush();

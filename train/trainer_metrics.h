@@ -44,6 +44,7 @@ struct PendingStep {
 struct EpochTotals {
   StepTotals steps;
   double comm_busy = 0, comm_exposed = 0;
+  int64_t comm_unmeasured = 0;  // steps that communicated inside a CUDA graph's launch
 };
 
 class TrainerMetrics {

@@ -100,16 +100,15 @@ void TrainerModel::build(Communicator& grad_comm, Stream& stream) {
   ddp_ = std::make_unique<nn::DataParallel>(
       model_.params(), grad_comm,
       nn::DataParallelOptions{.bucket_cap_mb = o.bucket_cap_mb, .overlap = true});
-  decide_cuda_graph(grad_comm.size());
+  decide_cuda_graph(grad_comm);
 }
 
-void TrainerModel::decide_cuda_graph(int world) {
+void TrainerModel::decide_cuda_graph(const Communicator& grad_comm) {
   const bool wanted = cli::cuda_graph_enabled(options_.cuda_graph, device_);
   std::string why_not = options_.cuda_graph == cli::CudaGraphMode::off ? "--cuda-graph off" : "";
-  if (why_not.empty() && world > 1) {
-    why_not = std::to_string(world) +
-              " ranks: the gradients' all-reduce during backward is not "
-              "captured yet";
+  if (why_not.empty() && !ddp_->capturable()) {
+    why_not = "the gradients' communicator " + grad_comm.name() +
+              " cannot be captured (nccl and ring-nccl can)";
   }
   if (why_not.empty() && !options_.trace.empty()) why_not = "--trace times each layer";
   if (wanted && why_not.empty()) {

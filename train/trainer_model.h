@@ -97,7 +97,7 @@ class TrainerModel {
   void swap_ema(Stream& stream) { ema_->swap(stream); }
 
  private:
-  void decide_cuda_graph(int world);
+  void decide_cuda_graph(const Communicator& grad_comm);
 
   const TrainOptions& options_;
   int64_t classes_;

@@ -35,6 +35,9 @@ struct GradBucketTiming {
   int buckets = 0;                        // all-reduced this step (0 in a world of one)
   int64_t bytes = 0;                      // all-reduced this step
   std::vector<BucketInterval> intervals;  // per bucket, in bucket order
+  // false for a step whose all-reduces ran inside a CUDA graph's launch, which no event of ours
+  // marks: then only buckets and bytes are known, and the times and hidden_fraction are NaN.
+  bool measured = true;
 };
 
 // The summary of one step from its raw times (intervals in any order).

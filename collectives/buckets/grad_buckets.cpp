@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <iterator>
 #include <utility>
 
@@ -64,7 +65,12 @@ void GradBuckets::begin(Stream& compute_stream, bool sync) {
         "GradBuckets::begin: the previous step was not finished (call finish() after every "
         "backward, also after a failed one)");
   }
-  if (on_cuda()) {
+  captured_ = flat_.device().is_cuda() && compute_stream.capturing();
+  if (captured_ && communicates() && !comm_.capturable()) {
+    fail("GradBuckets::begin: the compute stream captures a CUDA graph, but communicator " +
+         comm_.name() + " cannot be captured (nccl and ring-nccl can)");
+  }
+  if (on_cuda() && !captured_) {
     // This step records into the events of the step before last: read them first (waiting,
     // if it has not finished yet, so the host stays at most two steps ahead).
     current_events_ ^= 1;
@@ -82,7 +88,7 @@ void GradBuckets::begin(Stream& compute_stream, bool sync) {
   submit_s_.assign(buckets_.size(), 0.0);
   works_.clear();
   begin_time_ = Clock::now();
-  if (on_cuda()) cuda_steps_[current_events_].begin->record(compute_stream);
+  if (on_cuda() && !captured_) cuda_steps_[current_events_].begin->record(compute_stream);
 }
 
 void GradBuckets::mark_ready(int range) {
@@ -123,10 +129,10 @@ void GradBuckets::start_bucket(int bucket) {
     ready_events_[bucket].record(*compute_);
     comm_stream_->wait(ready_events_[bucket]);
     CudaStepEvents& events = cuda_steps_[current_events_];
-    events.start[bucket].record(*comm_stream_);
+    if (!captured_) events.start[bucket].record(*comm_stream_);
     Work work = comm_.all_reduce_async(view, ReduceOp::avg, *comm_stream_);
     work.wait(*comm_stream_);
-    events.end[bucket].record(*comm_stream_);
+    if (!captured_) events.end[bucket].record(*comm_stream_);
     works_.push_back(std::move(work));
     return;
   }
@@ -144,6 +150,7 @@ std::exception_ptr GradBuckets::wait_started_buckets(Stream& compute_stream) {
         if (!error) error = std::current_exception();
       }
     }
+    if (captured_) return error;  // nothing ran; replayed() counts each launch
     CudaStepEvents& events = cuda_steps_[current_events_];
     events.started = works_.size();
     events.step = ++synced_steps_;
@@ -175,11 +182,11 @@ void GradBuckets::finish(Stream& compute_stream) {
   if (!sync_) return;
   backward_end_s_ = seconds_since_begin(Clock::now());
   if (!communicates()) {
-    record_timing(summarize_grad_bucket_timing(backward_end_s_, {}, 0));
+    if (!captured_) record_timing(summarize_grad_bucket_timing(backward_end_s_, {}, 0));
     require_no_missing_ranges();
     return;
   }
-  if (on_cuda()) cuda_steps_[current_events_].backward_end->record(compute_stream);
+  if (on_cuda() && !captured_) cuda_steps_[current_events_].backward_end->record(compute_stream);
   std::exception_ptr error;
   try {
     // Unreported ranges too: every rank issues every bucket, once, in bucket order.
@@ -192,6 +199,24 @@ void GradBuckets::finish(Stream& compute_stream) {
   if (!error) error = wait_error;
   if (error) std::rethrow_exception(error);
   require_no_missing_ranges();
+}
+
+void GradBuckets::replayed(bool sync) {
+  if (in_step_) fail("GradBuckets::replayed: a step begun with begin() is still in progress");
+  if (!sync) return;
+  // The history stays in step order: the steps run before this launch go in first.
+  resolve_pending_timings();
+  if (!communicates()) {
+    record_timing(summarize_grad_bucket_timing(0, {}, 0));
+    return;
+  }
+  const double unknown = std::nan("");
+  GradBucketTiming timing;
+  timing.backward_s = timing.busy_s = timing.exposed_s = timing.hidden_fraction = unknown;
+  timing.buckets = static_cast<int>(buckets_.size());
+  timing.bytes = flat_.numel() * static_cast<int64_t>(dtype_size(flat_.dtype()));
+  timing.measured = false;
+  record_timing(std::move(timing));
 }
 
 void GradBuckets::require_no_missing_ranges() const {

@@ -21,6 +21,10 @@
 // compute stream wait on every bucket's Work without blocking the host. The CUDA path has
 // not yet run on hardware (no GPU was available when it was written).
 //
+// CUDA graphs. A step between begin() and finish() on a capturing compute stream is recorded into
+// the graph with its all-reduces (a capturable communicator's), untimed; each launch of the graph
+// is then counted by replayed().
+//
 // A world of one communicates nothing: no collective is issued, the timing reports zero
 // buckets and a hidden fraction of 1. begin(stream, false) (no_sync: a gradient-accumulation
 // micro-batch) makes mark_ready and finish do nothing at all.
@@ -67,6 +71,10 @@ class GradBuckets {
   bool reported(int range) const;
   // After backward: every bucket all-reduced (CUDA: ordered before later compute work).
   void finish(Stream& compute_stream);
+  // A step whose backward and all-reduces ran as the launch of a CUDA graph captured from an
+  // earlier begin() .. finish() (whose compute stream was capturing: nothing ran then, nor was
+  // timed): counts it as a step, with a timing that is not measured when it communicated.
+  void replayed(bool sync);
   bool in_step() const { return in_step_; }
 
   const std::vector<GradBucket>& buckets() const { return buckets_; }
@@ -114,6 +122,7 @@ class GradBuckets {
   // The step in progress.
   bool in_step_ = false;
   bool sync_ = false;
+  bool captured_ = false;  // recorded into a CUDA graph, not run
   Stream* compute_ = nullptr;
   std::vector<char> reported_;
   std::vector<int> unreported_in_bucket_;

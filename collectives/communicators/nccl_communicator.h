@@ -19,10 +19,12 @@ class NcclCommunicator : public Communicator {
   ~NcclCommunicator() override;
 
   bool supports(Device device) const override { return device == comm_->device(); }
+  bool capturable() const override { return true; }
 
  protected:
   Work execute(const CollectiveRequest& request, const OpContext& context, Stream& stream,
                bool blocking) override;
+  Watchdog* device_watchdog() override { return &watchdog_; }
 
  private:
   void enqueue(const CollectiveRequest& request);

@@ -41,7 +41,11 @@ Work queue_on_comm_stream(Stream& comm_stream, Stream& stream, const OpContext& 
   order_after(comm_stream, stream);
   enqueue();
   auto state = std::make_shared<StreamWorkState>(comm_stream, context);
-  watchdog.watch(context, [event = state->event()] { return event->done(); });
+  // Captured into a CUDA graph, nothing ran: the graph's launches are watched instead
+  // (Communicator::watch_queued).
+  if (!comm_stream.capturing()) {
+    watchdog.watch(context, [event = state->event()] { return event->done(); });
+  }
   if (blocking) {
     if (host_wait) {
       state->wait();

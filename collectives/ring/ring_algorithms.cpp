@@ -42,8 +42,9 @@ int64_t RingAlgorithms::message_elements(DType dtype) const {
 
 void* RingAlgorithms::scratch(size_t bytes) {
   if (bytes > scratch_bytes_) {
-    // Queued device work may still read the old buffer: let it finish before it is freed.
-    if (Stream* stream = transport_.stream()) stream->synchronize();
+    // The old buffer is kept, not freed: queued device work may still read it, and so may
+    // every later launch of a CUDA graph that captured a collective using it.
+    if (scratch_) retired_scratch_.push_back(std::move(scratch_));
     scratch_ = allocate_storage(bytes, scratch_device_);
     scratch_bytes_ = bytes;
   }

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "collectives/core/reduce_op.h"
 #include "collectives/transports/transport.h"
@@ -53,6 +54,7 @@ class RingAlgorithms {
   Device scratch_device_;
   std::shared_ptr<std::byte> scratch_;
   size_t scratch_bytes_ = 0;
+  std::vector<std::shared_ptr<std::byte>> retired_scratch_;  // outgrown; see scratch()
   int rank_;
   int world_;
 };

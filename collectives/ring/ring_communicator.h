@@ -26,11 +26,14 @@ class RingCommunicator : public Communicator {
   ~RingCommunicator() override;
 
   bool supports(Device device) const override;
+  // Over a device transport (NCCL), where every transfer is queued on a stream.
+  bool capturable() const override { return watchdog_ != nullptr; }
   Transport& transport() { return *transport_; }
 
  protected:
   Work execute(const CollectiveRequest& request, const OpContext& context, Stream& stream,
                bool blocking) override;
+  Watchdog* device_watchdog() override { return watchdog_.get(); }
 
  private:
   void run(const CollectiveRequest& request, const OpContext& context);

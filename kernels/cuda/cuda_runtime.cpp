@@ -179,6 +179,12 @@ void stream_begin_capture(cudaStream_t stream) {
   CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
 }
 
+bool stream_is_capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  CHECK_CUDA(cudaStreamIsCapturing(stream, &status));
+  return status != cudaStreamCaptureStatusNone;
+}
+
 CapturedGraph stream_end_capture(cudaStream_t stream) {
   cudaGraph_t graph = nullptr;
   CHECK_CUDA(cudaStreamEndCapture(stream, &graph));

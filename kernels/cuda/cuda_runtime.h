@@ -61,6 +61,8 @@ float event_elapsed_ms(cudaEvent_t start, cudaEvent_t end);
 // Stream capture in cudaStreamCaptureModeThreadLocal: other host threads (the data loader's)
 // may still allocate and copy while this one captures.
 void stream_begin_capture(cudaStream_t stream);
+// Whether `stream` is capturing now (its work is being recorded into a graph, not run).
+bool stream_is_capturing(cudaStream_t stream);
 struct CapturedGraph {
   cudaGraphExec_t executable = nullptr;
   size_t nodes = 0;

@@ -20,6 +20,8 @@
 #include "collectives/buckets/grad_buckets.h"
 #include "collectives/comm_factory.h"
 #include "collectives/ring/hierarchical_communicator.h"
+#include "kernels/cuda_graph.h"
+#include "kernels/ops/copy.h"
 #include "kernels/runtime.h"
 #include "mpi_main.h"
 #if ENGINE_HAVE_CUDA
@@ -405,6 +407,63 @@ TEST_P(Collectives, GradBucketsQueueStepsWithoutWaitingForTheDevice) {
   EXPECT_TRUE(buckets.take_timings().empty());
   expect_values(expected, flat, "flat gradients after two averaging steps");
 #endif
+}
+
+// A GradBuckets step (begin, every range reported, finish) captured into a CUDA graph records the
+// buckets' all-reduces without running them; each launch of the graph then averages what the
+// gradients hold at that moment, and replayed() counts each launch as a step, untimed where it
+// communicated. An eager step, the capture, then three launches on new gradients each, watched
+// against the timeout.
+TEST_P(Collectives, GradBucketsCapturedIntoACudaGraphAverageAtEveryLaunch) {
+  if (!device_.is_cuda()) GTEST_SKIP() << "CUDA graphs capture device work only";
+  ASSERT_TRUE(comm_->capturable()) << GetParam();
+  constexpr int64_t kRange = 4099;  // floats: one range per bucket, an odd size
+  const int ranges = 3;
+  std::vector<GradRange> layout;
+  for (int r = 0; r < ranges; ++r)
+    layout.push_back({r * kRange, kRange, "range" + std::to_string(r)});
+  const auto gradients = [&](int launch, int rank) {
+    std::vector<float> values(ranges * kRange);
+    for (int64_t i = 0; i < ranges * kRange; ++i)
+      values[i] = static_cast<float>((i % 5) + 2 * rank + 10 * launch);
+    return values;
+  };
+  const std::vector<float> before = gradients(-1, rank_);
+  Tensor flat = tensor(before, DType::f32);
+  GradBucketOptions options;
+  options.first_bucket_bytes = kRange * 4;
+  options.bucket_cap_bytes = kRange * 4;
+  GradBuckets buckets(flat, layout, *comm_, options);
+  const auto step = [&] {
+    buckets.begin(*stream_);
+    for (int r = 0; r < ranges; ++r)
+      buckets.mark_ready(r);
+    buckets.finish(*stream_);
+  };
+  // Run once first, as the trainer does: what a collective sets up on first use (the ring's
+  // scratch buffers) cannot be allocated while captured.
+  step();
+  ASSERT_EQ(buckets.take_timings().size(), 1u);
+  const std::vector<float> after_eager_step = values(flat);
+  const CudaGraph graph = CudaGraph::capture(*stream_, "a GradBuckets step", step);
+  expect_values(after_eager_step, flat, "the gradients after the capture (nothing ran)");
+  EXPECT_TRUE(buckets.take_timings().empty()) << "a capture is not a step";
+  for (int launch = 0; launch < 3; ++launch) {
+    copy(tensor(gradients(launch, rank_), DType::f32), flat, *stream_);
+    graph.replay(*stream_);
+    buckets.replayed(true);
+    comm_->watch_queued(*stream_, "a test's CUDA graph launch");
+    std::vector<float> average(ranges * kRange);  // exact: the ranks' values differ by 2 each
+    for (int64_t i = 0; i < ranges * kRange; ++i)
+      average[i] = static_cast<float>((i % 5) + 10 * launch + (world_ - 1));
+    expect_values(average, flat, "launch " + std::to_string(launch));
+  }
+  const std::vector<GradBucketTiming> timings = buckets.take_timings();
+  ASSERT_EQ(timings.size(), 3u);
+  for (const GradBucketTiming& t : timings) {
+    EXPECT_EQ(t.measured, world_ == 1);
+    EXPECT_EQ(t.buckets, world_ > 1 ? ranges : 0);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Communicators, Collectives,

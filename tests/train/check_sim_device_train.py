@@ -23,6 +23,13 @@ match the CPU backend's within MULTI_RANK_TOLERANCES, step by step:
     which amplifies the backends' rounding differences chaotically (one rank, batch 4, no
     NCCL at all: CPU and CUDA differ by 1.4% at step 3, measured).
 
+--ranks 2 also checks the CUDA graphs with two ranks (the gradients' bucketed all-reduces and
+SyncBN's captured inside them): --accum-steps 2 with --lr-schedule onecycle, three steps with the
+graphs (the default) and without (--cuda-graph off): losses and final weights bit for bit the
+same; the graphed steps report their share of communication hidden as not measured (null), the
+first step (each micro-step kind's eager run) and every step of --cuda-graph off as measured.
+The runs above (4 steps; 3, then resumed) run with the graphs as well.
+
 --ranks 2 also tunes the convolutions (--conv-tuning on, bf16, so the candidates differ in
 tile as well as split): rank 0 times candidates for 3 s, writes the cache and gives every rank
 its choices; a second run reads them back from the cache timing nothing (--conv-tuning-seconds
@@ -233,6 +240,36 @@ def two_ranks(args):
           f" (tolerances {MULTI_RANK_TOLERANCES}); resumed == uninterrupted, bit for bit")
 
 
+def graphed_two_ranks(args):
+    flags = MULTI_RANK + ["--accum-steps", "2", "--lr-schedule", "onecycle", "--max-steps", "3"]
+    outputs = []
+    graphed = train(args, "np2_graph_on", "cuda", flags, 2, output=outputs)
+    plain = train(args, "np2_graph_off", "cuda", flags + ["--cuda-graph", "off"], 2,
+                  output=outputs)
+    for text, expected in zip(outputs, ("micro-steps replayed as CUDA graphs",
+                                        "no CUDA graph (--cuda-graph off)")):
+        if expected not in text.splitlines()[0]:
+            sys.exit(f"expected the banner to say '{expected}':\n{text}")
+    hidden = {}
+    for name in ("np2_graph_on", "np2_graph_off"):
+        with open(os.path.join(args.work, name, "steps.jsonl")) as f:
+            hidden[name] = [json.loads(line)["comm_hidden_pct"] for line in f if line.strip()]
+    on, off = hidden["np2_graph_on"], hidden["np2_graph_off"]
+    if on[0] is None or any(h is not None for h in on[1:]) or any(h is None for h in off):
+        sys.exit(f"communication hidden per step: with graphs {on} (expected a figure, then "
+                 f"null for the launches), without {off} (expected figures)")
+    if len(graphed) != 3 or graphed != plain:
+        sys.exit(f"2 ranks: losses with CUDA graphs {graphed}, without {plain}: expected the "
+                 "same 3 values")
+    weights = [float_tensors(os.path.join(args.work, name, "last.safetensors"))
+               for name in ("np2_graph_on", "np2_graph_off")]
+    if not weights[0] or weights[0] != weights[1]:
+        sys.exit("2 ranks: the final weights with CUDA graphs differ from those without")
+    print(f"CUDA graphs, 2 ranks, SyncBN, batch 2 x 2 accumulated: losses {graphed} and "
+          f"{len(weights[0])} weight tensors bit for bit those of --cuda-graph off; "
+          f"communication hidden per step {on} (null: inside a launch)")
+
+
 def tuned_two_ranks(args):
     plans = os.path.join(args.work, "conv-plans.tsv")
     if os.path.exists(plans):
@@ -276,6 +313,7 @@ def main():
         single_rank(args)
     else:
         two_ranks(args)
+        graphed_two_ranks(args)
         tuned_two_ranks(args)
 
 
