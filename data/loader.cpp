@@ -258,11 +258,21 @@ std::optional<int64_t> Loader::replacement_candidate(int64_t batch_index, int64_
 void Loader::copy_to_device(Batch& batch) {
   // Pinned buffers go back to the allocator only once their copy has finished.
   std::erase_if(copies_in_flight_, [](const auto& copy) { return copy.second->done(); });
-  Tensor host = batch.images;
-  batch.images = host.to(config_.device, *copy_stream_);
+  std::vector<Tensor> hosts = {batch.images};
+  batch.images = hosts.back().to(config_.device, *copy_stream_);
+  const auto n = static_cast<int64_t>(batch.labels.size());
+  hosts.push_back(Tensor::empty({n}, DType::i32, Device::cpu(), HostMemory::pinned));
+  std::copy(batch.labels.begin(), batch.labels.end(), hosts.back().data<int32_t>());
+  batch.device_labels = hosts.back().to(config_.device, *copy_stream_);
+  if (!batch.targets.empty() && n > 0) {
+    const auto classes = static_cast<int64_t>(batch.targets.size()) / n;
+    hosts.push_back(Tensor::empty({n, classes}, DType::f32, Device::cpu(), HostMemory::pinned));
+    std::copy(batch.targets.begin(), batch.targets.end(), hosts.back().data<float>());
+    batch.device_targets = hosts.back().to(config_.device, *copy_stream_);
+  }
   batch.ready = std::make_shared<Event>(config_.device);
   batch.ready->record(*copy_stream_);
-  copies_in_flight_.emplace_back(std::move(host), batch.ready);
+  copies_in_flight_.emplace_back(std::move(hosts), batch.ready);
 }
 
 std::optional<Batch> Loader::next() {

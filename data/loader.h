@@ -83,9 +83,14 @@ struct Batch {
   // (the one weighted lambda); empty without.
   std::vector<float> targets;
   int64_t skipped = 0;  // files of this batch that could not be used
-  // CUDA: recorded after the copy; the compute stream waits on it before reading `images`.
-  // Keep `images` alive until that work has finished: the caching allocator does not track
-  // streams (kernels/caching_allocator.h), as with PyTorch's record_stream. Null on the CPU.
+  // CUDA: `labels` (i32 [n]) and `targets` (f32 [n, classes], with mixing) on the device,
+  // copied beside the images from pinned memory: a copy from pageable memory on the compute
+  // stream may hold the host until the device has drained that stream. Undefined on the CPU.
+  Tensor device_labels, device_targets;
+  // CUDA: recorded after the copies; the compute stream waits on it before reading `images`,
+  // `device_labels` or `device_targets`. Keep them alive until that work has finished: the
+  // caching allocator does not track streams (kernels/caching_allocator.h), as with PyTorch's
+  // record_stream. Null on the CPU.
   std::shared_ptr<Event> ready;
 };
 
@@ -143,7 +148,8 @@ class Loader {
   std::unique_ptr<ShardReader> shard_reader_;  // for a shard dataset
   LoaderConfig config_;                        // config_.bad_files is never null
   std::optional<Stream> copy_stream_;
-  std::vector<std::pair<Tensor, std::shared_ptr<Event>>> copies_in_flight_;
+  // The pinned host buffers of each batch's copies, until their event.
+  std::vector<std::pair<std::vector<Tensor>, std::shared_ptr<Event>>> copies_in_flight_;
 
   mutable std::mutex mutex_;
   std::condition_variable work_available_;

@@ -2,6 +2,7 @@
 
 #include "kernels/error.h"
 #include "kernels/memory.h"
+#include "kernels/ops/copy.h"
 
 namespace engine::train {
 
@@ -33,8 +34,12 @@ void MicroStepGraphs::fill_inputs(const Batch& batch, Stream& stream) {
   }
   copy_bytes("the CUDA graphs' images", images_.raw_data(), device, batch.images.raw_data(), device,
              batch.images.nbytes(), stream);
-  copy_bytes("the CUDA graphs' labels", labels_.raw_data(), device, batch.labels.data(),
-             Device::cpu(), batch.labels.size() * sizeof(int32_t), stream);
+  if (batch.device_labels.defined()) {
+    copy(batch.device_labels, labels_, stream);
+  } else {
+    copy_bytes("the CUDA graphs' labels", labels_.raw_data(), device, batch.labels.data(),
+               Device::cpu(), batch.labels.size() * sizeof(int32_t), stream);
+  }
   if (batch.targets.empty()) return;
   if (batch.targets.size() % static_cast<size_t>(n) != 0) {
     fail("resnet_train: " + std::to_string(batch.targets.size()) +
@@ -42,8 +47,12 @@ void MicroStepGraphs::fill_inputs(const Batch& batch, Stream& stream) {
   }
   const auto classes = static_cast<int64_t>(batch.targets.size()) / n;
   if (!targets_.defined()) targets_ = Tensor::empty({n, classes}, DType::f32, device);
-  copy_bytes("the CUDA graphs' soft targets", targets_.raw_data(), device, batch.targets.data(),
-             Device::cpu(), batch.targets.size() * sizeof(float), stream);
+  if (batch.device_targets.defined()) {
+    copy(batch.device_targets, targets_, stream);
+  } else {
+    copy_bytes("the CUDA graphs' soft targets", targets_.raw_data(), device, batch.targets.data(),
+               Device::cpu(), batch.targets.size() * sizeof(float), stream);
+  }
 }
 
 MicroStepGraphs::Outputs MicroStepGraphs::run(const Batch& batch, bool first, bool sync,

@@ -38,6 +38,10 @@ class MicroStepGraphs {
     const Tensor& images;                // on the device, the model's set-up shape
     const std::vector<int32_t>& labels;  // class indices
     const std::vector<float>& targets;   // soft targets [N * K] (--mixup/--cutmix), or empty
+    // The same on the device (data::Batch's, the loader's copies), or undefined: then copied
+    // from the host vectors.
+    const Tensor& device_labels;
+    const Tensor& device_targets;
   };
   struct Outputs {
     const Tensor& logits;

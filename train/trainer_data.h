@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "data/batch_keeper.h"
 #include "data/loader.h"
 #include "kernels/device.h"
 #include "train/preflight.h"
@@ -39,6 +40,11 @@ class TrainerData {
   // The epoch's batches from loader batch `first_batch` on (a resumed mid-epoch position).
   void start_train_epoch(int64_t epoch, int64_t first_batch);
   std::optional<data::Batch> next_train_batch() { return train_loader_->next(); }
+  // Call once the work reading a batch (of either loader) is queued on `stream`: its device
+  // tensors are kept until that work has run (data/batch_keeper.h).
+  void done_with(data::Batch&& batch, const Stream& stream) {
+    keeper_.keep(std::move(batch), stream);
+  }
   int64_t train_skipped() const { return train_loader_->summary().skipped; }
 
   void start_validation();
@@ -57,6 +63,7 @@ class TrainerData {
   int rank_, world_;
   Datasets datasets_;
   std::unique_ptr<data::Loader> train_loader_, val_loader_;
+  data::BatchKeeper keeper_;  // after the loaders: it outlives none of their batches' use
   int64_t steps_per_epoch_ = 0;
 };
 

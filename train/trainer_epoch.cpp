@@ -19,15 +19,18 @@ namespace {
 int eager_micro_step(const data::Batch& batch, int64_t micro, int64_t accum, TrainerModel& model,
                      TrainerMetrics& metrics, StepTrace& trace, Stream& stream) {
   const int64_t n = batch.images.size(0);
-  const Tensor labels = Tensor::from_ints({n}, batch.labels).to(stream.device(), stream);
+  const Tensor labels = batch.device_labels.defined()
+                            ? batch.device_labels
+                            : Tensor::from_ints({n}, batch.labels).to(stream.device(), stream);
   nn::Pass pass{stream, true, false, {}, trace.layer_observer()};
   if (micro == 0) model.zero_grad();
   const int forward_span = trace.begin_span("forward", stream, micro);
   const Tensor& logits = model.forward(batch.images, pass);
   const int loss_span = trace.begin_span("loss", stream, micro);
   const Tensor& loss =
-      batch.targets.empty()
-          ? model.mean_loss(logits, labels, stream)
+      batch.targets.empty() ? model.mean_loss(logits, labels, stream)
+      : batch.device_targets.defined()
+          ? model.mean_soft_loss(logits, batch.device_targets, stream)
           : model.mean_soft_loss(
                 logits,
                 Tensor::from_floats({n, static_cast<int64_t>(batch.targets.size()) / n},
@@ -92,13 +95,15 @@ int train_epoch(int64_t epoch, const TrainOptions& options, TrainerData& data, T
     if (model.graphed()) {
       // eager_micro_step's work as one CUDA graph's replay (no layer is traced: --trace turns
       // the graphs off).
-      const MicroStepGraphs::Outputs out =
-          model.graphed_micro_step({batch->images, batch->labels, batch->targets}, micro == 0,
-                                   micro == accum - 1, 1.f / static_cast<float>(accum), stream);
+      const MicroStepGraphs::Outputs out = model.graphed_micro_step(
+          {batch->images, batch->labels, batch->targets, batch->device_labels,
+           batch->device_targets},
+          micro == 0, micro == accum - 1, 1.f / static_cast<float>(accum), stream);
       metrics.rows().push(out.logits, out.labels, out.loss, stream);
     } else {
       backward_span = eager_micro_step(*batch, micro, accum, model, metrics, trace, stream);
     }
+    data.done_with(std::move(*batch), stream);
     step_samples += n;
     if (micro != accum - 1) continue;
     trace.mark_synced_backward(backward_span);
@@ -177,10 +182,13 @@ void evaluate(TrainerData& data, TrainerModel& model, TrainerComms& comms, Train
     const int64_t n = batch->images.size(0);
     if (n == 0) continue;
     model.ensure_setup(batch->images, stream);
-    const Tensor labels = Tensor::from_ints({n}, batch->labels).to(stream.device(), stream);
+    const Tensor labels = batch->device_labels.defined()
+                              ? batch->device_labels
+                              : Tensor::from_ints({n}, batch->labels).to(stream.device(), stream);
     nn::Pass pass{stream, false, false, {}};
     const Tensor& logits = model.forward(batch->images, pass);
     metrics.rows().push(logits, labels, model.mean_loss(logits, labels, stream), stream);
+    data.done_with(std::move(*batch), stream);
     batch_sizes.push_back(n);
     if (metrics.rows().full()) add_pending();
   }

@@ -3,17 +3,26 @@
 // GPU is present.
 #include <gtest/gtest.h>
 
+#if ENGINE_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "kernels/cuda/check_cuda.h"
+#endif
+
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <string>
 #include <tuple>
 
+#include "data/batch_keeper.h"
 #include "data/file_io.h"
 #include "data/loader.h"
 #include "data/sample_processor.h"
 #include "data/warnings.h"
+#include "kernels/ops/copy.h"
 #include "kernels/runtime.h"
 #include "tests/data/test_images.h"
 
@@ -362,7 +371,69 @@ TEST_F(LoaderTest, CudaBatchesArriveOnTheDeviceAfterTheirEvent) {
     ASSERT_NE(batch->ready, nullptr);
     compute.wait(*batch->ready);
     EXPECT_EQ(batch->images.to_floats(compute), expected.images[b]);
+    // The labels travel with the images, from pinned memory.
+    ASSERT_TRUE(batch->device_labels.defined());
+    EXPECT_EQ(batch->device_labels.to_ints(compute), expected.labels[b]);
+    EXPECT_FALSE(batch->device_targets.defined()) << "no soft targets without mixing";
   }
+  // With mixing the soft targets too.
+  config_.device = Device::cuda(0);
+  config_.mix.mixup_alpha = 0.8;
+  Loader mixing(*dataset_, config_);
+  mixing.start_epoch(0, epoch_indices(0));
+  std::optional<Batch> mixed = mixing.next();
+  ASSERT_TRUE(mixed && mixed->device_targets.defined());
+  compute.wait(*mixed->ready);
+  EXPECT_EQ(mixed->device_targets.to_floats(compute), mixed->targets);
+  EXPECT_EQ(mixed->device_targets.shape(), (Shape{4, 3}));
+}
+
+// The hazard BatchKeeper guards against, and the guard: the compute stream, held back by a host
+// function, is to read batch 0's images while the loader copies batch 1 on its own stream. Batch
+// 0 dropped, its freed block is batch 1's, and the compute stream reads batch 1's images; kept,
+// batch 1 lands elsewhere and the compute stream reads batch 0's.
+TEST_F(LoaderTest, CudaBatchesKeptUntilReadAreNotOverwrittenByTheNextCopy) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+#if ENGINE_HAVE_CUDA
+  config_.device = Device::cuda(0);
+  for (const bool keep : {false, true}) {
+    Loader loader(*dataset_, config_);
+    loader.start_epoch(0, epoch_indices(0));
+    Stream compute(config_.device), reader(config_.device);
+    BatchKeeper keeper;
+    std::optional<Batch> first = loader.next();
+    reader.wait(*first->ready);
+    const std::vector<float> first_images = first->images.to_floats(reader);
+    Tensor seen = Tensor::empty(first->images.shape(), first->images.dtype(), config_.device);
+    std::promise<void> open;
+    std::shared_future<void> gate = open.get_future().share();
+    CHECK_CUDA(cudaLaunchHostFunc(
+        compute.native(), [](void* g) { static_cast<std::shared_future<void>*>(g)->wait(); },
+        &gate));
+    compute.wait(*first->ready);
+    copy(first->images, seen, compute);  // held behind the gate
+    const void* first_block = first->images.raw_data();
+    if (keep) {
+      keeper.keep(std::move(*first), compute);
+    } else {
+      first.reset();
+    }
+    std::optional<Batch> second = loader.next();
+    reader.wait(*second->ready);
+    reader.synchronize();  // batch 1 has landed
+    open.set_value();
+    const std::vector<float> read = seen.to_floats(compute);
+    if (keep) {
+      EXPECT_EQ(keeper.held(), 1u);
+      EXPECT_NE(second->images.raw_data(), first_block);
+      EXPECT_EQ(read, first_images) << "a kept batch was overwritten before it was read";
+    } else {
+      ASSERT_EQ(second->images.raw_data(), first_block)
+          << "the hazard's premise: the caching allocator hands the freed block on";
+      EXPECT_NE(read, first_images) << "the next batch's copy landed first";
+    }
+  }
+#endif
 }
 
 }  // namespace

@@ -45,9 +45,10 @@ gradient is dropped or kept, which moves the gradients below it by ~1e-3), when 
 --ranks 1 also checks the CUDA graphs (--cuda-graph, train/micro_step_graphs.h): batch 2 with
 --accum-steps 2 (two kinds of micro-step, each run kernel by kernel, then captured, then replayed)
 and --lr-schedule onecycle (the learning rate changes every step, outside the graphs), four
-steps with the graphs (the default on one rank) and without (--cuda-graph off), and four with
-the graphs stopped at 2 and resumed: losses and final weights bit for bit the same, the banner
-saying which ran.
+steps with the graphs (the default) and without (--cuda-graph off, with --print-freq 100: the
+host queues steps ahead of the device, so a loader batch reused before its last reader ran
+would show), and four with the graphs stopped at 2 and resumed: losses and final weights bit
+for bit the same, the banner saying which ran.
 
 --ranks 1 also runs resnet_train on a device of 24 MiB (ENGINE_SIM_DEVICE_MEMORY_MIB), too
 small for the model: exit 1 with CUDA's out-of-memory error naming the device and what it has
@@ -161,8 +162,10 @@ def float_tensors(path):
 def graphed_matches_ungraphed(args):
     outputs = []
     graphed = train(args, "graph_on", "cuda", GRAPHED + ["--max-steps", "4"], 1, output=outputs)
-    plain = train(args, "graph_off", "cuda", GRAPHED + ["--max-steps", "4", "--cuda-graph", "off"],
-                  1, output=outputs)
+    # --print-freq 100: no figure is fetched before the end, so the host queues steps ahead of
+    # the device, and a batch reused by the loader before its last reader had run would differ.
+    plain = train(args, "graph_off", "cuda", GRAPHED + ["--max-steps", "4", "--cuda-graph", "off",
+                                                        "--print-freq", "100"], 1, output=outputs)
     train(args, "graph_parts", "cuda", GRAPHED + ["--max-steps", "2"], 1)
     resume = os.path.join(args.work, "graph_parts", "last.safetensors")
     parts = train(args, "graph_parts", "cuda", GRAPHED + ["--max-steps", "4", "--resume", resume],
