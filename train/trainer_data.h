@@ -63,7 +63,8 @@ class TrainerData {
   int rank_, world_;
   Datasets datasets_;
   std::unique_ptr<data::Loader> train_loader_, val_loader_;
-  data::BatchKeeper keeper_;  // after the loaders: it outlives none of their batches' use
+  // Destroyed before the loaders, once the last batch's readers have run.
+  data::BatchKeeper keeper_;
   int64_t steps_per_epoch_ = 0;
 };
 
