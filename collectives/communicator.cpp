@@ -27,26 +27,26 @@ Work Communicator::start(CollectiveRequest request, Stream& stream, bool blockin
            stream.device().str());
     }
   }
-  OpContext context;
-  context.op = collective_name(request.kind);
-  context.impl = name();
+  OpContext context = op_context(collective_name(request.kind));
   context.sequence = ++sequence_;
   context.bytes = request.bytes();
+  return execute(request, context, stream, blocking);
+}
+
+OpContext Communicator::op_context(std::string_view op) const {
+  OpContext context;
+  context.op = op;
+  context.impl = name();
   context.rank = rank();
   context.timeout = options_.timeout;
   context.on_timeout = options_.on_timeout;
-  return execute(request, context, stream, blocking);
+  return context;
 }
 
 void Communicator::watch_queued(Stream& stream, const char* what) {
   Watchdog* watchdog = device_watchdog();
   if (watchdog == nullptr || !stream.device().is_cuda()) return;
-  OpContext context;
-  context.op = what;
-  context.impl = name();
-  context.rank = rank();
-  context.timeout = options_.timeout;
-  context.on_timeout = options_.on_timeout;
+  const OpContext context = op_context(what);
   const StreamWorkState queued(stream, context);
   watchdog->watch(context, [event = queued.event()] { return event->done(); });
 }

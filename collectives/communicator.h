@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "collectives/collective_request.h"
 #include "collectives/comm_options.h"
@@ -93,6 +94,9 @@ class Communicator {
 
  private:
   Work start(CollectiveRequest request, Stream& stream, bool blocking);
+  // The context of an operation named `op` (a literal): this communicator, rank and timeout;
+  // no sequence number or size.
+  OpContext op_context(std::string_view op) const;
 
   CommInfo info_;
   CommOptions options_;
