@@ -125,25 +125,34 @@ def demangle(names):
     return out.stdout.splitlines()
 
 
+_HEADER = re.compile(r"^\.text\.(\S+):$")
+_LABEL = re.compile(r"^(\.L_x_\d+):$")
+_INSTRUCTION = re.compile(r"^\s*/\*([0-9a-f]+)\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)(.*);")
+_BRANCH_TARGET = re.compile(r"\((\.L_x_\d+)\)")
+
+
 def functions(text):
     """{mangled name: [(address, opcode, whole line)], labels {label: address}}"""
     result = {}
     current = None
     pending_labels = []
     for line in text.splitlines():
-        header = re.match(r"^\.text\.(\S+):$", line)
-        if header:
-            current = {"ops": [], "labels": {}}
-            result[header.group(1)] = current
-            continue
+        # nvdisasm's lines start with their kind: "." for a section or label, spaces for an
+        # instruction; the cheap test first (a 50 MB cubin's text is a million lines).
+        if line.startswith(".text."):
+            header = _HEADER.match(line)
+            if header:
+                current = {"ops": [], "labels": {}}
+                result[header.group(1)] = current
+                continue
         if current is None:
             continue
-        label = re.match(r"^(\.L_x_\d+):$", line)
-        if label:
-            pending_labels.append(label.group(1))
+        if line.startswith(".L_x_"):
+            label = _LABEL.match(line)
+            if label:
+                pending_labels.append(label.group(1))
             continue
-        instruction = re.match(r"^\s*/\*([0-9a-f]+)\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)(.*);",
-                               line)
+        instruction = _INSTRUCTION.match(line) if "/*" in line else None
         if instruction:
             address = int(instruction.group(1), 16)
             for name in pending_labels:
@@ -155,21 +164,31 @@ def functions(text):
 
 def main_loop(function):
     """The loop (target, branch address) holding the most math instructions."""
-    best = None
-    for address, op, rest in function["ops"]:
+    if "main_loop" in function:
+        return function["main_loop"]
+    ops = function["ops"]
+    index_of = {address: i for i, (address, _, _) in enumerate(ops)}
+    # math_before[i]: math instructions among ops[:i], so a loop's count is one subtraction
+    # rather than a walk of its body (the walk made this quadratic in a kernel's branches).
+    math_before = [0]
+    for _, op, _ in ops:
+        math_before.append(math_before[-1] + GROUPS["math"](op))
+    best = None  # (math, first, last)
+    for last, (address, op, rest) in enumerate(ops):
         if not op.startswith("BRA"):
             continue
-        target = re.search(r"\((\.L_x_\d+)\)", rest)
+        target = _BRANCH_TARGET.search(rest)
         if not target or target.group(1) not in function["labels"]:
             continue
         start = function["labels"][target.group(1)]
         if start > address:
             continue
-        body = [o for a, o, _ in function["ops"] if start <= a <= address]
-        math = sum(GROUPS["math"](o) for o in body)
+        first = index_of[start]
+        math = math_before[last + 1] - math_before[first]
         if math and (best is None or math > best[0]):
-            best = (math, body)
-    return best[1] if best else None
+            best = (math, first, last)
+    function["main_loop"] = [o for _, o, _ in ops[best[1]:best[2] + 1]] if best else None
+    return function["main_loop"]
 
 
 def readable(pretty):
