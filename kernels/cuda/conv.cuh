@@ -151,10 +151,24 @@ void forward_gemm(const Conv2dForwardArgs& args, const ConvLaunch& options, cons
   }
 }
 
-// The entry points (declared in conv.h) with their launch options: the SIMT tests force
-// split-K through them.
-inline void conv2d_forward(const Conv2dForwardArgs& args, cudaStream_t stream,
-                           const ConvLaunch& options) {
+// The entry points with their launch options (the SIMT tests force tiles, epilogues and split K
+// through them); conv.h declares those without.
+void conv2d_forward(const Conv2dForwardArgs& args, cudaStream_t stream, const ConvLaunch& options);
+void conv2d_backward_data(const Conv2dBackwardDataArgs& args, cudaStream_t stream,
+                          const ConvLaunch& options);
+void conv2d_backward_filter(const Conv2dBackwardFilterArgs& args, cudaStream_t stream,
+                            const ConvLaunch& options);
+
+// Both kinds of entry point are defined by one translation unit of a program: conv.cu, or the
+// SIMT tests' simt_conv_kernels.cpp (tests/kernels), which compiles the engine once for the
+// four conv suites. Another that includes this header defines ENGINE_CONV_ENTRY_POINTS_ELSEWHERE
+// (conv_backward_bn.cu, kept apart for compile time; each suite): a function that launches
+// kernels instantiates them wherever it is parsed, called or not, and nvcc compiles every
+// instantiated kernel (these put 220 of conv.cu's 249 kernels in conv_backward_bn.cu's object
+// too).
+#ifndef ENGINE_CONV_ENTRY_POINTS_ELSEWHERE
+
+void conv2d_forward(const Conv2dForwardArgs& args, cudaStream_t stream, const ConvLaunch& options) {
   ENGINE_REQUIRE(args.stats == nullptr,
                  "conv2d_forward: statistics go through conv2d_forward_stats");
   const GemmExtent e = forward_extent(args.shape);
@@ -194,8 +208,8 @@ void backward_data_gemm(const Conv2dBackwardDataArgs& args, const ConvLaunch& op
   }
 }
 
-inline void conv2d_backward_data(const Conv2dBackwardDataArgs& args, cudaStream_t stream,
-                                 const ConvLaunch& options) {
+void conv2d_backward_data(const Conv2dBackwardDataArgs& args, cudaStream_t stream,
+                          const ConvLaunch& options) {
   ENGINE_REQUIRE(!args.batchnorm.active(),
                  "conv2d_backward_data: the BatchNorm's backward goes through "
                  "conv2d_backward_data_bn");
@@ -242,8 +256,8 @@ inline void conv2d_backward_data(const Conv2dBackwardDataArgs& args, cudaStream_
   });
 }
 
-inline void conv2d_backward_filter(const Conv2dBackwardFilterArgs& args, cudaStream_t stream,
-                                   const ConvLaunch& options) {
+void conv2d_backward_filter(const Conv2dBackwardFilterArgs& args, cudaStream_t stream,
+                            const ConvLaunch& options) {
   const Conv2dShape& shape = args.shape;
   if (args.input_transform.active() && args.dw_dtype != DType::f32)
     throw std::invalid_argument("conv2d_backward_filter: an input transform needs an f32 dw");
@@ -288,10 +302,7 @@ inline void conv2d_backward_filter(const Conv2dBackwardFilterArgs& args, cudaStr
 }
 
 // ---------------------------------------------------------------------------------------
-// Entry points (declared in conv.h): defined by conv.cu alone. A second translation unit of
-// the conv kernels (conv_backward_bn.cu, kept apart for compile time) defines
-// ENGINE_CONV_ENTRY_POINTS_ELSEWHERE and calls these.
-#ifndef ENGINE_CONV_ENTRY_POINTS_ELSEWHERE
+// Entry points (declared in conv.h)
 
 size_t conv2d_backward_filter_workspace_bytes(const Conv2dShape& shape, const ConvAlgo& algo) {
   return filter_grad_workspace_bytes(shape, filter_grad_splits(shape, algo));

@@ -101,8 +101,17 @@ void gated_backward_data_gemm(const Conv2dBackwardDataArgs& args, const ConvLaun
 // The entry point with its launch options (the SIMT tests force tiles, epilogues, splits and
 // the merge's groups). workspace: backward_data_bn_workspace(shape, options,
 // group_tiles).total() floats, zeroed before first use.
-inline void conv2d_backward_data_bn(const Conv2dBackwardDataArgs& args, cudaStream_t stream,
-                                    const ConvLaunch& options, int group_tiles = 0) {
+void conv2d_backward_data_bn(const Conv2dBackwardDataArgs& args, cudaStream_t stream,
+                             const ConvLaunch& options, int group_tiles = 0);
+
+// Both kinds of entry point are defined by one translation unit of a program
+// (conv_backward_bn.cu, or the SIMT tests' simt_conv_kernels.cpp); the others that include this
+// header define ENGINE_CONV_BATCHNORM_ENTRY_POINTS_ELSEWHERE (see conv.cuh's
+// ENGINE_CONV_ENTRY_POINTS_ELSEWHERE).
+#ifndef ENGINE_CONV_BATCHNORM_ENTRY_POINTS_ELSEWHERE
+
+void conv2d_backward_data_bn(const Conv2dBackwardDataArgs& args, cudaStream_t stream,
+                             const ConvLaunch& options, int group_tiles) {
   const ConvDataGradBatchNorm& bn = args.batchnorm;
   ENGINE_REQUIRE(bn.active(), "conv2d_backward_data_bn: no BatchNorm input x");
   ENGINE_REQUIRE(bn.batch_stats != nullptr && bn.grad_sums != nullptr,
@@ -160,5 +169,7 @@ ConvStatsPath conv2d_backward_data_bn_path(const Conv2dBackwardDataArgs& args) {
 void conv2d_backward_data_bn(const Conv2dBackwardDataArgs& args, cudaStream_t stream) {
   conv2d_backward_data_bn(args, stream, args.algo);
 }
+
+#endif  // ENGINE_CONV_BATCHNORM_ENTRY_POINTS_ELSEWHERE
 
 }  // namespace engine::cuda

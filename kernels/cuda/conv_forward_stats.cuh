@@ -45,8 +45,16 @@ inline ConvStatsPath forward_stats_path(const Conv2dForwardArgs& args, const Con
 // The entry point with its launch options (the SIMT tests force tiles, epilogues, splits and
 // the merge's groups). workspace: forward_stats_workspace(shape, options, group_tiles).total()
 // floats, zeroed before first use.
-inline void conv2d_forward_stats(const Conv2dForwardArgs& args, cudaStream_t stream,
-                                 const ConvLaunch& options, int group_tiles = 0) {
+void conv2d_forward_stats(const Conv2dForwardArgs& args, cudaStream_t stream,
+                          const ConvLaunch& options, int group_tiles = 0);
+
+// Both kinds of entry point are defined by one translation unit of a program (conv.cu, or the
+// SIMT tests' simt_conv_kernels.cpp); the others that include this header define
+// ENGINE_CONV_BATCHNORM_ENTRY_POINTS_ELSEWHERE (see conv.cuh's ENGINE_CONV_ENTRY_POINTS_ELSEWHERE).
+#ifndef ENGINE_CONV_BATCHNORM_ENTRY_POINTS_ELSEWHERE
+
+void conv2d_forward_stats(const Conv2dForwardArgs& args, cudaStream_t stream,
+                          const ConvLaunch& options, int group_tiles) {
   ENGINE_REQUIRE(args.stats != nullptr, "conv2d_forward_stats: no stats to write");
   ENGINE_REQUIRE(args.workspace != nullptr,
                  "conv2d_forward_stats: needs conv2d_forward_stats_workspace_bytes of workspace");
@@ -107,5 +115,7 @@ ConvStatsPath conv2d_forward_stats_path(const Conv2dForwardArgs& args) {
 void conv2d_forward_stats(const Conv2dForwardArgs& args, cudaStream_t stream) {
   conv2d_forward_stats(args, stream, args.algo);
 }
+
+#endif  // ENGINE_CONV_BATCHNORM_ENTRY_POINTS_ELSEWHERE
 
 }  // namespace engine::cuda

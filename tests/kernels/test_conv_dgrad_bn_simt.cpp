@@ -6,9 +6,8 @@
 // strided-pointwise paths, the direct epilogue, the fp32 SIMT engine, unaligned tensors,
 // channels not a multiple of 8). Shapes cross every tile edge: several row tiles with a
 // partial last one (the merge), column tiles with a partial last one, 3x3 and 1x1.
-#include "sim/simt/simt.h"
-// The kernels under test, compiled here by g++ for the emulator.
-#include "kernels/cuda/conv_backward_bn.cuh"
+// The kernels under test, compiled by g++ for the emulator in simt_conv_kernels.cpp.
+#include "simt_conv_kernels.h"
 
 #include <gtest/gtest.h>
 

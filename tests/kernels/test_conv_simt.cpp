@@ -4,9 +4,8 @@
 // operands rounded to tf32, whose products are exact in fp32). The shapes are small but cross
 // every tile edge: M, N and K not multiples of the tiles, several tiles in each direction,
 // forced split-K, padding, stride, dilation and the pointwise fast path.
-#include "sim/simt/simt.h"
-// The kernels under test, compiled here by g++ for the emulator.
-#include "kernels/cuda/conv.cuh"
+// The kernels under test, compiled by g++ for the emulator in simt_conv_kernels.cpp.
+#include "simt_conv_kernels.h"
 
 #include <gtest/gtest.h>
 

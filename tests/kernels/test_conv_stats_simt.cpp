@@ -5,9 +5,8 @@
 // separate pass did (split K, the direct epilogue, the fp32 SIMT engine, a y without 16-byte
 // rows). Shapes are small but cross every tile edge: several row tiles with a partial last one
 // (the merge over row tiles), column tiles with a partial last one, 1x1, 3x3 and strided.
-#include "sim/simt/simt.h"
-// The kernels under test, compiled here by g++ for the emulator.
-#include "kernels/cuda/conv_forward_stats.cuh"
+// The kernels under test, compiled by g++ for the emulator in simt_conv_kernels.cpp.
+#include "simt_conv_kernels.h"
 
 #include <gtest/gtest.h>
 

@@ -7,9 +7,8 @@
 // The cases cross the operand paths: bf16 16-byte cp.async (channels a multiple of 8) and
 // element loads (odd channels), tf32 16-byte (multiples of 4) and element, exact fp32; 3x3
 // padded, strided, pointwise 1x1, 1x1 strided (im2col), K tails, M over two tiles, split-K.
-#include "sim/simt/simt.h"
-// The kernels under test, compiled here by g++ for the emulator.
-#include "kernels/cuda/conv.cuh"
+// The kernels under test, compiled by g++ for the emulator in simt_conv_kernels.cpp.
+#include "simt_conv_kernels.h"
 
 #include <gtest/gtest.h>
 
