@@ -203,7 +203,9 @@ TEST(BatchMixRandom, BetaHasTheRightMoments) {
     // Standard error of the mean: sqrt(variance / count) <= 0.0025; 4 of them.
     EXPECT_NEAR(mean, 0.5, 0.01) << "alpha " << alpha;
     EXPECT_NEAR(variance, expected_variance, 0.05 * expected_variance + 0.002) << "alpha " << alpha;
-    if (alpha <= 0.2) EXPECT_GT(near_ends, count / 2) << "alpha " << alpha;
+    if (alpha <= 0.2) {
+      EXPECT_GT(near_ends, count / 2) << "alpha " << alpha;
+    }
   }
 }
 
