@@ -67,10 +67,9 @@ def blocks_per_sm(registers, threads):
     return min(by_registers, MAX_BLOCKS_PER_SM, MAX_THREADS_PER_SM // threads)
 
 
-def async_copies(function):
-    """(cp.async copies in the main loop, how many of them are 16-byte)."""
-    body = sass.main_loop(function) or []
-    copies = [op for op in body if op.startswith("LDGSTS")]
+def async_copies(body):
+    """(cp.async copies in a main loop's body, how many of them are 16-byte)."""
+    copies = [op for op in body or [] if op.startswith("LDGSTS")]
     return len(copies), sum(op.endswith(".128") for op in copies)
 
 
@@ -97,9 +96,10 @@ def check(objects, budget, arch):
                 lines.append(f"{regs:4d}    -      -      -  {kernel}")
                 continue
             blocks = blocks_per_sm(regs, row["threads"])
-            counts = sass.loop_counts(table[name])
+            body = sass.main_loop(table[name])
+            counts = sass.body_counts(body)
             per_math = counts["instr"] / counts["math"] if counts else None
-            copies, wide = async_copies(table[name])
+            copies, wide = async_copies(body)
             per_math_text = f"{per_math:6.2f}" if per_math is not None else "     -"
             copies_text = f"{wide}/{copies}" if row["async128"] else "-"
             lines.append(f"{regs:4d} {blocks:4d} {per_math_text} {copies_text:>5s}  {kernel}")

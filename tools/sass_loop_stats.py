@@ -163,9 +163,7 @@ def functions(text):
 
 
 def main_loop(function):
-    """The loop (target, branch address) holding the most math instructions."""
-    if "main_loop" in function:
-        return function["main_loop"]
+    """The loop (target, branch address) holding the most math instructions: its opcodes."""
     ops = function["ops"]
     index_of = {address: i for i, (address, _, _) in enumerate(ops)}
     # math_before[i]: math instructions among ops[:i], so a loop's count is one subtraction
@@ -187,8 +185,7 @@ def main_loop(function):
         math = math_before[last + 1] - math_before[first]
         if math and (best is None or math > best[0]):
             best = (math, first, last)
-    function["main_loop"] = [o for _, o, _ in ops[best[1]:best[2] + 1]] if best else None
-    return function["main_loop"]
+    return [o for _, o, _ in ops[best[1]:best[2] + 1]] if best else None
 
 
 def readable(pretty):
@@ -200,7 +197,11 @@ def readable(pretty):
 
 def loop_counts(function):
     """{group: count, "instr": n} of the main loop's one trip, or None without a math loop."""
-    body = main_loop(function)
+    return body_counts(main_loop(function))
+
+
+def body_counts(body):
+    """{group: count, "instr": n} of a loop body (main_loop's), or None for no body."""
     if body is None:
         return None
     counts = {g: sum(test(o) for o in body) for g, test in GROUPS.items()}
