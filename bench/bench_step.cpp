@@ -8,9 +8,10 @@
 //   bench_step [-a resnet18] [--image-size 64] [-b 32] [--threads 2] [--device cpu]
 //              [--classes 1000] [--min-seconds 1] [--min-steps 3] [--rounds 2]
 //              [--no-baseline] [--json] [--precision fp32|tf32|bf16] [--profile]
-//              [--cuda-graph auto|on|off]
+//              [--profile-steps 5] [--cuda-graph auto|on|off]
 // --profile drives the model's top-level layers one by one and prints where a step spends
-// its time (forward and backward per layer, the loss, the optimizer).
+// its time (forward and backward per layer, the loss, the optimizer), the mean of
+// --profile-steps steps after a warm one.
 #include <omp.h>
 
 #include <chrono>
@@ -58,6 +59,7 @@ struct Options {
   bool baseline = true;
   bool json = false;
   bool profile = false;
+  int profile_steps = 5;
   bool launches_only = false;  // count one warm step's launches, time nothing
   bool launch_census = false;  // ... and print them kernel by kernel
   bool memory_only = false;    // print the device memory once set up, run nothing
@@ -101,6 +103,8 @@ cli::Command make_command(Options& o) {
   command.flag("--profile", o.profile,
                "also print the time of each top-level layer's forward and backward, the loss "
                "and SGD");
+  command.integer("--profile-steps", o.profile_steps,
+                  "--profile: steps averaged, after a warm one");
   command.flag("--memory-only", o.memory_only,
                "CUDA: print the device memory the model holds once set up (parameters, "
                "gradients, activations, workspaces, the batch), running nothing; two batches "
@@ -117,9 +121,10 @@ cli::Command make_command(Options& o) {
 
 void check(Options& o) {
   if (o.launch_census) o.launches_only = true;
-  if (o.threads < 1 || o.classes < 1 || o.rounds < 1 || o.min_steps < 1 || !(o.min_seconds > 0)) {
+  if (o.threads < 1 || o.classes < 1 || o.rounds < 1 || o.min_steps < 1 || o.profile_steps < 1 ||
+      !(o.min_seconds > 0)) {
     throw cli::UsageError(
-        "--threads, --classes, --min-steps and --rounds must be >= 1, "
+        "--threads, --classes, --min-steps, --rounds and --profile-steps must be >= 1, "
         "--min-seconds > 0");
   }
 }
@@ -244,20 +249,20 @@ std::string case_name(const Options& o) {
 // The mean of a few profiled steps, per top-level layer, with each one's share of the step.
 void print_profile(NativeStep& step, const Options& o) {
   std::vector<std::pair<std::string, std::pair<double, double>>> times;
-  constexpr int kSteps = 5;
+  const int steps = o.profile_steps;
   step.run_profiled(times);  // warm-up
   times.clear();
-  for (int i = 0; i < kSteps; ++i)
+  for (int i = 0; i < steps; ++i)
     step.run_profiled(times);
   double total = 0;
   for (const auto& [name, t] : times)
     total += t.first + t.second;
   std::printf("profile: %s, mean of %d steps, %.1f ms per step (synchronized per layer)\n",
-              case_name(o).c_str(), kSteps, total / kSteps / 1e3);
+              case_name(o).c_str(), steps, total / steps / 1e3);
   std::printf("%-20s %10s %10s %7s\n", "layer", "fwd_ms", "bwd_ms", "share");
   for (const auto& [name, t] : times) {
-    std::printf("%-20s %10.2f %10.2f %6.1f%%\n", name.c_str(), t.first / kSteps / 1e3,
-                t.second / kSteps / 1e3, 100 * (t.first + t.second) / total);
+    std::printf("%-20s %10.2f %10.2f %6.1f%%\n", name.c_str(), t.first / steps / 1e3,
+                t.second / steps / 1e3, 100 * (t.first + t.second) / total);
   }
 }
 
