@@ -1,6 +1,7 @@
 // The per-step scalars that the CPU twin and the CUDA kernels of the gradient clipping and
-// LARS steps (kernels/ops/optim.h) both derive from the double sums of squares, written once
-// so that both backends round them the same way.
+// LARS steps (kernels/ops/optim.h) both derive from the double sums of squares, and those the
+// optimizer kernels read from memory on their device, written once so that both backends
+// round and pick them the same way.
 #pragma once
 
 #include <math.h>
@@ -41,6 +42,22 @@ ENGINE_HOST_DEVICE inline LarsScalars lars_scalars(const LarsOptions& o, int32_t
         (g_norm + static_cast<double>(o.weight_decay) * w_norm + static_cast<double>(o.epsilon));
   }
   return {static_cast<float>(static_cast<double>(o.lr) * trust), o.weight_decay};
+}
+
+// The rate of an SGD or LARS step: the one in memory when there is one (SgdStepArgs.lr).
+ENGINE_HOST_DEVICE inline float step_rate(float by_value, const float* in_memory) {
+  return in_memory != nullptr ? *in_memory : by_value;
+}
+
+// An AdamW step's scalars: those its options and step count give (adamw_scalars), with the
+// ones in memory (AdamWStepArgs.step_scalars) in their place when there are some.
+ENGINE_HOST_DEVICE inline AdamWScalars adamw_step_scalars(AdamWScalars s, const float* in_memory,
+                                                          float weight_decay) {
+  if (in_memory == nullptr) return s;
+  s.neg_step_size = in_memory[kAdamWNegStepSize];
+  s.bias_correction2_sqrt = in_memory[kAdamWBiasCorrection2Sqrt];
+  if (weight_decay != 0.f) s.decay = in_memory[kAdamWDecay];
+  return s;
 }
 
 }  // namespace engine

@@ -27,7 +27,10 @@ void require_config(const AdamWConfig& c) {
 }  // namespace
 
 AdamW::AdamW(ParameterSet& parameters, const AdamWConfig& config, Stream& stream)
-    : parameters_(parameters), config_(config) {
+    : Optimizer(parameters),
+      parameters_(parameters),
+      config_(config),
+      staged_(parameters, kAdamWStepScalars, "AdamW") {
   require_config(config_);
   if (!parameters_.allocated()) {
     fail(
@@ -41,29 +44,36 @@ AdamW::AdamW(ParameterSet& parameters, const AdamWConfig& config, Stream& stream
   runs_ = decay_runs(parameters_, config_.weight_decay, config_.decay_norm_and_bias);
 }
 
-void AdamW::step(float lr, Stream& stream, float grad_scale) {
-  if (!parameters_.grads_hold_values()) {
-    fail(
-        "nn::AdamW::step: no gradients since zero_grad() (run backward first; a ParameterSet's "
-        "gradients are stale, not zero, after zero_grad())");
-  }
+void AdamW::stage_step(float lr, Stream& stream, float grad_scale) {
+  const AdamWScalars s = adamw_scalars(options(lr, config_.weight_decay, grad_scale), steps_ + 1);
+  staged_.stage(lr, grad_scale, {s.neg_step_size, s.bias_correction2_sqrt, s.decay}, stream);
   ++steps_;
-  AdamWOptions options{.lr = lr,
-                       .beta1 = config_.beta1,
-                       .beta2 = config_.beta2,
-                       .eps = config_.eps,
-                       .grad_scale = grad_scale};
+}
+
+AdamWOptions AdamW::options(float lr, float weight_decay, float grad_scale) const {
+  return {.lr = lr,
+          .beta1 = config_.beta1,
+          .beta2 = config_.beta2,
+          .eps = config_.eps,
+          .weight_decay = weight_decay,
+          .grad_scale = grad_scale};
+}
+
+void AdamW::launch_step(Stream& stream) {
+  staged_.require_launchable();
   Tensor& values = parameters_.flat_values();
   const Tensor& grads = parameters_.flat_grads();
   for (const DecayRun& run : runs_) {
-    options.weight_decay = run.weight_decay ? config_.weight_decay : 0.f;
+    const AdamWOptions o =
+        options(staged_.lr(), run.weight_decay ? config_.weight_decay : 0.f, staged_.grad_scale());
     if (runs_.size() == 1) {
-      adamw_step(options,
+      adamw_step(o,
                  {.params = values,
                   .grads = grads,
                   .exp_avg = exp_avg_,
                   .exp_avg_sq = exp_avg_sq_,
-                  .step = steps_},
+                  .step = steps_,
+                  .step_scalars = staged_.device_values()},
                  stream);
       continue;
     }
@@ -71,12 +81,13 @@ void AdamW::step(float lr, Stream& stream, float grad_scale) {
     Tensor value_run = values.view(run.offset, shape);
     Tensor m_run = exp_avg_.view(run.offset, shape);
     Tensor v_run = exp_avg_sq_.view(run.offset, shape);
-    adamw_step(options,
+    adamw_step(o,
                {.params = value_run,
                 .grads = grads.view(run.offset, shape),
                 .exp_avg = m_run,
                 .exp_avg_sq = v_run,
-                .step = steps_},
+                .step = steps_,
+                .step_scalars = staged_.device_values()},
                stream);
   }
 }

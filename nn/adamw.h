@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/args/optim.h"
 #include "kernels/stream.h"
 #include "kernels/tensor.h"
 #include "nn/optimizer.h"
@@ -35,9 +36,12 @@ class AdamW final : public Optimizer {
   AdamW& operator=(const AdamW&) = delete;
 
   std::string_view name() const override { return "adamw"; }
-  // One torch.optim.AdamW step at rate lr; the bias corrections use the step count, which
-  // this increments first (torch's state["step"] += 1).
-  void step(float lr, Stream& stream, float grad_scale = 1.f) override;
+  // step(): one torch.optim.AdamW step at rate lr; the bias corrections use the step count,
+  // which stage_step() increments first (torch's state["step"] += 1) and writes to the device
+  // with the rate: every step is replayable.
+  void stage_step(float lr, Stream& stream, float grad_scale = 1.f) override;
+  void launch_step(Stream& stream) override;
+  bool step_replayable() const override { return true; }
   void reset(Stream& stream) override;
   bool started() const override { return steps_ > 0; }
   // "exp_avg" and "exp_avg_sq"; metadata the hyper-parameters and "step".
@@ -52,11 +56,14 @@ class AdamW final : public Optimizer {
   const std::vector<DecayRun>& runs() const { return runs_; }
 
  private:
+  AdamWOptions options(float lr, float weight_decay, float grad_scale) const;
+
   ParameterSet& parameters_;
   AdamWConfig config_;
   Tensor exp_avg_, exp_avg_sq_;
   std::vector<DecayRun> runs_;
   int64_t steps_ = 0;
+  StagedStep staged_;  // the rate and bias corrections (AdamWStepScalar), on the device
 };
 
 }  // namespace engine::nn

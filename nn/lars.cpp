@@ -24,7 +24,10 @@ void require_config(const LarsConfig& c) {
 }  // namespace
 
 Lars::Lars(ParameterSet& parameters, const LarsConfig& config, Stream& stream)
-    : parameters_(parameters), config_(config) {
+    : Optimizer(parameters),
+      parameters_(parameters),
+      config_(config),
+      staged_(parameters, 1, "Lars") {
   require_config(config_);
   if (!parameters_.allocated()) {
     fail(
@@ -49,12 +52,13 @@ Lars::Lars(ParameterSet& parameters, const LarsConfig& config, Stream& stream)
   sums_ = Tensor::zeros({count, 2}, DType::f64, device, stream);
 }
 
-void Lars::step(float lr, Stream& stream, float grad_scale) {
-  if (!parameters_.grads_hold_values()) {
-    fail(
-        "nn::Lars::step: no gradients since zero_grad() (run backward first; a ParameterSet's "
-        "gradients are stale, not zero, after zero_grad())");
-  }
+void Lars::stage_step(float lr, Stream& stream, float grad_scale) {
+  staged_.stage(lr, grad_scale, {lr}, stream);
+  started_ = true;
+}
+
+void Lars::launch_step(Stream& stream) {
+  staged_.require_launchable();
   Tensor& values = parameters_.flat_values();
   const Tensor& grads = parameters_.flat_grads();
   engine::sum_squares({.a = values,
@@ -64,20 +68,20 @@ void Lars::step(float lr, Stream& stream, float grad_scale) {
                        .partials = partials_,
                        .blocks_per_segment = blocks_per_segment_},
                       stream);
-  const LarsOptions options{.lr = lr,
+  const LarsOptions options{.lr = staged_.lr(),
                             .momentum = config_.momentum,
                             .weight_decay = config_.weight_decay,
                             .eta = config_.eta,
                             .epsilon = config_.epsilon,
-                            .grad_scale = grad_scale};
+                            .grad_scale = staged_.grad_scale()};
   lars_step(options,
             {.params = values,
              .grads = grads,
              .momentum_buffer = momentum_,
              .segments = segments_,
-             .sum_squares = sums_},
+             .sum_squares = sums_,
+             .lr = staged_.device_values()},
             stream);
-  started_ = true;
 }
 
 void Lars::reset(Stream& stream) {

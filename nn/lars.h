@@ -33,7 +33,11 @@ class Lars final : public Optimizer {
   Lars& operator=(const Lars&) = delete;
 
   std::string_view name() const override { return "lars"; }
-  void step(float lr, Stream& stream, float grad_scale = 1.f) override;
+  // step() in two halves (nn::Optimizer): the momentum starts at zero, so every step is
+  // replayable.
+  void stage_step(float lr, Stream& stream, float grad_scale = 1.f) override;
+  void launch_step(Stream& stream) override;
+  bool step_replayable() const override { return true; }
   void reset(Stream& stream) override;
   bool started() const override { return started_; }
   // "momentum_buffer"; metadata the hyper-parameters.
@@ -54,6 +58,7 @@ class Lars final : public Optimizer {
   int blocks_per_segment_ = 1;
   Tensor partials_, sums_;
   bool started_ = false;
+  StagedStep staged_;  // the rate, on the device for the kernel
 };
 
 }  // namespace engine::nn

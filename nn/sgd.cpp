@@ -30,7 +30,10 @@ void require_config(const SgdConfig& c) {
 }  // namespace
 
 Sgd::Sgd(ParameterSet& parameters, const SgdConfig& config, Stream& stream)
-    : parameters_(parameters), config_(config) {
+    : Optimizer(parameters),
+      parameters_(parameters),
+      config_(config),
+      staged_(parameters, 1, "Sgd") {
   require_config(config_);
   if (!parameters_.allocated()) {
     fail(
@@ -45,18 +48,21 @@ Sgd::Sgd(ParameterSet& parameters, const SgdConfig& config, Stream& stream)
   runs_ = decay_runs(parameters_, config_.weight_decay, config_.decay_norm_and_bias);
 }
 
-void Sgd::step(float lr, Stream& stream, float grad_scale) {
-  if (!parameters_.grads_hold_values()) {
-    fail(
-        "nn::Sgd::step: no gradients since zero_grad() (run backward first; a ParameterSet's "
-        "gradients are stale, not zero, after zero_grad())");
-  }
+void Sgd::stage_step(float lr, Stream& stream, float grad_scale) {
+  staged_.stage(lr, grad_scale, {lr}, stream);
+  first_step_ = !started_;
+  started_ = true;
+}
+
+void Sgd::launch_step(Stream& stream) {
+  staged_.require_launchable();
   SgdOptions options;
-  options.lr = lr;
+  options.lr = staged_.lr();
   options.momentum = config_.momentum;
   options.dampening = config_.dampening;
   options.nesterov = config_.nesterov;
-  options.grad_scale = grad_scale;
+  options.grad_scale = staged_.grad_scale();
+  const MomentumBuffer buffer_state = first_step_ ? MomentumBuffer::empty : MomentumBuffer::filled;
   Tensor& values = parameters_.flat_values();
   const Tensor& grads = parameters_.flat_grads();
   for (const SgdRun& run : runs_) {
@@ -66,7 +72,8 @@ void Sgd::step(float lr, Stream& stream, float grad_scale) {
                {.params = values,
                 .grads = grads,
                 .momentum_buffer = momentum_,
-                .buffer_state = started_ ? MomentumBuffer::filled : MomentumBuffer::empty},
+                .buffer_state = buffer_state,
+                .lr = staged_.device_values()},
                stream);
       continue;
     }
@@ -77,10 +84,10 @@ void Sgd::step(float lr, Stream& stream, float grad_scale) {
              {.params = value_run,
               .grads = grads.view(run.offset, shape),
               .momentum_buffer = momentum_run,
-              .buffer_state = started_ ? MomentumBuffer::filled : MomentumBuffer::empty},
+              .buffer_state = buffer_state,
+              .lr = staged_.device_values()},
              stream);
   }
-  started_ = true;
 }
 
 void Sgd::reset(Stream& stream) {

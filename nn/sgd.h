@@ -48,12 +48,15 @@ class Sgd final : public Optimizer {
   Sgd(const Sgd&) = delete;
   Sgd& operator=(const Sgd&) = delete;
 
-  // One torch.optim.SGD step of every parameter at rate lr, with gradients multiplied by
+  // step(): one torch.optim.SGD step of every parameter at rate lr, with gradients multiplied by
   // grad_scale first (1 / world size to average summed gradients, or a loss-scale inverse).
   // The first step after construction or reset() starts the momentum buffer from the
   // gradient, as torch does when its buffer is None. Throws when zero_grad() was called and
   // no backward has written the gradients since (they would be stale values, not zeros).
-  void step(float lr, Stream& stream, float grad_scale = 1.f) override;
+  // stage_step() and launch_step() split it (nn::Optimizer); a first step is not replayable.
+  void stage_step(float lr, Stream& stream, float grad_scale = 1.f) override;
+  void launch_step(Stream& stream) override;
+  bool step_replayable() const override { return !first_step_; }
 
   // Forgets the momentum (torch: optimizer.state cleared); the buffer is zeroed.
   void reset(Stream& stream) override;
@@ -85,6 +88,8 @@ class Sgd final : public Optimizer {
   Tensor momentum_;
   std::vector<SgdRun> runs_;
   bool started_ = false;
+  StagedStep staged_;        // the rate, on the device for the kernels
+  bool first_step_ = false;  // the staged step starts the momentum
 };
 
 }  // namespace engine::nn

@@ -56,7 +56,10 @@ void MicroStepGraphs::fill_inputs(const Batch& batch, Stream& stream) {
 }
 
 MicroStepGraphs::Outputs MicroStepGraphs::run(const Batch& batch, bool first, bool sync,
-                                              float loss_scale, Stream& stream) {
+                                              float loss_scale, Stream& stream, const Tail* tail) {
+  if (tail != nullptr && !sync) {
+    fail("resnet_train: the optimizer step follows only the step's last micro-batch");
+  }
   fill_inputs(batch, stream);
   const bool soft = !batch.targets.empty();
   if (first) model_.params().zero_grad();  // host state: the backward below overwrites
@@ -71,10 +74,11 @@ MicroStepGraphs::Outputs MicroStepGraphs::run(const Batch& batch, bool first, bo
     ddp_.begin_backward(pass, sync);
     model_.backward(loss_.backward(stream, loss_scale), pass);
     ddp_.end_backward(stream);
+    if (tail != nullptr) (*tail)(stream);
     logits_ = &logits;
     mean_loss_ = &loss;
   };
-  Entry& entry = graphs_[{first, sync, soft}];
+  Entry& entry = graphs_[{first, sync, soft, tail != nullptr}];
   if (!entry.graph.defined() && entry.runs++ == 0) {
     micro_step();
     return {*logits_, labels_, *mean_loss_};

@@ -1,21 +1,24 @@
-// The training micro-step (forward, loss, backward) replayed as CUDA graphs (--cuda-graph):
-// hundreds of launches become one, and the host no longer paces the GPU kernel by kernel.
+// The training micro-step (forward, loss, backward, and with the optimizer step's last
+// micro-batch the optimizer step) replayed as CUDA graphs (--cuda-graph): hundreds of launches
+// become one, and the host no longer paces the GPU kernel by kernel.
 //
 // Each kind of micro-step runs kernel by kernel the first time (lazy set-up happens there), is
 // captured the second time and replayed from then on. The kinds differ in what the capture
 // bakes in: the first micro-batch of an optimizer step (gradients overwritten) or a later one
-// (accumulated), the last one (gradients final) or not, class labels or soft targets. The
-// graphs read the batch from input buffers of their own, filled before each replay; what
-// changes from step to step (the learning rate, clipping's factor, the EMA, the figures) stays
-// outside the graph, so nothing that varies is baked in. With more than one rank each graph holds
-// the gradients' bucketed all-reduces where backward started them (and SyncBN's), so every rank
-// must launch the same graphs in the same order, which the same decisions on every rank ensure;
-// each launch is watched against --comm-timeout. The loss scale (1 / --accum-steps) is
+// (accumulated), the last one (gradients final) or not, class labels or soft targets, and
+// whether the optimizer step follows (`tail`). The graphs read the batch from input buffers of
+// their own, filled before each replay, and the optimizer its rate from the device memory its
+// stage_step() writes before each replay (nn/optimizer.h); clipping's factor is computed on the
+// device, and the figures are read after: nothing that varies is baked in. With more than one rank
+// each graph holds the gradients' bucketed all-reduces where backward started them (and SyncBN's),
+// so every rank must launch the same graphs in the same order, which the same decisions on every
+// rank ensure; each launch is watched against --comm-timeout. The loss scale (1 / --accum-steps) is
 // the same for the whole run. The model's set-up for another batch shape reallocates its
 // buffers: clear() drops every graph then.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <tuple>
 #include <vector>
@@ -49,14 +52,18 @@ class MicroStepGraphs {
     const Tensor& loss;    // the mean loss, f32[1]
   };
   // One micro-step of `batch`: gradients overwritten when `first`, else accumulated; `sync`
-  // for the optimizer step's last micro-batch; dlogits scaled by `loss_scale`.
-  Outputs run(const Batch& batch, bool first, bool sync, float loss_scale, Stream& stream);
+  // for the optimizer step's last micro-batch; dlogits scaled by `loss_scale`. `tail`, when
+  // given (with `sync`), launches what follows backward in the same graph: the optimizer step,
+  // staged before this call.
+  using Tail = std::function<void(Stream&)>;
+  Outputs run(const Batch& batch, bool first, bool sync, float loss_scale, Stream& stream,
+              const Tail* tail = nullptr);
 
   // Drops every graph and input buffer (after the model's buffers were set up again).
   void clear();
 
  private:
-  using Kind = std::tuple<bool, bool, bool>;  // first, sync, soft targets
+  using Kind = std::tuple<bool, bool, bool, bool>;  // first, sync, soft targets, tail
   struct Entry {
     int runs = 0;
     CudaGraph graph;

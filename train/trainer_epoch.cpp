@@ -93,8 +93,8 @@ int train_epoch(int64_t epoch, const TrainOptions& options, TrainerData& data, T
     }
     int backward_span = -1;
     if (model.graphed()) {
-      // eager_micro_step's work as one CUDA graph's replay (no layer is traced: --trace turns
-      // the graphs off).
+      // eager_micro_step's work, and at the last micro-batch the optimizer step's, as one CUDA
+      // graph's replay (no layer is traced: --trace turns the graphs off).
       const MicroStepGraphs::Outputs out = model.graphed_micro_step(
           {batch->images, batch->labels, batch->targets, batch->device_labels,
            batch->device_targets},
@@ -107,9 +107,13 @@ int train_epoch(int64_t epoch, const TrainOptions& options, TrainerData& data, T
     step_samples += n;
     if (micro != accum - 1) continue;
     trace.mark_synced_backward(backward_span);
-    const int optimizer_span = trace.begin_span("optimizer", stream);
-    lr = model.optimizer_step(stream);
-    trace.end_span(optimizer_span, stream);
+    if (model.graphed()) {
+      lr = model.last_lr();  // the graphed micro-step took the optimizer step
+    } else {
+      const int optimizer_span = trace.begin_span("optimizer", stream);
+      lr = model.optimizer_step(stream);
+      trace.end_span(optimizer_span, stream);
+    }
     trace.end_step();
     const int64_t step = model.step();
     pending.push_back({.index = index, .step = step, .samples = step_samples, .lr = lr});

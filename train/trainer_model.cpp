@@ -113,7 +113,7 @@ void TrainerModel::decide_cuda_graph(const Communicator& grad_comm) {
   if (why_not.empty() && !options_.trace.empty()) why_not = "--trace times each layer";
   if (wanted && why_not.empty()) {
     graphs_ = std::make_unique<MicroStepGraphs>(model_, loss_, *ddp_);
-    graph_status_ = "micro-steps replayed as CUDA graphs";
+    graph_status_ = "micro-steps replayed as CUDA graphs, the optimizer step in the last";
   } else if (options_.cuda_graph == cli::CudaGraphMode::on) {
     fail("resnet_train: --cuda-graph on: " + why_not);
   } else if (device_.is_cuda()) {
@@ -174,12 +174,37 @@ void TrainerModel::backward(nn::Pass& pass, bool sync, float loss_scale, Stream&
 }
 
 double TrainerModel::optimizer_step(Stream& stream) {
-  const double lr = nn::learning_rate(schedule_, options_.lr, step_);
-  if (clip_) clip_->clip(stream);
-  optimizer_->step(static_cast<float>(lr), stream);
-  if (ema_) ema_->update(stream);
+  const double lr = stage_optimizer_step(stream);
+  launch_optimizer_step(stream);
   ++step_;
   return lr;
+}
+
+double TrainerModel::stage_optimizer_step(Stream& stream) {
+  const double lr = nn::learning_rate(schedule_, options_.lr, step_);
+  optimizer_->stage_step(static_cast<float>(lr), stream);
+  return lr;
+}
+
+void TrainerModel::launch_optimizer_step(Stream& stream) {
+  if (clip_) clip_->clip(stream);
+  optimizer_->launch_step(stream);
+  if (ema_) ema_->update(stream);
+}
+
+MicroStepGraphs::Outputs TrainerModel::graphed_micro_step(const MicroStepGraphs::Batch& batch,
+                                                          bool first, bool sync, float loss_scale,
+                                                          Stream& stream) {
+  if (!sync) return graphs_->run(batch, first, sync, loss_scale, stream);
+  last_lr_ = stage_optimizer_step(stream);
+  const MicroStepGraphs::Tail tail = [this](Stream& s) { launch_optimizer_step(s); };
+  // SGD's first step starts its momentum, unlike the steps after it: launched on its own.
+  const bool replayable = optimizer_->step_replayable();
+  const MicroStepGraphs::Outputs out =
+      graphs_->run(batch, first, sync, loss_scale, stream, replayable ? &tail : nullptr);
+  if (!replayable) launch_optimizer_step(stream);
+  ++step_;
+  return out;
 }
 
 }  // namespace engine::train

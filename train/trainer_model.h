@@ -83,10 +83,11 @@ class TrainerModel {
   const std::string& graph_status() const { return graph_status_; }
   // forward, mean_loss (or mean_soft_loss) and backward of one micro-batch as a CUDA graph's
   // replay (train/micro_step_graphs.h); `first`: the step's first micro-batch (zero_grad).
+  // With `sync` (the step's last micro-batch) optimizer_step() follows in the same graph, its
+  // rate then last_lr().
   MicroStepGraphs::Outputs graphed_micro_step(const MicroStepGraphs::Batch& batch, bool first,
-                                              bool sync, float loss_scale, Stream& stream) {
-    return graphs_->run(batch, first, sync, loss_scale, stream);
-  }
+                                              bool sync, float loss_scale, Stream& stream);
+  double last_lr() const { return last_lr_; }
   // --clip-grad on the all-reduced gradients (every rank clips the same average by the same
   // factor), the optimizer at the schedule's rate for the next step, then the --ema average.
   // Returns the rate.
@@ -98,6 +99,10 @@ class TrainerModel {
 
  private:
   void decide_cuda_graph(const Communicator& grad_comm);
+  // optimizer_step() in two halves (nn::Optimizer::stage_step, launch_step): the schedule's
+  // rate written to the device, then the launches a graph may hold.
+  double stage_optimizer_step(Stream& stream);
+  void launch_optimizer_step(Stream& stream);
 
   const TrainOptions& options_;
   int64_t classes_;
@@ -109,6 +114,7 @@ class TrainerModel {
   std::unique_ptr<nn::DataParallel> ddp_;
   std::unique_ptr<WeightEma> ema_;
   std::unique_ptr<MicroStepGraphs> graphs_;
+  double last_lr_ = 0;
   std::string graph_status_;
   nn::LrSchedule schedule_;
   int64_t step_ = 0;

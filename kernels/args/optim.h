@@ -27,6 +27,9 @@ struct SgdStepArgs {
   int64_t n = 0;
   SgdOptions options;
   bool first_step = false;  // the momentum buffer holds nothing yet
+  // The rate in memory on the kernel's device, read when the kernel runs in place of
+  // options.lr (a CUDA graph captured once replays each step's rate), or null.
+  const float* lr = nullptr;
 };
 
 // torch.optim.AdamW's hyperparameters (amsgrad=False, maximize=False), plus a factor applied
@@ -62,6 +65,15 @@ inline AdamWScalars adamw_scalars(const AdamWOptions& o, int64_t step) {
           .grad_scale = o.grad_scale};
 }
 
+// The scalars of AdamWScalars that change from step to step, as AdamWStepArgs.step_scalars
+// holds them in memory on the kernel's device.
+enum AdamWStepScalar {
+  kAdamWNegStepSize,
+  kAdamWBiasCorrection2Sqrt,
+  kAdamWDecay,
+  kAdamWStepScalars
+};
+
 struct AdamWStepArgs {
   float* params = nullptr;
   const float* grads = nullptr;
@@ -70,6 +82,10 @@ struct AdamWStepArgs {
   int64_t n = 0;
   AdamWOptions options;
   int64_t step = 1;  // the step being taken, from 1 (PyTorch's state["step"] after += 1)
+  // Or the step's scalars in memory on the kernel's device (AdamWStepScalar order; the decay
+  // read only when options.weight_decay != 0, else 1), read when the kernel runs in place of
+  // those that options.lr and step give (a CUDA graph captured once replays each step's).
+  const float* step_scalars = nullptr;
 };
 
 // A table of segments of flat f32 buffers (one per parameter tensor): i32 triples
@@ -124,6 +140,9 @@ struct LarsStepArgs {
   // of the gradient before grad_scale.
   const double* sum_squares = nullptr;
   LarsOptions options;
+  // The rate in memory on the kernel's device, read when the kernel runs in place of
+  // options.lr (as SgdStepArgs.lr), or null.
+  const float* lr = nullptr;
 };
 
 }  // namespace engine

@@ -67,7 +67,8 @@ void sgd_step(const SgdStepArgs& args) {
   const bool use_momentum = o.momentum != 0.f;
   const SgdRange range = decay ? pick_momentum<true>(use_momentum, args.first_step, o.nesterov)
                                : pick_momentum<false>(use_momentum, args.first_step, o.nesterov);
-  const SgdScalars scalars{o.lr, o.momentum, 1.f - o.dampening, o.weight_decay, o.grad_scale};
+  const SgdScalars scalars{step_rate(o.lr, args.lr), o.momentum, 1.f - o.dampening, o.weight_decay,
+                           o.grad_scale};
   parallel_for_ranges(args.n, [&](int64_t begin, int64_t end) {
     range(args.params, args.grads, args.momentum_buffer, begin, end, scalars);
   });
@@ -124,7 +125,8 @@ double sum_of_squares(const float* __restrict x, int64_t begin, int64_t end) {
 }  // namespace
 
 void adamw_step(const AdamWStepArgs& args) {
-  const AdamWScalars scalars = adamw_scalars(args.options, args.step);
+  const AdamWScalars scalars = adamw_step_scalars(adamw_scalars(args.options, args.step),
+                                                  args.step_scalars, args.options.weight_decay);
   parallel_for_ranges(args.n, [&](int64_t begin, int64_t end) {
     adamw_range(args.params, args.grads, args.exp_avg, args.exp_avg_sq, begin, end, scalars);
   });
@@ -169,7 +171,8 @@ void clip_grad(const ClipGradArgs& args) {
 }
 
 void lars_step(const LarsStepArgs& args) {
-  const LarsOptions& o = args.options;
+  LarsOptions o = args.options;
+  o.lr = step_rate(o.lr, args.lr);
   for (int s = 0; s < args.segment_count; ++s) {
     const int32_t* segment = args.segments + s * kSegmentFields;
     const LarsScalars l = lars_scalars(o, segment[2], args.sum_squares + 2 * s);

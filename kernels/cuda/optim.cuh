@@ -28,7 +28,8 @@ __device__ __forceinline__ void sgd_update(float& param, float grad, float* buff
 
 template <int kVec>
 __global__ void sgd_step_kernel(float* params, const float* grads, float* momentum_buffer,
-                                int64_t n, SgdOptions h, bool first_step) {
+                                int64_t n, SgdOptions h, bool first_step, const float* lr) {
+  h.lr = step_rate(h.lr, lr);
   const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t groups = n / kVec;
@@ -69,10 +70,10 @@ inline void sgd_step(const SgdStepArgs& args, cudaStream_t stream,
       all_aligned<4>(args.params, args.grads) && (buffer == nullptr || all_aligned<4>(buffer));
   if (aligned) {
     launch(sgd_step_kernel<4>, elementwise_grid(n / 4, geometry), dim3(geometry.threads), 0, stream,
-           args.params, args.grads, buffer, n, args.options, args.first_step);
+           args.params, args.grads, buffer, n, args.options, args.first_step, args.lr);
   } else {
     launch(sgd_step_kernel<1>, elementwise_grid(n, geometry), dim3(geometry.threads), 0, stream,
-           args.params, args.grads, buffer, n, args.options, args.first_step);
+           args.params, args.grads, buffer, n, args.options, args.first_step, args.lr);
   }
 }
 
@@ -95,7 +96,9 @@ __device__ __forceinline__ void adamw_update(float& param, float grad, float& m,
 }
 
 __global__ void adamw_step_kernel(float* params, const float* grads, float* exp_avg,
-                                  float* exp_avg_sq, int64_t n, AdamWScalars s) {
+                                  float* exp_avg_sq, int64_t n, AdamWScalars by_value,
+                                  const float* step_scalars, float weight_decay) {
+  const AdamWScalars s = adamw_step_scalars(by_value, step_scalars, weight_decay);
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += stride) {
@@ -112,7 +115,7 @@ inline void adamw_step(const AdamWStepArgs& args, cudaStream_t stream,
   if (args.n == 0) return;
   launch(adamw_step_kernel, elementwise_grid(args.n, geometry), dim3(geometry.threads), 0, stream,
          args.params, args.grads, args.exp_avg, args.exp_avg_sq, args.n,
-         adamw_scalars(args.options, args.step));
+         adamw_scalars(args.options, args.step), args.step_scalars, args.options.weight_decay);
 }
 
 void adamw_step(const AdamWStepArgs& args, cudaStream_t stream) {
@@ -220,7 +223,9 @@ void clip_grad(const ClipGradArgs& args, cudaStream_t stream) {
 __global__ void lars_step_kernel(LarsStepArgs a) {
   const int64_t s = blockIdx.y;
   const int32_t* segment = a.segments + s * kSegmentFields;
-  const LarsScalars l = lars_scalars(a.options, segment[2], a.sum_squares + 2 * s);
+  LarsOptions o = a.options;
+  o.lr = step_rate(o.lr, a.lr);
+  const LarsScalars l = lars_scalars(o, segment[2], a.sum_squares + 2 * s);
   const float momentum = a.options.momentum, grad_scale = a.options.grad_scale;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = segment[0] + static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;

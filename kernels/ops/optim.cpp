@@ -41,12 +41,14 @@ void sgd_step(const SgdOptions& options, SgdStepOperands operands, Stream& strea
     buffer = operands.momentum_buffer.data<float>();
   }
   ops::require_on_stream(op, "params", operands.params, stream);
-  const SgdStepArgs args{.params = operands.params.data<float>(),
-                         .grads = operands.grads.data<float>(),
-                         .momentum_buffer = buffer,
-                         .n = operands.params.numel(),
-                         .options = options,
-                         .first_step = operands.buffer_state == MomentumBuffer::empty};
+  const SgdStepArgs args{
+      .params = operands.params.data<float>(),
+      .grads = operands.grads.data<float>(),
+      .momentum_buffer = buffer,
+      .n = operands.params.numel(),
+      .options = options,
+      .first_step = operands.buffer_state == MomentumBuffer::empty,
+      .lr = ops::optional_f32(op, "lr", operands.lr, 1, operands.params.device())};
   ops::on_device(
       op, stream, [&] { cpu::sgd_step(args); },
       [&](auto cuda_stream) { cuda::sgd_step(args, cuda_stream); });
@@ -97,13 +99,16 @@ void adamw_step(const AdamWOptions& options, AdamWStepOperands operands, Stream&
   ops::require_like(op, "params", operands.params, "exp_avg", operands.exp_avg);
   ops::require_like(op, "params", operands.params, "exp_avg_sq", operands.exp_avg_sq);
   ops::require_on_stream(op, "params", operands.params, stream);
-  const AdamWStepArgs args{.params = operands.params.data<float>(),
-                           .grads = operands.grads.data<float>(),
-                           .exp_avg = operands.exp_avg.data<float>(),
-                           .exp_avg_sq = operands.exp_avg_sq.data<float>(),
-                           .n = operands.params.numel(),
-                           .options = options,
-                           .step = operands.step};
+  const AdamWStepArgs args{
+      .params = operands.params.data<float>(),
+      .grads = operands.grads.data<float>(),
+      .exp_avg = operands.exp_avg.data<float>(),
+      .exp_avg_sq = operands.exp_avg_sq.data<float>(),
+      .n = operands.params.numel(),
+      .options = options,
+      .step = operands.step,
+      .step_scalars = ops::optional_f32(op, "step_scalars", operands.step_scalars,
+                                        kAdamWStepScalars, operands.params.device())};
   ops::on_device(
       op, stream, [&] { cpu::adamw_step(args); },
       [&](auto cuda_stream) { cuda::adamw_step(args, cuda_stream); });
@@ -179,13 +184,15 @@ void lars_step(const LarsOptions& options, LarsStepOperands operands, Stream& st
   ops::require_f64(op, "sum_squares", operands.sum_squares, int64_t{count} * 2,
                    operands.params.device());
   ops::require_on_stream(op, "params", operands.params, stream);
-  const LarsStepArgs args{.params = operands.params.data<float>(),
-                          .grads = operands.grads.data<float>(),
-                          .momentum_buffer = operands.momentum_buffer.data<float>(),
-                          .segments = operands.segments.data<int32_t>(),
-                          .segment_count = count,
-                          .sum_squares = operands.sum_squares.data<double>(),
-                          .options = options};
+  const LarsStepArgs args{
+      .params = operands.params.data<float>(),
+      .grads = operands.grads.data<float>(),
+      .momentum_buffer = operands.momentum_buffer.data<float>(),
+      .segments = operands.segments.data<int32_t>(),
+      .segment_count = count,
+      .sum_squares = operands.sum_squares.data<double>(),
+      .options = options,
+      .lr = ops::optional_f32(op, "lr", operands.lr, 1, operands.params.device())};
   ops::on_device(
       op, stream, [&] { cpu::lars_step(args); },
       [&](auto cuda_stream) { cuda::lars_step(args, cuda_stream); });

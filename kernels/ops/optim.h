@@ -24,6 +24,9 @@ struct SgdStepOperands {
   Tensor grads;
   Tensor momentum_buffer = {};  // f32 like params, or undefined when momentum == 0
   MomentumBuffer buffer_state = MomentumBuffer::filled;
+  // Or f32 [1] on params' device: the rate, read when the kernel runs in place of options.lr
+  // (which must still be valid), so that a CUDA graph captured once replays each step's rate.
+  Tensor lr = {};
 };
 void sgd_step(const SgdOptions& options, SgdStepOperands operands, Stream& stream);
 
@@ -38,6 +41,10 @@ struct AdamWStepOperands {
   Tensor grads;
   Tensor exp_avg, exp_avg_sq;  // f32 like params, starting at zero (step 1 reads them as zero)
   int64_t step = 1;            // t, from 1
+  // Or f32 [kAdamWStepScalars] on params' device: -lr / (1 - beta1^t), sqrt(1 - beta2^t) and
+  // 1 - lr * weight_decay (kernels/args/optim.h), read when the kernel runs in place of those
+  // that options.lr and step give (as SgdStepOperands.lr).
+  Tensor step_scalars = {};
 };
 void adamw_step(const AdamWOptions& options, AdamWStepOperands operands, Stream& stream);
 
@@ -88,6 +95,7 @@ struct LarsStepOperands {
   Tensor momentum_buffer;  // updated
   Tensor segments;
   Tensor sum_squares;  // f64 [segments, 2]
+  Tensor lr = {};      // or the rate in device memory, as SgdStepOperands.lr
 };
 void lars_step(const LarsOptions& options, LarsStepOperands operands, Stream& stream);
 

@@ -1,6 +1,7 @@
 // The CPU optimizer ops through the op API: SGD and AdamW against torch's steps written out op
 // by op (five steps for every option set and size), sums of squares and LARS against double
-// references, clip_grad against clip_grad_norm_'s formula, and the argument errors.
+// references, clip_grad against clip_grad_norm_'s formula, the argument errors, and each step's
+// rate read from memory in place of the value (what a CUDA graph's replay relies on).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -232,6 +233,99 @@ TEST(OptimCpu, LarsStepsMatchDoubleReference) {
   }
   EXPECT_TRUE(all_close(expect_params, params.to_floats(stream), 1e-5));
   EXPECT_TRUE(all_close(expect_buffer, buffer.to_floats(stream), 1e-5));
+}
+
+// The ops given the step's rate in memory (SgdStepOperands.lr and the like) step exactly as
+// given it by value, whatever the by-value rate says; a rate of the wrong shape names itself.
+TEST(OptimCpu, RatesInMemoryReplaceTheValues) {
+  Stream stream;
+  const int64_t n = 70001;  // threaded
+  const std::vector<float> initial = testing::normal_values(n, 3, DType::f32);
+  const Tensor grads = Tensor::from_floats({n}, testing::normal_values(n, 4, DType::f32));
+  const auto fresh = [&] { return Tensor::from_floats({n}, initial); };
+  const auto rate = [](float lr) { return Tensor::from_floats({1}, {lr}); };
+
+  const SgdOptions sgd{.lr = 0.05f, .momentum = 0.9f, .weight_decay = 1e-4f};
+  SgdOptions sgd_decoy = sgd;
+  sgd_decoy.lr = 7.f;
+  Tensor by_value = fresh(), in_memory = fresh();
+  Tensor buffer_a = Tensor::zeros({n}, DType::f32, Device::cpu(), stream);
+  Tensor buffer_b = Tensor::zeros({n}, DType::f32, Device::cpu(), stream);
+  sgd_step(sgd, {.params = by_value, .grads = grads, .momentum_buffer = buffer_a}, stream);
+  sgd_step(sgd_decoy,
+           {.params = in_memory, .grads = grads, .momentum_buffer = buffer_b, .lr = rate(0.05f)},
+           stream);
+  EXPECT_EQ(by_value.to_floats(stream), in_memory.to_floats(stream));
+  try {
+    sgd_step(sgd,
+             {.params = in_memory,
+              .grads = grads,
+              .momentum_buffer = buffer_b,
+              .lr = Tensor::from_floats({2}, {0.1f, 0.1f})},
+             stream);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("sgd_step: lr is f32[2]"), std::string::npos)
+        << error.what();
+  }
+
+  for (const float weight_decay : {0.f, 0.1f}) {
+    SCOPED_TRACE("AdamW, weight decay " + std::to_string(weight_decay));
+    const AdamWOptions adamw{.lr = 1e-2f, .weight_decay = weight_decay};
+    const int64_t step = 3;
+    const AdamWScalars s = adamw_scalars(adamw, step);
+    AdamWOptions decoy = adamw;
+    decoy.lr = 7.f;
+    Tensor a = fresh(), b = fresh();
+    Tensor m_a = Tensor::zeros({n}, DType::f32, Device::cpu(), stream);
+    Tensor v_a = Tensor::zeros({n}, DType::f32, Device::cpu(), stream);
+    Tensor m_b = Tensor::zeros({n}, DType::f32, Device::cpu(), stream);
+    Tensor v_b = Tensor::zeros({n}, DType::f32, Device::cpu(), stream);
+    adamw_step(adamw, {.params = a, .grads = grads, .exp_avg = m_a, .exp_avg_sq = v_a, .step = 3},
+               stream);
+    // Without weight decay the kernel takes a decay of 1, not the memory's.
+    const float decay = weight_decay != 0.f ? s.decay : 0.5f;
+    adamw_step(decoy,
+               {.params = b,
+                .grads = grads,
+                .exp_avg = m_b,
+                .exp_avg_sq = v_b,
+                .step = 1,
+                .step_scalars =
+                    Tensor::from_floats({3}, {s.neg_step_size, s.bias_correction2_sqrt, decay})},
+               stream);
+    EXPECT_EQ(a.to_floats(stream), b.to_floats(stream));
+    EXPECT_EQ(v_a.to_floats(stream), v_b.to_floats(stream));
+  }
+
+  const std::vector<int32_t> table = testing::segment_table({5, 70001 - 5});
+  const Tensor segments = Tensor::from_ints({2, 3}, table);
+  Tensor sums = Tensor::empty({4}, DType::f64);
+  Tensor partials = Tensor::empty({4}, DType::f64);
+  const LarsOptions lars{.lr = 0.5f, .momentum = 0.9f, .weight_decay = 1e-3f, .eta = 0.02f};
+  LarsOptions lars_decoy = lars;
+  lars_decoy.lr = 7.f;
+  Tensor c = fresh(), d = fresh();
+  Tensor buffer_c = Tensor::zeros({n}, DType::f32, Device::cpu(), stream);
+  Tensor buffer_d = Tensor::zeros({n}, DType::f32, Device::cpu(), stream);
+  sum_squares({.a = c, .b = grads, .segments = segments, .sums = sums, .partials = partials},
+              stream);
+  lars_step(lars,
+            {.params = c,
+             .grads = grads,
+             .momentum_buffer = buffer_c,
+             .segments = segments,
+             .sum_squares = sums},
+            stream);
+  lars_step(lars_decoy,
+            {.params = d,
+             .grads = grads,
+             .momentum_buffer = buffer_d,
+             .segments = segments,
+             .sum_squares = sums,
+             .lr = rate(0.5f)},
+            stream);
+  EXPECT_EQ(c.to_floats(stream), d.to_floats(stream));
 }
 
 }  // namespace

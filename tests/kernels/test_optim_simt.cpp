@@ -2,7 +2,9 @@
 // twins: SGD (five steps for every option set and size, the 16-byte vector path and the
 // scalar path one element off, the default grid and a 2-block grid), AdamW (five steps),
 // the sums of squares per segment (one and two inputs, several blocks per segment, small
-// blocks), clip_grad and LARS (four steps, a grid too small for the largest segment).
+// blocks), clip_grad and LARS (four steps, a grid too small for the largest segment); each
+// step's rate (and AdamW's bias corrections) read from device memory, as a CUDA graph's
+// replay gives them, in place of decoys passed by value.
 #include "sim/simt/simt.h"
 // The kernel under test, compiled here by g++ for the emulator.
 #include "kernels/cuda/optim.cuh"
@@ -224,6 +226,129 @@ TEST(OptimSimt, LarsStepsMatchCpu) {
                      .segment_count = segments,
                      .sum_squares = dsums.doubles(),
                      .options = options},
+                    nullptr, 2, 64);
+  }
+  EXPECT_TRUE(all_close(cpu_params, params.values(), 1e-6, 1e-2));
+  EXPECT_TRUE(all_close(cpu_buffer, buffer.values(), 1e-6, 1e-2));
+}
+
+// What a CUDA graph's replay of the optimizer step relies on (nn/optimizer.h): the kernels take
+// each step's rate from device memory when given it, not the value captured with the launch.
+// The by-value rate here is a decoy that would give other bits.
+constexpr float kDecoyRate = 7.f;
+
+TEST(OptimSimt, SgdReadsTheRateInMemory) {
+  const int64_t n = 1001;
+  const SgdOptions o{.lr = 0.f, .momentum = 0.9f, .weight_decay = 1e-4f};
+  std::vector<float> cpu_params = testing::normal_values(n, 2, DType::f32), cpu_buffer(n, 0.f);
+  SimtBuffer params(DType::f32, cpu_params), buffer(DType::f32, cpu_buffer);
+  for (int step = 0; step < 3; ++step) {
+    const float lr = 0.1f / static_cast<float>(step + 1);  // a schedule
+    const std::vector<float> grads = testing::normal_values(n, 30 + step, DType::f32);
+    SgdOptions by_value = o;
+    by_value.lr = lr;
+    cpu::sgd_step({.params = cpu_params.data(),
+                   .grads = grads.data(),
+                   .momentum_buffer = cpu_buffer.data(),
+                   .n = n,
+                   .options = by_value,
+                   .first_step = step == 0});
+    SgdOptions decoy = o;
+    decoy.lr = kDecoyRate;
+    SimtBuffer dgrads(DType::f32, grads), rate(DType::f32, std::vector<float>{lr});
+    cuda::sgd_step({.params = params.floats(),
+                    .grads = dgrads.floats(),
+                    .momentum_buffer = buffer.floats(),
+                    .n = n,
+                    .options = decoy,
+                    .first_step = step == 0,
+                    .lr = rate.floats()},
+                   nullptr, kGrids[1]);
+  }
+  EXPECT_TRUE(all_close(cpu_params, params.values(), 1e-6, 1e-2));
+  EXPECT_TRUE(all_close(cpu_buffer, buffer.values(), 1e-6, 1e-2));
+}
+
+TEST(OptimSimt, AdamWReadsTheStepScalarsInMemory) {
+  const int64_t n = 1001;
+  for (const testing::AdamWCase& c : testing::kAdamWCases) {
+    SCOPED_TRACE(c.name);
+    std::vector<float> cpu_params = testing::normal_values(n, 3, DType::f32);
+    std::vector<float> cpu_m(n, 0.f), cpu_v(n, 0.f);
+    SimtBuffer params(DType::f32, cpu_params), m(DType::f32, cpu_m), v(DType::f32, cpu_v);
+    for (int step = 1; step <= 3; ++step) {
+      AdamWOptions real = c.options;
+      real.lr = c.options.lr / static_cast<float>(step);
+      const std::vector<float> grads = testing::normal_values(n, 40 + step, DType::f32);
+      cpu::adamw_step({.params = cpu_params.data(),
+                       .grads = grads.data(),
+                       .exp_avg = cpu_m.data(),
+                       .exp_avg_sq = cpu_v.data(),
+                       .n = n,
+                       .options = real,
+                       .step = step});
+      const AdamWScalars s = adamw_scalars(real, step);
+      // Without weight decay the decay is 1 whatever the memory holds.
+      const float decay = real.weight_decay != 0.f ? s.decay : 0.5f;
+      SimtBuffer dgrads(DType::f32, grads),
+          scalars(DType::f32, std::vector<float>{s.neg_step_size, s.bias_correction2_sqrt, decay});
+      AdamWOptions decoy = real;
+      decoy.lr = kDecoyRate * 1e-3f;
+      cuda::adamw_step({.params = params.floats(),
+                        .grads = dgrads.floats(),
+                        .exp_avg = m.floats(),
+                        .exp_avg_sq = v.floats(),
+                        .n = n,
+                        .options = decoy,
+                        .step = 1,
+                        .step_scalars = scalars.floats()},
+                       nullptr, kGrids[1]);
+    }
+    EXPECT_TRUE(all_close(cpu_params, params.values(), 1e-6, 1e-2));
+    EXPECT_TRUE(all_close(cpu_m, m.values(), 1e-6));
+    EXPECT_TRUE(all_close(cpu_v, v.values(), 1e-6));
+  }
+}
+
+TEST(OptimSimt, LarsReadsTheRateInMemory) {
+  const std::vector<int32_t> table = testing::segment_table(kSegmentLengths);
+  const int64_t n = testing::segment_total(table);
+  const int segments = static_cast<int>(kSegmentLengths.size());
+  std::vector<float> cpu_params = testing::normal_values(n, 7, DType::f32), cpu_buffer(n, 0.f);
+  SimtBuffer params(DType::f32, cpu_params), buffer(DType::f32, cpu_buffer), dtable(table);
+  for (int step = 0; step < 3; ++step) {
+    const LarsOptions real{.lr = 1.f / static_cast<float>(step + 1),
+                           .momentum = 0.9f,
+                           .weight_decay = 1e-3f,
+                           .eta = 0.02f};
+    const std::vector<float> grads = testing::normal_values(n, 50 + step, DType::f32);
+    std::vector<double> partials(segments * 2), sums(segments * 2);
+    cpu::sum_squares({.a = cpu_params.data(),
+                      .b = grads.data(),
+                      .segments = table.data(),
+                      .segment_count = segments,
+                      .blocks_per_segment = 1,
+                      .partials = partials.data(),
+                      .sums = sums.data()});
+    SimtBuffer dgrads(DType::f32, grads), dsums(sums),
+        rate(DType::f32, std::vector<float>{real.lr});
+    cpu::lars_step({.params = cpu_params.data(),
+                    .grads = grads.data(),
+                    .momentum_buffer = cpu_buffer.data(),
+                    .segments = table.data(),
+                    .segment_count = segments,
+                    .sum_squares = sums.data(),
+                    .options = real});
+    LarsOptions decoy = real;
+    decoy.lr = kDecoyRate;
+    cuda::lars_step({.params = params.floats(),
+                     .grads = dgrads.floats(),
+                     .momentum_buffer = buffer.floats(),
+                     .segments = dtable.ints(),
+                     .segment_count = segments,
+                     .sum_squares = dsums.doubles(),
+                     .options = decoy,
+                     .lr = rate.floats()},
                     nullptr, 2, 64);
   }
   EXPECT_TRUE(all_close(cpu_params, params.values(), 1e-6, 1e-2));

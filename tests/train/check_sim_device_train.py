@@ -27,7 +27,8 @@ match the CPU backend's within MULTI_RANK_TOLERANCES, step by step:
 SyncBN's captured inside them): --accum-steps 2 with --lr-schedule onecycle, three steps with the
 graphs (the default) and without (--cuda-graph off): losses and final weights bit for bit the
 same; the graphed steps report their share of communication hidden as not measured (null), the
-first step (each micro-step kind's eager run) and every step of --cuda-graph off as measured.
+first two steps (the last micro-step, which holds the optimizer step, runs kernel by kernel at
+both: SGD's first step is not replayable) and every step of --cuda-graph off as measured.
 The runs above (4 steps; 3, then resumed) run with the graphs as well.
 
 --ranks 2 also tunes the convolutions (--conv-tuning on, bf16, so the candidates differ in
@@ -43,8 +44,9 @@ too, unless a ReLU output lands on the other side of zero in one of them (a "fli
 gradient is dropped or kept, which moves the gradients below it by ~1e-3), when 2e-2.
 
 --ranks 1 also checks the CUDA graphs (--cuda-graph, train/micro_step_graphs.h): batch 2 with
---accum-steps 2 (two kinds of micro-step, each run kernel by kernel, then captured, then replayed)
-and --lr-schedule onecycle (the learning rate changes every step, outside the graphs), four
+--accum-steps 2 (two kinds of micro-step, each run kernel by kernel, then captured, then replayed;
+the last holds --clip-grad's clipping and the optimizer step) and --lr-schedule onecycle (the
+learning rate changes every step, written to the device before each replay), four
 steps with the graphs (the default) and without (--cuda-graph off, with --print-freq 100: the
 host queues steps ahead of the device, so a loader batch reused before its last reader ran
 would show), and four with the graphs stopped at 2 and resumed: losses and final weights bit
@@ -76,7 +78,8 @@ COMMON = ["--arch", "resnet18", "--image-size", "32", "--crop-scale", "0.64,1", 
 SINGLE_RANK = ["--comm", "ring-shm", "-b", "8", "--max-steps", "2", "--ema", "0.9"]
 MULTI_RANK = ["--sync-bn", "-b", "2", "--mixup", "0.8", "--cutmix", "1.0", "--mixup-mode", "pair"]
 RELATIVE_TOLERANCE = 1e-4
-GRAPHED = ["--comm", "ring-shm", "-b", "2", "--accum-steps", "2", "--lr-schedule", "onecycle"]
+GRAPHED = ["--comm", "ring-shm", "-b", "2", "--accum-steps", "2", "--lr-schedule", "onecycle",
+           "--clip-grad", "1"]
 MULTI_RANK_TOLERANCES = [1e-5, 2e-3]  # per step; see the docstring for why
 MPI = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
 
@@ -258,8 +261,12 @@ def graphed_two_ranks(args):
         with open(os.path.join(args.work, name, "steps.jsonl")) as f:
             hidden[name] = [json.loads(line)["comm_hidden_pct"] for line in f if line.strip()]
     on, off = hidden["np2_graph_on"], hidden["np2_graph_off"]
-    if on[0] is None or any(h is not None for h in on[1:]) or any(h is None for h in off):
-        sys.exit(f"communication hidden per step: with graphs {on} (expected a figure, then "
+    # The gradients' all-reduces run in each step's last micro-step, which holds the optimizer
+    # step: kernel by kernel at step 1 (SGD's first step starts the momentum: not replayable)
+    # and at step 2 (that kind's first run), inside a launch from step 3.
+    if (any(h is None for h in on[:2]) or any(h is not None for h in on[2:])
+            or any(h is None for h in off)):
+        sys.exit(f"communication hidden per step: with graphs {on} (expected two figures, then "
                  f"null for the launches), without {off} (expected figures)")
     if len(graphed) != 3 or graphed != plain:
         sys.exit(f"2 ranks: losses with CUDA graphs {graphed}, without {plain}: expected the "
