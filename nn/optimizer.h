@@ -42,13 +42,14 @@ class Optimizer {
     stage_step(lr, stream, grad_scale);
     launch_step(stream);
   }
-  // The step in two halves, so that a CUDA graph holds it: stage_step() checks the gradients,
-  // writes what changes from step to step (the rate; AdamW's bias corrections) into the
-  // optimizer's memory on the device (with kernels launched on `stream`: outside any capture)
-  // and advances the host state (started(), AdamW's step count). launch_step() launches the
-  // step's kernels, which read those values when they run, so a graph that captured one
-  // launch_step() replays the later steps, each at its own rate, with stage_step() before each
-  // replay. What else the launches take is fixed by the configuration and grad_scale.
+  // The step in two halves, so that a CUDA graph holds it: stage_step() (outside any capture,
+  // before or after backward) writes what changes from step to step (the rate; AdamW's bias
+  // corrections) into the optimizer's memory on the device, with kernels launched on `stream`,
+  // and advances the host state (started(), AdamW's step count). launch_step() checks the
+  // gradients and launches the step's kernels, which read those values when they run, so a
+  // graph that captured one launch_step() replays the later steps, each at its own rate, with
+  // stage_step() before each replay. What else the launches take is fixed by the configuration
+  // and grad_scale.
   virtual void stage_step(float lr, Stream& stream, float grad_scale = 1.f) = 0;
   virtual void launch_step(Stream& stream) = 0;
   // Whether the staged step launches what every later step launches, so that a capture of
