@@ -174,6 +174,7 @@ void TrainerModel::backward(nn::Pass& pass, bool sync, float loss_scale, Stream&
 }
 
 double TrainerModel::optimizer_step(Stream& stream) {
+  nn::require_gradients(model_.params(), optimizer_->name());  // before anything changes
   const double lr = stage_optimizer_step(stream);
   launch_optimizer_step(stream);
   ++step_;
