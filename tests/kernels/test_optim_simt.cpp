@@ -191,51 +191,59 @@ TEST(OptimSimt, ClipGradMatchesCpu) {
   }
 }
 
+// What a CUDA graph's replay of the optimizer step relies on (nn/optimizer.h): the kernels take
+// each step's rate from device memory when given it, not the value captured with the launch.
+// The by-value rate here is a decoy that would give other bits.
+constexpr float kDecoyRate = 7.f;
+
+// LARS's rate by value, then in device memory beside a decoy by value.
 TEST(OptimSimt, LarsStepsMatchCpu) {
   const std::vector<int32_t> table = testing::segment_table(kSegmentLengths);
   const int64_t n = testing::segment_total(table);
   const int segments = static_cast<int>(kSegmentLengths.size());
   const LarsOptions options{
       .lr = 2.f, .momentum = 0.9f, .weight_decay = 1e-3f, .eta = 0.02f, .grad_scale = 0.5f};
-  std::vector<float> cpu_params = testing::normal_values(n, 6, DType::f32);
-  std::vector<float> cpu_buffer(n, 0.f);
-  SimtBuffer params(DType::f32, cpu_params), buffer(DType::f32, cpu_buffer), dtable(table);
-  for (int step = 0; step < 4; ++step) {
-    const std::vector<float> grads = testing::normal_values(n, 20 + step, DType::f32);
-    // Both backends step from the CPU's sums, so the update itself is compared exactly.
-    std::vector<double> partials(segments * 2 * 2), sums(segments * 2);
-    cpu::sum_squares({.a = cpu_params.data(),
-                      .b = grads.data(),
+  LarsOptions decoy = options;
+  decoy.lr = kDecoyRate;
+  for (const bool rate_in_memory : {false, true}) {
+    SCOPED_TRACE(rate_in_memory ? "rate in memory" : "rate by value");
+    std::vector<float> cpu_params = testing::normal_values(n, 6, DType::f32);
+    std::vector<float> cpu_buffer(n, 0.f);
+    SimtBuffer params(DType::f32, cpu_params), buffer(DType::f32, cpu_buffer), dtable(table);
+    SimtBuffer rate(DType::f32, std::vector<float>{options.lr});
+    for (int step = 0; step < 4; ++step) {
+      const std::vector<float> grads = testing::normal_values(n, 20 + step, DType::f32);
+      // Both backends step from the CPU's sums, so the update itself is compared exactly.
+      std::vector<double> partials(segments * 2 * 2), sums(segments * 2);
+      cpu::sum_squares({.a = cpu_params.data(),
+                        .b = grads.data(),
+                        .segments = table.data(),
+                        .segment_count = segments,
+                        .blocks_per_segment = 2,
+                        .partials = partials.data(),
+                        .sums = sums.data()});
+      SimtBuffer dgrads(DType::f32, grads), dsums(sums);
+      cpu::lars_step({.params = cpu_params.data(),
+                      .grads = grads.data(),
+                      .momentum_buffer = cpu_buffer.data(),
                       .segments = table.data(),
                       .segment_count = segments,
-                      .blocks_per_segment = 2,
-                      .partials = partials.data(),
-                      .sums = sums.data()});
-    SimtBuffer dgrads(DType::f32, grads), dsums(sums);
-    cpu::lars_step({.params = cpu_params.data(),
-                    .grads = grads.data(),
-                    .momentum_buffer = cpu_buffer.data(),
-                    .segments = table.data(),
-                    .segment_count = segments,
-                    .sum_squares = sums.data(),
-                    .options = options});
-    cuda::lars_step({.params = params.floats(),
-                     .grads = dgrads.floats(),
-                     .momentum_buffer = buffer.floats(),
-                     .segments = dtable.ints(),
-                     .segment_count = segments,
-                     .sum_squares = dsums.doubles(),
-                     .options = options},
-                    nullptr, 2, 64);
+                      .sum_squares = sums.data(),
+                      .options = options});
+      cuda::lars_step({.params = params.floats(),
+                       .grads = dgrads.floats(),
+                       .momentum_buffer = buffer.floats(),
+                       .segments = dtable.ints(),
+                       .segment_count = segments,
+                       .sum_squares = dsums.doubles(),
+                       .options = rate_in_memory ? decoy : options,
+                       .lr = rate_in_memory ? rate.floats() : nullptr},
+                      nullptr, 2, 64);
+    }
+    EXPECT_TRUE(all_close(cpu_params, params.values(), 1e-6, 1e-2));
+    EXPECT_TRUE(all_close(cpu_buffer, buffer.values(), 1e-6, 1e-2));
   }
-  EXPECT_TRUE(all_close(cpu_params, params.values(), 1e-6, 1e-2));
-  EXPECT_TRUE(all_close(cpu_buffer, buffer.values(), 1e-6, 1e-2));
 }
-
-// What a CUDA graph's replay of the optimizer step relies on (nn/optimizer.h): the kernels take
-// each step's rate from device memory when given it, not the value captured with the launch.
-// The by-value rate here is a decoy that would give other bits.
-constexpr float kDecoyRate = 7.f;
 
 TEST(OptimSimt, SgdReadsTheRateInMemory) {
   const int64_t n = 1001;
@@ -308,51 +316,6 @@ TEST(OptimSimt, AdamWReadsTheStepScalarsInMemory) {
     EXPECT_TRUE(all_close(cpu_m, m.values(), 1e-6));
     EXPECT_TRUE(all_close(cpu_v, v.values(), 1e-6));
   }
-}
-
-TEST(OptimSimt, LarsReadsTheRateInMemory) {
-  const std::vector<int32_t> table = testing::segment_table(kSegmentLengths);
-  const int64_t n = testing::segment_total(table);
-  const int segments = static_cast<int>(kSegmentLengths.size());
-  std::vector<float> cpu_params = testing::normal_values(n, 7, DType::f32), cpu_buffer(n, 0.f);
-  SimtBuffer params(DType::f32, cpu_params), buffer(DType::f32, cpu_buffer), dtable(table);
-  for (int step = 0; step < 3; ++step) {
-    const LarsOptions real{.lr = 1.f / static_cast<float>(step + 1),
-                           .momentum = 0.9f,
-                           .weight_decay = 1e-3f,
-                           .eta = 0.02f};
-    const std::vector<float> grads = testing::normal_values(n, 50 + step, DType::f32);
-    std::vector<double> partials(segments * 2), sums(segments * 2);
-    cpu::sum_squares({.a = cpu_params.data(),
-                      .b = grads.data(),
-                      .segments = table.data(),
-                      .segment_count = segments,
-                      .blocks_per_segment = 1,
-                      .partials = partials.data(),
-                      .sums = sums.data()});
-    SimtBuffer dgrads(DType::f32, grads), dsums(sums),
-        rate(DType::f32, std::vector<float>{real.lr});
-    cpu::lars_step({.params = cpu_params.data(),
-                    .grads = grads.data(),
-                    .momentum_buffer = cpu_buffer.data(),
-                    .segments = table.data(),
-                    .segment_count = segments,
-                    .sum_squares = sums.data(),
-                    .options = real});
-    LarsOptions decoy = real;
-    decoy.lr = kDecoyRate;
-    cuda::lars_step({.params = params.floats(),
-                     .grads = dgrads.floats(),
-                     .momentum_buffer = buffer.floats(),
-                     .segments = dtable.ints(),
-                     .segment_count = segments,
-                     .sum_squares = dsums.doubles(),
-                     .options = decoy,
-                     .lr = rate.floats()},
-                    nullptr, 2, 64);
-  }
-  EXPECT_TRUE(all_close(cpu_params, params.values(), 1e-6, 1e-2));
-  EXPECT_TRUE(all_close(cpu_buffer, buffer.values(), 1e-6, 1e-2));
 }
 
 }  // namespace
