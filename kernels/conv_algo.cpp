@@ -26,7 +26,8 @@ constexpr std::pair<std::string_view, ConvFusion> kFusions[] = {
     {"affine", ConvFusion::input_affine},
     {"stats", ConvFusion::output_stats},
     {"affine+stats", ConvFusion::input_affine_output_stats},
-    {"bn_backward", ConvFusion::batchnorm_backward}};
+    {"bn_backward", ConvFusion::batchnorm_backward},
+    {"add+bn_backward", ConvFusion::residual_batchnorm_backward}};
 
 template <typename Enum, size_t N>
 std::string_view name_of(Enum value, const std::pair<std::string_view, Enum> (&names)[N]) {

@@ -53,8 +53,11 @@ enum class ConvFusion : uint8_t {
   output_stats,               // forward: the output's BatchNorm statistics in the epilogue
   input_affine_output_stats,  // forward: both
   batchnorm_backward,         // input gradient: gated by the ReLU, with BatchNorm's sums
+  // input gradient: plus the identity branch's, gated by the stored ReLU output it read (a
+  // residual block's), with that block's last BatchNorm's sums
+  residual_batchnorm_backward,
 };
-// "none", "affine", "stats", "affine+stats", "bn_backward"; and back.
+// "none", "affine", "stats", "affine+stats", "bn_backward", "add+bn_backward"; and back.
 std::string_view conv_fusion_name(ConvFusion fusion);
 std::optional<ConvFusion> parse_conv_fusion(std::string_view text);
 

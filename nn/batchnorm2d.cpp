@@ -98,17 +98,35 @@ void BatchNorm2d::defer_apply(bool on, const SetupContext& context) {
   y_ = relu_grad_ = Tensor();
 }
 
+void BatchNorm2d::reduce_in_next_conv(bool on, const SetupContext& context) {
+  if (on && !options_.relu) fail_in(*this, "reduce_in_next_conv needs the ReLU");
+  reduce_in_next_conv_ = on;
+  if (!context.allocate) return;
+  if (on) {
+    relu_grad_ = Tensor();
+  } else if (!relu_grad_.defined() && !defer_apply_) {
+    relu_grad_ = Tensor::empty(input_shape_, context.dtype, context.device);
+  }
+}
+
 Conv2dBackwardDataFusion BatchNorm2d::backward_fusion(const Pass& pass) {
-  if (!defer_apply_ || !trained_forward_)
-    fail_in(*this, "backward_fusion needs a deferred training forward");
+  if (!trained_forward_ || !(defer_apply_ || (reduce_in_next_conv_ && residual_forward_)))
+    fail_in(*this,
+            "backward_fusion needs a deferred training forward, or one with a residual "
+            "whose gradient the next convolution reduces (reduce_in_next_conv)");
   reduce_given_ = true;
-  return {.x = x_,
-          .batch_stats = batch_stats_,
-          .input = deferred_input(),
-          .grad_sums = grad_sums_,
-          .bias_grad = bias_grad_,
-          .weight_grad = weight_grad_,
-          .write = pass.grad_write()};
+  Conv2dBackwardDataFusion fusion{.x = x_,
+                                  .batch_stats = batch_stats_,
+                                  .grad_sums = grad_sums_,
+                                  .bias_grad = bias_grad_,
+                                  .weight_grad = weight_grad_,
+                                  .write = pass.grad_write()};
+  if (defer_apply_) {
+    fusion.input = deferred_input();
+  } else {
+    fusion.relu_output = y_;
+  }
+  return fusion;
 }
 
 const Tensor& BatchNorm2d::forward(const Tensor& x, Pass& pass) {
@@ -225,13 +243,20 @@ const Tensor& BatchNorm2d::backward(const Tensor& dy, Pass& pass) {
     relu = {.output = y_};
   }
   const bool feeds_residual = options_.relu && residual_forward_;
-  pre_activation_grad_ = feeds_residual ? relu_grad_ : options_.relu ? Tensor() : dy;
   // grad_sums = (sum dy, sum dy * xhat) over this rank's rows, which the reduce also writes to
   // the bias and the weight gradient. Under SyncBN too (as PyTorch): the data-parallel average
   // of the ranks' sums is the global batch's gradient, so the reduced sums must not go there.
-  // The convolution after may have done all of it already, dy then gated (backward_fusion).
+  // The convolution after may have done all of it already, dy then gated (backward_fusion):
+  // it is then also the residual's gradient.
   const bool reduced = reduce_given_;
   reduce_given_ = false;
+  if (feeds_residual && !reduced && !relu_grad_.defined())
+    fail_in(*this,
+            "backward without the reduction that the next convolution was to do "
+            "(reduce_in_next_conv)");
+  pre_activation_grad_ = feeds_residual  ? (reduced ? dy : relu_grad_)
+                         : options_.relu ? Tensor()
+                                         : dy;
   if (reduced) {
     relu = {};
   } else {
@@ -255,7 +280,7 @@ const Tensor& BatchNorm2d::backward(const Tensor& dy, Pass& pass) {
   pass.grad_ready(weight_id_);
   if (dx_.defined()) {
     if (feeds_residual) {
-      batchnorm_backward_elementwise({.dy = relu_grad_,
+      batchnorm_backward_elementwise({.dy = pre_activation_grad_,
                                       .x = x_,
                                       .batch_stats = batch_stats_,
                                       .weight = weight_,

@@ -80,9 +80,17 @@ class BatchNorm2d final : public Layer {
   // mask from x. Needs the ReLU; a forward with a residual is then refused. After setup, with its
   // context.
   void defer_apply(bool on, const SetupContext& context);
-  // For that convolution's input gradient, after a training forward (BatchNormFusion::full):
-  // what it is to compute besides dx (this layer's backward reduction: kernels/ops/conv.h's
-  // Conv2dBackwardDataFusion), so that this layer's next backward is its element-wise pass.
+  // For the convolution that alone takes the gradient at this layer's output where forwards
+  // add a residual (the next residual block's first convolution, whose input gradient the
+  // identity branch's joins: Conv2d::gate_input_grad_by): backward_fusion then gives it this
+  // layer's output, stored, to gate by. The ReLU's gradient, which that convolution then
+  // writes, is not held here (on: dropped). Needs the ReLU. After setup, with its context.
+  void reduce_in_next_conv(bool on, const SetupContext& context);
+  // For that convolution's input gradient (of either kind), after a training forward
+  // (BatchNormFusion::full): what it is to compute besides dx (this layer's backward reduction:
+  // kernels/ops/conv.h's Conv2dBackwardDataFusion, gated by the ReLU recomputed from x where
+  // forwards defer, else by the stored output), so that this layer's next backward is its
+  // element-wise pass, reading that dx as its dy (and as residual_grad()).
   Conv2dBackwardDataFusion backward_fusion(const Pass& pass);
   // Whether forwards defer: their output is x, to be read through deferred_input().
   bool deferred() const { return defer_apply_; }
@@ -116,6 +124,7 @@ class BatchNorm2d final : public Layer {
   bool stats_given_ = false;          // stats_fusion() since the last training forward
   bool reduce_given_ = false;         // backward_fusion() since the last backward
   bool defer_apply_ = false;          // defer_apply(true)
+  bool reduce_in_next_conv_ = false;  // reduce_in_next_conv(true)
   Tensor input_scale_, input_shift_;  // deferred_input()'s: f32[C]
 };
 

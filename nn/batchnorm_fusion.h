@@ -8,7 +8,10 @@
 //          ReLU's mask from its input;
 //   full   also, that convolution's input gradient gates itself by the ReLU's mask and gives
 //          BatchNorm's backward sums in its epilogue, BatchNorm's backward then being its
-//          element-wise pass alone (cuDNN's dgrad + drelu + dbn).
+//          element-wise pass alone (cuDNN's dgrad + drelu + dbn); and likewise each residual
+//          block's input gradient (its first convolution's plus its identity branch's) for the
+//          last BatchNorm of the block before, gating by that block's stored output
+//          (Conv2d::gate_input_grad_by).
 // The CPU runs the same arithmetic either way, unfused.
 #pragma once
 

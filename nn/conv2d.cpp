@@ -55,7 +55,9 @@ ConvFusion Conv2d::fusion_of(ConvPass pass) const {
       if (stats_for_ != nullptr) return ConvFusion::output_stats;
       break;
     case ConvPass::backward_data:
-      return data_grad_fused_ ? ConvFusion::batchnorm_backward : ConvFusion::none;
+      if (data_grad_reduces_ == nullptr) return ConvFusion::none;
+      return data_grad_reduces_ == gate_from_ ? ConvFusion::residual_batchnorm_backward
+                                              : ConvFusion::batchnorm_backward;
     case ConvPass::backward_filter:
       break;
   }
@@ -108,21 +110,40 @@ void Conv2d::feed_batchnorm_stats(BatchNorm2d* bn, const SetupContext& context) 
 void Conv2d::read_input_through(BatchNorm2d* bn, const SetupContext& context) {
   if (input_from_ != nullptr) input_from_->defer_apply(false, context);
   input_from_ = nullptr;
-  data_grad_fused_ = false;
-  data_grad_workspace_ = Tensor();
   // The filter gradient's transformed loads write f32 (the master weights' gradient), as
   // every ParameterSet's gradients are; a setup that allocates nothing decides the same.
   const bool fits = bn != nullptr && context.fusion >= BatchNormFusion::apply &&
                     !context.device.is_cpu() &&
                     (!context.allocate || weight_grad_.dtype() == DType::f32) && bn->options().relu;
   if (fits) {
+    if (gate_from_ != nullptr) fail_in(*this, "read_input_through after gate_input_grad_by");
     input_from_ = bn;
     bn->defer_apply(true, context);
-    data_grad_fused_ = context.fusion == BatchNormFusion::full && input_grad_;
   }
+  wire_data_grad(context);
+}
+
+void Conv2d::gate_input_grad_by(BatchNorm2d* bn, const SetupContext& context) {
+  if (gate_from_ != nullptr) gate_from_->reduce_in_next_conv(false, context);
+  gate_from_ = nullptr;
+  const bool fits = bn != nullptr && context.fusion == BatchNormFusion::full &&
+                    !context.device.is_cpu() && input_grad_ && bn->options().relu;
+  if (fits) {
+    if (input_from_ != nullptr) fail_in(*this, "gate_input_grad_by after read_input_through");
+    gate_from_ = bn;
+    bn->reduce_in_next_conv(true, context);
+  }
+  wire_data_grad(context);
+}
+
+void Conv2d::wire_data_grad(const SetupContext& context) {
+  data_grad_reduces_ = nullptr;
+  data_grad_workspace_ = Tensor();
+  if (context.fusion == BatchNormFusion::full && input_grad_)
+    data_grad_reduces_ = input_from_ != nullptr ? input_from_ : gate_from_;
   if (!context.allocate) return;
   choose_algos(context);
-  if (data_grad_fused_) {
+  if (data_grad_reduces_ != nullptr) {
     // Its own and zeroed, as the forward's statistics workspace (counters).
     data_grad_workspace_ = Tensor::zeros(
         {conv2d_backward_data_bn_workspace_numel(shape_, context.device, backward_data_algo_)},
@@ -172,12 +193,22 @@ const Tensor& Conv2d::backward_adding(const Tensor& dy, const Tensor& add, Pass&
                          pass.stream, backward_filter_algo_, input_);
   if (bias_id_ >= 0) pass.grad_ready(bias_id_);
   pass.grad_ready(weight_id_);
-  if (dx_.defined() && data_grad_workspace_.defined() && input_.scale.defined()) {
+  // The reduction of a BatchNorm whose output this layer read through it (after a deferring
+  // forward: a training one) or as it is (which the identity branch's gradient joins first).
+  const bool reduces = dx_.defined() && data_grad_workspace_.defined() &&
+                       (data_grad_reduces_ == gate_from_ || input_.scale.defined());
+  if (reduces) {
     // dx gated by the ReLU's mask, with the BatchNorm's backward sums (BatchNormFusion::full).
-    conv2d_backward_data(
-        shape_, {.dy = dy, .w = weight_.current(), .dx = dx_, .workspace = data_grad_workspace_},
-        pass.stream, backward_data_algo_, input_from_->backward_fusion(pass));
-    if (add.defined()) engine::add({.a = dx_, .b = add, .y = dx_}, pass.stream);
+    const bool adds_first = data_grad_reduces_ == gate_from_;
+    conv2d_backward_data(shape_,
+                         {.dy = dy,
+                          .w = weight_.current(),
+                          .dx = dx_,
+                          .workspace = data_grad_workspace_,
+                          .add = adds_first ? add : Tensor()},
+                         pass.stream, backward_data_algo_,
+                         data_grad_reduces_->backward_fusion(pass));
+    if (add.defined() && !adds_first) engine::add({.a = dx_, .b = add, .y = dx_}, pass.stream);
   } else if (dx_.defined()) {
     conv2d_backward_data(shape_,
                          {.dy = dy,

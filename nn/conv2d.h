@@ -51,10 +51,21 @@ class Conv2d final : public Layer {
   // backward reduction (BatchNorm2d::backward_fusion). Only with fp32 filter gradients (master
   // weights). After setup, with its context; null: not (again).
   void read_input_through(BatchNorm2d* bn, const SetupContext& context);
+  // Where this layer reads `bn`'s output as it is and the gradient at that output is this
+  // layer's input gradient plus the `add` of backward_adding (bn: the last BatchNorm of the
+  // residual block before, with its ReLU; this: the next block's first convolution, `add` its
+  // identity branch's gradient): on CUDA with context.fusion full, the input gradient then
+  // adds, gates itself by bn's stored output and does bn's backward reduction
+  // (BatchNorm2d::reduce_in_next_conv). Not with read_input_through. After setup, with its
+  // context; null: not (again).
+  void gate_input_grad_by(BatchNorm2d* bn, const SetupContext& context);
 
  private:
   // What `pass` computes besides the convolution, as wired now.
   ConvFusion fusion_of(ConvPass pass) const;
+  // The input gradient's fusion as read_input_through and gate_input_grad_by left it: its
+  // algorithm and its workspace.
+  void wire_data_grad(const SetupContext& context);
   // Each pass's algorithm (the tuner's for the pass as fused now, else the heuristic's) and
   // the shared scratch they need.
   void choose_algos(const SetupContext& context);
@@ -75,10 +86,13 @@ class Conv2d final : public Layer {
   Tensor split_counters_;
   BatchNorm2d* stats_for_ = nullptr;
   BatchNorm2d* input_from_ = nullptr;
-  bool data_grad_fused_ = false;  // input gradient with input_from_'s backward reduction
-  ConvInputAffine input_;         // how the last forward read x (none: as it is)
-  Tensor data_grad_workspace_;    // the input gradient's with input_from_'s backward reduction
-  Tensor stats_workspace_;        // the forward's with statistics: zeroed, this layer's own
+  BatchNorm2d* gate_from_ = nullptr;  // gate_input_grad_by's
+  // The BatchNorm whose backward reduction the input gradient does (input_from_ or
+  // gate_from_, BatchNormFusion::full), or null.
+  BatchNorm2d* data_grad_reduces_ = nullptr;
+  ConvInputAffine input_;       // how the last forward read x (none: as it is)
+  Tensor data_grad_workspace_;  // the input gradient's with data_grad_reduces_'s reduction
+  Tensor stats_workspace_;      // the forward's with statistics: zeroed, this layer's own
 };
 
 }  // namespace engine::nn

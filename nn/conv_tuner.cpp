@@ -24,6 +24,10 @@ bool reads_input_through_affine(ConvFusion fusion) {
 bool has_output_stats(ConvFusion fusion) {
   return fusion == ConvFusion::output_stats || fusion == ConvFusion::input_affine_output_stats;
 }
+bool reduces_batchnorm_backward(ConvFusion fusion) {
+  return fusion == ConvFusion::batchnorm_backward ||
+         fusion == ConvFusion::residual_batchnorm_backward;
+}
 
 // The operands of every pass of one problem, on the stream's device, and those of its fusion:
 // the BatchNorm + ReLU the input is read through (scale 1, shift 0), the statistics of the
@@ -51,12 +55,20 @@ struct ConvOperands {
       input = {constant(s.in_channels, 1.f), constant(s.in_channels, 0.f), true};
     if (has_output_stats(problem.fusion))
       stats = Tensor::empty({batchnorm_stats_numel(s.out_channels)}, DType::f32, device);
-    if (problem.fusion == ConvFusion::batchnorm_backward) {
+    if (reduces_batchnorm_backward(problem.fusion)) {
       batch_stats = constant(batchnorm_stats_numel(s.in_channels), 0.5f);
       grad_sums = Tensor::empty({2 * s.in_channels}, DType::f32, device);
     }
+    if (problem.fusion == ConvFusion::residual_batchnorm_backward) {
+      // The block's output (all positive: every element passes the mask) and its identity
+      // branch's gradient, each a tensor of its own as in the step.
+      relu_output = Tensor::empty(s.input_shape(), problem.dtype, device);
+      identity_grad = Tensor::empty(s.input_shape(), problem.dtype, device);
+      fill(relu_output, 0.5f, stream);
+      fill(identity_grad, 0.25f, stream);
+    }
   }
-  Tensor x, w, y, dx, dw, bias, dbias, workspace, split_counters;
+  Tensor x, w, y, dx, dw, bias, dbias, workspace, split_counters, relu_output, identity_grad;
   ConvInputAffine input;
   Tensor stats, batch_stats, grad_sums;
 };
@@ -64,7 +76,7 @@ struct ConvOperands {
 int64_t workspace_numel(const ConvProblem& problem, Device device, const ConvAlgo& algo) {
   switch (problem.pass) {
     case ConvPass::backward_data:
-      return problem.fusion == ConvFusion::batchnorm_backward
+      return reduces_batchnorm_backward(problem.fusion)
                  ? conv2d_backward_data_bn_workspace_numel(problem.shape, device, algo)
                  : conv2d_backward_data_workspace_numel(problem.shape, device, algo);
     case ConvPass::backward_filter:
@@ -93,10 +105,11 @@ void run(const ConvProblem& problem, ConvOperands& o, const ConvAlgo& algo, Stre
       return;
     case ConvPass::backward_data: {
       Conv2dBackwardDataFusion fusion;
-      if (problem.fusion == ConvFusion::batchnorm_backward) {
+      if (reduces_batchnorm_backward(problem.fusion)) {
         fusion = {.x = o.x,
                   .batch_stats = o.batch_stats,
                   .input = o.input,
+                  .relu_output = o.relu_output,
                   .grad_sums = o.grad_sums,
                   .bias_grad = {},
                   .weight_grad = {}};
@@ -106,7 +119,8 @@ void run(const ConvProblem& problem, ConvOperands& o, const ConvAlgo& algo, Stre
                             .w = o.w,
                             .dx = o.dx,
                             .workspace = o.workspace,
-                            .split_counters = o.split_counters},
+                            .split_counters = o.split_counters,
+                            .add = o.identity_grad},
                            stream, algo, fusion);
       return;
     }

@@ -62,6 +62,10 @@ Shape ResidualBlock::setup(const Shape& input, const SetupContext& context) {
   return shape;
 }
 
+void ResidualBlock::follow(ResidualBlock* previous, const SetupContext& context) {
+  convs_[0]->gate_input_grad_by(previous != nullptr ? &previous->last_norm() : nullptr, context);
+}
+
 const Tensor& ResidualBlock::forward(const Tensor& x, Pass& pass) {
   const Tensor* h = &x;
   const size_t last = convs_.size() - 1;

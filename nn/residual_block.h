@@ -35,6 +35,11 @@ class ResidualBlock final : public Layer {
 
   // The BN whose weight torchvision's zero_init_residual sets to 0.
   BatchNorm2d& last_norm() { return *norms_.back(); }
+  // `previous`: the block whose output is this one's input (null: another layer's). With
+  // context.fusion full on CUDA, this block's input gradient (its first convolution's, plus
+  // the identity branch's) then gates itself by that output and does the previous block's last
+  // BatchNorm's backward reduction (Conv2d::gate_input_grad_by). After setup, with its context.
+  void follow(ResidualBlock* previous, const SetupContext& context);
   bool has_downsample() const { return downsample_conv_ != nullptr; }
 
  private:

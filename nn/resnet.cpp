@@ -129,9 +129,20 @@ Shape ResNet::setup(const Shape& images, DType dtype, Stream& stream, const Conv
     context.weight_copy = &weight_copy_;
   }
   const Shape logits = layers_->setup(images, context);
-  stem_conv_->feed_batchnorm_stats(stem_norm_, context);
+  wire_across_layers(context);
   scratch_.allocate(params_.device());
   return logits;
+}
+
+void ResNet::wire_across_layers(const SetupContext& context) {
+  stem_conv_->feed_batchnorm_stats(stem_norm_, context);
+  // The blocks follow one another directly in layers_; layer1.0 follows the max pooling.
+  ResidualBlock* previous = nullptr;
+  layers_->for_each_child([&](Layer& layer) {
+    auto* block = dynamic_cast<ResidualBlock*>(&layer);
+    if (block != nullptr) block->follow(fusion_across_blocks_ ? previous : nullptr, context);
+    previous = block;
+  });
 }
 
 Shape ResNet::plan(const Shape& images) {
@@ -174,7 +185,7 @@ std::vector<ResNet::CountedConvProblem> ResNet::counted_conv_problems(const Shap
   SetupContext context{params_.device(), dtype, host, false, false};
   context.fusion = fusion_;
   layers_->setup(images, context);
-  stem_conv_->feed_batchnorm_stats(stem_norm_, context);
+  wire_across_layers(context);
   std::vector<CountedConvProblem> problems;
   for (const Conv2d* conv : conv_layers()) {
     for (const ConvProblem& problem : conv->problems(dtype, math)) {

@@ -90,7 +90,8 @@ void add_fusion(Command& command, nn::BatchNormFusion& fusion) {
       "how much of each BatchNorm the CUDA convolutions do: none, stats (its training "
       "statistics in the epilogue of the convolution before it), apply (also its "
       "normalize and ReLU in the loads of the convolution after it, inside a block) or "
-      "full (also its backward sums in that convolution's input gradient)",
+      "full (also its backward sums in the input gradient of the convolution after it, the "
+      "next block's for a block's last BatchNorm)",
       std::string(nn::batchnorm_fusion_name(fusion)),
       [&fusion](const std::string& flag, const std::string& text) {
         const auto parsed = nn::batchnorm_fusion_from_name(text);

@@ -134,6 +134,9 @@ int probe_main(const ProbeOptions& o) {
   const std::string arch = nn::checkpoint_arch(o.checkpoint);
   const nn::CheckpointInfo info = nn::read_checkpoint_info(o.checkpoint);
   nn::ResNet model(arch, {.num_classes = info.num_classes});
+  // Each top-level layer's output gradient as PyTorch has it: no block gating the gradient it
+  // passes back by the ReLU of the block before (the fusions inside the blocks stay).
+  model.set_fusion_across_blocks(false);
   model.allocate(device, stream);
   nn::load_checkpoint(o.checkpoint, model, stream);
 

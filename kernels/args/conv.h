@@ -75,18 +75,24 @@ struct Conv2dForwardArgs {
 // fp32 SIMT engine, a y whose rows are not 16-byte runs).
 enum class ConvStatsPath : uint8_t { epilogue, separate_pass };
 
-// The BatchNorm + ReLU whose output a convolution read through its input transform
-// (a = relu(x * scale + shift), scale and shift from conv_input_from_batchnorm), for the
-// input-gradient pass to do that BatchNorm's backward reduction too: dx then holds g' = dL/da
-// where a > 0, else 0 (the gradient at the BatchNorm's output, rounded to dtype as stored), and
+// The BatchNorm + ReLU whose output a convolution read, for the input-gradient pass to do that
+// BatchNorm's backward reduction too: dx then holds g' = dL/da where a > 0, else 0 (the
+// gradient at the BatchNorm's output a, rounded to dtype as stored, after dx_add if any), and
 // grad_sums = (sum g', invstd * sum g' (x - mean)), with the parameter gradients, are
 // batchnorm_backward_reduce's of g' (its relu gate, its relu_grad); the BatchNorm's element-wise
-// pass then reads dx as its dy, without a gate. On CUDA through conv2d_backward_data_bn.
+// pass then reads dx as its dy, without a gate. The mask comes from either
+//   - relu_scale/relu_shift: the convolution read x through its input transform
+//     (a = relu(x * scale + shift), conv_input_from_batchnorm), a recomputed; or
+//   - relu_output: a itself, stored (a residual block's output, BatchNorm + identity + ReLU,
+//     which the next block's first convolution reads as it is and its identity branch too:
+//     dx_add then carries that branch's gradient, so dx is the whole gradient at a).
+// On CUDA through conv2d_backward_data_bn.
 struct ConvDataGradBatchNorm {
   const void* x = nullptr;             // the BatchNorm's input, like dx; null: no fusion
   const float* batch_stats = nullptr;  // f32[2C+1]: mean, invstd, count
   const float* relu_scale = nullptr;   // f32[C]: the forward's transform (its mask)
   const float* relu_shift = nullptr;   // f32[C]
+  const void* relu_output = nullptr;   // like dx, exclusive with relu_scale/relu_shift
   float* grad_sums = nullptr;          // f32[2C]
   float* bias_grad = nullptr;          // f32[C] or null: sum g'
   float* weight_grad = nullptr;        // f32[C] or null: sum g' xhat
@@ -103,7 +109,7 @@ struct Conv2dBackwardDataArgs {
   void* dx = nullptr;
   // Like dx, or null: added to the gradient with a separate add's bits (dx rounded to dtype,
   // then the sum rounded): a residual block's identity branch. On CUDA only where
-  // conv2d_backward_data_adds says the epilogue can (never with batchnorm).
+  // conv2d_backward_data_adds says the epilogue can, or with a batchnorm gated by relu_output.
   const void* dx_add = nullptr;
   void* workspace = nullptr;  // null (never split K) or conv2d_backward_data_workspace_bytes
   // With a split K: the counters by which each output tile's last split to finish sums the

@@ -358,26 +358,14 @@ void conv2d_forward(const Conv2dForwardArgs& args) {
                    .finalize = args.stats_finalize});
 }
 
-// With args.batchnorm: the plain gradient, then batchnorm_backward_reduce gating it in place
-// by the ReLU's mask and summing it: the outputs the CUDA epilogue gives (its g' is the stored
-// g gated, its sums those of g').
+// With args.batchnorm: the plain gradient (and dx_add), then batchnorm_backward_reduce gating
+// it in place by the ReLU's mask and summing it: the outputs the CUDA epilogue gives (its g' is
+// the stored g gated, its sums those of g').
 void conv2d_backward_data(const Conv2dBackwardDataArgs& args) {
-  if (args.dx_add != nullptr) {
-    // The gradient as stored, then the add: the bits the CUDA epilogue reproduces.
-    ENGINE_REQUIRE(!args.batchnorm.active(), "conv2d_backward_data: dx_add with batchnorm");
-    Conv2dBackwardDataArgs plain = args;
-    plain.dx_add = nullptr;
-    conv2d_backward_data(plain);
-    const Conv2dShape& s = args.shape;
-    add({.dtype = args.dtype,
-         .a = args.dx,
-         .b = args.dx_add,
-         .y = args.dx,
-         .n = s.batch * s.in_h * s.in_w * s.in_channels});
-    return;
-  }
   if (args.batchnorm.active()) {
     const ConvDataGradBatchNorm& bn = args.batchnorm;
+    ENGINE_REQUIRE(args.dx_add == nullptr || bn.relu_output != nullptr,
+                   "conv2d_backward_data: dx_add with a batchnorm gated through its transform");
     Conv2dBackwardDataArgs plain = args;
     plain.batchnorm = {};
     conv2d_backward_data(plain);
@@ -388,12 +376,26 @@ void conv2d_backward_data(const Conv2dBackwardDataArgs& args) {
                                .grad_sums = bn.grad_sums,
                                .rows = args.shape.batch * args.shape.in_h * args.shape.in_w,
                                .channels = args.shape.in_channels,
+                               .relu_output = bn.relu_output,
                                .relu_scale = bn.relu_scale,
                                .relu_shift = bn.relu_shift,
                                .relu_grad = args.dx,
                                .bias_grad = bn.bias_grad,
                                .weight_grad = bn.weight_grad,
                                .accumulate = bn.accumulate});
+    return;
+  }
+  if (args.dx_add != nullptr) {
+    // The gradient as stored, then the add: the bits the CUDA epilogue reproduces.
+    Conv2dBackwardDataArgs plain = args;
+    plain.dx_add = nullptr;
+    conv2d_backward_data(plain);
+    const Conv2dShape& s = args.shape;
+    add({.dtype = args.dtype,
+         .a = args.dx,
+         .b = args.dx_add,
+         .y = args.dx,
+         .n = s.batch * s.in_h * s.in_w * s.in_channels});
     return;
   }
   const Conv2dShape& shape = args.shape;

@@ -1,14 +1,17 @@
 // conv2d_backward_data that also does the backward reduction of the BatchNorm + ReLU whose
-// output the convolution read (args.batchnorm, kernels/args/conv.h): dx gated by the ReLU's
-// mask, grad_sums and the parameter gradients, so that BatchNorm's backward is its element-wise
-// pass alone (batchnorm_backward_reduce reads g and x back). Where the tensor-core engine's
-// staged epilogue stores dx, it gates and sums from its shared tile (gemm_batchnorm_grad.cuh);
-// elsewhere (split K, the stride-phase and strided-pointwise paths, the direct epilogue, the
-// fp32 SIMT engine, dx or x without 16-byte rows, channels not a multiple of 8) the
-// convolution runs as usual and batchnorm_backward_reduce gates dx in place and sums it.
-// Either way the caller gets the same outputs; conv2d_backward_data_bn_path says which ran.
+// output the convolution read (args.batchnorm, kernels/args/conv.h): dx (plus dx_add, with a
+// stored ReLU output) gated by the ReLU's mask, grad_sums and the parameter gradients, so that
+// BatchNorm's backward is its element-wise pass alone (batchnorm_backward_reduce reads g and x
+// back). Where the tensor-core engine's staged epilogue stores dx, it adds, gates and sums from
+// its shared tile (gemm_batchnorm_grad.cuh); elsewhere (split K, the stride-phase and
+// strided-pointwise paths, the direct epilogue, the fp32 SIMT engine, tensors without 16-byte
+// rows, channels not a multiple of 8) the convolution runs as usual (adding dx_add in its
+// epilogue where it can, else by the add's own map) and batchnorm_backward_reduce gates dx in
+// place and sums it. Either way the caller gets the same outputs; conv2d_backward_data_bn_path
+// says which ran.
 #pragma once
 
+#include "kernels/cuda/activation_ops.cuh"
 #include "kernels/cuda/batchnorm_reduce.cuh"
 #include "kernels/cuda/conv.cuh"
 #include "kernels/cuda/gemm_batchnorm_grad.cuh"
@@ -41,6 +44,8 @@ StoreGatedWithBatchNormGrad<T> gated_grad_store(const Conv2dBackwardDataArgs& ar
           .x = static_cast<const T*>(bn.x),
           .relu_scale = bn.relu_scale,
           .relu_shift = bn.relu_shift,
+          .relu_output = static_cast<const T*>(bn.relu_output),
+          .addend = static_cast<const T*>(args.dx_add),
           .targets = {.part_dy = regions.part[0],
                       .part_dy_xmu = regions.part[1],
                       .group_dy = regions.groups[0],
@@ -58,7 +63,7 @@ StoreGatedWithBatchNormGrad<T> gated_grad_store(const Conv2dBackwardDataArgs& ar
 // Where the gating and the sums happen for these arguments: the epilogue exactly where the
 // convolution would store dx through the staged epilogue of the tensor-core engine, as one GEMM
 // without split K (conv2d_backward_data and mma_gemm_launch decide alike), with x and dx in
-// 16-byte runs of whole rows of 8-channel groups.
+// 16-byte runs of whole rows of 8-channel groups (dx_add and relu_output too).
 inline ConvStatsPath backward_data_bn_path(const Conv2dBackwardDataArgs& args,
                                            const ConvLaunch& options) {
   const Conv2dShape& shape = args.shape;
@@ -116,8 +121,12 @@ void conv2d_backward_data_bn(const Conv2dBackwardDataArgs& args, cudaStream_t st
   ENGINE_REQUIRE(bn.active(), "conv2d_backward_data_bn: no BatchNorm input x");
   ENGINE_REQUIRE(bn.batch_stats != nullptr && bn.grad_sums != nullptr,
                  "conv2d_backward_data_bn: needs batch_stats and grad_sums");
-  ENGINE_REQUIRE(bn.relu_scale != nullptr && bn.relu_shift != nullptr,
-                 "conv2d_backward_data_bn: needs the ReLU's relu_scale and relu_shift");
+  ENGINE_REQUIRE(
+      (bn.relu_scale != nullptr && bn.relu_shift != nullptr) != (bn.relu_output != nullptr),
+      "conv2d_backward_data_bn: needs the ReLU's relu_scale and relu_shift, or its "
+      "relu_output (one of them)");
+  ENGINE_REQUIRE(args.dx_add == nullptr || bn.relu_output != nullptr,
+                 "conv2d_backward_data_bn: dx_add needs the ReLU's relu_output");
   ENGINE_REQUIRE(args.workspace != nullptr,
                  "conv2d_backward_data_bn: needs conv2d_backward_data_bn_workspace_bytes of "
                  "workspace");
@@ -136,7 +145,19 @@ void conv2d_backward_data_bn(const Conv2dBackwardDataArgs& args, cudaStream_t st
   conv.workspace = regions.split_partials;
   conv.split_counters = regions.split_counters;
   conv.algo = options;
+  // dx_add by the add's own map where the GEMM cannot add it as it stores (split K, the
+  // strided paths): AddOp's bits are StoreToMatrixAdding's.
+  const bool add_after = conv.dx_add != nullptr && !conv2d_backward_data_adds(conv);
+  if (add_after) conv.dx_add = nullptr;
   conv2d_backward_data(conv, stream);
+  if (add_after) {
+    const Conv2dShape& s = args.shape;
+    dispatch_device_dtype(args.dtype, [&]<typename T>() {
+      launch_map2(s.batch * s.in_h * s.in_w * s.in_channels, AddOp<T, false>{},
+                  static_cast<T*>(args.dx), static_cast<const T*>(args.dx),
+                  static_cast<const T*>(args.dx_add), stream);
+    });
+  }
   // The reduce gates dx in place (relu_grad = dy: each element read before it is written).
   batchnorm_backward_reduce({.dtype = args.dtype,
                              .dy = args.dx,
@@ -146,6 +167,7 @@ void conv2d_backward_data_bn(const Conv2dBackwardDataArgs& args, cudaStream_t st
                              .rows = backward_data_extent(args.shape).m,
                              .channels = args.shape.in_channels,
                              .workspace = regions.batchnorm_scratch,
+                             .relu_output = bn.relu_output,
                              .relu_scale = bn.relu_scale,
                              .relu_shift = bn.relu_shift,
                              .relu_grad = args.dx,

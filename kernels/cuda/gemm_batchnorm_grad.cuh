@@ -1,18 +1,24 @@
 // BatchNorm + ReLU's backward reduction done in the input-gradient convolution's staged
-// epilogue (cuDNN's dgrad + drelu + dbn). The convolution computes g = dL/da for a = relu(x *
-// scale + shift), the BatchNorm + ReLU its input's loads applied (conv_input_value); BatchNorm's
-// backward then needs g' = g where a > 0 (else 0) and per channel sum(g'), sum(g' (x - mean)).
-// While the block's tile of g (rows = input pixels, columns = channels) sits in shared memory,
-// this store writes g' instead of g (the mask recomputed from x, read from global memory at the
-// same place) and sums both per column, so batchnorm_backward_reduce never reads g and x back:
-// BatchNorm's backward is its element-wise pass alone, reading g' as its dy without a mask.
+// epilogue (cuDNN's dgrad + drelu + dbn). The convolution computes g = dL/da for a = relu(...)
+// of the BatchNorm's output, which it read; BatchNorm's backward then needs g' = g where a > 0
+// (else 0) and per channel sum(g'), sum(g' (x - mean)) for the BatchNorm's input x. While the
+// block's tile of g (rows = input pixels, columns = channels) sits in shared memory, this store
+// writes g' instead of g and sums both per column, so batchnorm_backward_reduce never reads g
+// and x back: BatchNorm's backward is its element-wise pass alone, reading g' as its dy without
+// a mask. The mask comes from either
+//   - x, recomputed through the transform the convolution read it by (a = relu(x * scale +
+//     shift): a BatchNorm inside a residual block, whose output was never written); or
+//   - a, stored (relu_output): a residual block's output, read as it is by the next block's
+//     first convolution and by its identity branch, whose gradient (addend) is added first,
+//     with the add's bits (StoreToMatrixAdding), so that g is the whole gradient at a.
 //
-// g is rounded to the output's dtype before it is gated and summed: the values as stored, so
-// that the bits are those the unfused path gives (which reads the stored g). Each block sums
-// its tile's valid rows per column in a fixed order, the row tiles' partials are merged in two
-// levels in a fixed order (RowTileMerge, as the forward's statistics), plain fp32 sums, and the
-// last block writes grad_sums and the parameter gradients through
-// batchnorm_backward_write_channel, as batchnorm_backward_reduce's merge does.
+// g is rounded to the output's dtype (after the addend) before it is gated and summed: the
+// values as stored, so that the bits are those the unfused path gives (which reads the stored
+// g). Each block sums its tile's valid rows per column in a fixed order, the row tiles'
+// partials are merged in two levels in a fixed order (RowTileMerge, as the forward's
+// statistics), plain fp32 sums, and the last block writes grad_sums and the parameter gradients
+// through batchnorm_backward_write_channel, as batchnorm_backward_reduce's merge does. The sums
+// read x (and the addend and a) a second time, from L2, where the stores read them first.
 #pragma once
 
 #include <cstdint>
@@ -37,8 +43,8 @@ struct BatchNormGradSumsTargets {
 
 // StoreToMatrix<TOut> of the gated gradient that also sums it per column (kReadsStagedTile).
 // x: the BatchNorm's input [m, n] (n = its channels); mean = batch_stats[0, n); the ReLU's
-// mask from relu_scale/relu_shift. Only the staged epilogue of the tensor-core engine without
-// split K runs it (conv_backward_bn.cuh's path query).
+// mask from relu_output where set, else from relu_scale/relu_shift. Only the staged epilogue
+// of the tensor-core engine without split K runs it (conv_backward_bn.cuh's path query).
 template <typename TOut>
 struct StoreGatedWithBatchNormGrad {
   static constexpr int kVectorWidth = StoreToMatrix<TOut>::kVectorWidth;
@@ -47,27 +53,53 @@ struct StoreGatedWithBatchNormGrad {
   const TOut* x = nullptr;
   const float* relu_scale = nullptr;
   const float* relu_shift = nullptr;
+  const TOut* relu_output = nullptr;  // like x, or null (then relu_scale/relu_shift)
+  const TOut* addend = nullptr;       // like x, or null; only with relu_output
   BatchNormGradSumsTargets targets;
 
-  // g as stored (rounded to TOut), or 0 where the ReLU's output was not positive (NaN
-  // included): batchnorm_reduce.cuh's gate_by_recomputed_relu on x's stored value.
-  __device__ __forceinline__ float gated(float acc, float x_value, int64_t n) const {
-    const float g = to_f32(from_f32<TOut>(acc));
+  // g as stored: rounded to TOut, after the addend with the add's bits where there is one.
+  __device__ __forceinline__ static float stored(float acc, bool has_addend, TOut addend_value) {
+    return has_addend ? to_f32(StoreToMatrixAdding<TOut>::add(acc, addend_value))
+                      : to_f32(from_f32<TOut>(acc));
+  }
+  // g as stored, or 0 where the ReLU's output was not positive (NaN included):
+  // batchnorm_reduce.cuh's load_gradient_through_relu on a's stored value, or its
+  // gate_by_recomputed_relu on x's. at = m * ld + n.
+  __device__ __forceinline__ float gated(float acc, float x_value, int64_t at, int64_t n) const {
+    if (relu_output != nullptr) {
+      const float g = stored(acc, addend != nullptr, addend != nullptr ? addend[at] : TOut{});
+      return to_f32(relu_output[at]) > 0.f ? g : 0.f;
+    }
+    const float g = stored(acc, false, TOut{});
     return conv_input_value(x_value, relu_scale[n], relu_shift[n], true) > 0.f ? g : 0.f;
   }
   __device__ __forceinline__ void operator()(int split, int64_t m, int64_t n, float acc) const {
-    matrix(split, m, n, gated(acc, to_f32(x[m * matrix.ld + n]), n));
+    const int64_t at = m * matrix.ld + n;
+    matrix(split, m, n, gated(acc, to_f32(x[at]), at, n));
   }
   bool vector_fits() const {
-    return matrix.vector_fits() && all_aligned<kVectorWidth>(x) && matrix.ld % 8 == 0;
+    return matrix.vector_fits() && all_aligned<kVectorWidth>(x) && matrix.ld % 8 == 0 &&
+           (relu_output == nullptr || all_aligned<kVectorWidth>(relu_output)) &&
+           (addend == nullptr || all_aligned<kVectorWidth>(addend));
   }
   __device__ __forceinline__ void store_vector(int split, int64_t m, int64_t n,
                                                const float (&acc)[kVectorWidth]) const {
-    const Vector16<TOut> x_values = *reinterpret_cast<const Vector16<TOut>*>(x + m * matrix.ld + n);
+    const int64_t at = m * matrix.ld + n;
     float values[kVectorWidth];
+    if (relu_output != nullptr) {
+      // The mask and the addend in 16-byte loads; x is not needed to gate.
+      const Vector16<TOut> a = *reinterpret_cast<const Vector16<TOut>*>(relu_output + at);
+      Vector16<TOut> add{};
+      if (addend != nullptr) add = *reinterpret_cast<const Vector16<TOut>*>(addend + at);
 #pragma unroll
-    for (int i = 0; i < kVectorWidth; ++i)
-      values[i] = gated(acc[i], to_f32(x_values.v[i]), n + i);
+      for (int i = 0; i < kVectorWidth; ++i)
+        values[i] = to_f32(a.v[i]) > 0.f ? stored(acc[i], addend != nullptr, add.v[i]) : 0.f;
+    } else {
+      const Vector16<TOut> x_values = *reinterpret_cast<const Vector16<TOut>*>(x + at);
+#pragma unroll
+      for (int i = 0; i < kVectorWidth; ++i)
+        values[i] = gated(acc[i], to_f32(x_values.v[i]), at + i, n + i);
+    }
     matrix.store_vector(split, m, n, values);
   }
 
@@ -86,8 +118,9 @@ struct StoreGatedWithBatchNormGrad {
     if (lanes.active) {
       const float mean = targets.grad.batch_stats[n];
       for (int r = lanes.lane; r < lanes.rows; r += kLanes) {
-        const float v = to_f32(x[(static_cast<int64_t>(m0) + r) * n_size + n]);
-        const float g = gated(staged[r][lanes.col], v, n);
+        const int64_t at = (static_cast<int64_t>(m0) + r) * n_size + n;
+        const float v = to_f32(x[at]);
+        const float g = gated(staged[r][lanes.col], v, at, n);
         s_dy += g;
         s_dy_xmu += g * (v - mean);
       }

@@ -207,10 +207,18 @@ ConvDataGradBatchNorm data_grad_batchnorm(ops::OpName op, const Conv2dBackwardDa
   ops::require_exact(op, "fusion.x", fusion.x, shape.input_shape(), dx.dtype(), device,
                      shape.str());
   ops::require_f32(op, "fusion.batch_stats", fusion.batch_stats, 2 * channels + 1, device);
-  ops::require_defined(op, "fusion.input.scale", fusion.input.scale);
-  ENGINE_REQUIRE(fusion.input.relu,
-                 std::string(op) + ": fusion.input must be the ReLU's transform (relu = true)");
-  const ConvInputTransform transform = input_transform(op, fusion.input, shape, device);
+  ConvInputTransform transform;
+  if (fusion.relu_output.defined()) {
+    ops::require_exact(op, "fusion.relu_output", fusion.relu_output, shape.input_shape(),
+                       dx.dtype(), device, shape.str());
+    ENGINE_REQUIRE(!fusion.input.scale.defined(),
+                   std::string(op) + ": fusion.relu_output and fusion.input exclude each other");
+  } else {
+    ops::require_defined(op, "fusion.input.scale", fusion.input.scale);
+    ENGINE_REQUIRE(fusion.input.relu,
+                   std::string(op) + ": fusion.input must be the ReLU's transform (relu = true)");
+    transform = input_transform(op, fusion.input, shape, device);
+  }
   ops::require_f32(op, "fusion.grad_sums", fusion.grad_sums, 2 * channels, device);
   Tensor grad_sums = fusion.grad_sums, bias_grad = fusion.bias_grad,
          weight_grad = fusion.weight_grad;  // handles: the fusion struct is const, not its data
@@ -218,6 +226,7 @@ ConvDataGradBatchNorm data_grad_batchnorm(ops::OpName op, const Conv2dBackwardDa
           .batch_stats = fusion.batch_stats.data<float>(),
           .relu_scale = transform.scale,
           .relu_shift = transform.shift,
+          .relu_output = fusion.relu_output.defined() ? fusion.relu_output.raw_data() : nullptr,
           .grad_sums = grad_sums.data<float>(),
           .bias_grad = ops::optional_f32(op, "fusion.bias_grad", bias_grad, channels, device),
           .weight_grad = ops::optional_f32(op, "fusion.weight_grad", weight_grad, channels, device),
@@ -256,8 +265,10 @@ void conv2d_backward_data(const Conv2dShape& shape, Conv2dBackwardDataOperands o
   }
   if (operands.add.defined()) {
     ops::require_exact(op, "add", operands.add, shape.input_shape(), dtype, device, context);
-    ENGINE_REQUIRE(!batchnorm.active(),
-                   std::string(op) + ": add and the BatchNorm's backward (fusion.x) together");
+    ENGINE_REQUIRE(!batchnorm.active() || batchnorm.relu_output != nullptr,
+                   std::string(op) +
+                       ": add with the BatchNorm's backward (fusion.x) needs fusion.relu_output "
+                       "(the residual's ReLU output), not fusion.input");
   }
   ops::require_on_stream(op, "dy", operands.dy, stream);
   Conv2dBackwardDataArgs args{
@@ -361,12 +372,15 @@ ConvStatsPath conv2d_backward_data_bn_path(const Conv2dShape& shape,
       op, stream, [] {},
       [&](auto) {
         // Only the pointers' alignment and the engine decide; the rest of the fusion is unread.
-        path = cuda::conv2d_backward_data_bn_path({.shape = shape,
-                                                   .dtype = dx.dtype(),
-                                                   .dx = const_cast<void*>(dx.raw_data()),
-                                                   .fp32_math = stream.fp32_math(),
-                                                   .algo = algo,
-                                                   .batchnorm = {.x = fusion.x.raw_data()}});
+        const auto pointer = [](const Tensor& t) { return t.defined() ? t.raw_data() : nullptr; };
+        path = cuda::conv2d_backward_data_bn_path(
+            {.shape = shape,
+             .dtype = dx.dtype(),
+             .dx = const_cast<void*>(dx.raw_data()),
+             .dx_add = pointer(operands.add),
+             .fp32_math = stream.fp32_math(),
+             .algo = algo,
+             .batchnorm = {.x = fusion.x.raw_data(), .relu_output = pointer(fusion.relu_output)}});
       });
   return path;
 }

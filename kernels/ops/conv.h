@@ -106,19 +106,23 @@ ConvStatsPath conv2d_forward_stats_path(const Conv2dShape& shape,
                                         const Conv2dForwardOperands& operands, Stream& stream,
                                         const ConvAlgo& algo = {});
 // What the input-gradient pass may compute besides dx (x undefined: nothing): the backward
-// reduction of the BatchNorm + ReLU whose output the convolution read (its forward's
-// fusion.input, from conv_input_from_batchnorm over batch_stats), cuDNN's dgrad + drelu + dbn.
-// dx then holds g' = the gradient at that BatchNorm's output (dx as stored, zeroed where the
-// ReLU's output, recomputed from x, was not positive), and grad_sums (f32[2C]), bias_grad and
-// weight_grad (f32[C] or undefined; added to with GradWrite::accumulate) are what
-// batchnorm_backward_reduce gives for g' and x: batchnorm_backward_elementwise then reads dx as
-// its dy, without a ReLU mask. On CUDA from the convolution's epilogue where it can
-// (conv2d_backward_data_bn_path), else by a batchnorm_backward_reduce pass over dx. Needs the
-// workspace of conv2d_backward_data_bn_workspace_numel.
+// reduction of the BatchNorm + ReLU whose output a the convolution read, cuDNN's dgrad + drelu
+// + dbn. a is either recomputed from x through the transform the forward read it by
+// (input: fusion.input, from conv_input_from_batchnorm over batch_stats) or stored
+// (relu_output: a residual block's output, which the next block's first convolution reads as
+// it is; operands.add may then carry the identity branch's gradient, added before the gate).
+// dx then holds g' = the gradient at a (dx as stored, after the add, zeroed where a was not
+// positive), and grad_sums (f32[2C]), bias_grad and weight_grad (f32[C] or undefined; added to
+// with GradWrite::accumulate) are what batchnorm_backward_reduce gives for g' and x:
+// batchnorm_backward_elementwise then reads dx as its dy, without a ReLU mask. On CUDA from the
+// convolution's epilogue where it can (conv2d_backward_data_bn_path), else by a
+// batchnorm_backward_reduce pass over dx. Needs the workspace of
+// conv2d_backward_data_bn_workspace_numel.
 struct Conv2dBackwardDataFusion {
   Tensor x;                    // the BatchNorm's input: like dx
   Tensor batch_stats;          // f32[2C+1]: mean, invstd, count
-  ConvInputAffine input = {};  // the transform the forward read x through: relu must be set
+  ConvInputAffine input = {};  // the transform the forward read x through (relu set), or
+  Tensor relu_output = {};     // a as stored, like dx (exactly one of the two)
   Tensor grad_sums;
   Tensor bias_grad, weight_grad;
   GradWrite write = GradWrite::overwrite;
@@ -136,7 +140,8 @@ struct Conv2dBackwardDataOperands {
   Tensor split_counters = {};
   // Like dx, or undefined: dx = the gradient + add, with the bits of an add op after it (a
   // residual block's identity branch): on CUDA in the convolution's epilogue where it stores dx
-  // as one GEMM without split K, else by the add's own launch. Not with fusion.x.
+  // as one GEMM without split K, else by the add's own launch. With fusion.x only where it is
+  // gated by fusion.relu_output.
   Tensor add = {};
 };
 void conv2d_backward_data(const Conv2dShape& shape, Conv2dBackwardDataOperands operands,

@@ -5,7 +5,11 @@
 // did the work (bf16 on each block tile, tf32) or the fallback (split K, the stride-phase and
 // strided-pointwise paths, the direct epilogue, the fp32 SIMT engine, unaligned tensors,
 // channels not a multiple of 8). Shapes cross every tile edge: several row tiles with a
-// partial last one (the merge), column tiles with a partial last one, 3x3 and 1x1.
+// partial last one (the merge), column tiles with a partial last one, 3x3 and 1x1. The
+// residual cases gate by a stored ReLU output instead (a residual block's, which the next
+// block's first convolution reads as it is) after adding the identity branch's gradient
+// (dx_add), with the add's bits: in the epilogue, in the GEMM's plain epilogue, or by the add's
+// own map after a split K or the strided paths.
 // The kernels under test, compiled by g++ for the emulator in simt_conv_kernels.cpp.
 #include "simt_conv_kernels.h"
 
@@ -52,6 +56,10 @@ struct DgradCase {
   int dx_offset = 0;    // elements by which dx misses 16-byte alignment
   int x_offset = 0;     // ... and x
   bool accumulate = false;
+  // Gated by a stored ReLU output after adding the identity branch's gradient; add_offset:
+  // elements by which that gradient misses 16-byte alignment.
+  bool residual = false;
+  int add_offset = 0;
 };
 
 ConvLaunch tile(GemmTile t, int split_k = 0) {
@@ -101,6 +109,25 @@ std::vector<DgradCase> dgrad_cases() {
       {"tf32 channels not a multiple of 8", conv_shape(2, 9, 9, 20, 16, 3, 3, 1, 1), kTf32,
        tile(GemmTile::automatic), kSeparate},
       {"bf16 fallback accumulate", three, kBf16, direct, kSeparate, 0, 0, 0, true},
+      // Residual: the epilogue adds, gates by the stored output and sums.
+      {"residual bf16 3x3 128x64", three, kBf16, tile(GemmTile::t128x64), kEpilogue, 0, 0, 0, false,
+       true},
+      {"residual bf16 pointwise 64x128 groups of 1", pointwise, kBf16, tile(GemmTile::t64x128),
+       kEpilogue, 1, 0, 0, false, true},
+      {"residual tf32 pointwise", pointwise, kTf32, tile(GemmTile::automatic), kEpilogue, 0, 0, 0,
+       false, true},
+      {"residual bf16 accumulate", pointwise, kBf16, tile(GemmTile::t64x64), kEpilogue, 0, 0, 0,
+       true, true},
+      // ... the fallbacks: the add in the GEMM's own epilogue, or by the add's map after it.
+      {"residual bf16 split K", three, kBf16, tile(GemmTile::t64x64, 2), kSeparate, 0, 0, 0, false,
+       true},
+      {"residual bf16 direct epilogue", three, kBf16, direct, kSeparate, 0, 0, 0, false, true},
+      {"residual fp32 SIMT", three, kFp32, tile(GemmTile::automatic), kSeparate, 0, 0, 0, false,
+       true},
+      {"residual bf16 3x3 stride 2 (phases)", conv_shape(2, 13, 13, 16, 8, 3, 3, 2, 1), kBf16,
+       tile(GemmTile::t64x64), kSeparate, 0, 0, 0, false, true},
+      {"residual bf16 add not 16-byte aligned", three, kBf16, tile(GemmTile::t64x64), kSeparate, 0,
+       0, 0, false, true, 1},
   };
 }
 
@@ -132,6 +159,16 @@ std::vector<float> gated(const std::vector<float>& g, const std::vector<float>& 
     const size_t c = i % channels;
     out[i] = conv_input_value(x[i], scale[c], shift[c], true) > 0.f ? g[i] : 0.f;
   }
+  return out;
+}
+
+// g + add rounded to dtype (an add op's bits on the stored g), gated by the stored ReLU
+// output a (a > 0, as relu_backward).
+std::vector<float> added_and_gated(DType dtype, const std::vector<float>& g,
+                                   const std::vector<float>& add, const std::vector<float>& a) {
+  std::vector<float> out(g.size());
+  for (size_t i = 0; i < g.size(); ++i)
+    out[i] = a[i] > 0.f ? testing::round_to(dtype, g[i] + add[i]) : 0.f;
   return out;
 }
 
@@ -176,21 +213,29 @@ TEST(ConvDgradBnSimt, GatedGradientAndBatchNormSums) {
         DType::f32,
         std::vector<float>(
             cuda::backward_data_bn_workspace(shape, c.options, c.group_tiles).total(), 0.f));
-    const Conv2dBackwardDataArgs args{.shape = shape,
-                                      .dtype = dtype,
-                                      .dy = dy.data(),
-                                      .w = w.data(),
-                                      .dx = dx.data(),
-                                      .workspace = workspace.data(),
-                                      .fp32_math = c.engine.math,
-                                      .batchnorm = {.x = bn.x.data(),
-                                                    .batch_stats = bn.batch_stats.floats(),
-                                                    .relu_scale = bn.scale.floats(),
-                                                    .relu_shift = bn.shift.floats(),
-                                                    .grad_sums = grad_sums.floats(),
-                                                    .bias_grad = bias_grad.floats(),
-                                                    .weight_grad = weight_grad.floats(),
-                                                    .accumulate = c.accumulate}};
+    // Residual: the block's output (about half positive) and its identity branch's gradient.
+    SimtBuffer relu_output(dtype, random_values(rows * channels, 15, true));
+    SimtBuffer add(dtype, random_values(rows * channels, 16, true), c.add_offset);
+    Conv2dBackwardDataArgs args{.shape = shape,
+                                .dtype = dtype,
+                                .dy = dy.data(),
+                                .w = w.data(),
+                                .dx = dx.data(),
+                                .workspace = workspace.data(),
+                                .fp32_math = c.engine.math,
+                                .batchnorm = {.x = bn.x.data(),
+                                              .batch_stats = bn.batch_stats.floats(),
+                                              .relu_scale = bn.scale.floats(),
+                                              .relu_shift = bn.shift.floats(),
+                                              .grad_sums = grad_sums.floats(),
+                                              .bias_grad = bias_grad.floats(),
+                                              .weight_grad = weight_grad.floats(),
+                                              .accumulate = c.accumulate}};
+    if (c.residual) {
+      args.dx_add = add.data();
+      args.batchnorm.relu_output = relu_output.data();
+      args.batchnorm.relu_scale = args.batchnorm.relu_shift = nullptr;
+    }
     EXPECT_EQ(cuda::backward_data_bn_path(args, c.options), c.path);
     cuda::conv2d_backward_data_bn(args, nullptr, c.options, c.group_tiles);
 
@@ -200,11 +245,13 @@ TEST(ConvDgradBnSimt, GatedGradientAndBatchNormSums) {
     Conv2dBackwardDataArgs plain = args;
     plain.dx = plain_dx.data();
     plain.workspace = plain_workspace.data();
+    plain.dx_add = nullptr;
     plain.batchnorm = {};
     cuda::conv2d_backward_data(plain, nullptr, c.options);
     const std::vector<float> x = bn.x.values(), stats = bn.batch_stats.values();
     const std::vector<float> expected_dx =
-        gated(plain_dx.values(), x, bn.scale.values(), bn.shift.values());
+        c.residual ? added_and_gated(dtype, plain_dx.values(), add.values(), relu_output.values())
+                   : gated(plain_dx.values(), x, bn.scale.values(), bn.shift.values());
     ASSERT_EQ(dx.values(), expected_dx);
 
     // grad_sums: the CPU's reduction of that gradient (no gate: it is gated already).

@@ -1,7 +1,8 @@
 // BatchNorm folded into the convolutions (nn/batchnorm_fusion.h, --fusion) against its own
 // passes (--fusion none): the statistics from the convolutions' epilogues (stats), and also
 // the normalize + ReLU inside a residual block in the next convolution's loads with the mask
-// recomputed in backward (full, the default on CUDA). One resnet18 (basic blocks) or resnet50
+// recomputed in backward (apply), and the input gradients doing BatchNorm's backward reduction
+// (full, the default on CUDA). One resnet18 (basic blocks) or resnet50
 // (bottlenecks) training step on the same weights and images, compared as far as each
 // precision lets it be (below).
 #include <gtest/gtest.h>
@@ -117,13 +118,16 @@ TEST(ResNetCuda, FusedBatchNormStatsStepMatchesBf16) {
                one_step(kNone, DType::bf16, Fp32Math::exact), 2e-2);
 }
 
-// One residual block's training step (forward, then backward from a fixed dy) on the
-// emulated GPU, with random parameters, for the block-level comparisons below.
+// The training step (forward, then backward from a fixed dy) of two residual blocks, one
+// after the other, on the emulated GPU, with random parameters, for the block-level
+// comparisons below.
 struct BlockRun {
   std::vector<float> y, dx;
   std::vector<float> eval_y;  // an evaluation forward after the step (running statistics)
   std::vector<std::vector<float>> grads, buffers;
   int deferred = 0;  // BatchNorms whose last forward left normalize + ReLU to the next conv
+  // Convolutions whose input gradient does the block before's last BatchNorm's reduction.
+  int residual_reductions = 0;
 };
 
 BlockRun block_step(BatchNormFusion fusion, DType dtype, bool bottleneck) {
@@ -131,10 +135,16 @@ BlockRun block_step(BatchNormFusion fusion, DType dtype, bool bottleneck) {
   const Device gpu = Device::cuda(0);
   Stream stream(gpu);
   ParameterSet params;
-  // Both with a downsample (stride 2, channels 32 -> 64); the bottleneck's conv2 is the strided
-  // 3x3 (v1.5), reading bn1 through its loads, and its conv3 reads bn2.
-  const auto block = bottleneck ? make_bottleneck(params, "block", kIn, 16, kStride)
-                                : make_basic_block(params, "block", kIn, 64, kStride);
+  // The first with a downsample (stride 2, channels 32 -> 64), the second with the identity;
+  // the bottleneck's conv2 is the strided 3x3 (v1.5), reading bn1 through its loads, and its
+  // conv3 reads bn2. The second block's input gradient (its conv1's plus the identity's) does
+  // the first's bn2 / bn3 reduction with full.
+  const auto make = [&](const std::string& name, int64_t in, int64_t stride) {
+    return bottleneck ? make_bottleneck(params, name, in, 16, stride)
+                      : make_basic_block(params, name, in, 64, stride);
+  };
+  const std::unique_ptr<ResidualBlock> blocks[] = {make("block0", kIn, kStride),
+                                                   make("block1", 64, 1)};
   params.allocate(gpu, stream);
   std::mt19937 rng(11);
   std::normal_distribution<float> normal;
@@ -155,7 +165,8 @@ BlockRun block_step(BatchNormFusion fusion, DType dtype, bool bottleneck) {
   SetupContext context{gpu, dtype, stream};
   context.fusion = fusion;
   const Shape input{kImages, kSide, kSide, kIn};
-  const Shape output = block->setup(input, context);
+  const Shape output = blocks[1]->setup(blocks[0]->setup(input, context), context);
+  blocks[1]->follow(blocks[0].get(), context);
   const Tensor x =
       Tensor::from_floats(input, random(shape_numel(input), 0.f, 1.f), dtype).to(gpu, stream);
   const Tensor dy =
@@ -163,18 +174,24 @@ BlockRun block_step(BatchNormFusion fusion, DType dtype, bool bottleneck) {
   Pass pass{stream, true, false, {}};
   params.zero_grad();
   BlockRun run;
-  run.y = block->forward(x, pass).to_floats(stream);
-  block->for_each_child([&](Layer& layer) {
-    if (const auto* bn = dynamic_cast<BatchNorm2d*>(&layer); bn != nullptr && bn->deferred())
-      ++run.deferred;
-  });
-  run.dx = block->backward(dy, pass).to_floats(stream);
+  run.y = blocks[1]->forward(blocks[0]->forward(x, pass), pass).to_floats(stream);
+  for (const auto& block : blocks) {
+    block->for_each_child([&](Layer& layer) {
+      if (const auto* bn = dynamic_cast<BatchNorm2d*>(&layer); bn != nullptr && bn->deferred())
+        ++run.deferred;
+      if (const auto* conv = dynamic_cast<Conv2d*>(&layer)) {
+        for (const ConvProblem& p : conv->problems(dtype, Fp32Math::exact))
+          run.residual_reductions += p.fusion == ConvFusion::residual_batchnorm_backward;
+      }
+    });
+  }
+  run.dx = blocks[0]->backward(blocks[1]->backward(dy, pass), pass).to_floats(stream);
   for (size_t id = 0; id < params.parameters().size(); ++id)
     run.grads.push_back(params.grad(static_cast<ParameterId>(id)).to_floats(stream));
   for (size_t id = 0; id < params.buffers().size(); ++id)
     run.buffers.push_back(params.buffer(static_cast<BufferId>(id)).to_floats(stream));
   Pass evaluation{stream, false, false, {}};
-  run.eval_y = block->forward(x, evaluation).to_floats(stream);
+  run.eval_y = blocks[1]->forward(blocks[0]->forward(x, evaluation), evaluation).to_floats(stream);
   return run;
 }
 
@@ -212,7 +229,9 @@ TEST(ResNetCuda, FullyFusedBlocksMatchUnfused) {
       for (const BatchNormFusion fusion : {kApply, kFull}) {
         SCOPED_TRACE(std::string(batchnorm_fusion_name(fusion)));
         const BlockRun fused = block_step(fusion, dtype, bottleneck);
-        EXPECT_EQ(fused.deferred, bottleneck ? 2 : 1);  // bn1 (and bn2), never the last
+        EXPECT_EQ(fused.deferred, bottleneck ? 4 : 2);  // bn1 (and bn2), never the last
+        // block1.conv1 reduces block0's last BatchNorm (full only).
+        EXPECT_EQ(fused.residual_reductions, fusion == kFull ? 1 : 0);
         expect_close(fused, plain, tolerance);
       }
     }
@@ -270,11 +289,17 @@ TEST(ResNetCuda, ConvProblemsNameEachPassAsFused) {
   EXPECT_GT(full.count({f, ConvFusion::output_stats}), 0u);               // conv1, downsample
   EXPECT_GT(full.count({f, ConvFusion::input_affine_output_stats}), 0u);  // conv2, conv3
   EXPECT_GT(full.count({d, ConvFusion::batchnorm_backward}), 0u);
+  // Each block's conv1 but layer1.0's reduces the block before's bn3 (after adding the
+  // identity's gradient): 15 of resnet50's 16 blocks, in 7 shapes (layer1.1-2, layerN.0 and
+  // layerN.1+ of the others).
+  const Key residual{d, ConvFusion::residual_batchnorm_backward};
+  EXPECT_EQ(full.count(residual) ? full.at(residual) : 0, 7);
   EXPECT_GT(full.count({d, ConvFusion::none}), 0u);
   EXPECT_GT(full.count({w, ConvFusion::input_affine}), 0u);
   EXPECT_GT(full.count({w, ConvFusion::none}), 0u);
   const std::map<Key, int> apply = count(kApply);
   EXPECT_EQ(apply.count({d, ConvFusion::batchnorm_backward}), 0u);
+  EXPECT_EQ(apply.count({d, ConvFusion::residual_batchnorm_backward}), 0u);
   EXPECT_GT(apply.count({f, ConvFusion::input_affine_output_stats}), 0u);
   const std::map<Key, int> stats = count(kStats);
   EXPECT_EQ(stats.size(), 3u);  // forward with statistics, plain input and filter gradients

@@ -4,6 +4,9 @@
 // batchnorm_backward_reduce's grad_sums and parameter gradients of it. On the layers that read a
 // BatchNorm + ReLU output in ResNet (3x3 stride 1 and pointwise 1x1), unsplit, so that bf16 takes
 // the epilogue on the device (f32 exact, and the CPU: the plain gradient, then the reduce).
+// On each block's first convolution also the residual kind: the identity branch's gradient
+// added, then gated by the block before's stored output (Conv2dBackwardDataFusion's
+// relu_output), as the next block's input gradient does the last BatchNorm's reduction.
 // f32 exact and bf16 only, as conv_bn_input.cpp; tests/kernels/test_conv_dgrad_bn_simt.cpp
 // covers tf32 and the fallbacks. No bench row (the plain passes' rows, conv.cpp, time the
 // convolutions).
@@ -36,7 +39,15 @@ bool reads_batchnorm_relu(const Conv2dShape& s) {
   return s.in_channels > 3 && (pointwise || three_by_three);
 }
 
-void add_case(std::vector<OpCase>& cases, const bench::ConvLayer& layer, DType dtype) {
+// A residual block's first convolution (whose input is, but in layer1.0, the block before's
+// output): the layer's name, e.g. "layer1.0.conv1 3x3 64->64", names the shape's first use.
+bool first_of_block(const bench::ConvLayer& layer) {
+  const std::string module = layer.name.substr(0, layer.name.find(' '));
+  return module.starts_with("layer") && module.ends_with(".conv1");
+}
+
+void add_case(std::vector<OpCase>& cases, const bench::ConvLayer& layer, DType dtype,
+              bool residual) {
   const Conv2dShape shape = layer.shape;
   const int64_t channels = shape.in_channels;
   const Operand x(shape.input_shape(), dtype, 42);
@@ -46,9 +57,14 @@ void add_case(std::vector<OpCase>& cases, const bench::ConvLayer& layer, DType d
   const Operand stats = batch_stats_operand(channels);
   const Operand weight({channels}, DType::f32, 45, 0.0, 1.0);
   const Operand bias({channels}, DType::f32, 46, 0.0, 1.0);
+  // Residual: the block before's output (~N(0, 1): about half passes) and the identity's
+  // gradient.
+  const Operand block_output(shape.input_shape(), dtype, 47);
+  const Operand identity_grad(shape.input_shape(), dtype, 48);
   OpCase c;
   c.op = OpId::conv2d_backward_data_bn;
-  c.name = layer.name + " " + shape_str(shape.input_shape()) + " + batchnorm backward";
+  c.name = layer.name + " " + shape_str(shape.input_shape()) +
+           (residual ? " + add + batchnorm backward" : " + batchnorm backward");
   c.dtype = dtype;
   // dx follows the convolution's tolerance (the two sides' gradients differ by rounding; the
   // mask is x's alone, so both gate alike), and the sums follow dx: fp32 in tiles on the device,
@@ -75,23 +91,29 @@ void add_case(std::vector<OpCase>& cases, const bench::ConvLayer& layer, DType d
     const Held weight_grad = hold(Tensor::empty({channels}, DType::f32, device));
     const Held scratch =
         hold(workspace(conv2d_backward_data_bn_workspace_numel(shape, device, unsplit), stream));
+    const Held output = hold(residual ? block_output.on(stream, inputs) : Tensor());
+    const Held add = hold(residual ? identity_grad.on(stream, inputs) : Tensor());
     return Prepared{
         [=, &stream] {
-          conv_input_from_batchnorm({.batch_stats = *batch_stats,
-                                     .weight = *gamma,
-                                     .bias = *beta,
-                                     .scale = *scale,
-                                     .shift = *shift},
-                                    stream);
-          conv2d_backward_data(shape,
-                               {.dy = *grad, .w = *filters, .dx = *dx, .workspace = *scratch},
-                               stream, unsplit,
-                               {.x = *in,
-                                .batch_stats = *batch_stats,
-                                .input = {.scale = *scale, .shift = *shift, .relu = true},
-                                .grad_sums = *grad_sums,
-                                .bias_grad = *bias_grad,
-                                .weight_grad = *weight_grad});
+          Conv2dBackwardDataFusion fusion{.x = *in,
+                                          .batch_stats = *batch_stats,
+                                          .grad_sums = *grad_sums,
+                                          .bias_grad = *bias_grad,
+                                          .weight_grad = *weight_grad};
+          if (residual) {
+            fusion.relu_output = *output;
+          } else {
+            conv_input_from_batchnorm({.batch_stats = *batch_stats,
+                                       .weight = *gamma,
+                                       .bias = *beta,
+                                       .scale = *scale,
+                                       .shift = *shift},
+                                      stream);
+            fusion.input = {.scale = *scale, .shift = *shift, .relu = true};
+          }
+          conv2d_backward_data(
+              shape, {.dy = *grad, .w = *filters, .dx = *dx, .workspace = *scratch, .add = *add},
+              stream, unsplit, fusion);
         },
         [=, &stream] {
           return std::vector<Output>{{"dx", host_values(*dx, stream)},
@@ -107,7 +129,9 @@ std::vector<OpCase> dgrad_bn_cases(const ModelShapes& model, DType dtype) {
   std::vector<OpCase> cases;
   if (dtype != DType::f32 && dtype != DType::bf16) return cases;
   for (const bench::ConvLayer& layer : model.conv_layers) {
-    if (reads_batchnorm_relu(layer.shape)) add_case(cases, layer, dtype);
+    if (!reads_batchnorm_relu(layer.shape)) continue;
+    add_case(cases, layer, dtype, false);
+    if (first_of_block(layer)) add_case(cases, layer, dtype, true);
   }
   return cases;
 }
