@@ -87,9 +87,9 @@ class BatchNorm2d final : public Layer {
   // writes, is not held here (on: dropped). Needs the ReLU. After setup, with its context.
   void reduce_in_next_conv(bool on, const SetupContext& context);
   // For that convolution's input gradient (of either kind), after a training forward
-  // (BatchNormFusion::full): what it is to compute besides dx (this layer's backward reduction:
-  // kernels/ops/conv.h's Conv2dBackwardDataFusion, gated by the ReLU recomputed from x where
-  // forwards defer, else by the stored output), so that this layer's next backward is its
+  // (BatchNormFusion::block, full): what it is to compute besides dx (this layer's backward
+  // reduction: kernels/ops/conv.h's Conv2dBackwardDataFusion, gated by the ReLU recomputed from x
+  // where forwards defer, else by the stored output), so that this layer's next backward is its
   // element-wise pass, reading that dx as its dy (and as residual_grad()).
   Conv2dBackwardDataFusion backward_fusion(const Pass& pass);
   // Whether forwards defer: their output is x, to be read through deferred_input().

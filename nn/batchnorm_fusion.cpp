@@ -3,7 +3,7 @@
 namespace engine::nn {
 
 namespace {
-constexpr std::string_view kNames[] = {"none", "stats", "apply", "full"};
+constexpr std::string_view kNames[] = {"none", "stats", "apply", "block", "full"};
 }
 
 std::optional<BatchNormFusion> batchnorm_fusion_from_name(std::string_view name) {

@@ -6,12 +6,14 @@
 //          block), that convolution applies them as it loads its operand, so the output is
 //          never written (Conv2d::read_input_through), and BatchNorm's backward recomputes the
 //          ReLU's mask from its input;
-//   full   also, that convolution's input gradient gates itself by the ReLU's mask and gives
+//   block  also, that convolution's input gradient gates itself by the ReLU's mask and gives
 //          BatchNorm's backward sums in its epilogue, BatchNorm's backward then being its
-//          element-wise pass alone (cuDNN's dgrad + drelu + dbn); and likewise each residual
-//          block's input gradient (its first convolution's plus its identity branch's) for the
-//          last BatchNorm of the block before, gating by that block's stored output
-//          (Conv2d::gate_input_grad_by).
+//          element-wise pass alone (cuDNN's dgrad + drelu + dbn);
+//   full   also across blocks: each residual block's input gradient (its first
+//          convolution's plus its identity branch's) does the same for the last BatchNorm of
+//          the block before, gating by that block's stored output (Conv2d::gate_input_grad_by);
+//          the gradient a block passes back is then already gated by that ReLU, so a layer's
+//          backward gives the true gradient at its input only up to block.
 // The CPU runs the same arithmetic either way, unfused.
 #pragma once
 
@@ -20,9 +22,9 @@
 
 namespace engine::nn {
 
-enum class BatchNormFusion { none, stats, apply, full };
+enum class BatchNormFusion { none, stats, apply, block, full };
 
-// "none", "stats", "apply" or "full"; nullopt for anything else.
+// "none", "stats", "apply", "block" or "full"; nullopt for anything else.
 std::optional<BatchNormFusion> batchnorm_fusion_from_name(std::string_view name);
 std::string_view batchnorm_fusion_name(BatchNormFusion fusion);
 

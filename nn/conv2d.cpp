@@ -139,7 +139,7 @@ void Conv2d::gate_input_grad_by(BatchNorm2d* bn, const SetupContext& context) {
 void Conv2d::wire_data_grad(const SetupContext& context) {
   data_grad_reduces_ = nullptr;
   data_grad_workspace_ = Tensor();
-  if (context.fusion == BatchNormFusion::full && input_grad_)
+  if (context.fusion >= BatchNormFusion::block && input_grad_)
     data_grad_reduces_ = input_from_ != nullptr ? input_from_ : gate_from_;
   if (!context.allocate) return;
   choose_algos(context);
@@ -198,7 +198,7 @@ const Tensor& Conv2d::backward_adding(const Tensor& dy, const Tensor& add, Pass&
   const bool reduces = dx_.defined() && data_grad_workspace_.defined() &&
                        (data_grad_reduces_ == gate_from_ || input_.scale.defined());
   if (reduces) {
-    // dx gated by the ReLU's mask, with the BatchNorm's backward sums (BatchNormFusion::full).
+    // dx gated by the ReLU's mask, with the BatchNorm's backward sums (BatchNormFusion::block).
     const bool adds_first = data_grad_reduces_ == gate_from_;
     conv2d_backward_data(shape_,
                          {.dy = dy,

@@ -88,7 +88,7 @@ class Conv2d final : public Layer {
   BatchNorm2d* input_from_ = nullptr;
   BatchNorm2d* gate_from_ = nullptr;  // gate_input_grad_by's
   // The BatchNorm whose backward reduction the input gradient does (input_from_ or
-  // gate_from_, BatchNormFusion::full), or null.
+  // gate_from_; BatchNormFusion::block, full), or null.
   BatchNorm2d* data_grad_reduces_ = nullptr;
   ConvInputAffine input_;       // how the last forward read x (none: as it is)
   Tensor data_grad_workspace_;  // the input gradient's with data_grad_reduces_'s reduction

@@ -46,7 +46,7 @@ Shape ResidualBlock::setup(const Shape& input, const SetupContext& context) {
     shape = norms_[i]->setup(shape, inner);
     convs_[i]->feed_batchnorm_stats(norms_[i].get(), inner);
     // Each stage's BN + ReLU output but the last (which feeds the identity's add) has one
-    // reader, the next conv: it may apply them as it loads (BatchNormFusion::apply, full).
+    // reader, the next conv: it may apply them as it loads (BatchNormFusion::apply and up).
     if (i > 0) convs_[i]->read_input_through(norms_[i - 1].get(), inner);
   }
   Shape identity = input;

@@ -140,7 +140,7 @@ void ResNet::wire_across_layers(const SetupContext& context) {
   ResidualBlock* previous = nullptr;
   layers_->for_each_child([&](Layer& layer) {
     auto* block = dynamic_cast<ResidualBlock*>(&layer);
-    if (block != nullptr) block->follow(fusion_across_blocks_ ? previous : nullptr, context);
+    if (block != nullptr) block->follow(previous, context);
     previous = block;
   });
 }

@@ -44,11 +44,6 @@ class ResNet {
   // How much of each BatchNorm the next setup() lets the convolutions do in training on CUDA
   // (nn/batchnorm_fusion.h; --fusion). Default full.
   void set_fusion(BatchNormFusion fusion) { fusion_ = fusion; }
-  // Whether full's reductions may cross a top-level layer boundary (default on): each residual
-  // block's input gradient then doing the block before's last BatchNorm's, the gradient a block
-  // passes back is already gated by the ReLU of the block before. Off where each layer's
-  // backward must give the true gradient at its input (probe_step's layer-by-layer record).
-  void set_fusion_across_blocks(bool on) { fusion_across_blocks_ = on; }
   // The shapes alone (no allocation, no parameters needed): afterwards conv_layers() give
   // every convolution's geometry, but forward and backward must wait for a real setup().
   Shape plan(const Shape& images);
@@ -96,7 +91,6 @@ class ResNet {
   Conv2d* stem_conv_ = nullptr;    // conv1 and bn1, held by layers_
   BatchNorm2d* stem_norm_ = nullptr;
   BatchNormFusion fusion_ = BatchNormFusion::full;
-  bool fusion_across_blocks_ = true;
 };
 
 }  // namespace engine::nn

@@ -89,14 +89,14 @@ void add_fusion(Command& command, nn::BatchNormFusion& fusion) {
       "--fusion", "F",
       "how much of each BatchNorm the CUDA convolutions do: none, stats (its training "
       "statistics in the epilogue of the convolution before it), apply (also its "
-      "normalize and ReLU in the loads of the convolution after it, inside a block) or "
-      "full (also its backward sums in the input gradient of the convolution after it, the "
-      "next block's for a block's last BatchNorm)",
+      "normalize and ReLU in the loads of the convolution after it, inside a block), block "
+      "(also its backward sums in that convolution's input gradient) or full (also a "
+      "block's last BatchNorm's in the next block's input gradient)",
       std::string(nn::batchnorm_fusion_name(fusion)),
       [&fusion](const std::string& flag, const std::string& text) {
         const auto parsed = nn::batchnorm_fusion_from_name(text);
         if (!parsed) {
-          throw UsageError(flag + " must be none, stats, apply or full, got '" + text + "'");
+          throw UsageError(flag + " must be none, stats, apply, block or full, got '" + text + "'");
         }
         fusion = *parsed;
       });

@@ -39,8 +39,8 @@ void check_precision_device(const nn::Precision& precision, const Device& device
 // convolutions' algorithms are chosen (nn/conv_tuning.h).
 void add_conv_tuning(Command& command, nn::ConvTuning& tuning);
 
-// --fusion none|stats|apply|full (and --no-fusion, none): how much of each training BatchNorm the
-// CUDA convolutions do (nn/batchnorm_fusion.h), so that runs can be compared with and without.
+// --fusion none|stats|apply|block|full (and --no-fusion, none): how much of each training BatchNorm
+// the CUDA convolutions do (nn/batchnorm_fusion.h), so that runs can be compared with and without.
 void add_fusion(Command& command, nn::BatchNormFusion& fusion);
 
 // --cuda-graph auto|on|off: capture the training step once as a CUDA graph and replay it;

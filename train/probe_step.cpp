@@ -134,9 +134,10 @@ int probe_main(const ProbeOptions& o) {
   const std::string arch = nn::checkpoint_arch(o.checkpoint);
   const nn::CheckpointInfo info = nn::read_checkpoint_info(o.checkpoint);
   nn::ResNet model(arch, {.num_classes = info.num_classes});
-  // Each top-level layer's output gradient as PyTorch has it: no block gating the gradient it
-  // passes back by the ReLU of the block before (the fusions inside the blocks stay).
-  model.set_fusion_across_blocks(false);
+  // Each top-level layer's output gradient as PyTorch has it: the fusions inside the blocks,
+  // not full's across them, where a block passes back a gradient gated by the ReLU of the
+  // block before (nn/batchnorm_fusion.h).
+  model.set_fusion(nn::BatchNormFusion::block);
   model.allocate(device, stream);
   nn::load_checkpoint(o.checkpoint, model, stream);
 
