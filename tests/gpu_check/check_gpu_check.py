@@ -15,8 +15,9 @@ gpu-check packs its report into four files after every step. Cases:
           before it and the last step's kill grace); steps beyond the environment ran, and the
           ones the budget left no time for are named as skipped, the part's last ones among them.
   perf    --part P, the short perf check: exit 0, "0 failed"; the summary names part P alone and
-          its steps: the environment, the bf16 step (with and without the CUDA graph), bench_kernels
-          bf16, the memory floor and the tuner's table; no test suite ran.
+          its steps: the environment, the bf16 step (with and without the CUDA graph, and with
+          --fusion block), bench_kernels bf16, the memory floor and the tuner's table; no test
+          suite ran.
   multi   --part M on 2, then 4 emulated GPUs (ENGINE_SIM_DEVICE_COUNT), through the pack's
           mpirun with this host's Open MPI and PMIx hidden (as root: a private mount namespace
           binds empty folders over their component folders and /dev/null over their
@@ -187,7 +188,8 @@ def case_perf(script, work):
     if parts != [line for line in parts if line.startswith("part P:")] or not parts:
         fail(f"--part P should run part P alone: {parts}")
     for step in (r"environment", r"bench_step bf16 batch \d+", r"bench_step bf16 --cuda-graph off",
-                 r"bench_kernels bf16", r"step memory floor bf16", r"bench_kernels --tune bf16"):
+                 r"bench_kernels bf16", r"step memory floor bf16", r"bench_kernels --tune bf16",
+                 r"bench_step bf16 --fusion block"):
         if not any(re.match(step + ": exit 0", line) for line in summary):
             fail(f"part P did not run '{step}' to exit 0:\n" + "\n".join(summary))
     if any(re.match(r"\S+_test: exit", line) for line in summary):
