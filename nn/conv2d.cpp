@@ -195,11 +195,11 @@ const Tensor& Conv2d::backward_adding(const Tensor& dy, const Tensor& add, Pass&
   pass.grad_ready(weight_id_);
   // The reduction of a BatchNorm whose output this layer read through it (after a deferring
   // forward: a training one) or as it is (which the identity branch's gradient joins first).
-  const bool reduces = dx_.defined() && data_grad_workspace_.defined() &&
-                       (data_grad_reduces_ == gate_from_ || input_.scale.defined());
+  const bool adds_first = data_grad_reduces_ != nullptr && data_grad_reduces_ == gate_from_;
+  const bool reduces =
+      dx_.defined() && data_grad_workspace_.defined() && (adds_first || input_.scale.defined());
   if (reduces) {
     // dx gated by the ReLU's mask, with the BatchNorm's backward sums (BatchNormFusion::block).
-    const bool adds_first = data_grad_reduces_ == gate_from_;
     conv2d_backward_data(shape_,
                          {.dy = dy,
                           .w = weight_.current(),

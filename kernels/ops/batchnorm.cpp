@@ -236,22 +236,21 @@ void batchnorm_backward_reduce(BatchNormBackwardReduceOperands operands, Stream&
   float* db = ops::optional_f32(op, "bias_grad", bias_grad, shape.channels, device);
   float* dw = ops::optional_f32(op, "weight_grad", weight_grad, shape.channels, device);
   ops::require_on_stream(op, "x", operands.x, stream);
-  const BatchNormBackwardReduceArgs args{
-      .dtype = operands.x.dtype(),
-      .dy = operands.dy.raw_data(),
-      .x = operands.x.raw_data(),
-      .batch_stats = operands.batch_stats.data<float>(),
-      .grad_sums = operands.grad_sums.data<float>(),
-      .rows = shape.rows,
-      .channels = shape.channels,
-      .workspace = scratch,
-      .relu_output = relu.output,
-      .relu_scale = relu.scale,
-      .relu_shift = relu.shift,
-      .relu_grad = relu_grad.defined() ? relu_grad.raw_data() : nullptr,
-      .bias_grad = db,
-      .weight_grad = dw,
-      .accumulate = fusion.write == GradWrite::accumulate};
+  const BatchNormBackwardReduceArgs args{.dtype = operands.x.dtype(),
+                                         .dy = operands.dy.raw_data(),
+                                         .x = operands.x.raw_data(),
+                                         .batch_stats = operands.batch_stats.data<float>(),
+                                         .grad_sums = operands.grad_sums.data<float>(),
+                                         .rows = shape.rows,
+                                         .channels = shape.channels,
+                                         .workspace = scratch,
+                                         .relu_output = relu.output,
+                                         .relu_scale = relu.scale,
+                                         .relu_shift = relu.shift,
+                                         .relu_grad = ops::optional_data(relu_grad),
+                                         .bias_grad = db,
+                                         .weight_grad = dw,
+                                         .accumulate = fusion.write == GradWrite::accumulate};
   ops::on_device(
       op, stream, [&] { cpu::batchnorm_backward_reduce(args); },
       [&](auto cuda_stream) { cuda::batchnorm_backward_reduce(args, cuda_stream); });

@@ -47,6 +47,11 @@ auto optional_f32(OpName op, std::string_view name, TensorRef& t, int64_t numel,
   require_f32(op, name, t, numel, device);
   return t.template data<float>();
 }
+// An optional operand's data: nullptr when t is undefined (its checks are the caller's).
+template <typename TensorRef>
+auto optional_data(TensorRef& t) -> decltype(t.raw_data()) {
+  return t.defined() ? t.raw_data() : nullptr;
+}
 // The op runs on stream's device, which must be t's device.
 void require_on_stream(OpName op, std::string_view name, const Tensor& t, const Stream& stream);
 // Workspaces are the caller's (ops never allocate): f32, at least `needed` elements, on device.

@@ -226,7 +226,7 @@ ConvDataGradBatchNorm data_grad_batchnorm(ops::OpName op, const Conv2dBackwardDa
           .batch_stats = fusion.batch_stats.data<float>(),
           .relu_scale = transform.scale,
           .relu_shift = transform.shift,
-          .relu_output = fusion.relu_output.defined() ? fusion.relu_output.raw_data() : nullptr,
+          .relu_output = ops::optional_data(fusion.relu_output),
           .grad_sums = grad_sums.data<float>(),
           .bias_grad = ops::optional_f32(op, "fusion.bias_grad", bias_grad, channels, device),
           .weight_grad = ops::optional_f32(op, "fusion.weight_grad", weight_grad, channels, device),
@@ -277,7 +277,7 @@ void conv2d_backward_data(const Conv2dShape& shape, Conv2dBackwardDataOperands o
       .dy = operands.dy.raw_data(),
       .w = operands.w.raw_data(),
       .dx = operands.dx.raw_data(),
-      .dx_add = operands.add.defined() ? operands.add.raw_data() : nullptr,
+      .dx_add = ops::optional_data(operands.add),
       .workspace = scratch,
       .split_counters = batchnorm.active() ? nullptr
                                            : split_counters(op, operands.split_counters, shape,
@@ -372,15 +372,15 @@ ConvStatsPath conv2d_backward_data_bn_path(const Conv2dShape& shape,
       op, stream, [] {},
       [&](auto) {
         // Only the pointers' alignment and the engine decide; the rest of the fusion is unread.
-        const auto pointer = [](const Tensor& t) { return t.defined() ? t.raw_data() : nullptr; };
         path = cuda::conv2d_backward_data_bn_path(
             {.shape = shape,
              .dtype = dx.dtype(),
              .dx = const_cast<void*>(dx.raw_data()),
-             .dx_add = pointer(operands.add),
+             .dx_add = ops::optional_data(operands.add),
              .fp32_math = stream.fp32_math(),
              .algo = algo,
-             .batchnorm = {.x = fusion.x.raw_data(), .relu_output = pointer(fusion.relu_output)}});
+             .batchnorm = {.x = fusion.x.raw_data(),
+                           .relu_output = ops::optional_data(fusion.relu_output)}});
       });
   return path;
 }
