@@ -13,10 +13,12 @@ namespace engine::bench {
 
 namespace {
 
-// "64x128/s2": the tile and split count ("auto" where the heuristic decides).
+// "64x128/s2": the tile and split count ("auto" where the heuristic decides), "/pad" where x's
+// channels are padded to the 16-byte vector.
 std::string short_algo(const ConvAlgo& algo) {
   return std::string(gemm_tile_name(algo.gemm.tile)) + "/s" +
-         (algo.split_k == 0 ? std::string("auto") : std::to_string(algo.split_k));
+         (algo.split_k == 0 ? std::string("auto") : std::to_string(algo.split_k)) +
+         (algo.padding == ChannelPadding::vector ? "/pad" : "");
 }
 
 }  // namespace

@@ -17,6 +17,10 @@ constexpr std::pair<std::string_view, cuda::GemmEpilogue> kEpilogues[] = {
     {"auto", cuda::GemmEpilogue::automatic},
     {"direct", cuda::GemmEpilogue::direct},
     {"staged", cuda::GemmEpilogue::staged}};
+constexpr std::pair<std::string_view, ChannelPadding> kPaddings[] = {
+    {"auto", ChannelPadding::automatic},
+    {"none", ChannelPadding::none},
+    {"vector", ChannelPadding::vector}};
 constexpr std::pair<std::string_view, ConvPass> kPasses[] = {
     {"forward", ConvPass::forward},
     {"backward_data", ConvPass::backward_data},
@@ -65,6 +69,12 @@ std::string_view gemm_epilogue_name(cuda::GemmEpilogue epilogue) {
 std::optional<cuda::GemmEpilogue> parse_gemm_epilogue(std::string_view text) {
   return value_of(text, kEpilogues);
 }
+std::string_view channel_padding_name(ChannelPadding padding) {
+  return name_of(padding, kPaddings);
+}
+std::optional<ChannelPadding> parse_channel_padding(std::string_view text) {
+  return value_of(text, kPaddings);
+}
 std::string_view conv_pass_name(ConvPass pass) {
   return name_of(pass, kPasses);
 }
@@ -82,7 +92,8 @@ std::optional<ConvFusion> parse_conv_fusion(std::string_view text) {
 std::string conv_algo_text(const ConvAlgo& algo) {
   return "tile=" + std::string(gemm_tile_name(algo.gemm.tile)) +
          " split=" + (algo.split_k == 0 ? std::string("auto") : std::to_string(algo.split_k)) +
-         " epilogue=" + std::string(gemm_epilogue_name(algo.gemm.epilogue));
+         " epilogue=" + std::string(gemm_epilogue_name(algo.gemm.epilogue)) +
+         " padding=" + std::string(channel_padding_name(algo.padding));
 }
 
 std::string ConvProblem::str() const {

@@ -1,6 +1,7 @@
 // Which of the CUDA engine's kernels a convolution pass runs: the tensor-core block tile and
-// epilogue (kernels/cuda/gemm_choice.h) and the number of K-splits. The default ({}) is the
-// heuristic of kernels/cuda/conv.cuh; the tuner (nn/conv_tuner.h) times the candidates
+// epilogue (kernels/cuda/gemm_choice.h), the number of K-splits and, for a filter gradient
+// whose input channels the 16-byte loads cannot take, whether x is padded first. The default ({})
+// is the heuristic of kernels/cuda/conv.cuh; the tuner (nn/conv_tuner.h) times the candidates
 // cuda::conv2d_candidates lists and keeps the fastest per problem in a ConvPlans table
 // (kernels/conv_plans.h). The CPU backend ignores it.
 #pragma once
@@ -19,23 +20,37 @@
 
 namespace engine {
 
+// How a tensor-core filter gradient reads an x whose channel count is not a multiple of the
+// 16-byte vector (8 bf16, 4 tf32; the stem's 3): `none` as it is, element by element (about
+// 37 instructions per HMMA), `vector` from a copy padded with zero channels to that width,
+// which the 16-byte path reads (more products, by the padding, at about 6 instructions per
+// HMMA, and two small launches: the pad and the padded gradient's unpad). `automatic`: the
+// environment's ENGINE_FILTER_GRAD_PADDING=none|vector, none when unset (the tuner times both).
+// Every other pass and engine reads x as it is.
+enum class ChannelPadding : uint8_t { automatic, none, vector };
+
 struct ConvAlgo {
   int split_k = 0;  // 0: the heuristic's (choose_split_k), else this many K-splits
   cuda::GemmChoice gemm = {};
+  ChannelPadding padding = ChannelPadding::automatic;
 
   bool operator==(const ConvAlgo& other) const {
     return split_k == other.split_k && gemm.tile == other.gemm.tile &&
-           gemm.epilogue == other.gemm.epilogue;
+           gemm.epilogue == other.gemm.epilogue && padding == other.padding;
   }
 };
 
-// "tile=128x64 split=4 epilogue=staged" ("auto" where the heuristic or environment decides).
+// "tile=128x64 split=4 epilogue=staged padding=none" ("auto" where the heuristic or environment
+// decides).
 std::string conv_algo_text(const ConvAlgo& algo);
 // "auto", "128x128", "128x64", "64x128", "64x64"; "auto", "direct", "staged"; and back.
 std::string_view gemm_tile_name(cuda::GemmTile tile);
 std::optional<cuda::GemmTile> parse_gemm_tile(std::string_view text);
 std::string_view gemm_epilogue_name(cuda::GemmEpilogue epilogue);
 std::optional<cuda::GemmEpilogue> parse_gemm_epilogue(std::string_view text);
+// "auto", "none", "vector"; and back.
+std::string_view channel_padding_name(ChannelPadding padding);
+std::optional<ChannelPadding> parse_channel_padding(std::string_view text);
 
 // The three passes of a convolution in training.
 enum class ConvPass : uint8_t { forward, backward_data, backward_filter };

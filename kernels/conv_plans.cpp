@@ -11,11 +11,24 @@ namespace engine {
 
 namespace {
 
-// Format 2 adds the fusion column (ConvFusion) after math; a format 1 table's rows are plain
-// passes, and still read.
-constexpr std::string_view kFormat = "2";
-constexpr std::string_view kPlainFormat = "1";
-constexpr size_t kRowFields = 21;
+// Format 3 adds the padding column (ChannelPadding) after epilogue, format 2 the fusion column
+// (ConvFusion) after math; rows of formats 1 (plain passes) and 2 are still read, their
+// padding the heuristic's.
+constexpr std::string_view kFormat = "3";
+constexpr size_t kRowFields = 22;
+
+// Which columns a row of a format has.
+struct RowLayout {
+  bool fusion = true;
+  bool padding = true;
+  size_t fields() const { return kRowFields - !fusion - !padding; }
+};
+std::optional<RowLayout> row_layout(std::string_view format) {
+  if (format == "1") return RowLayout{.fusion = false, .padding = false};
+  if (format == "2") return RowLayout{.fusion = true, .padding = false};
+  if (format == kFormat) return RowLayout{};
+  return std::nullopt;
+}
 
 constexpr std::pair<std::string_view, DType> kDtypes[] = {{"f32", DType::f32},
                                                           {"bf16", DType::bf16}};
@@ -62,10 +75,9 @@ std::optional<double> parse_double(std::string_view text) {
 }
 
 // The row's problem and entry, or a description of what is wrong with it.
-// plain: a format 1 row, without the fusion column.
-std::string parse_row(std::vector<std::string_view> f, bool plain, ConvProblem& problem,
-                      ConvPlanEntry& entry) {
-  const size_t expected = plain ? kRowFields - 1 : kRowFields;
+std::string parse_row(std::vector<std::string_view> f, const RowLayout& layout,
+                      ConvProblem& problem, ConvPlanEntry& entry) {
+  const size_t expected = layout.fields();
   if (f.size() != expected) {
     return "expected " + std::to_string(expected) + " tab-separated fields, got " +
            std::to_string(f.size());
@@ -79,13 +91,19 @@ std::string parse_row(std::vector<std::string_view> f, bool plain, ConvProblem& 
   problem.pass = *pass;
   problem.dtype = *dtype;
   problem.math = *math;
-  if (!plain) {
+  if (layout.fusion) {
     const auto fusion = parse_conv_fusion(f[3]);
     if (!fusion) return "unknown fusion '" + std::string(f[3]) + "'";
     problem.fusion = *fusion;
     f.erase(f.begin() + 3);  // the rest as in format 1
   }
-  const size_t shift = plain ? 0 : 1;  // of the fields' numbers in messages
+  if (layout.padding) {
+    const auto padding = parse_channel_padding(f[19]);
+    if (!padding) return "unknown padding '" + std::string(f[19]) + "'";
+    entry.algo.padding = *padding;
+    f.erase(f.begin() + 19);  // microseconds where format 1 has it
+  }
+  const size_t shift = layout.fusion ? 1 : 0;  // of the fields' numbers in messages
   int64_t* extents[] = {
       &problem.shape.batch,       &problem.shape.in_h,         &problem.shape.in_w,
       &problem.shape.in_channels, &problem.shape.out_channels, &problem.shape.kernel_h,
@@ -140,7 +158,8 @@ std::string conv_plans_text(const ConvPlans& plans, const ConvPlanOrigin& origin
       << "\nkernels\t" << origin.kernels << "\n"
       << "# "
          "pass\tdtype\tmath\tfusion\tbatch\tin_h\tin_w\tin_c\tout_c\tkernel_h\tkernel_w\tstride_h\t"
-         "stride_w\tpad_h\tpad_w\tdilation_h\tdilation_w\ttile\tsplit\tepilogue\tmicroseconds\n";
+         "stride_w\tpad_h\tpad_w\tdilation_h\tdilation_w\ttile\tsplit\tepilogue\tpadding\t"
+         "microseconds\n";
   for (const auto& [p, entry] : plans.entries()) {
     const Conv2dShape& s = p.shape;
     out << conv_pass_name(p.pass) << '\t' << dtype_name(p.dtype) << '\t' << fp32_math_name(p.math)
@@ -153,15 +172,15 @@ std::string conv_plans_text(const ConvPlans& plans, const ConvPlanOrigin& origin
     char microseconds[32];
     std::snprintf(microseconds, sizeof microseconds, "%.1f", entry.microseconds);
     out << '\t' << gemm_tile_name(entry.algo.gemm.tile) << '\t' << entry.algo.split_k << '\t'
-        << gemm_epilogue_name(entry.algo.gemm.epilogue) << '\t' << microseconds << '\n';
+        << gemm_epilogue_name(entry.algo.gemm.epilogue) << '\t'
+        << channel_padding_name(entry.algo.padding) << '\t' << microseconds << '\n';
   }
   return out.str();
 }
 
 ParsedConvPlans parse_conv_plans(std::string_view text, std::string_view source) {
   ParsedConvPlans parsed;
-  bool format_seen = false;
-  bool plain = false;  // format 1
+  std::optional<RowLayout> layout;  // from the format header
   int line_number = 0;
   const auto bad = [&](const std::string& why) {
     fail(std::string(source) + ":" + std::to_string(line_number) + ": " + why);
@@ -176,10 +195,8 @@ ParsedConvPlans parse_conv_plans(std::string_view text, std::string_view source)
     if (fields.size() == 2) {
       const std::string value(fields[1]);
       if (fields[0] == "format") {
-        if (fields[1] != kFormat && fields[1] != kPlainFormat)
-          bad("format " + value + ", this build reads formats 1 and 2");
-        format_seen = true;
-        plain = fields[1] == kPlainFormat;
+        layout = row_layout(fields[1]);
+        if (!layout) bad("format " + value + ", this build reads formats 1 to 3");
       } else if (fields[0] == "gpu") {
         parsed.origin.gpu = value;
       } else if (fields[0] == "cuda") {
@@ -191,15 +208,15 @@ ParsedConvPlans parse_conv_plans(std::string_view text, std::string_view source)
       }
       continue;
     }
-    if (!format_seen) bad("a row before the 'format' header");
+    if (!layout) bad("a row before the 'format' header");
     ConvProblem problem;
     ConvPlanEntry entry;
-    const std::string why = parse_row(fields, plain, problem, entry);
+    const std::string why = parse_row(fields, *layout, problem, entry);
     if (!why.empty()) bad(why);
     if (parsed.plans.find(problem) != nullptr) bad("a second row for " + problem.str());
     parsed.plans.set(problem, entry);
   }
-  if (!format_seen) fail(std::string(source) + ": not a convolution plan table (no 'format' row)");
+  if (!layout) fail(std::string(source) + ": not a convolution plan table (no 'format' row)");
   return parsed;
 }
 

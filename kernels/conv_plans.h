@@ -2,11 +2,12 @@
 // the tuner's cache file and the committed default tables (nn/conv_plan_file.h). A problem
 // without a row runs the heuristic's algorithm.
 //
-// The text: '#' comments, then header rows "format 2", "gpu NAME", "cuda VERSIONS", "kernels
+// The text: '#' comments, then header rows "format 3", "gpu NAME", "cuda VERSIONS", "kernels
 // HASH" naming what the timings are valid for, then one tab-separated row per problem:
 //   pass dtype math fusion batch in_h in_w in_c out_c kernel_h kernel_w stride_h stride_w pad_h
-//   pad_w dilation_h dilation_w tile split epilogue microseconds
-// (format 1, still read: the same without fusion, every row a plain pass).
+//   pad_w dilation_h dilation_w tile split epilogue padding microseconds
+// (formats 1 and 2, still read: without padding, the heuristic's; format 1 also without
+// fusion, every row a plain pass).
 #pragma once
 
 #include <map>

@@ -10,7 +10,7 @@ namespace engine::nn {
 
 namespace {
 
-constexpr int kValuesPerProblem = 4;
+constexpr int kValuesPerProblem = 5;
 
 std::string seconds_text(double seconds) {
   char text[32];
@@ -122,6 +122,7 @@ std::vector<float> encode_conv_plans(const ConvPlans& plans,
     v[1] = static_cast<float>(entry->algo.gemm.tile);
     v[2] = static_cast<float>(entry->algo.split_k);
     v[3] = static_cast<float>(entry->algo.gemm.epilogue);
+    v[4] = static_cast<float>(entry->algo.padding);
   }
   return values;
 }
@@ -140,6 +141,7 @@ ConvPlans decode_conv_plans(const std::vector<float>& values,
     algo.gemm.tile = static_cast<cuda::GemmTile>(static_cast<int>(v[1]));
     algo.split_k = static_cast<int>(v[2]);
     algo.gemm.epilogue = static_cast<cuda::GemmEpilogue>(static_cast<int>(v[3]));
+    algo.padding = static_cast<ChannelPadding>(static_cast<int>(v[4]));
     plans.set(problems[i], {algo, 0});
   }
   return plans;

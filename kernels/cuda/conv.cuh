@@ -4,6 +4,7 @@
 #pragma once
 
 #include "kernels/cuda/conv.h"
+#include "kernels/cuda/conv_channel_padding.cuh"
 #include "kernels/cuda/conv_input_transform.cuh"
 #include "kernels/cuda/conv_operands.cuh"
 #include "kernels/cuda/conv_strided_data_grad.cuh"
@@ -39,6 +40,38 @@ inline size_t filter_grad_workspace_bytes(const Conv2dShape& shape, int splits) 
   const int64_t filter = shape.out_channels * shape.gemm_k();
   const int64_t bias = column_sum_slices(shape.gemm_m()) * shape.out_channels;
   return static_cast<size_t>(splits * filter + bias) * sizeof(float);
+}
+
+// The filter gradient with x padded to `channels` (conv_channel_padding.cuh) for an engine of
+// `vector` elements per 16 bytes: its workspace holds the padded x, the padded gradient (f32)
+// and the padded shape's own workspace, in that order, each a multiple of 16 bytes.
+struct PaddedFilterGradLayout {
+  Conv2dShape padded;
+  size_t x_bytes, dw_bytes, inner_bytes;
+  PaddedFilterGradLayout(const Conv2dShape& shape, int64_t channels, int vector,
+                         const ConvLaunch& options)
+      : padded(with_input_channels(shape, channels)),
+        x_bytes(static_cast<size_t>(shape.batch * shape.in_h * shape.in_w * channels) *
+                (16 / vector)),
+        dw_bytes(static_cast<size_t>(shape.out_channels * padded.gemm_k()) * sizeof(float)),
+        inner_bytes(filter_grad_workspace_bytes(padded, filter_grad_splits(padded, options))) {}
+  size_t bytes() const { return x_bytes + dw_bytes + inner_bytes; }
+};
+
+// The vectors of the tensor-core engines (tf32's 4 floats, bf16's 8), for which a workspace is
+// sized without knowing which engine will run.
+constexpr int kTensorCoreVectors[] = {4, 8};
+
+// The channels the filter gradient of `args` reads x with: padded_channels for the tensor-core
+// engine that runs it, into an f32 gradient (ResNet's master weights) without an input
+// transform; C itself everywhere else (the fp32 SIMT engine loads elements either way).
+inline int64_t filter_grad_channels(const Conv2dBackwardFilterArgs& args,
+                                    const ConvLaunch& options) {
+  const int64_t channels = args.shape.in_channels;
+  const bool tensor_cores = args.dtype == DType::bf16 || args.fp32_math == Fp32Math::tf32;
+  if (!tensor_cores || args.dw_dtype != DType::f32 || args.input_transform.active())
+    return channels;
+  return padded_channels(channels, args.dtype == DType::bf16 ? 8 : 4, options.padding);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -256,11 +289,59 @@ void conv2d_backward_data(const Conv2dBackwardDataArgs& args, cudaStream_t strea
   });
 }
 
+// The bias gradient, dy's column sums, through `partials` (column_sum_slices x filters floats).
+inline void filter_grad_bias(const Conv2dBackwardFilterArgs& args, float* partials,
+                             cudaStream_t stream) {
+  if (args.dbias == nullptr) return;
+  const int64_t pixels = args.shape.gemm_m();
+  dispatch_device_dtype(args.dtype, [&]<typename T>() {
+    column_sum_launch(pixels, args.shape.out_channels, static_cast<const T*>(args.dy),
+                      column_sum_slices(pixels), partials, args.dbias, args.accumulate, stream);
+  });
+}
+
+// The filter gradient through x padded to `channels`: the pad, the padded shape's gradient into
+// the workspace (overwritten, unpadded, no bias), then its real channels into dw.
+void conv2d_backward_filter_padded(const Conv2dBackwardFilterArgs& args, int64_t channels,
+                                   cudaStream_t stream, const ConvLaunch& options) {
+  const Conv2dShape& shape = args.shape;
+  const int vector = args.dtype == DType::bf16 ? 8 : 4;
+  const PaddedFilterGradLayout layout(shape, channels, vector, options);
+  std::byte* workspace = static_cast<std::byte*>(args.workspace);
+  float* padded_dw = reinterpret_cast<float*>(workspace + layout.x_bytes);
+  Conv2dBackwardFilterArgs padded = args;
+  padded.shape = layout.padded;
+  padded.x = workspace;
+  padded.dw = padded_dw;
+  padded.dbias = nullptr;
+  padded.accumulate = false;
+  padded.workspace = workspace + layout.x_bytes + layout.dw_bytes;
+  dispatch_device_dtype(args.dtype, [&]<typename T>() {
+    pad_channels_launch(shape.batch * shape.in_h * shape.in_w, shape.in_channels, channels,
+                        static_cast<const T*>(args.x), reinterpret_cast<T*>(workspace), stream);
+  });
+  ConvLaunch as_is = options;
+  as_is.padding = ChannelPadding::none;
+  conv2d_backward_filter(padded, stream, as_is);
+  unpad_filter_grad_launch(shape.out_channels * shape.kernel_h * shape.kernel_w, shape.in_channels,
+                           channels, padded_dw, static_cast<float*>(args.dw), args.accumulate,
+                           stream);
+  filter_grad_bias(
+      args,
+      static_cast<float*>(padded.workspace) +
+          filter_grad_splits(layout.padded, as_is) * shape.out_channels * layout.padded.gemm_k(),
+      stream);
+}
+
 void conv2d_backward_filter(const Conv2dBackwardFilterArgs& args, cudaStream_t stream,
                             const ConvLaunch& options) {
   const Conv2dShape& shape = args.shape;
   if (args.input_transform.active() && args.dw_dtype != DType::f32)
     throw std::invalid_argument("conv2d_backward_filter: an input transform needs an f32 dw");
+  if (const int64_t channels = filter_grad_channels(args, options); channels != shape.in_channels) {
+    conv2d_backward_filter_padded(args, channels, stream, options);
+    return;
+  }
   const int splits = filter_grad_splits(shape, options);
   const int64_t k_out = shape.out_channels, taps = shape.gemm_k(), pixels = shape.gemm_m();
   float* workspace = static_cast<float*>(args.workspace);
@@ -294,18 +375,22 @@ void conv2d_backward_filter(const Conv2dBackwardFilterArgs& args, cudaStream_t s
       split_gemm(k_out, taps, splits, static_cast<TGrad*>(args.dw), args.accumulate, workspace,
                  args.split_counters, stream, gemm);
     });
-    if (args.dbias != nullptr) {
-      column_sum_launch(pixels, k_out, dy, column_sum_slices(pixels),
-                        workspace + splits * k_out * taps, args.dbias, args.accumulate, stream);
-    }
   });
+  filter_grad_bias(args, workspace + splits * k_out * taps, stream);
 }
 
 // ---------------------------------------------------------------------------------------
 // Entry points (declared in conv.h)
 
 size_t conv2d_backward_filter_workspace_bytes(const Conv2dShape& shape, const ConvAlgo& algo) {
-  return filter_grad_workspace_bytes(shape, filter_grad_splits(shape, algo));
+  size_t bytes = filter_grad_workspace_bytes(shape, filter_grad_splits(shape, algo));
+  // Enough for the padded path of either tensor-core engine, where the algorithm pads.
+  for (const int vector : kTensorCoreVectors) {
+    const int64_t channels = padded_channels(shape.in_channels, vector, algo.padding);
+    if (channels != shape.in_channels)
+      bytes = std::max(bytes, PaddedFilterGradLayout(shape, channels, vector, algo).bytes());
+  }
+  return bytes;
 }
 
 size_t conv2d_forward_workspace_bytes(const Conv2dShape& shape, const ConvAlgo& algo) {
@@ -336,6 +421,12 @@ size_t conv2d_split_counters_bytes(const Conv2dShape& shape, ConvPass pass, cons
     case ConvPass::backward_filter:
       counters =
           split_sum_counters(shape.out_channels, shape.gemm_k(), filter_grad_splits(shape, algo));
+      for (const int vector : kTensorCoreVectors) {
+        const Conv2dShape padded =
+            with_input_channels(shape, padded_channels(shape.in_channels, vector, algo.padding));
+        counters = std::max(counters, split_sum_counters(padded.out_channels, padded.gemm_k(),
+                                                         filter_grad_splits(padded, algo)));
+      }
       break;
   }
   return static_cast<size_t>(counters) * sizeof(unsigned);
@@ -354,43 +445,74 @@ std::vector<ConvAlgo> conv2d_candidates(const ConvProblem& problem) {
     e = {shape.out_channels, shape.gemm_k(), shape.gemm_m()};
     max_splits = 2 * kFilterGradMaxSplits;
   }
-  // Only bf16's 16-byte path has several tiles; with channels not a multiple of 8 (the stem's
-  // 3) it takes element loads, on one tile.
-  const bool tiles =
-      problem.dtype == DType::bf16 && shape.in_channels % 8 == 0 && shape.out_channels % 8 == 0;
-  const auto split_count = [&](int tile_m, int tile_n) {
+  const auto split_count = [&](const GemmExtent& extent, int tile_m, int tile_n) {
     if (!splits) return 1;
     return problem.pass == ConvPass::backward_filter
-               ? choose_split_k(e.m, e.n, e.k, tile_m, tile_n, kSplitTargetBlocks, kMinKPerSplit,
-                                kFilterGradMaxSplits)
-               : choose_split_k(e.m, e.n, e.k, tile_m, tile_n);
+               ? choose_split_k(extent.m, extent.n, extent.k, tile_m, tile_n, kSplitTargetBlocks,
+                                kMinKPerSplit, kFilterGradMaxSplits)
+               : choose_split_k(extent.m, extent.n, extent.k, tile_m, tile_n);
   };
   std::vector<ConvAlgo> candidates;
-  const auto add = [&](GemmTile tile, int64_t split) {
-    if (split < 1 || split > max_splits || (split > 1 && e.k / split < kMinKPerSplit / 2)) return;
+  const auto add = [&](const GemmExtent& extent, GemmTile tile, int64_t split,
+                       ChannelPadding padding) {
+    if (split < 1 || split > max_splits || (split > 1 && extent.k / split < kMinKPerSplit / 2))
+      return;
     ConvAlgo algo;
     algo.gemm.tile = tile;
     algo.split_k = static_cast<int>(split);
+    algo.padding = padding;
     for (const ConvAlgo& seen : candidates) {
       if (seen == algo) return;
     }
     candidates.push_back(algo);
   };
-  // The heuristic's choice, spelled out.
-  add(tiles ? resolve_tile(GemmTile::automatic, e.m, e.n) : GemmTile::automatic,
-      split_count(kFp32TileM, kFp32TileN));
+  // Each tile with no split, the heuristic's split for that tile and twice it, over the GEMM
+  // reading x with `in_channels`. Only bf16's 16-byte path has several tiles; with channels
+  // not a multiple of 8 (the stem's 3) it takes element loads, on one tile.
   constexpr std::pair<GemmTile, std::pair<int, int>> kTiles[] = {{GemmTile::t128x128, {128, 128}},
                                                                  {GemmTile::t128x64, {128, 64}},
                                                                  {GemmTile::t64x128, {64, 128}},
                                                                  {GemmTile::t64x64, {64, 64}}};
-  for (const auto& [tile, extent] : kTiles) {
-    if (!tiles && tile != GemmTile::t128x128) continue;
-    const GemmTile named = tiles ? tile : GemmTile::automatic;
-    const int64_t split = split_count(extent.first, extent.second);
-    add(named, 1);
-    add(named, split);
-    add(named, 2 * split);
-  }
+  const auto add_tiles = [&](const GemmExtent& extent, int64_t in_channels,
+                             ChannelPadding padding) {
+    const bool tiles =
+        problem.dtype == DType::bf16 && in_channels % 8 == 0 && shape.out_channels % 8 == 0;
+    for (const auto& [tile, size] : kTiles) {
+      if (!tiles && tile != GemmTile::t128x128) continue;
+      const GemmTile named = tiles ? tile : GemmTile::automatic;
+      const int64_t split = split_count(extent, size.first, size.second);
+      add(extent, named, 1, padding);
+      add(extent, named, split, padding);
+      add(extent, named, 2 * split, padding);
+    }
+  };
+  // A tensor-core filter gradient whose x the 16-byte loads cannot take may read x padded to
+  // their vector (conv_channel_padding.cuh): `padded` channels, or C where it cannot.
+  const bool tensor_cores = problem.dtype == DType::bf16 || problem.math == Fp32Math::tf32;
+  const bool may_pad = problem.pass == ConvPass::backward_filter && tensor_cores &&
+                       problem.fusion == ConvFusion::none;
+  const int vector = problem.dtype == DType::bf16 ? 8 : 4;
+  const auto read_channels = [&](ChannelPadding padding) {
+    return may_pad ? padded_channels(shape.in_channels, vector, padding) : shape.in_channels;
+  };
+  const auto extent_with = [&](int64_t channels) {
+    if (channels == shape.in_channels) return e;
+    return GemmExtent{shape.out_channels, with_input_channels(shape, channels).gemm_k(),
+                      shape.gemm_m()};
+  };
+  // The heuristic's choice, spelled out (the environment may pad).
+  const int64_t heuristic_channels = read_channels(ChannelPadding::automatic);
+  const GemmExtent heuristic = extent_with(heuristic_channels);
+  const bool heuristic_tiles =
+      problem.dtype == DType::bf16 && heuristic_channels % 8 == 0 && shape.out_channels % 8 == 0;
+  add(heuristic,
+      heuristic_tiles ? resolve_tile(GemmTile::automatic, heuristic.m, heuristic.n)
+                      : GemmTile::automatic,
+      split_count(heuristic, kFp32TileM, kFp32TileN),
+      heuristic_channels == shape.in_channels ? ChannelPadding::none : ChannelPadding::vector);
+  add_tiles(e, shape.in_channels, ChannelPadding::none);
+  if (const int64_t padded = read_channels(ChannelPadding::vector); padded != shape.in_channels)
+    add_tiles(extent_with(padded), padded, ChannelPadding::vector);
   return candidates;
 }
 

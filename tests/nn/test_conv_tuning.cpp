@@ -27,11 +27,13 @@ ConvProblem problem(int64_t batch, int64_t size, int64_t in, int64_t out, int64_
           Fp32Math::exact};
 }
 
-ConvAlgo algo(cuda::GemmTile tile, int split, cuda::GemmEpilogue epilogue) {
+ConvAlgo algo(cuda::GemmTile tile, int split, cuda::GemmEpilogue epilogue,
+              ChannelPadding padding = ChannelPadding::automatic) {
   ConvAlgo a;
   a.gemm.tile = tile;
   a.split_k = split;
   a.gemm.epilogue = epilogue;
+  a.padding = padding;
   return a;
 }
 
@@ -41,6 +43,9 @@ ConvPlans sample_plans() {
             {algo(cuda::GemmTile::t64x128, 1, cuda::GemmEpilogue::staged), 412.5});
   plans.set(problem(128, 224, 3, 64, 7, 2, 3, ConvPass::backward_filter, DType::f32),
             {algo(cuda::GemmTile::automatic, 96, cuda::GemmEpilogue::automatic), 670});
+  plans.set(problem(128, 224, 3, 64, 7, 2, 3, ConvPass::backward_filter),
+            {algo(cuda::GemmTile::t64x64, 66, cuda::GemmEpilogue::staged, ChannelPadding::vector),
+             512.5});
   ConvProblem tf32 = problem(32, 14, 256, 256, 3, 2, 1, ConvPass::backward_data, DType::f32);
   tf32.math = Fp32Math::tf32;
   plans.set(tf32, {algo(cuda::GemmTile::automatic, 0, cuda::GemmEpilogue::direct), 0});
@@ -85,6 +90,11 @@ TEST(ConvPlans, TextRoundTripsEveryField) {
   ASSERT_NE(parsed.plans.find(fused), nullptr);
   EXPECT_EQ(parsed.plans.find(fused)->algo.gemm.tile, cuda::GemmTile::t128x64);
   EXPECT_EQ(fused.str(), "forward bf16 " + fused.shape.str() + " + affine+stats");
+  // The padding column.
+  const ConvPlanEntry* stem =
+      parsed.plans.find(problem(128, 224, 3, 64, 7, 2, 3, ConvPass::backward_filter));
+  ASSERT_NE(stem, nullptr);
+  EXPECT_EQ(stem->algo.padding, ChannelPadding::vector);
 }
 
 // A table written before the fusion column (format 1) reads as plain passes.
@@ -105,6 +115,30 @@ TEST(ConvPlans, FormatOneTablesReadAsPlainPasses) {
   std::string narrowed = text;
   narrowed.replace(narrowed.find("format\t1"), 8, "format\t2");
   EXPECT_THROW(parse_conv_plans(narrowed, "old.tsv"), Error);
+}
+
+// A table written before the padding column (format 2) keeps its fusions, its padding the
+// heuristic's; a format 2 row with a padding column is refused.
+TEST(ConvPlans, FormatTwoTablesReadWithTheHeuristicsPadding) {
+  const std::string text =
+      "format\t2\ngpu\tNVIDIA H200\n"
+      "backward_filter\tbf16\texact\tnone\t128\t224\t224\t3\t64\t7\t7\t2\t2\t3\t3\t1\t1\t"
+      "auto\t132\tstaged\t2500\n";
+  const ParsedConvPlans parsed = parse_conv_plans(text, "old.tsv");
+  const ConvPlanEntry* stem =
+      parsed.plans.find(problem(128, 224, 3, 64, 7, 2, 3, ConvPass::backward_filter));
+  ASSERT_NE(stem, nullptr);
+  EXPECT_EQ(stem->algo.split_k, 132);
+  EXPECT_EQ(stem->algo.padding, ChannelPadding::automatic);
+  EXPECT_DOUBLE_EQ(stem->microseconds, 2500);
+  std::string widened = text;
+  widened.replace(widened.find("staged\t"), 7, "staged\tvector\t");
+  EXPECT_THROW(parse_conv_plans(widened, "old.tsv"), Error);
+  widened.replace(widened.find("format\t2"), 8, "format\t3");
+  EXPECT_EQ(parse_conv_plans(widened, "new.tsv")
+                .plans.find(problem(128, 224, 3, 64, 7, 2, 3, ConvPass::backward_filter))
+                ->algo.padding,
+            ChannelPadding::vector);
 }
 
 TEST(ConvPlans, MalformedTextIsNamedWithItsLine) {
@@ -130,8 +164,12 @@ TEST(ConvPlans, MalformedTextIsNamedWithItsLine) {
   std::string twice = good + good.substr(good.rfind("\nforward") + 1);
   EXPECT_NE(error_of(twice).find("a second row"), std::string::npos) << error_of(twice);
   std::string future = good;
-  future.replace(future.find("format\t2"), 8, "format\t3");
-  EXPECT_NE(error_of(future).find("format 3"), std::string::npos) << error_of(future);
+  future.replace(future.find("format\t3"), 8, "format\t4");
+  EXPECT_NE(error_of(future).find("format 4"), std::string::npos) << error_of(future);
+  std::string bad_padding = good;
+  bad_padding.replace(bad_padding.find("\tvector\t"), 8, "\tpadded\t");
+  EXPECT_NE(error_of(bad_padding).find("unknown padding"), std::string::npos)
+      << error_of(bad_padding);
   std::string bad_fusion = good;
   bad_fusion.replace(bad_fusion.find("affine+stats"), 12, "affine+relu!");
   EXPECT_NE(error_of(bad_fusion).find("unknown fusion"), std::string::npos) << error_of(bad_fusion);
@@ -290,8 +328,9 @@ double relative_max_difference(const std::vector<float>& a, const std::vector<fl
 }
 
 // Small shapes with every path the candidates choose between: 16-byte bf16 operands (four
-// tiles), element loads (the stem's 3 channels), split K (K = 576 over 16 output pixels),
-// strided input gradients by stride phase and by stride cells.
+// tiles), element loads (the stem's 3 channels) or (its bf16 filter gradient) x padded to 8,
+// split K (K = 576 over 16 output pixels), strided input gradients by stride phase and by
+// stride cells.
 std::vector<ConvProblem> device_problems() {
   std::vector<ConvProblem> problems;
   for (const DType dtype : {DType::bf16, DType::f32}) {
@@ -319,7 +358,7 @@ class ConvTuningCuda : public ::testing::Test {
 TEST_F(ConvTuningCuda, EveryCandidateMatchesTheCpuAndRepeatsItsBits) {
   Stream cpu;
   Stream gpu(Device::cuda(0));
-  size_t tiles_seen = 0, splits_seen = 0;
+  size_t tiles_seen = 0, splits_seen = 0, padded_seen = 0;
   for (const ConvProblem& p : device_problems()) {
     const std::vector<ConvAlgo> candidates = conv2d_algo_candidates(p, gpu.device());
     ASSERT_FALSE(candidates.empty()) << p.str();
@@ -334,10 +373,12 @@ TEST_F(ConvTuningCuda, EveryCandidateMatchesTheCpuAndRepeatsItsBits) {
       EXPECT_EQ(run_pass(p, a, gpu), first);  // the same bits again
       tiles_seen += a.gemm.tile == cuda::GemmTile::t64x64;
       splits_seen += a.split_k > 1;
+      padded_seen += a.padding == ChannelPadding::vector;
     }
   }
   EXPECT_GT(tiles_seen, 0u);
   EXPECT_GT(splits_seen, 0u);
+  EXPECT_GT(padded_seen, 0u);  // the bf16 stem's filter gradient, x padded to 8 channels
 }
 
 // The fused passes are timed as the layers run them: their own workspaces (zeroed, with the
