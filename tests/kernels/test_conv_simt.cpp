@@ -371,50 +371,61 @@ TEST(ConvSimt, ForwardAndBackwardDataMatchCpuWithSplitK) {
   }
 }
 
+// The filter gradient with `algo`, accumulating onto earlier gradients (the second micro-batch
+// of a step) and with a bias, against the CPU twin; split partials summed by each tile's last
+// split (sums_in_gemm: counters given) or by a second launch.
+void expect_filter_grad_matches_cpu(const Conv2dShape& shape, const Engine& engine,
+                                    const ConvAlgo& algo, bool sums_in_gemm) {
+  Operands in(shape, engine);
+  const int64_t filters = shape_numel(shape.filter_shape());
+  const std::vector<float> previous = random_values(filters, 5);
+  const std::vector<float> previous_bias = random_values(shape.out_channels, 6);
+  std::vector<float> expected = previous, expected_bias = previous_bias;
+  cpu::conv2d_backward_filter({.shape = shape,
+                               .dtype = engine.dtype,
+                               .x = in.cpu_x.data(),
+                               .dy = in.cpu_dy.data(),
+                               .dw = expected.data(),
+                               .accumulate = true});
+  // The bias gradient sums dy itself, on no engine's tensor cores.
+  std::vector<float> unused = previous;
+  cpu::conv2d_backward_filter({.shape = shape,
+                               .dtype = engine.dtype,
+                               .x = in.x.data(),
+                               .dy = in.dy.data(),
+                               .dw = unused.data(),
+                               .dbias = expected_bias.data(),
+                               .accumulate = true});
+  SimtBuffer actual(DType::f32, previous), actual_bias(DType::f32, previous_bias);
+  SimtBuffer workspace =
+      SimtBuffer::f32(cuda::conv2d_backward_filter_workspace_bytes(shape, algo) / 4);
+  SimtBuffer counters(std::vector<int32_t>(
+      std::max<size_t>(
+          cuda::conv2d_split_counters_bytes(shape, ConvPass::backward_filter, algo) / 4, 1),
+      0));
+  cuda::conv2d_backward_filter(
+      {.shape = shape,
+       .dtype = engine.dtype,
+       .x = in.x.data(),
+       .dy = in.dy.data(),
+       .dw = actual.data(),
+       .dbias = actual_bias.floats(),
+       .accumulate = true,
+       .workspace = workspace.data(),
+       .split_counters = sums_in_gemm ? reinterpret_cast<unsigned*>(counters.ints()) : nullptr,
+       .fp32_math = engine.math},
+      nullptr, algo);
+  EXPECT_LE(relative_difference(actual.values(), expected), testing::kConvF32Tolerance);
+  EXPECT_LE(relative_difference(actual_bias.values(), expected_bias), testing::kConvF32Tolerance);
+}
+
 TEST(ConvSimt, BackwardFilterMatchesCpuWithAndWithoutSplitK) {
   for (const Engine& engine : conv_engines()) {
-    const DType dtype = engine.dtype;
     for (const auto& [name, shape] : simt_cases()) {
       for (int splits : {1, 3}) {
         SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + engine.name() +
                      " splits=" + std::to_string(splits));
-        Operands in(shape, engine);
-        const int64_t filters = shape_numel(shape.filter_shape());
-        // Accumulate onto non-zero gradients: the second micro-batch of a step.
-        const std::vector<float> previous = random_values(filters, 5);
-        const std::vector<float> previous_bias = random_values(shape.out_channels, 6);
-        std::vector<float> expected = previous, expected_bias = previous_bias;
-        cpu::conv2d_backward_filter({.shape = shape,
-                                     .dtype = dtype,
-                                     .x = in.cpu_x.data(),
-                                     .dy = in.cpu_dy.data(),
-                                     .dw = expected.data(),
-                                     .accumulate = true});
-        // The bias gradient sums dy itself, on no engine's tensor cores.
-        std::vector<float> unused = previous;
-        cpu::conv2d_backward_filter({.shape = shape,
-                                     .dtype = dtype,
-                                     .x = in.x.data(),
-                                     .dy = in.dy.data(),
-                                     .dw = unused.data(),
-                                     .dbias = expected_bias.data(),
-                                     .accumulate = true});
-        SimtBuffer actual(DType::f32, previous), actual_bias(DType::f32, previous_bias);
-        SimtBuffer workspace =
-            SimtBuffer::f32(cuda::filter_grad_workspace_bytes(shape, splits) / 4);
-        cuda::conv2d_backward_filter({.shape = shape,
-                                      .dtype = dtype,
-                                      .x = in.x.data(),
-                                      .dy = in.dy.data(),
-                                      .dw = actual.data(),
-                                      .dbias = actual_bias.floats(),
-                                      .accumulate = true,
-                                      .workspace = workspace.data(),
-                                      .fp32_math = engine.math},
-                                     nullptr, {.split_k = splits});
-        EXPECT_LE(relative_difference(actual.values(), expected), testing::kConvF32Tolerance);
-        EXPECT_LE(relative_difference(actual_bias.values(), expected_bias),
-                  testing::kConvF32Tolerance);
+        expect_filter_grad_matches_cpu(shape, engine, {.split_k = splits}, false);
       }
     }
   }
@@ -422,17 +433,17 @@ TEST(ConvSimt, BackwardFilterMatchesCpuWithAndWithoutSplitK) {
 
 // The tensor-core filter gradients through x padded to their 16-byte vector (8 bf16, 4 tf32;
 // conv_channel_padding.cuh): the stem's 3 channels, 5, and 19 (several vectors a pixel), with
-// and without split K, accumulating onto earlier gradients, with a bias; the fp32 SIMT engine
-// reads x as it is whatever the algorithm says.
+// and without split K (summed in the GEMM), accumulating onto earlier gradients, with a bias;
+// the fp32 SIMT engine reads x as it is whatever the algorithm says.
 TEST(ConvSimt, BackwardFilterThroughPaddedChannelsMatchesCpu) {
   for (const Engine& engine : conv_engines()) {
     for (const auto& [name, shape] :
          simt_cases_named({"7x7 s2 p3 stem", "3x3 s2 p1 odd", "pointwise, odd N"})) {
-      const ConvAlgo padded{.padding = ChannelPadding::vector};
       const Conv2dBackwardFilterArgs engine_args{
           .shape = shape, .dtype = engine.dtype, .dw_dtype = DType::f32, .fp32_math = engine.math};
       const int64_t vector = engine.dtype == DType::bf16 ? 8 : 4;
-      const int64_t channels = cuda::filter_grad_channels(engine_args, padded);
+      const int64_t channels =
+          cuda::filter_grad_channels(engine_args, {.padding = ChannelPadding::vector});
       if (engine.math == Fp32Math::exact && engine.dtype == DType::f32) {
         EXPECT_EQ(channels, shape.in_channels);
       } else {
@@ -443,48 +454,8 @@ TEST(ConvSimt, BackwardFilterThroughPaddedChannelsMatchesCpu) {
       for (int splits : {1, 3}) {
         SCOPED_TRACE(std::string(name) + " " + shape.str() + " " + engine.name() +
                      " splits=" + std::to_string(splits));
-        Operands in(shape, engine);
-        const int64_t filters = shape_numel(shape.filter_shape());
-        const std::vector<float> previous = random_values(filters, 5);
-        const std::vector<float> previous_bias = random_values(shape.out_channels, 6);
-        std::vector<float> expected = previous, expected_bias = previous_bias;
-        cpu::conv2d_backward_filter({.shape = shape,
-                                     .dtype = engine.dtype,
-                                     .x = in.cpu_x.data(),
-                                     .dy = in.cpu_dy.data(),
-                                     .dw = expected.data(),
-                                     .accumulate = true});
-        std::vector<float> unused = previous;
-        cpu::conv2d_backward_filter({.shape = shape,
-                                     .dtype = engine.dtype,
-                                     .x = in.x.data(),
-                                     .dy = in.dy.data(),
-                                     .dw = unused.data(),
-                                     .dbias = expected_bias.data(),
-                                     .accumulate = true});
-        const ConvAlgo algo{.split_k = splits, .padding = ChannelPadding::vector};
-        SimtBuffer actual(DType::f32, previous), actual_bias(DType::f32, previous_bias);
-        SimtBuffer workspace =
-            SimtBuffer::f32(cuda::conv2d_backward_filter_workspace_bytes(shape, algo) / 4);
-        SimtBuffer counters(std::vector<int32_t>(
-            std::max<size_t>(
-                cuda::conv2d_split_counters_bytes(shape, ConvPass::backward_filter, algo) / 4, 1),
-            0));
-        cuda::conv2d_backward_filter(
-            {.shape = shape,
-             .dtype = engine.dtype,
-             .x = in.x.data(),
-             .dy = in.dy.data(),
-             .dw = actual.data(),
-             .dbias = actual_bias.floats(),
-             .accumulate = true,
-             .workspace = workspace.data(),
-             .split_counters = reinterpret_cast<unsigned*>(counters.ints()),
-             .fp32_math = engine.math},
-            nullptr, algo);
-        EXPECT_LE(relative_difference(actual.values(), expected), testing::kConvF32Tolerance);
-        EXPECT_LE(relative_difference(actual_bias.values(), expected_bias),
-                  testing::kConvF32Tolerance);
+        expect_filter_grad_matches_cpu(
+            shape, engine, {.split_k = splits, .padding = ChannelPadding::vector}, true);
       }
     }
   }
