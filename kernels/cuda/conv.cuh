@@ -47,14 +47,16 @@ inline size_t filter_grad_workspace_bytes(const Conv2dShape& shape, int splits) 
 // and the padded shape's own workspace, in that order, each a multiple of 16 bytes.
 struct PaddedFilterGradLayout {
   Conv2dShape padded;
+  int splits;  // the padded shape's
   size_t x_bytes, dw_bytes, inner_bytes;
   PaddedFilterGradLayout(const Conv2dShape& shape, int64_t channels, int vector,
                          const ConvLaunch& options)
       : padded(with_input_channels(shape, channels)),
+        splits(filter_grad_splits(padded, options)),
         x_bytes(static_cast<size_t>(shape.batch * shape.in_h * shape.in_w * channels) *
                 (16 / vector)),
         dw_bytes(static_cast<size_t>(shape.out_channels * padded.gemm_k()) * sizeof(float)),
-        inner_bytes(filter_grad_workspace_bytes(padded, filter_grad_splits(padded, options))) {}
+        inner_bytes(filter_grad_workspace_bytes(padded, splits)) {}
   size_t bytes() const { return x_bytes + dw_bytes + inner_bytes; }
 };
 
@@ -62,16 +64,22 @@ struct PaddedFilterGradLayout {
 // sized without knowing which engine will run.
 constexpr int kTensorCoreVectors[] = {4, 8};
 
+// The 16-byte vector of the engine that runs tensors of `dtype` under `math`: bf16's 8, tf32's
+// 4, or 0 for the fp32 SIMT engine (element loads only).
+inline int tensor_core_vector(DType dtype, Fp32Math math) {
+  if (dtype == DType::bf16) return 8;
+  return math == Fp32Math::tf32 ? 4 : 0;
+}
+
 // The channels the filter gradient of `args` reads x with: padded_channels for the tensor-core
 // engine that runs it, into an f32 gradient (ResNet's master weights) without an input
 // transform; C itself everywhere else (the fp32 SIMT engine loads elements either way).
 inline int64_t filter_grad_channels(const Conv2dBackwardFilterArgs& args,
                                     const ConvLaunch& options) {
   const int64_t channels = args.shape.in_channels;
-  const bool tensor_cores = args.dtype == DType::bf16 || args.fp32_math == Fp32Math::tf32;
-  if (!tensor_cores || args.dw_dtype != DType::f32 || args.input_transform.active())
-    return channels;
-  return padded_channels(channels, args.dtype == DType::bf16 ? 8 : 4, options.padding);
+  const int vector = tensor_core_vector(args.dtype, args.fp32_math);
+  if (vector == 0 || args.dw_dtype != DType::f32 || args.input_transform.active()) return channels;
+  return padded_channels(channels, vector, options.padding);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -305,8 +313,8 @@ inline void filter_grad_bias(const Conv2dBackwardFilterArgs& args, float* partia
 void conv2d_backward_filter_padded(const Conv2dBackwardFilterArgs& args, int64_t channels,
                                    cudaStream_t stream, const ConvLaunch& options) {
   const Conv2dShape& shape = args.shape;
-  const int vector = args.dtype == DType::bf16 ? 8 : 4;
-  const PaddedFilterGradLayout layout(shape, channels, vector, options);
+  const PaddedFilterGradLayout layout(shape, channels,
+                                      tensor_core_vector(args.dtype, args.fp32_math), options);
   std::byte* workspace = static_cast<std::byte*>(args.workspace);
   float* padded_dw = reinterpret_cast<float*>(workspace + layout.x_bytes);
   Conv2dBackwardFilterArgs padded = args;
@@ -326,11 +334,10 @@ void conv2d_backward_filter_padded(const Conv2dBackwardFilterArgs& args, int64_t
   unpad_filter_grad_launch(shape.out_channels * shape.kernel_h * shape.kernel_w, shape.in_channels,
                            channels, padded_dw, static_cast<float*>(args.dw), args.accumulate,
                            stream);
-  filter_grad_bias(
-      args,
-      static_cast<float*>(padded.workspace) +
-          filter_grad_splits(layout.padded, as_is) * shape.out_channels * layout.padded.gemm_k(),
-      stream);
+  filter_grad_bias(args,
+                   static_cast<float*>(padded.workspace) +
+                       layout.splits * shape.out_channels * layout.padded.gemm_k(),
+                   stream);
 }
 
 void conv2d_backward_filter(const Conv2dBackwardFilterArgs& args, cudaStream_t stream,
@@ -467,16 +474,19 @@ std::vector<ConvAlgo> conv2d_candidates(const ConvProblem& problem) {
     candidates.push_back(algo);
   };
   // Each tile with no split, the heuristic's split for that tile and twice it, over the GEMM
-  // reading x with `in_channels`. Only bf16's 16-byte path has several tiles; with channels
-  // not a multiple of 8 (the stem's 3) it takes element loads, on one tile.
+  // reading x with `in_channels`.
   constexpr std::pair<GemmTile, std::pair<int, int>> kTiles[] = {{GemmTile::t128x128, {128, 128}},
                                                                  {GemmTile::t128x64, {128, 64}},
                                                                  {GemmTile::t64x128, {64, 128}},
                                                                  {GemmTile::t64x64, {64, 64}}};
+  // Only bf16's 16-byte path has several tiles; x read with channels not a multiple of 8 (the
+  // stem's 3) takes element loads, on one tile.
+  const auto has_tiles = [&](int64_t in_channels) {
+    return problem.dtype == DType::bf16 && in_channels % 8 == 0 && shape.out_channels % 8 == 0;
+  };
   const auto add_tiles = [&](const GemmExtent& extent, int64_t in_channels,
                              ChannelPadding padding) {
-    const bool tiles =
-        problem.dtype == DType::bf16 && in_channels % 8 == 0 && shape.out_channels % 8 == 0;
+    const bool tiles = has_tiles(in_channels);
     for (const auto& [tile, size] : kTiles) {
       if (!tiles && tile != GemmTile::t128x128) continue;
       const GemmTile named = tiles ? tile : GemmTile::automatic;
@@ -488,10 +498,9 @@ std::vector<ConvAlgo> conv2d_candidates(const ConvProblem& problem) {
   };
   // A tensor-core filter gradient whose x the 16-byte loads cannot take may read x padded to
   // their vector (conv_channel_padding.cuh): `padded` channels, or C where it cannot.
-  const bool tensor_cores = problem.dtype == DType::bf16 || problem.math == Fp32Math::tf32;
-  const bool may_pad = problem.pass == ConvPass::backward_filter && tensor_cores &&
+  const int vector = tensor_core_vector(problem.dtype, problem.math);
+  const bool may_pad = problem.pass == ConvPass::backward_filter && vector != 0 &&
                        problem.fusion == ConvFusion::none;
-  const int vector = problem.dtype == DType::bf16 ? 8 : 4;
   const auto read_channels = [&](ChannelPadding padding) {
     return may_pad ? padded_channels(shape.in_channels, vector, padding) : shape.in_channels;
   };
@@ -503,11 +512,9 @@ std::vector<ConvAlgo> conv2d_candidates(const ConvProblem& problem) {
   // The heuristic's choice, spelled out (the environment may pad).
   const int64_t heuristic_channels = read_channels(ChannelPadding::automatic);
   const GemmExtent heuristic = extent_with(heuristic_channels);
-  const bool heuristic_tiles =
-      problem.dtype == DType::bf16 && heuristic_channels % 8 == 0 && shape.out_channels % 8 == 0;
   add(heuristic,
-      heuristic_tiles ? resolve_tile(GemmTile::automatic, heuristic.m, heuristic.n)
-                      : GemmTile::automatic,
+      has_tiles(heuristic_channels) ? resolve_tile(GemmTile::automatic, heuristic.m, heuristic.n)
+                                    : GemmTile::automatic,
       split_count(heuristic, kFp32TileM, kFp32TileN),
       heuristic_channels == shape.in_channels ? ChannelPadding::none : ChannelPadding::vector);
   add_tiles(e, shape.in_channels, ChannelPadding::none);
