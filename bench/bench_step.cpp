@@ -66,6 +66,7 @@ struct Options {
   nn::Precision precision;     // fp32
   nn::ConvTuning conv_tuning;
   nn::BatchNormFusion fusion = nn::BatchNormFusion::full;  // --fusion
+  bool shared_gradients = true;                            // --per-layer-gradients: false
   cli::CudaGraphMode cuda_graph = cli::CudaGraphMode::automatic;
 };
 
@@ -109,6 +110,10 @@ cli::Command make_command(Options& o) {
                "CUDA: print the device memory the model holds once set up (parameters, "
                "gradients, activations, workspaces, the batch), running nothing; two batches "
                "give the bytes per image");
+  command.flag(
+      "--per-layer-gradients", [&o] { o.shared_gradients = false; },
+      "a buffer per layer for the activation gradients instead of the two the layers share "
+      "(nn/gradient_arena.h), to compare");
   command.flag("--launches-only", o.launches_only,
                "CUDA: count our kernel launches of one warm step and print them, timing nothing "
                "and starting no baseline (ctest launches_per_step)");
@@ -146,6 +151,7 @@ class NativeStep {
     conv_summary_ = plans.summary;
     conv_plans_ = std::move(plans.plans);
     model_.set_fusion(o.fusion);
+    model_.set_shared_gradients(o.shared_gradients);
     model_.setup(images, o.precision.activations, stream_, &conv_plans_);
     std::mt19937 rng(7);
     std::normal_distribution<float> normal;
@@ -188,6 +194,7 @@ class NativeStep {
   }
   const CudaGraph& graph() const { return graph_; }
   Stream& stream() { return stream_; }
+  const nn::ResNet& model() const { return model_; }
 
   // One step with every top-level layer timed (synchronized after each), added to `times`:
   // [layer] = {forward us, backward us}, then "loss" and "sgd".
@@ -280,6 +287,15 @@ int run(const Options& o) {
     std::printf("bench_step: %s on %s: %.1f MiB of device memory in use once set up\n",
                 case_name(o).c_str(), device.str().c_str(),
                 static_cast<double>(memory.bytes_in_use) / (1024.0 * 1024.0));
+    // Each layer's own is what --per-layer-gradients holds instead.
+    const nn::ResNet::GradientMemory gradients = ours.model().gradient_memory();
+    const double element_mib =
+        static_cast<double>(dtype_size(o.precision.activations)) / (1024.0 * 1024.0);
+    std::printf(
+        "bench_step: activation gradients: %.1f MiB in two shared buffers, %.1f MiB as "
+        "a buffer per layer\n",
+        static_cast<double>(gradients.shared) * element_mib,
+        static_cast<double>(gradients.per_layer) * element_mib);
     return 0;
   }
   // The baseline: PyTorch on the same device, fp32 or bf16 autocast: on the CPU in both memory

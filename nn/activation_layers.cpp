@@ -1,6 +1,7 @@
 #include "nn/activation_layers.h"
 
 #include "kernels/ops/activation.h"
+#include "nn/gradient_arena.h"
 #include "nn/shape_checks.h"
 
 namespace engine::nn {
@@ -9,9 +10,9 @@ Shape ReLU::setup(const Shape& input, const SetupContext& context) {
   if (input.empty() || shape_numel(input) < 1) {
     fail_in(*this, "input shape " + shape_str(input) + " is empty");
   }
+  setup_gradient_buffer(dx_, context, input, context.input_grad);
   if (!context.allocate) return input;
   y_ = Tensor::empty(input, context.dtype, context.device);
-  dx_ = context.input_grad ? Tensor::empty(input, context.dtype, context.device) : Tensor();
   return input;
 }
 
@@ -36,10 +37,10 @@ Shape MaxPool2d::setup(const Shape& input, const SetupContext& context) {
     fail_in(*this, "the " + std::to_string(params_.kernel) + "x" + std::to_string(params_.kernel) +
                        " window does not fit the input " + shape_str(input));
   }
+  setup_gradient_buffer(dx_, context, input, context.input_grad);
   if (!context.allocate) return out;
   y_ = Tensor::empty(out, context.dtype, context.device);
   argmax_ = Tensor::empty(out, DType::u8, context.device);
-  dx_ = context.input_grad ? Tensor::empty(input, context.dtype, context.device) : Tensor();
   return out;
 }
 
@@ -57,9 +58,9 @@ const Tensor& MaxPool2d::backward(const Tensor& dy, Pass& pass) {
 Shape GlobalAvgPool::setup(const Shape& input, const SetupContext& context) {
   require_nhwc(*this, input, -1);
   const Shape out = {input[0], input[3]};
+  setup_gradient_buffer(dx_, context, input, context.input_grad);
   if (!context.allocate) return out;
   y_ = Tensor::empty(out, context.dtype, context.device);
-  dx_ = context.input_grad ? Tensor::empty(input, context.dtype, context.device) : Tensor();
   return out;
 }
 

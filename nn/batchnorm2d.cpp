@@ -2,6 +2,7 @@
 
 #include "kernels/ops/batchnorm.h"
 #include "kernels/ops/copy.h"
+#include "nn/gradient_arena.h"
 #include "nn/shape_checks.h"
 
 namespace engine::nn {
@@ -41,6 +42,8 @@ void BatchNorm2d::reset_state(Stream& stream) {
 Shape BatchNorm2d::setup(const Shape& input, const SetupContext& context) {
   require_nhwc(*this, input, options_.channels);
   input_shape_ = input;
+  setup_gradient_buffer(dx_, context, input, context.input_grad);
+  setup_gradient_buffer(relu_grad_, context, input, options_.relu);
   if (!context.allocate) return input;
   const Device device = context.device;
   const int64_t c = options_.channels;
@@ -51,8 +54,6 @@ Shape BatchNorm2d::setup(const Shape& input, const SetupContext& context) {
   running_mean_ = running_mean();
   running_var_ = running_var();
   y_ = Tensor::empty(input, context.dtype, device);
-  dx_ = context.input_grad ? Tensor::empty(input, context.dtype, device) : Tensor();
-  relu_grad_ = options_.relu ? Tensor::empty(input, context.dtype, device) : Tensor();
   stats_ = Tensor::empty({batchnorm_stats_numel(c)}, DType::f32, device);
   sums_ = Tensor::empty({batchnorm_stats_numel(c)}, DType::f64, device);
   batch_stats_ = Tensor::empty({batchnorm_stats_numel(c)}, DType::f32, device);

@@ -5,6 +5,7 @@
 #include "kernels/conv_plans.h"
 #include "kernels/ops/activation.h"
 #include "kernels/ops/conv.h"
+#include "nn/gradient_arena.h"
 #include "nn/shape_checks.h"
 
 namespace engine::nn {
@@ -32,6 +33,7 @@ Shape Conv2d::setup(const Shape& input, const SetupContext& context) {
   shape_.in_w = input[2];
   shape_.validate();
   input_grad_ = context.input_grad;
+  setup_gradient_buffer(dx_, context, input, context.input_grad);
   if (!context.allocate) return shape_.output_shape();
   weight_.setup(params_, weight_id_, context);
   weight_grad_ = params_.grad(weight_id_);
@@ -40,7 +42,6 @@ Shape Conv2d::setup(const Shape& input, const SetupContext& context) {
     bias_grad_ = params_.grad(bias_id_);
   }
   y_ = Tensor::empty(shape_.output_shape(), context.dtype, context.device);
-  dx_ = context.input_grad ? Tensor::empty(input, context.dtype, context.device) : Tensor();
   // For the passes as the last wiring left them: feed_batchnorm_stats and read_input_through
   // choose again for theirs.
   choose_algos(context);

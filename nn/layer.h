@@ -37,6 +37,7 @@ class ConvPlans;
 namespace engine::nn {
 
 class ComputeWeightCopy;
+class GradientArena;
 
 struct SetupContext {
   Device device;
@@ -49,6 +50,9 @@ struct SetupContext {
   bool allocate = true;
   // The network's shared scratch (nn/layer_scratch.h); null: each layer allocates its own.
   SharedScratch* scratch = nullptr;
+  // The network's activation gradients (nn/gradient_arena.h); null: each layer allocates its
+  // own. With one, the planning pass (allocate false) counts what the layers take.
+  GradientArena* gradients = nullptr;
   // The convolutions' CUDA algorithms (kernels/conv_plans.h: the tuner's choices); null or a
   // problem without a row: the heuristic's.
   const ConvPlans* conv_plans = nullptr;

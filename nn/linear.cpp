@@ -1,6 +1,7 @@
 #include "nn/linear.h"
 
 #include "kernels/ops/conv.h"
+#include "nn/gradient_arena.h"
 #include "nn/shape_checks.h"
 
 namespace engine::nn {
@@ -26,6 +27,7 @@ Shape Linear::setup(const Shape& input, const SetupContext& context) {
                        std::to_string(in_features_) + "]");
   }
   const Shape out = {input[0], out_features_};
+  setup_gradient_buffer(dx_, context, input, context.input_grad);
   if (!context.allocate) return out;
   weight_.setup(params_, weight_id_, context);
   weight_grad_ = params_.grad(weight_id_);
@@ -34,7 +36,6 @@ Shape Linear::setup(const Shape& input, const SetupContext& context) {
     bias_grad_ = params_.grad(bias_id_);
   }
   y_ = Tensor::empty(out, context.dtype, context.device);
-  dx_ = context.input_grad ? Tensor::empty(input, context.dtype, context.device) : Tensor();
   workspace_.setup(
       linear_backward_weight_workspace_numel(
           {.rows = input[0], .in_features = in_features_, .out_features = out_features_},

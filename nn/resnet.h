@@ -12,6 +12,7 @@
 
 #include "nn/compute_weight.h"
 #include "nn/conv2d.h"
+#include "nn/gradient_arena.h"
 #include "nn/layer.h"
 #include "nn/parameters.h"
 #include "nn/sequential.h"
@@ -44,6 +45,17 @@ class ResNet {
   // How much of each BatchNorm the next setup() lets the convolutions do in training on CUDA
   // (nn/batchnorm_fusion.h; --fusion). Default full.
   void set_fusion(BatchNormFusion fusion) { fusion_ = fusion; }
+  // Whether the next setup() puts the activation gradients in two shared buffers
+  // (nn/gradient_arena.h; default) or gives each layer its own, as before: the same results bit
+  // for bit (tests compare them), about a third of the memory for the gradients.
+  void set_shared_gradients(bool on) { shared_gradients_ = on; }
+  // After setup(): the elements the activation gradients take; with shared gradients also what
+  // a buffer per layer would take (the memory report prints both).
+  struct GradientMemory {
+    int64_t shared = 0;     // both buffers; 0 without shared gradients
+    int64_t per_layer = 0;  // every layer's own
+  };
+  GradientMemory gradient_memory() const { return gradient_memory_; }
   // The shapes alone (no allocation, no parameters needed): afterwards conv_layers() give
   // every convolution's geometry, but forward and backward must wait for a real setup().
   Shape plan(const Shape& images);
@@ -86,11 +98,14 @@ class ResNet {
   ResNetOptions options_;
   ParameterSet params_;  // declared before the layers, which hold references to it
   std::unique_ptr<Sequential> layers_;
+  GradientArena gradients_;        // the activation gradients (nn/gradient_arena.h)
   SharedScratch scratch_;          // the layers' split-K partials (nn/layer_scratch.h)
   ComputeWeightCopy weight_copy_;  // bf16 activations: every weight's bf16 copy, cast at once
   Conv2d* stem_conv_ = nullptr;    // conv1 and bn1, held by layers_
   BatchNorm2d* stem_norm_ = nullptr;
   BatchNormFusion fusion_ = BatchNormFusion::full;
+  bool shared_gradients_ = true;
+  GradientMemory gradient_memory_;
 };
 
 }  // namespace engine::nn

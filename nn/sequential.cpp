@@ -1,5 +1,6 @@
 #include "nn/sequential.h"
 
+#include "nn/gradient_arena.h"
 #include "nn/shape_checks.h"
 
 namespace engine::nn {
@@ -8,7 +9,10 @@ Shape Sequential::setup(const Shape& input, const SetupContext& context) {
   if (layers_.empty()) fail_in(*this, "has no layers");
   Shape shape = input;
   SetupContext inner = context;
+  const bool takes_turns =
+      context.gradients != nullptr && context.gradients->scopes_children_of(this);
   for (auto& layer : layers_) {
+    if (takes_turns) context.gradients->next_layer();
     shape = layer->setup(shape, inner);
     inner.input_grad = true;
   }

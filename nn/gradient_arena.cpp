@@ -1,0 +1,77 @@
+#include "nn/gradient_arena.h"
+
+#include <algorithm>
+#include <string>
+
+#include "kernels/error.h"
+#include "nn/layer.h"
+
+namespace engine::nn {
+
+namespace {
+// Each take starts on a 256-element boundary (512 bytes in bf16): aligned for every vector
+// access the kernels make, as a buffer of its own is.
+constexpr int64_t kAlignment = 256;
+}  // namespace
+
+void GradientArena::begin(const Layer* top, bool planning) {
+  top_ = top;
+  planning_ = planning;
+  layer_ = -1;
+  used_ = 0;
+  if (planning) {
+    planned_ = {0, 0};
+    planned_total_ = 0;
+  }
+}
+
+void GradientArena::allocate(DType dtype, Device device) {
+  for (int parity = 0; parity < 2; ++parity) {
+    const Tensor& held = buffers_[parity];
+    const bool fits = held.defined() && held.dtype() == dtype && held.device() == device &&
+                      held.numel() >= planned_[parity];
+    if (!fits) {
+      // Let go of the old buffer before taking the new one.
+      buffers_[parity] = Tensor();
+      buffers_[parity] = Tensor::empty({planned_[parity]}, dtype, device);
+    }
+  }
+}
+
+Tensor GradientArena::take(const Shape& shape, DType dtype) {
+  if (layer_ < 0) fail("GradientArena::take before the first top-level layer");
+  const int parity = static_cast<int>(layer_ % 2);
+  // Each layer's takes count from 0 (next_layer); the largest layer sizes its parity's buffer.
+  const int64_t offset = used_;
+  used_ = (offset + shape_numel(shape) + kAlignment - 1) / kAlignment * kAlignment;
+  if (planning_) {
+    planned_[parity] = std::max(planned_[parity], used_);
+    planned_total_ += shape_numel(shape);
+    return Tensor();
+  }
+  const Tensor& buffer = buffers_[parity];
+  if (!buffer.defined() || buffer.dtype() != dtype || used_ > buffer.numel()) {
+    fail("GradientArena: top-level layer " + std::to_string(layer_) + " takes " + shape_str(shape) +
+         " " + std::string(dtype_name(dtype)) +
+         " beyond what the planning pass counted (a setup whose two passes differ)");
+  }
+  return buffer.view(offset, shape);
+}
+
+void setup_gradient_buffer(Tensor& buffer, const SetupContext& context, const Shape& shape,
+                           bool needed) {
+  GradientArena* arena = context.gradients;
+  if (!context.allocate && arena == nullptr) return;
+  if (!needed) {
+    if (context.allocate) buffer = Tensor();
+    return;
+  }
+  if (arena == nullptr) {
+    buffer = Tensor::empty(shape, context.dtype, context.device);
+    return;
+  }
+  Tensor taken = arena->take(shape, context.dtype);
+  if (context.allocate) buffer = std::move(taken);
+}
+
+}  // namespace engine::nn

@@ -1,0 +1,70 @@
+// Where a network's activation gradients live: two buffers, one for the top-level layers at
+// even positions and one for those at odd positions, instead of a buffer per layer.
+//
+// Why that is safe: a network's backward runs its top-level layers (the stem's, each residual
+// block, the pooling, fc) in reverse; layer k reads the gradient layer k+1 wrote and writes
+// its own, and no gradient of layer k (its input gradient, and inside a block every inner one,
+// the residual branch's too) is read after the backward of layer k-1 has run: full fusion's
+// gate is the furthest reach, block k-1 reading block k's input gradient as its last
+// BatchNorm's dy and residual gradient. So layer k's gradients and layer k+2's, which never
+// overlap in time, can share memory, and layer k's and k+1's, which do, cannot: each layer's
+// are carved one after another from the buffer of its position's parity.
+//
+// Setup runs twice (ResNet::setup): a planning pass that allocates nothing and counts what
+// each layer takes, then the allocating pass, which hands out views of buffers that large. The
+// stored outputs, statistics and scratch stay the layers' own.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "kernels/device.h"
+#include "kernels/tensor.h"
+
+namespace engine::nn {
+
+class Layer;
+struct SetupContext;
+
+class GradientArena {
+ public:
+  // Starts a setup pass of the network rooted at `top` (whose children are the top-level
+  // layers): a planning one counts, an allocating one hands out views.
+  void begin(const Layer* top, bool planning);
+  // Whether `container` is the one whose children take turns (the network's root).
+  bool scopes_children_of(const Layer* container) const { return container == top_; }
+  // Before each top-level layer's setup: its takes start at the beginning of its buffer.
+  void next_layer() {
+    ++layer_;
+    used_ = 0;
+  }
+  // After the planning pass: buffers of `dtype` on `device`, at least as large as planned.
+  void allocate(DType dtype, Device device);
+  // A gradient buffer for the current top-level layer: its elements follow those it took
+  // before. Undefined in a planning pass.
+  Tensor take(const Shape& shape, DType dtype);
+  // Gives both buffers back (the layers' views keep theirs until their next setup).
+  void release() { buffers_ = {}; }
+  // The elements both buffers hold, and what the last planning pass counted for a buffer per
+  // take instead (its takes' sum).
+  int64_t numel() const { return buffers_[0].numel() + buffers_[1].numel(); }
+  int64_t planned_per_layer_numel() const { return planned_total_; }
+
+ private:
+  const Layer* top_ = nullptr;
+  bool planning_ = true;
+  int64_t layer_ = -1;
+  int64_t used_ = 0;                  // elements the current layer took
+  std::array<int64_t, 2> planned_{};  // the planning pass's largest layer, per parity
+  int64_t planned_total_ = 0;         // the planning pass's takes, summed
+  std::array<Tensor, 2> buffers_;
+};
+
+// A layer's activation-gradient buffer `buffer` of `shape` (needed: false leaves it undefined):
+// from the network's arena when the setup has one (counted in its planning pass, a view in
+// the allocating one), else a tensor of its own. A setup that allocates nothing without an
+// arena leaves the buffer as it was. Call it before a setup's early return for allocate false.
+void setup_gradient_buffer(Tensor& buffer, const SetupContext& context, const Shape& shape,
+                           bool needed = true);
+
+}  // namespace engine::nn

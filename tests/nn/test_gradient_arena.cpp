@@ -1,0 +1,206 @@
+// The activation gradients in two shared buffers (nn/gradient_arena.h): top-level layers at
+// positions of the same parity share one, each layer's gradients carved one after another;
+// the memory that saves, counted by hand; and training steps that are the same bit for bit
+// as with a buffer per layer, on the CPU and on the CUDA device (the sim device in CI), with
+// and without BatchNorm fused into the convolutions.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+#include "kernels/error.h"
+#include "kernels/runtime.h"
+#include "nn/activation_layers.h"
+#include "nn/cross_entropy.h"
+#include "nn/gradient_arena.h"
+#include "nn/resnet.h"
+#include "nn/sequential.h"
+
+namespace engine::nn {
+namespace {
+
+// Four ReLUs in a chain, set up as ResNet::setup does with an arena: a planning pass, then the
+// allocating one.
+struct ReluChain {
+  Stream stream;
+  Sequential chain{""};
+  ReLU* relus[4] = {};
+  GradientArena arena;
+
+  explicit ReluChain(const Shape& shape) {
+    for (int i = 0; i < 4; ++i)
+      relus[i] = &chain.add(std::make_unique<ReLU>("relu" + std::to_string(i)));
+    SetupContext context{Device::cpu(), DType::f32, stream, false};
+    context.gradients = &arena;
+    SetupContext planning = context;
+    planning.allocate = false;
+    arena.begin(&chain, true);
+    chain.setup(shape, planning);
+    arena.allocate(DType::f32, Device::cpu());
+    arena.begin(&chain, false);
+    chain.setup(shape, context);
+  }
+};
+
+TEST(GradientArena, LayersOfTheSameParityShareTheirBuffer) {
+  const Shape shape{1, 4, 4, 8};  // 128 elements, each take rounded up to 256
+  ReluChain net(shape);
+  // relu0 takes nothing (the network's input needs no gradient); relu1 and relu3 share the
+  // odd buffer, relu2 has the even one.
+  EXPECT_EQ(net.arena.numel(), 256 + 256);
+  EXPECT_EQ(net.arena.planned_per_layer_numel(), 3 * 128);
+  // Values from -7.5 to 8.5: the chain's ReLUs pass the positive ones, and backward passes dy
+  // where the output is positive.
+  std::vector<float> x(128), dy(128);
+  for (int i = 0; i < 128; ++i) {
+    x[static_cast<size_t>(i)] = static_cast<float>(i % 17) - 7.5f;
+    dy[static_cast<size_t>(i)] = 0.25f * static_cast<float>(i);
+  }
+  Pass pass{net.stream, true, false, {}};
+  net.chain.forward(Tensor::from_floats(shape, x), pass);
+  const Tensor grad = Tensor::from_floats(shape, dy);
+  const Tensor& dx3 = net.relus[3]->backward(grad, pass);
+  const Tensor& dx2 = net.relus[2]->backward(dx3, pass);
+  // relu2 read relu3's gradient before relu1 overwrites the shared buffer.
+  const std::vector<float> dx2_values = dx2.to_floats(net.stream);
+  const Tensor& dx1 = net.relus[1]->backward(dx2, pass);
+  EXPECT_EQ(dx1.raw_data(), dx3.raw_data());
+  EXPECT_NE(dx1.raw_data(), dx2.raw_data());
+  EXPECT_FALSE(net.relus[0]->backward(dx1, pass).defined());
+  const std::vector<float> dx1_values = dx1.to_floats(net.stream);
+  for (size_t i = 0; i < dy.size(); ++i) {
+    const float expected = x[i] > 0 ? dy[i] : 0.f;
+    EXPECT_EQ(dx2_values[i], expected) << i;
+    EXPECT_EQ(dx1_values[i], expected) << i;
+  }
+}
+
+TEST(GradientArena, AnAllocatingPassBeyondThePlanIsAnError) {
+  Stream stream;
+  Sequential chain("");
+  chain.add(std::make_unique<ReLU>("relu0"));
+  chain.add(std::make_unique<ReLU>("relu1"));
+  GradientArena arena;
+  SetupContext context{Device::cpu(), DType::f32, stream, false};
+  context.gradients = &arena;
+  SetupContext planning = context;
+  planning.allocate = false;
+  arena.begin(&chain, true);
+  chain.setup({1, 4, 4, 8}, planning);
+  arena.allocate(DType::f32, Device::cpu());
+  arena.begin(&chain, false);
+  try {
+    chain.setup({1, 8, 8, 8}, context);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("beyond what the planning pass counted"),
+              std::string::npos)
+        << error.what();
+  }
+}
+
+// resnet18 on [2, 32, 32, 3], the elements of each top-level layer's gradients, in forward
+// order (every BatchNorm of a block, and the stem's, has a ReLU and takes its gradient too; the
+// downsample's has none; a block's conv1 takes the block's input gradient):
+//   0 conv1: none (the images need no gradient) | 1 bn1: 2 x (2x16x16x64) = 65536
+//   2 maxpool: 32768 | 3, 4 layer1.0, layer1.1: conv1, bn1 x 2, conv2, bn2 x 2 = 6 x 8192
+//   5 layer2.0: conv1 8192 + 5 x 4096 + downsample conv 8192 + its BN 4096 = 40960
+//   6 layer2.1: 6 x 4096 | 7 layer3.0: 4096 + 5 x 2048 + 4096 + 2048 = 20480 | 8 layer3.1: 6 x 2048
+//   9 layer4.0: 2048 + 5 x 1024 + 2048 + 1024 = 10240 | 10 layer4.1: 6 x 1024
+//   11 avgpool: 1024 | 12 fc: 1024
+// Even positions: at most 49152 (layer1.1); odd: at most 65536 (bn1). Every take is a multiple
+// of 256 elements here, so no alignment padding.
+TEST(ResNet, SharedGradientBuffersHoldTheLargestLayerOfEachParity) {
+  Stream stream;
+  ResNet model("resnet18", {.num_classes = 10});
+  model.allocate(Device::cpu(), stream);
+  model.setup({2, 32, 32, 3}, DType::f32, stream);
+  const int64_t per_layer =
+      65536 + 32768 + 2 * 49152 + 40960 + 24576 + 20480 + 12288 + 10240 + 6144 + 1024 + 1024;
+  EXPECT_EQ(model.gradient_memory().shared, 65536 + 49152);
+  EXPECT_EQ(model.gradient_memory().per_layer, per_layer);
+  model.set_shared_gradients(false);
+  model.setup({2, 32, 32, 3}, DType::f32, stream);
+  EXPECT_EQ(model.gradient_memory().shared, 0);
+  EXPECT_EQ(model.gradient_memory().per_layer, per_layer);
+}
+
+// `steps` training steps (different images; each after the first accumulating onto the
+// parameter gradients) of a model with its gradients shared or not: the logits of every step,
+// every parameter gradient and the running statistics.
+struct Steps {
+  std::vector<std::vector<float>> logits, grads, buffers;
+};
+
+Steps run_steps(const std::string& arch, Device device, DType dtype, BatchNormFusion fusion,
+                int steps, bool shared) {
+  constexpr int64_t kBatch = 2, kSize = 32, kClasses = 10;
+  Stream stream(device);
+  ResNet model(arch, {.num_classes = kClasses, .seed = 5});
+  model.allocate(device, stream);
+  model.set_fusion(fusion);
+  model.set_shared_gradients(shared);
+  const Shape images{kBatch, kSize, kSize, 3};
+  model.setup(images, dtype, stream);
+  CrossEntropyLoss loss;
+  loss.setup(kBatch, kClasses, dtype, device);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal;
+  std::vector<float> pixels(static_cast<size_t>(shape_numel(images)));
+  Steps run;
+  model.params().zero_grad();
+  for (int step = 0; step < steps; ++step) {
+    for (float& v : pixels)
+      v = normal(rng);
+    const Tensor x = Tensor::from_floats(images, pixels, dtype).to(device, stream);
+    const Tensor labels = Tensor::from_ints({kBatch}, {1 + step, 4}).to(device, stream);
+    Pass pass{stream, true, false, {}};
+    const Tensor& logits = model.forward(x, pass);
+    loss.forward(logits, labels, stream);
+    model.backward(loss.backward(stream), pass);
+    run.logits.push_back(logits.to_floats(stream));
+  }
+  for (size_t id = 0; id < model.params().parameters().size(); ++id)
+    run.grads.push_back(model.params().grad(static_cast<ParameterId>(id)).to_floats(stream));
+  for (size_t id = 0; id < model.params().buffers().size(); ++id)
+    run.buffers.push_back(model.params().buffer(static_cast<BufferId>(id)).to_floats(stream));
+  return run;
+}
+
+void expect_same_bits(const std::string& arch, Device device, DType dtype, BatchNormFusion fusion,
+                      int steps) {
+  SCOPED_TRACE(arch + " " + std::string(dtype_name(dtype)) + " fusion " +
+               std::string(batchnorm_fusion_name(fusion)));
+  const Steps shared = run_steps(arch, device, dtype, fusion, steps, true);
+  const Steps own = run_steps(arch, device, dtype, fusion, steps, false);
+  // By name, not by value: a failure would print every element.
+  const auto expect_equal = [](const auto& a, const auto& b, const char* what) {
+    ASSERT_EQ(a.size(), b.size()) << what;
+    for (size_t i = 0; i < a.size(); ++i)
+      EXPECT_TRUE(a[i] == b[i]) << what << " " << i << " differs";
+  };
+  expect_equal(shared.logits, own.logits, "the logits of step");
+  expect_equal(shared.grads, own.grads, "the gradient of parameter");
+  expect_equal(shared.buffers, own.buffers, "buffer");
+}
+
+TEST(ResNet, SharedGradientBuffersChangeNoBit) {
+  for (const DType dtype : {DType::f32, DType::bf16})
+    expect_same_bits("resnet18", Device::cpu(), dtype, BatchNormFusion::none, 2);
+}
+
+// On CUDA BatchNorm's passes move into the convolutions (full: up to a block's input gradient
+// doing the block before's last BatchNorm's reduction, the furthest any layer reads another's
+// gradient), on basic blocks and bottlenecks. One step each (the emulator's resnet50 step takes
+// seconds): a layer writing over a gradient still to be read shows within one backward, and
+// the unfused layers run the CPU case's code.
+TEST(ResNetCuda, SharedGradientBuffersChangeNoBit) {
+  if (cuda_device_count() == 0)
+    GTEST_SKIP() << "no usable CUDA device: " << cuda_unavailable_reason();
+  const Device gpu = Device::cuda(0);
+  expect_same_bits("resnet18", gpu, DType::bf16, BatchNormFusion::full, 1);
+  expect_same_bits("resnet50", gpu, DType::bf16, BatchNormFusion::full, 1);
+}
+
+}  // namespace
+}  // namespace engine::nn
