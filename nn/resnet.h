@@ -47,8 +47,7 @@ class ResNet {
   void set_fusion(BatchNormFusion fusion) { fusion_ = fusion; }
   // Whether the next setup() puts the activation gradients in two shared buffers
   // (nn/gradient_arena.h; default) or gives each layer its own, as before: the same results bit
-  // for bit (tests compare them), about a quarter of the memory for the
-  // gradients (resnet50).
+  // for bit (tests compare them); resnet50's gradients then take about a quarter of the memory.
   void set_shared_gradients(bool on) { shared_gradients_ = on; }
   // After setup(): the elements the activation gradients take; with shared gradients also what
   // a buffer per layer would take (the memory report prints both).
