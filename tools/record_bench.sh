@@ -10,8 +10,10 @@
 # <cpu> names the machine kind (intel-xeon, amd-epyc, or the model name made file-safe), with
 # -avx2 (or -no-avx2) appended where the CPU offers no AVX-512F: the same EPYC model has come
 # both with and without AVX-512 exposed by its VM, and the CPU kernels take different paths
-# (AVX-512 loops, or OpenBLAS and the portable loops), so each kind keeps its own file. The
-# file is replaced only after the command succeeds.
+# (AVX-512 loops, or OpenBLAS and the portable loops), so each kind keeps its own file.
+# RECORD_BENCH_CPU_TAG=TAG names it instead, where two kinds share a model name (VMs of Zen 2,
+# Zen 3 and Zen 4 EPYCs all say "AMD EPYC"; amd-epyc-avx2 is the Zen 4 one's). The file is
+# replaced only after the command succeeds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,6 +40,10 @@ cpu_vector_isa() {
   fi
 }
 cpu_tag() {
+  if [[ -n ${RECORD_BENCH_CPU_TAG:-} ]]; then
+    echo "$RECORD_BENCH_CPU_TAG"
+    return
+  fi
   local model kind isa
   model=$(cpu_model)
   case $model in

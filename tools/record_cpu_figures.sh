@@ -9,6 +9,9 @@
 #
 #   tools/record_cpu_figures.sh [BUILD_DIR]      # default build; about 8 minutes on 2 cores
 #
+# (RECORD_BENCH_CPU_TAG=amd-epyc-zen3-avx2, say, names the kind where the model name does not
+# tell it apart: tools/record_bench.sh.)
+#
 # PyTorch comes from ENGINE_TORCH_PYTHON (default /usr/bin/python3: Debian's python3-torch and
 # python3-torchvision); without it the rows say why and carry no ratio. Run it on an idle
 # machine: the files record the load average before and after.
