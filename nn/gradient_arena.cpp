@@ -25,6 +25,22 @@ void GradientArena::begin(const Layer* top, bool planning) {
   }
 }
 
+void GradientArena::plan(Layer& top, const Shape& input, const SetupContext& context) {
+  SetupContext planning = context;
+  planning.allocate = false;
+  planning.gradients = this;
+  begin(&top, true);
+  top.setup(input, planning);
+}
+
+Shape GradientArena::setup(Layer& top, const Shape& input, const SetupContext& context) {
+  allocate(context.dtype, context.device);
+  SetupContext allocating = context;
+  allocating.gradients = this;
+  begin(&top, false);
+  return top.setup(input, allocating);
+}
+
 void GradientArena::allocate(DType dtype, Device device) {
   for (int parity = 0; parity < 2; ++parity) {
     const Tensor& held = buffers_[parity];

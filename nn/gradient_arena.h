@@ -10,9 +10,9 @@
 // overlap in time, can share memory, and layer k's and k+1's, which do, cannot: each layer's
 // are carved one after another from the buffer of its position's parity.
 //
-// Setup runs twice (ResNet::setup): a planning pass that allocates nothing and counts what
-// each layer takes, then the allocating pass, which hands out views of buffers that large. The
-// stored outputs, statistics and scratch stay the layers' own.
+// Setup runs twice (plan, then setup; ResNet::setup calls both): a planning pass that
+// allocates nothing and counts what each layer takes, then the allocating pass, which hands out
+// views of buffers that large. The stored outputs, statistics and scratch stay the layers' own.
 #pragma once
 
 #include <array>
@@ -28,9 +28,12 @@ struct SetupContext;
 
 class GradientArena {
  public:
-  // Starts a setup pass of the network rooted at `top` (whose children are the top-level
-  // layers): a planning one counts, an allocating one hands out views.
-  void begin(const Layer* top, bool planning);
+  // The planning pass: `top`'s setup (its children are the top-level layers) on `input` with
+  // `context`, allocating nothing, counting what each layer takes.
+  void plan(Layer& top, const Shape& input, const SetupContext& context);
+  // The allocating pass after plan(): buffers of the context's dtype on its device, at least as
+  // large as planned, and `top`'s setup taking views of them. Returns top's output shape.
+  Shape setup(Layer& top, const Shape& input, const SetupContext& context);
   // Whether `container` is the one whose children take turns (the network's root).
   bool scopes_children_of(const Layer* container) const { return container == top_; }
   // Before each top-level layer's setup: its takes start at the beginning of its buffer.
@@ -38,8 +41,6 @@ class GradientArena {
     ++layer_;
     used_ = 0;
   }
-  // After the planning pass: buffers of `dtype` on `device`, at least as large as planned.
-  void allocate(DType dtype, Device device);
   // A gradient buffer for the current top-level layer: its elements follow those it took
   // before. Undefined in a planning pass.
   Tensor take(const Shape& shape, DType dtype);
@@ -51,6 +52,10 @@ class GradientArena {
   int64_t planned_per_layer_numel() const { return planned_total_; }
 
  private:
+  // Starts a setup pass of the network rooted at `top`.
+  void begin(const Layer* top, bool planning);
+  void allocate(DType dtype, Device device);
+
   const Layer* top_ = nullptr;
   bool planning_ = true;
   int64_t layer_ = -1;

@@ -129,22 +129,17 @@ Shape ResNet::setup(const Shape& images, DType dtype, Stream& stream, const Conv
     context.weight_copy = &weight_copy_;
   }
   // The activation gradients' two buffers: sized by a pass that allocates nothing, then
-  // handed out by the allocating one (nn/gradient_arena.h).
-  SetupContext planning = context;
-  planning.allocate = false;
-  planning.gradients = &gradients_;
-  gradients_.begin(layers_.get(), true);
-  layers_->setup(images, planning);
+  // handed out by the allocating one (nn/gradient_arena.h); planned either way, for the count.
+  gradients_.plan(*layers_, images, context);
   gradient_memory_ = {.shared = 0, .per_layer = gradients_.planned_per_layer_numel()};
+  Shape logits;
   if (shared_gradients_) {
-    gradients_.allocate(dtype, params_.device());
-    gradients_.begin(layers_.get(), false);
-    context.gradients = &gradients_;
+    logits = gradients_.setup(*layers_, images, context);
     gradient_memory_.shared = gradients_.numel();
   } else {
     gradients_.release();
+    logits = layers_->setup(images, context);
   }
-  const Shape logits = layers_->setup(images, context);
   wire_across_layers(context);
   scratch_.allocate(params_.device());
   return logits;

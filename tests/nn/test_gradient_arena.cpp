@@ -19,8 +19,7 @@
 namespace engine::nn {
 namespace {
 
-// Four ReLUs in a chain, set up as ResNet::setup does with an arena: a planning pass, then the
-// allocating one.
+// Four ReLUs in a chain, set up through an arena as ResNet::setup does.
 struct ReluChain {
   Stream stream;
   Sequential chain{""};
@@ -30,15 +29,9 @@ struct ReluChain {
   explicit ReluChain(const Shape& shape) {
     for (int i = 0; i < 4; ++i)
       relus[i] = &chain.add(std::make_unique<ReLU>("relu" + std::to_string(i)));
-    SetupContext context{Device::cpu(), DType::f32, stream, false};
-    context.gradients = &arena;
-    SetupContext planning = context;
-    planning.allocate = false;
-    arena.begin(&chain, true);
-    chain.setup(shape, planning);
-    arena.allocate(DType::f32, Device::cpu());
-    arena.begin(&chain, false);
-    chain.setup(shape, context);
+    const SetupContext context{Device::cpu(), DType::f32, stream, false};
+    arena.plan(chain, shape, context);
+    arena.setup(chain, shape, context);
   }
 };
 
@@ -81,16 +74,10 @@ TEST(GradientArena, AnAllocatingPassBeyondThePlanIsAnError) {
   chain.add(std::make_unique<ReLU>("relu0"));
   chain.add(std::make_unique<ReLU>("relu1"));
   GradientArena arena;
-  SetupContext context{Device::cpu(), DType::f32, stream, false};
-  context.gradients = &arena;
-  SetupContext planning = context;
-  planning.allocate = false;
-  arena.begin(&chain, true);
-  chain.setup({1, 4, 4, 8}, planning);
-  arena.allocate(DType::f32, Device::cpu());
-  arena.begin(&chain, false);
+  const SetupContext context{Device::cpu(), DType::f32, stream, false};
+  arena.plan(chain, {1, 4, 4, 8}, context);
   try {
-    chain.setup({1, 8, 8, 8}, context);
+    arena.setup(chain, {1, 8, 8, 8}, context);
     FAIL() << "expected an error";
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("beyond what the planning pass counted"),

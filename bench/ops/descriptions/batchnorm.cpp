@@ -19,8 +19,9 @@ struct BnTensors {
 
 // The tensors of a training forward on `x` (already on the stream's device), allocated once
 // as the layer does: a timed forward that allocated its output would time the fresh pages'
-// faults on the CPU (8.5 ms of 11.4 at resnet18's stem on a Zen 3 part), which no training
-// step after the first pays.
+// faults on the CPU, which no training step after the first pays (resnet18's stem on a Zen 3
+// part: 9.8-13.5 ms so, 3.2-4.3 ms without;
+// bench/results/kernels-cpu-bn-forward-preallocated-amd-epyc-zen3-avx2-2026-12-07.txt).
 BnTensors bn_tensors(const Tensor& x, const Tensor& weight, const Tensor& bias, Stream& stream) {
   const int64_t c = x.size(3);
   const Device device = stream.device();
@@ -189,8 +190,8 @@ OpCase bn_case(const ModelShapes& model, const BnCase& spec, bool backward) {
   }
   const bool fused = spec.fused;
   c.prepare = [=](Stream& stream, Inputs inputs) {
-    auto t = std::make_shared<BnTensors>(bn_tensors(
-        x.on(stream, inputs), weight.on(stream, inputs), bias.on(stream, inputs), stream));
+    auto t = std::make_shared<BnTensors>(bn_tensors(x.on(stream, inputs), weight.on(stream, inputs),
+                                                    bias.on(stream, inputs), stream));
     const Held residual = hold(dy.on(stream, inputs));
     const Held y_eval = hold(Tensor::empty(shape, dtype, stream.device()));
     return Prepared{
