@@ -17,8 +17,14 @@
 // g). Each block sums its tile's valid rows per column in a fixed order, the row tiles'
 // partials are merged in two levels in a fixed order (RowTileMerge, as the forward's
 // statistics), plain fp32 sums, and the last block writes grad_sums and the parameter gradients
-// through batchnorm_backward_write_channel, as batchnorm_backward_reduce's merge does. The sums
-// read x (and the addend and a) a second time, from L2, where the stores read them first.
+// through batchnorm_backward_write_channel, as batchnorm_backward_reduce's merge does.
+//
+// The sums read nothing from memory again (kRewritesStagedTile): each store, having loaded x
+// (and a and the addend) in 16-byte runs and worked out g', leaves in the staged tile what the
+// sums need of that element. In bf16 that is g' and x in one 32-bit word: g' is a bf16 value,
+// whose fp32 bits end in 16 zeros, where x's bf16 bits go; the sums take both back exactly, so
+// the bits are those of reading them again. In fp32 (tf32 math) the word holds g' and the sums
+// read x again (from L2, where the store just read it).
 #pragma once
 
 #include <cstdint>
@@ -49,6 +55,9 @@ template <typename TOut>
 struct StoreGatedWithBatchNormGrad {
   static constexpr int kVectorWidth = StoreToMatrix<TOut>::kVectorWidth;
   static constexpr bool kReadsStagedTile = true;
+  static constexpr bool kRewritesStagedTile = true;
+  // Whether the staged word carries x beside g' (bf16), or g' alone (f32).
+  static constexpr bool kStagesX = sizeof(TOut) == 2;
   StoreToMatrix<TOut> matrix;  // no bias, not accumulating: the sums are of what it writes
   const TOut* x = nullptr;
   const float* relu_scale = nullptr;
@@ -73,21 +82,52 @@ struct StoreGatedWithBatchNormGrad {
     const float g = stored(acc, false, TOut{});
     return conv_input_value(x_value, relu_scale[n], relu_shift[n], true) > 0.f ? g : 0.f;
   }
-  __device__ __forceinline__ void operator()(int split, int64_t m, int64_t n, float acc) const {
+  // What the staged tile keeps of an element for the sums: g' (gated, as stored), with x's
+  // bits in the low half of the word where TOut is bf16.
+  __device__ __forceinline__ static float staged_word(float g, TOut x_value) {
+    if constexpr (kStagesX) {
+      return __uint_as_float(__float_as_uint(g) | __bfloat16_as_ushort(x_value));
+    } else {
+      return g;
+    }
+  }
+  // g' and x of the element at `at` from its staged word (x read again where it is not in it).
+  __device__ __forceinline__ void from_staged_word(float word, int64_t at, float& g,
+                                                   float& x_value) const {
+    if constexpr (kStagesX) {
+      const unsigned bits = __float_as_uint(word);
+      g = __uint_as_float(bits & 0xffff0000u);
+      x_value = __uint_as_float(bits << 16);
+    } else {
+      g = word;
+      x_value = to_f32(x[at]);
+    }
+  }
+
+  // acc by reference: the staged epilogue writes back what it leaves there (staged_word).
+  __device__ __forceinline__ void operator()(int split, int64_t m, int64_t n, float& acc) const {
     const int64_t at = m * matrix.ld + n;
-    matrix(split, m, n, gated(acc, to_f32(x[at]), at, n));
+    const TOut x_value = x[at];
+    const float g = gated(acc, to_f32(x_value), at, n);
+    matrix(split, m, n, g);
+    acc = staged_word(g, x_value);
   }
   bool vector_fits() const {
     return matrix.vector_fits() && all_aligned<kVectorWidth>(x) && matrix.ld % 8 == 0 &&
            (relu_output == nullptr || all_aligned<kVectorWidth>(relu_output)) &&
            (addend == nullptr || all_aligned<kVectorWidth>(addend));
   }
+  // acc by reference: the staged epilogue writes back what it leaves there (staged_word).
   __device__ __forceinline__ void store_vector(int split, int64_t m, int64_t n,
-                                               const float (&acc)[kVectorWidth]) const {
+                                               float (&acc)[kVectorWidth]) const {
     const int64_t at = m * matrix.ld + n;
     float values[kVectorWidth];
+    // x in a 16-byte load: to gate by, or (bf16) for the sums.
+    Vector16<TOut> x_values{};
+    if (kStagesX || relu_output == nullptr)
+      x_values = *reinterpret_cast<const Vector16<TOut>*>(x + at);
     if (relu_output != nullptr) {
-      // The mask and the addend in 16-byte loads; x is not needed to gate.
+      // The mask and the addend in 16-byte loads too.
       const Vector16<TOut> a = *reinterpret_cast<const Vector16<TOut>*>(relu_output + at);
       Vector16<TOut> add{};
       if (addend != nullptr) add = *reinterpret_cast<const Vector16<TOut>*>(addend + at);
@@ -95,16 +135,18 @@ struct StoreGatedWithBatchNormGrad {
       for (int i = 0; i < kVectorWidth; ++i)
         values[i] = to_f32(a.v[i]) > 0.f ? stored(acc[i], addend != nullptr, add.v[i]) : 0.f;
     } else {
-      const Vector16<TOut> x_values = *reinterpret_cast<const Vector16<TOut>*>(x + at);
 #pragma unroll
       for (int i = 0; i < kVectorWidth; ++i)
         values[i] = gated(acc[i], to_f32(x_values.v[i]), at + i, n + i);
     }
     matrix.store_vector(split, m, n, values);
+#pragma unroll
+    for (int i = 0; i < kVectorWidth; ++i)
+      acc[i] = staged_word(values[i], x_values.v[i]);
   }
 
-  // After the staged tile's stores: staged[row][col] holds the block's fp32 g; each column's
-  // lanes sum g' and g' (x - mean) over interleaved rows (StagedColumnLanes, as
+  // After the staged tile's stores: staged[row][col] holds each element's staged_word; each
+  // column's lanes sum g' and g' (x - mean) over interleaved rows (StagedColumnLanes, as
   // StoreWithColumnStats). Every thread of the block calls it (it has barriers).
   template <typename Block>
   __device__ void after_staged_tile(float (*staged)[Block::kStagedLd], int32_t m0, int32_t m_size,
@@ -119,8 +161,8 @@ struct StoreGatedWithBatchNormGrad {
       const float mean = targets.grad.batch_stats[n];
       for (int r = lanes.lane; r < lanes.rows; r += kLanes) {
         const int64_t at = (static_cast<int64_t>(m0) + r) * n_size + n;
-        const float v = to_f32(x[at]);
-        const float g = gated(staged[r][lanes.col], v, at, n);
+        float g, v;
+        from_staged_word(staged[r][lanes.col], at, g, v);
         s_dy += g;
         s_dy_xmu += g * (v - mean);
       }

@@ -35,6 +35,20 @@ constexpr bool store_reads_staged_tile() {
   }
 }
 
+// Whether a store that reads the staged tile also rewrites it first: gemm_mma_kernel then
+// hands store_vector and operator() its values by reference, writes what the store left in
+// them back over the staged tile (each at its own place), and waits for the whole block before
+// after_staged_tile, which so reads what the stores worked out instead of loading it again
+// (gemm_batchnorm_grad.cuh: the gated gradient and the BatchNorm input it is summed against).
+template <typename Store>
+constexpr bool store_rewrites_staged_tile() {
+  if constexpr (requires { Store::kRewritesStagedTile; }) {
+    return Store::kRewritesStagedTile;
+  } else {
+    return false;
+  }
+}
+
 // Whether a store finishes its tile once every split has stored: the GEMM kernels (each
 // engine, each epilogue) then call store.finish_tile<kTileM, kTileN>(m0, m_size, n0, n_size)
 // after a block's stores, every thread of the block (StoreSplitPartial: the split-K sum).

@@ -419,7 +419,15 @@ __global__ void __launch_bounds__(Block::kThreads)
         for (int v = 0; v < kWidth && n + v < n_size; ++v)
           store(static_cast<int>(blockIdx.z), m, n + v, values[v]);
       }
+      if constexpr (store_rewrites_staged_tile<Store>()) {
+#pragma unroll
+        for (int v = 0; v < kWidth; v += 4)
+          *reinterpret_cast<float4*>(&staged[row][col + v]) =
+              *reinterpret_cast<const float4*>(&values[v]);
+      }
     }
+    // after_staged_tile reads the columns other threads rewrote.
+    if constexpr (store_rewrites_staged_tile<Store>()) __syncthreads();
     if constexpr (store_reads_staged_tile<Store>())
       store.template after_staged_tile<Block>(staged, m0, m_size, n0, n_size);
     if constexpr (store_finishes_tile<Store>())
