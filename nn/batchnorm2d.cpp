@@ -43,7 +43,7 @@ Shape BatchNorm2d::setup(const Shape& input, const SetupContext& context) {
   require_nhwc(*this, input, options_.channels);
   input_shape_ = input;
   setup_gradient_buffer(dx_, context, input, context.input_grad);
-  setup_gradient_buffer(relu_grad_, context, input, options_.relu);
+  setup_gradient_buffer(relu_grad_, context, input, keeps_relu_grad(context));
   if (!context.allocate) return input;
   const Device device = context.device;
   const int64_t c = options_.channels;
@@ -60,6 +60,13 @@ Shape BatchNorm2d::setup(const Shape& input, const SetupContext& context) {
   grad_sums_ = Tensor::empty({2 * c}, DType::f32, device);
   workspace_ = Tensor::zeros({batchnorm_workspace_numel(y_)}, DType::f32, device, context.stream);
   return input;
+}
+
+bool BatchNorm2d::keeps_relu_grad(const SetupContext& context) const {
+  const bool next_conv_reduces =
+      read_by_next_block_ &&
+      batchnorm_fusion_crosses_blocks(context.fusion, context.device.is_cpu());
+  return options_.relu && options_.residual && !next_conv_reduces;
 }
 
 Conv2dForwardFusion BatchNorm2d::stats_fusion() {
@@ -88,7 +95,7 @@ void BatchNorm2d::defer_apply(bool on, const SetupContext& context) {
   if (!on) {
     // Back to writing the output (and the ReLU's gradient for a residual's branch).
     if (!y_.defined()) y_ = Tensor::empty(input_shape_, context.dtype, context.device);
-    if (!relu_grad_.defined())
+    if (!relu_grad_.defined() && options_.residual)
       relu_grad_ = Tensor::empty(input_shape_, context.dtype, context.device);
     return;
   }
@@ -105,7 +112,7 @@ void BatchNorm2d::reduce_in_next_conv(bool on, const SetupContext& context) {
   if (!context.allocate) return;
   if (on) {
     relu_grad_ = Tensor();
-  } else if (!relu_grad_.defined() && !defer_apply_) {
+  } else if (!relu_grad_.defined() && !defer_apply_ && options_.residual) {
     relu_grad_ = Tensor::empty(input_shape_, context.dtype, context.device);
   }
 }
@@ -156,6 +163,8 @@ const Tensor& BatchNorm2d::run_forward(const Tensor& x, const Tensor& residual, 
   const BatchNormEpilogue epilogue{residual, options_.relu};
   if (defer_apply_ && residual.defined())
     fail_in(*this, "takes no residual while the next convolution applies it (defer_apply)");
+  if (residual.defined() && !options_.residual)
+    fail_in(*this, "takes a residual only when made with BatchNormOptions::residual");
   trained_forward_ = pass.training;
   residual_forward_ = residual.defined();
   if (!pass.training) {

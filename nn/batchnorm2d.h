@@ -30,6 +30,9 @@ struct BatchNormOptions {
   float eps = 1e-5f;
   float momentum = 0.1f;
   bool relu = false;  // max(., 0) after the (optional) residual add
+  // Forwards add a residual before the ReLU (forward(x, residual)): a residual block's last
+  // BatchNorm. Only such a layer holds the ReLU's gradient, which the identity's branch reads.
+  bool residual = false;
 };
 
 class BatchNorm2d final : public Layer {
@@ -86,6 +89,14 @@ class BatchNorm2d final : public Layer {
   // layer's output, stored, to gate by. The ReLU's gradient, which that convolution then
   // writes, is not held here (on: dropped). Needs the ReLU. After setup, with its context.
   void reduce_in_next_conv(bool on, const SetupContext& context);
+  // Before setup: whether a residual block's first convolution reads this layer's output (the
+  // model's every block's last BatchNorm but the last block's), so that where the fusion
+  // crosses blocks (batchnorm_fusion_crosses_blocks) it will do reduce_in_next_conv, and setup
+  // takes no buffer for the ReLU's gradient.
+  void set_read_by_next_block(bool on) { read_by_next_block_ = on; }
+  // Whether setup in `context` takes a buffer for the ReLU's gradient: with a residual, unless
+  // the next block's convolution will write it (set_read_by_next_block).
+  bool keeps_relu_grad(const SetupContext& context) const;
   // For that convolution's input gradient (of either kind), after a training forward
   // (BatchNormFusion::block, full): what it is to compute besides dx (this layer's backward
   // reduction: kernels/ops/conv.h's Conv2dBackwardDataFusion, gated by the ReLU recomputed from x
@@ -125,6 +136,7 @@ class BatchNorm2d final : public Layer {
   bool reduce_given_ = false;         // backward_fusion() since the last backward
   bool defer_apply_ = false;          // defer_apply(true)
   bool reduce_in_next_conv_ = false;  // reduce_in_next_conv(true)
+  bool read_by_next_block_ = false;   // set_read_by_next_block(true)
   Tensor input_scale_, input_shift_;  // deferred_input()'s: f32[C]
 };
 

@@ -28,4 +28,12 @@ enum class BatchNormFusion { none, stats, apply, block, full };
 std::optional<BatchNormFusion> batchnorm_fusion_from_name(std::string_view name);
 std::string_view batchnorm_fusion_name(BatchNormFusion fusion);
 
+// Whether a residual block's first convolution does the backward reduction of the BatchNorm
+// whose output it reads, the block before's last (full, on CUDA): Conv2d::gate_input_grad_by's
+// rule, which that BatchNorm's setup asks too, before the wiring, to take no buffer for the
+// ReLU's gradient that the convolution then writes.
+inline bool batchnorm_fusion_crosses_blocks(BatchNormFusion fusion, bool on_cpu) {
+  return fusion == BatchNormFusion::full && !on_cpu;
+}
+
 }  // namespace engine::nn

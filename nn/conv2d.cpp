@@ -127,8 +127,9 @@ void Conv2d::read_input_through(BatchNorm2d* bn, const SetupContext& context) {
 void Conv2d::gate_input_grad_by(BatchNorm2d* bn, const SetupContext& context) {
   if (gate_from_ != nullptr) gate_from_->reduce_in_next_conv(false, context);
   gate_from_ = nullptr;
-  const bool fits = bn != nullptr && context.fusion == BatchNormFusion::full &&
-                    !context.device.is_cpu() && input_grad_ && bn->options().relu;
+  const bool fits = bn != nullptr &&
+                    batchnorm_fusion_crosses_blocks(context.fusion, context.device.is_cpu()) &&
+                    input_grad_ && bn->options().relu;
   if (fits) {
     if (input_from_ != nullptr) fail_in(*this, "gate_input_grad_by after read_input_through");
     gate_from_ = bn;

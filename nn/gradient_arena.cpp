@@ -18,11 +18,25 @@ void GradientArena::begin(const Layer* top, bool planning) {
   top_ = top;
   planning_ = planning;
   layer_ = -1;
-  used_ = 0;
+  region_ = GradientRegion::layer;
+  used_ = {};
   if (planning) {
+    planned_layers_.clear();
     planned_ = {0, 0};
     planned_total_ = 0;
   }
+}
+
+void GradientArena::next_layer() {
+  ++layer_;
+  region_ = GradientRegion::layer;
+  used_ = {};
+  if (planning_) planned_layers_.push_back({});
+}
+
+void GradientArena::enter(GradientRegion region) {
+  region_ = region;
+  if (region != GradientRegion::layer) used_[static_cast<int>(region)] = 0;
 }
 
 void GradientArena::plan(Layer& top, const Shape& input, const SetupContext& context) {
@@ -57,21 +71,30 @@ void GradientArena::allocate(DType dtype, Device device) {
 Tensor GradientArena::take(const Shape& shape, DType dtype) {
   if (layer_ < 0) fail("GradientArena::take before the first top-level layer");
   const int parity = static_cast<int>(layer_ % 2);
-  // Each layer's takes count from 0 (next_layer); the largest layer sizes its parity's buffer.
-  const int64_t offset = used_;
-  used_ = (offset + shape_numel(shape) + kAlignment - 1) / kAlignment * kAlignment;
+  const int region = static_cast<int>(region_);
+  // Each region's takes count from its start (next_layer, enter); the regions lie one after
+  // another in the layer's share of its parity's buffer, which its largest layer sizes.
+  const int64_t offset = used_[region];
+  used_[region] = (offset + shape_numel(shape) + kAlignment - 1) / kAlignment * kAlignment;
   if (planning_) {
-    planned_[parity] = std::max(planned_[parity], used_);
+    RegionSizes& sizes = planned_layers_.back();
+    sizes[region] = std::max(sizes[region], used_[region]);
+    planned_[parity] = std::max(planned_[parity], sizes[0] + sizes[1] + sizes[2]);
     planned_total_ += shape_numel(shape);
     return Tensor();
   }
   const Tensor& buffer = buffers_[parity];
-  if (!buffer.defined() || buffer.dtype() != dtype || used_ > buffer.numel()) {
+  const bool planned = layer_ < static_cast<int64_t>(planned_layers_.size()) &&
+                       used_[region] <= planned_layers_[layer_][region];
+  if (!buffer.defined() || buffer.dtype() != dtype || !planned) {
     fail("GradientArena: top-level layer " + std::to_string(layer_) + " takes " + shape_str(shape) +
          " " + std::string(dtype_name(dtype)) +
          " beyond what the planning pass counted (a setup whose two passes differ)");
   }
-  return buffer.view(offset, shape);
+  int64_t start = 0;
+  for (int r = 0; r < region; ++r)
+    start += planned_layers_[layer_][r];
+  return buffer.view(start + offset, shape);
 }
 
 void setup_gradient_buffer(Tensor& buffer, const SetupContext& context, const Shape& shape,

@@ -10,13 +10,25 @@
 // overlap in time, can share memory, and layer k's and k+1's, which do, cannot: each layer's
 // are carved one after another from the buffer of its position's parity.
 //
+// Inside a top-level layer, gradients live shorter still: a residual block's backward is a
+// chain (the last BatchNorm, the last convolution, the BatchNorm before, ...), each link
+// reading the gradient the link before it wrote and nothing older, while its first
+// convolution's input gradient and the identity branch's live through the whole block. So a
+// layer's buffer has three regions: `layer`, whose takes lie side by side, and two chain
+// regions a and b, which the links use in turn (ResidualBlock::setup: its BatchNorms a, its
+// inner convolutions and the downsample's BatchNorm b): each enter() of a chain region starts
+// it over, so a link's gradients lie where the link two before it had its own, which by then
+// nothing reads.
+//
 // Setup runs twice (plan, then setup; ResNet::setup calls both): a planning pass that
-// allocates nothing and counts what each layer takes, then the allocating pass, which hands out
-// views of buffers that large. The stored outputs, statistics and scratch stay the layers' own.
+// allocates nothing and counts what each layer takes in each region, then the allocating pass,
+// which hands out views of buffers that large. The stored outputs, statistics and scratch stay
+// the layers' own.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/device.h"
 #include "kernels/tensor.h"
@@ -25,6 +37,9 @@ namespace engine::nn {
 
 class Layer;
 struct SetupContext;
+
+// Where a top-level layer's next takes go (GradientArena::enter).
+enum class GradientRegion { layer, chain_a, chain_b };
 
 class GradientArena {
  public:
@@ -36,13 +51,14 @@ class GradientArena {
   Shape setup(Layer& top, const Shape& input, const SetupContext& context);
   // Whether `container` is the one whose children take turns (the network's root).
   bool scopes_children_of(const Layer* container) const { return container == top_; }
-  // Before each top-level layer's setup: its takes start at the beginning of its buffer.
-  void next_layer() {
-    ++layer_;
-    used_ = 0;
-  }
+  // Before each top-level layer's setup: its takes start at the beginning of its buffer, in
+  // its layer region.
+  void next_layer();
+  // The takes after this go to `region` of the current top-level layer: after those it took
+  // before for the layer region; from the region's start for a chain region (a new link).
+  void enter(GradientRegion region);
   // A gradient buffer for the current top-level layer: its elements follow those it took
-  // before. Undefined in a planning pass.
+  // before in the current region. Undefined in a planning pass.
   Tensor take(const Shape& shape, DType dtype);
   // Gives both buffers back (the layers' views keep theirs until their next setup).
   void release() { buffers_ = {}; }
@@ -56,12 +72,16 @@ class GradientArena {
   void begin(const Layer* top, bool planning);
   void allocate(DType dtype, Device device);
 
+  using RegionSizes = std::array<int64_t, 3>;  // elements, by GradientRegion
+
   const Layer* top_ = nullptr;
   bool planning_ = true;
   int64_t layer_ = -1;
-  int64_t used_ = 0;                  // elements the current layer took
-  std::array<int64_t, 2> planned_{};  // the planning pass's largest layer, per parity
-  int64_t planned_total_ = 0;         // the planning pass's takes, summed
+  GradientRegion region_ = GradientRegion::layer;
+  RegionSizes used_{};  // the current layer's, per region (a chain's current link)
+  std::vector<RegionSizes> planned_layers_;  // each layer's regions as the planning pass sized them
+  std::array<int64_t, 2> planned_{};         // the planning pass's largest layer, per parity
+  int64_t planned_total_ = 0;                // the planning pass's takes, summed
   std::array<Tensor, 2> buffers_;
 };
 

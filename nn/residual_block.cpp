@@ -1,5 +1,6 @@
 #include "nn/residual_block.h"
 
+#include "nn/gradient_arena.h"
 #include "nn/shape_checks.h"
 
 namespace engine::nn {
@@ -34,15 +35,31 @@ ResidualBlock::ResidualBlock(ParameterSet& params, std::string name, std::string
   }
   norms_.push_back(std::make_unique<BatchNorm2d>(
       params, child_name(this->name(), "bn" + std::to_string(last + 1)),
-      BatchNormOptions{channels, 1e-5f, 0.1f, true}));
+      BatchNormOptions{.channels = channels, .relu = true, .residual = true}));
 }
 
 Shape ResidualBlock::setup(const Shape& input, const SetupContext& context) {
+  // The activation gradients' regions (nn/gradient_arena.h). Backward runs the last BN, the
+  // downsample branch, then the chain conv_last, bn_last-1, ..., conv2, bn1, conv1, each link
+  // reading only the gradient the link before it wrote: the BNs take turns in chain region a,
+  // the inner convolutions and the downsample's BN (done before conv_last) in b. The first
+  // convolution's input gradient (the block's) and the downsample convolution's (added to it at
+  // the end) live through the block: the layer region. So does the last BN's ReLU gradient
+  // where it is the identity's, without a downsample branch.
+  const auto region = [&](GradientRegion r) {
+    if (context.gradients != nullptr) context.gradients->enter(r);
+  };
+  const size_t last = convs_.size() - 1;
+  const GradientRegion last_norm_region =
+      !downsample_conv_ && norms_[last]->keeps_relu_grad(context) ? GradientRegion::layer
+                                                                  : GradientRegion::chain_a;
   Shape shape = input;
   SetupContext inner = context;
   for (size_t i = 0; i < convs_.size(); ++i) {
+    region(i == 0 ? GradientRegion::layer : GradientRegion::chain_b);
     shape = convs_[i]->setup(shape, inner);
     inner.input_grad = true;
+    region(i == last ? last_norm_region : GradientRegion::chain_a);
     shape = norms_[i]->setup(shape, inner);
     convs_[i]->feed_batchnorm_stats(norms_[i].get(), inner);
     // Each stage's BN + ReLU output but the last (which feeds the identity's add) has one
@@ -51,10 +68,13 @@ Shape ResidualBlock::setup(const Shape& input, const SetupContext& context) {
   }
   Shape identity = input;
   if (downsample_conv_) {
+    region(GradientRegion::layer);
     identity = downsample_conv_->setup(input, context);
+    region(GradientRegion::chain_b);
     identity = downsample_norm_->setup(identity, inner);
     downsample_conv_->feed_batchnorm_stats(downsample_norm_.get(), inner);
   }
+  region(GradientRegion::layer);
   if (identity != shape) {
     fail_in(*this, "the residual " + shape_str(identity) + " does not match the output " +
                        shape_str(shape));

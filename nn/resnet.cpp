@@ -60,6 +60,7 @@ ResNet::ResNet(std::string_view arch, const ResNetOptions& options)
   layers_->add(std::move(stem_norm));
   layers_->add(std::make_unique<MaxPool2d>("maxpool", MaxPool2dParams{3, 2, 1}));
   int64_t channels = 64;
+  ResidualBlock* previous = nullptr;
   for (int stage = 0; stage < 4; ++stage) {
     const int64_t planes = int64_t{64} << stage;
     for (int b = 0; b < spec.blocks[stage]; ++b) {
@@ -69,6 +70,9 @@ ResNet::ResNet(std::string_view arch, const ResNetOptions& options)
                        ? make_bottleneck(params_, std::move(name), channels, planes, stride)
                        : make_basic_block(params_, std::move(name), channels, planes, stride);
       channels = spec.bottleneck ? 4 * planes : planes;
+      // Each block's first convolution reads the block before's output (wire_across_layers).
+      if (previous != nullptr) previous->last_norm().set_read_by_next_block(true);
+      previous = block.get();
       layers_->add(std::move(block));
     }
   }

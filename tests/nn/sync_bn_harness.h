@@ -79,7 +79,7 @@ inline BnResult run_bn(const BnBatch& b, int64_t batch, const std::vector<float>
                        const BnStep& step, Communicator* comm, Stream& stream) {
   const Device device = stream.device();
   nn::ParameterSet params;
-  nn::BatchNorm2d bn(params, "bn", {b.channels, 1e-5f, 0.1f, step.relu});
+  nn::BatchNorm2d bn(params, "bn", {b.channels, 1e-5f, 0.1f, step.relu, step.residual});
   params.allocate(device, stream);
   bn.reset_state(stream);
   const std::vector<float> weight = normal_values(b.channels, b.seed + 101, DType::f32, 1.0, 0.5);

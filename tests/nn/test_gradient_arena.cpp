@@ -68,6 +68,52 @@ TEST(GradientArena, LayersOfTheSameParityShareTheirBuffer) {
   }
 }
 
+// A layer whose setup takes five gradient buffers of 256 elements in the arena's regions, as
+// a residual block's children do: the layer region's side by side, each chain link from its
+// region's start.
+class RegionProbe final : public Layer {
+ public:
+  RegionProbe() : Layer("probe") {}
+  std::string_view type() const override { return "RegionProbe"; }
+  Shape setup(const Shape& input, const SetupContext& context) override {
+    const Shape take{256};
+    const auto in = [&](GradientRegion region, Tensor& buffer) {
+      context.gradients->enter(region);
+      setup_gradient_buffer(buffer, context, take);
+    };
+    in(GradientRegion::layer, first);
+    in(GradientRegion::chain_a, link_a1);
+    in(GradientRegion::chain_b, link_b);
+    in(GradientRegion::chain_a, link_a2);
+    in(GradientRegion::layer, second);
+    return input;
+  }
+  const Tensor& forward(const Tensor& x, Pass&) override { return x; }
+  const Tensor& backward(const Tensor& dy, Pass&) override { return dy; }
+  Tensor first, second, link_a1, link_a2, link_b;
+};
+
+TEST(GradientArena, ChainLinksShareTheirRegionAfterTheLayerRegion) {
+  Stream stream;
+  Sequential net("");
+  RegionProbe& probe = net.add(std::make_unique<RegionProbe>());
+  GradientArena arena;
+  const SetupContext context{Device::cpu(), DType::f32, stream, false};
+  arena.plan(net, {1, 1, 1, 1}, context);
+  arena.setup(net, {1, 1, 1, 1}, context);
+  // layer: first, second | chain a: link_a1 = link_a2 | chain b: link_b
+  EXPECT_EQ(arena.numel(), 4 * 256);
+  EXPECT_EQ(arena.planned_per_layer_numel(), 5 * 256);
+  const auto at = [&](const Tensor& t) {
+    return (static_cast<const float*>(t.raw_data()) -
+            static_cast<const float*>(probe.first.raw_data()));
+  };
+  EXPECT_EQ(at(probe.second), 256);
+  EXPECT_EQ(at(probe.link_a1), 512);
+  EXPECT_EQ(at(probe.link_a2), 512);
+  EXPECT_EQ(at(probe.link_b), 768);
+}
+
 TEST(GradientArena, AnAllocatingPassBeyondThePlanIsAnError) {
   Stream stream;
   Sequential chain("");
@@ -86,25 +132,31 @@ TEST(GradientArena, AnAllocatingPassBeyondThePlanIsAnError) {
   }
 }
 
-// resnet18 on [2, 32, 32, 3], the elements of each top-level layer's gradients, in forward
-// order (every BatchNorm of a block, and the stem's, has a ReLU and takes its gradient too; the
-// downsample's has none; a block's conv1 takes the block's input gradient):
-//   0 conv1: none (the images need no gradient) | 1 bn1: 2 x (2x16x16x64) = 65536
-//   2 maxpool: 32768 | 3, 4 layer1.0, layer1.1: conv1, bn1 x 2, conv2, bn2 x 2 = 6 x 8192
-//   5 layer2.0: conv1 8192 + 5 x 4096 + downsample conv 8192 + its BN 4096 = 40960
-//   6 layer2.1: 6 x 4096 | 7 layer3.0: 4096 + 5 x 2048 + 4096 + 2048 = 20480 | 8 layer3.1: 6 x 2048
-//   9 layer4.0: 2048 + 5 x 1024 + 2048 + 1024 = 10240 | 10 layer4.1: 6 x 1024
+// resnet18 on [2, 32, 32, 3] (CPU: no fusion), the elements of each top-level layer's
+// gradients, in forward order, by region (nn/gradient_arena.h): the layer region holds a
+// block's conv1 input gradient, the downsample conv's and, without a downsample branch, bn2's
+// (its dx and, feeding the residual, its ReLU gradient, the identity's); chain region a the
+// other BatchNorms' (bn1's dx; bn2's dx and ReLU gradient with a downsample), one link at a
+// time; chain region b conv2's input gradient and the downsample BN's, one at a time. Only a
+// residual BatchNorm takes a ReLU gradient. A layer needs layer + a + b:
+//   0 conv1: none (the images need no gradient) | 1 bn1: 2x16x16x64 = 32768 | 2 maxpool: 32768
+//   3, 4 layer1.0, layer1.1 (8192 each tensor): layer 3 x 8192, a 8192, b 8192 = 40960
+//   5 layer2.0: layer 8192 + 8192, a max(4096, 2 x 4096), b 4096 = 28672
+//   6 layer2.1 (4096): layer 3 x 4096, a 4096, b 4096 = 20480
+//   7 layer3.0: layer 4096 + 4096, a 2 x 2048, b 2048 = 14336 | 8 layer3.1: 5 x 2048 = 10240
+//   9 layer4.0: layer 2048 + 2048, a 2 x 1024, b 1024 = 7168 | 10 layer4.1: 5 x 1024 = 5120
 //   11 avgpool: 1024 | 12 fc: 1024
-// Even positions: at most 49152 (layer1.1); odd: at most 65536 (bn1). Every take is a multiple
-// of 256 elements here, so no alignment padding.
+// Odd positions: at most 40960 (layer1.0); even: 40960 (layer1.1). As a buffer per take, the
+// blocks with a downsample branch count each take: 36864, 18432, 9216. Every take is a
+// multiple of 256 elements here, so no alignment padding.
 TEST(ResNet, SharedGradientBuffersHoldTheLargestLayerOfEachParity) {
   Stream stream;
   ResNet model("resnet18", {.num_classes = 10});
   model.allocate(Device::cpu(), stream);
   model.setup({2, 32, 32, 3}, DType::f32, stream);
   const int64_t per_layer =
-      65536 + 32768 + 2 * 49152 + 40960 + 24576 + 20480 + 12288 + 10240 + 6144 + 1024 + 1024;
-  EXPECT_EQ(model.gradient_memory().shared, 65536 + 49152);
+      32768 + 32768 + 2 * 40960 + 36864 + 20480 + 18432 + 10240 + 9216 + 5120 + 1024 + 1024;
+  EXPECT_EQ(model.gradient_memory().shared, 40960 + 40960);
   EXPECT_EQ(model.gradient_memory().per_layer, per_layer);
   model.set_shared_gradients(false);
   model.setup({2, 32, 32, 3}, DType::f32, stream);

@@ -39,7 +39,8 @@ std::vector<float> random_floats(int64_t n, uint32_t seed, float scale = 1.f) {
 class BatchNormResidual final : public Layer {
  public:
   BatchNormResidual(ParameterSet& params, int64_t channels)
-      : Layer("bn_residual"), bn_(params, "bn", BatchNormOptions{channels, 1e-5f, 0.1f, true}) {}
+      : Layer("bn_residual"),
+        bn_(params, "bn", BatchNormOptions{channels, 1e-5f, 0.1f, true, true}) {}
   std::string_view type() const override { return "BatchNormResidual"; }
   Shape setup(const Shape& input, const SetupContext& context) override {
     dx_ = Tensor::empty(input, context.dtype, context.device);
