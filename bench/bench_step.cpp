@@ -29,6 +29,7 @@
 #include "kernels/conv_plans.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cuda/cuda_runtime.h"
+#include "kernels/cuda/gemm_choice.h"
 #include "kernels/cuda_graph.h"
 #include "kernels/kernel_launches.h"
 #include "kernels/memory.h"
@@ -244,13 +245,18 @@ class NativeStep {
   std::string conv_summary_;
 };
 
+// The step's name, with each way it departs from the default step (gpu-check's A/B rows;
+// tools/step_memory_floor.py reads the default's alone).
 std::string case_name(const Options& o) {
-  return o.arch + " " + std::to_string(o.image_size) + "x" + std::to_string(o.image_size) + " b" +
-         std::to_string(o.batch) + " " + std::string(nn::precision_name(o.precision)) +
-         " train step" +
-         (o.fusion == nn::BatchNormFusion::full
-              ? ""
-              : " fusion=" + std::string(nn::batchnorm_fusion_name(o.fusion)));
+  std::string name = o.arch + " " + std::to_string(o.image_size) + "x" +
+                     std::to_string(o.image_size) + " b" + std::to_string(o.batch) + " " +
+                     std::string(nn::precision_name(o.precision)) + " train step";
+  if (o.fusion != nn::BatchNormFusion::full)
+    name += " fusion=" + std::string(nn::batchnorm_fusion_name(o.fusion));
+  if (o.cuda_graph == cli::CudaGraphMode::off) name += " graph=off";
+  if (!o.shared_gradients) name += " per-layer-gradients";
+  if (cuda::environment_gated_sums() == cuda::GatedSums::reread) name += " gated-sums=reread";
+  return name;
 }
 
 // The mean of a few profiled steps, per top-level layer, with each one's share of the step.

@@ -121,8 +121,9 @@ def floor_bytes(model, dtype_bytes):
 def measured_outside_convs(step_path, kernels_path, dtype):
     step = [json.loads(line) for line in open(step_path) if line.strip()]
     kernels = [json.loads(line) for line in open(kernels_path) if line.strip()]
-    step = [r for r in step if f" {dtype} train step" in r.get("case", "") and
-            "fusion=" not in r["case"]]
+    # The default step's rows only: a variant's name goes on (" fusion=block", " graph=off",
+    # " per-layer-gradients", " gated-sums=reread").
+    step = [r for r in step if r.get("case", "").endswith(f" {dtype} train step")]
     total = [r for r in kernels if r.get("case", "").endswith(f"fwd+bwd {dtype} (x count)")]
     if not step or not total:
         return None

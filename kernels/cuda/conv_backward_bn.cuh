@@ -38,7 +38,7 @@ template <typename T>
 StoreGatedWithBatchNormGrad<T> gated_grad_store(const Conv2dBackwardDataArgs& args,
                                                 const EpilogueStatsRegions& regions,
                                                 const EpilogueStatsWorkspace& sizes,
-                                                int group_tiles) {
+                                                int group_tiles, GatedSums sums) {
   const ConvDataGradBatchNorm& bn = args.batchnorm;
   return {.matrix = {static_cast<T*>(args.dx), args.shape.in_channels, nullptr, false},
           .x = static_cast<const T*>(bn.x),
@@ -57,7 +57,8 @@ StoreGatedWithBatchNormGrad<T> gated_grad_store(const Conv2dBackwardDataArgs& ar
                                .grad_sums = bn.grad_sums,
                                .bias_grad = bn.bias_grad,
                                .weight_grad = bn.weight_grad,
-                               .accumulate = bn.accumulate}}};
+                               .accumulate = bn.accumulate}},
+          .reread = resolve_gated_sums(sums) == GatedSums::reread};
 }
 
 // Where the gating and the sums happen for these arguments: the epilogue exactly where the
@@ -76,8 +77,9 @@ inline ConvStatsPath backward_data_bn_path(const Conv2dBackwardDataArgs& args,
       resolve_epilogue(options.gemm.epilogue) != GemmEpilogue::staged)
     return ConvStatsPath::separate_pass;
   bool fits = false;
-  dispatch_device_dtype(
-      args.dtype, [&]<typename T>() { fits = gated_grad_store<T>(args, {}, {}, 0).vector_fits(); });
+  dispatch_device_dtype(args.dtype, [&]<typename T>() {
+    fits = gated_grad_store<T>(args, {}, {}, 0, GatedSums::staged).vector_fits();
+  });
   return fits ? ConvStatsPath::epilogue : ConvStatsPath::separate_pass;
 }
 
@@ -134,8 +136,9 @@ void conv2d_backward_data_bn(const Conv2dBackwardDataArgs& args, cudaStream_t st
   const EpilogueStatsRegions regions = epilogue_stats_regions(sizes, args.workspace);
   if (backward_data_bn_path(args, options) == ConvStatsPath::epilogue) {
     dispatch_device_dtype(args.dtype, [&]<typename T>() {
-      gated_backward_data_gemm<T>(args, options,
-                                  gated_grad_store<T>(args, regions, sizes, group_tiles), stream);
+      gated_backward_data_gemm<T>(
+          args, options,
+          gated_grad_store<T>(args, regions, sizes, group_tiles, options.gemm.gated_sums), stream);
     });
     return;
   }

@@ -24,7 +24,9 @@
 // sums need of that element. In bf16 that is g' and x in one 32-bit word: g' is a bf16 value,
 // whose fp32 bits end in 16 zeros, where x's bf16 bits go; the sums take both back exactly, so
 // the bits are those of reading them again. In fp32 (tf32 math) the word holds g' and the sums
-// read x again (from L2, where the store just read it).
+// read x again (from L2, where the store just read it). reread (ENGINE_GATED_SUMS, gemm_choice.h)
+// keeps the staged tile's fp32 g and has the sums load x, a and the addend again and gate
+// again, as before: the same bits, to time the difference on a GPU.
 #pragma once
 
 #include <cstdint>
@@ -65,6 +67,7 @@ struct StoreGatedWithBatchNormGrad {
   const TOut* relu_output = nullptr;  // like x, or null (then relu_scale/relu_shift)
   const TOut* addend = nullptr;       // like x, or null; only with relu_output
   BatchNormGradSumsTargets targets;
+  bool reread = false;  // GatedSums::reread: the sums load their inputs again
 
   // g as stored: rounded to TOut, after the addend with the add's bits where there is one.
   __device__ __forceinline__ static float stored(float acc, bool has_addend, TOut addend_value) {
@@ -104,13 +107,14 @@ struct StoreGatedWithBatchNormGrad {
     }
   }
 
-  // acc by reference: the staged epilogue writes back what it leaves there (staged_word).
+  // acc by reference: the staged epilogue writes back what it leaves there (staged_word; acc
+  // itself with reread).
   __device__ __forceinline__ void operator()(int split, int64_t m, int64_t n, float& acc) const {
     const int64_t at = m * matrix.ld + n;
     const TOut x_value = x[at];
     const float g = gated(acc, to_f32(x_value), at, n);
     matrix(split, m, n, g);
-    acc = staged_word(g, x_value);
+    if (!reread) acc = staged_word(g, x_value);
   }
   bool vector_fits() const {
     return matrix.vector_fits() && all_aligned<kVectorWidth>(x) && matrix.ld % 8 == 0 &&
@@ -124,7 +128,7 @@ struct StoreGatedWithBatchNormGrad {
     float values[kVectorWidth];
     // x in a 16-byte load: to gate by, or (bf16) for the sums.
     Vector16<TOut> x_values{};
-    if (kStagesX || relu_output == nullptr)
+    if ((kStagesX && !reread) || relu_output == nullptr)
       x_values = *reinterpret_cast<const Vector16<TOut>*>(x + at);
     if (relu_output != nullptr) {
       // The mask and the addend in 16-byte loads too.
@@ -140,6 +144,7 @@ struct StoreGatedWithBatchNormGrad {
         values[i] = gated(acc[i], to_f32(x_values.v[i]), at + i, n + i);
     }
     matrix.store_vector(split, m, n, values);
+    if (reread) return;
 #pragma unroll
     for (int i = 0; i < kVectorWidth; ++i)
       acc[i] = staged_word(values[i], x_values.v[i]);
@@ -159,12 +164,26 @@ struct StoreGatedWithBatchNormGrad {
     float s_dy = 0.f, s_dy_xmu = 0.f;
     if (lanes.active) {
       const float mean = targets.grad.batch_stats[n];
-      for (int r = lanes.lane; r < lanes.rows; r += kLanes) {
-        const int64_t at = (static_cast<int64_t>(m0) + r) * n_size + n;
-        float g, v;
-        from_staged_word(staged[r][lanes.col], at, g, v);
-        s_dy += g;
-        s_dy_xmu += g * (v - mean);
+      // The column's rows, element(r, at, g, v) giving each one's g' and x. One loop per way,
+      // the choice outside them: within one loop the compiler predicates both ways' work.
+      const auto sum_rows = [&](auto element) {
+        for (int r = lanes.lane; r < lanes.rows; r += kLanes) {
+          const int64_t at = (static_cast<int64_t>(m0) + r) * n_size + n;
+          float g, v;
+          element(r, at, g, v);
+          s_dy += g;
+          s_dy_xmu += g * (v - mean);
+        }
+      };
+      if (reread) {
+        sum_rows([&](int r, int64_t at, float& g, float& v) {
+          v = to_f32(x[at]);
+          g = gated(staged[r][lanes.col], v, at, n);
+        });
+      } else {
+        sum_rows([&](int r, int64_t at, float& g, float& v) {
+          from_staged_word(staged[r][lanes.col], at, g, v);
+        });
       }
     }
     lanes.scratch(0, lanes.lane) = s_dy;

@@ -5,6 +5,10 @@
 //   ENGINE_GEMM_TILE=auto|128x128|128x64|64x128|64x64   auto when unset: 64 wide where N <= 64
 //     and 64 tall where M <= 64 (a 128 tile would be half empty: layer1's 64 output channels,
 //     64-filter gradients), else 128
+//   ENGINE_GATED_SUMS=staged|reread   staged when unset: how the input gradient's epilogue
+//     with BatchNorm's backward sums (gemm_batchnorm_grad.cuh) gets each element's g' and x,
+//     from the word its store left in the staged tile, or (reread, as until 2026-12-07) by
+//     loading x, the stored output and the addend again and gating again
 // Only the bf16 engine's 16-byte path has the smaller tiles; every other path is 128x128.
 #pragma once
 
@@ -19,10 +23,12 @@ namespace engine::cuda {
 
 enum class GemmEpilogue { automatic, direct, staged };
 enum class GemmTile { automatic, t128x128, t128x64, t64x128, t64x64 };
+enum class GatedSums { automatic, staged, reread };
 
 struct GemmChoice {
   GemmEpilogue epilogue = GemmEpilogue::automatic;
   GemmTile tile = GemmTile::automatic;
+  GatedSums gated_sums = GatedSums::automatic;  // not a tuner's choice: plan tables omit it
 };
 
 // The value of environment variable `name` among `choices` (`unset` when it is not set); any
@@ -56,6 +62,17 @@ inline GemmTile environment_gemm_tile() {
                                                                {"64x64", GemmTile::t64x64}},
                                                               "auto");
   return chosen;
+}
+
+inline GatedSums environment_gated_sums() {
+  static const GatedSums chosen = environment_choice<GatedSums>(
+      "ENGINE_GATED_SUMS", {{"staged", GatedSums::staged}, {"reread", GatedSums::reread}},
+      "staged");
+  return chosen;
+}
+
+inline GatedSums resolve_gated_sums(GatedSums asked) {
+  return asked == GatedSums::automatic ? environment_gated_sums() : asked;
 }
 
 inline GemmEpilogue resolve_epilogue(GemmEpilogue asked) {

@@ -15,9 +15,10 @@ gpu-check packs its report into four files after every step. Cases:
           before it and the last step's kill grace); steps beyond the environment ran, and the
           ones the budget left no time for are named as skipped, the part's last ones among them.
   perf    --part P, the short perf check: exit 0, "0 failed"; the summary names part P alone and
-          its steps: the environment, the bf16 step (with and without the CUDA graph, and with
-          --fusion block), bench_kernels bf16, the memory floor and the tuner's table; no test
-          suite ran.
+          its steps: the environment, the bf16 step (with and without the CUDA graph, with
+          --fusion block, and with ENGINE_GATED_SUMS=reread from the environment), bench_kernels
+          bf16, the memory floor and the tuner's table; no test suite ran; the step's JSON rows
+          name each variant (what the memory floor tells from the default step's row).
   multi   --part M on 2, then 4 emulated GPUs (ENGINE_SIM_DEVICE_COUNT), through the pack's
           mpirun with this host's Open MPI and PMIx hidden (as root: a private mount namespace
           binds empty folders over their component folders and /dev/null over their
@@ -189,11 +190,16 @@ def case_perf(script, work):
         fail(f"--part P should run part P alone: {parts}")
     for step in (r"environment", r"bench_step bf16 batch \d+", r"bench_step bf16 --cuda-graph off",
                  r"bench_kernels bf16", r"step memory floor bf16", r"bench_kernels --tune bf16",
-                 r"bench_step bf16 --fusion block"):
+                 r"bench_step bf16 --fusion block", r"bench_step bf16 ENGINE_GATED_SUMS=reread"):
         if not any(re.match(step + ": exit 0", line) for line in summary):
             fail(f"part P did not run '{step}' to exit 0:\n" + "\n".join(summary))
     if any(re.match(r"\S+_test: exit", line) for line in summary):
         fail("part P ran test suites:\n" + "\n".join(summary))
+    with open(os.path.join(work, "out", "bench_step.jsonl")) as rows:
+        cases = [json.loads(line)["case"] for line in rows if line.strip()]
+    for ending in (" bf16 train step", " graph=off", " fusion=block", " gated-sums=reread"):
+        if not any(case.endswith(ending) for case in cases):
+            fail(f"no bench_step row ends with '{ending}': {cases}")
     if not re.search(r": 0 failed, 0 skipped step\(s\) in \d+ s$", summary[-1]):
         fail(f"the summary's last line: {summary[-1]}")
 

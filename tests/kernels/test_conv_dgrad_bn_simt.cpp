@@ -283,6 +283,14 @@ TEST(ConvDgradBnSimt, GatedGradientAndBatchNormSums) {
     cuda::conv2d_backward_data_bn(args, nullptr, c.options, c.group_tiles);
     EXPECT_EQ(grad_sums.values(), first);
     EXPECT_EQ(dx.values(), expected_dx);
+
+    // The epilogue's sums from their inputs loaded again (ENGINE_GATED_SUMS=reread, the GPU's
+    // A/B) where they take them from the staged tile: the same bits.
+    cuda::ConvLaunch reread = c.options;
+    reread.gemm.gated_sums = cuda::GatedSums::reread;
+    cuda::conv2d_backward_data_bn(args, nullptr, reread, c.group_tiles);
+    EXPECT_EQ(grad_sums.values(), first) << "reread";
+    EXPECT_EQ(dx.values(), expected_dx) << "reread";
   }
 }
 
