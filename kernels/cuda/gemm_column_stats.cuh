@@ -2,7 +2,9 @@
 // staged epilogue (gemm_tiles.cuh) while the block's fp32 results sit in shared memory, so that
 // a convolution followed by a training BatchNorm need not read its output back
 // (batchnorm_stats). The values are those the store writes (rounded to the output's dtype and
-// read back), so the statistics are batchnorm_stats' of the output itself.
+// read back), so the statistics are batchnorm_stats' of the output itself: each store leaves
+// the value it wrote in the staged tile (kRewritesStagedTile), so the two passes over it read
+// that, without the bias and the rounding again.
 //
 // Each block: per column of its tile, the mean over its valid rows, then m2 = sum of
 // (value - mean)^2 by a second pass over shared memory (stable at any |mean| / std), both
@@ -221,28 +223,38 @@ template <typename TOut>
 struct StoreWithColumnStats {
   static constexpr int kVectorWidth = StoreToMatrix<TOut>::kVectorWidth;
   static constexpr bool kReadsStagedTile = true;
+  static constexpr bool kRewritesStagedTile = true;
   StoreToMatrix<TOut> matrix;  // not accumulating: the statistics are of what it writes
   ColumnStatsTargets targets;
 
-  __device__ __forceinline__ void operator()(int split, int64_t m, int64_t n, float acc) const {
-    matrix(split, m, n, acc);
+  // The value the store writes for acc at column n (with the bias, rounded to TOut).
+  __device__ __forceinline__ TOut stored(float acc, int64_t n) const {
+    return from_f32<TOut>(matrix.finish(acc, n, TOut{}));
+  }
+  // acc by reference: left holding the value written, as a later read of it gives it back,
+  // which the staged epilogue writes back over the staged tile for after_staged_tile.
+  __device__ __forceinline__ void operator()(int /*split*/, int64_t m, int64_t n,
+                                             float& acc) const {
+    const TOut value = stored(acc, n);
+    matrix.out[m * matrix.ld + n] = value;
+    acc = to_f32(value);
   }
   bool vector_fits() const { return matrix.vector_fits(); }
-  __device__ __forceinline__ void store_vector(int split, int64_t m, int64_t n,
-                                               const float (&acc)[kVectorWidth]) const {
-    matrix.store_vector(split, m, n, acc);
-  }
-  // The value the store writes for acc at column n, as a later read of it gives it back.
-  __device__ __forceinline__ float stored(float acc, int64_t n) const {
-    return to_f32(from_f32<TOut>(matrix.finish(acc, n, TOut{})));
+  __device__ __forceinline__ void store_vector(int /*split*/, int64_t m, int64_t n,
+                                               float (&acc)[kVectorWidth]) const {
+    Vector16<TOut> result;
+#pragma unroll
+    for (int i = 0; i < kVectorWidth; ++i) {
+      result.v[i] = stored(acc[i], n + i);
+      acc[i] = to_f32(result.v[i]);
+    }
+    *reinterpret_cast<Vector16<TOut>*>(matrix.out + m * matrix.ld + n) = result;
   }
 
-  // After the staged tile's stores: staged[row][col] holds the block's fp32 results; the
+  // After the staged tile's stores: staged[row][col] holds the values they wrote, as fp32; the
   // 8-float padding of its rows (BlockTile::kStagedLd) is the scratch of the lanes' sums, so
   // the epilogue needs no shared memory beyond the staged tile. Every thread of the block
   // calls it (it has barriers).
-  // After the staged tile's stores: staged[row][col] holds the block's fp32 results. Every
-  // thread of the block calls it (it has barriers).
   template <typename Block>
   __device__ void after_staged_tile(float (*staged)[Block::kStagedLd], int32_t m0, int32_t m_size,
                                     int32_t n0, int32_t n_size) const {
@@ -254,7 +266,7 @@ struct StoreWithColumnStats {
     float sum = 0.f;
     if (lanes.active) {
       for (int r = lanes.lane; r < lanes.rows; r += kLanes)
-        sum += stored(staged[r][col], lanes.n);
+        sum += staged[r][col];
     }
     lanes.scratch(0, lanes.lane) = sum;
     __syncthreads();
@@ -262,7 +274,7 @@ struct StoreWithColumnStats {
     float m2 = 0.f;
     if (lanes.active) {
       for (int r = lanes.lane; r < lanes.rows; r += kLanes) {
-        const float d = stored(staged[r][col], lanes.n) - mean;
+        const float d = staged[r][col] - mean;
         m2 += d * d;
       }
     }
