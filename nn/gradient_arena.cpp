@@ -22,7 +22,6 @@ void GradientArena::begin(const Layer* top, bool planning) {
   used_ = {};
   if (planning) {
     planned_layers_.clear();
-    planned_ = {0, 0};
     planned_total_ = 0;
   }
 }
@@ -56,21 +55,26 @@ Shape GradientArena::setup(Layer& top, const Shape& input, const SetupContext& c
 }
 
 void GradientArena::allocate(DType dtype, Device device) {
+  // Each parity's buffer holds its largest layer: the layer's regions one after another.
+  std::array<int64_t, 2> needed{};
+  for (size_t layer = 0; layer < planned_layers_.size(); ++layer) {
+    const RegionSizes& sizes = planned_layers_[layer];
+    needed[layer % 2] = std::max(needed[layer % 2], sizes[0] + sizes[1] + sizes[2]);
+  }
   for (int parity = 0; parity < 2; ++parity) {
     const Tensor& held = buffers_[parity];
     const bool fits = held.defined() && held.dtype() == dtype && held.device() == device &&
-                      held.numel() >= planned_[parity];
+                      held.numel() >= needed[parity];
     if (!fits) {
       // Let go of the old buffer before taking the new one.
       buffers_[parity] = Tensor();
-      buffers_[parity] = Tensor::empty({planned_[parity]}, dtype, device);
+      buffers_[parity] = Tensor::empty({needed[parity]}, dtype, device);
     }
   }
 }
 
 Tensor GradientArena::take(const Shape& shape, DType dtype) {
   if (layer_ < 0) fail("GradientArena::take before the first top-level layer");
-  const int parity = static_cast<int>(layer_ % 2);
   const int region = static_cast<int>(region_);
   // Each region's takes count from its start (next_layer, enter); the regions lie one after
   // another in the layer's share of its parity's buffer, which its largest layer sizes.
@@ -79,11 +83,10 @@ Tensor GradientArena::take(const Shape& shape, DType dtype) {
   if (planning_) {
     RegionSizes& sizes = planned_layers_.back();
     sizes[region] = std::max(sizes[region], used_[region]);
-    planned_[parity] = std::max(planned_[parity], sizes[0] + sizes[1] + sizes[2]);
     planned_total_ += shape_numel(shape);
     return Tensor();
   }
-  const Tensor& buffer = buffers_[parity];
+  const Tensor& buffer = buffers_[layer_ % 2];
   const bool planned = layer_ < static_cast<int64_t>(planned_layers_.size()) &&
                        used_[region] <= planned_layers_[layer_][region];
   if (!buffer.defined() || buffer.dtype() != dtype || !planned) {

@@ -80,7 +80,6 @@ class GradientArena {
   GradientRegion region_ = GradientRegion::layer;
   RegionSizes used_{};  // the current layer's, per region (a chain's current link)
   std::vector<RegionSizes> planned_layers_;  // each layer's regions as the planning pass sized them
-  std::array<int64_t, 2> planned_{};         // the planning pass's largest layer, per parity
   int64_t planned_total_ = 0;                // the planning pass's takes, summed
   std::array<Tensor, 2> buffers_;
 };
