@@ -23,16 +23,16 @@ namespace engine::cuda {
 template <typename T>
 using Vector16 = Pack<T, vector_width<T>()>;
 
+// A store's traits, each a static constexpr bool member, false where it has none.
+//
 // Whether a store also asks the staged epilogue for the block's whole tile: gemm_mma_kernel
 // then calls store.after_staged_tile<Block>(staged, m0, m_size, n0, n_size) once its stores
 // are done, every thread of the block (gemm_column_stats.cuh: BatchNorm's statistics).
 template <typename Store>
 constexpr bool store_reads_staged_tile() {
-  if constexpr (requires { Store::kReadsStagedTile; }) {
-    return Store::kReadsStagedTile;
-  } else {
-    return false;
-  }
+  return requires {
+    requires Store::kReadsStagedTile;
+  };
 }
 
 // Whether a store that reads the staged tile also rewrites it first: gemm_mma_kernel then
@@ -42,11 +42,9 @@ constexpr bool store_reads_staged_tile() {
 // (gemm_batchnorm_grad.cuh: the gated gradient and the BatchNorm input it is summed against).
 template <typename Store>
 constexpr bool store_rewrites_staged_tile() {
-  if constexpr (requires { Store::kRewritesStagedTile; }) {
-    return Store::kRewritesStagedTile;
-  } else {
-    return false;
-  }
+  return requires {
+    requires Store::kRewritesStagedTile;
+  };
 }
 
 // Whether a store finishes its tile once every split has stored: the GEMM kernels (each
@@ -54,11 +52,9 @@ constexpr bool store_rewrites_staged_tile() {
 // after a block's stores, every thread of the block (StoreSplitPartial: the split-K sum).
 template <typename Store>
 constexpr bool store_finishes_tile() {
-  if constexpr (requires { Store::kFinishesTile; }) {
-    return Store::kFinishesTile;
-  } else {
-    return false;
-  }
+  return requires {
+    requires Store::kFinishesTile;
+  };
 }
 
 // out[m * ld + n] = acc (+ bias[n]) (+ out[m * ld + n] when accumulating).
@@ -265,6 +261,9 @@ struct StoreSplitPartial {
     }
   }
 };
+static_assert(store_finishes_tile<StoreSplitPartial>() &&
+              !store_finishes_tile<StoreToMatrix<float>>() &&
+              !store_reads_staged_tile<StoreSplitPartial>());
 
 // The split-K sum of the partials at index i (split_sum_group's order).
 __device__ __forceinline__ float split_sum_at(int splits, int64_t count, const float* partials,
