@@ -159,9 +159,11 @@ struct Bf16Mma {
   // Row padding against bank conflicts: 16 bytes, an odd count of 16 bytes a row either way.
   static constexpr int skew(bool /*along_k*/) { return 8; }
   __device__ __forceinline__ static uint32_t operand(uint32_t bits) { return bits; }
-  __device__ __forceinline__ static void mma(float (&d)[4], const uint32_t (&a)[4],
-                                             const uint32_t (&b)[2]) {
-    mma_m16n8k16_bf16(d, a, b);
+  template <int kTilesA, int kTilesB>
+  __device__ __forceinline__ static void mma(float (&d)[kTilesA][kTilesB][4],
+                                             const uint32_t (&a)[kTilesA][4],
+                                             const uint32_t (&b)[kTilesB][2]) {
+    mma_m16n8k16_bf16_tile(d, a, b);
   }
 };
 
@@ -176,9 +178,11 @@ struct Tf32Mma {
   static constexpr int skew(bool along_k) { return along_k ? 4 : 8; }
   // fp32 bits rounded to nearest tf32 (mma itself would drop the low 13 bits).
   __device__ __forceinline__ static uint32_t operand(uint32_t bits) { return to_tf32(bits); }
-  __device__ __forceinline__ static void mma(float (&d)[4], const uint32_t (&a)[4],
-                                             const uint32_t (&b)[2]) {
-    mma_m16n8k8_tf32(d, a, b);
+  template <int kTilesA, int kTilesB>
+  __device__ __forceinline__ static void mma(float (&d)[kTilesA][kTilesB][4],
+                                             const uint32_t (&a)[kTilesA][4],
+                                             const uint32_t (&b)[kTilesB][2]) {
+    mma_m16n8k8_tf32_tile(d, a, b);
   }
 };
 
@@ -252,16 +256,20 @@ struct FragmentReader {
                                        int k) const {
     const int offset = stage_bytes + Tile::k_bytes(k);
     if constexpr (Tile::kLdmatrix) {
+      SharedAddress rows[kLdmatrixLoads];
+#pragma unroll
+      for (int l = 0; l < kLdmatrixLoads; ++l)
+        rows[l] = base[l] + offset;
+      uint32_t r[kLdmatrixLoads][4];
+      ldmatrix_x4_each<!Tile::kAlongK>(r, rows);
 #pragma unroll
       for (int l = 0; l < kLdmatrixLoads; ++l) {
-        uint32_t r[4];
-        ldmatrix_x4<!Tile::kAlongK>(r, base[l] + offset);
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           if constexpr (kIsA) {
-            frag[l][e] = Math::operand(r[e]);
+            frag[l][e] = Math::operand(r[l][e]);
           } else {
-            frag[2 * l + e / 2][e % 2] = Math::operand(r[e]);
+            frag[2 * l + e / 2][e % 2] = Math::operand(r[l][e]);
           }
         }
       }
@@ -357,12 +365,7 @@ __global__ void __launch_bounds__(Block::kThreads)
       uint32_t a_frag[2][4], b_frag[8][2];
       a_reader.read(a_frag, stage * static_cast<int>(sizeof(ATile)), k);
       b_reader.read(b_frag, stage * static_cast<int>(sizeof(BTile)), k);
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-#pragma unroll
-        for (int j = 0; j < 8; ++j)
-          Math::mma(acc[i][j], a_frag[i], b_frag[j]);
-      }
+      Math::mma(acc, a_frag, b_frag);
     }
   };
   if constexpr (Shape::kAsync) {

@@ -39,6 +39,21 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], SharedAddress row)
 #endif
 }
 
+// ldmatrix_x4 at each of rows[0 .. kCount): r[l] from rows[l]. On a GPU kCount instructions;
+// under the SIMT emulator one warp collective for all (one each, the lanes' switches at every
+// collective were most of an emulated training step).
+template <bool kTranspose, int kCount>
+__device__ __forceinline__ void ldmatrix_x4_each(uint32_t (&r)[kCount][4],
+                                                 const SharedAddress (&rows)[kCount]) {
+#if defined(SIMT_EMULATOR) && !defined(__CUDA_ARCH__)
+  simt::ldmatrix_x4_batch(r, rows, kTranspose);
+#else
+#pragma unroll
+  for (int l = 0; l < kCount; ++l)
+    ldmatrix_x4<kTranspose>(r[l], rows[l]);
+#endif
+}
+
 // d = a b + d: A 16 x 16 bf16 (a: 4 registers of 2), B 16 x 8 bf16 (b: 2), D 16 x 8 fp32.
 __device__ __forceinline__ void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4],
                                                   const uint32_t (&b)[2]) {
@@ -73,6 +88,41 @@ __device__ __forceinline__ void mma_m16n8k8_tf32(float (&d)[4], const uint32_t (
   (void)d;
   (void)a;
   (void)b;
+#endif
+}
+
+// d[i][j] = a[i] b[j] + d[i][j] for every i < kTilesA, then j < kTilesB: a warp tile's products
+// of one K step, an mma.sync each on a GPU, one warp collective under the SIMT emulator (the
+// same values; see ldmatrix_x4_each).
+template <int kTilesA, int kTilesB>
+__device__ __forceinline__ void mma_m16n8k16_bf16_tile(float (&d)[kTilesA][kTilesB][4],
+                                                       const uint32_t (&a)[kTilesA][4],
+                                                       const uint32_t (&b)[kTilesB][2]) {
+#if defined(SIMT_EMULATOR) && !defined(__CUDA_ARCH__)
+  simt::mma_m16n8k16_bf16_batch(d, a, b);
+#else
+#pragma unroll
+  for (int i = 0; i < kTilesA; ++i) {
+#pragma unroll
+    for (int j = 0; j < kTilesB; ++j)
+      mma_m16n8k16_bf16(d[i][j], a[i], b[j]);
+  }
+#endif
+}
+
+template <int kTilesA, int kTilesB>
+__device__ __forceinline__ void mma_m16n8k8_tf32_tile(float (&d)[kTilesA][kTilesB][4],
+                                                      const uint32_t (&a)[kTilesA][4],
+                                                      const uint32_t (&b)[kTilesB][2]) {
+#if defined(SIMT_EMULATOR) && !defined(__CUDA_ARCH__)
+  simt::mma_m16n8k8_tf32_batch(d, a, b);
+#else
+#pragma unroll
+  for (int i = 0; i < kTilesA; ++i) {
+#pragma unroll
+    for (int j = 0; j < kTilesB; ++j)
+      mma_m16n8k8_tf32(d[i][j], a[i], b[j]);
+  }
 #endif
 }
 

@@ -68,6 +68,14 @@ enum class WarpOp : std::uint8_t {
   kLdmatrixTrans,  // the same, .trans
   kMmaBf16,        // m16n8k16; value: this lane's MmaFragments; result: its four of D
   kMmaTf32,        // m16n8k8; the same
+  // Several of one instruction in one collective (a warp tile's operand loads or products of
+  // one K step): one warp barrier for all of them where one each made the switches between
+  // lanes most of an emulated training step. value: this lane's LdmatrixBatch or MmaBatch;
+  // results go where it points. `shape` must agree across the lanes.
+  kLdmatrixBatch,       // shape: the count of ldmatrix .x4
+  kLdmatrixTransBatch,  // the same, .trans
+  kMmaBf16Batch,        // shape: (tiles of A) << 8 | tiles of B
+  kMmaTf32Batch,        // the same
 };
 
 // One lane's operands of mma.sync, in the fragment layouts of warp_matrix.h.
@@ -77,16 +85,37 @@ struct MmaFragments {
   float c[4];
 };
 
+// One lane's part of kLdmatrix(Trans)Batch: `count` 16-byte rows, read by the lane itself (its
+// own access, for the sanitizers), and where its count x 4 registers go.
+struct LdmatrixBatch {
+  const unsigned char* rows;
+  std::uint32_t* result;
+};
+
+// One lane's part of kMmaBf16Batch / kMmaTf32Batch: d[i][j] = a[i] b[j] + d[i][j] for i < tiles
+// of A, j < tiles of B (d: row-major [i][j][4], read and written in place).
+struct MmaBatch {
+  const std::uint32_t (*a)[4];
+  const std::uint32_t (*b)[2];
+  float (*d)[4];
+};
+
 struct WarpRequest {
   WarpOp op = WarpOp::kSync;
   unsigned mask = 0;
-  int lane_arg = 0;   // srcLane, delta or laneMask of a shuffle
-  int width = 32;     // shuffle segment width
-  unsigned size = 0;  // bytes of `value` in use
+  unsigned shape = 0;  // matrix batches: their count or tile counts
+  int lane_arg = 0;    // srcLane, delta or laneMask of a shuffle
+  int width = 32;      // shuffle segment width
+  unsigned size = 0;   // bytes of `value` in use
   alignas(16) unsigned char value[sizeof(MmaFragments)] = {};
   alignas(16) unsigned char result[16] = {};
 };
 void sync_warp(WarpRequest& request);
+// Whether the batched matrix collectives run as one (SIMT_WARP_TILE_BATCHES unset or "on") or
+// as their instructions one by one ("off": one warp barrier each, as before the batches, to
+// time the difference or rule the batches out); read once. Throws std::invalid_argument for
+// any other value.
+bool warp_tile_batches();
 
 unsigned lane_id();
 unsigned warp_alive_mask();  // lanes of the caller's warp that exist and have not returned

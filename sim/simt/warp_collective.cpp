@@ -152,6 +152,14 @@ const char* warp_op_name(WarpOp op) {
       return "mma.sync m16n8k16 bf16";
     case WarpOp::kMmaTf32:
       return "mma.sync m16n8k8 tf32";
+    case WarpOp::kLdmatrixBatch:
+      return "ldmatrix (batched)";
+    case WarpOp::kLdmatrixTransBatch:
+      return "ldmatrix.trans (batched)";
+    case WarpOp::kMmaBf16Batch:
+      return "mma.sync m16n8k16 bf16 (batched)";
+    case WarpOp::kMmaTf32Batch:
+      return "mma.sync m16n8k8 tf32 (batched)";
   }
   return "warp collective";
 }
@@ -163,16 +171,16 @@ std::string complete_warp_collective(const std::array<WarpRequest*, 32>& lanes,
   std::string mismatch;
   for_each_lane(participants, [&](int l) {
     const WarpRequest& r = *lanes[l];
-    if (mismatch.empty() && (r.op != model.op || r.size != model.size)) {
+    if (mismatch.empty() && (r.op != model.op || r.size != model.size || r.shape != model.shape)) {
       mismatch = format(
           "lanes %d and %d of mask 0x%08x met in different warp collectives (%s "
-          "of %u bytes, %s of %u bytes)",
-          first, l, model.mask, warp_op_name(model.op), model.size, warp_op_name(r.op), r.size);
+          "of %u bytes, shape 0x%x; %s of %u bytes, shape 0x%x)",
+          first, l, model.mask, warp_op_name(model.op), model.size, model.shape, warp_op_name(r.op),
+          r.size, r.shape);
     }
   });
   if (!mismatch.empty()) return mismatch;
-  const bool matrix = model.op == WarpOp::kLdmatrix || model.op == WarpOp::kLdmatrixTrans ||
-                      model.op == WarpOp::kMmaBf16 || model.op == WarpOp::kMmaTf32;
+  const bool matrix = model.op >= WarpOp::kLdmatrix;  // the tensor-core ops come last
   if (matrix && participants != 0xffffffffu) {
     return format("%s needs all 32 lanes of the warp (mask 0x%08x, lanes 0x%08x)",
                   warp_op_name(model.op), model.mask, participants);
@@ -231,6 +239,14 @@ std::string complete_warp_collective(const std::array<WarpRequest*, 32>& lanes,
     case WarpOp::kMmaBf16:
     case WarpOp::kMmaTf32:
       complete_mma(lanes, model.op);
+      break;
+    case WarpOp::kLdmatrixBatch:
+    case WarpOp::kLdmatrixTransBatch:
+      complete_ldmatrix_batch(lanes, model.op == WarpOp::kLdmatrixTransBatch, model.shape);
+      break;
+    case WarpOp::kMmaBf16Batch:
+    case WarpOp::kMmaTf32Batch:
+      complete_mma_batch(lanes, model.op, model.shape >> 8, model.shape & 0xffu);
       break;
   }
   return {};

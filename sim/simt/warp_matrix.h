@@ -21,7 +21,8 @@
 //     B (8 x 8, col):    b[0] (k t, column group), b[1] (k t + 4, column group).
 //   ldmatrix of 32-bit elements (16-byte rows of 4): r[i] holds matrix i's row `group`,
 //             element t, which is tf32 A's and B's layout; .trans would split elements.
-// Each is one warp collective (WarpOp kLdmatrix .. kMmaTf32): every lane hands in its operands
+// Each is one warp collective (WarpOp kLdmatrix .. kMmaTf32; the _batch forms one for several
+// of them: kernels/cuda/warp_mma.cuh's warp-tile wrappers): every lane hands in its operands
 // (ldmatrix: its 16-byte row, read from memory by the lane that names it; mma: copies of its
 // fragments) and the last to arrive computes every lane's results (warp_matrix_collective.cpp),
 // so an instruction costs one warp barrier. Products of bf16 are exact in fp32; the sum runs
@@ -73,6 +74,34 @@ inline void ldmatrix_x4(uint32_t (&r)[4], const void* row, bool transpose) {
       "ldmatrix", transpose ? detail::WarpOp::kLdmatrixTrans : detail::WarpOp::kLdmatrix, bytes, r);
 }
 
+// `kCount` ldmatrix .x4 as one warp collective: r[l] from the rows at rows[l], exactly as
+// ldmatrix_x4 would give them one by one.
+template <int kCount, typename Pointer>
+void ldmatrix_x4_batch(uint32_t (&r)[kCount][4], const Pointer (&rows)[kCount], bool transpose) {
+  static_assert(kCount >= 1 && kCount < 256);
+  if (!detail::warp_tile_batches()) {
+    for (int l = 0; l < kCount; ++l)
+      ldmatrix_x4(r[l], rows[l], transpose);
+    return;
+  }
+  detail::require_full_warp("ldmatrix");
+  std::array<unsigned char, 16 * kCount> bytes;  // this lane's rows, read here
+  for (int l = 0; l < kCount; ++l) {
+    if (reinterpret_cast<uintptr_t>(rows[l]) % 16 != 0) {
+      throw std::logic_error("ldmatrix: a row address is not 16-byte aligned");
+    }
+    std::memcpy(bytes.data() + 16 * l, rows[l], 16);
+  }
+  const detail::LdmatrixBatch batch{bytes.data(), &r[0][0]};
+  detail::WarpRequest request;
+  request.op = transpose ? detail::WarpOp::kLdmatrixTransBatch : detail::WarpOp::kLdmatrixBatch;
+  request.mask = 0xffffffffu;
+  request.shape = kCount;
+  request.size = sizeof batch;
+  std::memcpy(request.value, &batch, sizeof batch);
+  detail::sync_warp(request);
+}
+
 namespace detail {
 
 inline void mma(const char* instruction, WarpOp op, float (&d)[4], const uint32_t (&a)[4],
@@ -82,6 +111,29 @@ inline void mma(const char* instruction, WarpOp op, float (&d)[4], const uint32_
   std::memcpy(fragments.b, b, sizeof fragments.b);
   std::memcpy(fragments.c, c, sizeof fragments.c);
   warp_matrix_op(instruction, op, fragments, d);
+}
+
+template <int kTilesA, int kTilesB>
+void mma_batch(WarpOp op, float (&d)[kTilesA][kTilesB][4], const uint32_t (&a)[kTilesA][4],
+               const uint32_t (&b)[kTilesB][2]) {
+  static_assert(kTilesA >= 1 && kTilesA < 256 && kTilesB >= 1 && kTilesB < 256);
+  if (!warp_tile_batches()) {
+    const WarpOp single = op == WarpOp::kMmaBf16Batch ? WarpOp::kMmaBf16 : WarpOp::kMmaTf32;
+    for (int i = 0; i < kTilesA; ++i) {
+      for (int j = 0; j < kTilesB; ++j)
+        mma("mma.sync", single, d[i][j], a[i], b[j], d[i][j]);
+    }
+    return;
+  }
+  require_full_warp("mma.sync");
+  const MmaBatch batch{a, b, &d[0][0]};
+  WarpRequest request;
+  request.op = op;
+  request.mask = 0xffffffffu;
+  request.shape = static_cast<unsigned>(kTilesA) << 8 | static_cast<unsigned>(kTilesB);
+  request.size = sizeof batch;
+  std::memcpy(request.value, &batch, sizeof batch);
+  sync_warp(request);
 }
 
 }  // namespace detail
@@ -96,6 +148,19 @@ inline void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], const uint3
 inline void mma_m16n8k8_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
                              const float (&c)[4]) {
   detail::mma("mma.sync", detail::WarpOp::kMmaTf32, d, a, b, c);
+}
+
+// d[i][j] = a[i] b[j] + d[i][j] for every i < kTilesA, j < kTilesB as one warp collective: the
+// same values as mma_m16n8k16_bf16 (mma_m16n8k8_tf32) called for each i, then each j.
+template <int kTilesA, int kTilesB>
+void mma_m16n8k16_bf16_batch(float (&d)[kTilesA][kTilesB][4], const uint32_t (&a)[kTilesA][4],
+                             const uint32_t (&b)[kTilesB][2]) {
+  detail::mma_batch(detail::WarpOp::kMmaBf16Batch, d, a, b);
+}
+template <int kTilesA, int kTilesB>
+void mma_m16n8k8_tf32_batch(float (&d)[kTilesA][kTilesB][4], const uint32_t (&a)[kTilesA][4],
+                            const uint32_t (&b)[kTilesB][2]) {
+  detail::mma_batch(detail::WarpOp::kMmaTf32Batch, d, a, b);
 }
 
 // cvt.rna.tf32.f32: value rounded to tf32's 10 fraction bits, to nearest with ties away from

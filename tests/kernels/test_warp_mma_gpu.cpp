@@ -85,6 +85,15 @@ TEST_F(WarpMmaGpu, Tf32RoundingIsToNearestTiesAwayFromZero) {
   expect_tf32_rounded(input, out.to_floats(stream));
 }
 
+TEST_F(WarpMmaGpu, WarpTileWrappersMatchTheirInstructionsOneByOne) {
+  Stream stream(Device::cuda(0));
+  Tensor mismatches = Tensor::zeros({32}, DType::i32, Device::cuda(0), stream);
+  launch_warp_tile_probe(mismatches.data<int32_t>(), stream);
+  const std::vector<int32_t> counts = mismatches.to_ints(stream);
+  for (int lane = 0; lane < 32; ++lane)
+    EXPECT_EQ(counts[lane], 0) << "lane " << lane;
+}
+
 TEST_F(WarpMmaGpu, AsyncCopiesLandByGroupAndZeroFill) {
   Stream stream(Device::cuda(0));
   const std::vector<float> input = async_copy_probe_input();

@@ -93,4 +93,88 @@ __global__ void tf32_round_probe_kernel(const float* in, float* out, int n) {
     out[i] = __uint_as_float(engine::cuda::to_tf32(__float_as_uint(in[i])));
 }
 
+// A value of a few bits from (seed, index), so that products and sums stay exact in bf16 and
+// fp32 alike: -32 .. 31 quarters.
+__host__ __device__ inline float probe_value(uint32_t seed, uint32_t index) {
+  uint32_t h = (seed * 0x9e3779b9u) ^ (index * 0x85ebca6bu);
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  h ^= h >> 16;
+  return static_cast<float>(static_cast<int>(h % 64u) - 32) * 0.25f;
+}
+
+// One warp: the warp-tile wrappers (ldmatrix_x4_each, both layouts; mma_m16n8k16_bf16_tile and
+// mma_m16n8k8_tf32_tile on 2 x 3 tiles) against their instructions one by one, on the same
+// operands. mismatches[lane]: the registers of this lane that differ, bit for bit. Under the
+// SIMT emulator the wrappers are one batched collective each (sim/simt/warp_matrix.h); on a GPU
+// the same instructions in a loop.
+constexpr int kWarpTileProbeTilesA = 2, kWarpTileProbeTilesB = 3;
+__global__ void warp_tile_probe_kernel(int* mismatches) {
+  constexpr int kA = kWarpTileProbeTilesA, kB = kWarpTileProbeTilesB;
+  __shared__ __align__(16) __nv_bfloat16 rows[64][kWarpMatrixRowElements];
+  const int lane = static_cast<int>(threadIdx.x);
+  for (int r = lane; r < 64; r += 32) {
+    for (int e = 0; e < 8; ++e)
+      rows[r][e] = __float2bfloat16(probe_value(1, static_cast<uint32_t>(r * 8 + e)));
+  }
+  __syncwarp();
+  int bad = 0;
+  const engine::cuda::SharedAddress addresses[2] = {
+      engine::cuda::shared_address(&rows[lane][0]),
+      engine::cuda::shared_address(&rows[63 - lane][0])};
+  uint32_t each[2][4], each_trans[2][4];
+  engine::cuda::ldmatrix_x4_each<false>(each, addresses);
+  engine::cuda::ldmatrix_x4_each<true>(each_trans, addresses);
+  for (int l = 0; l < 2; ++l) {
+    uint32_t one[4], one_trans[4];
+    engine::cuda::ldmatrix_x4<false>(one, addresses[l]);
+    engine::cuda::ldmatrix_x4<true>(one_trans, addresses[l]);
+    for (int i = 0; i < 4; ++i)
+      bad += (one[i] != each[l][i]) + (one_trans[i] != each_trans[l][i]);
+  }
+  const auto operand = [&](uint32_t seed, int index, bool tf32) {
+    const float low = probe_value(seed, static_cast<uint32_t>(lane * 64 + 2 * index));
+    const float high = probe_value(seed, static_cast<uint32_t>(lane * 64 + 2 * index + 1));
+    // tf32: fp32 bits with low bits set, which mma ignores either way.
+    return tf32 ? __float_as_uint(low) | (static_cast<uint32_t>(index) & 0x1fffu)
+                : pack_bf16_pair(low, high);
+  };
+  for (int tf32 = 0; tf32 < 2; ++tf32) {
+    uint32_t a[kA][4], b[kB][2];
+    float tile[kA][kB][4], one[kA][kB][4];
+    for (int i = 0; i < kA; ++i) {
+      for (int r = 0; r < 4; ++r)
+        a[i][r] = operand(2, i * 4 + r, tf32 != 0);
+    }
+    for (int j = 0; j < kB; ++j) {
+      for (int r = 0; r < 2; ++r)
+        b[j][r] = operand(3, j * 2 + r, tf32 != 0);
+    }
+    for (int i = 0; i < kA; ++i) {
+      for (int j = 0; j < kB; ++j) {
+        for (int r = 0; r < 4; ++r)
+          tile[i][j][r] = one[i][j][r] =
+              probe_value(4, static_cast<uint32_t>(((lane * kA + i) * kB + j) * 4 + r));
+      }
+    }
+    if (tf32 != 0) {
+      engine::cuda::mma_m16n8k8_tf32_tile(tile, a, b);
+    } else {
+      engine::cuda::mma_m16n8k16_bf16_tile(tile, a, b);
+    }
+    for (int i = 0; i < kA; ++i) {
+      for (int j = 0; j < kB; ++j) {
+        if (tf32 != 0) {
+          engine::cuda::mma_m16n8k8_tf32(one[i][j], a[i], b[j]);
+        } else {
+          engine::cuda::mma_m16n8k16_bf16(one[i][j], a[i], b[j]);
+        }
+        for (int r = 0; r < 4; ++r)
+          bad += __float_as_uint(tile[i][j][r]) != __float_as_uint(one[i][j][r]);
+      }
+    }
+  }
+  mismatches[lane] = bad;
+}
+
 }  // namespace engine::testing

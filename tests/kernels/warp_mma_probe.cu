@@ -33,4 +33,8 @@ void launch_async_copy_probe(const float* src, float* out, Stream& stream) {
                src, out);
 }
 
+void launch_warp_tile_probe(int* mismatches, Stream& stream) {
+  cuda::launch(warp_tile_probe_kernel, dim3(1), dim3(32), 0, stream.native(), mismatches);
+}
+
 }  // namespace engine::testing

@@ -15,5 +15,8 @@ void launch_mma_tf32_probe(const float* a, const float* b, const float* c, float
                            Stream& stream);
 void launch_tf32_round_probe(const float* in, float* out, int n, Stream& stream);
 void launch_async_copy_probe(const float* src, float* out, Stream& stream);
+// warp_tile_probe_kernel: 32 ints, each lane's registers where the warp-tile wrappers differ
+// from their instructions one by one.
+void launch_warp_tile_probe(int* mismatches, Stream& stream);
 
 }  // namespace engine::testing

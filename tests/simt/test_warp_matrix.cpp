@@ -11,6 +11,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "tests/kernels/warp_matrix_checks.h"
@@ -73,6 +74,55 @@ TEST(SimtWarpMatrix, Tf32RoundingIsToNearestTiesAwayFromZero) {
   float nan_out = 0;
   simt::launch(tf32_round_probe_kernel, dim3(1), dim3(32), 0, nullptr, &nan, &nan_out, 1);
   EXPECT_TRUE(std::isnan(nan_out));
+}
+
+// The batched collectives behind the warp-tile wrappers give what the instructions one by one
+// give (a batch that swapped tiles, dropped one or read a row of the wrong load fails here).
+TEST(SimtWarpMatrix, WarpTileWrappersMatchTheirInstructionsOneByOne) {
+  std::vector<int> mismatches(32, -1);
+  simt::launch(warp_tile_probe_kernel, dim3(1), dim3(32), 0, nullptr, mismatches.data());
+  EXPECT_EQ(mismatches, std::vector<int>(32, 0));
+}
+
+// Lanes that meet in batches of different sizes have diverged: an error, as two different
+// collectives are.
+__global__ void mismatched_batch_kernel() {
+  __shared__ __align__(16) __nv_bfloat16 rows[64][kWarpMatrixRowElements];
+  const engine::cuda::SharedAddress two[2] = {shared_address(&rows[threadIdx.x][0]),
+                                              shared_address(&rows[32 + threadIdx.x][0])};
+  const engine::cuda::SharedAddress three[3] = {two[0], two[1], two[0]};
+  uint32_t r2[2][4], r3[3][4];
+  if (threadIdx.x == 5) {
+    engine::cuda::ldmatrix_x4_each<false>(r3, three);
+  } else {
+    engine::cuda::ldmatrix_x4_each<false>(r2, two);
+  }
+}
+
+__global__ void misaligned_batch_kernel() {
+  __shared__ __align__(16) __nv_bfloat16 rows[64][kWarpMatrixRowElements];
+  const engine::cuda::SharedAddress rows_of_lane[2] = {
+      shared_address(&rows[threadIdx.x][0]),
+      shared_address(&rows[32 + threadIdx.x][threadIdx.x == 7 ? 2 : 0])};
+  uint32_t r[2][4];
+  engine::cuda::ldmatrix_x4_each<true>(r, rows_of_lane);
+}
+
+template <typename Kernel>
+std::string launch_error(Kernel kernel) {
+  try {
+    simt::launch(kernel, dim3(1), dim3(32), 0, nullptr);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(SimtWarpMatrix, BatchesNeedTheSameShapeInEveryLaneAndAlignedRows) {
+  if (!simt::detail::warp_tile_batches()) GTEST_SKIP() << "SIMT_WARP_TILE_BATCHES=off: no batches";
+  EXPECT_NE(launch_error(mismatched_batch_kernel).find("met in different warp collectives"),
+            std::string::npos);
+  EXPECT_NE(launch_error(misaligned_batch_kernel).find("not 16-byte aligned"), std::string::npos);
 }
 
 __global__ void partial_warp_ldmatrix_kernel() {
