@@ -46,18 +46,29 @@ namespace simt {
 
 namespace detail {
 
-// One warp collective of a matrix instruction: `operands` in, this lane's 16 bytes out.
+// One warp collective of a matrix instruction: `operands` in, this lane's 16 bytes out (none
+// where result is null: a batch's results go where its operands point). `shape`: a batch's.
 template <typename Operands>
-void warp_matrix_op(const char* instruction, WarpOp op, const Operands& operands, void* result) {
+void warp_matrix_op(const char* instruction, WarpOp op, const Operands& operands, void* result,
+                    unsigned shape = 0) {
   static_assert(sizeof(Operands) <= sizeof(WarpRequest::value));
   require_full_warp(instruction);
   WarpRequest request;
   request.op = op;
   request.mask = 0xffffffffu;
+  request.shape = shape;
   request.size = sizeof(Operands);
   std::memcpy(request.value, &operands, sizeof(Operands));
   sync_warp(request);
-  std::memcpy(result, request.result, 16);
+  if (result != nullptr) std::memcpy(result, request.result, 16);
+}
+
+// This lane's 16-byte ldmatrix row, read here: the kernel's own access, for the sanitizers.
+inline void read_ldmatrix_row(const void* row, unsigned char* into) {
+  if (reinterpret_cast<uintptr_t>(row) % 16 != 0) {
+    throw std::logic_error("ldmatrix: a row address is not 16-byte aligned");
+  }
+  std::memcpy(into, row, 16);
 }
 
 }  // namespace detail
@@ -65,11 +76,8 @@ void warp_matrix_op(const char* instruction, WarpOp op, const Operands& operands
 // ldmatrix .x4: `row` is this lane's row address (16-byte aligned, in shared memory on a GPU).
 inline void ldmatrix_x4(uint32_t (&r)[4], const void* row, bool transpose) {
   detail::require_full_warp("ldmatrix");
-  if (reinterpret_cast<uintptr_t>(row) % 16 != 0) {
-    throw std::logic_error("ldmatrix: a row address is not 16-byte aligned");
-  }
-  std::array<unsigned char, 16> bytes;  // this lane's row, read here: the kernel's own access
-  std::memcpy(bytes.data(), row, bytes.size());
+  std::array<unsigned char, 16> bytes;
+  detail::read_ldmatrix_row(row, bytes.data());
   detail::warp_matrix_op(
       "ldmatrix", transpose ? detail::WarpOp::kLdmatrixTrans : detail::WarpOp::kLdmatrix, bytes, r);
 }
@@ -85,21 +93,12 @@ void ldmatrix_x4_batch(uint32_t (&r)[kCount][4], const Pointer (&rows)[kCount], 
     return;
   }
   detail::require_full_warp("ldmatrix");
-  std::array<unsigned char, 16 * kCount> bytes;  // this lane's rows, read here
-  for (int l = 0; l < kCount; ++l) {
-    if (reinterpret_cast<uintptr_t>(rows[l]) % 16 != 0) {
-      throw std::logic_error("ldmatrix: a row address is not 16-byte aligned");
-    }
-    std::memcpy(bytes.data() + 16 * l, rows[l], 16);
-  }
-  const detail::LdmatrixBatch batch{bytes.data(), &r[0][0]};
-  detail::WarpRequest request;
-  request.op = transpose ? detail::WarpOp::kLdmatrixTransBatch : detail::WarpOp::kLdmatrixBatch;
-  request.mask = 0xffffffffu;
-  request.shape = kCount;
-  request.size = sizeof batch;
-  std::memcpy(request.value, &batch, sizeof batch);
-  detail::sync_warp(request);
+  std::array<unsigned char, 16 * kCount> bytes;
+  for (int l = 0; l < kCount; ++l)
+    detail::read_ldmatrix_row(rows[l], bytes.data() + 16 * l);
+  detail::warp_matrix_op(
+      "ldmatrix", transpose ? detail::WarpOp::kLdmatrixTransBatch : detail::WarpOp::kLdmatrixBatch,
+      detail::LdmatrixBatch{bytes.data(), &r[0][0]}, nullptr, kCount);
 }
 
 namespace detail {
@@ -125,15 +124,8 @@ void mma_batch(WarpOp op, float (&d)[kTilesA][kTilesB][4], const uint32_t (&a)[k
     }
     return;
   }
-  require_full_warp("mma.sync");
-  const MmaBatch batch{a, b, &d[0][0]};
-  WarpRequest request;
-  request.op = op;
-  request.mask = 0xffffffffu;
-  request.shape = static_cast<unsigned>(kTilesA) << 8 | static_cast<unsigned>(kTilesB);
-  request.size = sizeof batch;
-  std::memcpy(request.value, &batch, sizeof batch);
-  sync_warp(request);
+  warp_matrix_op("mma.sync", op, MmaBatch{a, b, &d[0][0]}, nullptr,
+                 static_cast<unsigned>(kTilesA) << 8 | static_cast<unsigned>(kTilesB));
 }
 
 }  // namespace detail
