@@ -8,6 +8,7 @@
 #include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/column_chunks.h"
 #include "kernels/cpu/conv_input_transform.h"
+#include "kernels/cpu/conv_sgemm.h"
 #include "kernels/cpu/fp32_buffer.h"
 #include "kernels/cpu/im2col.h"
 #include "kernels/cpu/isa.h"
@@ -28,27 +29,6 @@ void add_bias(int64_t rows, int64_t channels, const float* bias, float* y) {
     for (int64_t k = 0; k < channels; ++k)
       row[k] += bias[k];
   });
-}
-
-// How a GEMM reads the filters: as stored, KRSC (one row of taps * C per output channel), or
-// as the [taps * C x K] matrix that the flipped filters of the input gradient are built as.
-enum class FilterRows { kPerOutputChannel, kPerTapAndChannel };
-
-// The runs of a class's column rows and the filter (B) rows they multiply: one per filter
-// row r of its taps, merged where both are contiguous (all of a row's taps inside).
-std::vector<DepthRun> tap_class_runs(const Conv2dShape& shape, const TapClass& taps) {
-  const int64_t channels = shape.in_channels, run = taps.cols.count() * channels;
-  std::vector<DepthRun> runs;
-  for (int64_t r = taps.rows.begin; r < taps.rows.end; ++r) {
-    const int64_t a_begin = (r - taps.rows.begin) * run;
-    const int64_t b_begin = (r * shape.kernel_w + taps.cols.begin) * channels;
-    if (!runs.empty() && runs.back().b_begin + runs.back().length == b_begin) {
-      runs.back().length += run;
-    } else {
-      runs.push_back({a_begin, b_begin, run});
-    }
-  }
-  return runs;
 }
 
 // Rows [first, first + count) of one tap class.
@@ -83,23 +63,12 @@ std::vector<ClassChunk> class_chunks(const Conv2dShape& shape,
   return chunks;
 }
 
-// A convolution's tap classes and the runs of each class's column rows (tap_class_runs), in
-// the classes' order.
-struct TapClassPlan {
-  std::vector<TapClass> classes;
-  std::vector<std::vector<DepthRun>> runs;
-
-  explicit TapClassPlan(const Conv2dShape& shape) : classes(tap_classes(shape)) {
-    for (const TapClass& taps : classes)
-      runs.push_back(tap_class_runs(shape, taps));
-  }
-  // Whether the bf16 GEMM can take every class's product (bf16_runs_are_paired).
-  bool paired() const {
-    return std::all_of(runs.begin(), runs.end(), [](const std::vector<DepthRun>& class_runs) {
-      return bf16_runs_are_paired(class_runs);
-    });
-  }
-};
+// Whether the bf16 GEMM can take every class's product (bf16_runs_are_paired).
+bool runs_are_paired(const TapClassPlan& plan) {
+  return std::all_of(
+      plan.runs.begin(), plan.runs.end(),
+      [](const std::vector<DepthRun>& class_runs) { return bf16_runs_are_paired(class_runs); });
+}
 
 // With the AVX-512 GEMMs: the filters are packed once, the output pixels are grouped by which
 // taps read inside the input (kernels/cpu/tap_classes.h), and each thread lowers a chunk of
@@ -152,7 +121,7 @@ void forward_fused_fp32(const Conv2dShape& shape, const float* x, const PackedB&
 }
 
 // The bf16 twin: bf16 columns, the bf16 GEMM's products, each output rounded once into y
-// (plus bias when set). Requires plan.paired() (an even number of input channels).
+// (plus bias when set). Requires runs_are_paired(plan) (an even number of input channels).
 void forward_fused_bf16(Bf16Products way, const Conv2dShape& shape, const TapClassPlan& plan,
                         const bf16* x, const PackedPairsB& filters, const float* bias, bf16* y) {
   forward_fused(shape, plan, x,
@@ -164,26 +133,19 @@ void forward_fused_bf16(Bf16Products way, const Conv2dShape& shape, const TapCla
                 });
 }
 
-// y = conv(x, w) in fp32: one GEMM for pointwise convolutions, else GEMMs over column chunks.
-void forward_fp32(const Conv2dShape& shape, const float* x, const float* w, float* y,
-                  FilterRows rows = FilterRows::kPerOutputChannel) {
+// y = conv(x, w) in fp32: one GEMM for pointwise convolutions, else GEMMs over the tap classes
+// (the fused AVX-512 one, or the portable one: conv_sgemm.h).
+void forward_fp32(const Conv2dShape& shape, const float* x, const float* w, float* y) {
   const int64_t m = shape.gemm_m(), k = shape.gemm_k(), channels_out = shape.out_channels;
-  const bool transposed = rows == FilterRows::kPerOutputChannel;
-  const int64_t ldw = transposed ? k : channels_out;
   if (shape.is_pointwise()) {
-    sgemm(false, transposed, m, channels_out, k, 1.f, x, k, w, ldw, 0.f, y, channels_out);
+    sgemm(false, true, m, channels_out, k, 1.f, x, k, w, k, 0.f, y, channels_out);
     return;
   }
   if (use_avx512()) {
-    forward_fused_fp32(
-        shape, x, PackedB(channels_out, k, w, transposed ? 1 : channels_out, transposed ? k : 1),
-        y);
+    forward_fused_fp32(shape, x, PackedB(channels_out, k, w, 1, k), y);
     return;
   }
-  for_each_column_chunk(shape, x, [&](int64_t first, int64_t end, const float* col) {
-    sgemm(false, transposed, end - first, channels_out, k, 1.f, col, k, w, ldw, 0.f,
-          y + first * channels_out, channels_out);
-  });
+  forward_sgemm(shape, x, {.data = w, .ld = k, .transposed = true}, y);
 }
 
 // For stride 1, the input gradient is itself a convolution: of dy with the filters flipped
@@ -223,15 +185,24 @@ std::vector<const T*> flipped_filter_rows(const Conv2dShape& shape, const T* w) 
   return rows;
 }
 
-// The same matrix copied out, for the portable GEMM.
-std::vector<float> flip_filters(const Conv2dShape& shape, const float* w) {
+// The same matrix copied out for the portable GEMM. The rows of taps that the flipped
+// convolution never reads inside its input (taps_read of its TapClassPlan: on a 1x1 map 8 of
+// 9) are zeros rather than copies: the per-class products never read them, the full-row
+// products multiply them by the padding's zeros.
+void flip_filters(const Conv2dShape& shape, const float* w, const std::vector<bool>& taps_read,
+                  float* flipped) {
   const std::vector<const float*> rows = flipped_filter_rows(shape, w);
   const int64_t C = shape.in_channels, count = static_cast<int64_t>(rows.size());
-  std::vector<float> flipped(static_cast<size_t>(count * C));
+  const int64_t rows_per_tap = shape.out_channels;
 #pragma omp parallel for schedule(static) if (count * C >= kParallelThreshold)
-  for (int64_t row = 0; row < count; ++row)
-    std::copy_n(rows[row], C, flipped.data() + row * C);
-  return flipped;
+  for (int64_t row = 0; row < count; ++row) {
+    float* out = flipped + row * C;
+    if (taps_read[row / rows_per_tap]) {
+      std::copy_n(rows[row], C, out);
+    } else {
+      std::fill_n(out, C, 0.f);
+    }
+  }
 }
 
 // `values` [rows x channels] with a zero channel appended to each row.
@@ -276,7 +247,7 @@ bool forward_bf16(const Conv2dShape& shape, const bf16* x, const bf16* w, const 
     return true;
   }
   const TapClassPlan plan(shape);
-  if (!plan.paired()) return false;
+  if (!runs_are_paired(plan)) return false;
   forward_fused_bf16(way, shape, plan, x, PackedPairsB(channels_out, k, w, 1, k), bias, y);
   return true;
 }
@@ -297,7 +268,7 @@ bool backward_data_bf16(const Conv2dShape& shape, const bf16* dy, const bf16* w,
   if (backward_data_is_a_convolution(shape)) {
     const Conv2dShape flipped_shape = backward_data_as_convolution(shape);
     const TapClassPlan plan(flipped_shape);
-    if (!plan.paired()) return false;
+    if (!runs_are_paired(plan)) return false;
     forward_fused_bf16(way, flipped_shape, plan, dy,
                        PackedPairsB(shape.in_channels, flipped_filter_rows(shape, w)), nullptr, dx);
     return true;
@@ -421,9 +392,10 @@ void conv2d_backward_data(const Conv2dBackwardDataArgs& args) {
                          PackedB(shape.in_channels, flipped_filter_rows(shape, filter.data())),
                          grad_in.data());
     } else {
-      const std::vector<float> flipped = flip_filters(shape, filter.data());
-      forward_fp32(flipped_shape, grad_out.data(), flipped.data(), grad_in.data(),
-                   FilterRows::kPerTapAndChannel);
+      const ScratchFloats flipped(k * channels_out);
+      flip_filters(shape, filter.data(), TapClassPlan(flipped_shape).taps_read, flipped.data());
+      forward_sgemm(flipped_shape, grad_out.data(),
+                    {.data = flipped.data(), .ld = shape.in_channels}, grad_in.data());
     }
   } else {
     const int64_t rows_per_image = shape.out_h() * shape.out_w();

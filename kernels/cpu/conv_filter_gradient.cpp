@@ -14,6 +14,7 @@
 #include "kernels/cpu/column_chunks.h"
 #include "kernels/cpu/conv.h"
 #include "kernels/cpu/conv_input_transform.h"
+#include "kernels/cpu/conv_sgemm.h"
 #include "kernels/cpu/fp32_buffer.h"
 #include "kernels/cpu/im2col.h"
 #include "kernels/cpu/isa.h"
@@ -22,6 +23,7 @@
 #include "kernels/cpu/sgemm.h"
 #include "kernels/cpu/sgemm_avx512.h"
 #include "kernels/cpu/tap_classes.h"
+#include "kernels/cpu/transpose.h"
 
 namespace engine::cpu {
 
@@ -37,24 +39,6 @@ void bias_gradient(int64_t rows, int64_t channels, const float* dy, float* dbias
   }
   for (int64_t k = 0; k < channels; ++k) {
     dbias[k] = static_cast<float>(sums[k] + (accumulate ? dbias[k] : 0.0));
-  }
-}
-
-// out[r][c] = in[c][r] (+ out[r][c] when beta is 1), in being [cols x rows]: 32 x 32 blocks, so
-// that reads and writes both stay within a few cache lines per block.
-void transpose_into(const float* in, int64_t rows, int64_t cols, float beta, float* out) {
-  constexpr int64_t kBlock = 32;
-  const int64_t row_blocks = (rows + kBlock - 1) / kBlock;
-  const int64_t col_blocks = (cols + kBlock - 1) / kBlock;
-  [[maybe_unused]] const bool parallel = rows * cols >= kParallelThreshold;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t job = 0; job < row_blocks * col_blocks; ++job) {
-    const int64_t r0 = job / col_blocks * kBlock, c0 = job % col_blocks * kBlock;
-    const int64_t r1 = std::min(rows, r0 + kBlock), c1 = std::min(cols, c0 + kBlock);
-    for (int64_t r = r0; r < r1; ++r) {
-      for (int64_t c = c0; c < c1; ++c)
-        out[r * cols + c] = in[c * rows + r] + (beta == 0.f ? 0.f : out[r * cols + c]);
-    }
   }
 }
 
@@ -498,17 +482,14 @@ void conv2d_backward_filter(const Conv2dBackwardFilterArgs& args) {
     // Every way computes dW^T [taps*C x K]: the long side (taps * C) is the GEMM's M and the
     // small dY chunk is what gets packed, rather than the column matrix, which dW = dY^T * col
     // would have to pack whole.
-    const ScratchFloats transposed(k * channels_out);
     if (use_avx512()) {
+      const ScratchFloats transposed(k * channels_out);
       filter_gradient_avx512(shape, input.data(), grad_out.data(), transposed.data());
+      transpose_into(transposed.data(), channels_out, channels_out, k, first_beta,
+                     grad_filter.data(), k);
     } else {
-      for_each_column_chunk(shape, input.data(), [&](int64_t first, int64_t end, const float* col) {
-        sgemm(true, false, k, channels_out, end - first, 1.f, col, k,
-              grad_out.data() + first * channels_out, channels_out, first == 0 ? 0.f : 1.f,
-              transposed.data(), channels_out);
-      });
+      filter_gradient_sgemm(shape, input.data(), grad_out.data(), first_beta, grad_filter.data());
     }
-    transpose_into(transposed.data(), channels_out, k, first_beta, grad_filter.data());
   }
   grad_filter.commit();
   if (dbias != nullptr) bias_gradient(m, channels_out, grad_out.data(), dbias, accumulate);

@@ -11,6 +11,7 @@
 #include <new>
 #include <vector>
 
+#include "kernels/cpu/depth_run.h"
 #include "kernels/cpu/scratch.h"
 
 namespace engine::cpu {
@@ -38,13 +39,6 @@ class PackedB {
  private:
   int64_t n_, k_;
   ScratchFloats storage_;
-};
-
-// A's depth columns [a_begin, a_begin + length) multiply B's rows [b_begin, b_begin + length):
-// a product over some of B's rows only, such as the taps of a convolution that fall inside
-// the image for a group of output pixels.
-struct DepthRun {
-  int64_t a_begin = 0, b_begin = 0, length = 0;
 };
 
 // C[m x b.n()] = op(A) * B + beta * C on the calling thread (the caller splits the work).

@@ -66,4 +66,31 @@ std::vector<TapClass> tap_classes(const Conv2dShape& shape) {
   return classes;
 }
 
+std::vector<DepthRun> tap_class_runs(const Conv2dShape& shape, const TapClass& taps) {
+  const int64_t channels = shape.in_channels, run = taps.cols.count() * channels;
+  std::vector<DepthRun> runs;
+  for (int64_t r = taps.rows.begin; run > 0 && r < taps.rows.end; ++r) {
+    const int64_t a_begin = (r - taps.rows.begin) * run;
+    const int64_t b_begin = (r * shape.kernel_w + taps.cols.begin) * channels;
+    if (!runs.empty() && runs.back().b_begin + runs.back().length == b_begin) {
+      runs.back().length += run;
+    } else {
+      runs.push_back({a_begin, b_begin, run});
+    }
+  }
+  return runs;
+}
+
+TapClassPlan::TapClassPlan(const Conv2dShape& shape)
+    : classes(tap_classes(shape)),
+      taps_read(static_cast<size_t>(shape.kernel_h * shape.kernel_w), false) {
+  for (const TapClass& taps : classes) {
+    runs.push_back(tap_class_runs(shape, taps));
+    for (int64_t r = taps.rows.begin; r < taps.rows.end; ++r) {
+      for (int64_t s = taps.cols.begin; s < taps.cols.end; ++s)
+        taps_read[r * shape.kernel_w + s] = true;
+    }
+  }
+}
+
 }  // namespace engine::cpu

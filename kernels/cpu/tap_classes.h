@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/conv_shape.h"
+#include "kernels/cpu/depth_run.h"
 
 namespace engine::cpu {
 
@@ -47,5 +48,21 @@ TapRange outputs_reading_inside(int64_t tap, int64_t stride, int64_t pad, int64_
 // Every output pixel in exactly one class; classes of empty tap sets included (their
 // outputs are zero). Without padding there is one class.
 std::vector<TapClass> tap_classes(const Conv2dShape& shape);
+
+// The runs of a class's column rows (im2col_inside's order) and the filter rows (KRSC order,
+// taps * C) they multiply: one per filter row r of its taps, merged where both are contiguous
+// (all of a row's taps inside). None for a class with no tap inside.
+std::vector<DepthRun> tap_class_runs(const Conv2dShape& shape, const TapClass& taps);
+
+// A convolution's tap classes and the runs of each class's column rows, in the classes' order.
+struct TapClassPlan {
+  std::vector<TapClass> classes;
+  std::vector<std::vector<DepthRun>> runs;
+  // Whether some output pixel's tap (r, s) (at r * kernel_w + s) reads inside the input: the
+  // filter rows any product multiplies.
+  std::vector<bool> taps_read;
+
+  explicit TapClassPlan(const Conv2dShape& shape);
+};
 
 }  // namespace engine::cpu

@@ -4,6 +4,9 @@
 // it run.
 #pragma once
 
+#include <optional>
+
+#include "kernels/cpu/conv_sgemm.h"
 #include "kernels/cpu/isa.h"
 
 namespace engine::testing {
@@ -31,6 +34,16 @@ struct ForcedBf16Products {
   ~ForcedBf16Products() { cpu::force_bf16_products(std::nullopt); }
   ForcedBf16Products(const ForcedBf16Products&) = delete;
   ForcedBf16Products& operator=(const ForcedBf16Products&) = delete;
+};
+
+// Makes the portable convolutions multiply per tap class (on) or over im2col's full rows (off)
+// for every shape (kernels/cpu/conv_sgemm.h) while in scope, and restores the estimate's choice
+// when the scope ends.
+struct ForcedTapClasses {
+  explicit ForcedTapClasses(std::optional<bool> on) { cpu::force_tap_classes(on); }
+  ~ForcedTapClasses() { cpu::force_tap_classes(std::nullopt); }
+  ForcedTapClasses(const ForcedTapClasses&) = delete;
+  ForcedTapClasses& operator=(const ForcedTapClasses&) = delete;
 };
 
 }  // namespace engine::testing

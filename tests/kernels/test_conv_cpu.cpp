@@ -6,6 +6,7 @@
 
 #include "bench/resnet_layers.h"
 #include "conv_reference.h"
+#include "kernels/cpu/conv_sgemm.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/tap_classes.h"
 #include "kernels/ops.h"
@@ -149,25 +150,33 @@ TEST(ConvCpu, BackwardFilterAndBiasMatchNaiveReference) {
   }
 }
 
-// Forward (with bias), input gradient and filter gradient of one f32 case against the naive
-// reference.
+// Forward (with bias), input gradient and filter gradient (overwriting, then accumulating onto
+// what dW held) of one f32 case against the naive reference.
 void expect_f32_passes_match_reference(const Conv2dShape& shape, Stream& stream) {
   ConvTensors t(shape, DType::f32);
   Tensor y = Tensor::empty(shape.output_shape(), DType::f32);
+  fill(y, NAN, stream);
   conv2d_forward(shape, {.x = t.x, .w = t.w, .bias = t.bias, .y = y, .workspace = {}}, stream);
   EXPECT_LE(relative_error(y.to_floats(stream), testing::reference_conv_forward(
                                                     shape, t.x_values, t.w_values, &t.bias_values)),
             kF32Tolerance);
   Tensor dx = Tensor::empty(shape.input_shape(), DType::f32);
+  fill(dx, NAN, stream);
   conv2d_backward_data(shape, {.dy = t.dy, .w = t.w, .dx = dx, .workspace = {}}, stream);
   EXPECT_LE(relative_error(dx.to_floats(stream),
                            testing::reference_conv_backward_data(shape, t.dy_values, t.w_values)),
             kF32Tolerance);
   Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);
+  fill(dw, NAN, stream);  // overwritten, never read
   conv2d_backward_filter(shape, t.filter_gradient(dw, GradWrite::overwrite), stream);
-  EXPECT_LE(relative_error(dw.to_floats(stream),
-                           testing::reference_conv_backward_filter(shape, t.x_values, t.dy_values)),
-            kF32Tolerance);
+  std::vector<double> expected_dw =
+      testing::reference_conv_backward_filter(shape, t.x_values, t.dy_values);
+  EXPECT_LE(relative_error(dw.to_floats(stream), expected_dw), kF32Tolerance);
+  fill(dw, 0.5f, stream);
+  conv2d_backward_filter(shape, t.filter_gradient(dw, GradWrite::accumulate), stream);
+  for (double& value : expected_dw)
+    value += 0.5;
+  EXPECT_LE(relative_error(dw.to_floats(stream), expected_dw), kF32Tolerance) << "accumulated";
 }
 
 TEST(ConvCpu, TapClassesPartitionThePixelsByTheirTapsInside) {
@@ -292,13 +301,93 @@ TEST(ConvCpu, FilterGradientDoesNotDependOnTheThreadCount) {
 
 TEST(ConvCpu, PortableLoopsMatchNaiveReference) {
   // On a CPU with AVX-512 the tests above run the fused AVX-512 paths; these are the ones a
-  // CPU without it takes (whole-image column chunks, OpenBLAS or the blocked loop), in f32.
+  // CPU without it takes (OpenBLAS or the blocked loop), in f32, each way for every case: per
+  // tap class (classes without a tap inside included), over im2col's full rows, and the
+  // estimate's choice.
   const testing::PortableLoops portable;
   Stream stream;
-  for (const auto& [name, shape] : conv_cases()) {
-    SCOPED_TRACE(std::string(name) + " " + shape.str());
-    expect_f32_passes_match_reference(shape, stream);
+  for (const std::optional<bool> classes :
+       {std::optional<bool>{true}, std::optional<bool>{false}, std::optional<bool>{}}) {
+    const testing::ForcedTapClasses forced(classes);
+    for (const auto& [name, shape] : conv_cases()) {
+      SCOPED_TRACE(std::string(name) + " " + shape.str() + " tap classes " +
+                   (classes ? (*classes ? "on" : "off") : "auto"));
+      expect_f32_passes_match_reference(shape, stream);
+    }
   }
+}
+
+TEST(ConvCpu, PortableTapClassesDoNotDependOnTheThreadCount) {
+  // 20 images of an 8x8 map: nine classes, the interior's 720 rows in two chunks of the
+  // column budget; an image of 1x1: one class, the centre tap. Every pass, bit for bit on 1, 2
+  // and 3 threads.
+  const testing::PortableLoops portable;
+  const testing::ForcedTapClasses forced(true);
+  for (const Conv2dShape& shape : {testing::conv_shape(20, 8, 8, 320, 24, 3, 3, 1, 1),
+                                   testing::conv_shape(3, 1, 1, 40, 24, 3, 3, 1, 1)}) {
+    SCOPED_TRACE(shape.str());
+    ConvTensors t(shape, DType::f32);
+    Stream stream;
+    std::vector<std::vector<float>> results;
+    const int threads_before = omp_get_max_threads();
+    for (int threads : {1, 2, 3}) {
+      omp_set_num_threads(threads);
+      Tensor y = Tensor::empty(shape.output_shape(), DType::f32);
+      Tensor dx = Tensor::empty(shape.input_shape(), DType::f32);
+      Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);
+      conv2d_forward(shape, {.x = t.x, .w = t.w, .bias = Tensor{}, .y = y, .workspace = {}},
+                     stream);
+      conv2d_backward_data(shape, {.dy = t.dy, .w = t.w, .dx = dx, .workspace = {}}, stream);
+      conv2d_backward_filter(shape, t.filter_gradient(dw, GradWrite::overwrite), stream);
+      std::vector<float> all = y.to_floats(stream);
+      for (const Tensor* tensor : {&dx, &dw}) {
+        const std::vector<float> values = tensor->to_floats(stream);
+        all.insert(all.end(), values.begin(), values.end());
+      }
+      results.push_back(all);
+    }
+    omp_set_num_threads(threads_before);
+    EXPECT_EQ(results[0], results[1]);
+    EXPECT_EQ(results[0], results[2]);
+  }
+}
+
+TEST(ConvCpu, PortableTapClassesPayOnSmallMapsAtLargeBatches) {
+  // The estimate against the faster way measured on the AMD EPYC Zen 3
+  // (bench/results/conv-cpu-tap-classes-sgemm-amd-epyc-zen3-avx2.txt): per class on ResNet-18's
+  // 1x1 to 4x4 maps at batch 64 (1.1-7.7x the full rows' speed), the full rows on its 40x40
+  // and 20x20 maps at batch 8 (0.88-0.95x per class), at batch 1 (0.46-0.85x) and on the stem.
+  const auto pays = [](const Conv2dShape& shape) {
+    return cpu::tap_classes_pay(shape, cpu::TapClassPlan(shape));
+  };
+  EXPECT_TRUE(pays(testing::conv_shape(64, 1, 1, 512, 512, 3, 3, 1, 1)));
+  EXPECT_TRUE(pays(testing::conv_shape(64, 2, 2, 256, 256, 3, 3, 1, 1)));
+  EXPECT_TRUE(pays(testing::conv_shape(64, 4, 4, 128, 128, 3, 3, 1, 1)));
+  EXPECT_FALSE(pays(testing::conv_shape(8, 40, 40, 64, 64, 3, 3, 1, 1)));
+  EXPECT_FALSE(pays(testing::conv_shape(8, 20, 20, 128, 128, 3, 3, 1, 1)));
+  EXPECT_FALSE(pays(testing::conv_shape(1, 7, 7, 512, 512, 3, 3, 1, 1)));
+  EXPECT_FALSE(pays(testing::conv_shape(64, 32, 32, 3, 64, 7, 7, 2, 3)));
+}
+
+TEST(ConvCpu, TapClassPlanReadsTheTapsSomePixelReadsInside) {
+  // A 3x3 filter on a 1x1 map reads its centre tap only: one class, one run of C rows; on a
+  // 2x2 map every tap is read by some pixel; a 1x1 filter padded by 1 on a 3x4 map has border
+  // classes that read nothing (no runs) and the centre tap read by the rest.
+  const cpu::TapClassPlan centre(testing::conv_shape(2, 1, 1, 16, 8, 3, 3, 1, 1));
+  EXPECT_EQ(centre.taps_read,
+            std::vector<bool>({false, false, false, false, true, false, false, false, false}));
+  ASSERT_EQ(centre.runs.size(), 1u);
+  ASSERT_EQ(centre.runs[0].size(), 1u);
+  EXPECT_EQ(centre.runs[0][0].b_begin, 4 * 16);
+  EXPECT_EQ(centre.runs[0][0].length, 16);
+  const cpu::TapClassPlan corners(testing::conv_shape(2, 2, 2, 16, 8, 3, 3, 1, 1));
+  EXPECT_EQ(corners.taps_read, std::vector<bool>(9, true));
+  const cpu::TapClassPlan padded(testing::conv_shape(2, 3, 4, 5, 6, 1, 1, 1, 1));
+  EXPECT_EQ(padded.taps_read, std::vector<bool>({true}));
+  int64_t without_runs = 0;
+  for (size_t c = 0; c < padded.classes.size(); ++c)
+    without_runs += padded.runs[c].empty() ? padded.classes[c].pixels_per_image() : 0;
+  EXPECT_EQ(without_runs, 5 * 6 - 3 * 4);
 }
 
 TEST(ConvCpu, BackwardFilterAccumulatesAndRoundsToBf16) {
