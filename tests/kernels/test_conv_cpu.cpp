@@ -265,6 +265,19 @@ TEST(ConvCpu, DirectFilterGradientMatchesNaiveReference) {
   }
 }
 
+// fn()'s results on 1, 2 and 3 OpenMP threads, in that order; the thread count restored.
+template <typename Fn>
+std::vector<std::vector<float>> on_1_2_and_3_threads(Fn&& fn) {
+  std::vector<std::vector<float>> results;
+  const int threads_before = omp_get_max_threads();
+  for (int threads : {1, 2, 3}) {
+    omp_set_num_threads(threads);
+    results.push_back(fn());
+  }
+  omp_set_num_threads(threads_before);
+  return results;
+}
+
 TEST(ConvCpu, FilterGradientDoesNotDependOnTheThreadCount) {
   // Its summation order must not follow the threads, on AVX-512 machines: taps * C = 144 and
   // 20 images is the grouped filter gradient (10 groups of 2 images); taps * C = 288, the
@@ -282,15 +295,11 @@ TEST(ConvCpu, FilterGradientDoesNotDependOnTheThreadCount) {
     SCOPED_TRACE(shape.str() + " " + std::string(dtype_name(dtype)));
     ConvTensors t(shape, dtype);
     Stream stream;
-    std::vector<std::vector<float>> results;
-    const int threads_before = omp_get_max_threads();
-    for (int threads : {1, 2, 3}) {
-      omp_set_num_threads(threads);
+    const std::vector<std::vector<float>> results = on_1_2_and_3_threads([&] {
       Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);
       conv2d_backward_filter(shape, t.filter_gradient(dw, GradWrite::overwrite), stream);
-      results.push_back(dw.to_floats(stream));
-    }
-    omp_set_num_threads(threads_before);
+      return dw.to_floats(stream);
+    });
     EXPECT_EQ(results[0], results[1]);
     EXPECT_EQ(results[0], results[2]);
     EXPECT_LE(relative_error(results[0], testing::reference_conv_backward_filter(shape, t.x_values,
@@ -319,19 +328,16 @@ TEST(ConvCpu, PortableLoopsMatchNaiveReference) {
 
 TEST(ConvCpu, PortableTapClassesDoNotDependOnTheThreadCount) {
   // 20 images of an 8x8 map: nine classes, the interior's 720 rows in two chunks of the
-  // column budget; an image of 1x1: one class, the centre tap. Every pass, bit for bit on 1, 2
-  // and 3 threads.
+  // column budget (693 rows of 3024 values); 3 images of 1x1: one class, the centre tap. Every
+  // pass, bit for bit on 1, 2 and 3 threads.
   const testing::PortableLoops portable;
   const testing::ForcedTapClasses forced(true);
-  for (const Conv2dShape& shape : {testing::conv_shape(20, 8, 8, 320, 24, 3, 3, 1, 1),
+  for (const Conv2dShape& shape : {testing::conv_shape(20, 8, 8, 336, 24, 3, 3, 1, 1),
                                    testing::conv_shape(3, 1, 1, 40, 24, 3, 3, 1, 1)}) {
     SCOPED_TRACE(shape.str());
     ConvTensors t(shape, DType::f32);
     Stream stream;
-    std::vector<std::vector<float>> results;
-    const int threads_before = omp_get_max_threads();
-    for (int threads : {1, 2, 3}) {
-      omp_set_num_threads(threads);
+    const std::vector<std::vector<float>> results = on_1_2_and_3_threads([&] {
       Tensor y = Tensor::empty(shape.output_shape(), DType::f32);
       Tensor dx = Tensor::empty(shape.input_shape(), DType::f32);
       Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);
@@ -344,9 +350,8 @@ TEST(ConvCpu, PortableTapClassesDoNotDependOnTheThreadCount) {
         const std::vector<float> values = tensor->to_floats(stream);
         all.insert(all.end(), values.begin(), values.end());
       }
-      results.push_back(all);
-    }
-    omp_set_num_threads(threads_before);
+      return all;
+    });
     EXPECT_EQ(results[0], results[1]);
     EXPECT_EQ(results[0], results[2]);
   }
