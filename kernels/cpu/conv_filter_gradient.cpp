@@ -8,6 +8,8 @@
 // - one product per column chunk, padding included.
 // Every way sums in an order set by the shape alone, never by the thread count.
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <vector>
 
 #include "kernels/cpu/bf16_gemm.h"
@@ -384,13 +386,53 @@ void tap_rows(const Conv2dShape& shape, const bf16* x, int64_t r, int64_t s, int
   }
 }
 
+// The pixels of a tap's B rows worth multiplying, as runs of the bf16 GEMM's depth: the pairs
+// of rows (2q, 2q + 1) of which one reads inside the input (rows[p] not null); none where no
+// pixel does (a 3x3 filter's outer taps on a 1x1 map). Where skipping the other pairs is not
+// estimated to pay, the whole range as one run. A run is costed as its length rounded up to
+// the kernel's depth step (AMX: 32 pixels a tdpbf16ps, a shorter run padded in a copy;
+// AVX512_BF16: a pair) plus half a step for its setup, and the runs must come under 0.9 of
+// the whole range's cost. Set by the shape alone, so the sums' order does not follow the
+// threads.
+std::vector<DepthRun> pixel_runs_inside(const std::vector<const bf16*>& rows, Bf16Products way) {
+  const auto count = static_cast<int64_t>(rows.size());
+  const std::vector<DepthRun> whole = {DepthRun{0, 0, count}};
+  const std::optional<bool> forced = forced_tap_classes();
+  if (forced == false) return whole;
+  std::vector<DepthRun> runs;
+  for (int64_t p = 0; p < count; p += 2) {
+    if (rows[p] == nullptr && (p + 1 >= count || rows[p + 1] == nullptr)) continue;
+    const int64_t length = std::min<int64_t>(2, count - p);
+    if (!runs.empty() && runs.back().b_begin + runs.back().length == p) {
+      runs.back().length += length;
+    } else {
+      runs.push_back({p, p, length});
+    }
+  }
+  const double step = way == Bf16Products::kAmx ? 32 : 2;
+  double cost = 0;
+  for (const DepthRun& run : runs)
+    cost += std::ceil(static_cast<double>(run.length) / step) * step + step / 2;
+  constexpr double kRunsShare = 0.9;
+  return forced == true || cost < kRunsShare * static_cast<double>(count) ? runs : whole;
+}
+
+// dW's columns [first, first + width) of every row zeroed (an overwritten tap no pixel reads).
+void zero_columns(float* dw, int64_t rows, int64_t ld, int64_t first, int64_t width) {
+  for (int64_t row = 0; row < rows; ++row)
+    std::fill_n(dw + row * ld + first, width, 0.f);
+}
+
 // dW [K x taps * C] (+)= dY^T * im2col(x) on the bf16 GEMM, with bf16 x and dY and an fp32
 // dW: the GEMM's A is dY^T (K rows along the output pixels) and its B the column rows of the
 // output pixels, packed into pair rows in groups of dW's columns. Where the input channels are
 // a multiple of the panel width (32: every ResNet layer but the stem) a group is one tap's C
 // columns, packed straight from x (no column matrix) and a panel never straddles two taps;
 // otherwise (the stem's 3 channels) one group holds all taps * C columns, packed from a bf16
-// im2col of the step. Steps of kBf16GradientPixels pixels are summed into dW in order, each
+// im2col of the step. A tap's products skip the pixels whose tap reads the padding where that
+// pays (pixel_runs_inside: on the 1x1 to 4x4 maps of 32-64 px images most of the work), and a
+// tap no pixel reads is not multiplied at all. Steps of kBf16GradientPixels pixels are summed
+// into dW in order, each
 // (group, 32-column panel) by one thread, so the bits do not depend on the thread count. False
 // (nothing written) without a bf16 kernel.
 bool filter_gradient_bf16(const Conv2dShape& shape, const bf16* x, const bf16* dy, float* dw,
@@ -414,12 +456,14 @@ bool filter_gradient_bf16(const Conv2dShape& shape, const bf16* x, const bf16* d
   const int64_t panels = (group_columns + kBf16PanelColumns - 1) / kBf16PanelColumns;
   // Packing jobs: one per tap, or one per panel of the single group.
   const int64_t pack_jobs = per_tap ? taps : panels;
+  // Per group, the runs of the step's pixels its products take (per tap: those reading inside).
+  std::vector<std::vector<DepthRun>> group_runs(static_cast<size_t>(groups));
   for (int64_t first = 0; first < padded_m; first += step_pixels) {
     const int64_t count = std::min(step_pixels, padded_m - first);
     const int64_t inside = std::min(count, m - first);  // pixels before the pad of an odd M
     if (!per_tap) im2col(shape, x, first, first + inside, col);
     const Bf16GemmOutput out{.ldc = k, .beta = first == 0 && !accumulate ? 0.f : 1.f};
-    const std::vector<DepthRun> runs = {DepthRun{0, 0, count}};
+    if (!per_tap) group_runs[0] = {DepthRun{0, 0, count}};
 #pragma omp parallel
     {
       std::vector<const bf16*> rows;
@@ -427,7 +471,9 @@ bool filter_gradient_bf16(const Conv2dShape& shape, const bf16* x, const bf16* d
       for (int64_t job = 0; job < pack_jobs; ++job) {
         if (per_tap) {
           tap_rows(shape, x, job / shape.kernel_w, job % shape.kernel_w, first, count, rows);
-          pack_pair_panels(channels, rows, 0, panels, packed_groups + job * group_values);
+          group_runs[job] = pixel_runs_inside(rows, way);
+          if (!group_runs[job].empty())
+            pack_pair_panels(channels, rows, 0, panels, packed_groups + job * group_values);
         } else {
           rows.assign(static_cast<size_t>(count), nullptr);
           for (int64_t p = 0; p < inside; ++p)
@@ -438,11 +484,20 @@ bool filter_gradient_bf16(const Conv2dShape& shape, const bf16* x, const bf16* d
 #pragma omp for schedule(static)
       for (int64_t job = 0; job < groups * panels; ++job) {
         const int64_t group = job / panels, panel = job % panels;
+        const int64_t column = group * group_columns + panel * kBf16PanelColumns;
+        if (group_runs[group].empty()) {  // no products: dW's columns are zero, or kept
+          if (out.beta == 0.f) {
+            zero_columns(dw, channels_out, k, column,
+                         std::min(kBf16PanelColumns, group_columns - panel * kBf16PanelColumns));
+          }
+          continue;
+        }
         const PairPanels b =
             PairPanels{packed_groups + group * group_values, group_columns, count}.panels(panel, 1);
         Bf16GemmOutput job_out = out;
-        job_out.c = dw + group * group_columns + panel * kBf16PanelColumns;
-        bf16_gemm_packed_runs(way, channels_out, dy_t + first, padded_m, b, runs, job_out);
+        job_out.c = dw + column;
+        bf16_gemm_packed_runs(way, channels_out, dy_t + first, padded_m, b, group_runs[group],
+                              job_out);
       }
     }
   }

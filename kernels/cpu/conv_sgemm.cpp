@@ -2,9 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <vector>
 
 #include "kernels/cpu/column_chunks.h"
@@ -94,20 +91,8 @@ void for_each_tap_range(const std::vector<bool>& taps_read, Fn&& fn) {
   }
 }
 
-// ENGINE_CPU_TAP_CLASSES: on or off forces the way for every shape; auto or unset, the
-// estimate decides.
-std::optional<bool> tap_classes_from_environment() {
-  const char* text = std::getenv("ENGINE_CPU_TAP_CLASSES");
-  if (text == nullptr || std::strcmp(text, "auto") == 0) return std::nullopt;
-  if (std::strcmp(text, "on") == 0) return true;
-  if (std::strcmp(text, "off") == 0) return false;
-  std::fprintf(stderr, "ENGINE_CPU_TAP_CLASSES=%s is not on, off or auto: ignored\n", text);
-  return std::nullopt;
-}
-std::optional<bool> tap_classes_forced = tap_classes_from_environment();
-
 bool use_tap_classes(const Conv2dShape& shape, const TapClassPlan& plan) {
-  return tap_classes_forced.value_or(tap_classes_pay(shape, plan));
+  return forced_tap_classes().value_or(tap_classes_pay(shape, plan));
 }
 
 // tap_classes_pay's cost of a GEMM call beyond its rows times its depth, as rows and as depth
@@ -156,10 +141,6 @@ bool tap_classes_pay(const Conv2dShape& shape, const TapClassPlan& plan) {
   const double full = (static_cast<double>(shape.gemm_m()) + chunks * kCallRows) *
                       (static_cast<double>(shape.gemm_k()) + kCallDepth);
   return classes < kClassesShare * full;
-}
-
-void force_tap_classes(std::optional<bool> on) {
-  tap_classes_forced = on;
 }
 
 void forward_sgemm(const Conv2dShape& shape, const float* x, const FilterOperand& w, float* y) {

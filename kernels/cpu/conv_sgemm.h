@@ -9,7 +9,6 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 
 #include "kernels/conv_shape.h"
 #include "kernels/cpu/tap_classes.h"
@@ -31,11 +30,6 @@ struct FilterOperand {
 // im2col's full rows: each GEMM call is costed as its rows times its depth plus a fixed
 // overhead per call, and the classes must come under the full rows' cost by a margin.
 bool tap_classes_pay(const Conv2dShape& shape, const TapClassPlan& plan);
-
-// Forces the per-class products on (true) or off (false) for every shape, or back to
-// tap_classes_pay (nullopt): for tests of both ways and for A/B timings in one build
-// (ENGINE_CPU_TAP_CLASSES=on|off|auto sets it at start). Not thread-safe: call between ops.
-void force_tap_classes(std::optional<bool> on);
 
 // y [pixels x out_channels] = im2col(x) * w; every output written. Where the classes pay, w's
 // rows of taps that no pixel reads inside the input (TapClassPlan::taps_read) are not read.

@@ -1,6 +1,9 @@
 #include "kernels/cpu/tap_classes.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 namespace engine::cpu {
 namespace {
@@ -25,7 +28,27 @@ std::vector<Band> bands(int64_t out_extent, int64_t stride, int64_t pad, int64_t
   return result;
 }
 
+// ENGINE_CPU_TAP_CLASSES: on or off forces the way for every shape; auto or unset, the
+// estimates decide.
+std::optional<bool> tap_classes_from_environment() {
+  const char* text = std::getenv("ENGINE_CPU_TAP_CLASSES");
+  if (text == nullptr || std::strcmp(text, "auto") == 0) return std::nullopt;
+  if (std::strcmp(text, "on") == 0) return true;
+  if (std::strcmp(text, "off") == 0) return false;
+  std::fprintf(stderr, "ENGINE_CPU_TAP_CLASSES=%s is not on, off or auto: ignored\n", text);
+  return std::nullopt;
+}
+std::optional<bool> tap_classes_forced = tap_classes_from_environment();
+
 }  // namespace
+
+std::optional<bool> forced_tap_classes() {
+  return tap_classes_forced;
+}
+
+void force_tap_classes(std::optional<bool> on) {
+  tap_classes_forced = on;
+}
 
 TapRange taps_inside(int64_t out, int64_t stride, int64_t pad, int64_t dilation, int64_t kernel,
                      int64_t in_extent) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "kernels/conv_shape.h"
@@ -64,5 +65,14 @@ struct TapClassPlan {
 
   explicit TapClassPlan(const Conv2dShape& shape);
 };
+
+// Whether the products that skip the padding's zeros (the portable passes' tap classes,
+// kernels/cpu/conv_sgemm.h, and the bf16 filter gradient's runs of pixels) are forced on
+// (true) or off (false) for every shape, or left to each one's estimate (nullopt). Set by
+// ENGINE_CPU_TAP_CLASSES=on|off|auto at start: for tests of both ways and A/B timings in one
+// build.
+std::optional<bool> forced_tap_classes();
+// Sets it. Not thread-safe: call between ops.
+void force_tap_classes(std::optional<bool> on);
 
 }  // namespace engine::cpu

@@ -6,8 +6,8 @@
 
 #include <optional>
 
-#include "kernels/cpu/conv_sgemm.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/cpu/tap_classes.h"
 
 namespace engine::testing {
 
@@ -36,9 +36,10 @@ struct ForcedBf16Products {
   ForcedBf16Products& operator=(const ForcedBf16Products&) = delete;
 };
 
-// Makes the portable convolutions multiply per tap class (on) or over im2col's full rows (off)
-// for every shape (kernels/cpu/conv_sgemm.h) while in scope, and restores the estimate's choice
-// when the scope ends.
+// Makes the convolutions that can skip the padding's zeros (kernels/cpu/tap_classes.h: the
+// portable passes' tap classes, the bf16 filter gradient's pixel runs) skip them (on) or
+// multiply im2col's full rows (off) for every shape while in scope, and restores the estimate's
+// choice when the scope ends.
 struct ForcedTapClasses {
   explicit ForcedTapClasses(std::optional<bool> on) { cpu::force_tap_classes(on); }
   ~ForcedTapClasses() { cpu::force_tap_classes(std::nullopt); }

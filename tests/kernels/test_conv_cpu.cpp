@@ -395,6 +395,55 @@ TEST(ConvCpu, TapClassPlanReadsTheTapsSomePixelReadsInside) {
   EXPECT_EQ(without_runs, 5 * 6 - 3 * 4);
 }
 
+// The bf16 filter gradient's products per tap over the pixels reading inside only: a 1x1 map
+// (8 of 9 taps read by no pixel), 2x2 and strided 4x4 maps (runs of a pair a image), an odd
+// pixel count, and two 1024-pixel steps whose taps are skipped or not in each. Each way (runs
+// forced, full rows, the estimate's), overwriting a dW of NaN and accumulating, against the
+// reference, and bit for bit on 1, 2 and 3 threads.
+TEST(ConvCpu, Bf16FilterGradientSkipsThePaddingPerTap) {
+  std::vector<cpu::Bf16Products> ways;
+  if (cpu::cpu_has_avx512_bf16()) ways.push_back(cpu::Bf16Products::kAvx512Bf16);
+  if (cpu::cpu_has_amx_bf16()) ways.push_back(cpu::Bf16Products::kAmx);
+  if (ways.empty()) GTEST_SKIP() << "this CPU multiplies bf16 widened to fp32 (no AVX512_BF16)";
+  Stream stream;
+  const std::vector<Conv2dShape> shapes = {testing::conv_shape(6, 1, 1, 64, 40, 3, 3, 1, 1),
+                                           testing::conv_shape(5, 2, 2, 64, 40, 3, 3, 1, 1),
+                                           testing::conv_shape(3, 4, 4, 32, 24, 3, 3, 2, 1),
+                                           testing::conv_shape(7, 3, 3, 32, 16, 3, 3, 1, 1),
+                                           testing::conv_shape(300, 2, 2, 32, 16, 3, 3, 1, 1),
+                                           testing::conv_shape(1100, 1, 1, 32, 16, 3, 3, 1, 1)};
+  for (cpu::Bf16Products way : ways) {
+    const testing::ForcedBf16Products forced_way(way);
+    for (const std::optional<bool> runs :
+         {std::optional<bool>{true}, std::optional<bool>{false}, std::optional<bool>{}}) {
+      const testing::ForcedTapClasses forced_runs(runs);
+      for (const Conv2dShape& shape : shapes) {
+        SCOPED_TRACE(shape.str() + " " + cpu::bf16_products_name(way) + " runs " +
+                     (runs ? (*runs ? "on" : "off") : "auto"));
+        ConvTensors t(shape, DType::bf16);
+        const std::vector<double> expected =
+            testing::reference_conv_backward_filter(shape, t.x_values, t.dy_values);
+        const std::vector<std::vector<float>> results = on_1_2_and_3_threads([&] {
+          Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);
+          fill(dw, NAN, stream);
+          conv2d_backward_filter(shape, t.filter_gradient(dw, GradWrite::overwrite), stream);
+          return dw.to_floats(stream);
+        });
+        EXPECT_EQ(results[0], results[1]);
+        EXPECT_EQ(results[0], results[2]);
+        EXPECT_LE(relative_error(results[0], expected), kF32Tolerance);
+        Tensor dw = Tensor::empty(shape.filter_shape(), DType::f32);
+        fill(dw, 0.5f, stream);
+        conv2d_backward_filter(shape, t.filter_gradient(dw, GradWrite::accumulate), stream);
+        std::vector<double> accumulated = expected;
+        for (double& value : accumulated)
+          value += 0.5;
+        EXPECT_LE(relative_error(dw.to_floats(stream), accumulated), kF32Tolerance);
+      }
+    }
+  }
+}
+
 TEST(ConvCpu, BackwardFilterAccumulatesAndRoundsToBf16) {
   Stream stream;
   const Conv2dShape shape = testing::conv_shape(2, 6, 6, 5, 7, 3, 3, 1, 1);
