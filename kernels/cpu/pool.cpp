@@ -105,15 +105,61 @@ __attribute__((always_inline)) inline void maxpool_forward_body(const T* in, T* 
   }
 }
 
-// Output pixels [begin, end) of the forward. In f32 the same loop is also compiled for
-// AVX-512 (kernels/cpu/vector_loops.h), taken where use_avx512(): the same source, so the same
-// results, 16 channels per compare instead of 4 (docs/kernel-tuning.md: what it saved).
+// Output pixels [begin, end) of the forward, compiled for the widest vectors vector_isa()
+// allows (kernels/cpu/vector_loops.h): the same source, so the same results, 16 channels per
+// compare instead of 4 at AVX-512 (docs/kernel-tuning.md: what it saved).
 template <typename T>
 void maxpool_forward_pixels(const T* in, T* out, uint8_t* argmax, MaxPool2dGeometry g,
                             int64_t begin, int64_t end) {
-  const bool avx512 = std::is_same_v<T, float> && use_avx512();
-  run_loops_at(avx512 ? VectorIsa::kAvx512 : VectorIsa::kBaseline,
-               [&] { maxpool_forward_body(in, out, argmax, g, begin, end); });
+  run_loops_at(vector_isa(), [&] { maxpool_forward_body(in, out, argmax, g, begin, end); });
+}
+
+// Input pixels [begin, end) of the bf16 backward, a gather: each input pixel sums in fp32 the
+// gradients of the outputs whose windows contain it and chose it, in row-major output order,
+// and rounds once. Its operands are parameters, not a closure's captures, so the channel loop
+// vectorizes (through the closure of a per-pixel parallel_for the compiler could not rule out
+// aliasing, and the scalar loop took 4.6 ms of a 32 px batch-64 step on one Zen 4 core).
+template <typename T>
+__attribute__((always_inline)) inline void maxpool_backward_gather_body(
+    const T* grad_out, const uint8_t* argmax, T* grad_in, MaxPool2dGeometry g, int64_t begin,
+    int64_t end) {
+  const int64_t h = g.h, w = g.w, c = g.c, out_h = g.out_h, out_w = g.out_w;
+  const int64_t kernel = g.window.kernel, stride = g.window.stride, padding = g.window.padding;
+  for (int64_t pixel = begin; pixel < end; ++pixel) {
+    const int64_t image = pixel / (h * w);
+    const int64_t ih = pixel / w % h, iw = pixel % w;
+    const int64_t oh_begin = std::max<int64_t>(0, (ih + padding - kernel + stride) / stride);
+    const int64_t oh_end = std::min(out_h, (ih + padding) / stride + 1);
+    const int64_t ow_begin = std::max<int64_t>(0, (iw + padding - kernel + stride) / stride);
+    const int64_t ow_end = std::min(out_w, (iw + padding) / stride + 1);
+    // Channels in blocks with a stack accumulator: a heap vector per input pixel cost more
+    // than the gather itself.
+    for (int64_t c0 = 0; c0 < c; c0 += kChannelBlock) {
+      const int64_t width = std::min(kChannelBlock, c - c0);
+      float sum[kChannelBlock] = {};
+      for (int64_t oh = oh_begin; oh < oh_end; ++oh) {
+        for (int64_t ow = ow_begin; ow < ow_end; ++ow) {
+          // This input's code in the window of output (oh, ow).
+          const auto position = static_cast<uint8_t>((ih + padding - oh * stride) * kernel + iw +
+                                                     padding - ow * stride);
+          const int64_t at = ((image * out_h + oh) * out_w + ow) * c + c0;
+          for (int64_t ch = 0; ch < width; ++ch) {
+            const float grad = to_float(grad_out[at + ch]);
+            sum[ch] += argmax[at + ch] == position ? grad : 0.f;
+          }
+        }
+      }
+      for (int64_t ch = 0; ch < width; ++ch)
+        grad_in[pixel * c + c0 + ch] = from_float<T>(sum[ch]);
+    }
+  }
+}
+
+template <typename T>
+void maxpool_backward_gather_pixels(const T* grad_out, const uint8_t* argmax, T* grad_in,
+                                    MaxPool2dGeometry g, int64_t begin, int64_t end) {
+  run_loops_at(vector_isa(),
+               [&] { maxpool_backward_gather_body(grad_out, argmax, grad_in, g, begin, end); });
 }
 
 }  // namespace
@@ -132,8 +178,7 @@ void maxpool2d_forward(const MaxPool2dForwardArgs& args) {
 
 void maxpool2d_backward(const MaxPool2dBackwardArgs& args) {
   const MaxPool2dGeometry& g = args.geometry;
-  const int64_t n = g.n, h = g.h, w = g.w, c = g.c, out_h = g.out_h, out_w = g.out_w;
-  const int kernel = g.window.kernel, stride = g.window.stride, padding = g.window.padding;
+  const int64_t c = g.c;
   const uint8_t* argmax = args.argmax;
   if (args.dtype == DType::f32) {
     maxpool2d_backward_scatter(static_cast<const float*>(args.dy), argmax,
@@ -141,37 +186,10 @@ void maxpool2d_backward(const MaxPool2dBackwardArgs& args) {
     return;
   }
   dispatch_dtype(args.dtype, [&]<typename T>() {
-    const T* grad_out = static_cast<const T*>(args.dy);
-    T* grad_in = static_cast<T*>(args.dx);
-    // bf16: a gather, so each input pixel sums in fp32 and rounds once: it adds the outputs
-    // whose windows contain it and chose it, in row-major output order.
-    parallel_for(n * h * w, [&](int64_t pixel) {
-      const int64_t image = pixel / (h * w);
-      const int64_t ih = pixel / w % h, iw = pixel % w;
-      const int64_t oh_begin = std::max<int64_t>(0, (ih + padding - kernel + stride) / stride);
-      const int64_t oh_end = std::min(out_h, (ih + padding) / stride + 1);
-      const int64_t ow_begin = std::max<int64_t>(0, (iw + padding - kernel + stride) / stride);
-      const int64_t ow_end = std::min(out_w, (iw + padding) / stride + 1);
-      // Channels in blocks with a stack accumulator: a heap vector per input pixel cost more
-      // than the gather itself.
-      for (int64_t c0 = 0; c0 < c; c0 += kChannelBlock) {
-        const int64_t width = std::min(kChannelBlock, c - c0);
-        float sum[kChannelBlock] = {};
-        for (int64_t oh = oh_begin; oh < oh_end; ++oh) {
-          for (int64_t ow = ow_begin; ow < ow_end; ++ow) {
-            // This input's code in the window of output (oh, ow).
-            const int64_t position =
-                (ih + padding - oh * stride) * kernel + iw + padding - ow * stride;
-            const int64_t at = ((image * out_h + oh) * out_w + ow) * c + c0;
-            for (int64_t ch = 0; ch < width; ++ch) {
-              const float g = to_float(grad_out[at + ch]);
-              sum[ch] += argmax[at + ch] == position ? g : 0.f;
-            }
-          }
-        }
-        for (int64_t ch = 0; ch < width; ++ch)
-          grad_in[pixel * c + c0 + ch] = from_float<T>(sum[ch]);
-      }
+    parallel_for_ranges(g.n * g.image_numel(), [&](int64_t begin, int64_t end) {
+      // The threads split the elements (the threshold counts work), each taking whole pixels.
+      maxpool_backward_gather_pixels(static_cast<const T*>(args.dy), argmax,
+                                     static_cast<T*>(args.dx), g, begin / c, end / c);
     });
   });
 }

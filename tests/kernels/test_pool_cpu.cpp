@@ -10,6 +10,7 @@
 #include <string>
 
 #include "close_values.h"
+#include "kernels/cpu/isa.h"
 #include "kernels/ops.h"
 #include "pool_cases.h"
 #include "portable_loops.h"
@@ -108,6 +109,47 @@ TEST(PoolCpu, MaxPoolForwardPortableLoopMatchesReference) {
       const MaxPoolResult got = run_maxpool(g, x, DType::f32, stream);
       EXPECT_TRUE(same(ref.y, got.y));
       EXPECT_EQ(ref.argmax, got.argmax);
+    }
+  }
+}
+
+TEST(PoolCpu, MaxPoolLoopsGiveTheSameBitsAtEveryVectorLevel) {
+  // The forward and the bf16 backward's gather are one source compiled for each vector width
+  // (kernels/cpu/vector_loops.h): every level this CPU has gives the baseline's bits, NaN
+  // included, in f32 and bf16.
+  std::vector<cpu::VectorIsa> levels = {cpu::VectorIsa::kBaseline};
+  if (cpu::cpu_has_avx2()) levels.push_back(cpu::VectorIsa::kAvx2);
+  if (cpu::cpu_has_avx512()) levels.push_back(cpu::VectorIsa::kAvx512);
+  Stream stream;
+  for (DType dtype : kDTypes) {
+    for (const MaxPool2dParams& win : kWindows) {
+      for (const PoolShape& s : kPoolShapes) {
+        const MaxPool2dGeometry g = maxpool_geometry(s, win);
+        if (!testing::fits(g)) continue;
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + geometry_str(g));
+        std::vector<float> x = testing::normal_values(s.numel(), 6, dtype);
+        if (s.numel() > 40) x[37] = NAN;
+        const Tensor dy = Tensor::from_floats(
+            pooled_shape(g), testing::normal_values(pooled_numel(g), 7, dtype), dtype);
+        std::vector<std::vector<uint8_t>> results;
+        for (cpu::VectorIsa level : levels) {
+          const testing::CappedVectorIsa cap(level);
+          const MaxPoolResult forward = run_maxpool(g, x, dtype, stream);
+          Tensor dx = Tensor::empty({s.n, s.h, s.w, s.c}, dtype);
+          maxpool2d_backward(
+              win,
+              {.dy = dy, .argmax = Tensor::from_bytes(pooled_shape(g), forward.argmax), .dx = dx},
+              stream);
+          std::vector<uint8_t> bytes = forward.argmax;
+          for (const std::vector<float>& values : {forward.y, dx.to_floats(stream)}) {
+            const auto* raw = reinterpret_cast<const uint8_t*>(values.data());
+            bytes.insert(bytes.end(), raw, raw + values.size() * sizeof(float));
+          }
+          results.push_back(std::move(bytes));
+        }
+        for (size_t level = 1; level < results.size(); ++level)
+          EXPECT_TRUE(results[level] == results[0]) << "vector level " << level << " differs";
+      }
     }
   }
 }
