@@ -432,9 +432,8 @@ void zero_columns(float* dw, int64_t rows, int64_t ld, int64_t first, int64_t wi
 // im2col of the step. A tap's products skip the pixels whose tap reads the padding where that
 // pays (pixel_runs_inside: on the 1x1 to 4x4 maps of 32-64 px images most of the work), and a
 // tap no pixel reads is not multiplied at all. Steps of kBf16GradientPixels pixels are summed
-// into dW in order, each
-// (group, 32-column panel) by one thread, so the bits do not depend on the thread count. False
-// (nothing written) without a bf16 kernel.
+// into dW in order, each (group, 32-column panel) by one thread, so the bits do not depend on
+// the thread count. False (nothing written) without a bf16 kernel.
 bool filter_gradient_bf16(const Conv2dShape& shape, const bf16* x, const bf16* dy, float* dw,
                           bool accumulate) {
   const Bf16Products way = bf16_products();
