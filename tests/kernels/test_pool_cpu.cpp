@@ -51,14 +51,26 @@ MaxPoolResult run_maxpool(const MaxPool2dGeometry& g, const std::vector<float>& 
   return {y.to_floats(stream), argmax.to_bytes(stream)};
 }
 
-TEST(PoolCpu, MaxPoolForwardMatchesReference) {
-  Stream stream;
+// Calls fn(dtype, window, shape, geometry) for every dtype, window and shape of the tables
+// that the device limits allow, inside a trace naming them.
+template <typename Fn>
+void for_each_maxpool_case(Fn&& fn) {
   for (DType dtype : kDTypes) {
     for (const MaxPool2dParams& win : kWindows) {
       for (const PoolShape& s : kPoolShapes) {
         const MaxPool2dGeometry g = maxpool_geometry(s, win);
         if (!testing::fits(g)) continue;
         SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + geometry_str(g));
+        fn(dtype, win, s, g);
+      }
+    }
+  }
+}
+
+TEST(PoolCpu, MaxPoolForwardMatchesReference) {
+  Stream stream;
+  for_each_maxpool_case(
+      [&](DType dtype, const MaxPool2dParams&, const PoolShape& s, const MaxPool2dGeometry& g) {
         // bf16 rounding of normal values makes ties common: they must resolve the same way.
         std::vector<float> x = testing::normal_values(s.numel(), 1, dtype);
         if (s.numel() > 40) x[37] = NAN;  // NaN wins its windows
@@ -66,9 +78,7 @@ TEST(PoolCpu, MaxPoolForwardMatchesReference) {
         const MaxPoolResult got = run_maxpool(g, x, dtype, stream);
         EXPECT_TRUE(same(ref.y, got.y));
         EXPECT_EQ(ref.argmax, got.argmax);
-      }
-    }
-  }
+      });
 }
 
 TEST(PoolCpu, TheWidestWindowUsesEveryCode) {
@@ -121,37 +131,30 @@ TEST(PoolCpu, MaxPoolLoopsGiveTheSameBitsAtEveryVectorLevel) {
   if (cpu::cpu_has_avx2()) levels.push_back(cpu::VectorIsa::kAvx2);
   if (cpu::cpu_has_avx512()) levels.push_back(cpu::VectorIsa::kAvx512);
   Stream stream;
-  for (DType dtype : kDTypes) {
-    for (const MaxPool2dParams& win : kWindows) {
-      for (const PoolShape& s : kPoolShapes) {
-        const MaxPool2dGeometry g = maxpool_geometry(s, win);
-        if (!testing::fits(g)) continue;
-        SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + geometry_str(g));
-        std::vector<float> x = testing::normal_values(s.numel(), 6, dtype);
-        if (s.numel() > 40) x[37] = NAN;
-        const Tensor dy = Tensor::from_floats(
-            pooled_shape(g), testing::normal_values(pooled_numel(g), 7, dtype), dtype);
-        std::vector<std::vector<uint8_t>> results;
-        for (cpu::VectorIsa level : levels) {
-          const testing::CappedVectorIsa cap(level);
-          const MaxPoolResult forward = run_maxpool(g, x, dtype, stream);
-          Tensor dx = Tensor::empty({s.n, s.h, s.w, s.c}, dtype);
-          maxpool2d_backward(
-              win,
-              {.dy = dy, .argmax = Tensor::from_bytes(pooled_shape(g), forward.argmax), .dx = dx},
-              stream);
-          std::vector<uint8_t> bytes = forward.argmax;
-          for (const std::vector<float>& values : {forward.y, dx.to_floats(stream)}) {
-            const auto* raw = reinterpret_cast<const uint8_t*>(values.data());
-            bytes.insert(bytes.end(), raw, raw + values.size() * sizeof(float));
-          }
-          results.push_back(std::move(bytes));
-        }
-        for (size_t level = 1; level < results.size(); ++level)
-          EXPECT_TRUE(results[level] == results[0]) << "vector level " << level << " differs";
+  for_each_maxpool_case([&](DType dtype, const MaxPool2dParams& win, const PoolShape& s,
+                            const MaxPool2dGeometry& g) {
+    std::vector<float> x = testing::normal_values(s.numel(), 6, dtype);
+    if (s.numel() > 40) x[37] = NAN;
+    const Tensor dy = Tensor::from_floats(pooled_shape(g),
+                                          testing::normal_values(pooled_numel(g), 7, dtype), dtype);
+    std::vector<std::vector<uint8_t>> results;
+    for (cpu::VectorIsa level : levels) {
+      const testing::CappedVectorIsa cap(level);
+      const MaxPoolResult forward = run_maxpool(g, x, dtype, stream);
+      Tensor dx = Tensor::empty({s.n, s.h, s.w, s.c}, dtype);
+      maxpool2d_backward(
+          win, {.dy = dy, .argmax = Tensor::from_bytes(pooled_shape(g), forward.argmax), .dx = dx},
+          stream);
+      std::vector<uint8_t> bytes = forward.argmax;
+      for (const std::vector<float>& values : {forward.y, dx.to_floats(stream)}) {
+        const auto* raw = reinterpret_cast<const uint8_t*>(values.data());
+        bytes.insert(bytes.end(), raw, raw + values.size() * sizeof(float));
       }
+      results.push_back(std::move(bytes));
     }
-  }
+    for (size_t level = 1; level < results.size(); ++level)
+      EXPECT_TRUE(results[level] == results[0]) << "vector level " << level << " differs";
+  });
 }
 
 TEST(PoolCpu, MaxPoolTiesAndInfinitiesPickTheFirstPosition) {
@@ -217,12 +220,8 @@ TEST(PoolCpu, MaxPoolBackwardMatchesFiniteDifferences) {
 
 TEST(PoolCpu, MaxPoolBackwardMatchesScatterReference) {
   Stream stream;
-  for (DType dtype : kDTypes) {
-    for (const MaxPool2dParams& win : kWindows) {
-      for (const PoolShape& s : kPoolShapes) {
-        const MaxPool2dGeometry g = maxpool_geometry(s, win);
-        if (!testing::fits(g)) continue;
-        SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + geometry_str(g));
+  for_each_maxpool_case(
+      [&](DType dtype, const MaxPool2dParams& win, const PoolShape& s, const MaxPool2dGeometry& g) {
         const std::vector<float> x = testing::normal_values(s.numel(), 4, dtype);
         const Shape out = pooled_shape(g);
         const std::vector<float> dy = testing::normal_values(pooled_numel(g), 5, dtype);
@@ -235,9 +234,7 @@ TEST(PoolCpu, MaxPoolBackwardMatchesScatterReference) {
                            stream);
         const std::vector<double> ref = testing::reference_maxpool_backward(dy, fwd.argmax, g);
         EXPECT_TRUE(all_close(ref, dx.to_floats(stream), dtype == DType::f32 ? 1e-6 : kBf16Ulp));
-      }
-    }
-  }
+      });
 }
 
 TEST(PoolCpu, GlobalAvgPoolForwardBackward) {
