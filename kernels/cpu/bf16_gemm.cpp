@@ -229,8 +229,9 @@ void bf16_gemm_packed_runs(Bf16Products way, int64_t m, const bf16* a, int64_t l
   const int rows_per_kernel = bf16_kernels::kernel_rows(way);
   const int64_t panels = panel_count(b.n);
   const int64_t extent = a_extent(runs);
-  // A partial last kernel's rows, copied and zero-padded so the kernel reads whole rows.
-  const ScratchFloats tail(floats_for(rows_per_kernel * std::max<int64_t>(extent, 2)));
+  // AMX's partial last kernel's rows, copied and zero-padded so its tiles read whole rows (the
+  // AVX512_BF16 kernel reads the rows there are).
+  const ScratchFloats tail(amx ? floats_for(rows_per_kernel * std::max<int64_t>(extent, 2)) : 0);
   alignas(64) float tile[bf16_kernels::kAmxRows * kPanelCols];
   if (amx) bf16_kernels::amx_configure();
   for (int64_t block = 0; block < m; block += kBlockRows) {
@@ -238,7 +239,7 @@ void bf16_gemm_packed_runs(Bf16Products way, int64_t m, const bf16* a, int64_t l
     const int64_t full_end = block + (block_end - block) / rows_per_kernel * rows_per_kernel;
     const int tail_rows = static_cast<int>(block_end - full_end);
     uint16_t* tail_a = reinterpret_cast<uint16_t*>(tail.data());
-    if (tail_rows > 0) {
+    if (amx && tail_rows > 0) {
       std::memset(tail_a, 0, rows_per_kernel * extent * sizeof(uint16_t));
       for (int i = 0; i < tail_rows; ++i)
         std::memcpy(tail_a + i * extent, bits(a) + (full_end + i) * lda, extent * sizeof(uint16_t));
@@ -247,8 +248,13 @@ void bf16_gemm_packed_runs(Bf16Products way, int64_t m, const bf16* a, int64_t l
       const uint16_t* panel_data = b.data + panel * b.pair_rows() * kPairRowValues;
       for (int64_t i0 = block; i0 < block_end; i0 += rows_per_kernel) {
         const bool partial = i0 >= full_end;
-        const Block operands{partial ? tail_a : bits(a) + i0 * lda, partial ? extent : lda,
-                             panel_data, runs.data(), runs.size()};
+        const bool copied = amx && partial;
+        const Block operands{copied ? tail_a : bits(a) + i0 * lda,
+                             copied ? extent : lda,
+                             panel_data,
+                             runs.data(),
+                             runs.size(),
+                             partial && !amx ? tail_rows : rows_per_kernel};
         if (amx) {
           bf16_kernels::amx_block(operands, tile);
         } else {

@@ -3,7 +3,9 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <utility>
 
 namespace engine::cpu::bf16_kernels {
 
@@ -94,10 +96,13 @@ __attribute__((target("amx-tile,amx-bf16"))) void amx_block(const Block& block, 
   _tile_stored(3, tile + kTileRows * kPanelCols + kTileRows, kTileStride);
 }
 
-__attribute__((target("avx512f,avx512bf16"))) void avx512_bf16_block(const Block& block,
-                                                                     float* tile) {
-  __m512 acc[kAvx512Bf16Rows][2];
-  for (int i = 0; i < kAvx512Bf16Rows; ++i)
+namespace {
+
+template <int Rows>
+__attribute__((target("avx512f,avx512bf16"))) void avx512_bf16_rows(const Block& block,
+                                                                    float* tile) {
+  __m512 acc[Rows][2];
+  for (int i = 0; i < Rows; ++i)
     acc[i][0] = acc[i][1] = _mm512_setzero_ps();
   for (size_t r = 0; r < block.run_count; ++r) {
     const DepthRun& run = block.runs[r];
@@ -108,7 +113,7 @@ __attribute__((target("avx512f,avx512bf16"))) void avx512_bf16_block(const Block
       const __m512bh b_high =
           reinterpret_cast<__m512bh>(_mm512_load_si512(b + q * kPairRowValues + 32));
 #pragma GCC unroll 12
-      for (int i = 0; i < kAvx512Bf16Rows; ++i) {
+      for (int i = 0; i < Rows; ++i) {
         uint32_t pair;
         std::memcpy(&pair, a + i * block.lda + 2 * q, sizeof(pair));
         const __m512bh a_pair =
@@ -118,10 +123,28 @@ __attribute__((target("avx512f,avx512bf16"))) void avx512_bf16_block(const Block
       }
     }
   }
-  for (int i = 0; i < kAvx512Bf16Rows; ++i) {
+  for (int i = 0; i < Rows; ++i) {
     _mm512_storeu_ps(tile + i * kPanelCols, acc[i][0]);
     _mm512_storeu_ps(tile + i * kPanelCols + 16, acc[i][1]);
   }
+}
+
+using RowsKernel = void (*)(const Block&, float*);
+
+template <int... Rows>
+constexpr std::array<RowsKernel, sizeof...(Rows)> rows_kernels(
+    std::integer_sequence<int, Rows...>) {
+  return {&avx512_bf16_rows<Rows + 1>...};
+}
+
+// kRowsKernels[r - 1] reads r rows.
+constexpr std::array<RowsKernel, kAvx512Bf16Rows> kRowsKernels =
+    rows_kernels(std::make_integer_sequence<int, kAvx512Bf16Rows>{});
+
+}  // namespace
+
+void avx512_bf16_block(const Block& block, float* tile) {
+  kRowsKernels[static_cast<size_t>(block.rows - 1)](block, tile);
 }
 
 }  // namespace engine::cpu::bf16_kernels

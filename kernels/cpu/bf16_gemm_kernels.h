@@ -21,18 +21,22 @@ inline int kernel_rows(Bf16Products way) {
   return way == Bf16Products::kAmx ? kAmxRows : kAvx512Bf16Rows;
 }
 
-// A block's operands: A's row i at a + i * lda (kernel_rows rows readable, contiguous along
-// K), the panel's pair rows, and the runs (b_begin and length even).
+// A block's operands: A's row i at a + i * lda (contiguous along K), the panel's pair rows,
+// the runs (b_begin and length even), and how many rows of A the kernel reads: kAmxRows for
+// amx_block, 1 to kAvx512Bf16Rows for avx512_bf16_block.
 struct Block {
   const uint16_t* a;
   int64_t lda;
   const uint16_t* panel;
   const DepthRun* runs;
   size_t run_count;
+  int rows;
 };
 
-// tile[i * 32 + j] = sum over the runs of A(i, p) * B(p, j), for i < kernel_rows(way).
+// tile[i * 32 + j] = sum over the runs of A(i, p) * B(p, j), for i < block.rows.
 void amx_block(const Block& block, float* tile);
+// A kernel compiled for each row count, so that a GEMM's last rows (M = 64 output channels:
+// 5 x 12 + 4) are neither copied into a zero-padded block nor multiplied as 12.
 void avx512_bf16_block(const Block& block, float* tile);
 
 // AMX's tile registers are configured per thread before amx_block and released after, so

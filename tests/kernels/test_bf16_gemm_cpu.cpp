@@ -162,7 +162,8 @@ TEST(Bf16GemmCpu, EveryEdgeOfTheBlockingAgainstDouble) {
   SKIP_WITHOUT_BF16_KERNELS();
   for (Bf16Products way : ways_here()) {
     double worst = 0;
-    for (int64_t m : {1, 11, 12, 13, 31, 32, 33, 257, 300}) {
+    // Every row count of the last AVX512_BF16 kernel (1-12) and of AMX's copied tail.
+    for (int64_t m : {1, 2, 3, 6, 10, 11, 12, 13, 31, 32, 33, 257, 300}) {
       for (int64_t n : {1, 16, 31, 32, 33, 70}) {
         for (int64_t k : {2, 30, 32, 34, 64, 98, 576}) {
           for (bool columns : {false, true})
