@@ -417,12 +417,6 @@ std::vector<DepthRun> pixel_runs_inside(const std::vector<const bf16*>& rows, Bf
   return forced == true || cost < kRunsShare * static_cast<double>(count) ? runs : whole;
 }
 
-// dW's columns [first, first + width) of every row zeroed (an overwritten tap no pixel reads).
-void zero_columns(float* dw, int64_t rows, int64_t ld, int64_t first, int64_t width) {
-  for (int64_t row = 0; row < rows; ++row)
-    std::fill_n(dw + row * ld + first, width, 0.f);
-}
-
 // dW [K x taps * C] (+)= dY^T * im2col(x) on the bf16 GEMM, with bf16 x and dY and an fp32
 // dW: the GEMM's A is dY^T (K rows along the output pixels) and its B the column rows of the
 // output pixels, packed into pair rows in groups of dW's columns. Where the input channels are

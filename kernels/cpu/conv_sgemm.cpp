@@ -219,8 +219,7 @@ void filter_gradient_sgemm(const Conv2dShape& shape, const float* x, const float
       transpose_into(transposed.data() + first * channels_out, channels_out, channels_out, width,
                      beta, dw + first, k);
     } else if (beta == 0.f) {
-      parallel_for(channels_out,
-                   [&](int64_t row) { std::fill_n(dw + row * k + first, width, 0.f); });
+      zero_columns(dw, channels_out, k, first, width);
     }
   });
 }

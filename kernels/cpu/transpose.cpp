@@ -24,4 +24,9 @@ void transpose_into(const float* in, int64_t in_ld, int64_t rows, int64_t cols, 
   }
 }
 
+void zero_columns(float* matrix, int64_t rows, int64_t ld, int64_t first, int64_t width) {
+  for (int64_t row = 0; row < rows; ++row)
+    std::fill_n(matrix + row * ld + first, width, 0.f);
+}
+
 }  // namespace engine::cpu

@@ -1,4 +1,5 @@
-// A blocked fp32 transpose, for the filter gradients computed as dW^T.
+// A blocked fp32 transpose, for the filter gradients computed as dW^T, and the zeroing of dW's
+// columns that no product writes.
 #pragma once
 
 #include <cstdint>
@@ -10,5 +11,9 @@ namespace engine::cpu {
 // block; parallel when large.
 void transpose_into(const float* in, int64_t in_ld, int64_t rows, int64_t cols, float beta,
                     float* out, int64_t out_ld);
+
+// Zeroes columns [first, first + width) of each of `rows` rows `ld` apart (the dW columns of
+// filter taps that no output pixel reads inside the input), on the calling thread.
+void zero_columns(float* matrix, int64_t rows, int64_t ld, int64_t first, int64_t width);
 
 }  // namespace engine::cpu
