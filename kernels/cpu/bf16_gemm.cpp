@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 
 #include "kernels/cpu/bf16_gemm_kernels.h"
 #include "kernels/cpu/bf16_round_avx512.h"
@@ -59,16 +60,18 @@ __attribute__((target("avx512f,avx512bw"))) void interleave_full_rows(const uint
 }
 
 // Panel `panel` from B's rows (row p at row_at(p), columns contiguous): pair row q interleaves
-// rows 2q and 2q + 1 (zero beyond k), columns beyond n zero.
-// A null row is zeros.
+// rows 2q and 2q + 1 (zero beyond k), columns beyond n zero; only the pair rows `packed_rows`
+// reads. A null row is zeros.
 template <typename RowAt>
-void pack_panel_from_rows(int64_t panel, int64_t n, int64_t k, RowAt&& row_at, uint16_t* packed) {
+void pack_panel_from_rows(int64_t panel, int64_t n, int64_t k, RowAt&& row_at,
+                          const RowGroups& packed_rows, uint16_t* packed) {
   alignas(64) static constexpr uint16_t kZeros[kPanelCols] = {};
   const int64_t pair_rows = (k + 1) / 2;
   uint16_t* out = packed + panel * pair_rows * kPairRowValues;
   const int64_t j0 = panel * kPanelCols;
   const int64_t cols = std::min<int64_t>(kPanelCols, n - j0);
   for (int64_t q = 0; q < pair_rows; ++q, out += kPairRowValues) {
+    if (!packed_rows.pair_row_read(q)) continue;
     const uint16_t* row0 = row_at(2 * q);
     const uint16_t* row1 = 2 * q + 1 < k ? row_at(2 * q + 1) : nullptr;
     if (cols == kPanelCols) {
@@ -87,15 +90,22 @@ void pack_panel_from_rows(int64_t panel, int64_t n, int64_t k, RowAt&& row_at, u
 // Panel `panel` of a B whose columns are contiguous along K (b_k_stride 1, such as conv
 // filters read as [taps * C x K]): each column's pair (2q, 2q + 1) is one 32-bit word, so
 // the panel is a transpose of 32-bit words, done 16 x 16 in registers where whole blocks fit.
+// Only the pair rows `packed_rows` reads (a block of 16 with any such row is packed whole).
 void pack_panel_from_columns(int64_t panel, int64_t n, int64_t k, const uint16_t* b,
-                             int64_t b_col_stride, uint16_t* packed) {
+                             int64_t b_col_stride, const RowGroups& packed_rows, uint16_t* packed) {
   const int64_t pair_rows = (k + 1) / 2;
   uint32_t* out = reinterpret_cast<uint32_t*>(packed + panel * pair_rows * kPairRowValues);
   const int64_t j0 = panel * kPanelCols;
   const int64_t cols = std::min<int64_t>(kPanelCols, n - j0);
+  const auto any_read = [&](int64_t q_begin, int64_t q_end) {
+    for (int64_t q = q_begin; q < q_end; ++q)
+      if (packed_rows.pair_row_read(q)) return true;
+    return false;
+  };
   int64_t q0 = 0;
   if (cols == kPanelCols && b_col_stride % 2 == 0 && k % 2 == 0) {
     for (; q0 + 16 <= pair_rows; q0 += 16) {
+      if (!any_read(q0, q0 + 16)) continue;
       for (int64_t half = 0; half < kPanelCols; half += 16) {
         transpose_16x16(reinterpret_cast<const float*>(b + (j0 + half) * b_col_stride + 2 * q0),
                         b_col_stride / 2, reinterpret_cast<float*>(out + q0 * kPanelCols + half),
@@ -104,6 +114,7 @@ void pack_panel_from_columns(int64_t panel, int64_t n, int64_t k, const uint16_t
     }
   }
   for (int64_t q = q0; q < pair_rows; ++q) {
+    if (!packed_rows.pair_row_read(q)) continue;
     for (int64_t j = 0; j < kPanelCols; ++j) {
       uint32_t pair = 0;
       if (j < cols) {
@@ -187,30 +198,51 @@ void pack_pair_panels(int64_t n, const std::vector<const bf16*>& rows, int64_t p
   const int64_t k = static_cast<int64_t>(rows.size());
   for (int64_t panel = panel_begin; panel < panel_end; ++panel) {
     pack_panel_from_rows(
-        panel, n, k, [&](int64_t p) { return bits(rows[p]); }, out);
+        panel, n, k, [&](int64_t p) { return bits(rows[p]); }, RowGroups{}, out);
   }
 }
 
+namespace {
+
+// Refuses groups that would split a pair row or leave some of B's k rows without a group.
+void check_row_groups(const RowGroups& groups, int64_t k) {
+  if (groups.read == nullptr) return;
+  if (groups.rows <= 0 || groups.rows % 2 != 0 ||
+      static_cast<int64_t>(groups.read->size()) * groups.rows < k) {
+    throw std::invalid_argument("PackedPairsB: row groups of " + std::to_string(groups.rows) +
+                                " rows x " + std::to_string(groups.read->size()) +
+                                " do not cover k = " + std::to_string(k) + " in whole pairs");
+  }
+}
+
+}  // namespace
+
 PackedPairsB::PackedPairsB(int64_t n, int64_t k, const bf16* b, int64_t b_k_stride,
-                           int64_t b_col_stride)
+                           int64_t b_col_stride, RowGroups packed_rows)
     : n_(n), k_(k), storage_(floats_for(packed_values(n, k))) {
+  check_row_groups(packed_rows, k);
+  if (b_k_stride != 1 && b_col_stride != 1) {
+    throw std::invalid_argument("PackedPairsB: B needs contiguous rows or columns");
+  }
   uint16_t* packed = packed_storage(storage_);
   for_each_panel(n, [&](int64_t panel) {
     if (b_k_stride == 1) {
-      pack_panel_from_columns(panel, n, k, bits(b), b_col_stride, packed);
-    } else if (b_col_stride == 1) {
-      pack_panel_from_rows(
-          panel, n, k, [&](int64_t p) { return bits(b) + p * b_k_stride; }, packed);
+      pack_panel_from_columns(panel, n, k, bits(b), b_col_stride, packed_rows, packed);
     } else {
-      throw std::invalid_argument("PackedPairsB: B needs contiguous rows or columns");
+      pack_panel_from_rows(
+          panel, n, k, [&](int64_t p) { return bits(b) + p * b_k_stride; }, packed_rows, packed);
     }
   });
 }
 
-PackedPairsB::PackedPairsB(int64_t n, const std::vector<const bf16*>& rows)
+PackedPairsB::PackedPairsB(int64_t n, const std::vector<const bf16*>& rows, RowGroups packed_rows)
     : n_(n), k_(static_cast<int64_t>(rows.size())), storage_(floats_for(packed_values(n, k_))) {
+  check_row_groups(packed_rows, k_);
   uint16_t* packed = packed_storage(storage_);
-  for_each_panel(n, [&](int64_t panel) { pack_pair_panels(n, rows, panel, panel + 1, packed); });
+  for_each_panel(n, [&](int64_t panel) {
+    pack_panel_from_rows(
+        panel, n, k_, [&](int64_t p) { return bits(rows[p]); }, packed_rows, packed);
+  });
 }
 
 bool bf16_runs_are_paired(const std::vector<DepthRun>& runs) {

@@ -42,14 +42,31 @@ int64_t pair_panels_values(int64_t n, int64_t k);
 void pack_pair_panels(int64_t n, const std::vector<const bf16*>& rows, int64_t panel_begin,
                       int64_t panel_end, uint16_t* out);
 
+// The rows of B a product reads, in groups of `rows` (even, so that a pair row lies in one
+// group): group g is B's rows [g * rows, (g + 1) * rows), read where (*read)[g]; every row
+// when `read` is null. A convolution's filters in groups of a tap's rows: on the small maps
+// of 32 px training most taps read only padding (TapClassPlan::taps_read; 8 of 9 on a 1x1
+// map), and packing them was most of layer4's forward at 32 px.
+struct RowGroups {
+  int64_t rows = 0;
+  const std::vector<bool>* read = nullptr;
+  // Whether pair row q (B's rows 2q, 2q + 1) is read.
+  bool pair_row_read(int64_t q) const {
+    return read == nullptr || (*read)[static_cast<size_t>(2 * q / rows)];
+  }
+};
+
 // B [k x n] packed (PairPanels) in storage of its own: the constructing thread's kept scratch.
+// Only the pair rows of `packed_rows` are packed; the others hold whatever the scratch held,
+// so a product over it must read no other rows.
 class PackedPairsB {
  public:
   // Element (p, j) of B is b[p * b_k_stride + j * b_col_stride].
-  PackedPairsB(int64_t n, int64_t k, const bf16* b, int64_t b_k_stride, int64_t b_col_stride);
+  PackedPairsB(int64_t n, int64_t k, const bf16* b, int64_t b_k_stride, int64_t b_col_stride,
+               RowGroups packed_rows = {});
   // B given row by row: row p is the n contiguous values at rows[p] (k = rows.size()), zeros
   // where it is null.
-  PackedPairsB(int64_t n, const std::vector<const bf16*>& rows);
+  PackedPairsB(int64_t n, const std::vector<const bf16*>& rows, RowGroups packed_rows = {});
   PackedPairsB(const PackedPairsB&) = delete;
   PackedPairsB& operator=(const PackedPairsB&) = delete;
   int64_t n() const { return n_; }

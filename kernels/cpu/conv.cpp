@@ -248,7 +248,10 @@ bool forward_bf16(const Conv2dShape& shape, const bf16* x, const bf16* w, const 
   }
   const TapClassPlan plan(shape);
   if (!runs_are_paired(plan)) return false;
-  forward_fused_bf16(way, shape, plan, x, PackedPairsB(channels_out, k, w, 1, k), bias, y);
+  // Only the taps some pixel reads inside x are packed (groups of in_channels rows, even here).
+  forward_fused_bf16(way, shape, plan, x,
+                     PackedPairsB(channels_out, k, w, 1, k, {shape.in_channels, &plan.taps_read}),
+                     bias, y);
   return true;
 }
 
@@ -270,7 +273,9 @@ bool backward_data_bf16(const Conv2dShape& shape, const bf16* dy, const bf16* w,
     const TapClassPlan plan(flipped_shape);
     if (!runs_are_paired(plan)) return false;
     forward_fused_bf16(way, flipped_shape, plan, dy,
-                       PackedPairsB(shape.in_channels, flipped_filter_rows(shape, w)), nullptr, dx);
+                       PackedPairsB(shape.in_channels, flipped_filter_rows(shape, w),
+                                    {shape.out_channels, &plan.taps_read}),
+                       nullptr, dx);
     return true;
   }
   const int64_t pixels = shape.batch * shape.in_h * shape.in_w * shape.in_channels;

@@ -75,6 +75,11 @@ struct Case {
   int64_t m, n, k;
   bool b_columns_contiguous = false;
   std::vector<DepthRun> runs;  // empty: the whole depth
+  // B packed only in these groups of rows (RowGroups) when group_rows > 0; the runs read no
+  // others. B given as a vector of row pointers when rows_given (row-major B only).
+  int64_t group_rows = 0;
+  std::vector<bool> groups_read = {};
+  bool rows_given = false;
 };
 
 struct Checked {
@@ -95,7 +100,7 @@ Checked check(Bf16Products way, const Case& test, bool c_is_bf16, float beta, bo
     a_width = std::max(a_width, run.a_begin + run.length);
   const int64_t lda = a_width + 2, ldb = (test.b_columns_contiguous ? test.k : test.n) + 2;
   const auto a = random_bf16(test.m * lda, 1);
-  const auto b = random_bf16((test.b_columns_contiguous ? test.n : test.k) * ldb, 2);
+  auto b = random_bf16((test.b_columns_contiguous ? test.n : test.k) * ldb, 2);
   const auto b_at = [&](int64_t p, int64_t j) {
     return value(test.b_columns_contiguous ? b[j * ldb + p] : b[p * ldb + j]);
   };
@@ -112,9 +117,27 @@ Checked check(Bf16Products way, const Case& test, bool c_is_bf16, float beta, bo
     c_f32[i] = 0.125f * static_cast<float>(i % 11) - 0.5f;
   std::vector<bf16> c_b16(c_f32.size(), bf16(3.f));
   const std::vector<float> c_before = c_f32;
-  const PackedPairsB packed = test.b_columns_contiguous
-                                  ? PackedPairsB(test.n, test.k, b.data(), 1, ldb)
-                                  : PackedPairsB(test.n, test.k, b.data(), ldb, 1);
+  RowGroups packed_rows;
+  if (test.group_rows > 0) {
+    packed_rows = {test.group_rows, &test.groups_read};
+    // B's rows in the groups not read are NaN, so that a product reading one fails; and the
+    // packing's storage first holds a pack of NaNs (the thread's kept scratch, which the next
+    // pack of this size reuses), so that a read row left unpacked fails too.
+    for (int64_t p = 0; p < test.k; ++p) {
+      if (test.groups_read[p / test.group_rows]) continue;
+      for (int64_t j = 0; j < test.n; ++j)
+        b[test.b_columns_contiguous ? j * ldb + p : p * ldb + j] = bf16(NAN);
+    }
+    const std::vector<bf16> nans(static_cast<size_t>(test.n * test.k), bf16(NAN));
+    const PackedPairsB stale(test.n, test.k, nans.data(), 1, test.k);
+  }
+  std::vector<const bf16*> b_rows;
+  for (int64_t p = 0; test.rows_given && p < test.k; ++p)
+    b_rows.push_back(b.data() + p * ldb);
+  const PackedPairsB packed = test.rows_given ? PackedPairsB(test.n, b_rows, packed_rows)
+                              : test.b_columns_contiguous
+                                  ? PackedPairsB(test.n, test.k, b.data(), 1, ldb, packed_rows)
+                                  : PackedPairsB(test.n, test.k, b.data(), ldb, 1, packed_rows);
   Bf16GemmOutput out;
   out.c = c_is_bf16 ? static_cast<void*>(c_b16.data()) : c_f32.data();
   out.c_is_bf16 = c_is_bf16;
@@ -148,7 +171,7 @@ Checked check(Bf16Products way, const Case& test, bool c_is_bf16, float beta, bo
       double allowed = (test.k + 2) * std::ldexp(magnitude + std::abs(sum) + 1.0, -24);
       if (c_is_bf16) allowed += std::ldexp(std::abs(sum), -8);
       result.worst_ratio = std::max(result.worst_ratio, std::abs(got - sum) / allowed);
-      if (std::abs(got - sum) > allowed) {
+      if (!(std::abs(got - sum) <= allowed)) {  // NaN fails too
         ADD_FAILURE() << "C(" << i << ", " << j << ") = " << got << ", expected " << sum
                       << " within " << allowed;
         return result;
@@ -204,6 +227,96 @@ TEST(Bf16GemmCpu, RunsWithGapsAndPartialSteps) {
       check(way, {m, 40, 170, true, ragged}, true, 0.f, true, true);
     }
   }
+}
+
+// The runs over the groups of `group_rows` rows that `read` marks, one run a group.
+std::vector<DepthRun> runs_over(const std::vector<bool>& read, int64_t group_rows) {
+  std::vector<DepthRun> runs;
+  int64_t a_begin = 0;
+  for (size_t group = 0; group < read.size(); ++group) {
+    if (!read[group]) continue;
+    runs.push_back({a_begin, static_cast<int64_t>(group) * group_rows, group_rows});
+    a_begin += group_rows;
+  }
+  return runs;
+}
+
+TEST(Bf16GemmCpu, ProductsOverTheRowGroupsPackedAlone) {
+  SKIP_WITHOUT_BF16_KERNELS();
+  // A convolution's taps as groups (64 rows, 9 taps, the centre one read as on a 1x1 map; 4
+  // of them as under a stride); groups of 6 rows, less than the 32 rows a transposed block
+  // packs, so that blocks mix read and unread groups.
+  const std::vector<bool> centre = {false, false, false, false, true, false, false, false, false};
+  const std::vector<bool> corner = {false, false, false, false, true, true, false, true, true};
+  const std::vector<bool> mixed = {true, false, false, true,  false, false,
+                                   true, true,  false, false, false, true};
+  for (Bf16Products way : ways_here()) {
+    for (int64_t m : {13, 64, 300}) {
+      for (int columns = 0; columns < 3; ++columns) {
+        const bool contiguous = columns == 1, rows_given = columns == 2;
+        for (const auto& [group_rows, read] :
+             {std::pair{int64_t{64}, centre}, std::pair{int64_t{64}, corner},
+              std::pair{int64_t{6}, mixed}}) {
+          const int64_t k = group_rows * static_cast<int64_t>(read.size());
+          for (int64_t n : {32, 70}) {
+            check(way,
+                  {m, n, k, contiguous, runs_over(read, group_rows), group_rows, read, rows_given},
+                  true, 0.f, true, false);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Rows outside the groups read are not packed at all (the saving): their pair rows still hold
+// the NaNs an earlier pack left in the same scratch, where the read groups' pair rows are the
+// whole pack's, bit for bit. Groups of 32 rows (a transposed block of 16 pair rows each).
+TEST(Bf16GemmCpu, RowGroupsNotReadAreLeftUnpacked) {
+  const int64_t n = 64, k = 192, group_rows = 32;
+  const std::vector<bool> read = {false, true, false, false, true, false};
+  const std::vector<bf16> b = random_bf16(n * k, 3), nans(b.size(), bf16(NAN));
+  std::vector<const bf16*> b_rows;
+  for (int64_t p = 0; p < k; ++p)
+    b_rows.push_back(b.data() + p * n);
+  for (int layout = 0; layout < 3; ++layout) {
+    SCOPED_TRACE(::testing::Message() << "layout " << layout);
+    const auto pack = [&](const RowGroups& rows) {
+      { const PackedPairsB stale(n, k, nans.data(), 1, k); }
+      const PackedPairsB packed = layout == 0   ? PackedPairsB(n, k, b.data(), n, 1, rows)
+                                  : layout == 1 ? PackedPairsB(n, k, b.data(), 1, k, rows)
+                                                : PackedPairsB(n, b_rows, rows);
+      const PairPanels panels = packed.panels();
+      return std::vector<uint16_t>(panels.data, panels.data + pair_panels_values(n, k));
+    };
+    // Layouts: B row-major, B's columns contiguous (b read as [n x k]), B's rows given.
+    const std::vector<uint16_t> grouped = pack({group_rows, &read});
+    const std::vector<uint16_t> whole = pack({});
+    const int64_t pair_rows = k / 2;
+    int64_t unpacked = 0;
+    for (int64_t panel = 0; panel < n / kBf16PanelColumns; ++panel) {
+      for (int64_t q = 0; q < pair_rows; ++q) {
+        for (int64_t v = 0; v < 64; ++v) {
+          const size_t at = static_cast<size_t>((panel * pair_rows + q) * 64 + v);
+          if (read[2 * q / group_rows]) {
+            ASSERT_EQ(grouped[at], whole[at]) << "panel " << panel << " pair row " << q;
+          } else {
+            ASSERT_EQ(grouped[at], bf16(NAN).bits) << "panel " << panel << " pair row " << q;
+            ++unpacked;
+          }
+        }
+      }
+    }
+    EXPECT_EQ(unpacked, 2 * 4 * 16 * 64);  // 2 panels x 4 groups x 16 pair rows x 64 values
+  }
+}
+
+TEST(Bf16GemmCpu, RowGroupsSplittingAPairOrShortOfKAreRefused) {
+  const std::vector<bf16> b = random_bf16(32 * 64, 4);
+  const std::vector<bool> two = {true, false};
+  EXPECT_THROW(PackedPairsB(32, 64, b.data(), 32, 1, {31, &two}), std::invalid_argument);
+  EXPECT_THROW(PackedPairsB(32, 66, b.data(), 32, 1, {32, &two}), std::invalid_argument);
+  EXPECT_NO_THROW(PackedPairsB(32, 64, b.data(), 32, 1, {32, &two}));
 }
 
 TEST(Bf16GemmCpu, UnpairedRunsAreRefused) {
