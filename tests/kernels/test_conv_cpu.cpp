@@ -444,6 +444,29 @@ TEST(ConvCpu, Bf16FilterGradientSkipsThePaddingPerTap) {
   }
 }
 
+// An odd pixel count's pad pixel (dY^T's last column, which completes its last 32-pixel block
+// here: 7 images of 3x3 = 63 pixels) is a zero, not a read past dY's end, where the value is
+// NaN (a zero in the pad of B times a NaN there would poison dW).
+TEST(ConvCpu, Bf16FilterGradientReadsNothingPastDy) {
+  if (!cpu::cpu_has_avx512_bf16() && !cpu::cpu_has_amx_bf16()) {
+    GTEST_SKIP() << "this CPU multiplies bf16 widened to fp32 (no AVX512_BF16)";
+  }
+  Stream stream;
+  const Conv2dShape shape = testing::conv_shape(7, 3, 3, 32, 32, 3, 3, 1, 1);
+  ConvTensors t(shape, DType::bf16);
+  std::vector<float> padded = t.dy_values;
+  padded.resize(padded.size() + static_cast<size_t>(shape.out_channels), NAN);
+  const Tensor storage =
+      Tensor::from_floats({static_cast<int64_t>(padded.size())}, padded, DType::bf16);
+  Conv2dBackwardFilterOperands operands =
+      t.filter_gradient(Tensor::empty(shape.filter_shape(), DType::f32), GradWrite::overwrite);
+  operands.dy = storage.view(0, shape.output_shape());
+  conv2d_backward_filter(shape, operands, stream);
+  EXPECT_LE(relative_error(operands.dw.to_floats(stream),
+                           testing::reference_conv_backward_filter(shape, t.x_values, t.dy_values)),
+            kF32Tolerance);
+}
+
 TEST(ConvCpu, BackwardFilterAccumulatesAndRoundsToBf16) {
   Stream stream;
   const Conv2dShape shape = testing::conv_shape(2, 6, 6, 5, 7, 3, 3, 1, 1);
