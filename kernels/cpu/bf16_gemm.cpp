@@ -194,25 +194,30 @@ int64_t pair_panels_values(int64_t n, int64_t k) {
 }
 
 void pack_pair_panels(int64_t n, const std::vector<const bf16*>& rows, int64_t panel_begin,
-                      int64_t panel_end, uint16_t* out) {
+                      int64_t panel_end, uint16_t* out, const RowGroups& packed_rows) {
   const int64_t k = static_cast<int64_t>(rows.size());
   for (int64_t panel = panel_begin; panel < panel_end; ++panel) {
     pack_panel_from_rows(
-        panel, n, k, [&](int64_t p) { return bits(rows[p]); }, RowGroups{}, out);
+        panel, n, k, [&](int64_t p) { return bits(rows[p]); }, packed_rows, out);
   }
 }
 
 namespace {
 
-// Refuses groups that would split a pair row or leave some of B's k rows without a group.
-void check_row_groups(const RowGroups& groups, int64_t k) {
-  if (groups.read == nullptr) return;
+// `groups` for a B of k rows: refused where they would split a pair row or leave some rows
+// without a group; none (every row, no per-row test) where every group is read, as on maps
+// where each tap reads inside for some pixel.
+RowGroups checked_row_groups(const RowGroups& groups, int64_t k) {
+  if (groups.read == nullptr) return groups;
   if (groups.rows <= 0 || groups.rows % 2 != 0 ||
       static_cast<int64_t>(groups.read->size()) * groups.rows < k) {
     throw std::invalid_argument("PackedPairsB: row groups of " + std::to_string(groups.rows) +
                                 " rows x " + std::to_string(groups.read->size()) +
                                 " do not cover k = " + std::to_string(k) + " in whole pairs");
   }
+  const bool all_read =
+      std::all_of(groups.read->begin(), groups.read->end(), [](bool read) { return read; });
+  return all_read ? RowGroups{} : groups;
 }
 
 }  // namespace
@@ -220,7 +225,7 @@ void check_row_groups(const RowGroups& groups, int64_t k) {
 PackedPairsB::PackedPairsB(int64_t n, int64_t k, const bf16* b, int64_t b_k_stride,
                            int64_t b_col_stride, RowGroups packed_rows)
     : n_(n), k_(k), storage_(floats_for(packed_values(n, k))) {
-  check_row_groups(packed_rows, k);
+  packed_rows = checked_row_groups(packed_rows, k);
   if (b_k_stride != 1 && b_col_stride != 1) {
     throw std::invalid_argument("PackedPairsB: B needs contiguous rows or columns");
   }
@@ -237,12 +242,10 @@ PackedPairsB::PackedPairsB(int64_t n, int64_t k, const bf16* b, int64_t b_k_stri
 
 PackedPairsB::PackedPairsB(int64_t n, const std::vector<const bf16*>& rows, RowGroups packed_rows)
     : n_(n), k_(static_cast<int64_t>(rows.size())), storage_(floats_for(packed_values(n, k_))) {
-  check_row_groups(packed_rows, k_);
+  packed_rows = checked_row_groups(packed_rows, k_);
   uint16_t* packed = packed_storage(storage_);
-  for_each_panel(n, [&](int64_t panel) {
-    pack_panel_from_rows(
-        panel, n, k_, [&](int64_t p) { return bits(rows[p]); }, packed_rows, packed);
-  });
+  for_each_panel(
+      n, [&](int64_t panel) { pack_pair_panels(n, rows, panel, panel + 1, packed, packed_rows); });
 }
 
 bool bf16_runs_are_paired(const std::vector<DepthRun>& runs) {

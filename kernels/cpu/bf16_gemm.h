@@ -36,12 +36,6 @@ struct PairPanels {
 // Values (uint16) that B [k x n] takes packed.
 int64_t pair_panels_values(int64_t n, int64_t k);
 
-// Packs panels [panel_begin, panel_end) of B given row by row into `out` (all of B's layout):
-// row p is the n contiguous values at rows[p], or zeros where rows[p] is null. On the calling
-// thread.
-void pack_pair_panels(int64_t n, const std::vector<const bf16*>& rows, int64_t panel_begin,
-                      int64_t panel_end, uint16_t* out);
-
 // The rows of B a product reads, in groups of `rows` (even, so that a pair row lies in one
 // group): group g is B's rows [g * rows, (g + 1) * rows), read where (*read)[g]; every row
 // when `read` is null. A convolution's filters in groups of a tap's rows: on the small maps
@@ -55,6 +49,12 @@ struct RowGroups {
     return read == nullptr || (*read)[static_cast<size_t>(2 * q / rows)];
   }
 };
+
+// Packs panels [panel_begin, panel_end) of B given row by row into `out` (all of B's layout):
+// row p is the n contiguous values at rows[p], or zeros where rows[p] is null; only the pair
+// rows of `packed_rows`. On the calling thread.
+void pack_pair_panels(int64_t n, const std::vector<const bf16*>& rows, int64_t panel_begin,
+                      int64_t panel_end, uint16_t* out, const RowGroups& packed_rows = {});
 
 // B [k x n] packed (PairPanels) in storage of its own: the constructing thread's kept scratch.
 // Only the pair rows of `packed_rows` are packed; the others hold whatever the scratch held,
