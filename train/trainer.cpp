@@ -98,8 +98,9 @@ int Trainer::run(const std::function<void()>& set_up) {
   // The pieces in the order the run has always made them: the communicators (collective),
   // then the device memory (weights, SGD, buckets, the figures' rows, the loaders' batches),
   // so that the collective calls and the allocations keep their order.
-  omp_set_num_threads(o.threads > 0 ? o.threads : default_threads(session));
-  TrainerComms comms(o, session, device);
+  const int compute_threads = o.threads > 0 ? o.threads : default_threads(session);
+  omp_set_num_threads(compute_threads);
+  TrainerComms comms(o, session, device, compute_threads);
   TrainerModel model(o, classes, device);
   model.build(comms.grad(), stream);
   TrainerMetrics metrics(o, comms.rank(), comms.world(), device);

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <string>
 
+#include "collectives/core/timeout.h"
 #include "kernels/error.h"
 #include "kernels/stream.h"
 #include "kernels/tensor.h"
@@ -23,11 +24,17 @@ CommChoice gradient_comm(const TrainOptions& options, const MpiSession& session,
 
 }  // namespace
 
-TrainerComms::TrainerComms(const TrainOptions& options, const MpiSession& session, Device device)
+TrainerComms::TrainerComms(const TrainOptions& options, const MpiSession& session, Device device,
+                           int compute_threads)
     : rank_(session.rank()), world_(session.size()) {
   CommOptions comm_options;
   comm_options.timeout =
       std::chrono::milliseconds(static_cast<int64_t>(options.comm_timeout_s * 1e3));
+  // The gradients' all-reduce waits on a worker thread while backward computes on the CPU.
+  const int spins =
+      spin_iterations_for(session.world().local_size, device.is_cpu() ? compute_threads : 0);
+  comm_options.shm.spin_iterations = spins;
+  comm_options.mpi_transport.spin_iterations = spins;
   grad_choice_ = gradient_comm(options, session, device);
   const std::string& grad_name = grad_choice_.name;
   if (const std::string why = communicator_unavailable_reason(grad_name, session); !why.empty()) {

@@ -18,7 +18,10 @@ namespace engine::train {
 class TrainerComms {
  public:
   // Creates both communicators (collective); fails naming --comm when the choice cannot run.
-  TrainerComms(const TrainOptions& options, const MpiSession& session, Device device);
+  // `compute_threads` is the rank's OpenMP threads: on the CPU, where they fill the host's
+  // cores, the collectives' waits yield at once instead of spinning.
+  TrainerComms(const TrainOptions& options, const MpiSession& session, Device device,
+               int compute_threads);
 
   int rank() const { return rank_; }
   int world() const { return world_; }

@@ -3,6 +3,8 @@
 #include <mpi.h>
 #include <sched.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -102,9 +104,11 @@ bool Backoff::pause_unless_sleeping() {
   return true;
 }
 
-int spin_iterations_for(int ranks_on_host) {
-  const unsigned cores = std::thread::hardware_concurrency();
-  return (cores != 0 && static_cast<unsigned>(ranks_on_host) > cores) ? 0 : 2000;
+int spin_iterations_for(int ranks_on_host, int compute_threads_per_rank) {
+  const int64_t cores = std::thread::hardware_concurrency();
+  const int64_t wanting_a_core =
+      static_cast<int64_t>(ranks_on_host) * (1 + std::max(0, compute_threads_per_rank));
+  return (cores != 0 && wanting_a_core > cores) ? 0 : 2000;
 }
 
 }  // namespace engine

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "collectives/collective_request.h"
+#include "collectives/core/timeout.h"
 #include "collectives/execution/host_executor.h"
 #include "collectives/execution/watchdog.h"
 
@@ -86,6 +87,19 @@ TEST(Timeouts, MessageNamesOperationRankAndPeer) {
             "data from rank 2, which never answered");
   EXPECT_NE(timeout_message(context, -1, "the other ranks", 1).find("does not say which rank"),
             std::string::npos);
+}
+
+// Waits spin only while every rank's waiting thread and its compute threads each have a core.
+TEST(Backoff, SpinsOnlyWhereEveryThreadWantingACoreHasOne) {
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  ASSERT_GT(cores, 0);
+  EXPECT_GT(spin_iterations_for(1), 0);
+  EXPECT_GT(spin_iterations_for(cores), 0);  // a benchmark: nothing computes beside the waits
+  EXPECT_EQ(spin_iterations_for(cores + 1), 0);
+  EXPECT_GT(spin_iterations_for(1, cores - 1), 0);
+  EXPECT_EQ(spin_iterations_for(1, cores), 0);
+  EXPECT_EQ(spin_iterations_for(cores, 1), 0);  // the CPU demo: 2 ranks of 1 thread, 2 cores
+  EXPECT_GT(spin_iterations_for(1, -1), 0);     // no compute threads named
 }
 
 TEST(Timeouts, ThrowActionThrowsCollectiveTimeout) {
