@@ -172,6 +172,8 @@ class NativeStep {
     config.momentum = 0.9f;
     config.weight_decay = 1e-4f;
     sgd_ = std::make_unique<nn::Sgd>(model_.params(), config, stream_);
+    // As resnet_train (train/trainer_model.cpp): on the CPU the step writes the bf16 weights.
+    if (device.is_cpu()) sgd_->write_compute_copy(&model_.weight_copy());
   }
 
   // One step: the captured graph's replay once capture_step() has run, else kernel by kernel.

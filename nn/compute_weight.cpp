@@ -9,6 +9,7 @@ void ComputeWeightCopy::prepare(const ParameterSet& params, DType dtype) {
   params_ = &params;
   copy_ = Tensor::empty(params.flat_values().shape(), dtype, params.device());
   refreshed_in_pass_ = 0;
+  written_at_version_ = kNever;
 }
 
 Tensor ComputeWeightCopy::view(ParameterId id) const {
@@ -18,7 +19,9 @@ Tensor ComputeWeightCopy::view(ParameterId id) const {
 
 void ComputeWeightCopy::refresh(const Pass& pass) {
   if (refreshed_in_pass_ == pass.id) return;
-  cast(params_->flat_values(), copy_, pass.stream);
+  if (written_at_version_ != params_->values_version()) {
+    cast(params_->flat_values(), copy_, pass.stream);
+  }
   refreshed_in_pass_ = pass.id;
 }
 

@@ -89,12 +89,19 @@ class ParameterSet {
   Tensor buffer(BufferId id) const;
   int64_t& counter(CounterId id);
   int64_t counter(CounterId id) const;
-  Tensor& flat_values() { return values_; }
+  // Writers take the values here: each call counts as a write (values_version()), which tells
+  // a compute copy the optimizer wrote with its step (nn/compute_weight.h) that it is stale.
+  // Readers take the const overload.
+  Tensor& flat_values() {
+    ++values_version_;
+    return values_;
+  }
   Tensor& flat_grads() { return grads_; }
   Tensor& flat_buffers() { return buffer_store_; }
   const Tensor& flat_values() const { return values_; }
   const Tensor& flat_grads() const { return grads_; }
   const Tensor& flat_buffers() const { return buffer_store_; }
+  uint64_t values_version() const { return values_version_; }
 
   // The gradient rule: parameter gradients accumulate over backward passes until
   // zero_grad(), after which the next backward overwrites them (no memset is needed).
@@ -113,6 +120,7 @@ class ParameterSet {
   Device device_ = Device::cpu();
   Tensor values_, grads_, buffer_store_;
   bool grads_hold_values_ = false;
+  uint64_t values_version_ = 0;
 };
 
 }  // namespace engine::nn

@@ -56,6 +56,9 @@ class ResNet {
     int64_t per_layer = 0;  // every layer's own
   };
   GradientMemory gradient_memory() const { return gradient_memory_; }
+  // The bf16 (or other non-f32) copy of every weight the layers compute with, prepared by a
+  // setup() in that dtype; an optimizer may write it (nn::Sgd::write_compute_copy).
+  ComputeWeightCopy& weight_copy() { return weight_copy_; }
   // The shapes alone (no allocation, no parameters needed): afterwards conv_layers() give
   // every convolution's geometry, but forward and backward must wait for a real setup().
   Shape plan(const Shape& images);

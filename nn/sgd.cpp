@@ -65,6 +65,8 @@ void Sgd::launch_step(Stream& stream) {
   const MomentumBuffer buffer_state = first_step_ ? MomentumBuffer::empty : MomentumBuffer::filled;
   Tensor& values = parameters_.flat_values();
   const Tensor& grads = parameters_.flat_grads();
+  const bool writes_copy = compute_copy_ != nullptr && compute_copy_->prepared() &&
+                           compute_copy_->dtype() == DType::bf16;
   for (const SgdRun& run : runs_) {
     options.weight_decay = run.weight_decay ? config_.weight_decay : 0.f;
     if (runs_.size() == 1) {
@@ -73,21 +75,25 @@ void Sgd::launch_step(Stream& stream) {
                 .grads = grads,
                 .momentum_buffer = momentum_,
                 .buffer_state = buffer_state,
-                .lr = staged_.device_values()},
+                .lr = staged_.device_values(),
+                .params_bf16 = writes_copy ? compute_copy_->flat() : Tensor()},
                stream);
       continue;
     }
     const Shape shape{run.numel};
     Tensor value_run = values.view(run.offset, shape);
     Tensor momentum_run = momentum_.defined() ? momentum_.view(run.offset, shape) : Tensor();
-    sgd_step(options,
-             {.params = value_run,
-              .grads = grads.view(run.offset, shape),
-              .momentum_buffer = momentum_run,
-              .buffer_state = buffer_state,
-              .lr = staged_.device_values()},
-             stream);
+    sgd_step(
+        options,
+        {.params = value_run,
+         .grads = grads.view(run.offset, shape),
+         .momentum_buffer = momentum_run,
+         .buffer_state = buffer_state,
+         .lr = staged_.device_values(),
+         .params_bf16 = writes_copy ? compute_copy_->flat().view(run.offset, shape) : Tensor()},
+        stream);
   }
+  if (writes_copy) compute_copy_->written_by_optimizer();
 }
 
 void Sgd::reset(Stream& stream) {

@@ -16,6 +16,7 @@
 
 #include "kernels/stream.h"
 #include "kernels/tensor.h"
+#include "nn/compute_weight.h"
 #include "nn/optimizer.h"
 #include "nn/parameter_runs.h"
 #include "nn/parameters.h"
@@ -82,6 +83,13 @@ class Sgd final : public Optimizer {
   const std::vector<SgdRun>& runs() const { return runs_; }
   int run_count() const { return static_cast<int>(runs_.size()); }
 
+  // Each step also writes `copy` (the model's bf16 compute weights of these parameters) with
+  // the values it updates, and marks it so, so that the next forward casts nothing; on the CPU
+  // in the same pass over the params, while they are in cache (kernels/ops/optim.h). Used while
+  // `copy` is prepared in bf16; null: none. Writers of the values other than this optimizer
+  // take them through ParameterSet::flat_values(), which makes the copy stale again.
+  void write_compute_copy(ComputeWeightCopy* copy) { compute_copy_ = copy; }
+
  private:
   ParameterSet& parameters_;
   SgdConfig config_;
@@ -90,6 +98,7 @@ class Sgd final : public Optimizer {
   bool started_ = false;
   StagedStep staged_;        // the rate, on the device for the kernels
   bool first_step_ = false;  // the staged step starts the momentum
+  ComputeWeightCopy* compute_copy_ = nullptr;
 };
 
 }  // namespace engine::nn

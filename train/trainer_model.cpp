@@ -93,6 +93,12 @@ void TrainerModel::build(Communicator& grad_comm, Stream& stream) {
   model_.allocate(device_, stream);
   if (o.sync_bn) nn::convert_sync_batchnorm(model_.layers(), grad_comm);
   optimizer_ = make_optimizer(o, model_.params(), stream);
+  // On the CPU, SGD writes the bf16 compute weights in its pass over the params, and the next
+  // forward casts nothing (not on CUDA, where a captured step would have to keep the copy's
+  // mark as its replays write it).
+  if (auto* sgd = dynamic_cast<nn::Sgd*>(optimizer_.get()); sgd != nullptr && device_.is_cpu()) {
+    sgd->write_compute_copy(&model_.weight_copy());
+  }
   if (o.clip_grad > 0) {
     clip_ =
         std::make_unique<nn::GradClip>(model_.params(), static_cast<float>(o.clip_grad), stream);

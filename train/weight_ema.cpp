@@ -1,6 +1,7 @@
 #include "train/weight_ema.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "kernels/ops.h"
 
@@ -48,7 +49,8 @@ WeightEma::WeightEma(nn::ParameterSet& params, double decay, Stream& stream)
 }
 
 void WeightEma::update(Stream& stream) {
-  step_toward(values_, params_.flat_values(), decay_, stream);
+  // Read only: the const overload, which leaves the values' version (nn/parameters.h) as is.
+  step_toward(values_, std::as_const(params_).flat_values(), decay_, stream);
   step_toward(buffers_, params_.flat_buffers(), decay_, stream);
 }
 

@@ -30,6 +30,10 @@ struct SgdStepArgs {
   // The rate in memory on the kernel's device, read when the kernel runs in place of
   // options.lr (a CUDA graph captured once replays each step's rate), or null.
   const float* lr = nullptr;
+  // Or n bf16 values, each set to the updated param rounded (the layers' bf16 compute copy,
+  // written while the param is in cache instead of by a cast that reads the params again).
+  // The CPU kernel's only: the op runs a cast after the CUDA kernel.
+  uint16_t* params_bf16 = nullptr;
 };
 
 // torch.optim.AdamW's hyperparameters (amsgrad=False, maximize=False), plus a factor applied

@@ -1,7 +1,6 @@
 #include "kernels/cpu/copy.h"
 
 #include "kernels/cpu/bf16_round.h"
-#include "kernels/cpu/isa.h"
 #include "kernels/cpu/parallel.h"
 
 namespace engine::cpu {
@@ -21,13 +20,13 @@ void fill(const FillArgs& args) {
 
 void cast(const CastArgs& args) {
   const int64_t n = args.n;
-  if (args.src_dtype == DType::f32 && args.dst_dtype == DType::bf16 && use_avx512()) {
+  if (args.src_dtype == DType::f32 && args.dst_dtype == DType::bf16) {
     // The bf16 compute weights of every layer, cast from the fp32 master each step: a
     // visible share of a bf16 step in the scalar loop (docs/kernel-tuning.md).
     const float* in = static_cast<const float*>(args.src);
     uint16_t* out = static_cast<uint16_t*>(args.dst);
     parallel_for_ranges(n, [&](int64_t begin, int64_t end) {
-      round_to_bf16_avx512(in + begin, out + begin, end - begin);
+      round_to_bf16_bits(in + begin, out + begin, end - begin);
     });
     return;
   }

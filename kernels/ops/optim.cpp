@@ -6,6 +6,7 @@
 #include "kernels/cpu/optim.h"
 #include "kernels/cuda/optim.h"
 #include "kernels/ops/checks.h"
+#include "kernels/ops/copy.h"
 #include "kernels/ops/dispatch.h"
 
 namespace engine {
@@ -41,17 +42,29 @@ void sgd_step(const SgdOptions& options, SgdStepOperands operands, Stream& strea
     buffer = operands.momentum_buffer.data<float>();
   }
   ops::require_on_stream(op, "params", operands.params, stream);
-  const SgdStepArgs args{
-      .params = operands.params.data<float>(),
-      .grads = operands.grads.data<float>(),
-      .momentum_buffer = buffer,
-      .n = operands.params.numel(),
-      .options = options,
-      .first_step = operands.buffer_state == MomentumBuffer::empty,
-      .lr = ops::optional_f32(op, "lr", operands.lr, 1, operands.params.device())};
+  Tensor& copy = operands.params_bf16;
+  if (copy.defined() && (copy.dtype() != DType::bf16 || copy.numel() != operands.params.numel() ||
+                         copy.device() != operands.params.device())) {
+    fail(std::string(op) + ": params_bf16 is " + copy.describe() +
+         ", expected bf16 with the size and device of params (" + operands.params.describe() + ")");
+  }
+  SgdStepArgs args{.params = operands.params.data<float>(),
+                   .grads = operands.grads.data<float>(),
+                   .momentum_buffer = buffer,
+                   .n = operands.params.numel(),
+                   .options = options,
+                   .first_step = operands.buffer_state == MomentumBuffer::empty,
+                   .lr = ops::optional_f32(op, "lr", operands.lr, 1, operands.params.device())};
   ops::on_device(
-      op, stream, [&] { cpu::sgd_step(args); },
+      op, stream,
+      [&] {
+        if (copy.defined()) args.params_bf16 = static_cast<uint16_t*>(copy.raw_data());
+        cpu::sgd_step(args);
+      },
       [&](auto cuda_stream) { cuda::sgd_step(args, cuda_stream); });
+  if (copy.defined() && !operands.params.device().is_cpu()) {
+    cast(operands.params, copy, stream);
+  }
 }
 
 namespace {

@@ -27,6 +27,10 @@ struct SgdStepOperands {
   // Or f32 [1] on params' device: the rate, read when the kernel runs in place of options.lr
   // (which must still be valid), so that a CUDA graph captured once replays each step's rate.
   Tensor lr = {};
+  // Or bf16 with params' size and device: set to the updated params rounded, as cast(params,
+  // params_bf16) would (the bf16 compute copy of mixed precision). On the CPU it is written in
+  // the same pass, while each block of params is in cache; on CUDA by a cast after the step.
+  Tensor params_bf16 = {};
 };
 void sgd_step(const SgdOptions& options, SgdStepOperands operands, Stream& stream);
 

@@ -5,11 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <string>
 
 #include "close_values.h"
 #include "kernels/ops.h"
 #include "optim_cases.h"
+#include "portable_loops.h"
 
 namespace engine {
 namespace {
@@ -41,6 +44,67 @@ TEST(OptimCpu, SgdStepsMatchTorchFormula) {
       if (c.options.momentum != 0.f) {
         EXPECT_TRUE(all_close(expect_buffer, buffer.to_floats(stream), 1e-6, 1e-2));
       }
+    }
+  }
+}
+
+// The bf16 copy written by the step is the cast of the updated params, bit for bit, in both
+// CPU paths (AVX-512 and the portable loops), over sizes that end blocks and threads' ranges
+// anywhere; the params and buffer are those of the step without a copy.
+TEST(OptimCpu, SgdStepWritesTheBf16CopyOfTheUpdatedParams) {
+  Stream stream;
+  for (bool portable : {false, true}) {
+    const testing::PortableLoops loops(portable);
+    for (const testing::SgdCase& c : testing::kSgdCases) {
+      for (int64_t n : testing::kSgdSizes) {
+        SCOPED_TRACE(c.name + " n=" + std::to_string(n) + (portable ? " portable" : ""));
+        const std::vector<float> start = testing::normal_values(n, 1, DType::f32);
+        Tensor plain = Tensor::from_floats({n}, start);
+        Tensor fused = Tensor::from_floats({n}, start);
+        Tensor plain_buffer = Tensor::zeros({n}, DType::f32, Device::cpu(), stream);
+        Tensor fused_buffer = Tensor::zeros({n}, DType::f32, Device::cpu(), stream);
+        Tensor copy = Tensor::empty({n}, DType::bf16);
+        fill(copy, std::nanf(""), stream);
+        Tensor expect_copy = Tensor::empty({n}, DType::bf16);
+        for (int step = 0; step < 2; ++step) {
+          const Tensor grads =
+              Tensor::from_floats({n}, testing::normal_values(n, 10 + step, DType::f32));
+          const MomentumBuffer state = step == 0 ? MomentumBuffer::empty : MomentumBuffer::filled;
+          sgd_step(c.options,
+                   {.params = plain,
+                    .grads = grads,
+                    .momentum_buffer = plain_buffer,
+                    .buffer_state = state},
+                   stream);
+          sgd_step(c.options,
+                   {.params = fused,
+                    .grads = grads,
+                    .momentum_buffer = fused_buffer,
+                    .buffer_state = state,
+                    .params_bf16 = copy},
+                   stream);
+          cast(plain, expect_copy, stream);
+          ASSERT_EQ(fused.to_floats(stream), plain.to_floats(stream));
+          ASSERT_EQ(fused_buffer.to_floats(stream), plain_buffer.to_floats(stream));
+          ASSERT_EQ(0, std::memcmp(copy.raw_data(), expect_copy.raw_data(), n * sizeof(uint16_t)));
+        }
+      }
+    }
+  }
+}
+
+TEST(OptimCpu, SgdStepRefusesACopyOfAnotherSizeOrDtype) {
+  Stream stream;
+  Tensor params = Tensor::zeros({8}, DType::f32, Device::cpu(), stream);
+  Tensor grads = Tensor::zeros({8}, DType::f32, Device::cpu(), stream);
+  const SgdOptions plain{0.1f, 0.f, 0.f, 0.f, false, 1.f};
+  for (Tensor copy : {Tensor::empty({7}, DType::bf16), Tensor::empty({8}, DType::f32)}) {
+    try {
+      sgd_step(plain, {.params = params, .grads = grads, .params_bf16 = copy}, stream);
+      ADD_FAILURE() << "accepted " << copy.describe();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("sgd_step: params_bf16 is"), std::string::npos)
+          << e.what();
     }
   }
 }

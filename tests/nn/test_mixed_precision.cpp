@@ -14,12 +14,16 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <memory>
 #include <random>
+#include <utility>
 
 #include "kernels/ops/copy.h"
 #include "memorize_batch.h"
 #include "nn/cross_entropy.h"
 #include "nn/resnet.h"
+#include "nn/sgd.h"
 
 namespace engine::nn {
 namespace {
@@ -135,6 +139,74 @@ TEST(MixedPrecision, EachPassCastsTheMastersAsTheyAreThen) {
   const std::vector<float> unchanged = logits_after(1, 0.f, images, stream);
   EXPECT_EQ(changed_after, fresh);
   EXPECT_NE(changed_after, unchanged);
+}
+
+// A bf16 resnet18 (seed 5) trained by SGD (Nesterov, decay on convolutions and fc only: many
+// runs), its bf16 weights written by the step itself or not.
+struct SgdModel {
+  ResNet model{"resnet18", {.num_classes = kClasses, .seed = 5}};
+  std::unique_ptr<Sgd> sgd;
+
+  SgdModel(bool step_writes_copy, Stream& stream) {
+    model.allocate(Device::cpu(), stream);
+    model.setup({kBatch, kSize, kSize, 3}, DType::bf16, stream);
+    sgd = std::make_unique<Sgd>(model.params(),
+                                SgdConfig{.lr = 0.05f,
+                                          .momentum = 0.9f,
+                                          .weight_decay = 5e-4f,
+                                          .nesterov = true,
+                                          .decay_norm_and_bias = false},
+                                stream);
+    if (step_writes_copy) sgd->write_compute_copy(&model.weight_copy());
+  }
+  float step(const Tensor& images, const Tensor& labels, Stream& stream) {
+    CrossEntropyLoss loss;
+    loss.setup(kBatch, kClasses, DType::bf16, Device::cpu());
+    Pass pass{stream, true, false, {}};
+    model.params().zero_grad();
+    const float value =
+        loss.forward(model.forward(images, pass), labels, stream).to_floats(stream)[0];
+    model.backward(loss.backward(stream), pass);
+    sgd->step(0.05f, stream);
+    return value;
+  }
+  std::vector<float> logits(const Tensor& images, Stream& stream) {
+    Pass pass{stream, false, false, {}};
+    return model.forward(images, pass).to_floats(stream);
+  }
+};
+
+TEST(MixedPrecision, SgdWritingTheBf16WeightsTrainsAsTheCastDoes) {
+  Stream stream;
+  std::vector<float> pixels(static_cast<size_t>(kBatch * kSize * kSize * 3));
+  std::mt19937 rng(6);
+  std::normal_distribution<float> normal;
+  for (float& v : pixels)
+    v = normal(rng);
+  const Tensor images = Tensor::from_floats({kBatch, kSize, kSize, 3}, pixels, DType::bf16);
+  const Tensor labels = Tensor::from_ints({kBatch}, {2, 5, 0, 9});
+  SgdModel cast_each_pass(false, stream), written_by_step(true, stream);
+  ASSERT_GT(written_by_step.sgd->run_count(), 1);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(cast_each_pass.step(images, labels, stream),
+              written_by_step.step(images, labels, stream))
+        << "step " << k;
+    // Before any forward: the step itself left the cast of its updated masters in the copy.
+    Tensor expected =
+        Tensor::empty(written_by_step.model.weight_copy().flat().shape(), DType::bf16);
+    cast(std::as_const(written_by_step.model.params()).flat_values(), expected, stream);
+    ASSERT_EQ(
+        0, std::memcmp(expected.raw_data(), written_by_step.model.weight_copy().flat().raw_data(),
+                       static_cast<size_t>(expected.numel()) * sizeof(uint16_t)));
+  }
+  const std::vector<float> trained = written_by_step.logits(images, stream);
+  EXPECT_EQ(cast_each_pass.logits(images, stream), trained);
+  // A write of the masters through flat_values() after the step: the next pass casts them.
+  for (SgdModel* m : {&cast_each_pass, &written_by_step})
+    fill(m->model.params().flat_values(), 0.01f, stream);
+  const std::vector<float> after_write = written_by_step.logits(images, stream);
+  EXPECT_EQ(cast_each_pass.logits(images, stream), after_write);
+  EXPECT_NE(after_write, trained);
 }
 
 TEST(MixedPrecision, Bf16ModelLearns) {

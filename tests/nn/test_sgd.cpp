@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/error.h"
@@ -276,6 +277,10 @@ TEST(Sgd, CudaMatchesCpu) {
   make_tiny_model(gpu_set, Device::cuda(0), 3, gpu);
   Sgd cpu_sgd(cpu_set, c.config, host), gpu_sgd(gpu_set, c.config, gpu);
   ASSERT_GT(gpu_sgd.run_count(), 1);
+  // The GPU's step also writes a bf16 copy of what it updates (the op casts after the kernel).
+  ComputeWeightCopy copy;
+  copy.prepare(gpu_set, DType::bf16);
+  gpu_sgd.write_compute_copy(&copy);
   for (int k = 0; k < 4; ++k) {
     write_tiny_grads(cpu_set, 30 + static_cast<uint64_t>(k), host);
     write_tiny_grads(gpu_set, 30 + static_cast<uint64_t>(k), gpu);
@@ -287,6 +292,9 @@ TEST(Sgd, CudaMatchesCpu) {
   ASSERT_EQ(actual.size(), expected.size());
   for (size_t i = 0; i < actual.size(); ++i)  // nvcc may fuse multiply-adds: a few ulps
     ASSERT_NEAR(actual[i], expected[i], 1e-6 + 1e-5 * std::abs(expected[i])) << "element " << i;
+  Tensor cast_values = Tensor::empty(copy.flat().shape(), DType::bf16, Device::cuda(0));
+  cast(std::as_const(gpu_set).flat_values(), cast_values, gpu);
+  EXPECT_EQ(copy.flat().to_floats(gpu), cast_values.to_floats(gpu));
 }
 
 }  // namespace
