@@ -35,16 +35,21 @@ struct StepResult {
   std::vector<std::vector<float>> grads;  // per parameter, registration order
 };
 
+// kBatch images of kSize x kSize x 3 standard normal values from `seed`, in `dtype`.
+Tensor random_images(uint32_t seed, DType dtype) {
+  std::vector<float> pixels(static_cast<size_t>(kBatch * kSize * kSize * 3));
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  for (float& v : pixels)
+    v = normal(rng);
+  return Tensor::from_floats({kBatch, kSize, kSize, 3}, pixels, dtype);
+}
+
 StepResult one_step(DType dtype, Stream& stream) {
   ResNet model("resnet18", {.num_classes = kClasses, .seed = 5});
   model.allocate(Device::cpu(), stream);
   model.setup({kBatch, kSize, kSize, 3}, dtype, stream);
-  std::mt19937 rng(3);
-  std::normal_distribution<float> normal;
-  std::vector<float> pixels(static_cast<size_t>(kBatch * kSize * kSize * 3));
-  for (float& v : pixels)
-    v = normal(rng);
-  const Tensor images = Tensor::from_floats({kBatch, kSize, kSize, 3}, pixels, dtype);
+  const Tensor images = random_images(3, dtype);
   const Tensor labels = Tensor::from_ints({kBatch}, {1, 4, 7, 9});
   CrossEntropyLoss loss;
   loss.setup(kBatch, kClasses, dtype, Device::cpu());
@@ -126,12 +131,7 @@ std::vector<float> logits_after(int passes, float fc_value, const Tensor& images
 
 TEST(MixedPrecision, EachPassCastsTheMastersAsTheyAreThen) {
   Stream stream;
-  std::vector<float> pixels(static_cast<size_t>(kBatch * kSize * kSize * 3));
-  std::mt19937 rng(4);
-  std::normal_distribution<float> normal;
-  for (float& v : pixels)
-    v = normal(rng);
-  const Tensor images = Tensor::from_floats({kBatch, kSize, kSize, 3}, pixels, DType::bf16);
+  const Tensor images = random_images(4, DType::bf16);
   // A model that ran a pass before its fc weight changed against one whose first pass saw it:
   // the same bits (a copy cast only once, at the first pass, would keep the old weight).
   const std::vector<float> changed_after = logits_after(2, 0.25f, images, stream);
@@ -178,12 +178,7 @@ struct SgdModel {
 
 TEST(MixedPrecision, SgdWritingTheBf16WeightsTrainsAsTheCastDoes) {
   Stream stream;
-  std::vector<float> pixels(static_cast<size_t>(kBatch * kSize * kSize * 3));
-  std::mt19937 rng(6);
-  std::normal_distribution<float> normal;
-  for (float& v : pixels)
-    v = normal(rng);
-  const Tensor images = Tensor::from_floats({kBatch, kSize, kSize, 3}, pixels, DType::bf16);
+  const Tensor images = random_images(6, DType::bf16);
   const Tensor labels = Tensor::from_ints({kBatch}, {2, 5, 0, 9});
   SgdModel cast_each_pass(false, stream), written_by_step(true, stream);
   ASSERT_GT(written_by_step.sgd->run_count(), 1);
