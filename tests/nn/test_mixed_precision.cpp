@@ -7,8 +7,8 @@
 // worst fp32 error is 1e-4 of a tensor's RMS; bf16 is 2^15 times coarser). So per-tensor
 // gradients are compared near the loss (fc: measured 3% and 0.4%) and in direction overall
 // (measured cosine 0.92 over all gradients), and the bf16 model must learn on its own. The
-// model's bf16 weights are one copy of its flat parameter buffer, cast once per pass: a
-// forward after the masters changed computes with the new values.
+// model's bf16 weights are one copy of its flat parameter buffer, cast once per pass or written
+// by the SGD step: a forward after the masters changed computes with the new values.
 #include <gtest/gtest.h>
 
 #include <cmath>
