@@ -17,12 +17,7 @@
 
 namespace engine::testing {
 
-struct SimtCase {
-  const char* name;
-  Conv2dShape shape;
-};
-
-inline std::vector<SimtCase> simt_cases() {
+inline std::vector<ConvCase> simt_cases() {
   return {
       {"3x3 s1 p1 odd sizes", conv_shape(2, 5, 7, 3, 5, 3, 3, 1, 1)},
       // The block tiles are 128 x 128 (K tiles 8 fp32, 32 bf16): M and N over two in each
@@ -50,12 +45,12 @@ inline std::vector<SimtCase> simt_cases() {
 
 // The cases of simt_cases() with these names, in this order: the suites that run a few of them
 // take the table's shapes rather than a copy.
-inline std::vector<SimtCase> simt_cases_named(std::initializer_list<std::string_view> names) {
-  const std::vector<SimtCase> all = simt_cases();
-  std::vector<SimtCase> chosen;
+inline std::vector<ConvCase> simt_cases_named(std::initializer_list<std::string_view> names) {
+  const std::vector<ConvCase> all = simt_cases();
+  std::vector<ConvCase> chosen;
   for (const std::string_view name : names) {
     const auto found =
-        std::find_if(all.begin(), all.end(), [&](const SimtCase& c) { return c.name == name; });
+        std::find_if(all.begin(), all.end(), [&](const ConvCase& c) { return c.name == name; });
     if (found == all.end()) {
       throw std::invalid_argument("simt_cases has no case '" + std::string(name) + "'");
     }

@@ -25,13 +25,13 @@ namespace engine {
 namespace {
 
 using testing::conv_shape;
+using testing::ConvCase;
 using testing::decode;
 using testing::Operands;
 using testing::random_values;
 using testing::simt_cases;
 using testing::simt_cases_named;
 using testing::SimtBuffer;
-using testing::SimtCase;
 
 using Engine = testing::ConvEngine;
 using testing::conv_engines;
@@ -114,7 +114,7 @@ TEST(ConvSimt, BackwardDataAddsTheResidualGradientAsTheAddOpWould) {
   }
   // The store's paths, not every shape again (BackwardDataMatchesCpu runs them all): input
   // channels of 3 and 19 (element stores), 12 (tf32's 16-byte ones) and 24 (bf16's too).
-  const std::vector<SimtCase> cases =
+  const std::vector<ConvCase> cases =
       simt_cases_named({"3x3 s1 p1 odd sizes", "3x3 s1 p1, vector loads of 4",
                         "pointwise, M and N over two tiles", "pointwise, vector loads"});
   for (const Engine& engine : conv_engines()) {
@@ -166,7 +166,7 @@ TEST(ConvSimt, BackwardDataAddsTheResidualGradientAsTheAddOpWould) {
 
 // Strided input gradients without the stride's zeros (conv_strided_data_grad.cuh): 1x1
 // layers as one GEMM filling stride cells, the others as a GEMM per stride phase.
-std::vector<SimtCase> strided_data_grad_cases() {
+std::vector<ConvCase> strided_data_grad_cases() {
   Conv2dShape rows_only = conv_shape(2, 9, 7, 16, 8, 3, 3, 1, 1);
   rows_only.stride_h = 2;  // phases along h only
   return {

@@ -19,13 +19,13 @@ namespace engine {
 namespace {
 
 using testing::conv_shape;
+using testing::ConvCase;
 using testing::decode;
 using testing::Operands;
 using testing::random_values;
 using testing::simt_cases;
 using testing::simt_cases_named;
 using testing::SimtBuffer;
-using testing::SimtCase;
 
 using Engine = testing::ConvEngine;
 using testing::conv_engines;
@@ -36,7 +36,7 @@ using testing::relative_difference;
 // loads, the pointwise path, a long K). A forward with a bias never splits (the reduction adds
 // none), so its case checks that the bias still arrives.
 TEST(ConvSimt, ForwardAndBackwardDataMatchCpuWithSplitK) {
-  const std::vector<SimtCase> cases =
+  const std::vector<ConvCase> cases =
       simt_cases_named({"3x3 s1 p1 odd sizes", "1x1 s2, M and N over two tiles, vector loads",
                         "3x3 dilation 2 p2, vector loads", "pointwise, odd N", "3x3 long K"});
   for (const Engine& engine : conv_engines()) {
@@ -197,9 +197,9 @@ TEST(ConvSimt, BackwardFilterThroughPaddedChannelsMatchesCpu) {
 // thread (the forward's 140) and 1 (the gradients' 19); the plain and ASan runs take all three.
 TEST(ConvSimt, SplitKSumInTheGemmGivesTheSecondLaunchsBits) {
 #if defined(__SANITIZE_THREAD__)
-  const std::vector<SimtCase> cases = simt_cases_named({"pointwise, M and N over two tiles"});
+  const std::vector<ConvCase> cases = simt_cases_named({"pointwise, M and N over two tiles"});
 #else
-  const std::vector<SimtCase> cases =
+  const std::vector<ConvCase> cases =
       simt_cases_named({"3x3 long K", "pointwise, M and N over two tiles",
                         "1x1 s2, M and N over two tiles, vector loads"});
 #endif
