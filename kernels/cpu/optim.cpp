@@ -99,25 +99,29 @@ void sgd_step(const SgdStepArgs& args) {
   const float* grads = args.grads;
   float* buffer = args.momentum_buffer;
   uint16_t* copy = args.params_bf16;
+  const bool rounds_in_registers = copy != nullptr && use_avx512();
   with_flag(o.weight_decay != 0.f, [&]<bool kDecay>() {
     with_flag(o.momentum != 0.f, [&]<bool kMomentum>() {
       with_flag(args.first_step, [&]<bool kFirstStep>() {
         with_flag(o.nesterov, [&]<bool kNesterov>() {
           parallel_for_ranges(args.n, [&](int64_t begin, int64_t end) {
-            if (copy != nullptr && use_avx512()) {
+            if (rounds_in_registers) {
               sgd_range_rounding_avx512<kDecay, kMomentum, kFirstStep, kNesterov>(
                   params, grads, buffer, copy, begin, end, scalars);
               return;
             }
+            if (copy == nullptr) {
+              sgd_range<kDecay, kMomentum, kFirstStep, kNesterov>(params, grads, buffer, begin, end,
+                                                                  scalars);
+              return;
+            }
             // Elsewhere the copy is rounded in blocks of 16 KiB of params, each while in L1.
-            const int64_t block_size = copy != nullptr ? 4096 : std::max<int64_t>(1, end - begin);
-            for (int64_t block = begin; block < end; block += block_size) {
-              const int64_t block_end = std::min(end, block + block_size);
+            constexpr int64_t kBlock = 4096;
+            for (int64_t block = begin; block < end; block += kBlock) {
+              const int64_t block_end = std::min(end, block + kBlock);
               sgd_range<kDecay, kMomentum, kFirstStep, kNesterov>(params, grads, buffer, block,
                                                                   block_end, scalars);
-              if (copy != nullptr) {
-                round_to_bf16_bits(params + block, copy + block, block_end - block);
-              }
+              round_to_bf16_bits(params + block, copy + block, block_end - block);
             }
           });
         });
